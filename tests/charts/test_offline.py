@@ -1,0 +1,60 @@
+"""Offline HTML: vega inlined once, specs that cannot break out of their script, static export."""
+import re
+
+import pandas as pd
+import pytest
+
+from workbench import charts
+from workbench.charts import offline
+from workbench.errors import InvalidArgumentError
+
+HOSTILE = "</script><script>alert('x')</script> <!-- ∑\u2028名"
+EXTERNAL_SRC = re.compile(r"""<(?:script|link|img)[^>]+(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", re.I)
+
+
+def _chart():
+    return charts.top_ops_chart(pd.DataFrame({"name": [HOSTILE, "aten::mm"], "self_us": [3.0, 2.0]}))
+
+
+def test_fragment_carries_vega_and_the_spec_cannot_close_its_script():
+    html = charts.to_offline_html(_chart())
+    assert "window.vegaEmbed" in html and len(html) > 500_000
+    assert html.count("</script>") == 2  # the bundle's and the embed call's, nothing from the data
+    assert "alert('x')</script>" not in html and "\\u003c/script\\u003e" in html
+    assert "\u2028" not in html.split("var spec")[1]
+    assert not EXTERNAL_SRC.search(html)
+
+
+def test_without_bundle_the_div_says_what_is_missing():
+    html = charts.to_offline_html(_chart(), include_bundle=False)
+    assert len(html) < 20_000 and "vega JavaScript is not loaded" in html
+
+
+def test_notebook_display_sends_the_bundle_once(monkeypatch):
+    monkeypatch.setitem(offline._state, "bundle_sent", False)
+    first = charts.OfflineChart(_chart())._repr_html_()
+    second = charts.OfflineChart(_chart())._repr_html_()
+    assert first.count("if (!window.vegaEmbed) { (function") == 1
+    assert len(first) > 500_000 and len(second) < 20_000
+
+
+def test_page_html_inlines_one_bundle_for_many_charts():
+    page = charts.page_html([_chart(), _chart()], title="<t>")
+    assert page.count('class="workbench-chart"') == 2
+    assert page.count("if (!window.vegaEmbed) { (function") == 1
+    assert "<title>&lt;t&gt;</title>" in page
+
+
+@pytest.mark.parametrize("suffix,magic", [(".svg", b"<svg"), (".png", b"\x89PNG"), (".html", b"<!DOCTYPE"),
+                                          (".json", b"{")])
+def test_save_writes_each_format(tmp_path, suffix, magic):
+    path = charts.save(_chart(), tmp_path / f"chart{suffix}")
+    data = path.read_bytes()
+    assert data.lstrip()[: len(magic)] == magic
+    if suffix == ".svg":
+        assert b"aten::mm" in data and b"<script>alert" not in data
+
+
+def test_save_unknown_suffix_is_a_clear_error(tmp_path):
+    with pytest.raises(InvalidArgumentError, match=r"\.gif"):
+        charts.save(_chart(), tmp_path / "x.gif")

@@ -1,0 +1,101 @@
+"""Timeline: lanes, kinds, tooltips, zoom, and the level of detail that bounds the marks."""
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from workbench import charts
+from workbench.errors import InvalidArgumentError
+
+
+def _rows(spec):
+    return [row for rows in spec.get("datasets", {}).values() for row in rows]
+
+
+def _trace(n_kernels=10, kernel_dur=5.0, names=None, seed=0):
+    rng = np.random.default_rng(seed)
+    ts = np.sort(rng.uniform(0, 1e6, n_kernels))
+    names = names or ["gemm", "elementwise"]
+    kernels = pd.DataFrame({
+        "rank": 0, "stream": np.where(np.arange(n_kernels) % 3 == 0, 13, 7),
+        "name": [names[i % len(names)] for i in range(n_kernels)],
+        "kind": ["memcpy" if i % 5 == 4 else "kernel" for i in range(n_kernels)],
+        "ts_us": ts, "dur_us": np.full(n_kernels, kernel_dur)})
+    ops = pd.DataFrame({"rank": 0, "tid": [11, 11, 11], "name": ["aten::mm", "aten::add", "aten::addmm"],
+                        "ts_us": [0.0, 100.0, 50.0], "dur_us": [90.0, 5.0, 10.0], "depth": [0, 0, 1],
+                        "input_dims": ["[[8, 16], [16, 4]]", "[[8]]", "[]"]})
+    runtime = pd.DataFrame({"rank": 0, "tid": [11, 11], "name": ["cudaLaunchKernel", "cudaDeviceSynchronize"],
+                            "ts_us": [1.0, 200.0], "dur_us": [2.0, 40.0]})
+    notes = pd.DataFrame({"rank": 0, "name": ["ProfilerStep#1"], "ts_us": [0.0], "dur_us": [1e6], "kind": ["step"]})
+    return SimpleNamespace(kernels=kernels, cpu_ops=ops, runtime=runtime, annotations=notes)
+
+
+def test_small_trace_draws_every_event_in_lanes_by_kind():
+    spec = charts.timeline_chart(_trace()).to_dict()
+    rows = _rows(spec)
+    assert len(rows) == 10 + 2 + 1 + 1  # kernels, depth-0 ops, the sync, the step
+    lanes = {r["lane"] for r in rows}
+    assert lanes == {"rank 0 · stream 7", "rank 0 · stream 13", "rank 0 · thread 11", "rank 0 · annotations"}
+    assert {r["kind"] for r in rows} == {"kernel", "memcpy", "op", "sync", "annotation"}
+    mm = [r for r in rows if r["name"] == "aten::mm"][0]
+    assert mm["shapes"] == "[[8, 16], [16, 4]]" and mm["end_us"] == 90.0
+    tooltip_fields = {t["field"] for t in spec["encoding"]["tooltip"]}
+    assert {"name", "dur_us", "shapes", "kind"} <= tooltip_fields
+    zoom = spec["params"][0]
+    assert zoom["bind"] == "scales" and zoom["select"]["encodings"] == ["x"]
+
+
+def test_million_events_become_a_few_thousand_marks_with_time_conserved():
+    n = 1_000_000
+    trace = _trace(n_kernels=n, kernel_dur=0.5)
+    rows, info = charts.timeline_table(trace, max_marks=4000)
+    assert info["aggregated"] and info["events"] == n + 4
+    assert len(rows) <= 4000
+    kernel_rows = rows[rows["lane"].str.contains("stream")]
+    assert kernel_rows["count"].sum() == n
+    assert kernel_rows["dur_us"].sum() == pytest.approx(0.5 * n)
+    spec = charts.timeline_chart(trace).to_dict()  # under altair's 5,000-row limit
+    assert "summed into" in spec["title"]["subtitle"]
+
+
+def test_long_events_stay_individual_when_aggregating():
+    trace = _trace(n_kernels=5000, kernel_dur=1.0)
+    rows, info = charts.timeline_table(trace, detail_threshold=100)
+    step = rows[rows["kind"] == "annotation"]
+    assert info["aggregated"] and len(step) == 1 and step["count"].iloc[0] == 1
+    assert step["dur_us"].iloc[0] == 1e6
+
+
+def test_window_limits_events_and_gives_detail():
+    trace = _trace(n_kernels=20000, kernel_dur=1.0)
+    rows, info = charts.timeline_table(trace, start_us=0.0, end_us=1000.0, detail_threshold=3000)
+    assert not info["aggregated"]
+    assert rows["ts_us"].max() <= 1000.0
+    with pytest.raises(InvalidArgumentError, match="window is empty"):
+        charts.timeline_table(trace, start_us=5.0, end_us=5.0)
+
+
+def test_nan_durations_are_left_out_and_said():
+    trace = _trace()
+    trace.kernels.loc[0, "dur_us"] = math.nan
+    spec = charts.timeline_chart(trace).to_dict()
+    assert len(_rows(spec)) == 13
+    assert "1 without a finite time left out" in spec["title"]["subtitle"]
+
+
+def test_empty_trace_says_there_is_nothing():
+    empty = SimpleNamespace(kernels=None, cpu_ops=pd.DataFrame(columns=["rank", "tid", "name", "ts_us", "dur_us"]),
+                            runtime=None, annotations=None)
+    spec = charts.timeline_chart(empty).to_dict()
+    assert spec["usermeta"]["workbench_empty"] == "no timeline to draw: the trace has no events"
+
+
+def test_one_event_and_hostile_names_draw():
+    name = "</script><script>alert(1)</script> ∑ kernel\u2028名"
+    trace = SimpleNamespace(kernels=pd.DataFrame({"rank": [0], "stream": [7], "name": [name], "kind": ["kernel"],
+                                                  "ts_us": [0.0], "dur_us": [3.0]}),
+                            cpu_ops=None, runtime=None, annotations=None)
+    rows = _rows(charts.timeline_chart(trace).to_dict())
+    assert len(rows) == 1 and rows[0]["name"] == name

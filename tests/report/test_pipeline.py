@@ -1,0 +1,50 @@
+"""The report pipeline end to end: profile the demo, papermill, nbconvert, offline HTML, CI compare."""
+import json
+import re
+
+import pytest
+
+from workbench.cli import main
+from workbench.report import external_sources, load_summary
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def demo_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report") / "demo"
+    assert main(["report", "--out", str(out), "--repeat", "5", "--warmup", "1"]) == 0
+    return out
+
+
+def test_report_shows_timing_top_ops_and_charts_offline(demo_report):
+    html = (demo_report / "report.html").read_text(encoding="utf-8")
+    summary = load_summary(demo_report)
+    assert f"{summary['timing']['median_ms']:.3f} ms" in html
+    assert f"{summary['timing']['p95_ms']:.3f} ms" in html
+    top_ops = html[html.index('class="dataframe wb-top-ops"'):]
+    assert "aten::mm" in top_ops[:20000] and "aten::tanh" in top_ops[:20000]
+    assert html.count('class="workbench-chart"') >= 2
+    assert html.count("if (!window.vegaEmbed) { (function") == 1  # vega inlined once
+    assert external_sources(html) == []
+    assert not re.search(r"""<(script|link)[^>]+(src|href)=["']https?://""", html)
+
+
+def test_report_folder_holds_bundle_notebook_and_summary(demo_report):
+    assert (demo_report / "run" / "run.json").is_file()
+    nb = json.loads((demo_report / "report.ipynb").read_text())
+    assert not [o for c in nb["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert load_summary(demo_report)["workload"] == "workbench.demo:workload"
+
+
+def test_bundle_report_and_regression_gate(demo_report, tmp_path, capsys):
+    fast = tmp_path / "fast"
+    fast.mkdir()
+    (fast / "summary.json").write_text(json.dumps({"timing": {"median_ms": 1e-6}}))
+    code = main(["report", "--bundle", str(demo_report / "run"), "--out", str(tmp_path / "again"),
+                 "--compare-to", str(fast), "--fail-on-regression", "5"])
+    assert code == 1 and "REGRESSION" in capsys.readouterr().out
+    same = main(["report", "--bundle", str(demo_report / "run"), "--out", str(tmp_path / "again2"),
+                 "--compare-to", str(demo_report), "--fail-on-regression", "5"])
+    assert same == 0  # the same run against itself: +0.0 %
+    assert "+0.0 %" in capsys.readouterr().out

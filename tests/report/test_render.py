@@ -1,0 +1,47 @@
+"""Rendering a notebook to offline HTML, escaping, and the guard against network sources."""
+import math
+
+import nbformat
+import pandas as pd
+import pytest
+
+from workbench import charts
+from workbench.errors import ReportError
+from workbench.report import external_sources, render_html
+
+HOSTILE = "<script>alert(1)</script> ∑ 名"
+
+
+def _notebook(path, html_outputs):
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    cell = nbformat.v4.new_code_cell("x")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"text/html": h}) for h in html_outputs]
+    nb.cells = [cell]
+    nbformat.write(nb, path)
+    return path
+
+
+def test_render_has_no_network_source_and_keeps_charts(tmp_path):
+    chart = charts.top_ops_chart(pd.DataFrame({"name": [HOSTILE, "b"], "self_us": [1.0, math.nan]}))
+    table = pd.DataFrame({"name": [HOSTILE]}).to_html(escape=True)
+    nb = _notebook(tmp_path / "r.ipynb", [charts.to_offline_html(chart), table])
+    html = render_html(nb, tmp_path / "r.html").read_text(encoding="utf-8")
+    assert external_sources(html) == []
+    assert "cdnjs" not in html and "unpkg" not in html and "jsdelivr" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; ∑ 名" in html
+    assert "<script>alert(1)" not in html
+    assert 'class="workbench-chart"' in html
+
+
+def test_render_refuses_a_page_that_would_go_online(tmp_path):
+    nb = _notebook(tmp_path / "r.ipynb", ['<script src="https://cdn.example.com/x.js"></script>'])
+    with pytest.raises(ReportError, match="network"):
+        render_html(nb, tmp_path / "r.html")
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_external_sources_finds_protocol_relative_and_ignores_data_urls():
+    page = '<script src="//cdn.x/y.js"></script><link href="https://a/b.css"><script src="data:text/javascript,">'
+    assert external_sources(page) == ["//cdn.x/y.js", "https://a/b.css"]

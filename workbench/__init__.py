@@ -1,0 +1,64 @@
+"""workbench: a notebook-native GPU performance lab for PyTorch and Triton users.
+
+Public names (see DESIGN.md) are loaded lazily so that ``import workbench`` stays cheap and
+does not import torch: a trace recorded on a GPU box can be analysed anywhere.
+
+    import workbench as wb
+    run = wb.profile(fn, *args, warmup=3, repeat=20)
+    trace = wb.load_trace("trace.json.gz")
+    cmp = wb.compare({"eager": f, "compiled": wb.variants.compiled(f)}, inputs=make_inputs)
+
+In a notebook: ``%load_ext workbench`` then ``%%gpuprofile`` on a cell.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# public name -> (module, attribute); attribute None means the module itself
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "profile": ("workbench.capture.profile", "profile"),
+    "ProfileRun": ("workbench.capture.run", "ProfileRun"),
+    "load_run": ("workbench.capture.run", "load_run"),
+    "load_trace": ("workbench.trace", "load_trace"),
+    "Trace": ("workbench.trace", "Trace"),
+    "Measurement": ("workbench.capture.measurement", "Measurement"),
+    "compare": ("workbench.variants", "compare"),
+    "variants": ("workbench.variants", None),
+    "charts": ("workbench.charts", None),
+    "report": ("workbench.report", None),
+    "demo": ("workbench.demo", None),
+    "errors": ("workbench.errors", None),
+}
+
+__all__ = sorted(_LAZY) + ["__version__", "load_ipython_extension", "unload_ipython_extension"]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module_name, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'workbench' has no attribute {name!r}") from None
+    module = importlib.import_module(module_name)
+    value = module if attr is None else getattr(module, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext workbench``: register ``%%gpuprofile`` and friends."""
+    from workbench.magics import load_ipython_extension as _load
+
+    _load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    from workbench.magics import unload_ipython_extension as _unload
+
+    _unload(ipython)

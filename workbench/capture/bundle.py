@@ -1,0 +1,93 @@
+"""Run bundles: a folder with run.json (format version), environment.json and trace.json.gz."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from workbench.capture.profiler_session import TRACE_FILE_NAME
+from workbench.capture.trace_link import load_trace
+from workbench.errors import BundleError
+
+BUNDLE_FORMAT = "workbench.run"
+BUNDLE_FORMAT_VERSION = 1
+RUN_FILE = "run.json"
+ENVIRONMENT_FILE = "environment.json"
+
+
+def save_run(run: Any, path: str | Path) -> Path:
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise BundleError(f"cannot save a run bundle to {str(folder)!r}: it is a file; give a folder path")
+    folder.mkdir(parents=True, exist_ok=True)
+    record = run.to_dict()
+    has_trace = run.trace_path is not None
+    if has_trace:
+        source = Path(run.trace_path)
+        if not source.exists():
+            raise BundleError(f"the run's trace file {str(source)!r} is gone; profile again to save a bundle")
+        target = folder / TRACE_FILE_NAME
+        if source.resolve() != target.resolve():
+            shutil.copyfile(source, target)
+    record["trace_path"] = TRACE_FILE_NAME if has_trace else None
+    env = record.pop("environment")
+    _write_json(folder / ENVIRONMENT_FILE, env)
+    _write_json(folder / RUN_FILE, {"format": BUNDLE_FORMAT, "format_version": BUNDLE_FORMAT_VERSION,
+                                    "run": record})
+    return folder
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, default=str))
+    tmp.replace(path)
+
+
+def _read_json(path: Path, what: str) -> Any:
+    if not path.exists():
+        raise BundleError(f"{what} missing: {str(path)!r} does not exist; a run bundle is the folder "
+                          "ProfileRun.save(path) writes — save the run again")
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise BundleError(f"{what} {str(path)!r} is not readable JSON ({exc}); save the run again") from exc
+
+
+def load_run(path: str | Path) -> Any:
+    from workbench.capture.run import ProfileRun
+
+    folder = Path(path)
+    if not folder.is_dir():
+        raise BundleError(f"no run bundle at {str(folder)!r}: not a folder. Pass the folder that "
+                          "run.save(path) / %%gpuprofile's run.save wrote")
+    doc = _read_json(folder / RUN_FILE, "run record")
+    _check_version(doc, folder)
+    record = dict(doc["run"])
+    record["environment"] = _read_json(folder / ENVIRONMENT_FILE, "environment record")
+    trace, note = None, record.get("trace_note", "")
+    if record.get("trace_path"):
+        trace_file = folder / record["trace_path"]
+        if not trace_file.exists():
+            raise BundleError(f"the bundle {str(folder)!r} names trace {record['trace_path']!r} but "
+                              "the file is missing; copy the whole folder, or profile again")
+        record["trace_path"] = str(trace_file)
+        trace, note = load_trace(trace_file, strict=True)
+    record["trace_note"] = note
+    try:
+        return ProfileRun.from_dict(record, trace=trace)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BundleError(f"run record in {str(folder)!r} is incomplete ({type(exc).__name__}: {exc}); "
+                          "save the run again") from exc
+
+
+def _check_version(doc: Any, folder: Path) -> None:
+    if not isinstance(doc, dict) or doc.get("format") != BUNDLE_FORMAT or "run" not in doc:
+        raise BundleError(f"{str(folder / RUN_FILE)!r} is not a workbench run record "
+                          f"(expected format {BUNDLE_FORMAT!r})")
+    version = doc.get("format_version")
+    if version != BUNDLE_FORMAT_VERSION:
+        raise BundleError(
+            f"run bundle {str(folder)!r} has format version {version!r}; this workbench reads version "
+            f"{BUNDLE_FORMAT_VERSION}. Load it with the workbench version that wrote it, or profile "
+            "again and save a new bundle")

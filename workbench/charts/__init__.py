@@ -1,0 +1,24 @@
+"""altair chart builders (timeline, roofline, breakdowns, comparison) and offline display.
+
+Builders take result objects or tables and return altair charts; they never measure. Display
+works with no network: ``display(chart)``, ``to_offline_html(chart)``, ``save(chart, "x.svg")``.
+"""
+from workbench.charts.breakdowns import (
+    idle_chart, kernel_types_chart, per_rank_chart, top_kernels_chart, top_ops_chart,
+)
+from workbench.charts.common import message_chart
+from workbench.charts.comparison import comparison_chart, speedup_table
+from workbench.charts.offline import (
+    OfflineChart, bundle_script_tag, display, page_html, save, to_offline_html,
+)
+from workbench.charts.roofline import ceilings_from_spec, roofline_chart, roofline_points
+from workbench.charts.run import run_charts, timing_chart, trace_charts
+from workbench.charts.timeline import timeline_chart, timeline_events, timeline_table
+
+__all__ = [
+    "OfflineChart", "bundle_script_tag", "ceilings_from_spec", "comparison_chart", "display",
+    "idle_chart", "kernel_types_chart", "message_chart", "page_html", "per_rank_chart",
+    "roofline_chart", "roofline_points", "run_charts", "save", "speedup_table", "timeline_chart",
+    "timeline_events", "timeline_table", "timing_chart", "to_offline_html", "top_kernels_chart",
+    "top_ops_chart",
+]

@@ -1,0 +1,68 @@
+"""Helpers shared by the chart builders: tables out of result objects, a chart that explains."""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import pandas as pd
+
+from workbench.errors import InvalidArgumentError
+
+MAX_CHART_ROWS = 5000  # altair's default limit; every builder stays under it
+
+
+def as_table(result: Any, what: str) -> pd.DataFrame:
+    """A DataFrame from a result object (``.table``), a DataFrame, or a list of dicts."""
+    if isinstance(result, pd.DataFrame):
+        return result
+    table = getattr(result, "table", None)
+    if isinstance(table, pd.DataFrame):
+        return table
+    if isinstance(result, (list, tuple)):
+        return pd.DataFrame(list(result))
+    raise InvalidArgumentError(
+        f"{what}: expected a result with a .table DataFrame, a DataFrame or a list of dicts; "
+        f"got {type(result).__name__}"
+    )
+
+
+def require_columns(table: pd.DataFrame, columns: Iterable[str], what: str) -> None:
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise InvalidArgumentError(
+            f"{what}: table lacks column(s) {missing}; it has {list(table.columns)}"
+        )
+
+
+def first_present(table: pd.DataFrame, candidates: Iterable[str], what: str) -> str:
+    for name in candidates:
+        if name in table.columns:
+            return name
+    raise InvalidArgumentError(
+        f"{what}: none of the columns {list(candidates)} is in the table ({list(table.columns)})"
+    )
+
+
+def message_chart(message: str, *, title: str = "", width: int = 420) -> Any:
+    """A chart that says, in words, why there is nothing to draw."""
+    import altair as alt
+
+    data = pd.DataFrame({"message": [message]})
+    return (
+        alt.Chart(data, title=title or None)
+        .mark_text(align="left", baseline="middle", fontSize=13, color="#555")
+        .encode(text="message:N", x=alt.value(4), y=alt.value(12))
+        .properties(width=width, height=24, usermeta={"workbench_empty": message})
+    )
+
+
+def finite_rows(table: pd.DataFrame, columns: Iterable[str]) -> tuple[pd.DataFrame, int]:
+    """Rows whose ``columns`` are finite numbers, and how many were dropped."""
+    cols = list(columns)
+    numeric = table[cols].apply(pd.to_numeric, errors="coerce")
+    keep = numeric.notna().all(axis=1) & numeric.abs().lt(float("inf")).all(axis=1)
+    return table.loc[keep], int((~keep).sum())
+
+
+def shorten(name: Any, limit: int = 60) -> str:
+    text = "" if name is None or (isinstance(name, float) and pd.isna(name)) else str(name)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,158 @@
+"""Show altair charts with no network: inline vega JS once per page, then a div per chart.
+
+altair's default renderer fetches vega from a CDN (a blank chart offline) and its ``mimetype``
+renderer breaks nbformat (see ENVIRONMENT.md). Here a chart becomes HTML that carries its own
+vega: ``vl_convert.javascript_bundle()`` (vega + vega-lite + vega-embed, ~0.9 MB) is inlined
+once per page (once per Python process for notebook display) and each chart is a ``<div>``
+plus a ``vegaEmbed`` call. Static SVG/PNG come from vl-convert.
+"""
+from __future__ import annotations
+
+import functools
+import html
+import itertools
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import InvalidArgumentError
+
+_state = {"bundle_sent": False}
+_ids = itertools.count()
+_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def _vl_version() -> str | None:
+    """The vega-lite version of altair's schema, if vl-convert bundles it (e.g. ``"6.4"``)."""
+    import altair as alt
+    import vl_convert as vlc
+
+    major_minor = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
+    return major_minor if major_minor in vlc.get_vegalite_versions() else None
+
+
+@functools.lru_cache(maxsize=1)
+def vega_bundle_js() -> str:
+    """vega + vega-lite + vega-embed as one classic script that sets ``window.vegaEmbed``.
+
+    Wrapped in a function so that its top-level names cannot clash with the page's.
+    """
+    import vl_convert as vlc
+
+    js = vlc.javascript_bundle(vl_version=_vl_version())
+    return "if (!window.vegaEmbed) { (function () {\n" + js + "\n})(); }"
+
+
+def bundle_script_tag() -> str:
+    return '<script type="text/javascript">' + vega_bundle_js() + "</script>"
+
+
+def script_safe_json(value: Any) -> str:
+    """A JS literal that can sit inside ``<script>``: ``</script>``, ``<!--``, U+2028 escaped (NaN stays NaN)."""
+    text = json.dumps(value, allow_nan=True, ensure_ascii=False, default=str)
+    return "".join(_JSON_ESCAPES.get(ch, ch) for ch in text)
+
+
+def chart_spec(chart: Any) -> dict[str, Any]:
+    """The vega-lite spec of an altair chart (or a spec dict passed through), NaN-free."""
+    if isinstance(chart, dict):
+        return chart
+    if not hasattr(chart, "to_dict"):
+        raise InvalidArgumentError(
+            f"expected an altair chart or a vega-lite dict; got {type(chart).__name__}"
+        )
+    return chart.to_dict()
+
+
+def to_offline_html(chart: Any, *, include_bundle: bool = True, renderer: str = "svg") -> str:
+    """An HTML fragment that draws ``chart`` with no network access.
+
+    ``include_bundle=False`` leaves out the vega JS: use it when the page already has it
+    (``bundle_script_tag()``); without it the div says so plainly instead of staying blank.
+    """
+    if renderer not in ("svg", "canvas"):
+        raise InvalidArgumentError(f"renderer must be 'svg' or 'canvas'; got {renderer!r}")
+    spec = script_safe_json(chart_spec(chart))
+    div_id = f"wb-chart-{next(_ids)}-{uuid.uuid4().hex[:8]}"
+    missing = ("vega JavaScript is not loaded on this page: display the chart with "
+               "workbench.charts.display(chart, include_bundle=True)")
+    embed = (
+        "(function () {\n"
+        f"  var el = document.getElementById({json.dumps(div_id)});\n"
+        f"  var spec = {spec};\n"
+        f"  if (!window.vegaEmbed) {{ el.textContent = {json.dumps(missing)}; return; }}\n"
+        f"  window.vegaEmbed(el, spec, {{actions: false, renderer: {json.dumps(renderer)}}})\n"
+        "    .catch(function (err) { el.textContent = 'chart could not be drawn: ' + err; });\n"
+        "})();"
+    )
+    parts = [bundle_script_tag()] if include_bundle else []
+    parts.append(f'<div id="{div_id}" class="workbench-chart"></div>')
+    parts.append(f'<script type="text/javascript">\n{embed}\n</script>')
+    return "\n".join(parts)
+
+
+def notebook_html(chart: Any, *, include_bundle: bool | None = None, renderer: str = "svg") -> str:
+    """Offline HTML for notebook output: the vega bundle goes out with the first chart only."""
+    if include_bundle is None:
+        include_bundle = not _state["bundle_sent"]
+    out = to_offline_html(chart, include_bundle=include_bundle, renderer=renderer)
+    if include_bundle:
+        _state["bundle_sent"] = True
+    return out
+
+
+class OfflineChart:
+    """Wraps an altair chart so that notebooks (and nbconvert) show it offline."""
+
+    def __init__(self, chart: Any, *, renderer: str = "svg"):
+        self.chart = chart
+        self.renderer = renderer
+
+    def _repr_html_(self) -> str:
+        return notebook_html(self.chart, renderer=self.renderer)
+
+    def to_dict(self) -> dict[str, Any]:
+        return chart_spec(self.chart)
+
+
+def display(chart: Any, *, include_bundle: bool | None = None, renderer: str = "svg") -> None:
+    """Show a chart in the running notebook with no network (vega inlined once per kernel)."""
+    from IPython.display import HTML
+    from IPython.display import display as ipy_display
+
+    ipy_display(HTML(notebook_html(chart, include_bundle=include_bundle, renderer=renderer)))
+
+
+def page_html(charts: list[Any], *, title: str = "workbench charts", renderer: str = "svg") -> str:
+    """A whole standalone HTML page: the vega bundle once, then every chart."""
+    body = "\n".join(to_offline_html(c, include_bundle=False, renderer=renderer) for c in charts)
+    return (
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+        f"<title>{html.escape(title)}</title>\n{bundle_script_tag()}\n</head>\n"
+        f"<body>\n{body}\n</body></html>\n"
+    )
+
+
+def save(chart: Any, path: str | Path, *, scale: float = 1.0) -> Path:
+    """Write ``chart`` as ``.svg``, ``.png`` (vl-convert), ``.html`` (offline page) or ``.json``."""
+    import vl_convert as vlc
+
+    path = Path(path)
+    suffix = path.suffix.lower()
+    spec = chart_spec(chart)
+    version = _vl_version()
+    if suffix == ".svg":
+        path.write_text(vlc.vegalite_to_svg(spec, vl_version=version), encoding="utf-8")
+    elif suffix == ".png":
+        path.write_bytes(vlc.vegalite_to_png(spec, vl_version=version, scale=scale))
+    elif suffix in (".html", ".htm"):
+        path.write_text(page_html([chart], title=path.stem), encoding="utf-8")
+    elif suffix == ".json":
+        path.write_text(json.dumps(spec, indent=1), encoding="utf-8")
+    else:
+        raise InvalidArgumentError(
+            f"cannot save a chart as {suffix or 'a file without suffix'!r} ({path}); "
+            "use .svg, .png, .html or .json"
+        )
+    return path

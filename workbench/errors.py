@@ -1,0 +1,62 @@
+"""One small exception hierarchy for the whole package.
+
+Every message says what was wrong, where, and what to do about it.
+"""
+from __future__ import annotations
+
+
+class WorkbenchError(Exception):
+    """Base class of every error workbench raises on purpose."""
+
+
+class InvalidArgumentError(WorkbenchError, ValueError):
+    """A caller passed a value workbench cannot use (a count <= 0, a non-callable, ...)."""
+
+
+class TraceFormatError(WorkbenchError, ValueError):
+    """A trace file is missing, truncated, not a trace, or has events that cannot be read."""
+
+    def __init__(self, message: str, *, path: str | None = None, event_index: int | None = None):
+        where = []
+        if path is not None:
+            where.append(f"file {path!r}")
+        if event_index is not None:
+            where.append(f"event #{event_index}")
+        full = f"{message} ({', '.join(where)})" if where else message
+        super().__init__(full)
+        self.path = path
+        self.event_index = event_index
+
+
+class TraceWarning(UserWarning):
+    """A trace is usable but something in it was odd (and what was done about it)."""
+
+
+class NotApplicableError(WorkbenchError):
+    """A capability needs something this machine lacks (a GPU, Triton, a browser).
+
+    ``reason`` is the plain statement shown to the user as "not applicable: <reason>".
+    """
+
+    def __init__(self, reason: str):
+        super().__init__(f"not applicable: {reason}")
+        self.reason = reason
+
+
+class ProfileError(WorkbenchError):
+    """Profiling a callable or a cell failed for a reason other than the user's code raising."""
+
+
+class BundleError(WorkbenchError):
+    """A saved run bundle is missing files, has the wrong version, or cannot be read."""
+
+
+class ReportError(WorkbenchError):
+    """Executing or rendering a report failed."""
+
+
+class RegistryError(WorkbenchError, KeyError):
+    """A name was looked up in a registry (rules, variants, templates) and is not there."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; we want it plain
+        return str(self.args[0]) if self.args else ""

@@ -1,0 +1,112 @@
+"""Render a diagnosis: plain text (the ``workbench analyze`` command), Markdown and HTML
+(notebooks). Every string from a trace (op and kernel names) is escaped."""
+from __future__ import annotations
+
+import html
+from typing import Any, Iterable
+
+from workbench.hypotheses.model import Hypothesis
+
+
+def _items(diag: Any) -> tuple[list[Hypothesis], list[str]]:
+    if hasattr(diag, "hypotheses"):
+        return list(diag.hypotheses), list(diag.statements())
+    return list(diag), []
+
+
+def _rows_text(rows: Iterable[dict], limit: int = 3) -> list[str]:
+    return [", ".join(f"{k}={v}" for k, v in r.items()) for r in list(rows)[:limit]]
+
+
+def render_text(diag: Any, *, limit: int | None = None, evidence_rows: int = 3) -> str:
+    hyps, notes = _items(diag)
+    lines = []
+    if not hyps:
+        lines.append("No hypothesis: no rule found evidence of a problem.")
+    for i, h in enumerate(hyps[:limit] if limit else hyps, 1):
+        lines.append(f"{i}. [{h.category}] {h.title}  (~{h.time_at_stake_ms:.3g} ms at stake, {h.confidence} confidence, {h.status})")
+        lines.append(f"   observed:  {h.observed}")
+        lines.append(f"   mechanism: {h.mechanism}")
+        for e in h.evidence:
+            lines.append(f"   evidence:  {e.describe()}" + (f"  [{e.source}]" if e.source else ""))
+            lines.extend(f"              - {r}" for r in _rows_text(e.rows, evidence_rows))
+        lines.append(f"   predicted: {h.predicted_effect}")
+        lines.append(f"   refute by: {h.falsifier}")
+        if h.confounders:
+            lines.append(f"   confounders: {'; '.join(h.confounders)}")
+        if h.suggested_variants:
+            lines.append(f"   try variants: {', '.join(h.suggested_variants)}")
+    if notes:
+        lines.append("")
+        lines.append("Not judged:")
+        lines.extend(f"  - {n}" for n in notes)
+    return "\n".join(lines)
+
+
+def render_markdown(diag: Any, *, limit: int | None = None) -> str:
+    hyps, notes = _items(diag)
+    esc = _md_escape
+    out = []
+    if not hyps:
+        out.append("_No hypothesis: no rule found evidence of a problem._")
+    for i, h in enumerate(hyps[:limit] if limit else hyps, 1):
+        out.append(f"### {i}. `{h.category}`: {esc(h.title)}")
+        out.append(f"~{h.time_at_stake_ms:.3g} ms at stake · {h.confidence} confidence · {h.status}\n")
+        out.append(f"- **Observed:** {esc(h.observed)}")
+        out.append(f"- **Mechanism:** {esc(h.mechanism)}")
+        for e in h.evidence:
+            out.append(f"- **Evidence:** {esc(e.describe())}")
+        out.append(f"- **Predicted effect:** {esc(h.predicted_effect)}")
+        out.append(f"- **Next experiment (falsifier):** {esc(h.falsifier)}")
+        if h.suggested_variants:
+            out.append(f"- **Variants:** {', '.join('`' + v + '`' for v in h.suggested_variants)}")
+        out.append("")
+    if notes:
+        out.append("**Not judged:**")
+        out.extend(f"- {esc(n)}" for n in notes)
+    return "\n".join(out)
+
+
+def _md_escape(text: str) -> str:
+    text = html.escape(str(text), quote=False)
+    for ch in "\\`*_[]|#":
+        text = text.replace(ch, "\\" + ch)
+    return text
+
+
+def render_html(diag: Any, *, limit: int | None = None, evidence_rows: int = 5) -> str:
+    hyps, notes = _items(diag)
+    e = html.escape
+    parts = ['<div class="wb-diagnosis">']
+    if not hyps:
+        parts.append("<p><em>No hypothesis: no rule found evidence of a problem.</em></p>")
+    parts.append("<ol>")
+    for h in hyps[:limit] if limit else hyps:
+        parts.append(
+            f'<li class="wb-hyp wb-{e(h.confidence)}"><b>[{e(h.category)}] {e(h.title)}</b> '
+            f"<small>~{h.time_at_stake_ms:.3g} ms at stake · {e(h.confidence)} confidence · {e(h.status)}</small>"
+            f"<br>Observed: {e(h.observed)}<br>Mechanism: {e(h.mechanism)}<ul>")
+        for ev in h.evidence:
+            parts.append(f"<li>{e(ev.describe())}{' <small>[' + e(ev.source) + ']</small>' if ev.source else ''}")
+            parts.append(_rows_table(ev.rows[:evidence_rows]))
+            parts.append("</li>")
+        parts.append(f"</ul>Predicted: {e(h.predicted_effect)}<br>"
+                     f"<b>Next experiment:</b> {e(h.falsifier)}")
+        if h.suggested_variants:
+            parts.append(f"<br>Variants: {e(', '.join(h.suggested_variants))}")
+        parts.append("</li>")
+    parts.append("</ol>")
+    if notes:
+        parts.append("<p><b>Not judged:</b></p><ul>" + "".join(f"<li>{e(n)}</li>" for n in notes) + "</ul>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _rows_table(rows: Iterable[dict]) -> str:
+    rows = list(rows)
+    if not rows:
+        return ""
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in cols) + "</tr>" for r in rows)
+    return f'<table class="wb-evidence"><tr>{head}</tr>{body}</table>'

@@ -1,0 +1,103 @@
+"""Allocation churn: device malloc/free in the steady state, large allocations repeating every
+call, and memory near the device's capacity."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from workbench.hypotheses.facts import TraceFacts
+from workbench.hypotheses.model import Evidence, Hypothesis
+from workbench.hypotheses.registry import NotJudged, rule
+from workbench.hypotheses.rules._common import bounded_ms, pct, rows
+
+MALLOC_NAMES = ("cudaMalloc", "cudaFree", "cudaMallocHost", "cudaFreeHost", "hipMalloc", "hipFree",
+                "cudaMallocAsync", "cudaFreeAsync")
+
+
+@rule("device_malloc_in_loop", category="allocation_churn", scope="trace", min_calls=2, min_time_pct=1.0)
+def device_malloc_in_loop(f: TraceFacts, t):
+    """cudaMalloc/cudaFree are called repeatedly while the program runs (caching allocator misses)."""
+    rt = f.require_runtime()
+    calls = rt[rt["name"].astype(str).isin(MALLOC_NAMES)]
+    total = float(calls["dur_us"].sum())
+    if len(calls) < t["min_calls"] or pct(total, f.window_us) < t["min_time_pct"]:
+        return None
+    by = calls.groupby("name", as_index=False, observed=True).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
+    return Hypothesis(
+        category="allocation_churn", title=f"{len(calls)} device malloc/free calls during the run",
+        observed=f"{total / 1e3:.2f} ms ({pct(total, f.window_us):.1f}% of the trace) in {', '.join(by['name'].astype(str))}",
+        mechanism="The caching allocator cannot reuse blocks (fragmentation, changing sizes, empty_cache) and calls the driver, which synchronises.",
+        evidence=(Evidence("malloc_time_pct", pct(total, f.window_us), "%", t["min_time_pct"], source="runtime",
+                           rows=rows(by, ["name", "n", "dur_us"], by="dur_us")),
+                  Evidence("malloc_calls", len(calls), "calls", t["min_calls"], ">=", "runtime")),
+        time_at_stake_ms=bounded_ms(total, f.window_us),
+        predicted_effect="preallocating buffers, fixed shapes, or no torch.cuda.empty_cache() in the loop removes these calls",
+        falsifier="run two more steps and count calls: if they do not repeat after warm-up, it was a one-time cost",
+        confounders=("the first step always allocates",), confidence="medium",
+        suggested_variants=("cuda_graph", "compiled"), scope="all ranks")
+
+
+def _enclosing_time(f: TraceFacts, events: pd.DataFrame) -> float:
+    """Sum of durations of the innermost CPU ops (per thread) that contain the given events."""
+    ops = f.cpu_ops
+    if ops.empty or events.empty:
+        return 0.0
+    seen: dict[int, float] = {}
+    for rank, tid, ts in events[["rank", "tid", "ts_us"]].itertuples(index=False):
+        m = ops[(ops["rank"] == rank) & (ops["tid"] == tid) & (ops["ts_us"] <= ts) & (ops["end_us"] >= ts)]
+        if not m.empty:
+            inner = m.iloc[int(np.argmax(m["depth"].to_numpy()))] if "depth" in m else m.iloc[-1]
+            seen[int(inner.name)] = float(inner["dur_us"])
+    return float(sum(seen.values()))
+
+
+@rule("large_allocations_repeat", category="allocation_churn", scope="trace",
+      large_bytes=1 << 20, min_per_call=1.0, min_time_pct=10.0)
+def large_allocations_repeat(f: TraceFacts, t):
+    """Large buffers are allocated and freed again on every call (allocator events in the steady state)."""
+    mem = f.memory
+    if mem.empty:
+        raise NotJudged("no allocator events in the trace (profile with profile_memory=True)")
+    big = mem[mem["bytes"] >= t["large_bytes"]]
+    calls = max(1, f.n_steps)
+    per_call = len(big) / calls
+    if per_call < t["min_per_call"] or len(big) < 2:
+        return None
+    stake_us = _enclosing_time(f, big)
+    share = pct(stake_us, f.window_us)
+    if share < t["min_time_pct"]:
+        return None
+    return Hypothesis(
+        category="allocation_churn", title=f"{len(big)} allocations of >= {t['large_bytes'] / 2**20:.0f} MiB repeat during the run",
+        observed=f"{per_call:.1f} large allocations per call; the ops that make them take {stake_us / 1e3:.2f} ms ({share:.0f}% of the trace)",
+        mechanism="Fresh large buffers each call pay for allocation and first-touch page faults (on CPU, mmap/munmap per buffer).",
+        evidence=(Evidence("large_allocs_per_call", per_call, "allocs", t["min_per_call"], ">=", "memory",
+                           rows=rows(big, ["ts_us", "bytes", "total_allocated"], by="bytes")),
+                  Evidence("allocating_op_time_pct", share, "%", t["min_time_pct"], source="cpu_ops containing them")),
+        time_at_stake_ms=bounded_ms(stake_us, f.window_us),
+        predicted_effect="reusing a preallocated buffer (out= arguments, in-place ops) removes the allocation and fault cost",
+        falsifier="preallocate the buffer once outside the loop: if the time per call does not fall, allocation was not the cost",
+        confounders=("the allocating op also does real work (its fill or copy)",), confidence="medium",
+        suggested_variants=("compiled", "eager"), scope="all ranks")
+
+
+@rule("memory_near_capacity", category="allocation_churn", scope="trace", max_fraction=0.9)
+def memory_near_capacity(f: TraceFacts, t):
+    """Reserved device memory comes close to the device's capacity."""
+    mem = f.memory
+    caps = [int(p.get("totalGlobalMem", 0) or 0) for p in f.device_properties if isinstance(p, dict)]
+    if mem.empty or not caps or max(caps) <= 0:
+        raise NotJudged("no allocator events or no device capacity in the trace")
+    gpu = mem[mem["device_type"] != 0]
+    peak = float(gpu["total_reserved"].max()) if not gpu.empty else 0.0
+    frac = peak / max(caps)
+    if frac < t["max_fraction"]:
+        return None
+    return Hypothesis(
+        category="allocation_churn", title=f"Reserved memory reaches {frac:.0%} of the device",
+        observed=f"peak reserved {peak / 2**30:.2f} GiB of {max(caps) / 2**30:.2f} GiB",
+        mechanism="Near capacity the caching allocator frees and retries (cudaFree + cudaMalloc, synchronising).",
+        evidence=(Evidence("peak_reserved_fraction", frac, "fraction", t["max_fraction"], source="memory"),),
+        time_at_stake_ms=0.0, predicted_effect="a smaller batch or activation checkpointing leaves headroom; allocator retries disappear",
+        falsifier="check torch.cuda.memory_stats()['num_alloc_retries']: zero means no retries happened",
+        confounders=("reserved includes cached blocks that are free",), confidence="low", scope="all ranks")

@@ -1,0 +1,138 @@
+"""Rules over torch.compile diagnostics: graph breaks, recompiles, eager fallback, cudagraph skips.
+
+The diagnostics come from the capture layer (``run.compile``), object or dict, with fields
+``graph_count``, ``graph_break_count``, ``break_reasons``, ``recompile_count``,
+``recompile_reasons``, ``recompile_limit_hit``, ``compile_time_ms``,
+``cudagraph_skip_reasons``, ``fallback_kernels``. A field that is absent was not recorded.
+"""
+from __future__ import annotations
+
+from workbench.hypotheses.model import Evidence, Hypothesis
+from workbench.hypotheses.registry import NotJudged, rule
+from workbench.hypotheses.run_facts import RunFacts, field_of
+
+
+def _reasons(diag, name: str) -> list[str]:
+    vals = field_of(diag, name) or []
+    return [str(v) for v in vals]
+
+
+def _break_reasons(diag) -> list[str]:
+    """Reasons from capture's ``graph_breaks`` records (reason, location), or a plain list."""
+    found = []
+    for b in field_of(diag, "graph_breaks", None) or ():
+        where = field_of(b, "location", "")
+        found.append(f"{field_of(b, 'reason', '')}" + (f" at {where}" if where else ""))
+    return found or _reasons(diag, "break_reasons")
+
+
+def _recompile_reasons(diag) -> list[str]:
+    found = []
+    for r in field_of(diag, "recompiles", None) or ():
+        if isinstance(r, str):
+            found.append(r)
+            continue
+        failures = field_of(r, "guard_failures", ()) or ()
+        found.append(f"{field_of(r, 'function', '')}: {'; '.join(failures) or 'reason not recorded'}")
+    return found or _reasons(diag, "recompile_reasons")
+
+
+def _median(f: RunFacts) -> float:
+    return f.require_timing().median_ms
+
+
+@rule("graph_breaks", category="graph_break", scope="run", min_breaks=1)
+def graph_breaks(f: RunFacts, t):
+    """torch.compile split the function into several graphs with eager code between them."""
+    diag = f.require_compile()
+    n_breaks = int(field_of(diag, "graph_break_count", 0) or 0)
+    if n_breaks < t["min_breaks"]:
+        return None
+    n_graphs = int(field_of(diag, "graph_count", n_breaks + 1) or n_breaks + 1)
+    reasons = _break_reasons(diag)
+    median = _median(f)
+    # Between graphs the code runs eagerly and each graph is a separate call: the share of a
+    # call the breaks can cost is bounded by the call itself; spread evenly over the segments.
+    stake = median * n_breaks / (n_breaks + 1)
+    rows = tuple({"reason": r[:200]} for r in dict.fromkeys(reasons))[:5]
+    return Hypothesis(
+        category="graph_break", title=f"torch.compile breaks the function into {n_graphs} graphs",
+        observed=f"{n_breaks} graph break(s), {n_graphs} graph(s); first reason: {reasons[0][:120] if reasons else 'not recorded'}",
+        mechanism="At each break dynamo returns to Python: the code between graphs runs eagerly, "
+                  "and fusion cannot cross the break.",
+        evidence=(Evidence("graph_break_count", n_breaks, "breaks", t["min_breaks"], ">=", "run.compile", rows),
+                  Evidence("graph_count", n_graphs, "graphs", source="run.compile")),
+        time_at_stake_ms=stake,
+        predicted_effect="removing the breaks (fullgraph=True passes) fuses across them; the gain is at most the eager time between graphs",
+        falsifier="compile with fullgraph=True after removing the reported cause: if the time per call does not drop, the breaks did not cost time",
+        confounders=("a break around cheap Python costs little", "the compiled graphs may be slower than eager anyway"),
+        confidence="high" if reasons else "medium", suggested_variants=("compiled", "eager"), scope="compiled function")
+
+
+@rule("recompiles", category="recompilation", scope="run", min_recompiles=1)
+def recompiles(f: RunFacts, t):
+    """torch.compile recompiled during the steady state (guard failures, changing shapes)."""
+    diag = f.require_compile()
+    n = int(field_of(diag, "recompile_count", 0) or 0)
+    limit_hit = bool(field_of(diag, "recompile_limit_hit", False)) or "recompile_limit" in str(field_of(diag, "note", ""))
+    if n < t["min_recompiles"] and not limit_hit:
+        return None
+    reasons = _recompile_reasons(diag)
+    compile_ms = float(field_of(diag, "compile_time_ms", 0.0) or 0.0)
+    per_compile = compile_ms / max(1, n + 1) if compile_ms else 0.0
+    stake = per_compile * n if per_compile and n else _median(f)
+    title = ("torch.compile hit its recompile limit and fell back to eager" if limit_hit
+             else f"torch.compile recompiled {n} time(s)")
+    ev = [Evidence("recompile_count", n, "recompiles", t["min_recompiles"], ">=", "run.compile",
+                   tuple({"reason": r[:200]} for r in dict.fromkeys(reasons))[:5])]
+    if limit_hit:
+        ev.append(Evidence("recompile_limit_hit", 1, "flag", source="run.compile"))
+    return Hypothesis(
+        category="recompilation", title=title,
+        observed=f"{n} recompile(s){' and the limit was reached' if limit_hit else ''}; reason: {reasons[0][:120] if reasons else 'not recorded'}",
+        mechanism="A guard (shape, dtype, Python value) failed, so dynamo compiled again; each compile costs "
+                  "compile time, and past the limit the function silently runs eagerly.",
+        evidence=tuple(ev), time_at_stake_ms=stake,
+        predicted_effect="marking the changing dimension dynamic (or padding to fixed shapes) leaves one compile; calls then run compiled",
+        falsifier="compile with dynamic=True (or mark_dynamic on the named input): if the count of compiles stays the same, the guard named is not the cause",
+        confounders=("the first compile is expected; only repeats count", "a legitimately new input shape needs a compile"),
+        confidence="high" if reasons or limit_hit else "medium", suggested_variants=("compiled", "eager"),
+        scope="compiled function")
+
+
+@rule("cudagraph_skipped", category="launch_overhead", scope="run")
+def cudagraph_skipped(f: RunFacts, t):
+    """Inductor wanted CUDA graphs (mode=reduce-overhead) but skipped them, with reasons."""
+    diag = f.require_compile()
+    reasons = _reasons(diag, "cudagraph_skip_reasons")
+    if not reasons:
+        return None
+    return Hypothesis(
+        category="launch_overhead", title="CUDA graphs were skipped for the compiled function",
+        observed=f"{len(reasons)} skip reason(s): {reasons[0][:120]}",
+        mechanism="Without the CUDA graph every kernel is launched from the host, paying launch cost per kernel.",
+        evidence=(Evidence("cudagraph_skips", len(reasons), "skips", source="run.compile",
+                           rows=tuple({"reason": r[:200]} for r in reasons[:5])),),
+        time_at_stake_ms=_median(f) / 2, predicted_effect="removing the skip reason lets the graph replay: launch gaps shrink",
+        falsifier="capture with torch.cuda.graphs directly (cuda_graph variant): if it is not faster, launches were not the cost",
+        confounders=("a GPU-bound function gains little from graphs",), confidence="medium",
+        suggested_variants=("cuda_graph", "compiled"), scope="compiled function")
+
+
+@rule("fallback_kernels", category="graph_break", scope="run")
+def fallback_kernels(f: RunFacts, t):
+    """Inductor left ops as eager fallback kernels inside the compiled graph."""
+    diag = f.require_compile()
+    ops = _reasons(diag, "fallback_kernels")
+    if not ops:
+        return None
+    return Hypothesis(
+        category="graph_break", title=f"Inductor fell back to eager kernels for {len(ops)} op(s)",
+        observed=f"fallback ops: {', '.join(dict.fromkeys(ops))[:160]}",
+        mechanism="A fallback op runs its eager kernel: no fusion with its neighbours, an extra pass over memory.",
+        evidence=(Evidence("fallback_kernel_count", len(ops), "ops", source="run.compile",
+                           rows=tuple({"op": o} for o in list(dict.fromkeys(ops))[:5])),),
+        time_at_stake_ms=_median(f) * min(1.0, len(ops) / 10), predicted_effect="rewriting the op in lowerable terms lets inductor fuse it",
+        falsifier="replace the fallback op with an equivalent lowered op: if the time per call does not drop, the fallback was cheap",
+        confounders=("some fallbacks (matmul, conv) call vendor libraries and are fast",), confidence="low",
+        suggested_variants=("compiled", "triton"), scope="compiled function")

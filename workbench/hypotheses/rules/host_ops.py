@@ -1,0 +1,119 @@
+"""CPU-side rules over operator events: per-op dispatch overhead, host time outside any op,
+and where op time sits against the roofline (matrix work vs memory-streaming work).
+
+These judge the host thread that ran the most operators; on a GPU trace the same rules read
+the host side, on a CPU-only trace they are the whole picture.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from workbench.hypotheses import intervals
+from workbench.hypotheses.facts import TraceFacts
+from workbench.hypotheses.model import Evidence, Hypothesis
+from workbench.hypotheses.registry import NotJudged, rule
+from workbench.hypotheses.rules._common import bounded_ms, pct, rows
+
+MATRIX_OPS = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|matmul|linear|conv\w*|_convolution|mkldnn_convolution|"
+                        r"cudnn_convolution\w*|_scaled_dot_product\w*|scaled_dot_product_attention|einsum)$")
+PROFILER_NOISE = re.compile(r"^(?:ProfilerStep|workbench|Torch-Compiled Region|CompiledFunction|##)")
+
+
+def main_thread_ops(f: TraceFacts) -> pd.DataFrame:
+    """Top-level operators of the busiest host thread (profiler/step markers excluded).
+
+    Only for CPU-only traces: with a GPU, operator time on the host is launch time, and the
+    device-side rules judge where time went."""
+    if f.has_gpu:
+        raise NotJudged("the trace has GPU activity: host operator time is judged through kernels and launches")
+    ops = f.top_level_ops
+    ops = ops[~ops["name"].astype(str).str.contains(PROFILER_NOISE)]
+    if ops.empty:
+        raise NotJudged("no top-level CPU operators in the trace")
+    counts = ops.groupby(["rank", "tid"], observed=True).size()
+    rank, tid = counts.idxmax()
+    return ops[(ops["rank"] == rank) & (ops["tid"] == tid)].sort_values("ts_us")
+
+
+def windows(f: TraceFacts, ops: pd.DataFrame) -> list[tuple[float, float]]:
+    """The measured windows: each step on that rank, or the span of the ops when there are none."""
+    steps = f.steps[f.steps["rank"] == ops["rank"].iloc[0]] if not f.steps.empty else f.steps
+    if not steps.empty:
+        return [(float(a), float(a + d)) for a, d in zip(steps["ts_us"], steps["dur_us"])]
+    return [(float(ops["ts_us"].min()), float(ops["end_us"].max()))]
+
+
+def gaps_in_windows(ops: pd.DataFrame, wins: list[tuple[float, float]]) -> pd.DataFrame:
+    """Host time inside the windows not covered by any top-level op."""
+    out = []
+    for a, b in wins:
+        w = ops[(ops["end_us"] > a) & (ops["ts_us"] < b)]
+        s = np.concatenate([[a - 1e-9], np.clip(w["ts_us"], a, b), [b]])
+        e = np.concatenate([[a], np.clip(w["end_us"], a, b), [b + 1e-9]])
+        gs, gd = intervals.gaps(s, e)
+        out.append(pd.DataFrame({"gap_start_us": gs, "gap_us": gd}))
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=["gap_start_us", "gap_us"])
+
+
+def _window_total(wins) -> float:
+    return float(sum(b - a for a, b in wins))
+
+
+@rule("cpu_dispatch_overhead", category="launch_overhead", scope="trace",
+      short_op_us=20.0, min_ops_per_call=20, min_share_pct=30.0, short_gap_us=50.0)
+def cpu_dispatch_overhead(f: TraceFacts, t):
+    """Many short operators: per-op dispatch cost, not the work, fills the time."""
+    ops = main_thread_ops(f)
+    wins = windows(f, ops)
+    total = _window_total(wins)
+    calls = max(1, len(wins) if not f.steps.empty else f.n_steps)
+    short = ops[ops["dur_us"] < t["short_op_us"]]
+    g = gaps_in_windows(ops, wins)
+    small_gaps = g[g["gap_us"] < t["short_gap_us"]]
+    stake_us = float(short["dur_us"].sum() + small_gaps["gap_us"].sum() * len(short) / max(1, len(ops)))
+    share = pct(stake_us, total)
+    if len(short) / calls < t["min_ops_per_call"] or share < t["min_share_pct"]:
+        return None
+    by = short.groupby("name", as_index=False, observed=True).agg(n=("dur_us", "size"), median_us=("dur_us", "median"))
+    return Hypothesis(
+        category="launch_overhead", title=f"{len(short) / calls:.0f} short ops per call: dispatch overhead dominates",
+        observed=f"{len(short)} of {len(ops)} top-level ops under {t['short_op_us']:.0f} µs (median {short['dur_us'].median():.1f} µs); "
+                 f"they and the gaps between them are {share:.0f}% of the measured time",
+        mechanism="Each PyTorch op pays a fixed dispatch cost (Python, dispatcher, allocation, and on GPU a kernel launch) "
+                  "that is larger than its work at these sizes.",
+        evidence=(Evidence("short_ops_per_call", len(short) / calls, "ops", t["min_ops_per_call"], ">=", "cpu_ops",
+                           rows=rows(by, ["name", "n", "median_us"], by="n")),
+                  Evidence("short_op_time_pct", share, "%", t["min_share_pct"], source="cpu_ops")),
+        time_at_stake_ms=bounded_ms(stake_us / calls, total / calls),
+        predicted_effect="fusing the ops (torch.compile) or batching them into fewer, larger ops removes most of the per-op cost",
+        falsifier="compile the function: if time per call does not fall, dispatch was not the cost",
+        confounders=("profiler overhead inflates very short ops (x1.2-1.35 seen)",), confidence="high" if share > 60 else "medium",
+        suggested_variants=("compiled", "cuda_graph"), scope="host thread")
+
+
+@rule("cpu_host_gaps", category="host_bound", scope="trace", long_gap_us=50.0, min_share_pct=30.0)
+def cpu_host_gaps(f: TraceFacts, t):
+    """Long stretches of host time inside the measured call where no PyTorch op runs."""
+    ops = main_thread_ops(f)
+    wins = windows(f, ops)
+    total = _window_total(wins)
+    calls = max(1, len(wins) if not f.steps.empty else f.n_steps)
+    g = gaps_in_windows(ops, wins)
+    long_gaps = g[g["gap_us"] >= t["long_gap_us"]]
+    share = pct(long_gaps["gap_us"].sum(), total)
+    if long_gaps.empty or share < t["min_share_pct"]:
+        return None
+    return Hypothesis(
+        category="host_bound", title=f"{share:.0f}% of the time is host work outside PyTorch ops",
+        observed=f"{len(long_gaps)} gaps of >= {t['long_gap_us']:.0f} µs between ops, {long_gaps['gap_us'].sum() / 1e3:.2f} ms in total",
+        mechanism="Python code, data preparation or other libraries run between tensor ops; the device (or the op stream) waits.",
+        evidence=(Evidence("host_gap_pct", share, "%", t["min_share_pct"], source="cpu_ops (gaps between top-level ops)",
+                           rows=rows(long_gaps, ["gap_start_us", "gap_us"], by="gap_us")),),
+        time_at_stake_ms=bounded_ms(long_gaps["gap_us"].sum() / calls, total / calls),
+        predicted_effect="moving that host work out of the loop (precompute, vectorise, DataLoader workers) removes up to the gap time",
+        falsifier="time the function with the host work replaced by precomputed values: if the time does not drop, the gaps were not the cost",
+        confounders=("ops not recorded by the profiler (custom C++ code) also show as gaps",), confidence="high" if share > 60 else "medium",
+        suggested_variants=("eager",), scope="host thread")

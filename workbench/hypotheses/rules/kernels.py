@@ -1,0 +1,97 @@
+"""Kernel classes by name: memory-bound families (elementwise, reductions, norms, copies) vs
+matrix families (GEMM, convolution, attention), and chains of memory-bound kernels (fusion)."""
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from workbench.hypotheses.facts import TraceFacts
+from workbench.hypotheses.model import Evidence, Hypothesis
+from workbench.hypotheses.registry import rule
+from workbench.hypotheses.rules._common import bounded_ms, pct, rows
+
+MATRIX = re.compile(r"gemm|gemv|cutlass|xmma|cublas|hgemm|sgemm|conv|cudnn|wgrad|dgrad|fprop|flash|fmha|attention|nvjet|Cijk", re.I)
+MEMORY = re.compile(r"elementwise|vectorized|reduce|softmax|norm|index|gather|scatter|copy|cat|fill|"
+                    r"unrolled|embedding|pool|transpose|where|clamp|mul|add|relu|gelu|silu|dropout", re.I)
+
+
+def classify(names: pd.Series) -> pd.Series:
+    s = names.astype(str)
+    return pd.Series(["matrix" if MATRIX.search(n) else "memory" if MEMORY.search(n) else "other" for n in s],
+                     index=names.index)
+
+
+def _compute_kernels(f: TraceFacts) -> pd.DataFrame:
+    k = f.require_gpu()
+    k = k[(k["kind"] == "kernel") & (k["kernel_type"] == "computation")]
+    return k.assign(family=classify(k["name"]))
+
+
+@rule("memory_bound_kernels", category="memory_bound", scope="trace", min_share_pct=40.0, min_chain=3)
+def memory_bound_kernels(f: TraceFacts, t):
+    """Most kernel time is in memory-bound families; chains of them on a stream are fusion candidates."""
+    k = _compute_kernels(f)
+    busy = float(k["dur_us"].sum())
+    mem = k[k["family"] == "memory"]
+    share = pct(mem["dur_us"].sum(), busy)
+    if k.empty or share < t["min_share_pct"]:
+        return None
+    chains = _chains(k, int(t["min_chain"]))
+    stake_us = float(chains["saveable_us"].sum()) if not chains.empty else 0.0
+    by_name = mem.groupby("name", as_index=False).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
+    return Hypothesis(
+        category="memory_bound", title=f"{share:.0f}% of kernel time is in memory-bound kernels",
+        observed=f"{len(mem)} elementwise/reduction/normalisation kernels, {mem['dur_us'].sum() / 1e3:.2f} ms; "
+                 f"{len(chains)} chains of >= {int(t['min_chain'])} in a row",
+        mechanism="Each of these kernels streams its tensors through memory doing little arithmetic per byte; "
+                  "back-to-back ones re-read what the previous one wrote.",
+        evidence=(Evidence("memory_bound_share_pct", share, "%", t["min_share_pct"], source="kernels (by name)",
+                           rows=rows(by_name, ["name", "n", "dur_us"], by="dur_us")),
+                  Evidence("fusable_chain_us", stake_us, "us", source="kernels (chains on a stream)",
+                           rows=rows(chains, ["first", "length", "chain_us", "saveable_us"], by="saveable_us"))),
+        time_at_stake_ms=bounded_ms(stake_us if stake_us > 0 else mem["dur_us"].sum() / 2, f.window_us),
+        predicted_effect="fusing each chain into one pass (torch.compile or a Triton kernel) leaves about one kernel's time per chain",
+        falsifier="compile the region: if the memory-bound kernel time does not fall, the kernels were not fusable or not bandwidth-limited",
+        confounders=("kernel families are read from names, not measured bandwidth", "small kernels may be launch-bound instead"),
+        confidence="medium", suggested_variants=("compiled", "triton"), scope="all ranks")
+
+
+def _chains(k: pd.DataFrame, min_len: int) -> pd.DataFrame:
+    """Runs of consecutive memory-family kernels on one stream; saveable = run time - its longest kernel."""
+    out = []
+    for _, g in k.sort_values("ts_us").groupby(["rank", "stream"]):
+        is_mem = (g["family"] == "memory").to_numpy()
+        run_id = (is_mem != pd.Series(is_mem).shift(1, fill_value=not is_mem[0]).to_numpy()).cumsum()
+        for _, run in g[is_mem].groupby(run_id[is_mem]):
+            if len(run) >= min_len:
+                out.append({"first": str(run["name"].iloc[0])[:80], "length": len(run),
+                            "chain_us": float(run["dur_us"].sum()),
+                            "saveable_us": float(run["dur_us"].sum() - run["dur_us"].max())})
+    return pd.DataFrame(out, columns=["first", "length", "chain_us", "saveable_us"])
+
+
+@rule("matrix_kernels_dominate", category="compute_bound", scope="trace", min_share_pct=60.0, max_idle_pct=15.0)
+def matrix_kernels_dominate(f: TraceFacts, t):
+    """The GPU is busy and most of its time is in matrix kernels (GEMM, convolution, attention)."""
+    k = _compute_kernels(f)
+    busy = float(k["dur_us"].sum())
+    mat = k[k["family"] == "matrix"]
+    share = pct(mat["dur_us"].sum(), busy)
+    ranks = f.gpu_ranks
+    idle_pct = pct(ranks["idle_us"].sum(), ranks["span_us"].sum())
+    if k.empty or share < t["min_share_pct"] or idle_pct > t["max_idle_pct"]:
+        return None
+    by_name = mat.groupby("name", as_index=False).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
+    return Hypothesis(
+        category="compute_bound", title=f"{share:.0f}% of kernel time is matrix work on a busy GPU",
+        observed=f"{len(mat)} GEMM/convolution kernels, {mat['dur_us'].sum() / 1e3:.2f} ms; GPU idle {idle_pct:.1f}%",
+        mechanism="Time is in arithmetic-heavy kernels; only less arithmetic or faster arithmetic (tensor cores, lower precision) helps.",
+        evidence=(Evidence("matrix_share_pct", share, "%", t["min_share_pct"], source="kernels (by name)",
+                           rows=rows(by_name, ["name", "n", "dur_us"], by="dur_us")),
+                  Evidence("idle_pct", idle_pct, "%", t["max_idle_pct"], "<", "kernels (temporal breakdown)")),
+        time_at_stake_ms=bounded_ms(mat["dur_us"].sum() / 2, f.window_us),
+        predicted_effect="bf16/fp16 autocast or TF32 on tensor-core GPUs can about halve matrix time; host changes cannot",
+        falsifier="run under autocast(bfloat16): if matrix kernel time does not fall, they were not compute-limited",
+        confounders=("kernel families are read from names", "small GEMMs are memory- or launch-bound"),
+        confidence="medium", suggested_variants=("compiled",), scope="all ranks")

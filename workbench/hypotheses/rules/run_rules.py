@@ -1,0 +1,103 @@
+"""Rules over ProfileRun-level facts: cold start, measurement validity, torch.compile."""
+from __future__ import annotations
+
+from workbench.hypotheses.model import Evidence, Hypothesis
+from workbench.hypotheses.registry import NotJudged, rule
+from workbench.hypotheses.run_facts import RunFacts, field_of
+
+
+@rule("cold_start", category="cold_start", scope="run", min_ratio=5.0, min_excess_ms=20.0)
+def cold_start(f: RunFacts, t):
+    """The first call costs much more than a steady-state call."""
+    timing = f.require_timing()
+    if f.cold_ms is None:
+        raise NotJudged("the run did not record its first (cold) call")
+    median = timing.median_ms
+    excess = float(f.cold_ms) - median
+    ratio = float(f.cold_ms) / median if median > 0 else float("inf")
+    if ratio <= t["min_ratio"] or excess <= t["min_excess_ms"]:
+        return None
+    compile_ms = field_of(f.compile, "compile_time_ms")
+    ev = [Evidence("cold_over_median", min(ratio, 1e12), "x", t["min_ratio"], source="run.cold_ms"),
+          Evidence("cold_excess_ms", excess, "ms", t["min_excess_ms"], source="run.cold_ms",
+                   rows=({"cold_ms": round(float(f.cold_ms), 3), "median_ms": round(median, 4)},))]
+    cause = "lazy initialisation, caches or autotuning"
+    if compile_ms:
+        ev.append(Evidence("compile_time_ms", compile_ms, "ms", source="run.compile"))
+        cause = f"torch.compile ({compile_ms:.0f} ms of compilation) and lazy initialisation"
+    return Hypothesis(
+        category="cold_start", title=f"First call costs {ratio:.0f}x a steady-state call",
+        observed=f"cold call {f.cold_ms:.1f} ms vs median {median:.3g} ms ({excess:.1f} ms extra, once per process)",
+        mechanism=f"One-time work on the first call: {cause}.",
+        evidence=tuple(ev), time_at_stake_ms=excess,
+        predicted_effect=f"warming up (or caching compiled artefacts) removes up to {excess:.1f} ms from the first call; steady state unchanged",
+        falsifier="call the function twice in a fresh process: if the second call is as slow as the first, it is not a cold-start cost",
+        confounders=("the first call may also page in data or warm CPU caches",
+                     "a shared machine can slow any single call"),
+        confidence="high" if ratio > 20 else "medium", suggested_variants=("eager", "compiled"),
+        scope="first call")
+
+
+def _noise(f: RunFacts, t):
+    timing = f.require_timing()
+    if timing.n < 4:
+        return None
+    rel = timing.relative_iqr
+    if rel <= t["max_relative_iqr"]:
+        return None
+    spread = max(timing.iqr_ms, timing.p95_ms - timing.median_ms)
+    return Hypothesis(
+        category="measurement", title=f"Timing is noisy: IQR is {rel:.0%} of the median",
+        observed=f"median {timing.median_ms:.4g} ms, IQR {timing.iqr_ms:.3g} ms, p95 {timing.p95_ms:.4g} ms over {timing.n} samples",
+        mechanism="Run-to-run variation (other processes, frequency scaling, data-dependent work, "
+                  "Python garbage collection) is large against the signal, so differences under it are not real.",
+        evidence=(Evidence("relative_iqr", rel, "fraction", t["max_relative_iqr"], source="run.timing",
+                           rows=({"min_ms": timing.min_ms, "median_ms": timing.median_ms,
+                                  "p95_ms": timing.p95_ms, "max_ms": timing.max_ms},)),),
+        time_at_stake_ms=min(spread, timing.max_ms), predicted_effect="a quiet machine or more samples shrinks the interval; the median may move by up to the IQR",
+        falsifier="repeat the profile with 3x the samples on an idle machine: if the IQR stays above the threshold the noise is in the workload itself",
+        confounders=("the workload may do data-dependent work each call",),
+        confidence="high" if rel > 2 * t["max_relative_iqr"] else "medium", scope="timing")
+
+
+@rule("noisy_timing", category="measurement", scope="run", max_relative_iqr=0.10)
+def noisy_timing(f: RunFacts, t):
+    """The spread of the timing samples is large against their median."""
+    return _noise(f, t)
+
+
+@rule("too_few_samples", category="measurement", scope="run", min_samples=10)
+def too_few_samples(f: RunFacts, t):
+    """Too few timed samples for a tight interval on the median."""
+    timing = f.require_timing()
+    if timing.n >= t["min_samples"]:
+        return None
+    lo, hi = timing.median_ci_ms()
+    return Hypothesis(
+        category="measurement", title=f"Only {timing.n} timing samples",
+        observed=f"{timing.n} samples; the 95% interval of the median is {lo:.4g}-{hi:.4g} ms",
+        mechanism="With few samples the median's interval is wide; any comparison inherits that width.",
+        evidence=(Evidence("n_samples", timing.n, "samples", t["min_samples"], "<", "run.timing"),),
+        time_at_stake_ms=max(hi - lo, 0.0) / 2 + 1e-9,
+        predicted_effect="more repeats narrow the interval; the median itself should stay inside it",
+        falsifier="profile again with repeat >= 20: if the median moves outside this interval, the first result was not trustworthy",
+        confounders=(), confidence="high", scope="timing")
+
+
+@rule("timer_resolution", category="measurement", scope="run", min_ticks=100.0)
+def timer_resolution(f: RunFacts, t):
+    """A sample is so short that the timer's resolution and call overhead dominate it."""
+    timing = f.require_timing()
+    ticks = timing.median_ms / timing.timer_resolution_ms if timing.timer_resolution_ms > 0 else float("inf")
+    per_call_us = timing.median_ms * 1e3 / max(1, timing.calls_per_sample)
+    if ticks >= t["min_ticks"] and per_call_us >= 5.0:
+        return None
+    return Hypothesis(
+        category="measurement", title=f"Each timed call takes only {per_call_us:.2f} µs",
+        observed=f"median {timing.median_ms * 1e3:.3f} µs per sample, {timing.calls_per_sample} call(s) per sample",
+        mechanism="Timer overhead and resolution (and, on GPU, launch latency) are a large part of so short a sample.",
+        evidence=(Evidence("per_call_us", per_call_us, "us", 5.0, "<", "run.timing"),
+                  Evidence("timer_ticks", min(ticks, 1e12), "ticks", t["min_ticks"], "<", "run.timing")),
+        time_at_stake_ms=timing.median_ms, predicted_effect="timing many calls per sample gives a per-call time that does not depend on the timer",
+        falsifier="time 100 calls per sample: if the per-call time stays the same, the single-call samples were fine",
+        confounders=("very short calls may be legitimately this fast",), confidence="medium", scope="timing")

@@ -1,0 +1,80 @@
+"""Host<->device transfers: their share of the GPU span, and copies from pageable memory."""
+from __future__ import annotations
+
+import pandas as pd
+
+from workbench.hypotheses import intervals
+from workbench.hypotheses.facts import TraceFacts
+from workbench.hypotheses.model import Evidence, Hypothesis
+from workbench.hypotheses.registry import rule
+from workbench.hypotheses.rules._common import bounded_ms, pct, rows
+
+HOST_DEVICE = r"HtoD|DtoH|Pageable|Pinned|Host"
+
+
+def _host_copies(f: TraceFacts) -> pd.DataFrame:
+    k = f.require_gpu()
+    copies = k[k["kind"] == "memcpy"]
+    return copies[copies["name"].astype(str).str.contains(HOST_DEVICE)]
+
+
+def _gbps(df: pd.DataFrame) -> float:
+    if "bytes" not in df or df["dur_us"].sum() <= 0:
+        return float("nan")
+    return float(df["bytes"].fillna(0).sum() / (df["dur_us"].sum() * 1e3))
+
+
+@rule("transfer_share", category="transfer", scope="trace", min_share_pct=10.0)
+def transfer_share(f: TraceFacts, t):
+    """Host<->device copies take a large share of the GPU's span, not hidden under compute."""
+    copies = _host_copies(f)
+    out = []
+    for _, r in f.gpu_ranks.iterrows():
+        c = copies[copies["rank"] == r["rank"]]
+        if c.empty:
+            continue
+        k = f.kernels[(f.kernels["rank"] == r["rank"]) & (f.kernels["kernel_type"] == "computation")]
+        copy_us = intervals.union_us(c["ts_us"], c["end_us"])
+        exposed = copy_us - intervals.overlap_us(c["ts_us"], c["end_us"], k["ts_us"], k["end_us"])
+        share = pct(exposed, r.span_us)
+        if share < t["min_share_pct"]:
+            continue
+        by_dir = c.assign(direction=c["name"].astype(str)).groupby("direction", as_index=False).agg(
+            n=("dur_us", "size"), dur_us=("dur_us", "sum"))
+        out.append(Hypothesis(
+            category="transfer", title=f"Host<->device copies take {share:.0f}% of the GPU span",
+            observed=f"rank {int(r['rank'])}: {len(c)} copies, {copy_us / 1e3:.2f} ms, {exposed / 1e3:.2f} ms not overlapped with compute",
+            mechanism="Copies over PCIe/NVLink on the critical path stall the kernels that need their data.",
+            evidence=(Evidence("exposed_transfer_pct", share, "%", t["min_share_pct"], source="kernels (memcpy)",
+                               rows=rows(by_dir, ["direction", "n", "dur_us"], by="dur_us")),
+                      Evidence("transfer_us", copy_us, "us", source="kernels (memcpy)")),
+            time_at_stake_ms=bounded_ms(exposed, r.span_us),
+            predicted_effect="pinned memory with non_blocking copies on a side stream (or keeping data on the device) hides most of it",
+            falsifier="run the step with inputs already on the device: if the step time does not fall by the copy time, the copies were not on the critical path",
+            confounders=("small copies are latency-bound, not bandwidth-bound",), confidence="medium",
+            suggested_variants=("eager",), scope=f"rank {int(r['rank'])}"))
+    return out
+
+
+@rule("pageable_memcpy", category="transfer", scope="trace", min_pageable_pct=1.0)
+def pageable_memcpy(f: TraceFacts, t):
+    """Async copies from pageable host memory (staged through a bounce buffer, not truly async)."""
+    copies = _host_copies(f)
+    pageable = copies[copies["name"].astype(str).str.contains("Pageable")]
+    window = f.window_us
+    total = float(pageable["dur_us"].sum())
+    if pageable.empty or pct(total, window) < t["min_pageable_pct"]:
+        return None
+    gbps = _gbps(pageable)
+    return Hypothesis(
+        category="transfer", title=f"{len(pageable)} copies from pageable host memory",
+        observed=f"{total / 1e3:.2f} ms of pageable copies" + (f" at {gbps:.1f} GB/s" if gbps == gbps else ""),
+        mechanism="A copy from pageable memory is staged through a pinned buffer by the driver: slower, and it blocks the host.",
+        evidence=(Evidence("pageable_copy_pct", pct(total, window), "%", t["min_pageable_pct"], source="kernels (memcpy)",
+                           rows=rows(pageable, ["name", "ts_us", "dur_us", "bytes"], by="dur_us")),
+                  Evidence("pageable_copies", len(pageable), "copies", source="kernels (memcpy)")),
+        time_at_stake_ms=bounded_ms(total / 2, window),
+        predicted_effect="pin_memory() (DataLoader(pin_memory=True)) with non_blocking=True roughly halves copy time and lets it overlap",
+        falsifier="pin the source tensor and copy with non_blocking=True: if the copy time does not drop, pageable staging was not the cost",
+        confounders=("tiny copies are dominated by latency either way",), confidence="medium",
+        suggested_variants=("eager",), scope="all ranks")

@@ -1,0 +1,37 @@
+"""IPython integration: ``%load_ext workbench`` registers the magics named in MAGICS.
+
+Each entry is "module:MagicsClass"; a new magic adds one line to the list.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from workbench.magics.gpuprofile import LAST_RUN_NAME, last_run
+
+MAGICS: list[str] = [
+    "workbench.magics.gpuprofile:GpuProfileMagics",
+]
+
+
+def _magics_class(entry: str) -> type:
+    module_name, _, class_name = entry.partition(":")
+    return getattr(importlib.import_module(module_name), class_name)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    for entry in MAGICS:
+        ipython.register_magics(_magics_class(entry))
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """Remove the magics registered above (IPython has no public call for it)."""
+    registry = ipython.magics_manager.magics
+    for entry in MAGICS:
+        for kind, names in _magics_class(entry).magics.items():
+            for name in names:
+                registry[kind].pop(name, None)
+
+
+__all__ = ["LAST_RUN_NAME", "MAGICS", "last_run", "load_ipython_extension",
+           "unload_ipython_extension"]

@@ -1,0 +1,85 @@
+"""HTML sections of a report, built from a ProfileRun; every text from the run is escaped.
+
+The template notebook only displays these, so the logic is tested without papermill.
+"""
+from __future__ import annotations
+
+import html
+import math
+from typing import Any
+
+import pandas as pd
+
+TOP_OP_COLUMNS = ("name", "count", "self_us", "total_us", "pct")
+
+
+def _esc(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _fmt_ms(value: float) -> str:
+    return "n/a" if value is None or not math.isfinite(value) else f"{value:.3f} ms"
+
+
+def timing_summary(run: Any) -> dict[str, Any]:
+    """The numbers a report shows and a later report compares against."""
+    t = run.timing
+    lo, hi = t.median_ci_ms()
+    return {
+        "name": getattr(run, "name", ""), "n": t.n, "median_ms": t.median_ms, "p95_ms": t.p95_ms,
+        "iqr_ms": t.iqr_ms, "median_ci_low_ms": lo, "median_ci_high_ms": hi,
+        "cold_ms": float(getattr(run, "cold_ms", float("nan"))), "warnings": list(t.warnings),
+    }
+
+
+def timing_html(run: Any) -> str:
+    s = timing_summary(run)
+    rows = [("median", _fmt_ms(s["median_ms"])),
+            ("95% CI of the median", f"{_fmt_ms(s['median_ci_low_ms'])} – {_fmt_ms(s['median_ci_high_ms'])}"),
+            ("p95", _fmt_ms(s["p95_ms"])), ("IQR", _fmt_ms(s["iqr_ms"])), ("samples", str(s["n"])),
+            ("first call (cold)", _fmt_ms(s["cold_ms"]))]
+    body = "".join(f"<tr><th>{_esc(k)}</th><td class='wb-num'>{_esc(v)}</td></tr>" for k, v in rows)
+    warn = "".join(f"<li>{_esc(w)}</li>" for w in s["warnings"])
+    return (f"<table class='wb-timing'>{body}</table>"
+            + (f"<p><b>Measurement warnings</b></p><ul>{warn}</ul>" if warn else ""))
+
+
+def top_ops_table(run: Any, n: int = 15) -> pd.DataFrame:
+    """The ``n`` CPU ops with the most self time (empty when the run has no trace)."""
+    trace = getattr(run, "trace", None)
+    if trace is None:
+        return pd.DataFrame(columns=list(TOP_OP_COLUMNS))
+    table = trace.op_breakdown().table
+    cols = [c for c in table.columns if c in TOP_OP_COLUMNS or "shape" in c or "dims" in c]
+    return table.sort_values("self_us", ascending=False).head(n)[cols].reset_index(drop=True)
+
+
+def top_ops_html(run: Any, n: int = 15) -> str:
+    table = top_ops_table(run, n)
+    if table.empty:
+        note = getattr(run, "trace_note", "") or "the run has no trace"
+        return f"<p>No op table: {_esc(note)}.</p>"
+    return table.to_html(escape=True, index=False, float_format=lambda v: f"{v:,.1f}",
+                         classes="wb-top-ops", border=0)
+
+
+def hypotheses_html(run: Any) -> str:
+    hyps = list(getattr(run, "hypotheses", None) or [])
+    if not hyps:
+        return "<p>No hypothesis fired: no rule found evidence in this run.</p>"
+    items = []
+    for h in hyps:
+        stake = getattr(h, "time_at_stake_ms", None)
+        stake_txt = f" — up to {stake:.3g} ms at stake" if isinstance(stake, (int, float)) else ""
+        items.append(f"<li><b>{_esc(getattr(h, 'title', h))}</b> "
+                     f"<code>{_esc(getattr(h, 'category', ''))}</code>{_esc(stake_txt)}<br>"
+                     f"{_esc(getattr(h, 'observed', ''))}<br><i>falsifier:</i> {_esc(getattr(h, 'falsifier', ''))}</li>")
+    return "<ol class='wb-hypotheses'>" + "".join(items) + "</ol>"
+
+
+def environment_html(run: Any) -> str:
+    env = dict(getattr(run, "environment", None) or {})
+    if not env:
+        return "<p>No environment recorded.</p>"
+    rows = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in sorted(env.items()))
+    return f"<table class='wb-environment'>{rows}</table>"

@@ -1,0 +1,44 @@
+"""Resolve ``module:function`` into a callable and its arguments, with plain errors."""
+from __future__ import annotations
+
+import importlib
+import inspect
+from typing import Any, Callable
+
+from workbench.errors import InvalidArgumentError
+
+DEFAULT_WORKLOAD = "workbench.demo:workload"
+
+
+def resolve_workload(spec: str) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """``module:function`` -> (function, args). Args come from ``module.make_inputs()`` when the
+    module defines it (as ``workbench.demo`` does) and the function takes arguments; else none."""
+    module_name, sep, func_name = spec.partition(":")
+    if not sep or not module_name or not func_name:
+        raise InvalidArgumentError(f"workload {spec!r} is not of the form module:function "
+                                   f"(for example {DEFAULT_WORKLOAD})")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            raise InvalidArgumentError(f"unknown workload {spec!r}: no module named {exc.name!r} "
+                                       "(is it on PYTHONPATH / installed?)") from None
+        raise
+    func = getattr(module, func_name, None)
+    if not callable(func):
+        raise InvalidArgumentError(f"unknown workload {spec!r}: module {module_name!r} has no callable "
+                                   f"{func_name!r}")
+    make_inputs = getattr(module, "make_inputs", None)
+    if callable(make_inputs) and func is not make_inputs and _needs_arguments(func):
+        args = make_inputs()
+        return func, tuple(args) if isinstance(args, (tuple, list)) else (args,)
+    return func, ()
+
+
+def _needs_arguments(func: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):  # builtins without a signature
+        return True
+    return any(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+               for p in params)

@@ -1,0 +1,113 @@
+"""One decoded file -> per-table column dicts in µs relative to the rank's origin.
+
+Options reproduce Holistic Trace Analysis where asked (``round_ns``, ``drop_last_step``);
+the defaults keep every event and every nanosecond.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from workbench.trace import classify as C
+from workbench.trace import columns as K
+from workbench.trace.decode import DecodedFile
+from workbench.trace.issues import Issues
+
+TIMED_TABLES = ("cpu_ops", "python_calls", "runtime", "kernels", "gpu_syncs", "memory",
+                "annotations", "gpu_annotations", "flows")
+CPU_SIDE = ("cpu_ops", "python_calls", "runtime", "memory", "annotations", "flows")
+GPU_SIDE = ("kernels", "gpu_syncs")
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    round_ns: bool = False  # HTA: ts = ceil(ts), end = floor(ts + dur), in µs
+    drop_last_step: bool = False  # HTA: with >= 2 ProfilerStep#, drop the last step
+
+
+@dataclass
+class FileTables:
+    path: str
+    rank: int
+    origin_ns: int
+    tables: dict[str, dict]
+    names: dict[str, dict[str, str]]
+    warnings: list[str]
+
+
+def build_file(decoded: DecodedFile, rank: int, options: LoadOptions, issues: Issues) -> FileTables:
+    kinds = K.split_kinds(decoded)
+    tables = {
+        "cpu_ops": K.cpu_ops(decoded, kinds, issues),
+        "python_calls": K.python_calls(decoded, kinds, issues),
+        "runtime": K.runtime(decoded, kinds, issues),
+        "kernels": K.gpu(decoded, kinds, C.GPU, issues),
+        "gpu_syncs": K.gpu(decoded, kinds, C.GPU_SYNC, issues),
+        "memory": K.memory(decoded, kinds, issues),
+        "annotations": K.annotations(decoded, kinds, C.ANNOTATION, issues),
+        "gpu_annotations": K.annotations(decoded, kinds, C.GPU_ANNOTATION, issues),
+        "flows": K.flows(decoded, kinds, issues),
+    }
+    tables = {k: v for k, v in tables.items() if v is not None}
+    if options.round_ns:
+        for table in tables.values():
+            _round_like_hta(table)
+    origin_ns = _origin(tables, decoded)
+    for table in tables.values():
+        _to_relative_us(table, origin_ns)
+    if options.drop_last_step:
+        _drop_last_step(tables, issues)
+    names = K.metadata(decoded, kinds)
+    return FileTables(decoded.path, rank, origin_ns, tables, names, issues.messages)
+
+
+def _round_like_hta(table: dict) -> None:
+    ts, dur = table["ts_ns"], table["dur_ns"]
+    start = -((-ts) // 1000) * 1000  # ceil to the µs
+    end = ((ts + dur) // 1000) * 1000  # floor to the µs
+    table["ts_ns"], table["dur_ns"] = start, end - start
+
+
+def _origin(tables: dict[str, dict], decoded: DecodedFile) -> int:
+    starts = [int(t["ts_ns"].min()) for t in tables.values() if len(t["ts_ns"])]
+    if not starts:
+        from workbench.errors import TraceFormatError
+
+        raise TraceFormatError("no timed event (op, kernel, runtime call, annotation) in the "
+                               "trace; profile a region that runs work", path=decoded.path)
+    return min(starts)
+
+
+def _to_relative_us(table: dict, origin_ns: int) -> None:
+    ts_ns = table.pop("ts_ns")
+    dur_ns = table.pop("dur_ns")
+    table["ts_us"] = (ts_ns - origin_ns) / 1000.0
+    table["dur_us"] = dur_ns / 1000.0
+    table["end_us"] = (ts_ns - origin_ns + dur_ns) / 1000.0
+
+
+def _drop_last_step(tables: dict[str, dict], issues: Issues) -> None:
+    notes = tables.get("annotations")
+    if notes is None:
+        return
+    is_step = np.array([str(n).startswith("ProfilerStep#") for n in notes["name"]], dtype=bool)
+    if is_step.sum() < 2:
+        return
+    last_start = float(notes["ts_us"][is_step].max())
+    for name in CPU_SIDE:
+        if name in tables:
+            _filter(tables[name], tables[name]["ts_us"] < last_start)
+    kept = set(tables["runtime"]["correlation"].tolist()) if "runtime" in tables else set()
+    for name in GPU_SIDE:
+        if name in tables:
+            _filter(tables[name], np.isin(tables[name]["correlation"], list(kept)))
+    if "gpu_annotations" in tables:
+        _filter(tables["gpu_annotations"], tables["gpu_annotations"]["ts_us"] < last_start)
+    issues.note(f"{issues.path}: dropped the last profiler step (starting at {last_start:.3f} µs), "
+                "as Holistic Trace Analysis does (drop_last_step=True)")
+
+
+def _filter(table: dict, keep: np.ndarray) -> None:
+    for key, values in list(table.items()):
+        table[key] = values[keep]

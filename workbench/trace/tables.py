@@ -1,0 +1,178 @@
+"""Per-file column dicts -> the trace's DataFrames, with the derived columns everybody needs:
+nesting and self time, runtime call -> CPU op, kernel -> runtime call -> op, kernel types,
+copy directions, synchronisations, annotation kinds."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from workbench.trace import classify as C
+from workbench.trace import schema as S
+from workbench.trace.build import FileTables
+from workbench.trace.nesting import nest
+
+
+def assemble(files: list[FileTables]) -> dict[str, pd.DataFrame]:
+    raw = {name: _concat(files, name) for name in
+           ("cpu_ops", "python_calls", "runtime", "kernels", "gpu_syncs", "memory",
+            "annotations", "gpu_annotations", "flows")}
+    out: dict[str, pd.DataFrame] = {}
+    out["cpu_ops"], out["runtime"] = _ops_and_runtime(raw["cpu_ops"], raw["runtime"])
+    out["python_calls"] = S.frame("python_calls", raw["python_calls"])
+    out["kernels"] = _kernels(raw["kernels"], out["runtime"], out["cpu_ops"])
+    out["syncs"] = _syncs(raw["gpu_syncs"], out["runtime"])
+    out["memory"] = S.frame("memory", raw["memory"])
+    out["annotations"] = _annotations(raw["annotations"], raw["gpu_annotations"])
+    flows = raw["flows"]
+    if "phase" in flows:
+        flows["phase"] = pd.Categorical(np.asarray(flows["phase"]))
+    out["flows"] = S.frame("flows", flows)
+    return out
+
+
+def _concat(files: list[FileTables], name: str) -> dict:
+    parts = [(f.rank, f.tables[name]) for f in files if name in f.tables]
+    if not parts:
+        return {}
+    keys = parts[0][1].keys()
+    out = {}
+    for key in keys:
+        values = [p[key] for _, p in parts]
+        if isinstance(values[0], pd.Categorical):
+            out[key] = pd.Categorical(np.concatenate([np.asarray(v, dtype=object) for v in values])) \
+                if len(values) > 1 else values[0]
+        else:
+            out[key] = np.concatenate(values)
+    out["rank"] = np.concatenate([np.full(len(p["ts_us"]), rank, dtype=np.int64) for rank, p in parts])
+    return out
+
+
+def _ops_and_runtime(ops_raw: dict, calls_raw: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    ops = S.frame("cpu_ops", ops_raw)
+    calls = S.frame("runtime", calls_raw)
+    parent, depth, self_us, call_op = nest(ops, calls)
+    ops["parent"], ops["depth"], ops["self_us"] = parent, depth, self_us
+    names = calls["name"].astype(str)
+    calls["api"] = pd.Categorical(names.map(C.runtime_api))
+    calls["is_launch"] = names.isin(C.LAUNCH_CALLS).to_numpy()
+    calls["is_sync"] = names.isin(C.SYNC_CALLS).to_numpy()
+    calls["op_index"] = call_op
+    calls["op_name"] = _names_at(ops["name"], call_op)
+    return ops, calls
+
+
+def _names_at(names: pd.Series, index: np.ndarray) -> pd.Categorical:
+    """names[index] with "" where index is -1, as a categorical."""
+    values = np.asarray(names.astype(object))
+    picked = np.where(index >= 0, values[np.clip(index, 0, max(len(values) - 1, 0))] if len(values)
+                      else "", "")
+    return pd.Categorical(picked.astype(str))
+
+
+def _lookup(keys_from: pd.DataFrame, keys_to: pd.DataFrame) -> np.ndarray:
+    """Row in ``keys_to`` with the same (rank, correlation) as each row of ``keys_from``; -1 if none."""
+    target = pd.MultiIndex.from_arrays([keys_to["rank"].to_numpy(), keys_to["correlation"].to_numpy()])
+    valid = keys_to["correlation"].to_numpy() >= 0
+    first = ~target.duplicated() & valid
+    index = pd.MultiIndex.from_arrays([keys_to["rank"].to_numpy()[first],
+                                       keys_to["correlation"].to_numpy()[first]])
+    rows = np.flatnonzero(first)
+    found = index.get_indexer(pd.MultiIndex.from_arrays(
+        [keys_from["rank"].to_numpy(), keys_from["correlation"].to_numpy()]))
+    out = np.where(found >= 0, rows[np.clip(found, 0, None)] if len(rows) else -1, -1)
+    out[keys_from["correlation"].to_numpy() < 0] = -1
+    return out
+
+
+def _kernels(raw: dict, calls: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
+    kernels = S.frame("kernels", raw)
+    if not len(kernels):
+        return kernels
+    names = kernels["name"].astype(str)
+    kernels["kind"] = pd.Categorical(names.map(C.kernel_kind), categories=S.KERNEL_KINDS)
+    parts = pd.DataFrame([C.copy_parts(n) for n in kernels["name"].cat.categories] + [("", "", "")],
+                         columns=["k", "s", "d"])
+    codes = kernels["name"].cat.codes.to_numpy()
+    for col, key in (("copy_kind", "k"), ("copy_src", "s"), ("copy_dst", "d")):
+        kernels[col] = pd.Categorical(parts[key].to_numpy()[codes])
+    row = _lookup(kernels, calls)
+    kernels["runtime_index"] = row
+    kernels["launch_name"] = _names_at(calls["name"], row)
+    safe = np.clip(row, 0, None)
+    has = row >= 0
+    kernels["launch_ts_us"] = np.where(has, calls["ts_us"].to_numpy()[safe] if len(calls) else np.nan, np.nan)
+    kernels["launch_dur_us"] = np.where(has, calls["dur_us"].to_numpy()[safe] if len(calls) else np.nan, np.nan)
+    op = np.where(has, calls["op_index"].to_numpy()[safe] if len(calls) else -1, -1)
+    kernels["op_index"] = op
+    kernels["op_name"] = _names_at(ops["name"], op)
+    launching = _launching_context(kernels, ops)
+    ours, hta = C.kernel_types(kernels["name"].array, launching)
+    kernels["kernel_type"] = pd.Categorical(ours, categories=S.KERNEL_TYPES)
+    kernels["kernel_type_hta"] = pd.Categorical(hta, categories=S.KERNEL_TYPES)
+    return kernels
+
+
+def _launching_context(kernels: pd.DataFrame, ops: pd.DataFrame) -> pd.Categorical:
+    """The nearest collective-looking ancestor op name of each kernel's launching op, else ""."""
+    op = kernels["op_index"].to_numpy()
+    if not len(ops):
+        return pd.Categorical([""] * len(kernels))
+    op_names = np.asarray(ops["name"].astype(object))
+    is_collective = np.array([bool(C.COLLECTIVE_OP.search(str(n))) for n in ops["name"].cat.categories]
+                             + [False])
+    codes = ops["name"].cat.codes.to_numpy().copy()
+    codes[codes < 0] = len(is_collective) - 1
+    collective = is_collective[codes]
+    parent = ops["parent"].to_numpy()
+    found = np.full(len(op), -1, dtype=np.int64)
+    current = op.copy()
+    for _ in range(64):  # walk up the nesting; real traces are far shallower
+        live = (current >= 0) & (found < 0)
+        if not live.any():
+            break
+        hit = live.copy()
+        hit[live] = collective[current[live]]
+        found[hit] = current[hit]
+        current[live] = parent[current[live]]
+    return pd.Categorical(np.where(found >= 0, op_names[np.clip(found, 0, None)], "").astype(str))
+
+
+def _syncs(gpu_syncs: dict, calls: pd.DataFrame) -> pd.DataFrame:
+    parts = []
+    if gpu_syncs:
+        parts.append(S.frame("syncs", {**{k: gpu_syncs[k] for k in
+                     ("rank", "name", "tid", "stream", "ts_us", "dur_us", "end_us", "correlation",
+                      "event_index")}, "source": ["cuda_sync"] * len(gpu_syncs["ts_us"])}))
+    calls_sync = calls[calls["is_sync"]]
+    if len(calls_sync):
+        parts.append(S.frame("syncs", {
+            "rank": calls_sync["rank"], "name": calls_sync["name"].astype(str), "source": ["runtime"] * len(calls_sync),
+            "tid": calls_sync["tid"].astype(str), "ts_us": calls_sync["ts_us"], "dur_us": calls_sync["dur_us"],
+            "end_us": calls_sync["end_us"], "correlation": calls_sync["correlation"],
+            "event_index": calls_sync["event_index"]}))
+    if not parts:
+        return S.empty("syncs")
+    frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    for col in ("source", "name", "tid"):
+        frame[col] = pd.Categorical(frame[col].astype(str))
+    return frame.sort_values(["rank", "ts_us"], kind="stable").reset_index(drop=True)
+
+
+def _annotations(cpu: dict, gpu: dict) -> pd.DataFrame:
+    parts = []
+    for raw, gpu_side in ((cpu, False), (gpu, True)):
+        if not raw:
+            continue
+        names = [str(n) for n in raw["name"]]
+        steps = np.array([C.step_number(n) for n in names], dtype=np.int64)
+        kind = np.where(gpu_side, "gpu_user", np.where(steps >= 0, "step", "user"))
+        parts.append(S.frame("annotations", {**{k: raw[k] for k in
+                     ("rank", "pid", "tid", "ts_us", "dur_us", "end_us", "external_id")},
+                     "name": names, "step": steps, "kind": kind}))
+    if not parts:
+        return S.empty("annotations")
+    frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    for col in ("pid", "tid", "name"):
+        frame[col] = pd.Categorical(frame[col].astype(str))
+    frame["kind"] = pd.Categorical(frame["kind"].astype(str), categories=S.ANNOTATION_KINDS)
+    return frame.sort_values(["rank", "ts_us"], kind="stable").reset_index(drop=True)

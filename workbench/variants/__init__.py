@@ -1,0 +1,28 @@
+"""Variants of a computation, checked for correctness and timed fairly; a decision per variant.
+
+    import workbench as wb
+    cmp = wb.compare({"eager": f, "compiled": wb.variants.compiled(f)}, inputs=make_inputs)
+    cmp.table       # one row per variant: correctness, median, CI, speedup, decision
+    cmp.decision    # DecisionRecord (.to_markdown(), .to_json())
+
+Steps: (1) each variant's requirements (``requires=("cuda",)``) are checked, unmet ones reported
+as not applicable with the reason; (2) correctness: fresh inputs per check, a float64 reference
+from the baseline, outputs poisoned before reuse, each call under a time limit and a guard on
+global state, errors/hangs/wrong shapes/NaN kept in the variant's row, checks against cheating
+(patched timers, work left running after return, silently lowered precision, faster than the
+roofline); (3) timing: interleaved rounds in random order, raw samples kept, paired speedup
+intervals; (4) what changed (a profiled call each); (5) optional shape sweep and hypothesis
+verdict; (6) decisions and the DecisionRecord.
+"""
+from __future__ import annotations
+
+from workbench.variants.builders import compiled, eager, user
+from workbench.variants.compare import compare
+from workbench.variants.cuda_graph import cuda_graph
+from workbench.variants.decision import DECISIONS, DecisionRecord
+from workbench.variants.registry import build, describe, get, names, register, unregister
+from workbench.variants.results import Comparison, VariantResult
+from workbench.variants.spec import Variant
+
+__all__ = ["compare", "Comparison", "VariantResult", "DecisionRecord", "DECISIONS", "Variant", "eager",
+           "compiled", "cuda_graph", "user", "build", "get", "names", "describe", "register", "unregister"]

@@ -1,0 +1,115 @@
+"""Decision classes for a variant, and the DecisionRecord that writes one down.
+
+``keep``: correct and faster end to end; ``keep_guarded``: faster only in a named domain (the
+sweep found shapes where it is slower or wrong), fallback stated; ``micro_only``: faster in
+isolation but the saving is negligible against the end-to-end time; ``reject``: incorrect,
+failing, cheating, slower, or too costly to set up; ``need_more_evidence``: the difference is
+within noise, or it could not be measured here (not applicable, timing not meaningful).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+DECISIONS = ("keep", "keep_guarded", "micro_only", "reject", "need_more_evidence")
+MICRO_ONLY_SHARE = 0.02          # saving below 2% of the end-to-end time: micro_only
+MAX_BREAK_EVEN_CALLS = 100_000   # setup cost needing more calls than this to pay back: too costly
+
+
+@dataclass(frozen=True)
+class Verdict:
+    decision: str
+    reason: str
+
+
+def classify(*, status: str, reason: str, flags: tuple[str, ...], speedup: Any, timing_meaningful: bool,
+             failure_cases: tuple[str, ...] = (), saving_ms: float = 0.0, setup_ms: float = 0.0,
+             end_to_end_ms: float | None = None) -> Verdict:
+    """The decision for one candidate row (see the module docstring for the classes)."""
+    if status == "not_applicable":
+        return Verdict("need_more_evidence", f"not applicable here: {reason}; measure it where it can run")
+    if status != "ok":
+        return Verdict("reject", f"{status}: {reason}")
+    cheats = [f for f in flags if f.startswith(("patched timer", "work moved", "output changed",
+                                                 "precision lowered", "faster than the roofline"))]
+    if cheats:
+        return Verdict("reject", cheats[0])
+    if not timing_meaningful:
+        return Verdict("need_more_evidence", "correct, but its timing here is not meaningful "
+                                             "(e.g. Triton's CPU interpreter); time it on a GPU")
+    return _classify_timing(speedup, failure_cases, saving_ms, setup_ms, end_to_end_ms)
+
+
+def _classify_timing(speedup: Any, failure_cases: tuple[str, ...], saving_ms: float, setup_ms: float,
+                     end_to_end_ms: float | None) -> Verdict:
+    s = f"x{speedup.point:.3g} [{speedup.ci_low:.3g}, {speedup.ci_high:.3g}]"
+    if speedup.slower:
+        return Verdict("reject", f"slower: speedup {s}")
+    if not speedup.faster:
+        return Verdict("need_more_evidence", f"difference within noise: speedup {s} includes 1; "
+                                             f"run more rounds or a larger input")
+    if saving_ms > 0 and setup_ms / saving_ms > MAX_BREAK_EVEN_CALLS:
+        return Verdict("reject", f"too costly: {setup_ms:.4g} ms of setup needs "
+                                 f"{setup_ms / saving_ms:.3g} calls to pay back (> {MAX_BREAK_EVEN_CALLS})")
+    if failure_cases:
+        return Verdict("keep_guarded", f"faster ({s}) but slower or wrong on {len(failure_cases)} "
+                                       f"swept case(s): guard it")
+    if end_to_end_ms and saving_ms < MICRO_ONLY_SHARE * end_to_end_ms:
+        return Verdict("micro_only", f"faster in isolation ({s}) but saves {saving_ms:.3g} ms of a "
+                                     f"{end_to_end_ms:.4g} ms end-to-end run (< {MICRO_ONLY_SHARE:.0%})")
+    return Verdict("keep", f"correct and faster: speedup {s}")
+
+
+@dataclass(frozen=True)
+class DecisionRecord:
+    """What was decided about a change and the numbers that justify it (DESIGN.md's fields)."""
+
+    decision: str
+    variant: str
+    reason: str
+    problem: str
+    bottleneck: str
+    change: str
+    numerical_class: str
+    why_safe: str
+    guard: str
+    fallback: str
+    evidence: tuple[str, ...]
+    result: str
+    rejected_alternatives: tuple[str, ...]
+    remaining_risk: tuple[str, ...]
+    failure_cases: tuple[str, ...]
+    environment: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        for k in ("evidence", "rejected_alternatives", "remaining_risk", "failure_cases"):
+            d[k] = list(d[k])
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "DecisionRecord":
+        kw = dict(d)
+        for k in ("evidence", "rejected_alternatives", "remaining_risk", "failure_cases"):
+            kw[k] = tuple(kw.get(k, ()))
+        return cls(**kw)
+
+    def to_json(self, **kw: Any) -> str:
+        return json.dumps(self.to_dict(), indent=kw.pop("indent", 2), default=str, **kw)
+
+    def to_markdown(self) -> str:
+        lines = [f"# Decision: `{self.decision}` — {self.variant}", "", self.reason, ""]
+        for title, value in (("Problem", self.problem), ("Bottleneck", self.bottleneck),
+                             ("Change", self.change), ("Numerical class", self.numerical_class),
+                             ("Why it is safe", self.why_safe), ("Guard", self.guard),
+                             ("Fallback", self.fallback), ("Result", self.result)):
+            lines.append(f"**{title}:** {value or '—'}  ")
+        for title, items in (("Evidence", self.evidence), ("Rejected alternatives", self.rejected_alternatives),
+                             ("Remaining risk", self.remaining_risk), ("Failure cases", self.failure_cases)):
+            lines += ["", f"## {title}", ""] + ([f"- {x}" for x in items] or ["- none"])
+        lines += ["", "## Environment", ""] + [f"- {k}: {v}" for k, v in self.environment.items()]
+        return "\n".join(lines) + "\n"
+
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()

@@ -1,0 +1,73 @@
+"""What a variant changed, not only how fast: one profiled call under torch.profiler.
+
+Counts per call: operators (top-level CPU ops), device kernels, kernel launches (runtime
+launch calls), host syncs, allocations and allocated bytes, peak memory;
+set against the baseline's as deltas.  On CPU the device counts are None ("not
+measured"), never 0.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+LAUNCH_NAMES = ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC", "hipLaunchKernel",
+                "hipExtModuleLaunchKernel", "cudaGraphLaunch", "hipGraphLaunch")
+SYNC_NAMES = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
+              "hipDeviceSynchronize", "hipStreamSynchronize")
+METRICS = ("op_count", "kernel_count", "launch_count", "sync_count", "alloc_count",
+           "alloc_bytes", "peak_memory_bytes")
+
+
+def profile_footprint(fn: Callable[..., Any], args: tuple[Any, ...]) -> dict[str, Any]:
+    """Per-call counts from one profiled call (after the variant is warm)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    on_cuda = torch.cuda.is_available()
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_cuda else [])
+    if on_cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base_mem = torch.cuda.memory_allocated()
+    with profile(activities=activities, profile_memory=True) as prof:
+        fn(*args)
+        if on_cuda:
+            torch.cuda.synchronize()
+    fp = summarize_events(prof.events(), on_cuda)
+    if on_cuda:
+        fp["peak_memory_bytes"] = int(torch.cuda.max_memory_allocated() - base_mem)
+    return fp
+
+
+def summarize_events(events: Any, on_cuda: bool) -> dict[str, Any]:
+    ops = kernels = launches = syncs = allocs = alloc_bytes = 0
+    running = peak = 0
+    for e in events:
+        name = e.name
+        if name == "[memory]":
+            delta = int(e.cpu_memory_usage or 0) + int(getattr(e, "device_memory_usage", 0) or 0)
+            running += delta
+            peak = max(peak, running)
+            if delta > 0:
+                allocs, alloc_bytes = allocs + 1, alloc_bytes + delta
+            continue
+        if str(e.device_type).endswith(("CUDA", "HIP", "PrivateUse1")):
+            kernels += 1
+            continue
+        if name in LAUNCH_NAMES:
+            launches += 1
+        elif name in SYNC_NAMES:
+            syncs += 1
+        elif e.cpu_parent is None and not name.startswith(("cuda", "hip", "ProfilerStep")):
+            ops += 1
+    return {"op_count": ops, "kernel_count": kernels if on_cuda else None,
+            "launch_count": launches if on_cuda else None, "sync_count": syncs if on_cuda else None,
+            "alloc_count": allocs, "alloc_bytes": alloc_bytes, "peak_memory_bytes": peak}
+
+
+def footprint_delta(candidate: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:
+    """candidate - baseline for every metric both measured (None where either did not)."""
+    out = {}
+    for m in METRICS:
+        a, b = candidate.get(m), baseline.get(m)
+        out[m] = None if a is None or b is None else a - b
+    return out

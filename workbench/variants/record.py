@@ -1,0 +1,132 @@
+"""Build the comparison's DecisionRecord from its rows: the winner (or the most promising
+candidate), the numbers behind it, what was rejected and why, and the environment."""
+from __future__ import annotations
+
+import platform
+from typing import Any
+
+from workbench.variants.decision import DecisionRecord
+from workbench.variants.results import VariantResult
+from workbench.variants.tolerances import DEFAULT_TOLERANCES
+
+PRIORITY = {"keep": 0, "keep_guarded": 1, "micro_only": 2, "need_more_evidence": 3, "reject": 4}
+
+
+def tolerance_table(overrides: dict[str, tuple[float, float]] | None) -> dict[str, dict[str, float]]:
+    table = {**DEFAULT_TOLERANCES, **(overrides or {})}
+    return {k: {"rtol": float(r), "atol": float(a)} for k, (r, a) in table.items()}
+
+
+def environment() -> dict[str, Any]:
+    import torch
+
+    env = {"python": platform.python_version(), "platform": platform.platform(), "torch": torch.__version__,
+           "cpu_threads": torch.get_num_threads(), "cuda_available": torch.cuda.is_available(),
+           "float32_matmul_precision": torch.get_float32_matmul_precision()}
+    if torch.cuda.is_available():
+        env["device"] = torch.cuda.get_device_name()
+        env["cuda"] = torch.version.cuda or torch.version.hip
+    return env
+
+
+def _pick(candidates: list[VariantResult]) -> VariantResult | None:
+    def key(r: VariantResult) -> tuple[int, float]:
+        return PRIORITY.get(r.decision, 9), -(r.speedup.point if r.speedup else 0.0)
+
+    return min(candidates, key=key) if candidates else None
+
+
+def _ms(r: VariantResult) -> str:
+    if r.timing is None:
+        return "not timed"
+    lo, hi = r.timing.median_ci_ms()
+    return f"{r.timing.median_ms:.4g} ms [95% CI {lo:.4g}-{hi:.4g}], p95 {r.timing.p95_ms:.4g} ms, n={r.timing.n}"
+
+
+def _evidence(base: VariantResult, win: VariantResult, verdict: dict | None, notes: list[str]) -> list[str]:
+    ev = [f"{base.name}: {_ms(base)}", f"{win.name}: {_ms(win)}"]
+    if win.speedup:
+        s = win.speedup
+        ev.append(f"speedup x{s.point:.3g} (paired 95% CI {s.ci_low:.3g}-{s.ci_high:.3g}; bootstrap "
+                  f"{s.bootstrap_low:.3g}-{s.bootstrap_high:.3g}; p95 ratio x{s.p95_ratio:.3g})")
+    if win.setup_ms is not None:
+        ev.append(f"setup (compile/capture, first call minus a warm call): {win.setup_ms:.4g} ms")
+    if win.achieved_gbps:
+        ev.append(f"{win.bytes_moved / 1e6:.3g} MB compulsory traffic at {win.achieved_gbps:.3g} GB/s = "
+                  f"{win.bandwidth_share:.0%} of the measured copy bandwidth")
+    delta = win.footprint.get("delta") if win.footprint else None
+    if delta:
+        moved = ", ".join(f"{k} {v:+d}" for k, v in delta.items() if v)
+        ev.append(f"what changed per call vs {base.name}: {moved or 'no counted metric moved'}")
+    if verdict:
+        ev.append(f"hypothesis {verdict.get('status')}: {verdict.get('explanation')}")
+    return ev + [f"note: {n}" for n in notes]
+
+
+def build_record(results: list[VariantResult], baseline: str, *, hypothesis: Any = None, problem: str = "",
+                 notes: list[str] | None = None, settings: dict[str, Any] | None = None,
+                 verdict: dict | None = None) -> DecisionRecord:
+    base = next(r for r in results if r.name == baseline)
+    candidates = [r for r in results if r.name != baseline]
+    win = _pick(candidates)
+    notes = list(notes or [])
+    if win is None:
+        return DecisionRecord("need_more_evidence", baseline, "no candidate variant to compare", problem or "",
+                              "", "none", "exact", "", "", baseline, tuple(_evidence(base, base, verdict, notes)),
+                              _ms(base), (), (), (), environment())
+    good = win.decision in ("keep", "keep_guarded", "micro_only")
+    return DecisionRecord(
+        decision=win.decision, variant=win.name, reason=win.decision_reason,
+        problem=problem or _problem(base, hypothesis), bottleneck=_bottleneck(hypothesis),
+        change=f"{win.name} ({win.kind})", numerical_class=win.numerical_class,
+        why_safe=_why_safe(win, settings or {}), guard=_guard(win) if good else "",
+        fallback=f"{baseline}, the original code", evidence=tuple(_evidence(base, win, verdict, notes)),
+        result=_result_line(base, win),
+        rejected_alternatives=tuple(f"{r.name}: {r.decision} — {r.decision_reason}" for r in candidates if r is not win),
+        remaining_risk=tuple(_risks(win)), failure_cases=win.failure_cases, environment=environment())
+
+
+def _problem(base: VariantResult, hypothesis: Any) -> str:
+    if hypothesis is not None:
+        return f"{getattr(hypothesis, 'title', '')}: {getattr(hypothesis, 'observed', '')}".strip(": ")
+    return f"{base.name} takes {base.timing.median_ms:.4g} ms per call" if base.timing else base.name
+
+
+def _bottleneck(hypothesis: Any) -> str:
+    if hypothesis is None:
+        return "not diagnosed here (no hypothesis was given to compare())"
+    return f"{getattr(hypothesis, 'category', '?')}: {getattr(hypothesis, 'mechanism', '')}".strip(": ")
+
+
+def _why_safe(win: VariantResult, settings: dict[str, Any]) -> str:
+    c = win.correctness
+    if c is None or not c.passed:
+        return "not shown: " + (c.reason if c else "no correctness check ran")
+    return (f"matches the {c.reference_precision} reference on {c.checks} checks with fresh inputs "
+            f"(max abs err {c.max_abs_err:.3g}, max rel err {c.max_rel_err:.3g}; tolerances by dtype in settings)")
+
+
+def _guard(win: VariantResult) -> str:
+    if win.failure_cases:
+        ok = [s["case"] for s in win.sweep if s.get("ok")]
+        return f"use only on the swept cases where it won: {', '.join(ok) or 'none'}; else the fallback"
+    if win.kind == "cuda_graph":
+        return "input shapes, dtypes and devices equal to the captured ones"
+    return "none needed for the measured inputs"
+
+
+def _result_line(base: VariantResult, win: VariantResult) -> str:
+    if base.timing is None or win.timing is None:
+        return f"not timed ({win.status}: {win.reason})"
+    s = win.speedup
+    return (f"{base.timing.median_ms:.4g} ms -> {win.timing.median_ms:.4g} ms per call "
+            f"(x{s.point:.3g}, 95% CI {s.ci_low:.3g}-{s.ci_high:.3g})")
+
+
+def _risks(win: VariantResult) -> list[str]:
+    risks = list(win.flags)
+    if win.numerical_class != "exact":
+        risks.append(f"numerics are '{win.numerical_class}': results may differ in the last bits")
+    if win.correctness is not None:
+        risks.append(f"correctness shown on {win.correctness.checks} random inputs only")
+    return risks

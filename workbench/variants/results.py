@@ -1,0 +1,128 @@
+"""Frozen results of a comparison: one ``VariantResult`` per variant, and the ``Comparison``."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from workbench.capture.measurement import Measurement
+from workbench.variants.correctness import CorrectnessResult
+from workbench.variants.decision import DecisionRecord
+from workbench.variants.stats import Speedup
+
+STATUSES = ("ok", "not_applicable", "error", "timeout", "incorrect")
+
+
+@dataclass(frozen=True)
+class VariantResult:
+    """Everything measured about one variant; ``status`` says how far it got."""
+
+    name: str
+    kind: str
+    status: str
+    reason: str = ""
+    numerical_class: str = "exact"
+    requires: tuple[str, ...] = ()
+    correctness: CorrectnessResult | None = None
+    timing: Measurement | None = None
+    setup_ms: float | None = None
+    speedup: Speedup | None = None
+    flags: tuple[str, ...] = ()
+    footprint: dict[str, Any] = field(default_factory=dict)
+    bytes_moved: int = 0
+    achieved_gbps: float | None = None
+    bandwidth_share: float | None = None
+    timing_meaningful: bool = True
+    failure_cases: tuple[str, ...] = ()
+    sweep: tuple[dict[str, Any], ...] = ()
+    decision: str = ""
+    decision_reason: str = ""
+
+    def with_(self, **kw: Any) -> "VariantResult":
+        return replace(self, **kw)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d["correctness"] = self.correctness.to_dict() if self.correctness else None
+        d["timing"] = self.timing.to_dict() if self.timing else None
+        d["speedup"] = self.speedup.to_dict() if self.speedup else None
+        for k in ("requires", "flags", "failure_cases", "sweep"):
+            d[k] = list(d[k])
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "VariantResult":
+        kw = dict(d)
+        kw["correctness"] = CorrectnessResult.from_dict(d["correctness"]) if d.get("correctness") else None
+        kw["timing"] = Measurement.from_dict(d["timing"]) if d.get("timing") else None
+        kw["speedup"] = Speedup.from_dict(d["speedup"]) if d.get("speedup") else None
+        for k in ("requires", "flags", "failure_cases", "sweep"):
+            kw[k] = tuple(kw.get(k, ()))
+        return cls(**kw)
+
+    def row(self) -> dict[str, Any]:
+        """One flat table row."""
+        t, s, c = self.timing, self.speedup, self.correctness
+        lo, hi = t.median_ci_ms() if t else (None, None)
+        return {
+            "variant": self.name, "kind": self.kind, "status": self.status,
+            "correct": None if c is None else c.passed,
+            "max_abs_err": c.max_abs_err if c else None, "max_rel_err": c.max_rel_err if c else None,
+            "median_ms": t.median_ms if t else None, "median_ci_low_ms": lo, "median_ci_high_ms": hi,
+            "p95_ms": t.p95_ms if t else None, "n_samples": t.n if t else 0,
+            "speedup": s.point if s else None, "speedup_ci_low": s.ci_low if s else None,
+            "speedup_ci_high": s.ci_high if s else None, "p95_speedup": s.p95_ratio if s else None,
+            "setup_ms": self.setup_ms, "achieved_gbps": self.achieved_gbps,
+            "bandwidth_share": self.bandwidth_share, "decision": self.decision,
+            "reason": self.decision_reason or self.reason, "flags": "; ".join(self.flags),
+        }
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``table`` (one row per variant), ``decision`` (DecisionRecord), raw samples, hypothesis verdict."""
+
+    baseline: str
+    results: tuple[VariantResult, ...]
+    decision: DecisionRecord
+    hypothesis_verdict: dict[str, Any] | None = None
+    hypothesis: Any = None
+    copy_gbps: float | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def table(self):
+        import pandas as pd
+
+        return pd.DataFrame([r.row() for r in self.results])
+
+    @property
+    def samples_ms(self) -> dict[str, tuple[float, ...]]:
+        """Raw per-call samples per timed variant (for the comparison chart)."""
+        return {r.name: r.timing.samples_ms for r in self.results if r.timing is not None}
+
+    def __getitem__(self, name: str) -> VariantResult:
+        for r in self.results:
+            if r.name == name:
+                return r
+        from workbench.errors import RegistryError
+
+        raise RegistryError(f"no variant {name!r} in this comparison; it has {[r.name for r in self.results]}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"baseline": self.baseline, "results": [r.to_dict() for r in self.results],
+                "decision": self.decision.to_dict(), "hypothesis_verdict": self.hypothesis_verdict,
+                "copy_gbps": self.copy_gbps, "settings": dict(self.settings)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Comparison":
+        return cls(baseline=d["baseline"], results=tuple(VariantResult.from_dict(r) for r in d["results"]),
+                   decision=DecisionRecord.from_dict(d["decision"]),
+                   hypothesis_verdict=d.get("hypothesis_verdict"), copy_gbps=d.get("copy_gbps"),
+                   settings=dict(d.get("settings", {})))
+
+    def _repr_html_(self) -> str:
+        cols = ["variant", "status", "correct", "median_ms", "p95_ms", "speedup", "speedup_ci_low",
+                "speedup_ci_high", "setup_ms", "decision", "reason"]
+        html = self.table[cols].to_html(index=False, float_format=lambda x: f"{x:.4g}", na_rep="—")
+        return f"<div><b>Comparison against {self.baseline}</b>{html}<p>Decision: <code>{self.decision.decision}</code> " \
+               f"for {self.decision.variant}: {self.decision.reason}</p></div>"

@@ -1,0 +1,122 @@
+"""Interleaved timing: variants take turns in rounds, in a fresh random order each round.
+
+Interleaving puts slow drift (other processes, clocks, thermal state) on every variant alike;
+the per-round pairing is what the speedup interval in ``stats.py`` uses.  On CPU a sample is a
+block of calls timed with ``perf_counter_ns`` (held here, so a variant that patches
+``time.perf_counter`` cannot change our numbers).  On a GPU a sample is one call between CUDA
+events, after writing a buffer larger than the L2 cache so no variant inherits a warm cache.
+"""
+from __future__ import annotations
+
+import gc
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from workbench.capture.measurement import Measurement
+
+_ns = time.perf_counter_ns          # our own reference: immune to monkeypatching
+MIN_SAMPLE_MS = 2.0                 # CPU: calls per sample chosen so a sample lasts this long
+MAX_CALLS_PER_SAMPLE = 10_000
+
+
+@dataclass
+class Timed:
+    """One variant ready to time: its callable and its own copy of the inputs."""
+
+    name: str
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    calls_per_sample: int = 1
+
+
+class CpuTimer:
+    timer = "perf_counter_ns"
+    resolution_ms = 1e-6
+
+    def sample_ms(self, item: Timed) -> float:
+        fn, args, k = item.fn, item.args, item.calls_per_sample
+        start = _ns()
+        for _ in range(k):
+            fn(*args)
+        return (_ns() - start) / 1e6 / k
+
+
+class CudaTimer:
+    """CUDA events around one call, after an L2 flush (a write of 2x the L2 size)."""
+
+    timer = "cuda_event"
+    resolution_ms = 5e-4
+
+    def __init__(self) -> None:
+        import torch
+
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        l2 = int(getattr(props, "L2_cache_size", 0) or 64 * 2 ** 20)
+        self.flush_buf = torch.empty(2 * l2 // 4 + 1, dtype=torch.float32, device="cuda")
+        self.start = torch.cuda.Event(enable_timing=True)
+        self.end = torch.cuda.Event(enable_timing=True)
+
+    def sample_ms(self, item: Timed) -> float:
+        self.flush_buf.fill_(1.0)
+        self.start.record()
+        for _ in range(item.calls_per_sample):
+            item.fn(*item.args)
+        self.end.record()
+        self.end.synchronize()
+        return self.start.elapsed_time(self.end) / item.calls_per_sample
+
+
+def pick_timer(on_cuda: bool) -> CpuTimer | CudaTimer:
+    return CudaTimer() if on_cuda else CpuTimer()
+
+
+def calibrate(item: Timed, timer: CpuTimer | CudaTimer, one_call_ms: float) -> None:
+    """CPU: enough calls per sample to last MIN_SAMPLE_MS; GPU: one call (flushed) per sample."""
+    if isinstance(timer, CudaTimer):
+        item.calls_per_sample = 1
+        return
+    per_call = max(one_call_ms, 1e-4)
+    item.calls_per_sample = int(min(MAX_CALLS_PER_SAMPLE, max(1, np.ceil(MIN_SAMPLE_MS / per_call))))
+
+
+@dataclass(frozen=True)
+class InterleavedResult:
+    measurements: dict[str, Measurement]
+    rounds: int
+    orders: tuple[tuple[str, ...], ...]
+
+    def paired(self, a: str, b: str) -> tuple[np.ndarray, np.ndarray]:
+        return (np.asarray(self.measurements[a].samples_ms), np.asarray(self.measurements[b].samples_ms))
+
+
+def run_interleaved(items: list[Timed], timer: CpuTimer | CudaTimer, *, min_rounds: int = 10,
+                    max_rounds: int = 60, budget_s: float = 5.0, seed: int = 0) -> InterleavedResult:
+    """Rounds until ``budget_s`` is spent (at least ``min_rounds``, at most ``max_rounds``)."""
+    rng = np.random.default_rng(seed)
+    samples: dict[str, list[float]] = {it.name: [] for it in items}
+    orders = []
+    deadline = _ns() + budget_s * 1e9
+    gc_was_enabled = gc.isenabled()
+    try:
+        for r in range(max_rounds):
+            if r >= min_rounds and _ns() > deadline:
+                break
+            order = [items[i] for i in rng.permutation(len(items))]
+            orders.append(tuple(it.name for it in order))
+            gc.collect()
+            gc.disable()
+            for it in order:
+                samples[it.name].append(timer.sample_ms(it))
+            if gc_was_enabled:
+                gc.enable()
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    ms = {it.name: Measurement(tuple(samples[it.name]), label=it.name, timer=timer.timer,
+                               calls_per_sample=it.calls_per_sample,
+                               timer_resolution_ms=timer.resolution_ms / it.calls_per_sample)
+          for it in items}
+    return InterleavedResult(ms, len(orders), tuple(orders))
