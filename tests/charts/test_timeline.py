@@ -99,3 +99,29 @@ def test_one_event_and_hostile_names_draw():
                             cpu_ops=None, runtime=None, annotations=None)
     rows = _rows(charts.timeline_chart(trace).to_dict())
     assert len(rows) == 1 and rows[0]["name"] == name
+
+
+DATA = __import__("pathlib").Path(__file__).resolve().parents[1] / "data"
+
+
+def test_real_gpu_trace_draws_streams_threads_and_kind_colours():
+    import workbench as wb
+
+    trace = wb.load_trace(DATA / "gpu" / "a100_alexnet.json.gz")
+    events = charts.timeline_events(trace)
+    assert len(events) == len(trace.kernels) + (trace.cpu_ops["depth"] == 0).sum() + len(trace.annotations) + \
+        (events["kind"] == "sync").sum()
+    assert {"kernel", "memcpy", "op"} <= set(events["kind"])
+    assert events["lane"].str.contains("stream").any() and events["lane"].str.contains("thread").any()
+    rows = _rows(charts.timeline_chart(trace).to_dict())
+    assert sum(r["count"] for r in rows) == len(events)
+
+
+def test_run_charts_for_a_gpu_trace_include_kernels_and_idle():
+    import workbench as wb
+
+    trace = wb.load_trace(DATA / "gpu" / "a100_alexnet.json.gz")
+    specs = [c.to_dict() for c in charts.trace_charts(trace)]
+    titles = [str(s.get("title", "")) for s in specs]
+    assert any("Top 15 kernels" in t for t in titles) and any("Idle" in t for t in titles)
+    assert any("Timeline" in t for t in titles)

@@ -28,20 +28,18 @@ def _params():
         yield pytest.param(path, id=path.stem, marks=marks)
 
 
-@pytest.fixture(scope="module")
-def diagnoses():
-    return {}
-
-
 @pytest.mark.parametrize("expected_path", list(_params()))
-def test_expected_categories_and_evidence(expected_path, diagnoses):
+def test_expected_categories_and_evidence(expected_path):
     import workbench as wb
 
     spec = json.loads(expected_path.read_text())
     folder = trace_dir(spec["set"])
     if folder is None:
         pytest.skip(f"trace set {spec['set']} is neither in tests/data/traces nor ../shared/traces")
-    diag = diagnose_trace_full(wb.load_trace(folder))
+    from workbench.hypotheses.facts import TraceFacts
+
+    facts = TraceFacts(wb.load_trace(folder))
+    diag = diagnose_trace_full(facts)
     assert not [n for n in diag.not_judged if n.reason.startswith(RULE_FAILED)], diag.statements()
     top3 = [h.category for h in diag.hypotheses[:3]]
     for category in spec["expected_in_top3"]:
@@ -53,10 +51,4 @@ def test_expected_categories_and_evidence(expected_path, diagnoses):
         assert values, f"{spec['set']}: no evidence {ev['metric']} on {ev['rule']}"
         assert values[0] == pytest.approx(ev["value"], abs=ev["tolerance"]), (spec["set"], ev)
     for h in diag.hypotheses:
-        assert h.time_at_stake_ms <= diag_window_ms(folder, wb) + 1e-6
-
-
-def diag_window_ms(folder, wb) -> float:
-    from workbench.hypotheses.facts import TraceFacts
-
-    return TraceFacts(wb.load_trace(folder)).window_us / 1e3
+        assert h.time_at_stake_ms <= facts.window_us / 1e3 + 1e-6

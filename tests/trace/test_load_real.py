@@ -160,3 +160,14 @@ def test_nccl_kernels_are_communication(load):
     assert (nccl["kernel_type"] == "communication").all()
     assert (nccl["kernel_type_hta"] == "communication").all()
     assert (k.loc[k["kind"] != "kernel", "kernel_type"] == "memory").all()
+
+
+def test_one_rank_view_keeps_links_inside_itself(load):
+    trace = load(GPU / "dlrm_8rank").rank(5)
+    assert trace.ranks == [5] and set(trace.kernels["rank"]) == {5}
+    k = trace.kernels[trace.kernels["runtime_index"] >= 0]
+    calls = trace.runtime.iloc[k["runtime_index"].to_numpy()]
+    assert (calls["correlation"].to_numpy() == k["correlation"].to_numpy()).all()
+    ops = trace.cpu_ops
+    child = ops[ops["parent"] >= 0]
+    assert (ops.iloc[child["parent"].to_numpy()]["ts_us"].to_numpy() <= child["ts_us"].to_numpy()).all()

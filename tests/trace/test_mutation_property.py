@@ -18,7 +18,7 @@ from conftest import CPU, GPU
 
 def _base_events() -> list[dict]:
     out = []
-    for path, count in ((GPU / "h100_bert_small.json.gz", 120), (CPU / "cpu_mlp_steps_memory.json.gz", 40)):
+    for path, count in ((GPU / "h100_bert_small.json.gz", 80), (CPU / "cpu_mlp_steps_memory.json.gz", 30)):
         with gzip.open(path) as fh:
             events = json.load(fh)["traceEvents"]
         wanted = [e for e in events if e.get("cat") != "python_function"]

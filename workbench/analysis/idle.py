@@ -36,7 +36,10 @@ class IdleBreakdown(AnalysisResult):
 def idle_breakdown(trace, semantics="workbench",
                    kernel_wait_threshold_us: float = KERNEL_WAIT_THRESHOLD_US) -> IdleBreakdown:
     view = prepare(trace, semantics)
-    gaps = _gaps(view.kernels, view.runtime, hta=view.semantics.hta_idle_gaps,
+    kernels = view.kernels
+    if "hta_sync_marker" in kernels.columns:  # HTA's idle breakdown does not see cuda_sync markers
+        kernels = kernels[~kernels["hta_sync_marker"].to_numpy(bool)]
+    gaps = _gaps(kernels, view.runtime, hta=view.semantics.hta_idle_gaps,
                  threshold_us=kernel_wait_threshold_us)
     return IdleBreakdown(table=_summarise(gaps), gaps=gaps, kernel_wait_threshold_us=kernel_wait_threshold_us,
                          semantics=view.semantics.name)

@@ -31,9 +31,9 @@ def prepare(trace, semantics: "Semantics | str" = "workbench") -> TraceView:
                 f"analyses need a Trace (from workbench.load_trace); got {type(trace).__name__} without .{attr}")
     kernels, runtime, cpu_ops = trace.kernels, trace.runtime, trace.cpu_ops
     steps = _steps(trace.annotations)
-    if sem.round_sub_us:
-        origins = _origins_us(trace)
-        kernels, runtime, cpu_ops, steps = (_round(df, origins) for df in (kernels, runtime, cpu_ops, steps))
+    if sem.round_sub_us or sem.hta_float_times:
+        origins = _origins_ns(trace)
+        kernels, runtime, cpu_ops, steps = (_hta_times(df, origins, sem) for df in (kernels, runtime, cpu_ops, steps))
     if sem.drop_last_step:
         kernels, runtime, cpu_ops = _drop_last_step(kernels, runtime, cpu_ops, steps)
     if sem.hta_kernel_types:
@@ -71,25 +71,37 @@ def _steps(annotations: pd.DataFrame) -> pd.DataFrame:
     return steps[cols].reset_index(drop=True)
 
 
-def _origins_us(trace) -> dict:
-    """Absolute origin of each rank's relative times, in µs (fractional part only matters for rounding)."""
-    origins = getattr(getattr(trace, "meta", None), "origins_ns", None) or {}
-    return {rank: (ns % 1_000_000_000) / 1e3 for rank, ns in origins.items()}
+def _origins_ns(trace) -> dict:
+    """Absolute origin (file clock, ns) of each rank's relative times."""
+    return dict(getattr(getattr(trace, "meta", None), "origins_ns", None) or {})
 
 
-def _round(df: pd.DataFrame, origins_us: dict) -> pd.DataFrame:
-    """HTA's rounding of absolute timestamps: start up, end down (short events get 0 or negative length)."""
+def _hta_times(df: pd.DataFrame, origins_ns: dict, sem: Semantics) -> pd.DataFrame:
+    """Times as HTA holds them. It parses ``ts`` into float64 absolute µs (about 0.25 µs apart at 1.7e15,
+    so ns-resolution epoch timestamps lose their last digits) and, when rounding, takes ``ceil(ts)`` and
+    ``floor(ts + dur)`` of those floats: short events get 0 or negative length. Results stay relative to a
+    whole-µs per-rank base, so durations and gaps are exactly HTA's."""
     if len(df) == 0:
         return df
-    origin_us = df["rank"].map(origins_us).fillna(0.0).to_numpy(np.float64)
-    absolute = df["ts_us"].to_numpy() + origin_us
-    start = np.ceil(absolute)
-    end = np.floor(absolute + df["dur_us"].to_numpy())
-    shift = np.floor(origin_us)  # per-rank constant: durations and gaps are untouched by it
+    origin = df["rank"].map(origins_ns).fillna(0).to_numpy(np.int64)
+    base_us = origin // 1000
+    ts_us = df["ts_us"].to_numpy(np.float64)
+    dur_us = df["dur_us"].to_numpy(np.float64)
+    finite = np.isfinite(ts_us)
+    ns = origin % 1000 + np.rint(np.where(finite, ts_us, 0.0) * 1000.0).astype(np.int64)  # since base_us
+    if sem.hta_float_times:  # float64 of the absolute µs, correctly rounded as a JSON parser does
+        absolute = (base_us + ns // 1000).astype(np.float64) + (ns % 1000) / 1000.0
+    else:
+        absolute = ns / 1000.0
+    offset = base_us.astype(np.float64) if sem.hta_float_times else 0.0
+    if sem.round_sub_us:
+        start, end = np.ceil(absolute) - offset, np.floor(absolute + dur_us) - offset
+    else:
+        start = absolute - offset
+        end = start + dur_us
+    start = np.where(finite, start, np.nan)
     out = df.copy()
-    out["ts_us"] = start - shift
-    out["dur_us"] = end - start
-    out["end_us"] = end - shift
+    out["ts_us"], out["dur_us"], out["end_us"] = start, end - start, end
     return out
 
 
@@ -117,8 +129,10 @@ def _before(df: pd.DataFrame, cut: pd.Series) -> pd.DataFrame:
 
 
 def _with_hta_gpu_syncs(kernels: pd.DataFrame, syncs) -> pd.DataFrame:
-    """HTA counts every event with a ``stream`` arg as GPU work, so the GPU-side ``cuda_sync`` markers
-    ("Stream Sync", "Stream Wait Event") become computation kernels there. Reproduced for parity only."""
+    """HTA's kernel-type and temporal breakdowns count every event with a ``stream`` arg as GPU work, so the
+    GPU-side ``cuda_sync`` markers ("Stream Sync", "Stream Wait Event") count there too; its idle breakdown
+    leaves them out (checked on the alexnet trace: with them, no variant reproduces its CSV; without, all
+    four numbers match to the µs). The added rows carry ``hta_sync_marker=True``. For parity only."""
     if syncs is None or len(syncs) == 0 or "source" not in syncs.columns:
         return kernels
     gpu = syncs[(syncs["source"].astype(str) == "cuda_sync") & (syncs["stream"] >= 0)]
@@ -131,8 +145,9 @@ def _with_hta_gpu_syncs(kernels: pd.DataFrame, syncs) -> pd.DataFrame:
                           "name": gpu["name"].astype(str).to_numpy(), "kind": "kernel",
                           "kernel_type": ktype, "kernel_type_hta": ktype,
                           "ts_us": gpu["ts_us"].to_numpy(), "dur_us": gpu["dur_us"].to_numpy(),
-                          "end_us": gpu["end_us"].to_numpy(), "correlation": gpu["correlation"].to_numpy()})
-    base = kernels.copy()
+                          "end_us": gpu["end_us"].to_numpy(), "correlation": gpu["correlation"].to_numpy(),
+                          "hta_sync_marker": True})
+    base = kernels.assign(hta_sync_marker=False)
     for col in ("name", "kind", "kernel_type", "kernel_type_hta"):
         if col in base.columns:
             base[col] = base[col].astype(str)

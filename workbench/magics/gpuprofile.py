@@ -45,6 +45,24 @@ def syntax_error_message(exc: SyntaxError) -> str:
             "Nothing was run and no profile was recorded; fix the cell and run it again.")
 
 
+def _profile_cell(runner: Any, opts: Any) -> Any:
+    """Call the library; the repeats' output capture is released whatever happens."""
+    __tracebackhide__ = True
+    from workbench.capture.profile import profile
+
+    try:
+        return profile(runner, warmup=opts.warmup, repeat=opts.repeat, trace=not opts.no_trace,
+                       name=opts.name or runner.__name__, threads=opts.threads,
+                       grad_enabled=False if opts.no_grad else None)
+    except SystemExit as exc:
+        raise ProfileError(
+            f"the cell called sys.exit({exc.code!r}) in execution {runner.calls + 1} of "
+            f"{1 + opts.warmup + opts.repeat}; profiling stopped and no run was kept. A "
+            "profiled cell must finish normally: remove the exit call") from None
+    finally:
+        runner.release_output()
+
+
 def _keep(shell: Any, run: Any, output: str | None) -> None:
     global _last_run
     _last_run = run
@@ -80,7 +98,6 @@ class GpuProfileMagics(Magics):
         ``_gpuprofile`` and ``workbench.magics.last_run()``; a cell that fails leaves no run.
         """
         __tracebackhide__ = True
-        from workbench.capture.profile import profile
         from workbench.magics.cell import CellCallable, compile_cell
 
         opts = parse_argstring(self.gpuprofile, line)
@@ -92,17 +109,7 @@ class GpuProfileMagics(Magics):
         except SyntaxError as exc:
             raise UsageError(syntax_error_message(exc)) from None
         runner = CellCallable(self.shell, compiled)
-        try:
-            run = profile(runner, warmup=opts.warmup, repeat=opts.repeat, trace=not opts.no_trace,
-                          name=opts.name or runner.__name__, threads=opts.threads,
-                          grad_enabled=False if opts.no_grad else None)
-        except SystemExit as exc:
-            raise ProfileError(
-                f"the cell called sys.exit({exc.code!r}) in execution {runner.calls + 1} of "
-                f"{1 + opts.warmup + opts.repeat}; profiling stopped and no run was kept. A "
-                "profiled cell must finish normally: remove the exit call") from None
-        finally:
-            runner.release_output()
+        run = _profile_cell(runner, opts)
         _keep(self.shell, run, opts.output)
         if runner.last_value is not None:
             from IPython.display import display

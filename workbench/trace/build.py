@@ -5,13 +5,14 @@ the defaults keep every event and every nanosecond.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from workbench.trace import classify as C
 from workbench.trace import columns as K
-from workbench.trace.decode import DecodedFile
+from workbench.trace.decode import DecodedFile, TraceHeader
 from workbench.trace.issues import Issues
 
 TIMED_TABLES = ("cpu_ops", "python_calls", "runtime", "kernels", "gpu_syncs", "memory",
@@ -36,30 +37,44 @@ class FileTables:
     warnings: list[str]
 
 
-def build_file(decoded: DecodedFile, rank: int, options: LoadOptions, issues: Issues) -> FileTables:
-    kinds = K.split_kinds(decoded)
-    tables = {
-        "cpu_ops": K.cpu_ops(decoded, kinds, issues),
-        "python_calls": K.python_calls(decoded, kinds, issues),
-        "runtime": K.runtime(decoded, kinds, issues),
-        "kernels": K.gpu(decoded, kinds, C.GPU, issues),
-        "gpu_syncs": K.gpu(decoded, kinds, C.GPU_SYNC, issues),
-        "memory": K.memory(decoded, kinds, issues),
-        "annotations": K.annotations(decoded, kinds, C.ANNOTATION, issues),
-        "gpu_annotations": K.annotations(decoded, kinds, C.GPU_ANNOTATION, issues),
-        "flows": K.flows(decoded, kinds, issues),
-    }
-    tables = {k: v for k, v in tables.items() if v is not None}
+def build_file(header: TraceHeader, chunks: Iterator[DecodedFile], options: LoadOptions,
+               issues: Issues) -> FileTables:
+    parts: dict[str, list[dict]] = {name: [] for name in TIMED_TABLES}
+    names: dict[str, dict[str, str]] = {"process": {}, "thread": {}}
+    path = ""
+    for chunk in chunks:
+        path = chunk.path
+        kinds = K.split_kinds(chunk)
+        for name, part in _extract(chunk, kinds, issues).items():
+            if part is not None:
+                parts[name].append(part)
+        for key, found in K.metadata(chunk, kinds).items():
+            names[key].update(found)
+        del chunk, kinds  # this chunk's event objects go now
+    tables = {name: K.concat_parts(p) for name, p in parts.items() if p}
     if options.round_ns:
         for table in tables.values():
             _round_like_hta(table)
-    origin_ns = _origin(tables, decoded)
+    origin_ns = _origin(tables, path)
     for table in tables.values():
         _to_relative_us(table, origin_ns)
     if options.drop_last_step:
         _drop_last_step(tables, issues)
-    names = K.metadata(decoded, kinds)
-    return FileTables(decoded.path, rank, origin_ns, tables, names, issues.messages)
+    return FileTables(path, -1, origin_ns, tables, names, issues.messages)
+
+
+def _extract(chunk: DecodedFile, kinds: dict, issues: Issues) -> dict[str, dict | None]:
+    return {
+        "cpu_ops": K.cpu_ops(chunk, kinds, issues),
+        "python_calls": K.python_calls(chunk, kinds, issues),
+        "runtime": K.runtime(chunk, kinds, issues),
+        "kernels": K.gpu(chunk, kinds, C.GPU, issues),
+        "gpu_syncs": K.gpu(chunk, kinds, C.GPU_SYNC, issues),
+        "memory": K.memory(chunk, kinds, issues),
+        "annotations": K.annotations(chunk, kinds, C.ANNOTATION, issues),
+        "gpu_annotations": K.annotations(chunk, kinds, C.GPU_ANNOTATION, issues),
+        "flows": K.flows(chunk, kinds, issues),
+    }
 
 
 def _round_like_hta(table: dict) -> None:
@@ -69,7 +84,7 @@ def _round_like_hta(table: dict) -> None:
     table["ts_ns"], table["dur_ns"] = start, end - start
 
 
-def _origin(tables: dict[str, dict], decoded: DecodedFile) -> int:
+def _origin(tables: dict[str, dict], path: str) -> int:
     starts = [int(t["ts_ns"].min()) for t in tables.values() if len(t["ts_ns"])]
     if not starts:
         from workbench.errors import TraceFormatError

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import union_categoricals
 
 from workbench.trace import args as A
 from workbench.trace import classify as C
@@ -27,7 +28,10 @@ def _pair_kind(ph: str, cat: str) -> int:
 def split_kinds(decoded: DecodedFile) -> dict[int, np.ndarray]:
     """Event indices per kind (C.CPU_OP, C.GPU, ...)."""
     events = decoded.events
-    kinds = np.fromiter((_pair_kind(e.ph, e.cat) for e in events), dtype=np.int16, count=len(events))
+    ph_codes, ph_values = pd.factorize(np.array([e.ph for e in events], dtype=object))
+    cat_codes, cat_values = pd.factorize(np.array([e.cat for e in events], dtype=object))
+    lookup = np.array([[_pair_kind(p, c) for c in cat_values] for p in ph_values], dtype=np.int16)
+    kinds = lookup[ph_codes, cat_codes]
     instant = np.flatnonzero(kinds == _INSTANT)
     kinds[instant] = [C.MEMORY if events[i].name == "[memory]" else C.OTHER for i in instant]
     ops = np.flatnonzero(kinds == C.CPU_OP)  # 2021 traces: ProfilerStep#N is an "Operator"
@@ -45,15 +49,16 @@ class Base:
         keep = ts_ns != MISSING_NS
         if span:
             dur_ns = us_to_ns(np.array([e.dur for e in events], dtype=np.float64))
-            keep = self._check_durations(dur_ns, keep, index, issues)
+            keep = self._check_durations(dur_ns, keep, index + decoded.first_index, issues)
             self.dur_ns = dur_ns[keep]
+        index = index + decoded.first_index  # position in the file's traceEvents
         issues.missing(int((ts_ns == MISSING_NS).sum()), "ts", index[ts_ns == MISSING_NS])
         self.events = [e for e, k in zip(events, keep) if k] if not keep.all() else events
         self.index = index[keep]
         self.ts_ns = ts_ns[keep]
-        self.name = pd.Categorical([e.name for e in self.events])
-        self.pid = pd.Categorical([str(e.pid) for e in self.events])
-        self.tid = pd.Categorical([str(e.tid) for e in self.events])
+        self.name = categorical([e.name for e in self.events])
+        self.pid = categorical([e.pid for e in self.events])
+        self.tid = categorical([e.tid for e in self.events])
 
     @staticmethod
     def _check_durations(dur_ns, keep, index, issues: Issues) -> np.ndarray:
@@ -93,7 +98,7 @@ def cpu_ops(decoded, kinds, issues) -> dict | None:
         return None
     a = base.args(A.CpuArgs)
     out = base.common()
-    out["cat"] = pd.Categorical([e.cat for e in base.events])
+    out["cat"] = categorical([e.cat for e in base.events])
     out["external_id"] = A.ints(A.first_present([x.external_id for x in a], [x.external_id_old for x in a]))
     out["sequence_number"] = A.ints([x.sequence_number for x in a])
     out["input_dims"] = A.compact_json([x.input_dims for x in a])
@@ -172,8 +177,8 @@ def flows(decoded, kinds, issues) -> dict | None:
     if base is None:
         return None
     out = base.common()
-    out["cat"] = pd.Categorical([e.cat for e in base.events])
-    out["phase"] = pd.Categorical([e.ph for e in base.events])
+    out["cat"] = categorical([e.cat for e in base.events])
+    out["phase"] = categorical([e.ph for e in base.events])
     out["flow_id"] = A.ints([e.id for e in base.events])
     return out
 
@@ -193,3 +198,26 @@ def metadata(decoded, kinds) -> dict[str, dict[str, str]]:
 
 class _NameArgs(A.msgspec.Struct):
     name: object = None
+
+
+def concat_parts(parts: list[dict]) -> dict:
+    """Join the column dicts of several chunks (categoricals by union of categories)."""
+    if len(parts) == 1:
+        return parts[0]
+    out = {}
+    for key in parts[0]:
+        values = [p[key] for p in parts]
+        if isinstance(values[0], pd.Categorical):
+            out[key] = union_categoricals(values)
+        else:
+            out[key] = np.concatenate(values)
+    return out
+
+
+def categorical(values: list) -> pd.Categorical:
+    """Text categorical of ``values`` (ints become their decimal text), factorised once."""
+    codes, uniques = pd.factorize(np.array(values, dtype=object))
+    labels = pd.Index([v if isinstance(v, str) else str(v) for v in uniques], dtype="str")
+    if labels.has_duplicates:  # 1 and "1" in one column: merge them
+        return pd.Categorical(labels.to_numpy()[codes] if len(codes) else [])
+    return pd.Categorical.from_codes(codes, categories=labels)

@@ -9,6 +9,7 @@ import gzip
 import os
 import re
 import zlib
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -48,10 +49,12 @@ class TraceHeader(msgspec.Struct):
 
 
 class DecodedFile(msgspec.Struct):
+    """One chunk of a file's events (a whole small file is one chunk)."""
     path: str
     header: TraceHeader
     events: list[Event]
-    ts_ns: np.ndarray  # int64 absolute ns per event; INT64_MIN where the event has no ts
+    ts_ns: np.ndarray  # int64 absolute ns per event; MISSING_NS where the event has no ts
+    first_index: int = 0  # index in the file's traceEvents of events[0]
 
 
 def read_bytes(path: str) -> bytes:
@@ -72,47 +75,91 @@ def read_bytes(path: str) -> bytes:
     return data
 
 
-def decode_file(path: str) -> DecodedFile:
+CHUNK_BYTES = 16 << 20  # events are decoded this many bytes at a time, then become columns
+_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+
+
+def decode_file(path: str) -> tuple[TraceHeader, Iterator[DecodedFile]]:
+    """The header, and the events in chunks (so per-event objects never exist all at once)."""
     data = read_bytes(path)
     header, events_raw = _decode_header(data, path)
-    events = _decode_events(events_raw, path)
-    ts_ns = _timestamps_ns(events_raw, events)
-    return DecodedFile(path=path, header=header, events=events, ts_ns=ts_ns)
+    return header, _chunks(path, header, events_raw)
 
 
-def _decode_header(data: bytes, path: str) -> tuple[TraceHeader, bytes]:
+def _chunks(path: str, header: TraceHeader, raw: memoryview) -> Iterator[DecodedFile]:
+    first = 0
+    spans = list(_spans(raw))
+    begin = 0
+    for k, (start, stop) in enumerate(spans):
+        start = spans[begin][0]
+        piece = b"[" + bytes(raw[start:stop]) + b"]" if len(spans) > 1 else bytes(raw)
+        try:
+            events = _decode_events(piece, path, first)
+        except TraceFormatError:
+            if k + 1 < len(spans) and not _is_wrong_type(piece):
+                continue  # the cut fell inside an event: join it with the next span
+            raise
+        begin = k + 1
+        if events:
+            yield DecodedFile(path, header, events, _timestamps_ns(piece, events), first)
+        first += len(events)
+    if first == 0:
+        raise TraceFormatError("'traceEvents' is empty: the profiler recorded nothing; profile "
+                               "a region that runs work (inside the profiler context)", path=path)
+
+
+def _spans(raw: memoryview) -> Iterator[tuple[int, int]]:
+    """(start, stop) byte ranges of the events array, about CHUNK_BYTES each, cut at "},{"."""
+    if len(raw) <= CHUNK_BYTES:
+        yield 0, len(raw)
+        return
+    pos = bytes(raw[:64]).index(b"[") + 1
+    end = len(raw) - bytes(raw[-64:])[::-1].index(b"]") - 1
+    while pos < end:
+        cut = _BOUNDARY.search(raw, pos + CHUNK_BYTES, end) if pos + CHUNK_BYTES < end else None
+        yield pos, (cut.start() + 1 if cut else end)
+        pos = cut.end() - 1 if cut else end
+
+
+def _is_wrong_type(piece: bytes) -> bool:
+    """True if the piece is valid JSON (so the error was a wrong type, not a bad cut)."""
+    try:
+        msgspec.json.decode(piece)
+    except msgspec.DecodeError:
+        return False
+    return True
+
+
+def _decode_header(data: bytes, path: str) -> tuple[TraceHeader, memoryview]:
     if not data.strip():
         raise TraceFormatError(f"the file is empty; {_HINT}", path=path)
     try:
         header = msgspec.json.decode(data, type=TraceHeader)
     except msgspec.ValidationError:
         if data.lstrip()[:1] == b"[":  # the bare-array Chrome trace form
-            return TraceHeader(), data
+            return TraceHeader(), memoryview(data)
         raise TraceFormatError(f"not a Chrome/Kineto trace: the top level is not a JSON object "
                                f"with 'traceEvents'; {_HINT}", path=path) from None
     except msgspec.DecodeError as exc:
         raise TraceFormatError(f"not valid JSON, or truncated ({exc}); {_HINT}", path=path) from None
     if not header.traceEvents:
         raise TraceFormatError(f"not a Chrome/Kineto trace: no 'traceEvents' key; {_HINT}", path=path)
-    return header, bytes(header.traceEvents)
+    return header, memoryview(header.traceEvents)
 
 
 _INDEX = re.compile(r"\$\[(\d+)\]")
 
 
-def _decode_events(raw: bytes, path: str) -> list[Event]:
+def _decode_events(raw: bytes, path: str, first: int) -> list[Event]:
     try:
         events = msgspec.json.decode(raw, type=list[Event])
     except msgspec.ValidationError as exc:
         match = _INDEX.search(str(exc))
-        index = int(match.group(1)) if match else None
+        index = first + int(match.group(1)) if match else None
         raise TraceFormatError(f"an event has a field of the wrong type ({exc}); fix or drop "
                                "that event", path=path, event_index=index) from None
     except msgspec.DecodeError as exc:
         raise TraceFormatError(f"'traceEvents' is not valid JSON ({exc}); {_HINT}", path=path) from None
-    if not events:
-        raise TraceFormatError("'traceEvents' is empty: the profiler recorded nothing; profile "
-                               "a region that runs work (inside the profiler context)", path=path)
     return events
 
 

@@ -32,11 +32,10 @@ def load_trace(source: str | os.PathLike | Sequence[str | os.PathLike], *, hta_c
     files: list[FileTables] = []
     headers = []
     for path in paths:
-        decoded = decode_file(path)
-        headers.append(decoded.header)
+        header, chunks = decode_file(path)
+        headers.append(header)
         issues = Issues(path)
-        files.append(build_file(decoded, -1, options, issues))
-        del decoded  # free the per-event objects before the next file
+        files.append(build_file(header, chunks, options, issues))
         issues.emit()
         files[-1].warnings = list(issues.messages)
         files[-1].notes = list(issues.notes)  # type: ignore[attr-defined]

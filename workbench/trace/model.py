@@ -9,7 +9,7 @@ Analyses are thin methods that call ``workbench.analysis`` (imported lazily).
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -96,7 +96,8 @@ class Trace:
 
             raise InvalidArgumentError(f"rank {rank} is not in this trace; its ranks are {self.ranks}")
         tables = {name: t[t["rank"] == rank].reset_index(drop=True) for name, t in self._tables.items()}
-        return Trace(tables, self.meta)
+        # row positions (parent, op_index, runtime_index) refer to the full tables; re-map them
+        return Trace(_reindexed(tables, self._tables, rank), replace(self.meta, ranks=(rank,)))
 
     # --- description ----------------------------------------------------------------------
     def span_us(self) -> float:
@@ -157,3 +158,21 @@ class Trace:
     def hypotheses(self, **options: Any) -> Any:
         module = importlib.import_module("workbench.hypotheses")
         return module.diagnose_trace(self, **options)
+
+
+def _reindexed(part: dict[str, pd.DataFrame], full: dict[str, pd.DataFrame], rank: int) -> dict[str, pd.DataFrame]:
+    """Row-position link columns of a one-rank subset, pointing into the subset's own rows."""
+    import numpy as np
+
+    def mapping(table: str) -> np.ndarray:
+        rows = np.flatnonzero(full[table]["rank"].to_numpy() == rank)
+        new = np.full(len(full[table]) + 1, -1, dtype=np.int64)
+        new[rows] = np.arange(len(rows))
+        return new
+
+    ops, calls = mapping("cpu_ops"), mapping("runtime")
+    for table, column, target in (("cpu_ops", "parent", ops), ("runtime", "op_index", ops),
+                                  ("kernels", "op_index", ops), ("kernels", "runtime_index", calls)):
+        values = part[table][column].to_numpy()
+        part[table][column] = target[np.where(values >= 0, values, -1)]
+    return part

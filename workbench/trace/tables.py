@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import union_categoricals
 
 from workbench.trace import classify as C
 from workbench.trace import schema as S
@@ -39,8 +40,7 @@ def _concat(files: list[FileTables], name: str) -> dict:
     for key in keys:
         values = [p[key] for _, p in parts]
         if isinstance(values[0], pd.Categorical):
-            out[key] = pd.Categorical(np.concatenate([np.asarray(v, dtype=object) for v in values])) \
-                if len(values) > 1 else values[0]
+            out[key] = union_categoricals(values) if len(values) > 1 else values[0]
         else:
             out[key] = np.concatenate(values)
     out["rank"] = np.concatenate([np.full(len(p["ts_us"]), rank, dtype=np.int64) for rank, p in parts])

@@ -14,7 +14,8 @@ from workbench.variants import cheats
 from workbench.variants.correctness import CorrectnessResult, OutputCheck, check_outputs
 from workbench.variants.isolation import StateGuard, VariantTimeout, call_with_limit
 from workbench.variants.spec import Variant
-from workbench.variants.tree import clone_tensors, poison_tensors, tensor_leaves, to_reference_precision
+from workbench.variants.tree import (clone_tensors, poison_allocator, poison_tensors, tensor_leaves,
+                                     to_reference_precision)
 
 
 @dataclass
@@ -59,20 +60,35 @@ def _worst_per_path(checks: list[OutputCheck]) -> list[OutputCheck]:
     worst: dict[str, OutputCheck] = {}
     for c in checks:
         cur = worst.get(c.path)
-        if cur is None or (cur.passed and not c.passed) or (cur.passed == c.passed and c.max_abs_err > cur.max_abs_err):
+        if cur is None or _badness(c) > _badness(cur):
             worst[c.path] = c
     return list(worst.values())
 
 
-def guarded_call(live: Live, args: tuple[Any, ...], limit_s: float) -> tuple[bool, Any]:
-    """Call the variant on its own copy of the inputs; record failures and state changes."""
-    if live.variant.poison is not None:
-        live.variant.poison()
+def _badness(c: OutputCheck) -> tuple:
+    return (not c.passed, c.nonfinite_mismatch, c.frac_outside_tol, c.max_abs_err)
+
+
+def guarded_call(live: Live, args: tuple[Any, ...], limit_s: float, poison_like: Any = None) -> tuple[bool, Any]:
+    """Call the variant on its own copy of the inputs; record failures and state changes.
+
+    Its own output buffers (``Variant.poison``) and freed blocks of the expected output sizes
+    (``poison_like``) are filled with NaN first, so elements it forgets to write show."""
     own = clone_tensors(args)
+    fn = live.variant.fn
+
+    def poisoned_call(*a: Any) -> Any:
+        if live.variant.poison is not None:
+            live.variant.poison()
+        keeper = poison_allocator(poison_like) if poison_like is not None else None  # per-thread arenas
+        out = fn(*a)
+        del keeper
+        return out
+
     start = time.perf_counter()
     try:
         with StateGuard() as guard:
-            out = call_with_limit(live.variant.fn, own, limit_s)
+            out = call_with_limit(poisoned_call, own, limit_s)
     except VariantTimeout as exc:
         live.fail("timeout", str(exc))
         return False, None
@@ -152,7 +168,7 @@ def _one_check(lives: list[Live], baseline: Live, args: tuple[Any, ...], ref: An
     for live in lives:
         if live is baseline or not live.runnable:
             continue
-        ok, out = guarded_call(live, args, limit_s)
+        ok, out = guarded_call(live, args, limit_s, poison_like=native)
         if not ok:
             continue
         live.checks += check_outputs(out, ref, native, tolerances)

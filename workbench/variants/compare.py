@@ -11,7 +11,7 @@ from workbench.variants.bandwidth import copy_gbps, machine_copy_gbps
 from workbench.variants.checking import Live, run_checks
 from workbench.variants.decision import classify
 from workbench.variants.footprint import footprint_delta, profile_footprint
-from workbench.variants.isolation import StateGuard
+from workbench.variants.isolation import StateGuard, stop_worker
 from workbench.variants.results import Comparison, VariantResult
 from workbench.variants.spec import Variant, as_variant
 from workbench.variants.stats import paired_speedup
@@ -36,6 +36,17 @@ def compare(
     values each call: preferred), or a fixed tuple/tensor, or None for no arguments.
     ``baseline``: the reference variant (default "eager" if present, else the first).
     """
+    try:
+        return _compare(variants, inputs, baseline=baseline, checks=checks, time_limit_s=time_limit_s,
+                        budget_s=budget_s, min_rounds=min_rounds, max_rounds=max_rounds, tolerances=tolerances,
+                        reference=reference, hypothesis=hypothesis, sweep=sweep, profile=profile,
+                        end_to_end_ms=end_to_end_ms, problem=problem, seed=seed, progress=progress)
+    finally:
+        stop_worker()          # leave no thread of ours behind
+
+
+def _compare(variants, inputs, *, baseline, checks, time_limit_s, budget_s, min_rounds, max_rounds,
+             tolerances, reference, hypothesis, sweep, profile, end_to_end_ms, problem, seed, progress):
     lives, base = _prepare(variants, baseline)
     make_inputs, fresh = _input_factory(inputs)
     say = progress or (lambda stage, name: None)

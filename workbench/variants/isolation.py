@@ -1,6 +1,6 @@
 """Run a variant so that its failure stays in its own row and leaves nothing global changed.
 
-``call_with_limit`` runs one call in a worker thread with a time limit (a hang becomes a
+``call_with_limit`` runs one call on a worker thread with a time limit (a hang becomes a
 ``VariantTimeout``; the worker is interrupted where Python can interrupt it).  ``StateGuard``
 snapshots process-wide settings a variant might flip (threads, grad mode, TF32/matmul
 precision, default dtype, deterministic mode, the timers, the current CUDA stream) and
@@ -9,6 +9,7 @@ restores them, naming what changed.
 from __future__ import annotations
 
 import ctypes
+import queue
 import threading
 import time
 from typing import Any, Callable
@@ -24,21 +25,45 @@ class VariantTimeout(WorkbenchError):
     """A variant's call ran past its time limit."""
 
 
+class _Worker:
+    """One long-lived daemon thread running calls in turn (same malloc arena, cheap to reuse)."""
+
+    def __init__(self) -> None:
+        self.jobs: queue.Queue = queue.Queue()
+        self.thread = threading.Thread(target=self._loop, name="workbench-variant-call", daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            fn, args, box, done = self.jobs.get()
+            if fn is None:
+                return
+            try:
+                box["out"] = fn(*args)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                box["err"] = exc
+            finally:
+                done.set()
+
+    def stop(self) -> None:
+        self.jobs.put((None, None, None, None))
+
+
+_worker: _Worker | None = None
+
+
 def call_with_limit(fn: Callable[..., Any], args: tuple[Any, ...], limit_s: float) -> Any:
-    """``fn(*args)`` in a worker thread; raises VariantTimeout past ``limit_s``, re-raises errors."""
+    """``fn(*args)`` on the worker thread; raises VariantTimeout past ``limit_s``, re-raises errors."""
+    global _worker
+    if _worker is None or not _worker.thread.is_alive():
+        _worker = _Worker()
     box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["out"] = fn(*args)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller below
-            box["err"] = exc
-
-    worker = threading.Thread(target=work, name="workbench-variant-call", daemon=True)
-    worker.start()
-    worker.join(limit_s)
-    if worker.is_alive():
-        stopped = _interrupt(worker)
+    done = threading.Event()
+    _worker.jobs.put((fn, args, box, done))
+    if not done.wait(limit_s):
+        hung, _worker = _worker, None
+        hung.stop()                       # its loop ends once the interrupted call unwinds
+        stopped = _interrupt(hung.thread)
         raise VariantTimeout(
             f"did not return within {limit_s:g} s (raise time_limit_s if it is just slow); "
             + ("its thread was interrupted" if stopped else
@@ -48,10 +73,21 @@ def call_with_limit(fn: Callable[..., Any], args: tuple[Any, ...], limit_s: floa
     return box.get("out")
 
 
+def stop_worker() -> None:
+    """End the worker thread (it is restarted on the next call)."""
+    global _worker
+    if _worker is not None:
+        _worker.stop()
+        _worker.thread.join(1.0)
+        _worker = None
+
+
 def _interrupt(worker: threading.Thread, grace_s: float = 1.0) -> bool:
     """Raise VariantTimeout inside the worker (effective once it runs Python bytecode again)."""
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(worker.ident), ctypes.py_object(VariantTimeout))
-    worker.join(grace_s)
+    deadline = time.monotonic() + grace_s
+    while worker.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.005)
     return not worker.is_alive()
 
 

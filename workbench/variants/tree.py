@@ -96,3 +96,24 @@ def poison_tensors(obj: Any) -> None:
                 t.detach().fill_(-12345)
         except RuntimeError:
             pass   # a view that cannot be written (expanded, read-only): nothing to poison
+
+
+def poison_allocator(template: Any, copies: int = 4) -> list[Any]:
+    """Hand freed, NaN-filled blocks of the template's sizes back to the allocator.
+
+    Allocators reuse a recently freed block of a size first, so the next outputs of these sizes
+    start out as NaN (or the sentinel) instead of a previous run's correct values.  Returns a
+    small block allocated after them: hold it until the call returns, so the freed blocks do not
+    merge into the heap top (which glibc may hand back to the OS, to come back as zeros).
+    """
+    import torch
+
+    blocks = []
+    for _, t in tensor_leaves(template):
+        for _ in range(copies):
+            blocks.append(torch.empty(t.shape, dtype=t.dtype, device=t.device))
+    keeper = [torch.empty(t.shape, dtype=t.dtype, device=t.device) for _, t in tensor_leaves(template)[:1]]
+    poison_tensors(tuple(blocks))
+    while blocks:
+        blocks.pop()
+    return keeper

@@ -1,0 +1,174 @@
+"""Load + analyses speed and peak memory: workbench vs Holistic Trace Analysis, same file, one run.
+
+    .venv/bin/python benchmarks/ingest.py              # ~0.1 GB trace (about a minute)
+    .venv/bin/python benchmarks/ingest.py --gb 1       # the real goal: >= 10x faster, <= 1/3 memory
+
+The large trace is a real one (tests/data/gpu/h100_bert_small or --source) repeated until it
+reaches the size asked for, timestamps and ids shifted per copy. Each side runs in its own
+subprocess; its peak RSS comes from resource.getrusage(RUSAGE_CHILDREN) in a dedicated parent.
+HTA is installed into its own venv under benchmarks/out/ (pip install HolisticTraceAnalysis);
+if that fails the reason is printed and our numbers still are.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "out"
+DEFAULT_SOURCE = Path("/work/shared/traces/tracelens_h100_owlv2/google_owlv2-large-patch14-ensemble__1016001.json.gz")
+FALLBACK_SOURCE = ROOT / "tests" / "data" / "gpu" / "mi300x_sglang.json.gz"
+HTA_VENV = OUT / "hta-venv"
+
+OURS = """
+import sys, time, json, warnings
+warnings.simplefilter("ignore")
+t0 = time.perf_counter()
+from workbench.trace import load_trace
+trace = load_trace(sys.argv[1])
+t1 = time.perf_counter()
+import workbench.analysis as A
+for name in ("kernel_breakdown", "temporal_breakdown", "idle_breakdown", "launch_stats", "comm_overlap",
+             "copy_stats", "sync_audit", "op_breakdown"):
+    getattr(A, name)(trace)
+t2 = time.perf_counter()
+print(json.dumps({"load_s": t1 - t0, "analyses_s": t2 - t1, "events": trace.event_count()}))
+"""
+
+HTA = """
+import sys, time, json, os, warnings, logging
+warnings.simplefilter("ignore"); logging.disable(logging.WARNING)
+t0 = time.perf_counter()
+from hta.trace_analysis import TraceAnalysis
+analyzer = TraceAnalysis(trace_dir=os.path.dirname(sys.argv[1]))
+t1 = time.perf_counter()
+done = []
+for name in ("get_gpu_kernel_breakdown", "get_temporal_breakdown", "get_idle_time_breakdown",
+             "get_cuda_kernel_launch_stats", "get_comm_comp_overlap", "get_memory_bw_summary",
+             "get_queue_length_summary", "get_profiler_steps"):
+    try:
+        getattr(analyzer, name)(**({"visualize": False} if name != "get_profiler_steps" else {}))
+        done.append(name)
+    except Exception as exc:
+        done.append(f"{name} failed: {type(exc).__name__}")
+t2 = time.perf_counter()
+print(json.dumps({"load_s": t1 - t0, "analyses_s": t2 - t1, "done": done}))
+"""
+
+
+def build_trace(source: Path, gb: float) -> Path:
+    """Repeat ``source`` until the file is about ``gb`` GB; shift ts by the span, ids by their range."""
+    target = OUT / f"large_{gb:g}gb" / "rank0.json"
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(source) as fh:
+        trace = json.load(fh)
+    events = trace.pop("traceEvents")
+    one = len(json.dumps(events).encode())
+    copies = max(1, round(gb * 1e9 / one))
+    stamps = [e["ts"] for e in events if isinstance(e.get("ts"), (int, float))]
+    span = max(stamps) - min(stamps) + 1000
+    id_step = 10 ** 7
+    with open(target, "w") as out:
+        out.write(json.dumps(trace)[:-1] + ', "traceEvents": [')
+        for k in range(copies):
+            shifted = [_shift(e, k * span, k * id_step) for e in events]
+            text = json.dumps(shifted)[1:-1]
+            out.write(("," if k else "") + text)
+        out.write("]}")
+    print(f"built {target} ({target.stat().st_size / 1e9:.2f} GB, {copies} copies of {source.name})")
+    return target
+
+
+def _shift(event: dict, dt: float, did: int) -> dict:
+    event = dict(event)
+    if isinstance(event.get("ts"), (int, float)) and event.get("ph") != "M":
+        event["ts"] = round(event["ts"] + dt, 3)
+    if isinstance(event.get("id"), int):
+        event["id"] += did
+    args = event.get("args")
+    if isinstance(args, dict):
+        args = dict(args)
+        for key in ("correlation", "External id", "external id"):
+            if isinstance(args.get(key), int):
+                args[key] += did
+        event["args"] = args
+    return event
+
+
+def measure(python: str, script: str, path: Path, env: dict) -> dict:
+    """Run one side in a dedicated parent so RUSAGE_CHILDREN is that side's peak alone."""
+    runner = ("import resource, subprocess, sys, json\n"
+              "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+              "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+              "print(json.dumps({'rc': p.returncode, 'out': p.stdout, 'err': p.stderr[-2000:], 'peak_kb': peak}))\n")
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", runner, python, "-c", script, str(path)],
+                          capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - started
+    report = json.loads(proc.stdout)
+    if report["rc"] != 0:
+        return {"error": report["err"].strip().splitlines()[-1] if report["err"].strip() else "failed"}
+    result = json.loads(report["out"].strip().splitlines()[-1])
+    return {**result, "wall_s": wall, "peak_mb": report["peak_kb"] / 1024}
+
+
+def hta_python() -> tuple[str | None, str]:
+    python = HTA_VENV / "bin" / "python"
+    if python.exists():
+        return str(python), ""
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(HTA_VENV)], check=True, capture_output=True)
+        pip = subprocess.run([str(python), "-m", "pip", "install", "-q", "HolisticTraceAnalysis"],
+                             capture_output=True, text=True, timeout=900)
+    except (subprocess.SubprocessError, OSError) as exc:
+        return None, f"could not create its venv: {exc}"
+    if pip.returncode != 0:
+        return None, "pip install HolisticTraceAnalysis failed: " + pip.stderr.strip()[-500:]
+    return str(python), ""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gb", type=float, default=0.1, help="size of the trace built (default 0.1)")
+    parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE if DEFAULT_SOURCE.exists() else FALLBACK_SOURCE)
+    parser.add_argument("--no-hta", action="store_true", help="time only workbench")
+    args = parser.parse_args()
+    path = build_trace(args.source, args.gb)
+    size_mb = path.stat().st_size / 1e6
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_WAIT_POLICY": "PASSIVE"}
+    ours = measure(sys.executable, OURS, path, env)
+    _print("workbench", ours, size_mb)
+    if args.no_hta:
+        return
+    python, why = hta_python()
+    if python is None:
+        print(f"Holistic Trace Analysis: not measured: {why}")
+        return
+    theirs = measure(python, HTA, path, {k: v for k, v in env.items() if k != "PYTHONPATH"})
+    _print("Holistic Trace Analysis", theirs, size_mb)
+    if "error" not in ours and "error" not in theirs:
+        print(f"load time ratio (HTA / ours): {theirs['load_s'] / ours['load_s']:.1f}x   "
+              f"load+analyses: {(theirs['load_s'] + theirs['analyses_s']) / (ours['load_s'] + ours['analyses_s']):.1f}x   "
+              f"peak memory ratio (ours / HTA): {ours['peak_mb'] / theirs['peak_mb']:.2f}")
+
+
+def _print(label: str, r: dict, size_mb: float) -> None:
+    if "error" in r:
+        print(f"{label}: failed: {r['error']}")
+        return
+    print(f"{label}: load {r['load_s']:.2f} s ({size_mb / r['load_s']:.0f} MB/s), analyses "
+          f"{r['analyses_s']:.2f} s, peak RSS {r['peak_mb']:.0f} MB" + (f", {r['events']:,} events" if "events" in r else "")
+          + (f"; {r['done']}" if "done" in r else ""))
+
+
+if __name__ == "__main__":
+    main()

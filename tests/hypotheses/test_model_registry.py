@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from workbench.errors import InvalidArgumentError, RegistryError
+from workbench.hypotheses import CATEGORIES, Diagnosis, Evidence, Hypothesis, get_rule, list_rules, rank
+from workbench.hypotheses.diagnose import NotJudgedNote
+from workbench.hypotheses.render import render_html, render_markdown, render_text
+
+
+def hyp(category="host_bound", stake=1.0, confidence="medium", evidence=True, title="t"):
+    ev = (Evidence("idle_pct", 50.0, "%", 20.0, source="kernels", rows=({"name": "<b>k</b>", "gap_us": 1.5},)),) if evidence else ()
+    return Hypothesis(category=category, title=title, observed="o", mechanism="m", evidence=ev,
+                      time_at_stake_ms=stake, predicted_effect="p", falsifier="f", confounders=("c",),
+                      confidence=confidence, suggested_variants=("compiled",), rule="r")
+
+
+def test_hypothesis_round_trips_through_dict():
+    h = hyp()
+    assert Hypothesis.from_dict(h.to_dict()) == h
+    d = Diagnosis((h,), (NotJudgedNote("x", "host_sync", "no GPU activity"),), "s")
+    assert Diagnosis.from_dict(d.to_dict()) == d
+
+
+@pytest.mark.parametrize("field,value", [("category", "slow"), ("confidence", "sure"), ("status", "done")])
+def test_hypothesis_rejects_unknown_choices(field, value):
+    kw = hyp().to_dict()
+    kw[field] = value
+    with pytest.raises(InvalidArgumentError, match=field):
+        Hypothesis.from_dict(kw)
+
+
+def test_negative_stake_rejected():
+    with pytest.raises(InvalidArgumentError):
+        hyp(stake=-1.0)
+
+
+def test_rank_orders_by_stake_and_drops_hypotheses_without_evidence():
+    a, b, c = hyp(stake=1.0, title="a"), hyp(stake=5.0, title="b"), hyp(stake=9.0, evidence=False, title="c")
+    assert [h.title for h in rank([a, b, c])] == ["b", "a"]
+
+
+def test_high_confidence_measurement_goes_first():
+    noisy = hyp("measurement", stake=0.1, confidence="high", title="noise")
+    big = hyp("host_bound", stake=100.0, title="big")
+    assert [h.title for h in rank([big, noisy])] == ["noise", "big"]
+
+
+def test_unknown_rule_is_a_registry_error_naming_the_known_ones():
+    with pytest.raises(RegistryError, match="no rule named 'nope'.*cold_start"):
+        get_rule("nope")
+
+
+def test_unknown_threshold_override_rejected():
+    with pytest.raises(InvalidArgumentError, match="min_ratio"):
+        get_rule("cold_start")(object(), min_rattio=2)
+
+
+def test_every_rule_has_category_thresholds_and_doc():
+    rules = list_rules()
+    assert len(rules) >= 25
+    assert {r.category for r in rules} >= set(CATEGORIES) - {"precision"} | {"precision"}
+    for r in rules:
+        assert r.doc, r.name
+
+
+def test_renderings_escape_trace_strings():
+    d = Diagnosis((hyp(title="<script>x</script>"),), (NotJudgedNote("r", "c", "no <GPU>"),))
+    html_out = render_html(d)
+    assert "<script>" not in html_out and "&lt;script&gt;" in html_out and "&lt;b&gt;k" in html_out
+    assert "&lt;GPU&gt;" in html_out
+    md = render_markdown(d)
+    assert "<script>" not in md
+    text = render_text(d)
+    assert "1. [host_bound]" in text and "Not judged:" in text and "no <GPU>: r not judged" in text
+
+
+def test_hypotheses_layer_imports_no_torch_ipython_or_altair():
+    code = ("import sys, workbench.hypotheses as h; h.list_rules(); "
+            "bad=[m for m in ('torch','IPython','altair') if m in sys.modules]; assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)

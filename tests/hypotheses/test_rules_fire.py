@@ -1,0 +1,173 @@
+"""Each rule: a case where it fires and one where it must not (small synthetic tables in the
+trace schema; real traces are held in test_expected_diagnosis.py)."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from workbench.capture.measurement import Measurement
+from workbench.hypotheses import get_rule
+from workbench.hypotheses.facts import TraceFacts
+from workbench.hypotheses.run_facts import RunFacts
+from workbench.trace.schema import frame
+
+
+def gpu(kernel_ts, kernel_dur, launch_ts, launch_dur, names="void elementwise_kernel", kind="kernel",
+        ktype="computation", rank=0, runtime_extra=None):
+    n = len(kernel_ts)
+    names = names if isinstance(names, list) else [names] * n
+    ktype = ktype if isinstance(ktype, list) else [ktype] * n
+    ts, dur = np.asarray(kernel_ts, float), np.asarray(kernel_dur, float)
+    k = frame("kernels", {"rank": [rank] * n, "stream": [7] * n, "name": names, "kind": [kind] * n,
+                          "kernel_type": ktype, "ts_us": ts, "dur_us": dur, "end_us": ts + dur,
+                          "correlation": list(range(n))})
+    lt, ld = np.asarray(launch_ts, float), np.asarray(launch_dur, float)
+    rt = {"rank": [rank] * n, "tid": ["1"] * n, "name": ["cudaLaunchKernel"] * n, "ts_us": lt,
+          "dur_us": ld, "end_us": lt + ld, "correlation": list(range(n))}
+    for key, vals in (runtime_extra or {}).items():
+        rt[key] = list(rt[key]) + list(vals)
+    return k, frame("runtime", rt)
+
+
+def facts(**tables):
+    return TraceFacts(None, **tables)
+
+
+def fires(rule, f, **kw):
+    return get_rule(rule)(f, **kw)
+
+
+def test_device_idle_host_wait():
+    # kernels of 10 µs with 200 µs host gaps: launch issued after the previous kernel ended
+    starts = np.arange(20) * 210.0
+    k, rt = gpu(starts, [10] * 20, starts - 5, [4] * 20)
+    hs = fires("device_idle_host_wait", facts(kernels=k, runtime=rt))
+    assert hs and hs[0].category == "host_bound" and hs[0].evidence[0].value > 90
+    busy = np.arange(20) * 10.5
+    k, rt = gpu(busy, [10] * 20, busy - 50, [4] * 20)
+    assert fires("device_idle_host_wait", facts(kernels=k, runtime=rt)) == []
+
+
+def test_kernels_shorter_than_launch():
+    starts = np.arange(100) * 12.0
+    k, rt = gpu(starts, [2] * 100, starts - 9, [8] * 100)
+    hs = fires("kernels_shorter_than_launch", facts(kernels=k, runtime=rt))
+    assert hs and hs[0].category == "launch_overhead"
+    long_k, rt2 = gpu(np.arange(100) * 101.0, [100] * 100, np.arange(100) * 101.0 - 50, [8] * 100)
+    assert fires("kernels_shorter_than_launch", facts(kernels=long_k, runtime=rt2)) == []
+
+
+def test_host_sync_calls():
+    starts = np.arange(10) * 100.0
+    k, rt = gpu(starts, [90] * 10, starts, [5] * 10,
+                runtime_extra={"rank": [0], "tid": ["1"], "name": ["cudaStreamSynchronize"],
+                               "ts_us": [200.0], "dur_us": [400.0], "end_us": [600.0], "correlation": [999]})
+    ops = frame("cpu_ops", {"rank": [0], "tid": ["1"], "name": ["aten::item"], "ts_us": [190.0],
+                            "dur_us": [420.0], "end_us": [610.0], "depth": [0]})
+    hs = fires("host_sync_calls", facts(kernels=k, runtime=rt, cpu_ops=ops))
+    assert hs and hs[0].evidence[0].rows[0]["op"] == "aten::item"
+    k, rt = gpu(starts, [90] * 10, starts, [5] * 10)
+    assert fires("host_sync_calls", facts(kernels=k, runtime=rt)) == []
+
+
+def test_pageable_memcpy_and_transfer_share():
+    starts = np.arange(10) * 100.0
+    k, rt = gpu(starts, [80] * 10, starts, [5] * 10, names="Memcpy HtoD (Pageable -> Device)", kind="memcpy", ktype="memory")
+    f = facts(kernels=k, runtime=rt)
+    assert fires("pageable_memcpy", f)[0].category == "transfer"
+    assert fires("transfer_share", f)[0].evidence[0].value > 50
+    k, rt = gpu(starts, [80] * 10, starts, [5] * 10)
+    assert fires("pageable_memcpy", facts(kernels=k, runtime=rt)) == []
+    assert fires("transfer_share", facts(kernels=k, runtime=rt)) == []
+
+
+def test_memory_vs_matrix_kernels():
+    starts = np.arange(10) * 10.0
+    k, rt = gpu(starts, [10] * 10, starts - 20, [5] * 10, names="void vectorized_elementwise_kernel<4>")
+    f = facts(kernels=k, runtime=rt)
+    assert fires("memory_bound_kernels", f)[0].time_at_stake_ms > 0
+    assert fires("matrix_kernels_dominate", f) == []
+    k, rt = gpu(starts, [10] * 10, starts - 20, [5] * 10, names="volta_sgemm_128x64_nn")
+    f = facts(kernels=k, runtime=rt)
+    assert fires("matrix_kernels_dominate", f)[0].category == "compute_bound"
+    assert fires("memory_bound_kernels", f) == []
+
+
+def test_exposed_communication_and_stragglers():
+    comp_k, rt = gpu([0.0, 100.0], [100, 100], [-10, 90], [5, 5], names=["sgemm", "ncclKernel_AllReduce"],
+                     ktype=["computation", "communication"])
+    assert fires("exposed_communication", facts(kernels=comp_k, runtime=rt))[0].category == "communication"
+    overlapped = comp_k.copy()
+    overlapped.loc[1, ["ts_us", "end_us"]] = [0.0, 100.0]
+    assert fires("exposed_communication", facts(kernels=overlapped, runtime=rt)) == []
+    import pandas as pd
+    two = pd.concat([comp_k, comp_k.assign(rank=1, dur_us=comp_k["dur_us"] * 2,
+                                            end_us=comp_k["ts_us"] + comp_k["dur_us"] * 2)], ignore_index=True)
+    assert fires("straggler_rank", facts(kernels=two, runtime=rt))[0].category == "load_imbalance"
+    same = pd.concat([comp_k, comp_k.assign(rank=1)], ignore_index=True)
+    assert fires("straggler_rank", facts(kernels=same, runtime=rt)) == []
+
+
+def cpu_ops(names, durs, gap_us, dims=None):
+    ts = np.cumsum([0.0] + [d + gap_us for d in durs[:-1]])
+    n = len(names)
+    return frame("cpu_ops", {"rank": [0] * n, "tid": ["1"] * n, "name": names, "ts_us": ts, "dur_us": durs,
+                             "end_us": ts + np.asarray(durs, float), "depth": [0] * n,
+                             "input_dims": dims or [""] * n, "input_types": ["['float', 'float']"] * n})
+
+
+def test_cpu_dispatch_overhead_and_host_gaps():
+    tiny = cpu_ops(["aten::add"] * 200, [3.0] * 200, 2.0)
+    assert fires("cpu_dispatch_overhead", facts(cpu_ops=tiny))[0].category == "launch_overhead"
+    assert fires("cpu_host_gaps", facts(cpu_ops=tiny)) == []
+    gappy = cpu_ops(["aten::mm"] * 10, [100.0] * 10, 500.0)
+    assert fires("cpu_host_gaps", facts(cpu_ops=gappy))[0].category == "host_bound"
+    assert fires("cpu_dispatch_overhead", facts(cpu_ops=gappy)) == []
+
+
+def test_cpu_memory_vs_compute_bound_ops():
+    big_mm = cpu_ops(["aten::mm"] * 5, [1000.0] * 5, 1.0, dims=["[[512, 512], [512, 512]]"] * 5)
+    assert fires("cpu_compute_bound_ops", facts(cpu_ops=big_mm))[0].category == "compute_bound"
+    assert fires("cpu_memory_bound_ops", facts(cpu_ops=big_mm)) == []
+    adds = cpu_ops(["aten::add", "aten::mul", "aten::relu"] * 5, [500.0] * 15, 1.0)
+    assert fires("cpu_memory_bound_ops", facts(cpu_ops=adds))[0].category == "memory_bound"
+    assert fires("cpu_compute_bound_ops", facts(cpu_ops=adds)) == []
+    skinny = cpu_ops(["aten::mm"] * 5, [1000.0] * 5, 1.0, dims=["[[4096, 4], [4, 1]]"] * 5)
+    assert fires("cpu_compute_bound_ops", facts(cpu_ops=skinny)) == []
+
+
+def run(samples, cold=None, compile=None):
+    return RunFacts(SimpleNamespace(timing=Measurement(tuple(samples)), cold_ms=cold, compile=compile,
+                                    environment={}, trace=None))
+
+
+def test_cold_start():
+    assert fires("cold_start", run([1.0] * 20, cold=500.0))[0].time_at_stake_ms == pytest.approx(499.0)
+    assert fires("cold_start", run([1.0] * 20, cold=1.5)) == []
+
+
+def test_measurement_rules():
+    rng = np.random.default_rng(0)
+    assert fires("noisy_timing", run(rng.uniform(1, 3, 30)))[0].category == "measurement"
+    assert fires("noisy_timing", run([1.0, 1.01, 0.99] * 10)) == []
+    assert fires("too_few_samples", run([1.0] * 3))[0].confidence == "high"
+    assert fires("too_few_samples", run([1.0] * 30)) == []
+    assert fires("timer_resolution", run([0.001] * 30))
+    assert fires("timer_resolution", run([1.0] * 30)) == []
+
+
+def test_compile_rules_read_capture_diagnostics():
+    from workbench.capture.compile_diag import CompileDiagnostics, GraphBreak, Recompile
+
+    diag = CompileDiagnostics(dynamo_loaded=True, graph_count=3, frames_compiled=3,
+                              graph_breaks=(GraphBreak("print() call", "f.py:3", 2, ""),),
+                              recompiles=(Recompile("f", "f.py:1", ("tensor 'x' size mismatch at index 0",)),))
+    hb = fires("graph_breaks", run([1.0] * 20, compile=diag))
+    assert hb[0].category == "graph_break" and "print() call at f.py:3" in hb[0].evidence[0].rows[0]["reason"]
+    hr = fires("recompiles", run([1.0] * 20, compile=diag))
+    assert hr[0].category == "recompilation" and "size mismatch" in hr[0].observed
+    clean = CompileDiagnostics(dynamo_loaded=True, graph_count=1, frames_compiled=1)
+    assert fires("graph_breaks", run([1.0] * 20, compile=clean)) == []
+    assert fires("recompiles", run([1.0] * 20, compile=clean)) == []

@@ -1,0 +1,25 @@
+"""The quickstart notebook a new user opens first runs top to bottom without an error output."""
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from workbench.report.kernel import current_interpreter_kernel
+
+pytestmark = pytest.mark.slow
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "quickstart.ipynb"
+
+
+def test_quickstart_executes_without_errors(tmp_path):
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    with current_interpreter_kernel() as kernel_name:
+        NotebookClient(nb, timeout=300, kernel_name=kernel_name,
+                       resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    errors = [o for o in outputs if o.output_type == "error"]
+    assert errors == [], errors[0].get("evalue") if errors else ""
+    html = "".join(o.get("data", {}).get("text/html", "") for o in outputs)
+    assert html.count('class="workbench-chart"') >= 2
+    assert html.count("if (!window.vegaEmbed) { (function") == 1
+    assert "median" in "".join(o.get("text", "") for o in outputs)

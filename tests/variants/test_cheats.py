@@ -1,0 +1,103 @@
+"""Variants that cheat, each caught and rejected with the reason."""
+import threading
+import time
+
+import pytest
+import torch
+
+import workbench as wb
+
+from variant_workloads import FAST, chain
+
+
+def _row(c, name):
+    return next(r for r in c.results if r.name == name)
+
+
+def _patches_timer(x):
+    time.perf_counter = lambda: 0.0
+    time.perf_counter_ns = lambda: 0
+    return chain(x)
+
+
+def _finishes_in_a_thread(x):
+    out = torch.empty_like(x)
+    half = x.numel() // 2
+    out[:half] = chain(x[:half])
+
+    def rest():
+        time.sleep(0.02)
+        out[half:] = chain(x[half:])
+
+    threading.Thread(target=rest, name="sneaky-worker").start()
+    return out
+
+
+def test_patched_timers_are_caught_and_restored():
+    originals = (time.perf_counter, time.perf_counter_ns)
+    c = wb.compare({"eager": chain, "patch": _patches_timer}, inputs=lambda: torch.randn(1024), **FAST)
+    row = _row(c, "patch")
+    assert any(f.startswith("patched timer: time.perf_counter") for f in row.flags)
+    assert row.decision == "reject"
+    assert (time.perf_counter, time.perf_counter_ns) == originals
+    assert row.timing is not None and row.timing.median_ms > 0     # our own timer still measured it
+
+
+def test_work_left_running_in_a_thread_is_caught():
+    c = wb.compare({"eager": chain, "threaded": _finishes_in_a_thread}, inputs=lambda: torch.randn(4096), **FAST)
+    row = _row(c, "threaded")
+    assert any("work moved to threads" in f and "sneaky-worker" in f for f in row.flags)
+    assert any(f.startswith("output changed after return") for f in row.flags)
+    assert row.decision == "reject"
+    time.sleep(0.05)
+    assert not [t for t in threading.enumerate() if t.name == "sneaky-worker"]
+
+
+def test_lowered_output_dtype_is_named():
+    c = wb.compare({"eager": chain, "half": lambda x: chain(x).half()}, inputs=lambda: torch.randn(512), **FAST)
+    row = _row(c, "half")
+    assert "precision lowered: out is float16, the baseline returns float32" in row.flags
+    assert row.status == "incorrect" and row.decision == "reject"
+
+
+def test_silently_lowered_precision_matches_bfloat16_profile():
+    bf16 = lambda x: chain(x.bfloat16()).float()          # same dtype out, bfloat16 error inside
+    wrong = lambda x: chain(x) * 1.01                      # wrong, but not a rounding profile
+    c = wb.compare({"eager": chain, "bf16": bf16, "wrong": wrong}, inputs=lambda: torch.randn(4096), **FAST)
+    assert any("matches bfloat16 rounding" in f for f in _row(c, "bf16").flags)
+    assert not any(f.startswith("precision lowered") for f in _row(c, "wrong").flags)
+    assert _row(c, "bf16").decision == "reject"
+
+
+def test_faster_than_the_roofline_is_flagged():
+    x = torch.randn(2 ** 22)                               # 16 MB in, 16 MB out
+    cache = {}
+
+    def memo(t):                                           # returns a stored answer: no work
+        if "y" not in cache:
+            cache["y"] = chain(t)
+        return cache["y"]
+
+    c = wb.compare({"eager": chain, "memo": memo}, inputs=(x,), **{**FAST, "checks": 1})
+    row = _row(c, "memo")
+    assert row.correctness.passed
+    assert any(f.startswith("faster than the roofline allows") for f in row.flags)
+    assert row.decision == "reject"
+    assert not any(f.startswith("faster than the roofline") for f in _row(c, "eager").flags)
+
+
+def test_unwritten_elements_show_through_poison():
+    affine = lambda t: t * 2 + 1
+
+    def forgets_last(t):                    # a kernel whose last block is never written
+        out = torch.empty_like(t)
+        out[:-1] = affine(t[:-1])
+        return out
+
+    # fixed inputs: without poisoning, memory freed by the previous run holds the right answer
+    c = wb.compare({"eager": affine, "forgets": forgets_last}, inputs=(torch.randn(4096),), **FAST)
+    row = _row(c, "forgets")
+    assert row.status == "incorrect"
+    worst = row.correctness.outputs[0]
+    assert worst.worst_index == (4095,)
+    assert worst.nonfinite_mismatch == 1 and worst.worst_got != worst.worst_got   # the poison (NaN) shows

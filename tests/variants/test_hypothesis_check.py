@@ -1,0 +1,79 @@
+from dataclasses import dataclass, field
+
+import pytest
+import torch
+
+import workbench as wb
+from workbench.variants.hypothesis_check import judge
+from workbench.variants.results import VariantResult
+from workbench.variants.stats import Speedup
+
+from variant_workloads import FAST
+
+
+@dataclass(frozen=True)
+class FrozenHypothesis:               # the shape the hypotheses package is expected to have
+    category: str
+    predicted_effect: object = None
+    suggested_variants: tuple = ()
+    status: str = "proposed"
+
+
+class MutableHypothesis:
+    def __init__(self, category, predicted_effect=None, suggested_variants=()):
+        self.category, self.predicted_effect = category, predicted_effect
+        self.suggested_variants, self.status = suggested_variants, "proposed"
+
+
+def _speedup(point, lo, hi):
+    return Speedup(point, lo, hi, point, lo, hi, 30)
+
+
+def _results(speedup, ops_after):
+    base = VariantResult("eager", "eager", "ok", footprint={"op_count": 40, "alloc_count": 40})
+    cand = VariantResult("fused", "user", "ok", speedup=speedup,
+                         footprint={"op_count": ops_after, "alloc_count": 40})
+    return [base, cand]
+
+
+@pytest.mark.parametrize("speedup, ops_after, status, case", [
+    (_speedup(3.0, 2.5, 3.5), 2, "supported", "both_moved"),
+    (_speedup(1.0, 0.95, 1.05), 40, "rejected", "neither_moved"),
+    (_speedup(1.0, 0.95, 1.05), 2, "weakened", "mechanism_moved_time_did_not"),
+    (_speedup(2.0, 1.8, 2.2), 40, "weakened", "time_moved_without_mechanism"),
+])
+def test_the_four_cases(speedup, ops_after, status, case):
+    h = FrozenHypothesis("launch_overhead", predicted_effect=2.0, suggested_variants=("fused",))
+    verdict, updated = judge(h, _results(speedup, ops_after), "eager")
+    assert (verdict["status"], verdict["case"]) == (status, case)
+    assert updated.status == status and h.status == "proposed"       # frozen: a copy carries it
+    assert verdict["metric"] == "op_count" and verdict["residual_speedup"] == pytest.approx(speedup.point - 2.0)
+
+
+def test_shortfall_against_the_prediction_is_not_support():
+    h = MutableHypothesis("launch_overhead", predicted_effect={"speedup": 5.0})
+    verdict, updated = judge(h, _results(_speedup(1.3, 1.2, 1.4), 2), "eager")
+    assert verdict["status"] == "weakened" and updated is h and h.status == "weakened"
+
+
+def test_explicit_metric_and_direction():
+    h = MutableHypothesis("memory_bound", predicted_effect={"metric": "alloc_count", "direction": "decrease"})
+    verdict, _ = judge(h, _results(_speedup(2.0, 1.8, 2.2), 2), "eager")
+    assert verdict["metric"] == "alloc_count" and verdict["case"] == "time_moved_without_mechanism"
+
+
+def _many_tiny_ops(x):
+    for _ in range(60):
+        x = x + 1
+    return x
+
+
+def test_end_to_end_launch_overhead_is_supported():
+    h = MutableHypothesis("launch_overhead", predicted_effect=5.0, suggested_variants=("one_op",))
+    cmp = wb.compare({"eager": _many_tiny_ops, "one_op": lambda x: x + 60},
+                     inputs=lambda: torch.randn(64), hypothesis=h, **{**FAST, "profile": True})
+    v = cmp.hypothesis_verdict
+    assert h.status == "supported" and v["case"] == "both_moved"
+    assert v["metric_before"] >= 60 and v["metric_after"] <= 2
+    assert "hypothesis supported" in "\n".join(cmp.decision.evidence)
+    assert cmp.decision.bottleneck.startswith("launch_overhead")

@@ -1,0 +1,54 @@
+import json
+
+import numpy as np
+import pytest
+
+from workbench.variants.decision import DecisionRecord, classify
+from workbench.variants.stats import median_rank_interval, paired_speedup
+
+
+def test_median_interval_covers_at_95_percent():
+    rng = np.random.default_rng(1)
+    hits = 0
+    for _ in range(2000):
+        x = np.sort(rng.lognormal(0, 0.3, size=25))
+        lo, hi = median_rank_interval(25)
+        hits += x[lo] <= 1.0 <= x[hi]          # the lognormal's true median is 1
+    assert 0.94 <= hits / 2000 <= 0.99
+
+
+def test_paired_speedup_detects_a_shift_and_not_identity():
+    rng = np.random.default_rng(2)
+    drift = np.linspace(1, 3, 30)              # a whole-round drift, shared by the pair
+    base = drift * rng.lognormal(0, 0.03, 30)
+    same = drift * rng.lognormal(0, 0.03, 30)
+    slow = 1.1 * drift * rng.lognormal(0, 0.03, 30)
+    assert not paired_speedup(base, same).significant
+    s = paired_speedup(base, slow)
+    assert s.slower and s.point == pytest.approx(1 / 1.1, rel=0.05)
+
+
+def test_classify_covers_every_decision():
+    from workbench.variants.stats import Speedup
+
+    fast, noise, slow = (Speedup(2, 1.8, 2.2, 2, 1.8, 2.2, 30), Speedup(1, .9, 1.1, 1, .9, 1.1, 30),
+                         Speedup(.5, .45, .55, .5, .45, .55, 30))
+    common = dict(status="ok", reason="", flags=(), timing_meaningful=True, saving_ms=1.0)
+    assert classify(**common, speedup=fast).decision == "keep"
+    assert classify(**common, speedup=fast, failure_cases=("(1,) float32: wrong",)).decision == "keep_guarded"
+    assert classify(**common, speedup=fast, end_to_end_ms=1000).decision == "micro_only"
+    assert classify(**common, speedup=noise).decision == "need_more_evidence"
+    assert classify(**common, speedup=slow).decision == "reject"
+    assert classify(**common, speedup=fast, setup_ms=1e9).decision == "reject"       # too costly
+    assert classify(**{**common, "status": "not_applicable", "reason": "no GPU"}, speedup=None).decision \
+        == "need_more_evidence"
+    assert classify(**{**common, "flags": ("patched timer: x",)}, speedup=fast).decision == "reject"
+
+
+def test_decision_record_renders_and_roundtrips():
+    rec = DecisionRecord("keep", "compiled", "faster", "slow chain", "memory_bound: passes", "compiled",
+                         "reordered", "matches float64", "none", "eager", ("a", "b"), "10 ms -> 2 ms",
+                         ("cuda_graph: need_more_evidence",), ("few checks",), (), {"torch": "2.13"})
+    md = rec.to_markdown()
+    assert "# Decision: `keep` — compiled" in md and "**Fallback:** eager" in md and "- cuda_graph" in md
+    assert DecisionRecord.from_dict(json.loads(rec.to_json())) == rec
