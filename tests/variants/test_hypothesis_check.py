@@ -69,7 +69,7 @@ def _many_tiny_ops(x):
 
 
 def test_end_to_end_launch_overhead_is_supported():
-    h = MutableHypothesis("launch_overhead", predicted_effect=5.0, suggested_variants=("one_op",))
+    h = MutableHypothesis("launch_overhead", predicted_effect=3.0, suggested_variants=("one_op",))
     cmp = wb.compare({"eager": _many_tiny_ops, "one_op": lambda x: x + 60},
                      inputs=lambda: torch.randn(64), hypothesis=h, **{**FAST, "profile": True})
     v = cmp.hypothesis_verdict

@@ -67,6 +67,8 @@ def _gaps(k: pd.DataFrame, runtime: pd.DataFrame, hta: bool, threshold_us: float
     if not hta:
         gap = np.maximum(gap, 0.0)
     launch = k["launch_ts"].to_numpy()
+    if hta:  # HTA links a GPU event whose launch call is not in the trace to itself: launched "at its start"
+        launch = np.where(np.isnan(launch), ts, launch)
     host = launch > prev_end
     category = np.where(host, "host_wait", np.where(gap < threshold_us, "kernel_wait", "other"))
     has_gap = same

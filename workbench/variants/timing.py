@@ -74,12 +74,18 @@ def pick_timer(on_cuda: bool) -> CpuTimer | CudaTimer:
 
 
 def calibrate(item: Timed, timer: CpuTimer | CudaTimer, one_call_ms: float) -> None:
-    """CPU: enough calls per sample to last MIN_SAMPLE_MS; GPU: one call (flushed) per sample."""
+    """CPU: double the calls per sample until a sample lasts MIN_SAMPLE_MS (measured here, in
+    this thread, not guessed from a slower guarded call); GPU: one flushed call per sample."""
     if isinstance(timer, CudaTimer):
         item.calls_per_sample = 1
         return
-    per_call = max(one_call_ms, 1e-4)
-    item.calls_per_sample = int(min(MAX_CALLS_PER_SAMPLE, max(1, np.ceil(MIN_SAMPLE_MS / per_call))))
+    k = int(min(MAX_CALLS_PER_SAMPLE, max(1, MIN_SAMPLE_MS // max(one_call_ms, 1e-3) // 4)))
+    while k < MAX_CALLS_PER_SAMPLE:
+        item.calls_per_sample = k
+        if timer.sample_ms(item) * k >= MIN_SAMPLE_MS:
+            break
+        k *= 2
+    item.calls_per_sample = min(k, MAX_CALLS_PER_SAMPLE)
 
 
 @dataclass(frozen=True)
