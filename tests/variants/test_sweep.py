@@ -7,7 +7,8 @@ from workbench.errors import InvalidArgumentError
 from variant_workloads import FAST, chain
 
 
-def _twice(x):                       # the baseline does the work twice: the candidate is faster
+def _twice(x):                       # the baseline does the work three times: the candidate is faster
+    chain(x)
     chain(x)
     return chain(x)
 
@@ -30,7 +31,8 @@ def test_failing_shapes_become_the_guard_and_failure_cases():
     sweep = wb.variants.ShapeSweep(lambda shape, dtype: (torch.randn(shape, dtype=dtype),),
                                    shapes=((1,), (17,), (50_000,)), budget_s=0.3)
     cmp = wb.compare({"eager": _twice, "candidate": _wrong_when_small},
-                     inputs=lambda: torch.randn(50_000), sweep=sweep, **FAST)
+                     inputs=lambda: torch.randn(50_000), sweep=sweep,
+                     **{**FAST, "min_rounds": 15, "budget_s": 1.0})
     row = cmp["candidate"]
     assert [e["case"] for e in row.sweep] == ["(1,) float32", "(17,) float32", "(50000,) float32"]
     assert [e["ok"] for e in row.sweep] == [False, False, True]
