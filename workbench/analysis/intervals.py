@@ -29,6 +29,22 @@ def union(start_us: np.ndarray, end_us: np.ndarray) -> tuple[np.ndarray, np.ndar
     return start[first], reach[last]
 
 
+def hta_merged(start_us: np.ndarray, end_us: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Holistic Trace Analysis's ``merge_kernel_intervals``, for parity: sorted by start, an interval opens a
+    new group when it starts after every end before it; a group spans (min start, max end). Unlike
+    ``union``, a negative-length interval (from HTA's rounding) that lands alone forms a group of negative
+    length, which then subtracts from the busy time."""
+    start = np.asarray(start_us, dtype=np.float64)
+    end = np.asarray(end_us, dtype=np.float64)
+    if start.size == 0:
+        return start, end
+    order = np.argsort(start, kind="stable")
+    start, end = start[order], end[order]
+    reach = np.r_[-np.inf, np.maximum.accumulate(end)[:-1]]
+    first = np.flatnonzero(start > reach)
+    return start[first], np.maximum.reduceat(end, first)
+
+
 def union_length(start_us: np.ndarray, end_us: np.ndarray) -> float:
     """Total time covered by at least one interval."""
     s, e = union(start_us, end_us)

@@ -39,11 +39,12 @@ class Semantics:
     hta_idle_gaps: bool = False      # gap to the previous kernel's end (not the furthest end), negatives kept
     hta_int_segments: bool = False   # kernel-type segment lengths truncated to whole µs (HTA's astype(int))
     hta_float_times: bool = False    # absolute timestamps held as float64 µs (~0.25 µs apart at 1.7e15)
+    hta_merge: bool = False          # temporal unions by HTA's merge (a lone negative-length event counts)
 
 
 WORKBENCH = Semantics()
-HTA = Semantics("hta", True, True, True, True, True, True, True)
-HTA_NOROUND = Semantics("hta_noround", False, True, True, True, True, True, True)
+HTA = Semantics("hta", True, True, True, True, True, True, True, True)
+HTA_NOROUND = Semantics("hta_noround", False, True, True, True, True, True, True, True)
 _NAMED = {s.name: s for s in (WORKBENCH, HTA, HTA_NOROUND)}
 
 

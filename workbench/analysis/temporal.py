@@ -7,7 +7,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from workbench.analysis.intervals import intersection_length, union_length
+from workbench.analysis.intervals import hta_merged, intersection_length, union_length
 from workbench.analysis.result import AnalysisResult
 from workbench.analysis.view import prepare
 
@@ -30,18 +30,24 @@ class TemporalBreakdown(AnalysisResult):
 
 def temporal_breakdown(trace, semantics="workbench") -> TemporalBreakdown:
     view = prepare(trace, semantics)
-    rows = [_rank_row(rank, kr) for rank, kr in view.kernels.groupby("rank", sort=True)]
+    rows = [_rank_row(rank, kr, view.semantics.hta_merge) for rank, kr in view.kernels.groupby("rank", sort=True)]
     cols = ["rank", "idle_us", "compute_us", "non_compute_us", "kernel_time_us",
             "idle_pct", "compute_pct", "non_compute_pct"]
     return TemporalBreakdown(table=pd.DataFrame(rows, columns=cols), semantics=view.semantics.name)
 
 
-def _rank_row(rank, kr: pd.DataFrame) -> dict:
+def _rank_row(rank, kr: pd.DataFrame, hta_merge: bool) -> dict:
     start, end = kr["ts_us"].to_numpy(np.float64), kr["end_us"].to_numpy(np.float64)
-    span = float(end.max() - start.min())
-    busy = union_length(start, end)
     comp = kr["kernel_type"].to_numpy() == "computation"
-    compute = union_length(start[comp], end[comp])
+    if hta_merge:  # HTA: span from the first group's start to the last group's end
+        gs, ge = hta_merged(start, end)
+        span, busy = float(ge[-1] - gs[0]), float(np.sum(ge - gs))
+        cs, ce = hta_merged(start[comp], end[comp])
+        compute = float(np.sum(ce - cs))
+    else:
+        span = float(np.nanmax(end) - np.nanmin(start))
+        busy = union_length(start, end)
+        compute = union_length(start[comp], end[comp])
     idle = span - busy
     non_compute = span - compute - idle
     pct = (lambda x: 100.0 * x / span) if span > 0 else (lambda x: float("nan"))

@@ -140,7 +140,8 @@ def _per_call(h: Hypothesis, calls: int, no_steps: bool) -> Hypothesis:
     return replace(h, time_at_stake_ms=h.time_at_stake_ms / calls)
 
 
-PER_CALL_RULES = frozenset({"cpu_dispatch_overhead", "cpu_host_gaps", "cpu_memory_bound_ops", "cpu_compute_bound_ops"})
+PER_CALL_RULES = frozenset({"cpu_dispatch_overhead", "cpu_host_gaps", "cpu_memory_bound_ops", "cpu_compute_bound_ops",
+                            "large_allocations_repeat"})
 
 
 def diagnose_trace(trace: Any, **kw) -> list[Hypothesis]:

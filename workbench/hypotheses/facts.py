@@ -35,9 +35,11 @@ def _table(trace: Any, name: str) -> pd.DataFrame:
 class TraceFacts:
     """Read-only view of one trace for the rules (one or many ranks)."""
 
-    def __init__(self, trace: Any = None, *, source: str = "trace", **tables: pd.DataFrame):
+    def __init__(self, trace: Any = None, *, source: str = "trace", ceiling: Any = None,
+                 **tables: pd.DataFrame):
         self.trace = trace
         self.source = source
+        self._ceiling = ceiling
         for name in TABLES:
             setattr(self, name, tables.get(name, _table(trace, name)))
         props = getattr(trace, "device_properties", None) if trace is not None else None
@@ -149,6 +151,21 @@ class TraceFacts:
                          np.where(g["gap_us"] < KERNEL_WAIT_MAX_GAP_US, "kernel_wait", "other"))
         return g.assign(cause=cause)[["rank", "stream", "name", "prev_end_us", "ts_us", "gap_us",
                                       "launch_ts_us", "cause"]].reset_index(drop=True)
+
+    # -- roofline ---------------------------------------------------------------------------
+    @cached_property
+    def ceiling(self):
+        """The roof ops are placed against: given, the GPU's vendor peak, or the CPU ceiling."""
+        from workbench.hypotheses import roofline
+
+        if self._ceiling is not None:
+            return self._ceiling
+        if self.has_gpu:
+            found = roofline.gpu_ceiling(self.device_properties)
+            if found is None:
+                raise NotJudged("the trace's GPU has no known spec (peak bandwidth and FLOP/s unknown)")
+            return found
+        return roofline.DEFAULT_CPU_CEILING
 
     # -- CPU side ---------------------------------------------------------------------------
     @cached_property

@@ -9,6 +9,8 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
+import pandas as pd
+
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.registry import NotJudged
 
@@ -48,7 +50,10 @@ class RunFacts:
         trace = field_of(self.run, "trace")
         if trace is None:
             raise NotJudged("the run was profiled without a trace (trace=False)")
-        return TraceFacts(trace, source="run trace")
+        from workbench.hypotheses.roofline import cpu_ceiling_from
+
+        has_gpu = not getattr(trace, "kernels", pd.DataFrame()).empty
+        return TraceFacts(trace, source="run trace", ceiling=None if has_gpu else cpu_ceiling_from(self.environment))
 
     @property
     def calls_in_trace(self) -> int:

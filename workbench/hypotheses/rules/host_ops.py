@@ -15,10 +15,9 @@ from workbench.hypotheses import intervals
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.model import Evidence, Hypothesis
 from workbench.hypotheses.registry import NotJudged, rule
+from workbench.hypotheses.roofline import OVERHEAD_ROOF_FRACTION
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 
-MATRIX_OPS = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|matmul|linear|conv\w*|_convolution|mkldnn_convolution|"
-                        r"cudnn_convolution\w*|_scaled_dot_product\w*|scaled_dot_product_attention|einsum)$")
 PROFILER_NOISE = re.compile(r"^(?:ProfilerStep|workbench|Torch-Compiled Region|CompiledFunction|##)")
 
 
@@ -36,6 +35,16 @@ def main_thread_ops(f: TraceFacts) -> pd.DataFrame:
     counts = ops.groupby(["rank", "tid"], observed=True).size()
     rank, tid = counts.idxmax()
     return ops[(ops["rank"] == rank) & (ops["tid"] == tid)].sort_values("ts_us")
+
+
+def placed_main_ops(f: TraceFacts) -> pd.DataFrame:
+    """``main_thread_ops`` placed against the roofline (bound: overhead / memory / compute / unknown)."""
+    cache = f.__dict__.setdefault("_derived", {})
+    if "placed_main_ops" not in cache:
+        from workbench.hypotheses.roofline import place_ops
+
+        cache["placed_main_ops"] = place_ops(main_thread_ops(f), f.ceiling)
+    return cache["placed_main_ops"]
 
 
 def windows(f: TraceFacts, ops: pd.DataFrame) -> list[tuple[float, float]]:
@@ -63,30 +72,32 @@ def _window_total(wins) -> float:
 
 
 @rule("cpu_dispatch_overhead", category="launch_overhead", scope="trace",
-      short_op_us=20.0, min_ops_per_call=20, min_share_pct=30.0, short_gap_us=50.0)
+      min_ops_per_call=20, min_share_pct=30.0, short_gap_us=50.0)
 def cpu_dispatch_overhead(f: TraceFacts, t):
-    """Many short operators: per-op dispatch cost, not the work, fills the time."""
-    ops = main_thread_ops(f)
+    """Many ops take many times their roof time: per-op dispatch cost, not the work, fills the time."""
+    ops = placed_main_ops(f)
     wins = windows(f, ops)
     total = _window_total(wins)
     calls = max(1, len(wins) if not f.steps.empty else f.n_steps)
-    short = ops[ops["dur_us"] < t["short_op_us"]]
+    short = ops[ops["bound"] == "overhead"]
     g = gaps_in_windows(ops, wins)
     small_gaps = g[g["gap_us"] < t["short_gap_us"]]
+    # the small gaps between ops are dispatch too (Python, argument parsing): the overhead ops' share of them
     stake_us = float(short["dur_us"].sum() + small_gaps["gap_us"].sum() * len(short) / max(1, len(ops)))
     share = pct(stake_us, total)
     if len(short) / calls < t["min_ops_per_call"] or share < t["min_share_pct"]:
         return None
-    by = short.groupby("name", as_index=False, observed=True).agg(n=("dur_us", "size"), median_us=("dur_us", "median"))
+    by = short.groupby("name", as_index=False, observed=True).agg(
+        n=("dur_us", "size"), median_us=("dur_us", "median"), roof_us=("roof_us", "median"))
     return Hypothesis(
-        category="launch_overhead", title=f"{len(short) / calls:.0f} short ops per call: dispatch overhead dominates",
-        observed=f"{len(short)} of {len(ops)} top-level ops under {t['short_op_us']:.0f} µs (median {short['dur_us'].median():.1f} µs); "
-                 f"they and the gaps between them are {share:.0f}% of the measured time",
+        category="launch_overhead", title=f"{len(short) / calls:.0f} dispatch-bound ops per call: per-op overhead dominates",
+        observed=f"{len(short)} of {len(ops)} top-level ops take over {1 / OVERHEAD_ROOF_FRACTION:.0f}x their roof time "
+                 f"(median {short['dur_us'].median():.1f} µs); they and the gaps between them are {share:.0f}% of the measured time",
         mechanism="Each PyTorch op pays a fixed dispatch cost (Python, dispatcher, allocation, and on GPU a kernel launch) "
                   "that is larger than its work at these sizes.",
-        evidence=(Evidence("short_ops_per_call", len(short) / calls, "ops", t["min_ops_per_call"], ">=", "cpu_ops",
-                           rows=rows(by, ["name", "n", "median_us"], by="n")),
-                  Evidence("short_op_time_pct", share, "%", t["min_share_pct"], source="cpu_ops")),
+        evidence=(Evidence("overhead_ops_per_call", len(short) / calls, "ops", t["min_ops_per_call"], ">=", "cpu_ops + analytic work",
+                           rows=rows(by, ["name", "n", "median_us", "roof_us"], by="n")),
+                  Evidence("overhead_time_pct", share, "%", t["min_share_pct"], source="cpu_ops")),
         time_at_stake_ms=bounded_ms(stake_us / calls, total / calls),
         predicted_effect="fusing the ops (torch.compile) or batching them into fewer, larger ops removes most of the per-op cost",
         falsifier="compile the function: if time per call does not fall, dispatch was not the cost",

@@ -45,22 +45,32 @@ def _noise(f: RunFacts, t):
     rel = timing.relative_iqr
     if rel <= t["max_relative_iqr"]:
         return None
-    spread = max(timing.iqr_ms, timing.p95_ms - timing.median_ms)
+    lo, hi = timing.median_ci_ms()
+    half_ci_ms = max(hi - lo, 0.0) / 2
+    rel_ci = half_ci_ms / timing.median_ms if timing.median_ms > 0 else float("inf")
+    # outliers (a shared machine's preemptions) widen the IQR; only a wide interval on the
+    # median makes the number itself untrustworthy
+    confidence = ("high" if rel_ci > 2 * t["max_relative_ci"] else
+                  "medium" if rel_ci > t["max_relative_ci"] else "low")
     return Hypothesis(
         category="measurement", title=f"Timing is noisy: IQR is {rel:.0%} of the median",
-        observed=f"median {timing.median_ms:.4g} ms, IQR {timing.iqr_ms:.3g} ms, p95 {timing.p95_ms:.4g} ms over {timing.n} samples",
+        observed=f"median {timing.median_ms:.4g} ms (95% interval {lo:.4g}-{hi:.4g} ms), IQR {timing.iqr_ms:.3g} ms, "
+                 f"p95 {timing.p95_ms:.4g} ms over {timing.n} samples",
         mechanism="Run-to-run variation (other processes, frequency scaling, data-dependent work, "
                   "Python garbage collection) is large against the signal, so differences under it are not real.",
         evidence=(Evidence("relative_iqr", rel, "fraction", t["max_relative_iqr"], source="run.timing",
                            rows=({"min_ms": timing.min_ms, "median_ms": timing.median_ms,
-                                  "p95_ms": timing.p95_ms, "max_ms": timing.max_ms},)),),
-        time_at_stake_ms=min(spread, timing.max_ms), predicted_effect="a quiet machine or more samples shrinks the interval; the median may move by up to the IQR",
+                                  "p95_ms": timing.p95_ms, "max_ms": timing.max_ms},)),
+                  Evidence("median_ci_half_width_rel", min(rel_ci, 1e12), "fraction", t["max_relative_ci"],
+                           source="run.timing (95% interval of the median)")),
+        time_at_stake_ms=min(half_ci_ms, timing.median_ms),
+        predicted_effect="a quiet machine or more samples shrinks the interval; the median may move by up to its half-width",
         falsifier="repeat the profile with 3x the samples on an idle machine: if the IQR stays above the threshold the noise is in the workload itself",
-        confounders=("the workload may do data-dependent work each call",),
-        confidence="high" if rel > 2 * t["max_relative_iqr"] else "medium", scope="timing")
+        confounders=("the workload may do data-dependent work each call", "a shared machine preempts single samples"),
+        confidence=confidence, scope="timing")
 
 
-@rule("noisy_timing", category="measurement", scope="run", max_relative_iqr=0.10)
+@rule("noisy_timing", category="measurement", scope="run", max_relative_iqr=0.10, max_relative_ci=0.05)
 def noisy_timing(f: RunFacts, t):
     """The spread of the timing samples is large against their median."""
     return _noise(f, t)
