@@ -27,13 +27,14 @@ browser:
 		echo "chromium could not be installed: browser tests will be skipped"; }
 
 demo: $(STAMP)
-	$(VENV)/bin/workbench report --out $(REPORT_DIR)
+	OMP_WAIT_POLICY=PASSIVE $(VENV)/bin/workbench report --out $(REPORT_DIR)
 
 test: $(STAMP) browser
 	OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q
 
 bench: $(STAMP)
 	$(PY) benchmarks/profile_overhead.py
+	$(PY) benchmarks/charts.py
 
 clean:
 	rm -rf $(VENV) reports .pytest_cache

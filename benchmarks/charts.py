@@ -1,6 +1,7 @@
 """Timeline on a million events built from a real trace: build time, chromium render time, page size.
 
-Repeats the events of a real Kineto trace (default: the TraceLens H100 owlv2 trace, 132k events)
+Repeats the events of a real Kineto trace (default: the TraceLens H100 owlv2 trace, 132k events,
+or the V100 ResNet-50 trace in tests/data where the shared copy is missing)
 back to back in time until there are at least ``--events`` of them, then:
   * build: timeline_chart(...) + to_dict() (level of detail included), median of --runs;
   * page: a standalone offline HTML page (vega inlined), its size in MB;
@@ -22,8 +23,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-DEFAULT_TRACE = ("/work/shared/traces/tracelens_h100_owlv2/"
-                 "google_owlv2-large-patch14-ensemble__1016001.json.gz")
+SHARED_TRACE = Path("/work/shared/traces/tracelens_h100_owlv2/"
+                    "google_owlv2-large-patch14-ensemble__1016001.json.gz")
+# the shared copy where it exists, else the real V100 trace the tests carry (75k events)
+DEFAULT_TRACE = str(SHARED_TRACE if SHARED_TRACE.is_file() else
+                    Path(__file__).resolve().parents[1] / "tests" / "data" / "gpu" / "v100_resnet50_2021.json.gz")
 GOALS = {"build_s": 2.0, "render_s": 3.0, "page_mb": 5.0}
 
 

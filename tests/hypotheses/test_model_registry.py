@@ -43,10 +43,14 @@ def test_rank_orders_by_stake_and_drops_hypotheses_without_evidence():
     assert [h.title for h in rank([a, b, c])] == ["b", "a"]
 
 
-def test_high_confidence_measurement_goes_first():
-    noisy = hyp("measurement", stake=0.1, confidence="high", title="noise")
+def test_untrustworthy_timing_goes_first_but_noise_ranks_by_its_stake():
+    from dataclasses import replace
+
+    few = replace(hyp("measurement", stake=0.1, confidence="high", title="few"), rule="too_few_samples")
+    noise = replace(hyp("measurement", stake=0.5, confidence="high", title="noise"), rule="noisy_timing")
     big = hyp("host_bound", stake=100.0, title="big")
-    assert [h.title for h in rank([big, noisy])] == ["noise", "big"]
+    small = hyp("host_bound", stake=0.2, title="small")
+    assert [h.title for h in rank([big, noise, small, few])] == ["few", "big", "noise", "small"]
 
 
 def test_unknown_rule_is_a_registry_error_naming_the_known_ones():

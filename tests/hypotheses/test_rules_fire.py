@@ -115,7 +115,7 @@ def cpu_ops(names, durs, gap_us, dims=None):
     n = len(names)
     return frame("cpu_ops", {"rank": [0] * n, "tid": ["1"] * n, "name": names, "ts_us": ts, "dur_us": durs,
                              "end_us": ts + np.asarray(durs, float), "depth": [0] * n,
-                             "input_dims": dims or [""] * n, "input_types": ["['float', 'float']"] * n})
+                             "input_dims": dims or [""] * n, "input_types": ['["float","float"]'] * n})
 
 
 def test_cpu_dispatch_overhead_and_host_gaps():
@@ -128,14 +128,29 @@ def test_cpu_dispatch_overhead_and_host_gaps():
 
 
 def test_cpu_memory_vs_compute_bound_ops():
-    big_mm = cpu_ops(["aten::mm"] * 5, [1000.0] * 5, 1.0, dims=["[[512, 512], [512, 512]]"] * 5)
+    big_mm = cpu_ops(["aten::mm"] * 5, [1000.0] * 5, 1.0, dims=["[[512,512],[512,512]]"] * 5)
     assert fires("cpu_compute_bound_ops", facts(cpu_ops=big_mm))[0].category == "compute_bound"
     assert fires("cpu_memory_bound_ops", facts(cpu_ops=big_mm)) == []
     adds = cpu_ops(["aten::add", "aten::mul", "aten::relu"] * 5, [500.0] * 15, 1.0)
     assert fires("cpu_memory_bound_ops", facts(cpu_ops=adds))[0].category == "memory_bound"
     assert fires("cpu_compute_bound_ops", facts(cpu_ops=adds)) == []
-    skinny = cpu_ops(["aten::mm"] * 5, [1000.0] * 5, 1.0, dims=["[[4096, 4], [4, 1]]"] * 5)
+    skinny = cpu_ops(["aten::mm"] * 5, [1000.0] * 5, 1.0, dims=["[[4096,4],[4,1]]"] * 5)
     assert fires("cpu_compute_bound_ops", facts(cpu_ops=skinny)) == []
+    # the same ops on tiny tensors take far longer than their roof: dispatch, not memory
+    tiny = cpu_ops(["aten::add", "aten::mul"] * 30, [8.0] * 60, 1.0, dims=["[[16],[16]]"] * 60)
+    assert fires("cpu_memory_bound_ops", facts(cpu_ops=tiny)) == []
+    assert fires("cpu_dispatch_overhead", facts(cpu_ops=tiny))[0].category == "launch_overhead"
+
+
+def test_roofline_ceiling_is_named_and_measured_one_replaces_the_default():
+    from workbench.hypotheses.roofline import DEFAULT_CPU_CEILING, cpu_ceiling_from
+
+    assert cpu_ceiling_from({}) is DEFAULT_CPU_CEILING and not DEFAULT_CPU_CEILING.upper_bound
+    measured = cpu_ceiling_from({"cpu_ceiling": {"copy_gbps": 6.5, "matmul_fp32_gflops": 157.0, "threads": 1}})
+    assert measured.upper_bound and measured.ridge_flops_per_byte == pytest.approx(157.0 / 6.5)
+    adds = cpu_ops(["aten::add"] * 4, [500.0] * 4, 1.0, dims=["[[1000000],[1000000]]"] * 4)
+    h = fires("cpu_memory_bound_ops", TraceFacts(None, ceiling=measured, cpu_ops=adds))[0]
+    assert h.evidence[2].rows[0]["memory_gbps"] == 6.5
 
 
 def run(samples, cold=None, compile=None):
@@ -144,8 +159,31 @@ def run(samples, cold=None, compile=None):
 
 
 def test_cold_start():
-    assert fires("cold_start", run([1.0] * 20, cold=500.0))[0].time_at_stake_ms == pytest.approx(499.0)
+    # a one-time cost, spread over the 21 calls profiled (cold + 20 timed) to rank against per-call costs
+    h = fires("cold_start", run([1.0] * 20, cold=500.0))[0]
+    assert h.time_at_stake_ms == pytest.approx(499.0 / 21)
+    assert h.evidence[1].value == pytest.approx(499.0)
     assert fires("cold_start", run([1.0] * 20, cold=1.5)) == []
+
+
+def test_graph_break_compile_time_goes_to_graph_breaks_not_cold_start():
+    from workbench.capture.compile_diag import CompileDiagnostics, GraphBreak
+
+    diag = CompileDiagnostics(dynamo_loaded=True, graph_count=4, frames_compiled=4, compile_time_ms=400.0,
+                              graph_breaks=(GraphBreak("Tensor.item()", "f.py:3", 3, ""),))
+    cold = fires("cold_start", run([1.0] * 20, cold=500.0, compile=diag))[0]
+    gb = fires("graph_breaks", run([1.0] * 20, compile=diag))[0]
+    assert cold.time_at_stake_ms == pytest.approx((499.0 - 300.0) / 21)
+    assert gb.time_at_stake_ms == pytest.approx(0.75 + 300.0 / 21)
+
+
+def test_noise_confidence_follows_the_median_interval_not_outliers():
+    rng = np.random.default_rng(0)
+    outliers = [1.0 + 0.01 * rng.standard_normal() for _ in range(22)] + [5.0] * 8   # preempted samples
+    h = fires("noisy_timing", run(outliers))
+    assert h == [] or h[0].confidence != "high"
+    wide = fires("noisy_timing", run(rng.uniform(0.2, 4.0, 30)))[0]
+    assert wide.confidence == "high" and wide.time_at_stake_ms < 4.0
 
 
 def test_measurement_rules():
@@ -171,3 +209,23 @@ def test_compile_rules_read_capture_diagnostics():
     clean = CompileDiagnostics(dynamo_loaded=True, graph_count=1, frames_compiled=1)
     assert fires("graph_breaks", run([1.0] * 20, compile=clean)) == []
     assert fires("recompiles", run([1.0] * 20, compile=clean)) == []
+
+
+def _mem(ts, nbytes):
+    n = len(ts)
+    return frame("memory", {"rank": [0] * n, "tid": ["1"] * n, "ts_us": np.asarray(ts, float), "bytes": nbytes,
+                            "total_allocated": np.cumsum(nbytes), "total_reserved": [0] * n, "device_type": [0] * n})
+
+
+def test_large_allocations_repeat_claims_only_time_above_the_roof():
+    big = 32 << 20
+    # two clones of 32 MiB taking 25 ms each: writing 32 MiB at 10 GB/s needs ~3.4 ms
+    slow = cpu_ops(["aten::clone", "aten::clone"], [25_000.0, 25_000.0], 10.0)
+    h = fires("large_allocations_repeat", facts(cpu_ops=slow, memory=_mem([5.0, 25_015.0], [big, big])))[0]
+    assert h.category == "allocation_churn"
+    assert h.time_at_stake_ms == pytest.approx(2 * (25.0 - big / 10e9 * 1e3), rel=1e-3)
+    # the same allocations in ops running at the roof leave nothing at stake
+    fast = cpu_ops(["aten::clone", "aten::clone"], [3_400.0, 3_400.0], 10.0)
+    assert fires("large_allocations_repeat", facts(cpu_ops=fast, memory=_mem([5.0, 3_415.0], [big, big]))) == []
+    small = _mem([5.0, 25_015.0], [1024, 1024])
+    assert fires("large_allocations_repeat", facts(cpu_ops=slow, memory=small)) == []

@@ -48,3 +48,10 @@ def test_bundle_report_and_regression_gate(demo_report, tmp_path, capsys):
                  "--compare-to", str(demo_report), "--fail-on-regression", "5"])
     assert same == 0  # the same run against itself: +0.0 %
     assert "+0.0 %" in capsys.readouterr().out
+
+
+def test_report_shows_a_roofline_of_the_demo_ops_against_measured_ceilings(demo_report):
+    html = (demo_report / "report.html").read_text(encoding="utf-8")
+    assert '"text": "Roofline"' in html
+    assert "ceiling: measured" in html and "NOT MEASURED" not in html
+    assert '"aten::mm [[1024,1024],[1024,256]]"' in html  # the demo's matmul placed by its shapes

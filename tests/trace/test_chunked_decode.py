@@ -6,7 +6,7 @@ import json
 
 import pandas as pd
 
-from workbench.trace import decode, load_trace
+from workbench.trace import decode, load_trace, stream
 from conftest import GPU
 
 
@@ -17,6 +17,7 @@ def _tables(trace):
 def test_chunked_equals_whole(monkeypatch):
     whole = load_trace(GPU / "h100_bert_small.json.gz")
     monkeypatch.setattr(decode, "CHUNK_BYTES", 20_000)
+    monkeypatch.setattr(stream, "BLOCK_BYTES", 4_096)
     chunked = load_trace(GPU / "h100_bert_small.json.gz")
     for name, frame in _tables(whole).items():
         pd.testing.assert_frame_equal(frame, chunked.table(name), check_categorical=False)
@@ -29,6 +30,7 @@ def test_cut_inside_a_string_is_not_taken(monkeypatch, tmp_path):
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": events}))
     monkeypatch.setattr(decode, "CHUNK_BYTES", 1_000)
+    monkeypatch.setattr(stream, "BLOCK_BYTES", 300)
     trace = load_trace(path)
     assert len(trace.cpu_ops) == 400
     assert trace.cpu_ops["event_index"].tolist() == list(range(400))
@@ -41,9 +43,38 @@ def test_wrong_type_in_a_later_chunk_names_the_event(monkeypatch, tmp_path):
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": events}))
     monkeypatch.setattr(decode, "CHUNK_BYTES", 1_000)
+    monkeypatch.setattr(stream, "BLOCK_BYTES", 300)
     try:
         load_trace(path)
     except Exception as exc:  # noqa: BLE001 - the type is asserted below
         assert type(exc).__name__ == "TraceFormatError" and exc.event_index == 250
     else:
         raise AssertionError("a list pid must not load")
+
+
+def test_pieces_are_many_and_the_header_after_the_events_is_read(monkeypatch, tmp_path):
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i, "dur": 1}
+              for i in range(500)]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events,
+                                "baseTimeNanoseconds": 1700000000000000000}))
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 2_000)
+    monkeypatch.setattr(stream, "BLOCK_BYTES", 512)
+    header, chunks = decode.decode_file(str(path))
+    sizes = [len(c.events) for c in chunks]
+    assert len(sizes) > 10 and sum(sizes) == 500
+    assert header.baseTimeNanoseconds == 1700000000000000000 and header.schemaVersion == 1
+    assert load_trace(path).meta.base_time_ns == {0: 1700000000000000000}
+
+
+def test_gzip_streams_in_blocks_like_the_plain_file(monkeypatch, tmp_path):
+    import gzip
+
+    events = [{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": i, "dur": 1}
+              for i in range(300)]
+    text = json.dumps({"traceEvents": events}).encode()
+    (tmp_path / "a.json.gz").write_bytes(gzip.compress(text[:len(text) // 2]) + gzip.compress(text[len(text) // 2:]))
+    monkeypatch.setattr(stream, "BLOCK_BYTES", 256)
+    assert b"".join(stream.blocks(str(tmp_path / "a.json.gz"))) == text  # two gzip members
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 1_500)
+    assert load_trace(tmp_path / "a.json.gz").cpu_ops["ts_us"].tolist() == [float(i) for i in range(300)]

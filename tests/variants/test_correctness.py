@@ -75,3 +75,13 @@ def test_poison_fills_floats_with_nan_and_ints_with_sentinel():
     f, i = torch.zeros(4), torch.zeros(4, dtype=torch.int32)
     poison_tensors({"f": f, "i": (i,)})
     assert torch.isnan(f).all() and (i == -12345).all()
+
+
+def test_ill_conditioned_elements_allow_the_baselines_own_error():
+    x = torch.tensor([1e-8, 4e-8, 0.3, 2.0]) - torch.tensor([0.0, 0.0, 0.0, 0.0])
+    native = torch.sqrt((x + 1.0) - 1.0)                 # cancellation: float32 is far off near 0
+    ref = torch.sqrt((x.double() + 1.0) - 1.0)
+    assert check_outputs(native.clone(), ref, native)[0].passed           # the baseline's twin passes
+    off = native.clone()
+    off[3] += 1e-2                                        # a well-conditioned element really wrong
+    assert not check_outputs(off, ref, native)[0].passed

@@ -2,8 +2,9 @@
 ``to_dict()`` / ``from_dict()``). No torch, IPython or altair here.
 
 Every function takes the Trace first and ``semantics``: ``"workbench"`` (default, right), or ``"hta"`` /
-``"hta_noround"`` to reproduce Holistic Trace Analysis 0.5's numbers on the same trace (its rounding,
-its dropping of the last ProfilerStep, its kernel classification and launch-API list).
+``"hta_noround"`` to reproduce Holistic Trace Analysis 0.5's numbers on the same trace (its float64
+timestamps and rounding, its dropping of the last ProfilerStep, its kernel classification and launch-API
+list, its interval merge); these match its CSVs on all eleven shared trace sets to 0.01 µs.
 """
 from __future__ import annotations
 

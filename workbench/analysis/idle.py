@@ -60,8 +60,10 @@ def _gaps(k: pd.DataFrame, runtime: pd.DataFrame, hta: bool, threshold_us: float
     ts, end = k["ts_us"].to_numpy(np.float64), k["end_us"].to_numpy(np.float64)
     if not hta:  # the stream is busy until the furthest end so far, not just the previous kernel's
         end = pd.Series(end).groupby([rank, stream]).cummax().to_numpy()
-    same = np.r_[False, (rank[1:] == rank[:-1]) & (stream[1:] == stream[:-1])]
-    prev_end = np.r_[np.nan, end[:-1]]
+    same = np.zeros(len(k), dtype=bool)  # the row before is on the same (rank, stream)
+    same[1:] = (rank[1:] == rank[:-1]) & (stream[1:] == stream[:-1])
+    prev_end = np.full(len(k), np.nan)
+    prev_end[1:] = end[:-1]
     prev_end[~same] = np.nan
     gap = ts - prev_end
     if not hta:

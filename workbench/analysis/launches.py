@@ -9,6 +9,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
+from workbench.analysis.labels import column_codes, label_mask
 from workbench.analysis.result import AnalysisResult
 from workbench.analysis.semantics import HTA_LAUNCH_APIS
 from workbench.analysis.view import prepare
@@ -54,12 +55,13 @@ def _gpu_per_correlation(k: pd.DataFrame, hta: bool) -> pd.DataFrame:
 
 
 def _per_launch(k: pd.DataFrame, runtime: pd.DataFrame, hta: bool) -> pd.DataFrame:
-    rt = runtime[runtime["correlation"] >= 0]
-    names = rt["name"].astype(str)
+    rt = runtime[(runtime["correlation"] >= 0).to_numpy()]
+    codes, labels = column_codes(rt, "name")
     if hta:
-        rt = rt[names.isin(HTA_LAUNCH_APIS).to_numpy()]
+        keep = label_mask(labels, codes, HTA_LAUNCH_APIS)
+        rt, codes = rt[keep], codes[keep]
     rt = pd.DataFrame({"rank": rt["rank"].to_numpy(), "correlation": rt["correlation"].to_numpy(),
-                       "api": rt["name"].astype(str).to_numpy(), "launch_ts_us": rt["ts_us"].to_numpy(),
+                       "api": labels[codes], "launch_ts_us": rt["ts_us"].to_numpy(),
                        "runtime_us": rt["dur_us"].to_numpy()}).drop_duplicates(["rank", "correlation"])
     t = rt.merge(_gpu_per_correlation(k, hta), on=["rank", "correlation"], how="inner")
     delay = t["gpu_ts_us"] - (t["launch_ts_us"] + t["runtime_us"])

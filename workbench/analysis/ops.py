@@ -8,6 +8,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
+from workbench.analysis.labels import column_codes
 from workbench.analysis.result import AnalysisResult
 from workbench.analysis.view import prepare
 
@@ -34,9 +35,9 @@ def op_breakdown(trace, semantics="workbench") -> OpBreakdown:
     if len(ops) == 0:
         return OpBreakdown(table=pd.DataFrame({c: pd.Series(dtype="float64") for c in cols}),
                            total_self_us=0.0, semantics=view.semantics.name)
-    name = ops["name"].astype(str)
+    name, labels = column_codes(ops, "name")
     self_us = ops["self_us"] if "self_us" in ops.columns else ops["dur_us"]
-    frame = pd.DataFrame({"name": name.to_numpy(), "self_us": self_us.to_numpy(np.float64),
+    frame = pd.DataFrame({"name": name, "self_us": self_us.to_numpy(np.float64),
                           "total_us": ops["dur_us"].to_numpy(np.float64)})
     g = frame.groupby("name", sort=False)
     t = g.agg(count=("total_us", "size"), self_us=("self_us", "sum"), total_us=("total_us", "sum")).reset_index()
@@ -45,35 +46,21 @@ def op_breakdown(trace, semantics="workbench") -> OpBreakdown:
     total_self = float(t["self_us"].sum())
     t["pct"] = 100.0 * t["self_us"] / total_self if total_self > 0 else 0.0
     t = t.merge(_top_signature(ops, name), on="name", how="left")
+    t["name"] = labels[t["name"].to_numpy()]
     t["count"] = t["count"].astype("int64")
     t["top_shape_count"] = t["top_shape_count"].fillna(0).astype("int64")
     t = t.sort_values("self_us", ascending=False, ignore_index=True)
     return OpBreakdown(table=t[cols], total_self_us=total_self, semantics=view.semantics.name)
 
 
-def _top_signature(ops: pd.DataFrame, name: pd.Series) -> pd.DataFrame:
-    """Most common (input_dims, input_types) per op name; counted on codes, so 4M rows stay fast."""
-    dims = _text(ops, "input_dims")
-    types = _text(ops, "input_types")
-    sig = pd.DataFrame({"name": name.to_numpy(), "dims": dims, "types": types})
-    counts = sig.groupby(["name", "dims", "types"], sort=False, observed=True).size().rename("n").reset_index()
+def _top_signature(ops: pd.DataFrame, name: np.ndarray) -> pd.DataFrame:
+    """Most common (input_dims, input_types) per op name code; counted on integer codes."""
+    dims, dims_labels = column_codes(ops, "input_dims")
+    types, types_labels = column_codes(ops, "input_types")
+    sig = pd.DataFrame({"name": name, "dims": dims, "types": types})
+    counts = sig.groupby(["name", "dims", "types"], sort=False).size().rename("n").reset_index()
     counts = counts.sort_values("n", ascending=False, kind="stable").drop_duplicates("name")
-    return counts.rename(columns={"dims": "top_input_dims", "types": "top_input_types", "n": "top_shape_count"})
-
-
-def _text(ops: pd.DataFrame, col: str) -> np.ndarray:
-    if col not in ops.columns:
-        return np.full(len(ops), "", dtype=object)
-    values = ops[col]
-    if isinstance(values.dtype, pd.CategoricalDtype):
-        cats = np.array([_as_text(c) for c in values.cat.categories] + [""], dtype=object)
-        codes = values.cat.codes.to_numpy().copy()
-        codes[codes < 0] = len(cats) - 1
-        return cats[codes]
-    return values.map(_as_text).to_numpy(dtype=object)
-
-
-def _as_text(v) -> str:
-    if v is None or (isinstance(v, float) and np.isnan(v)):
-        return ""
-    return v if isinstance(v, str) else str(v)
+    return pd.DataFrame({"name": counts["name"].to_numpy(),
+                         "top_input_dims": dims_labels[counts["dims"].to_numpy()],
+                         "top_input_types": types_labels[counts["types"].to_numpy()],
+                         "top_shape_count": counts["n"].to_numpy()})

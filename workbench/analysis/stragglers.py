@@ -56,6 +56,8 @@ def stragglers(trace, semantics="workbench", min_wait_fraction: float = STRAGGLE
 
 
 def _no_analysis_reason(table: pd.DataFrame, median_comm: float) -> str:
+    if len(table) == 0:
+        return "no GPU kernels in this trace: stragglers are found from each rank's kernel time"
     if len(table) < 2:
         return f"stragglers need two or more ranks; this trace has {len(table)}"
     if median_comm <= 0:

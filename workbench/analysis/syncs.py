@@ -9,6 +9,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
+from workbench.analysis.labels import column_codes, label_mask
 from workbench.analysis.result import AnalysisResult
 from workbench.analysis.view import prepare
 
@@ -63,15 +64,16 @@ def sync_audit(trace, semantics="workbench") -> SyncAudit:
 
 def _kinds(rt: pd.DataFrame, kernels: pd.DataFrame) -> np.ndarray:
     """Kind of wait per runtime row, "" when it is no wait. An async copy to pageable host memory or from
-    the device to the host blocks the caller too (the driver stages it)."""
-    names = rt["name"].astype(str)
-    kind = names.map(SYNC_KIND).fillna("").to_numpy(dtype=object)
-    copies = kernels[kernels["kind"].astype(str) == "memcpy"]
-    name = copies["name"].astype(str)
-    blocking = copies[(name.str.contains("Pageable") | name.str.contains("DtoH")).to_numpy()]
+    the device to the host blocks the caller too (the driver stages it). Names are looked at once each."""
+    codes, labels = column_codes(rt, "name")
+    kind = np.array([SYNC_KIND.get(name, "") for name in labels], dtype=object)[codes]
+    is_async_copy = np.array(["Memcpy" in name for name in labels], dtype=bool)[codes] & (kind == "")
+    copies = kernels[(kernels["kind"] == "memcpy").to_numpy(bool)]
+    copy_codes, copy_labels = column_codes(copies, "name")
+    blocks = np.array([("Pageable" in n) or ("DtoH" in n) for n in copy_labels], dtype=bool)[copy_codes]
+    blocking = copies[blocks]
     key = pd.MultiIndex.from_arrays([blocking["rank"], blocking["correlation"]])
     is_blocking_copy = pd.MultiIndex.from_arrays([rt["rank"], rt["correlation"]]).isin(key)
-    is_async_copy = names.str.contains("Memcpy").to_numpy() & (kind == "")
     kind[is_blocking_copy & is_async_copy] = "blocking_copy"
     return kind
 
@@ -82,18 +84,18 @@ def _attribution(waits: pd.DataFrame, ops: pd.DataFrame) -> tuple[np.ndarray, np
     empty = np.full(n, "", dtype=object)
     if n == 0 or "op_index" not in waits.columns or "parent" not in ops.columns or len(ops) == 0:
         return empty, empty.copy(), empty.copy()
-    names = ops["name"].astype(str).to_numpy(dtype=object)
+    name_codes, labels = column_codes(ops, "name")
     parent = ops["parent"].to_numpy(np.int64)
     cur = waits["op_index"].to_numpy(np.int64)
     valid = (cur >= 0) & (cur < len(ops))
-    op = np.where(valid, names[np.where(valid, cur, 0)], "")
+    op = np.where(valid, labels[name_codes[np.where(valid, cur, 0)]], "")
     cause, top = empty.copy(), op.copy()
-    is_cause = np.isin(names, list(CAUSE_OPS))
+    is_cause = label_mask(labels, name_codes, CAUSE_OPS)
     while valid.any():
         idx = np.where(valid, cur, 0)
         hit = valid & is_cause[idx]
-        cause[hit] = names[idx[hit]]          # keeps climbing: the outermost cause wins
-        top[valid] = names[idx[valid]]
+        cause[hit] = labels[name_codes[idx[hit]]]   # keeps climbing: the outermost cause wins
+        top[valid] = labels[name_codes[idx[valid]]]
         cur = np.where(valid, parent[idx], -1)
         valid = (cur >= 0) & (cur < len(ops))
     cause = np.where(cause == "", op, cause)

@@ -10,7 +10,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from workbench.analysis.ops import _text
+from workbench.analysis.labels import column_codes
 from workbench.analysis.result import AnalysisResult
 from workbench.analysis.view import prepare
 from workbench.analysis.work_formulas import DTYPE_BYTES, FORMULAS, NAN
@@ -54,15 +54,19 @@ def op_work(name: str, input_dims, input_types) -> tuple[float, float, str]:
 def analytic_work(trace, semantics="workbench") -> AnalyticWork:
     view = prepare(trace, semantics)
     ops = view.cpu_ops
-    sig = pd.DataFrame({"name": ops["name"].astype(str).to_numpy(), "input_dims": _text(ops, "input_dims"),
-                        "input_types": _text(ops, "input_types"),
-                        "self_us": (ops["self_us"] if "self_us" in ops.columns else ops["dur_us"]).to_numpy(np.float64)})
+    name, name_labels = column_codes(ops, "name")
+    dims, dims_labels = column_codes(ops, "input_dims")
+    types, types_labels = column_codes(ops, "input_types")
+    self_us = (ops["self_us"] if "self_us" in ops.columns else ops["dur_us"]).to_numpy(np.float64)
+    sig = pd.DataFrame({"name": name, "input_dims": dims, "input_types": types, "self_us": self_us})
     t = sig.groupby(["name", "input_dims", "input_types"], sort=False).agg(
         count=("self_us", "size"), self_us=("self_us", "sum")).reset_index()
+    for col, labels in (("name", name_labels), ("input_dims", dims_labels), ("input_types", types_labels)):
+        t[col] = labels[t[col].to_numpy()]
     work = [op_work(n, d, ty) for n, d, ty in zip(t["name"], t["input_dims"], t["input_types"])]
-    t["flops"] = [w[0] for w in work]
-    t["bytes"] = [w[1] for w in work]
-    t["reason"] = [w[2] for w in work]
+    t["flops"] = np.array([w[0] for w in work], dtype=np.float64)
+    t["bytes"] = np.array([w[1] for w in work], dtype=np.float64)
+    t["reason"] = np.array([w[2] for w in work], dtype=object)
     t["count"] = t["count"].astype("int64")
     t["total_flops"] = t["flops"] * t["count"]
     t["total_bytes"] = t["bytes"] * t["count"]

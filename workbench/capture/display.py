@@ -94,13 +94,22 @@ def _hypotheses_section(run: Any) -> str:
     return f"<h4>Hypotheses (ranked)</h4><ol>{items}</ol>"
 
 
+def _charts_section(run: Any) -> str:
+    """Timing, breakdown, roofline and timeline charts, drawn offline (workbench.charts)."""
+    try:
+        from workbench.charts.notebook import run_charts_html
+    except ImportError as exc:  # altair / vl-convert missing: say so instead of a blank
+        return f"<h4>Charts</h4><p>not available: {_esc(exc)}</p>"
+    return run_charts_html(run)
+
+
 def run_html(run: Any) -> str:
     notes = "".join(f"<li>{_esc(n)}</li>" for n in run.notes)
     settings = ", ".join(f"{k}={v}" for k, v in run.settings.items())
     return (
         f"<div class='workbench-run'><h3>{_esc(run.name)} — {_esc(run.device)}</h3>"
         f"{_kv_table(_timing_rows(run))}"
-        f"{_compile_section(run)}{_trace_sections(run)}{_hypotheses_section(run)}"
+        f"{_compile_section(run)}{_trace_sections(run)}{_hypotheses_section(run)}{_charts_section(run)}"
         + (f"<p>Notes:</p><ul>{notes}</ul>" if notes else "")
         + f"<p style='font-size:smaller'>settings: {_esc(settings)}; profiler warm-up: "
         f"{_esc(run.profiler_warmup)}; recorded {_esc(run.created_at)}</p></div>"

@@ -11,12 +11,19 @@ from workbench.charts.comparison import comparison_chart, speedup_table
 from workbench.charts.offline import (
     OfflineChart, bundle_script_tag, display, page_html, save, to_offline_html,
 )
-from workbench.charts.roofline import ceilings_from_spec, roofline_chart, roofline_points
-from workbench.charts.run import run_charts, timing_chart, trace_charts
+from workbench.charts.notebook import charts_html, comparison_html, run_charts_html, trace_html
+from workbench.charts.roofline import (
+    ceilings_from_spec, roofline_chart, roofline_points, trace_roofline_chart, variants_roofline_chart,
+)
+from workbench.charts.roofline_data import RooflineCeilings, ceilings_for, op_roofline_points
+from workbench.charts.run import comparison_charts, run_charts, timing_chart, trace_charts
 from workbench.charts.timeline import timeline_chart, timeline_events, timeline_table
 
 __all__ = [
-    "OfflineChart", "bundle_script_tag", "ceilings_from_spec", "comparison_chart", "display",
+    "OfflineChart", "RooflineCeilings", "bundle_script_tag", "ceilings_for", "ceilings_from_spec",
+    "charts_html", "comparison_chart", "comparison_charts", "comparison_html", "display",
+    "op_roofline_points", "run_charts_html", "trace_html", "trace_roofline_chart",
+    "variants_roofline_chart",
     "idle_chart", "kernel_types_chart", "message_chart", "page_html", "per_rank_chart",
     "roofline_chart", "roofline_points", "run_charts", "save", "speedup_table", "timeline_chart",
     "timeline_events", "timeline_table", "timing_chart", "to_offline_html", "top_kernels_chart",

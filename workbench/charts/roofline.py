@@ -26,16 +26,21 @@ def roofline_points(points: Any) -> pd.DataFrame:
     table["intensity"] = table["flops"] / table["bytes"]
     table["achieved_flops"] = table["flops"] / (table["dur_us"] * 1e-6)
     table["achieved_tflops"] = table["achieved_flops"] / 1e12
-    table["label"] = [shorten(n, 50) for n in table["name"]]
+    if "shapes" in table.columns:
+        table["label"] = [shorten(f"{n} {s}".strip(), 80) for n, s in zip(table["name"], table["shapes"].fillna(""))]
+    else:
+        table["label"] = [shorten(n, 50) for n in table["name"]]
     if "variant" not in table.columns:
         table["variant"] = "baseline"
+    table["variant"] = table["variant"].astype(str)
     return table
 
 
 def roof_lines(memory_gbps: float, peak_flops: Mapping[str, float],
                intensity_range: tuple[float, float]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Sampled ceilings (one line per dtype) and the ridge points (intensity = peak / bandwidth)."""
-    if not memory_gbps or memory_gbps <= 0 or not peak_flops:
+    peaks_ok = bool(peak_flops) and all(np.isfinite(v) and v > 0 for v in peak_flops.values())
+    if not (np.isfinite(memory_gbps) and memory_gbps > 0) or not peaks_ok:
         raise InvalidArgumentError(
             f"roofline needs memory_gbps > 0 and at least one peak FLOP/s; got {memory_gbps}, {dict(peak_flops)}"
         )
@@ -53,24 +58,29 @@ def roof_lines(memory_gbps: float, peak_flops: Mapping[str, float],
     return pd.concat(lines, ignore_index=True), pd.DataFrame(ridges)
 
 
-def _arrows(placed: pd.DataFrame) -> pd.DataFrame:
-    """From each baseline point to the same-named point of every other variant."""
-    base = placed[placed["variant"] == "baseline"].set_index("name")
+def _arrows(placed: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """From each baseline point to the same op (name and shapes) of every other variant."""
+    key = placed["name"].astype(str) + "\x00" + (placed["shapes"].fillna("").astype(str)
+                                                  if "shapes" in placed.columns else "")
+    placed = placed.assign(key=key)
+    base = placed[placed["variant"] == baseline].drop_duplicates("key").set_index("key")
     rows = []
-    for _, r in placed[placed["variant"] != "baseline"].iterrows():
-        if r["name"] in base.index:
-            b = base.loc[r["name"]]
-            b = b.iloc[0] if isinstance(b, pd.DataFrame) else b
-            rows.append({"name": r["name"], "variant": r["variant"], "x": b["intensity"],
+    for _, r in placed[placed["variant"] != baseline].iterrows():
+        if r["key"] in base.index:
+            b = base.loc[r["key"]]
+            rows.append({"name": r["label"], "variant": r["variant"], "x": b["intensity"],
                          "y": b["achieved_flops"], "x2": r["intensity"], "y2": r["achieved_flops"]})
     return pd.DataFrame(rows, columns=["name", "variant", "x", "y", "x2", "y2"])
 
 
 def roofline_chart(points: Any, *, memory_gbps: float, peak_flops: Mapping[str, float],
-                   title: str = "Roofline", device: str = "") -> Any:
-    """Log-log roofline; points with ``variant`` other than ``baseline`` get an arrow from it."""
+                   title: str = "Roofline", device: str = "", baseline: str = "baseline",
+                   note: str = "") -> Any:
+    """Log-log roofline; points of a ``variant`` other than ``baseline`` get an arrow from the
+    baseline's point of the same op. ``note`` is added to the subtitle (ceiling source, left out)."""
     import altair as alt
 
+    roof_lines(memory_gbps, peak_flops, (1.0, 2.0))  # validates the ceilings before anything else
     placed = roofline_points(points)
     if placed.empty:
         return message_chart("no roofline point: no op with positive FLOPs, bytes and duration",
@@ -79,7 +89,7 @@ def roofline_chart(points: Any, *, memory_gbps: float, peak_flops: Mapping[str, 
     hi = float(max(placed["intensity"].max(), *[p / (memory_gbps * 1e9) for p in peak_flops.values()]))
     lines, ridges = roof_lines(memory_gbps, peak_flops, (lo / 4, hi * 4))
     x = alt.X("intensity:Q", scale=alt.Scale(type="log"), title="arithmetic intensity (FLOP/byte)")
-    y = alt.Y("ceiling_flops:Q", scale=alt.Scale(type="log"), title="FLOP/s")
+    y = alt.Y("ceiling_flops:Q", scale=alt.Scale(type="log"), title="FLOP/s", axis=alt.Axis(format="~s"))
     roof = alt.Chart(lines).mark_line(color="#444").encode(x=x, y=y, strokeDash="dtype:N")
     ridge = alt.Chart(ridges).mark_point(shape="diamond", size=80, color="#444", filled=True).encode(
         x="intensity:Q", y="ceiling_flops:Q", tooltip=["text:N"])
@@ -90,11 +100,13 @@ def roofline_chart(points: Any, *, memory_gbps: float, peak_flops: Mapping[str, 
         tooltip=["label:N", "variant:N", alt.Tooltip("intensity:Q", format=".3g"),
                  alt.Tooltip("achieved_tflops:Q", format=".3g"), alt.Tooltip("dur_us:Q", format=",.1f")])
     layers = [roof, ridge, ridge_text, dots]
-    arrows = _arrows(placed)
+    arrows = _arrows(placed, baseline)
     if len(arrows):
         layers.append(alt.Chart(arrows).mark_rule(strokeWidth=1.5, color="#d62728").encode(
             x="x:Q", y="y:Q", x2="x2:Q", y2="y2:Q", tooltip=["name:N", "variant:N"]))
-    full_title = alt.TitleParams(title, subtitle=f"{device} · {memory_gbps:g} GB/s".strip(" ·"))
+    gbps = f"{memory_gbps:,.0f}" if memory_gbps >= 100 else f"{memory_gbps:.3g}"
+    subtitle = [f"{shorten(device, 80)} · {gbps} GB/s".strip(" ·")] + ([note] if note else [])
+    full_title = alt.TitleParams(title, subtitle=subtitle)
     return alt.layer(*layers, title=full_title).properties(width=480, height=320)
 
 
@@ -109,4 +121,49 @@ def ceilings_from_spec(spec: Mapping[str, Any]) -> tuple[float, dict[str, float]
     return float(spec["memory_gbps"]), peaks
 
 
-__all__: Sequence[str] = ["roofline_chart", "roofline_points", "roof_lines", "ceilings_from_spec"]
+def _ceiling_note(ceilings: Any, info: dict[str, Any]) -> str:
+    kind = "ceiling" if ceilings.measured else "NOT MEASURED: documented default ceiling"
+    parts = [f"{kind}: {ceilings.source.split(', http')[0]}"]
+    if info.get("left_out"):
+        parts.append(f"{info['left_out']} smaller ops left out ({info['time_shown_pct']:.0f}% of op time shown)")
+    return "; ".join(shorten(p, 160) for p in parts)
+
+
+def trace_roofline_chart(trace: Any, *, ceilings: Any = None, environment: Mapping[str, Any] | None = None,
+                         measure: bool = False, max_points: int = 40, title: str = "Roofline") -> Any:
+    """One point per (op, input shapes) with known work, against the trace's device ceilings
+    (``roofline_data.ceilings_for``: GPU vendor peaks, measured or cached CPU ceilings, else a default)."""
+    from workbench.charts.roofline_data import ceilings_for, op_roofline_points
+
+    ceilings = ceilings or ceilings_for(trace, environment, measure=measure)
+    points, info = op_roofline_points(trace, max_points=max_points)
+    if points.empty:
+        why = ("no op has input shapes from which its work is known (profile with record_shapes=True)"
+               if info["ops"] else "the trace has no CPU ops")
+        return message_chart(f"no roofline point: {why}", title=title)
+    return roofline_chart(points, memory_gbps=ceilings.memory_gbps, peak_flops=ceilings.peak_flops,
+                          title=title, device=ceilings.device, note=_ceiling_note(ceilings, info))
+
+
+def variants_roofline_chart(traces: Mapping[str, Any], *, ceilings: Any = None, max_points: int = 25,
+                            title: str = "Roofline: variants against the baseline") -> Any:
+    """Points of several traces (or runs with ``.trace``), the first one the baseline; an arrow
+    from each baseline op to the same op (name and shapes) in every other variant."""
+    from workbench.charts.roofline_data import ceilings_for, op_roofline_points
+
+    if not traces:
+        raise InvalidArgumentError("variants_roofline_chart needs {variant name: trace or run}, got nothing")
+    resolved = {name: getattr(t, "trace", t) for name, t in traces.items()}
+    missing = [name for name, t in resolved.items() if t is None]
+    if missing:
+        return message_chart(f"no roofline: {missing} have no trace (profile with trace=True)", title=title)
+    baseline = next(iter(resolved))
+    ceilings = ceilings or ceilings_for(resolved[baseline], getattr(traces[baseline], "environment", None))
+    parts = [op_roofline_points(t, variant=str(name), max_points=max_points) for name, t in resolved.items()]
+    points = pd.concat([p for p, _ in parts], ignore_index=True)
+    return roofline_chart(points, memory_gbps=ceilings.memory_gbps, peak_flops=ceilings.peak_flops, title=title,
+                          device=ceilings.device, baseline=str(baseline), note=_ceiling_note(ceilings, parts[0][1]))
+
+
+__all__: Sequence[str] = ["roofline_chart", "roofline_points", "roof_lines", "ceilings_from_spec",
+                          "trace_roofline_chart", "variants_roofline_chart"]

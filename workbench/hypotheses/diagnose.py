@@ -1,8 +1,9 @@
 """Run every rule of a scope, collect what fired and what could not be judged, rank.
 
 Ranking: by time at stake, largest first. A hypothesis with no evidence is dropped. A
-high-confidence ``measurement`` hypothesis goes first whatever its stake: when the timing
-cannot be trusted, every other stake is uncertain by that much.
+high-confidence ``measurement`` hypothesis that says the timing cannot be trusted at all (too
+few samples) goes first whatever its stake. Noise is ranked by its stake, the half-width of the
+median's interval: a finding with a larger stake stands above the noise, a smaller one does not.
 """
 from __future__ import annotations
 
@@ -82,10 +83,13 @@ def rank(hypotheses: Iterable[Hypothesis]) -> list[Hypothesis]:
     shown = [h for h in hypotheses if h.has_evidence]
 
     def key(h: Hypothesis):
-        gate = 0 if (h.category == "measurement" and h.confidence == "high") else 1
+        gate = 0 if (h.category == "measurement" and h.confidence == "high" and h.rule in GATING_RULES) else 1
         return (gate, -h.time_at_stake_ms, CONFIDENCE_ORDER[h.confidence], h.rule)
 
     return sorted(shown, key=key)
+
+
+GATING_RULES = frozenset({"too_few_samples"})
 
 
 def _run_rules(scope: str, facts: Any, only: Iterable[str] | None = None) -> tuple[list[Hypothesis], list[NotJudgedNote]]:
@@ -124,11 +128,21 @@ def diagnose_run_full(run: Any) -> Diagnosis:
         trace_found, trace_notes = _run_rules("trace", tf)
         per_call = max(1, facts.calls_in_trace)
         # trace stakes cover every traced call; run stakes are per call
-        found.extend(_per_call(h, per_call, tf.steps.empty) for h in trace_found)
+        cap_ms = facts.timing.median_ms if facts.timing is not None else None
+        found.extend(_capped(_per_call(h, per_call, tf.steps.empty), cap_ms) for h in trace_found)
         notes.extend(trace_notes)
     except NotJudged as nj:
         notes.append(NotJudgedNote("(trace rules)", "", nj.reason))
     return Diagnosis(tuple(rank(found)), tuple(notes), "run " + facts.name if facts.name else "run")
+
+
+def _capped(h: Hypothesis, cap_ms: float | None) -> Hypothesis:
+    """A per-call stake cannot exceed the measured (median) call it would shorten."""
+    from dataclasses import replace
+
+    if cap_ms is None or h.time_at_stake_ms <= cap_ms:
+        return h
+    return replace(h, time_at_stake_ms=cap_ms)
 
 
 def _per_call(h: Hypothesis, calls: int, no_steps: bool) -> Hypothesis:

@@ -56,6 +56,14 @@ class RunFacts:
         return TraceFacts(trace, source="run trace", ceiling=None if has_gpu else cpu_ceiling_from(self.environment))
 
     @property
+    def calls_profiled(self) -> int:
+        """Every call the profile made (cold + warm-up + timed): one-time costs are spread over these
+        when ranked against per-call costs."""
+        warmup = field_of(self.run, "warmup", 0) or 0
+        repeat = field_of(self.run, "repeat", None) or (self.timing.n if self.timing is not None else 0)
+        return max(1, 1 + int(warmup) + int(repeat))
+
+    @property
     def calls_in_trace(self) -> int:
         """How many calls of the profiled function the trace covers (>= 1)."""
         trace = field_of(self.run, "trace")

@@ -11,6 +11,7 @@ from workbench.magics.gpuprofile import LAST_RUN_NAME, last_run
 
 MAGICS: list[str] = [
     "workbench.magics.gpuprofile:GpuProfileMagics",
+    "workbench.magics.variant:GpuVariantMagics",
 ]
 
 

@@ -1,87 +1,98 @@
-"""Typed views of the ``args`` of each event kind, decoded in one call per kind.
+"""The ``args`` fields the tables use, decoded with the event itself (one typed struct, no second
+pass), and the bulk converters that turn them into columns.
 
 Fields are ``Any`` so that an odd value (a string where a number belongs) never aborts the
-load: columns coerce it to "absent" (-1 / NaN) instead.
+load: columns coerce it to "absent" (-1 / NaN) instead. Keys the tables do not use are
+skipped by the decoder without building anything.
 """
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 import msgspec
 import numpy as np
 import pandas as pd
 
-from workbench.errors import TraceFormatError
-
-_EXT = msgspec.field(name="External id", default=None)
-_EXT_OLD = msgspec.field(name="external id", default=None)
+_RAW = msgspec.Raw()
 
 
-class CpuArgs(msgspec.Struct):
-    external_id: Any = _EXT
-    external_id_old: Any = _EXT_OLD
-    input_dims: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input Dims")
-    input_types: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input type")
-    sequence_number: Any = msgspec.field(name="Sequence number", default=None)
+def _key(name: str, default: Any = None) -> Any:
+    return msgspec.field(name=name, default=default)
 
 
-class RuntimeArgs(msgspec.Struct):
+class Args(msgspec.Struct, frozen=True, gc=False):
+    """Every ``args`` key any table reads (CPU ops, runtime, GPU activity, memory, metadata)."""
+    external_id: Any = _key("External id")
+    external_id_old: Any = _key("external id")
+    input_dims: msgspec.Raw = _key("Input Dims", _RAW)
+    input_types: msgspec.Raw = _key("Input type", _RAW)
+    sequence_number: Any = _key("Sequence number")
     correlation: Any = None
-    external_id: Any = _EXT
-    external_id_old: Any = _EXT_OLD
-
-
-class GpuArgs(msgspec.Struct):
     device: Any = None
     stream: Any = None
-    correlation: Any = None
-    external_id: Any = _EXT
-    external_id_old: Any = _EXT_OLD
     bytes: Any = None
-    gbps: Any = msgspec.field(name="memory bandwidth (GB/s)", default=None)
+    gbps: Any = _key("memory bandwidth (GB/s)")
     grid: Any = None
     block: Any = None
-    registers: Any = msgspec.field(name="registers per thread", default=None)
-    shared_memory: Any = msgspec.field(name="shared memory", default=None)
-    blocks_per_sm: Any = msgspec.field(name="blocks per SM", default=None)
-    warps_per_sm: Any = msgspec.field(name="warps per SM", default=None)
-    occupancy: Any = msgspec.field(name="est. achieved occupancy %", default=None)
+    registers: Any = _key("registers per thread")
+    shared_memory: Any = _key("shared memory")
+    blocks_per_sm: Any = _key("blocks per SM")
+    warps_per_sm: Any = _key("warps per SM")
+    occupancy: Any = _key("est. achieved occupancy %")
+    mem_bytes: Any = _key("Bytes")
+    total_allocated: Any = _key("Total Allocated")
+    total_reserved: Any = _key("Total Reserved")
+    addr: Any = _key("Addr")
+    device_type: Any = _key("Device Type")
+    device_id: Any = _key("Device Id")
+    name: Any = None  # process_name / thread_name metadata
 
 
-class MemoryArgs(msgspec.Struct):
-    bytes: Any = msgspec.field(name="Bytes", default=None)
-    total_allocated: Any = msgspec.field(name="Total Allocated", default=None)
-    total_reserved: Any = msgspec.field(name="Total Reserved", default=None)
-    addr: Any = msgspec.field(name="Addr", default=None)
-    device_type: Any = msgspec.field(name="Device Type", default=None)
-    device_id: Any = msgspec.field(name="Device Id", default=None)
+NO_ARGS = Args()
 
 
-class AnnotationArgs(msgspec.Struct):
-    external_id: Any = _EXT
+def field(args: np.ndarray, name: str) -> list:
+    """One field of many ``Args`` (a C-level map, no Python loop)."""
+    return list(map(attrgetter(name), args))
 
 
-def decode_args(raws: list, struct: type, path: str, first_index: int = 0) -> list:
-    """Decode many ``args`` objects in one call (absent args become the struct's defaults)."""
-    if not raws:
-        return []
-    body = b",".join(bytes(r) if r else b"{}" for r in raws)
-    try:
-        return msgspec.json.decode(b"[" + body + b"]", type=list[struct])
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-        raise TraceFormatError(f"an event's 'args' is not an object ({exc}); fix or drop that "
-                               "event", path=path, event_index=first_index) from None
+def external_ids(args: np.ndarray) -> np.ndarray:
+    """"External id", or the 2021 spelling "external id" where the first is absent."""
+    new = ints(field(args, "external_id"))
+    missing = new == -1
+    if missing.any():
+        old = ints(field(args, "external_id_old"))
+        new[missing] = old[missing]
+    return new
+
+
+_NUMBER_TYPES = {int, float, type(None)}
+_EXACT_FLOAT = 2.0**53
 
 
 def ints(values: list) -> np.ndarray:
     """int64 column; anything that is not an integer (or an integral float) becomes -1."""
+    n = len(values)
+    if values.count(None) == n:
+        return np.full(n, -1, dtype=np.int64)
+    types = set(map(type, values))
+    if types == {int}:
+        try:
+            return np.array(values, dtype=np.int64)  # the common case: all plain ints
+        except OverflowError:
+            return _ints_slow(values)
+    if types <= _NUMBER_TYPES:
+        as_float = np.array(values, dtype=np.float64)  # None -> nan
+        finite = np.isfinite(as_float)
+        if (np.abs(as_float[finite]) < _EXACT_FLOAT).all():
+            whole = finite & (as_float == np.floor(np.where(finite, as_float, 0.0)))
+            return np.where(whole, np.where(finite, as_float, 0.0).astype(np.int64), -1)
+    return _ints_slow(values)
+
+
+def _ints_slow(values: list) -> np.ndarray:
     out = np.full(len(values), -1, dtype=np.int64)
-    if values.count(None) == len(values):
-        return out
-    try:
-        return np.array(values, dtype=np.int64)  # the common case: all plain ints
-    except (TypeError, ValueError, OverflowError):
-        pass
     for i, v in enumerate(values):
         if type(v) is int and -(2**63) <= v < 2**63:
             out[i] = v
@@ -91,42 +102,45 @@ def ints(values: list) -> np.ndarray:
 
 
 def floats(values: list) -> np.ndarray:
-    try:
-        return np.array(values, dtype=np.float64)  # None -> nan
-    except (TypeError, ValueError, OverflowError):
-        pass
+    if set(map(type, values)) <= _NUMBER_TYPES:
+        try:
+            return np.array(values, dtype=np.float64)  # None -> nan
+        except OverflowError:
+            pass
     out = np.full(len(values), np.nan)
     for i, v in enumerate(values):
         if type(v) in (int, float):
-            out[i] = v
+            out[i] = float(v)
     return out
 
 
-def first_present(a: list, b: list) -> list:
-    return [x if x is not None else y for x, y in zip(a, b)]
+def dim3(values: list) -> np.ndarray:
+    """CUDA grid/block lists [x, y, z] as an (n, 3) int64 array; -1 where absent."""
+    try:
+        out = np.array(values)  # the common case: every value is 3 ints
+        if out.shape == (len(values), 3) and out.dtype == np.int64:
+            return out
+    except (TypeError, ValueError, OverflowError):
+        pass
+    return np.stack([ints([v[axis] if type(v) is list and len(v) > axis else None for v in values])
+                     for axis in range(3)], axis=1).reshape(len(values), 3)
 
 
-def dim3(values: list, axis: int) -> np.ndarray:
-    """One axis of a CUDA grid/block list [x, y, z]; -1 where absent."""
-    return ints([v[axis] if type(v) is list and len(v) > axis else None for v in values])
-
-
-def raw_text(values: list) -> list[str]:
-    return [bytes(v).decode("utf-8", "replace") if v else "" for v in values]
-
-
-def compact_json(values: list) -> "pd.Categorical":
+def compact_json(values: list) -> pd.Categorical:
     """Raw JSON texts as a categorical of compact JSON (whitespace of pretty-printed files gone),
-    normalised once per distinct text."""
-    texts = pd.Categorical(raw_text(values))
-    compact = np.array([_compact(c) for c in texts.categories] + [""], dtype=object)
-    codes = texts.codes.copy()
-    codes[codes < 0] = len(compact) - 1
-    return pd.Categorical(compact[codes])
+    normalised once per distinct text; "" where absent."""
+    texts = np.fromiter(map(bytes, values), dtype=object, count=len(values))
+    codes, uniques = pd.factorize(texts)
+    labels = pd.Index([_compact(t) for t in uniques], dtype="str")
+    if labels.has_duplicates:  # two spellings of one value (whitespace): merge them
+        return pd.Categorical(labels.to_numpy()[codes] if len(codes) else [])
+    return pd.Categorical.from_codes(codes, categories=labels)
 
 
-def _compact(text: str) -> str:
+def _compact(text: bytes) -> str:
+    if not text:
+        return ""
     try:
         return msgspec.json.encode(msgspec.json.decode(text)).decode()
     except (msgspec.DecodeError, UnicodeDecodeError):
-        return text
+        return text.decode("utf-8", "replace")

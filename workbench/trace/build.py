@@ -42,15 +42,16 @@ def build_file(header: TraceHeader, chunks: Iterator[DecodedFile], options: Load
     parts: dict[str, list[dict]] = {name: [] for name in TIMED_TABLES}
     names: dict[str, dict[str, str]] = {"process": {}, "thread": {}}
     path = ""
-    for chunk in chunks:
-        path = chunk.path
-        kinds = K.split_kinds(chunk)
-        for name, part in _extract(chunk, kinds, issues).items():
+    for decoded in chunks:
+        path = decoded.path
+        chunk = K.Chunk(decoded)
+        del decoded  # the event objects go now: the chunk holds arrays
+        for name, part in _extract(chunk, issues).items():
             if part is not None:
                 parts[name].append(part)
-        for key, found in K.metadata(chunk, kinds).items():
+        for key, found in K.metadata(chunk).items():
             names[key].update(found)
-        del chunk, kinds  # this chunk's event objects go now
+        del chunk
     tables = {name: K.concat_parts(p) for name, p in parts.items() if p}
     if options.round_ns:
         for table in tables.values():
@@ -63,17 +64,17 @@ def build_file(header: TraceHeader, chunks: Iterator[DecodedFile], options: Load
     return FileTables(path, -1, origin_ns, tables, names, issues.messages)
 
 
-def _extract(chunk: DecodedFile, kinds: dict, issues: Issues) -> dict[str, dict | None]:
+def _extract(chunk: K.Chunk, issues: Issues) -> dict[str, dict | None]:
     return {
-        "cpu_ops": K.cpu_ops(chunk, kinds, issues),
-        "python_calls": K.python_calls(chunk, kinds, issues),
-        "runtime": K.runtime(chunk, kinds, issues),
-        "kernels": K.gpu(chunk, kinds, C.GPU, issues),
-        "gpu_syncs": K.gpu(chunk, kinds, C.GPU_SYNC, issues),
-        "memory": K.memory(chunk, kinds, issues),
-        "annotations": K.annotations(chunk, kinds, C.ANNOTATION, issues),
-        "gpu_annotations": K.annotations(chunk, kinds, C.GPU_ANNOTATION, issues),
-        "flows": K.flows(chunk, kinds, issues),
+        "cpu_ops": K.cpu_ops(chunk, issues),
+        "python_calls": K.python_calls(chunk, issues),
+        "runtime": K.runtime(chunk, issues),
+        "kernels": K.gpu(chunk, C.GPU, issues),
+        "gpu_syncs": K.gpu(chunk, C.GPU_SYNC, issues),
+        "memory": K.memory(chunk, issues),
+        "annotations": K.annotations(chunk, C.ANNOTATION, issues),
+        "gpu_annotations": K.annotations(chunk, C.GPU_ANNOTATION, issues),
+        "flows": K.flows(chunk, issues),
     }
 
 
@@ -90,7 +91,7 @@ def _origin(tables: dict[str, dict], path: str) -> int:
         from workbench.errors import TraceFormatError
 
         raise TraceFormatError("no timed event (op, kernel, runtime call, annotation) in the "
-                               "trace; profile a region that runs work", path=decoded.path)
+                               "trace; profile a region that runs work", path=path)
     return min(starts)
 
 

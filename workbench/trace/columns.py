@@ -1,8 +1,12 @@
-"""Typed events of one file -> column arrays per table (absolute int64 ns times).
+"""Typed events of one chunk -> column arrays per table (absolute int64 ns times).
 
-One pass sorts events by kind; each kind's columns and ``args`` are then built in bulk.
+Each event field is pulled out once for the whole chunk (a C-level map per field, no Python
+loop per event); names, pids and tids are factorised once per chunk. Events are then sorted by
+kind, and each kind's columns and ``args`` fields are gathered in bulk.
 """
 from __future__ import annotations
+
+from operator import attrgetter, itemgetter
 
 import numpy as np
 import pandas as pd
@@ -10,8 +14,9 @@ from pandas.api.types import union_categoricals
 
 from workbench.trace import args as A
 from workbench.trace import classify as C
-from workbench.trace.decode import MISSING_NS, DecodedFile, us_to_ns
+from workbench.trace.decode import DecodedFile
 from workbench.trace.issues import Issues
+from workbench.trace.numbers import MISSING_NS, timestamps_ns, us_to_ns
 
 _PAIR_CACHE: dict[tuple[str, str], int] = {}
 _INSTANT = 100  # an "i" event: a [memory] event or other, decided by name
@@ -25,179 +30,216 @@ def _pair_kind(ph: str, cat: str) -> int:
     return kind
 
 
-def split_kinds(decoded: DecodedFile) -> dict[int, np.ndarray]:
-    """Event indices per kind (C.CPU_OP, C.GPU, ...)."""
-    events = decoded.events
-    ph_codes, ph_values = pd.factorize(np.array([e.ph for e in events], dtype=object))
-    cat_codes, cat_values = pd.factorize(np.array([e.cat for e in events], dtype=object))
-    lookup = np.array([[_pair_kind(p, c) for c in cat_values] for p in ph_values], dtype=np.int16)
-    kinds = lookup[ph_codes, cat_codes]
-    instant = np.flatnonzero(kinds == _INSTANT)
-    kinds[instant] = [C.MEMORY if events[i].name == "[memory]" else C.OTHER for i in instant]
-    ops = np.flatnonzero(kinds == C.CPU_OP)  # 2021 traces: ProfilerStep#N is an "Operator"
-    steps = [i for i in ops if events[i].name.startswith("ProfilerStep#")]
-    kinds[steps] = C.ANNOTATION
-    return {int(k): np.flatnonzero(kinds == k) for k in np.unique(kinds)}
+def _objects(events, name: str) -> np.ndarray:
+    return np.fromiter(map(attrgetter(name), events), dtype=object, count=len(events))
 
 
-class Base:
-    """The fields every event has, for one kind, as arrays."""
+class Coded:
+    """A text column of one chunk, factorised once: int codes and their labels."""
 
-    def __init__(self, decoded: DecodedFile, index: np.ndarray, issues: Issues, *, span: bool):
-        events = [decoded.events[i] for i in index]
-        ts_ns = decoded.ts_ns[index]
-        keep = ts_ns != MISSING_NS
-        if span:
-            dur_ns = us_to_ns(np.array([e.dur for e in events], dtype=np.float64))
-            keep = self._check_durations(dur_ns, keep, index + decoded.first_index, issues)
-            self.dur_ns = dur_ns[keep]
-        index = index + decoded.first_index  # position in the file's traceEvents
-        issues.missing(int((ts_ns == MISSING_NS).sum()), "ts", index[ts_ns == MISSING_NS])
-        self.events = [e for e, k in zip(events, keep) if k] if not keep.all() else events
-        self.index = index[keep]
-        self.ts_ns = ts_ns[keep]
-        self.name = categorical([e.name for e in self.events])
-        self.pid = categorical([e.pid for e in self.events])
-        self.tid = categorical([e.tid for e in self.events])
+    def __init__(self, values: np.ndarray):
+        codes, uniques = pd.factorize(values)
+        labels = np.array([v if isinstance(v, str) else str(v) for v in uniques], dtype=object)
+        merged, labels = pd.factorize(labels)  # 1 and "1" in one column: one label
+        self.codes = merged[codes] if len(merged) else codes
+        self.labels = labels
+        self.index = pd.Index(labels, dtype="str")
 
-    @staticmethod
-    def _check_durations(dur_ns, keep, index, issues: Issues) -> np.ndarray:
-        missing = dur_ns == MISSING_NS
-        issues.missing(int(missing.sum()), "dur", index[missing])
-        negative = ~missing & (dur_ns < 0)
-        issues.negative(int(negative.sum()), index[negative])
-        dur_ns[negative] = 0
-        absurd = ~missing & (dur_ns > issues.absurd_dur_ns)
-        issues.absurd(int(absurd.sum()), index[absurd])
-        return keep & ~missing & ~absurd
-
-    def args(self, struct: type) -> list:
-        return A.decode_args([e.args for e in self.events], struct, self.path_for_errors,
-                             int(self.index[0]) if len(self.index) else 0)
-
-    path_for_errors = ""
-
-    def common(self) -> dict:
-        return {"pid": self.pid, "tid": self.tid, "name": self.name, "ts_ns": self.ts_ns,
-                "dur_ns": getattr(self, "dur_ns", np.zeros(len(self.ts_ns), np.int64)),
-                "event_index": self.index}
+    def take(self, index: np.ndarray) -> pd.Categorical:
+        """The rows at ``index`` as a categorical with only the labels they use."""
+        codes = self.codes[index]
+        used = np.flatnonzero(np.bincount(codes, minlength=len(self.labels)))
+        remap = np.zeros(len(self.labels), dtype=codes.dtype)
+        remap[used] = np.arange(len(used))
+        return pd.Categorical.from_codes(remap[codes], dtype=pd.CategoricalDtype(self.index[used]))
 
 
-def _base(decoded, kinds, kind, issues, span=True) -> Base | None:
-    index = kinds.get(kind)
-    if index is None or len(index) == 0:
+class Chunk:
+    """The fields of one chunk's events as arrays, and which events are of which kind.
+
+    ``args`` and ``id`` are pulled out per kind, only for the kinds that use them.
+    """
+
+    def __init__(self, decoded: DecodedFile):
+        events = self.events = decoded.events
+        self.path, self.first_index = decoded.path, decoded.first_index
+        ts_us = np.array(list(map(attrgetter("ts"), events)), dtype=np.float64)  # None -> nan
+        self.ts_ns = timestamps_ns(decoded.text, ts_us)
+        self.dur_us = np.array(list(map(attrgetter("dur"), events)), dtype=np.float64)
+        self.name = Coded(_objects(events, "name"))
+        self.pid = Coded(_objects(events, "pid"))
+        self.tid = Coded(_objects(events, "tid"))
+        self.ph = Coded(_objects(events, "ph"))
+        self.cat = Coded(_objects(events, "cat"))
+        self.kinds = self._split_kinds()
+
+    def field(self, index: np.ndarray, name: str) -> np.ndarray:
+        """One field of the events at ``index`` (an object array)."""
+        picked = itemgetter(*index)(self.events) if len(index) > 1 else [self.events[i] for i in index]
+        return _objects(picked, name)
+
+    def _split_kinds(self) -> dict[int, np.ndarray]:
+        """Event indices per kind (C.CPU_OP, C.GPU, ...)."""
+        ph, cat = self.ph, self.cat
+        lookup = np.array([[_pair_kind(p, c) for c in cat.labels] for p in ph.labels], dtype=np.int16)
+        kinds = lookup[ph.codes, cat.codes] if len(ph.codes) else np.zeros(0, np.int16)
+        labels = self.name.labels
+        is_memory = np.array([n == "[memory]" for n in labels], dtype=bool)
+        is_step = np.array([n.startswith("ProfilerStep#") for n in labels], dtype=bool)
+        instant = kinds == _INSTANT
+        kinds[instant] = np.where(is_memory[self.name.codes[instant]], C.MEMORY, C.OTHER)
+        kinds[(kinds == C.CPU_OP) & is_step[self.name.codes]] = C.ANNOTATION  # 2021: an "Operator"
+        order = np.argsort(kinds, kind="stable")
+        bounds = np.searchsorted(kinds[order], np.arange(_INSTANT + 2))
+        return {k: order[bounds[k]:bounds[k + 1]] for k in range(_INSTANT + 1)
+                if bounds[k + 1] > bounds[k]}
+
+
+def _check_durations(dur_ns, keep, index, issues: Issues) -> np.ndarray:
+    missing = dur_ns == MISSING_NS
+    issues.missing(int(missing.sum()), "dur", index[missing])
+    negative = ~missing & (dur_ns < 0)
+    issues.negative(int(negative.sum()), index[negative])
+    dur_ns[negative] = 0
+    absurd = ~missing & (dur_ns > issues.absurd_dur_ns)
+    issues.absurd(int(absurd.sum()), index[absurd])
+    return keep & ~missing & ~absurd
+
+
+def _base(chunk: Chunk, kind: int, issues: Issues, span: bool = True) -> tuple[dict, np.ndarray] | None:
+    """The fields every event has, for one kind: (columns, chunk positions of the rows kept)."""
+    index = chunk.kinds.get(kind)
+    if index is None:
         return None
-    base = Base(decoded, index, issues, span=span)
-    base.path_for_errors = decoded.path
-    return base if len(base.index) else None
-
-
-def cpu_ops(decoded, kinds, issues) -> dict | None:
-    base = _base(decoded, kinds, C.CPU_OP, issues)
-    if base is None:
+    ts_ns = chunk.ts_ns[index]
+    file_index = index + chunk.first_index  # position in the file's traceEvents
+    keep = ts_ns != MISSING_NS
+    issues.missing(int((~keep).sum()), "ts", file_index[~keep])
+    dur_ns = np.zeros(len(index), dtype=np.int64)
+    if span:
+        dur_ns = us_to_ns(chunk.dur_us[index])
+        keep = _check_durations(dur_ns, keep, file_index, issues)
+    if not keep.all():
+        index, ts_ns, dur_ns, file_index = index[keep], ts_ns[keep], dur_ns[keep], file_index[keep]
+    if not len(index):
         return None
-    a = base.args(A.CpuArgs)
-    out = base.common()
-    out["cat"] = categorical([e.cat for e in base.events])
-    out["external_id"] = A.ints(A.first_present([x.external_id for x in a], [x.external_id_old for x in a]))
-    out["sequence_number"] = A.ints([x.sequence_number for x in a])
-    out["input_dims"] = A.compact_json([x.input_dims for x in a])
-    out["input_types"] = A.compact_json([x.input_types for x in a])
+    out = {"pid": chunk.pid.take(index), "tid": chunk.tid.take(index), "name": chunk.name.take(index),
+           "ts_ns": ts_ns, "dur_ns": dur_ns, "event_index": file_index}
+    return out, index
+
+
+def cpu_ops(chunk: Chunk, issues: Issues) -> dict | None:
+    found = _base(chunk, C.CPU_OP, issues)
+    if found is None:
+        return None
+    out, index = found
+    args = chunk.field(index, "args")
+    out["cat"] = chunk.cat.take(index)
+    out["external_id"] = A.external_ids(args)
+    out["sequence_number"] = A.ints(A.field(args, "sequence_number"))
+    out["input_dims"] = A.compact_json(A.field(args, "input_dims"))
+    out["input_types"] = A.compact_json(A.field(args, "input_types"))
     return out
 
 
-def python_calls(decoded, kinds, issues) -> dict | None:
-    base = _base(decoded, kinds, C.PYTHON, issues)
-    return None if base is None else base.common()
+def python_calls(chunk: Chunk, issues: Issues) -> dict | None:
+    found = _base(chunk, C.PYTHON, issues)
+    return None if found is None else found[0]
 
 
-def runtime(decoded, kinds, issues) -> dict | None:
-    base = _base(decoded, kinds, C.RUNTIME, issues)
-    if base is None:
+def runtime(chunk: Chunk, issues: Issues) -> dict | None:
+    found = _base(chunk, C.RUNTIME, issues)
+    if found is None:
         return None
-    a = base.args(A.RuntimeArgs)
-    out = base.common()
-    out["correlation"] = A.ints([x.correlation for x in a])
-    out["external_id"] = A.ints(A.first_present([x.external_id for x in a], [x.external_id_old for x in a]))
+    out, index = found
+    args = chunk.field(index, "args")
+    out["correlation"] = A.ints(A.field(args, "correlation"))
+    out["external_id"] = A.external_ids(args)
     return out
 
 
-def gpu(decoded, kinds, kind, issues) -> dict | None:
-    base = _base(decoded, kinds, kind, issues)
-    if base is None:
+def _numbers_of(coded: Coded, index: np.ndarray, prefix: str = "") -> np.ndarray:
+    """The numeric value of each row's label ("7", or "stream 7" with prefix "stream "); -1 if none."""
+    labels = pd.Series(coded.labels, dtype=object).astype(str)
+    if prefix:
+        labels = labels.str.replace(prefix, "", regex=False)
+    values = pd.to_numeric(labels, errors="coerce").fillna(-1).to_numpy()
+    return values.astype(np.int64)[coded.codes[index]] if len(values) else np.full(len(index), -1)
+
+
+def gpu(chunk: Chunk, kind: int, issues: Issues) -> dict | None:
+    found = _base(chunk, kind, issues)
+    if found is None:
         return None
-    a = base.args(A.GpuArgs)
-    out = base.common()
-    device = A.ints([x.device for x in a])
-    pid_num = pd.to_numeric(pd.Series(np.asarray(base.pid)), errors="coerce").fillna(-1).to_numpy()
-    out["device"] = np.where(device >= 0, device, pid_num.astype(np.int64))
-    stream = A.ints([x.stream for x in a])
-    tid_num = pd.to_numeric(pd.Series(np.asarray(base.tid)).str.replace("stream ", "", regex=False),
-                            errors="coerce").fillna(-1).to_numpy().astype(np.int64)
-    out["stream"] = np.where(stream >= 0, stream, tid_num)
-    out["correlation"] = A.ints([x.correlation for x in a])
-    out["external_id"] = A.ints(A.first_present([x.external_id for x in a], [x.external_id_old for x in a]))
-    out["bytes"] = A.ints([x.bytes for x in a])
-    out["gbps"] = A.floats([x.gbps for x in a])
-    grid, block = [x.grid for x in a], [x.block for x in a]
+    out, index = found
+    args = chunk.field(index, "args")
+    device = A.ints(A.field(args, "device"))
+    out["device"] = np.where(device >= 0, device, _numbers_of(chunk.pid, index))
+    stream = A.ints(A.field(args, "stream"))
+    out["stream"] = np.where(stream >= 0, stream, _numbers_of(chunk.tid, index, "stream "))
+    out["correlation"] = A.ints(A.field(args, "correlation"))
+    out["external_id"] = A.external_ids(args)
+    out["bytes"] = A.ints(A.field(args, "bytes"))
+    out["gbps"] = A.floats(A.field(args, "gbps"))
+    grid, block = A.dim3(A.field(args, "grid")), A.dim3(A.field(args, "block"))
     for axis, letter in enumerate("xyz"):
-        out[f"grid_{letter}"] = A.dim3(grid, axis)
-        out[f"block_{letter}"] = A.dim3(block, axis)
-    out["registers_per_thread"] = A.ints([x.registers for x in a])
-    out["shared_memory_bytes"] = A.ints([x.shared_memory for x in a])
-    out["blocks_per_sm"] = A.floats([x.blocks_per_sm for x in a])
-    out["warps_per_sm"] = A.floats([x.warps_per_sm for x in a])
-    out["occupancy_pct"] = A.floats([x.occupancy for x in a])
+        out[f"grid_{letter}"] = grid[:, axis]
+        out[f"block_{letter}"] = block[:, axis]
+    out["registers_per_thread"] = A.ints(A.field(args, "registers"))
+    out["shared_memory_bytes"] = A.ints(A.field(args, "shared_memory"))
+    out["blocks_per_sm"] = A.floats(A.field(args, "blocks_per_sm"))
+    out["warps_per_sm"] = A.floats(A.field(args, "warps_per_sm"))
+    out["occupancy_pct"] = A.floats(A.field(args, "occupancy"))
     return out
 
 
-def memory(decoded, kinds, issues) -> dict | None:
-    base = _base(decoded, kinds, C.MEMORY, issues, span=False)
-    if base is None:
+_MEMORY_FIELDS = {"bytes": "mem_bytes", "total_allocated": "total_allocated",
+                  "total_reserved": "total_reserved", "addr": "addr", "device_type": "device_type",
+                  "device_id": "device_id"}
+
+
+def memory(chunk: Chunk, issues: Issues) -> dict | None:
+    found = _base(chunk, C.MEMORY, issues, span=False)
+    if found is None:
         return None
-    a = base.args(A.MemoryArgs)
-    out = base.common()
-    for field in ("bytes", "total_allocated", "total_reserved", "addr", "device_type", "device_id"):
-        out[field] = A.ints([getattr(x, field) for x in a])
+    out, index = found
+    args = chunk.field(index, "args")
+    for column, key in _MEMORY_FIELDS.items():
+        out[column] = A.ints(A.field(args, key))
     return out
 
 
-def annotations(decoded, kinds, kind, issues) -> dict | None:
-    base = _base(decoded, kinds, kind, issues)
-    if base is None:
+def annotations(chunk: Chunk, kind: int, issues: Issues) -> dict | None:
+    found = _base(chunk, kind, issues)
+    if found is None:
         return None
-    a = base.args(A.AnnotationArgs)
-    out = base.common()
-    out["external_id"] = A.ints([x.external_id for x in a])
+    out, index = found
+    out["external_id"] = A.ints(A.field(chunk.field(index, "args"), "external_id"))
     return out
 
 
-def flows(decoded, kinds, issues) -> dict | None:
-    base = _base(decoded, kinds, C.FLOW, issues, span=False)
-    if base is None:
+def flows(chunk: Chunk, issues: Issues) -> dict | None:
+    found = _base(chunk, C.FLOW, issues, span=False)
+    if found is None:
         return None
-    out = base.common()
-    out["cat"] = categorical([e.cat for e in base.events])
-    out["phase"] = categorical([e.ph for e in base.events])
-    out["flow_id"] = A.ints([e.id for e in base.events])
+    out, index = found
+    out["cat"] = chunk.cat.take(index)
+    out["phase"] = chunk.ph.take(index)
+    out["flow_id"] = A.ints(list(chunk.field(index, "id")))
     return out
 
 
-def metadata(decoded, kinds) -> dict[str, dict[str, str]]:
+def metadata(chunk: Chunk) -> dict[str, dict[str, str]]:
     """Process and thread names from "M" events: {"process": {pid: name}, "thread": {tid: name}}."""
     names: dict[str, dict[str, str]] = {"process": {}, "thread": {}}
-    for i in kinds.get(C.META, []):
-        event = decoded.events[i]
-        if event.name in ("process_name", "thread_name") and event.args:
-            value = A.decode_args([event.args], _NameArgs, decoded.path, int(i))[0].name
-            if isinstance(value, str):
-                key = "process" if event.name == "process_name" else "thread"
-                names[key][str(event.pid if key == "process" else event.tid)] = value
+    for i in chunk.kinds.get(C.META, []):
+        event = chunk.name.labels[chunk.name.codes[i]]
+        value = chunk.events[i].args.name
+        if event in ("process_name", "thread_name") and isinstance(value, str):
+            key = "process" if event == "process_name" else "thread"
+            coded = chunk.pid if key == "process" else chunk.tid
+            names[key][coded.labels[coded.codes[i]]] = value
     return names
-
-
-class _NameArgs(A.msgspec.Struct):
-    name: object = None
 
 
 def concat_parts(parts: list[dict]) -> dict:
@@ -213,11 +255,3 @@ def concat_parts(parts: list[dict]) -> dict:
             out[key] = np.concatenate(values)
     return out
 
-
-def categorical(values: list) -> pd.Categorical:
-    """Text categorical of ``values`` (ints become their decimal text), factorised once."""
-    codes, uniques = pd.factorize(np.array(values, dtype=object))
-    labels = pd.Index([v if isinstance(v, str) else str(v) for v in uniques], dtype="str")
-    if labels.has_duplicates:  # 1 and "1" in one column: merge them
-        return pd.Categorical(labels.to_numpy()[codes] if len(codes) else [])
-    return pd.Categorical.from_codes(codes, categories=labels)

@@ -1,14 +1,13 @@
-"""Read one trace file into typed event structs (msgspec), never a dict per event.
+"""Read one trace file into typed event structs (msgspec), a chunk at a time, never a dict per event.
 
-``args`` stay as raw JSON bytes (``msgspec.Raw``) until the columns that need them are built,
-and only for the event kinds that need them.
+The file streams in (gunzipped on the fly); the ``traceEvents`` array is cut at event boundaries
+into pieces of about CHUNK_BYTES, and each piece is decoded into ``Event`` structs whose ``args``
+hold only the keys the tables use. A piece and its events are dropped before the next is read,
+so neither the file's text nor a Python object per event ever exists for the whole file.
 """
 from __future__ import annotations
 
-import gzip
-import os
 import re
-import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,14 +15,15 @@ import msgspec
 import numpy as np
 
 from workbench.errors import TraceFormatError
-from workbench.trace.numbers import parse_us_to_ns
+from workbench.trace import stream
+from workbench.trace.args import NO_ARGS, Args
+from workbench.trace.numbers import MISSING_NS, us_to_ns  # noqa: F401 (re-exported)
 
-MISSING_NS = np.iinfo(np.int64).min
 
 _HINT = "re-export the trace with torch.profiler (prof.export_chrome_trace) or check the file"
 
 
-class Event(msgspec.Struct):
+class Event(msgspec.Struct, gc=False):
     ph: str = ""
     cat: str = ""
     name: str = ""
@@ -32,11 +32,7 @@ class Event(msgspec.Struct):
     ts: int | float | None = None
     dur: int | float | None = None
     id: int | str | None = None
-    args: msgspec.Raw = msgspec.Raw()
-
-
-class _RawTime(msgspec.Struct):
-    ts: msgspec.Raw = msgspec.Raw()
+    args: Args = NO_ARGS
 
 
 class TraceHeader(msgspec.Struct):
@@ -48,147 +44,203 @@ class TraceHeader(msgspec.Struct):
     schemaVersion: Any = None  # noqa: N815
 
 
+class _Tail(msgspec.Struct):
+    """The last piece: the final events, and the header keys written after the array."""
+    traceEvents: list[Event] = []  # noqa: N815
+    deviceProperties: Any = None  # noqa: N815
+    distributedInfo: Any = None  # noqa: N815
+    baseTimeNanoseconds: Any = None  # noqa: N815
+    displayTimeUnit: Any = None  # noqa: N815
+    schemaVersion: Any = None  # noqa: N815
+
+
 class DecodedFile(msgspec.Struct):
     """One chunk of a file's events (a whole small file is one chunk)."""
     path: str
-    header: TraceHeader
     events: list[Event]
-    ts_ns: np.ndarray  # int64 absolute ns per event; MISSING_NS where the event has no ts
+    text: Any  # the JSON the events came from (bytes-like): "[...]", or '{"traceEvents": [...], ...}'
     first_index: int = 0  # index in the file's traceEvents of events[0]
-
-
-def read_bytes(path: str) -> bytes:
-    """The file's bytes, gunzipped when it is gzip (by magic number, not by name)."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except FileNotFoundError:
-        raise TraceFormatError("trace file does not exist; check the path", path=path) from None
-    except IsADirectoryError:
-        raise TraceFormatError("expected a trace file, got a folder", path=path) from None
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise TraceFormatError(f"gzip data is truncated or corrupt ({exc}); copy the file "
-                                   "again from where it was recorded", path=path) from None
-    return data
 
 
 CHUNK_BYTES = 16 << 20  # events are decoded this many bytes at a time, then become columns
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_INDEX = re.compile(r"\[(\d+)\]")
 
 
 def decode_file(path: str) -> tuple[TraceHeader, Iterator[DecodedFile]]:
-    """The header, and the events in chunks (so per-event objects never exist all at once)."""
-    data = read_bytes(path)
-    header, events_raw = _decode_header(data, path)
-    return header, _chunks(path, header, events_raw)
+    """The header, and the events in chunks (so per-event objects never exist all at once).
+
+    Header keys written after the events (``baseTimeNanoseconds``) are filled in on the
+    header once the chunks have all been read.
+    """
+    blocks = stream.blocks(path)
+    buf = bytearray()
+    start = _find_events(buf, blocks, path)
+    if start is None:  # an unusual layout, or an error to report: read it whole
+        return _decode_whole(bytes(buf), path)
+    header, pos, bare = start
+    return header, _chunks(path, header, buf[pos - 1:], blocks, bare)
 
 
-def _chunks(path: str, header: TraceHeader, raw: memoryview) -> Iterator[DecodedFile]:
-    first = 0
-    spans = list(_spans(raw))
-    begin = 0
-    for k, (start, stop) in enumerate(spans):
-        start = spans[begin][0]
-        piece = b"[" + bytes(raw[start:stop]) + b"]" if len(spans) > 1 else bytes(raw)
-        try:
-            events = _decode_events(piece, path, first)
-        except TraceFormatError:
-            if k + 1 < len(spans) and not _is_wrong_type(piece):
-                continue  # the cut fell inside an event: join it with the next span
-            raise
-        begin = k + 1
-        if events:
-            yield DecodedFile(path, header, events, _timestamps_ns(piece, events), first)
+def _find_events(buf: bytearray, blocks: Iterator[bytes], path: str):
+    """Read until the start of the events array: (header, position after "[", bare array?)."""
+    for block in blocks:
+        searched = max(0, len(buf) - 64)
+        buf += block
+        first = buf.lstrip()[:1]
+        if first == b"[":
+            return TraceHeader(), buf.index(b"[") + 1, True
+        if first != b"{":
+            break
+        match = _EVENTS_KEY.search(buf, searched)
+        if match is not None:
+            header = _prefix_header(bytes(buf[:match.start()]))
+            if header is None:
+                break
+            return header, match.end(), False
+    buf += b"".join(blocks)
+    return None
+
+
+def _prefix_header(prefix: bytes) -> TraceHeader | None:
+    """The header keys before "traceEvents"; None if the match was not a top-level key."""
+    try:
+        header = msgspec.json.decode(prefix + b'"traceEvents":[0]}', type=TraceHeader)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    header.traceEvents = msgspec.Raw()
+    return header
+
+
+_OPEN, _CLOSE, _COMMA = ord("["), ord("]"), ord(",")
+
+
+def _chunks(path: str, header: TraceHeader, buf: bytearray, blocks: Iterator[bytes],
+            bare: bool) -> Iterator[DecodedFile]:
+    """Events in pieces of about CHUNK_BYTES. ``buf`` starts at the events array's "[".
+
+    Each piece is decoded in place: the "," after its last event is overwritten with "]" (and
+    the next piece's leading "," with "["), so no copy of the text is made for the decoder.
+    """
+    first, pending, size = 0, [buf], len(buf)
+    for block in blocks:
+        pending.append(block)
+        size += len(block)
+        if size < CHUNK_BYTES:
+            continue
+        buf = bytearray().join(pending)
+        pending, size = [buf], len(buf)
+        comma = _last_boundary(buf)
+        if comma is None:
+            continue
+        buf[0], buf[comma] = _OPEN, _CLOSE
+        text = memoryview(buf)[:comma + 1]
+        events = _decode_piece(text, path, first)
+        if events is None:  # the cut fell inside a string: read on, cut later
+            buf[comma] = _COMMA
+            del text
+            continue
+        pending, size = [buf[comma:]], len(buf) - comma
+        yield DecodedFile(path, events, text, first)
         first += len(events)
-    if first == 0:
+        del events, text, buf  # before the next piece is read
+    body = bytearray(b'{"traceEvents":')
+    for part in pending:
+        body += part
+    del pending
+    body[15] = _OPEN  # the leading "," of the rest (or the array's own "[")
+    body = bytes(body + (b"}" if bare else b""))
+    tail = _decode_tail(body, path, first)
+    _merge_header(header, tail)
+    if tail.traceEvents:
+        yield DecodedFile(path, tail.traceEvents, body, first)
+    if first + len(tail.traceEvents) == 0:
         raise TraceFormatError("'traceEvents' is empty: the profiler recorded nothing; profile "
                                "a region that runs work (inside the profiler context)", path=path)
 
 
-def _spans(raw: memoryview) -> Iterator[tuple[int, int]]:
-    """(start, stop) byte ranges of the events array, about CHUNK_BYTES each, cut at "},{"."""
-    if len(raw) <= CHUNK_BYTES:
-        yield 0, len(raw)
-        return
-    pos = bytes(raw[:64]).index(b"[") + 1
-    end = len(raw) - bytes(raw[-64:])[::-1].index(b"]") - 1
-    while pos < end:
-        cut = _BOUNDARY.search(raw, pos + CHUNK_BYTES, end) if pos + CHUNK_BYTES < end else None
-        yield pos, (cut.start() + 1 if cut else end)
-        pos = cut.end() - 1 if cut else end
+_WINDOW = 1 << 20
 
 
-def _is_wrong_type(piece: bytes) -> bool:
-    """True if the piece is valid JSON (so the error was a wrong type, not a bad cut)."""
+def _last_boundary(buf: bytearray) -> int | None:
+    """Position of the "," of the last "},{" in ``buf`` (None if there is none)."""
+    low = max(1, len(buf) - _WINDOW)
+    while True:
+        last = None
+        for last in _BOUNDARY.finditer(buf, low):
+            pass
+        if last is not None:
+            return buf.index(b",", last.start())
+        if low == 1:
+            return None
+        low = 1
+
+
+def _decode_piece(text: bytes, path: str, first: int) -> list[Event] | None:
+    """Events of one piece; None if the piece is not valid JSON (a cut inside a string)."""
     try:
-        msgspec.json.decode(piece)
+        return msgspec.json.decode(text, type=list[Event])
+    except msgspec.ValidationError as exc:
+        if not _is_json(text):
+            return None
+        raise _wrong_type(exc, path, first) from None
+    except msgspec.DecodeError:
+        return None
+
+
+def _decode_tail(body: bytes, path: str, first: int) -> _Tail:
+    try:
+        return msgspec.json.decode(body, type=_Tail)
+    except msgspec.ValidationError as exc:
+        if _is_json(body):
+            raise _wrong_type(exc, path, first) from None
+        raise TraceFormatError(f"not valid JSON, or truncated ({exc}); {_HINT}", path=path) from None
+    except msgspec.DecodeError as exc:
+        raise TraceFormatError(f"not valid JSON, or truncated ({exc}); {_HINT}", path=path) from None
+
+
+def _is_json(text: bytes) -> bool:
+    try:
+        msgspec.json.decode(text)
     except msgspec.DecodeError:
         return False
     return True
 
 
-def _decode_header(data: bytes, path: str) -> tuple[TraceHeader, memoryview]:
+def _wrong_type(exc: msgspec.ValidationError, path: str, first: int) -> TraceFormatError:
+    message = str(exc)
+    match = _INDEX.search(message)
+    index = first + int(match.group(1)) if match else None
+    if message.endswith(".args`") and "Expected `object`" in message:
+        return TraceFormatError(f"an event's 'args' is not an object ({exc}); fix or drop that "
+                                "event", path=path, event_index=index)
+    return TraceFormatError(f"an event has a field of the wrong type ({exc}); fix or drop "
+                            "that event", path=path, event_index=index)
+
+
+def _merge_header(header: TraceHeader, tail: _Tail) -> None:
+    for key in ("deviceProperties", "distributedInfo", "baseTimeNanoseconds", "displayTimeUnit",
+                "schemaVersion"):
+        if getattr(header, key) is None:
+            setattr(header, key, getattr(tail, key))
+
+
+def _decode_whole(data: bytes, path: str) -> tuple[TraceHeader, Iterator[DecodedFile]]:
+    """The file read whole (after the streaming reader found no top-level "traceEvents": [)."""
     if not data.strip():
         raise TraceFormatError(f"the file is empty; {_HINT}", path=path)
     try:
         header = msgspec.json.decode(data, type=TraceHeader)
     except msgspec.ValidationError:
-        if data.lstrip()[:1] == b"[":  # the bare-array Chrome trace form
-            return TraceHeader(), memoryview(data)
         raise TraceFormatError(f"not a Chrome/Kineto trace: the top level is not a JSON object "
                                f"with 'traceEvents'; {_HINT}", path=path) from None
     except msgspec.DecodeError as exc:
         raise TraceFormatError(f"not valid JSON, or truncated ({exc}); {_HINT}", path=path) from None
     if not header.traceEvents:
         raise TraceFormatError(f"not a Chrome/Kineto trace: no 'traceEvents' key; {_HINT}", path=path)
-    return header, memoryview(header.traceEvents)
-
-
-_INDEX = re.compile(r"\$\[(\d+)\]")
-
-
-def _decode_events(raw: bytes, path: str, first: int) -> list[Event]:
-    try:
-        events = msgspec.json.decode(raw, type=list[Event])
-    except msgspec.ValidationError as exc:
-        match = _INDEX.search(str(exc))
-        index = first + int(match.group(1)) if match else None
-        raise TraceFormatError(f"an event has a field of the wrong type ({exc}); fix or drop "
-                               "that event", path=path, event_index=index) from None
-    except msgspec.DecodeError as exc:
-        raise TraceFormatError(f"'traceEvents' is not valid JSON ({exc}); {_HINT}", path=path) from None
-    return events
-
-
-# a float timestamp of 13+ integer digits: float64 cannot keep its ns digits
-_LONG_FRACTIONAL_TS = re.compile(rb'"ts"\s*:\s*-?\d{13,}\.\d')
-_FLOAT_EXACT_LIMIT_US = 2.0**41
-
-
-def _timestamps_ns(raw: bytes, events: list[Event]) -> np.ndarray:
-    """Absolute int64 ns per event (MISSING_NS where absent), exact to the ns in the text."""
-    ts_us = np.array([e.ts for e in events], dtype=np.float64)  # None -> nan
-    ts_ns = us_to_ns(ts_us)
-    finite = np.isfinite(ts_us)
-    if finite.any() and np.abs(ts_us[finite]).max() >= _FLOAT_EXACT_LIMIT_US \
-            and _LONG_FRACTIONAL_TS.search(raw) is not None:
-        stamps = msgspec.json.decode(raw, type=list[_RawTime])
-        exact, ok = parse_us_to_ns([bytes(s.ts) for s in stamps])
-        ts_ns = np.where(ok & finite, exact, ts_ns)
-    return ts_ns
-
-
-def us_to_ns(values_us: np.ndarray) -> np.ndarray:
-    """float µs -> int64 ns, splitting off the integer part first so no digit is lost to *1000."""
-    finite = np.isfinite(values_us) & (np.abs(values_us) < 9.2e15)
-    safe = np.where(finite, values_us, 0.0)
-    whole = np.floor(safe)
-    ns = whole.astype(np.int64) * 1000 + np.rint((safe - whole) * 1000.0).astype(np.int64)
-    return np.where(finite, ns, MISSING_NS)
-
-
-def file_size_mb(path: str) -> float:
-    return os.path.getsize(path) / 1e6
+    events = bytes(header.traceEvents)
+    header.traceEvents = msgspec.Raw()
+    if events.lstrip()[:1] != b"[":
+        raise TraceFormatError(f"'traceEvents' is not a list; {_HINT}", path=path)
+    return header, _chunks(path, header, bytearray(events[events.index(b"["):]), iter(()), True)

@@ -1,6 +1,7 @@
 """``load_trace``: files -> decoded events -> per-rank columns -> one Trace."""
 from __future__ import annotations
 
+import gc
 import os
 import warnings
 from collections.abc import Sequence
@@ -26,6 +27,16 @@ def load_trace(source: str | os.PathLike | Sequence[str | os.PathLike], *, hta_c
     Raises TraceFormatError for a file that cannot be read as a trace; warns (TraceWarning)
     where the trace is usable but something was odd, saying what was done.
     """
+    collecting = gc.isenabled()
+    gc.disable()  # millions of short-lived objects, no cycles: collections would only cost time
+    try:
+        return _load(source, hta_compat, round_ns, drop_last_step)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _load(source, hta_compat: bool, round_ns: bool | None, drop_last_step: bool | None) -> Trace:
     options = LoadOptions(round_ns=hta_compat if round_ns is None else round_ns,
                           drop_last_step=hta_compat if drop_last_step is None else drop_last_step)
     paths = trace_paths(source)

@@ -120,6 +120,10 @@ class Trace:
     def __repr__(self) -> str:
         return f"<{self.summary()}>"
 
+    def _repr_html_(self) -> str:  # notebook display: summary and charts (workbench.charts, lazily)
+        from workbench.charts.notebook import trace_html
+        return trace_html(self)
+
     # --- analyses (workbench.analysis, lazily) --------------------------------------------
     def _analysis(self, name: str, **options: Any) -> Any:
         module = importlib.import_module("workbench.analysis")

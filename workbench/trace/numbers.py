@@ -5,14 +5,60 @@ three decimals (nanosecond resolution). An epoch timestamp in µs (~1.7e15) pars
 keeps only ~0.25 µs of resolution, so the decimal text is parsed here straight into int64
 nanoseconds: digits past the third decimal (sub-ns) are truncated. Exponent notation and
 other oddities fall back to a per-value float parse (rare, slow, still correct to float64).
+
+``timestamps_ns`` uses the float values the decoder already has wherever float64 is exact
+(|ts| < 2**41 µs, the usual case) and re-reads the text only for the chunks that need it.
 """
 from __future__ import annotations
 
+import re
+
+import msgspec
 import numpy as np
 
+MISSING_NS = np.iinfo(np.int64).min
 _WIDTH = 24  # longest accepted number text; longer ones take the slow path
 _CHUNK = 1 << 18
 _POW10 = np.array([10**k for k in range(19)] + [0], dtype=np.int64)  # index 19 = out of range
+# a float timestamp of 13+ integer digits: float64 cannot keep its ns digits
+_LONG_FRACTIONAL_TS = re.compile(rb'"ts"\s*:\s*-?\d{13,}\.\d')
+_FLOAT_EXACT_LIMIT_US = 2.0**41
+
+
+class _RawTime(msgspec.Struct, gc=False):
+    ts: msgspec.Raw = msgspec.Raw()
+
+
+class _RawTimes(msgspec.Struct):
+    traceEvents: list[_RawTime] = []  # noqa: N815
+
+
+def timestamps_ns(text: bytes, ts_us: np.ndarray) -> np.ndarray:
+    """Absolute int64 ns per event (MISSING_NS where absent), exact to the ns in the text.
+
+    ``text`` is the JSON the events were decoded from ("[...]" or {"traceEvents": [...]}),
+    ``ts_us`` their float ``ts`` (nan where absent).
+    """
+    ts_ns = us_to_ns(ts_us)
+    finite = np.isfinite(ts_us)
+    if finite.any() and np.abs(ts_us[finite]).max() >= _FLOAT_EXACT_LIMIT_US \
+            and _LONG_FRACTIONAL_TS.search(text) is not None:
+        if text[:1] == b"{":
+            stamps = msgspec.json.decode(text, type=_RawTimes).traceEvents
+        else:
+            stamps = msgspec.json.decode(text, type=list[_RawTime])
+        exact, ok = parse_us_to_ns([bytes(s.ts) for s in stamps])
+        ts_ns = np.where(ok & finite, exact, ts_ns)
+    return ts_ns
+
+
+def us_to_ns(values_us: np.ndarray) -> np.ndarray:
+    """float µs -> int64 ns, splitting off the integer part first so no digit is lost to *1000."""
+    finite = np.isfinite(values_us) & (np.abs(values_us) < 9.2e15)
+    safe = np.where(finite, values_us, 0.0)
+    whole = np.floor(safe)
+    ns = whole.astype(np.int64) * 1000 + np.rint((safe - whole) * 1000.0).astype(np.int64)
+    return np.where(finite, ns, MISSING_NS)
 
 
 def parse_us_to_ns(texts: list[bytes]) -> tuple[np.ndarray, np.ndarray]:

@@ -52,13 +52,19 @@ def _ops_and_runtime(ops_raw: dict, calls_raw: dict) -> tuple[pd.DataFrame, pd.D
     calls = S.frame("runtime", calls_raw)
     parent, depth, self_us, call_op = nest(ops, calls)
     ops["parent"], ops["depth"], ops["self_us"] = parent, depth, self_us
-    names = calls["name"].astype(str)
-    calls["api"] = pd.Categorical(names.map(C.runtime_api))
-    calls["is_launch"] = names.isin(C.LAUNCH_CALLS).to_numpy()
-    calls["is_sync"] = names.isin(C.SYNC_CALLS).to_numpy()
+    calls["api"] = pd.Categorical(_per_name(calls["name"], C.runtime_api))
+    calls["is_launch"] = _per_name(calls["name"], lambda n: n in C.LAUNCH_CALLS).astype(bool)
+    calls["is_sync"] = _per_name(calls["name"], lambda n: n in C.SYNC_CALLS).astype(bool)
     calls["op_index"] = call_op
     calls["op_name"] = _names_at(ops["name"], call_op)
     return ops, calls
+
+
+def _per_name(names: pd.Series, fn) -> np.ndarray:
+    """``fn`` of each row's name, computed once per distinct name (a categorical column)."""
+    values = np.array([fn(str(n)) for n in names.cat.categories] + [fn("")], dtype=object)
+    codes = names.cat.codes.to_numpy()
+    return values[np.where(codes >= 0, codes, len(values) - 1)]
 
 
 def _names_at(names: pd.Series, index: np.ndarray) -> pd.Categorical:
@@ -88,8 +94,7 @@ def _kernels(raw: dict, calls: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
     kernels = S.frame("kernels", raw)
     if not len(kernels):
         return kernels
-    names = kernels["name"].astype(str)
-    kernels["kind"] = pd.Categorical(names.map(C.kernel_kind), categories=S.KERNEL_KINDS)
+    kernels["kind"] = pd.Categorical(_per_name(kernels["name"], C.kernel_kind), categories=S.KERNEL_KINDS)
     parts = pd.DataFrame([C.copy_parts(n) for n in kernels["name"].cat.categories] + [("", "", "")],
                          columns=["k", "s", "d"])
     codes = kernels["name"].cat.codes.to_numpy()

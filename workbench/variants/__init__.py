@@ -22,8 +22,9 @@ from workbench.variants.cuda_graph import cuda_graph
 from workbench.variants.decision import DECISIONS, DecisionRecord
 from workbench.variants.registry import build, describe, get, names, register, unregister
 from workbench.variants.sweep import ShapeSweep, sweep_shapes
+from workbench.variants.triton_variant import check_in_interpreter, triton
 from workbench.variants.results import Comparison, VariantResult
 from workbench.variants.spec import Variant
 
 __all__ = ["compare", "Comparison", "VariantResult", "DecisionRecord", "DECISIONS", "Variant", "eager",
-           "compiled", "cuda_graph", "user", "ShapeSweep", "sweep_shapes", "build", "get", "names", "describe", "register", "unregister"]
+           "compiled", "cuda_graph", "user", "ShapeSweep", "sweep_shapes", "triton", "check_in_interpreter", "build", "get", "names", "describe", "register", "unregister"]

@@ -15,7 +15,7 @@ from workbench.variants.isolation import StateGuard, stop_worker
 from workbench.variants.results import Comparison, VariantResult
 from workbench.variants.spec import Variant, as_variant
 from workbench.variants.stats import paired_speedup
-from workbench.variants.timing import Timed, calibrate, pick_timer, run_interleaved
+from workbench.variants.timing import Timed, calibrate, pick_timer, run_interleaved, shared_calls_per_sample
 from workbench.variants.tree import clone_tensors, tensor_leaves
 
 Progress = Callable[[str, str], None]   # (stage, variant name) -> None
@@ -138,6 +138,8 @@ def _time_all(lives, base, args, budget_s, min_rounds, max_rounds, seed):
         item = Timed(lv.name, lv.variant.fn, clone_tensors(args))
         calibrate(item, timer, lv.warm_call_ms or lv.first_call_ms or 1.0)
         items.append(item)
+    for it in items:                    # the same calls per sample for all: back-to-back calls
+        it.calls_per_sample = shared_calls_per_sample(items)   # warm caches alike
     with StateGuard() as guard:
         out = base.variant.fn(*clone_tensors(args))
         result = run_interleaved(items, timer, min_rounds=min_rounds, max_rounds=max_rounds,
@@ -174,7 +176,9 @@ def _result(lv: Live, base: Live, timed, footprints, nbytes, roofs, precision, c
             if speedup.noisy:
                 flags.append(f"noisy: the speedup interval spans {speedup.ci_high - speedup.ci_low:.2g}")
             roof = cheats.roofline_flag(nbytes, timing.median_ms, max(roofs.values()))
-            if roof and v.timing_meaningful:
+            base_ms = timed.measurements[base.name].median_ms
+            base_over = cheats.roofline_flag(nbytes, base_ms, max(roofs.values()))  # views: no compulsory work
+            if roof and v.timing_meaningful and not base_over:
                 flags.append(roof)
     fp = footprints.get(lv.name, {})
     if fp and lv is not base and base.name in footprints:

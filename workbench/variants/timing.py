@@ -1,6 +1,8 @@
 """Interleaved timing: variants take turns in rounds, in a fresh random order each round.
 
-Interleaving puts slow drift (other processes, clocks, thermal state) on every variant alike;
+Each variant times on its own copy of the inputs, and the copies rotate between variants
+from round to round, so that no variant keeps a luckier memory placement (alignment,
+page, cache set) than another.  Interleaving puts slow drift (other processes, clocks, thermal state) on every variant alike;
 the per-round pairing is what the speedup interval in ``stats.py`` uses.  On CPU a sample is a
 block of calls timed with ``perf_counter_ns`` (held here, so a variant that patches
 ``time.perf_counter`` cannot change our numbers).  On a GPU a sample is one call between CUDA
@@ -20,6 +22,7 @@ from workbench.capture.measurement import Measurement
 _ns = time.perf_counter_ns          # our own reference: immune to monkeypatching
 MIN_SAMPLE_MS = 2.0                 # CPU: calls per sample chosen so a sample lasts this long
 MAX_CALLS_PER_SAMPLE = 10_000
+MAX_SAMPLE_MS = 25.0                # ... but the slowest variant's sample stays under this
 
 
 @dataclass
@@ -30,6 +33,7 @@ class Timed:
     fn: Callable[..., Any]
     args: tuple[Any, ...]
     calls_per_sample: int = 1
+    per_call_ms: float = 0.0            # measured by calibrate()
 
 
 class CpuTimer:
@@ -77,15 +81,25 @@ def calibrate(item: Timed, timer: CpuTimer | CudaTimer, one_call_ms: float) -> N
     """CPU: double the calls per sample until a sample lasts MIN_SAMPLE_MS (measured here, in
     this thread, not guessed from a slower guarded call); GPU: one flushed call per sample."""
     if isinstance(timer, CudaTimer):
-        item.calls_per_sample = 1
+        item.calls_per_sample, item.per_call_ms = 1, one_call_ms
         return
+    item.per_call_ms = one_call_ms
     k = int(min(MAX_CALLS_PER_SAMPLE, max(1, MIN_SAMPLE_MS // max(one_call_ms, 1e-3) // 4)))
     while k < MAX_CALLS_PER_SAMPLE:
         item.calls_per_sample = k
-        if timer.sample_ms(item) * k >= MIN_SAMPLE_MS:
+        item.per_call_ms = timer.sample_ms(item)
+        if item.per_call_ms * k >= MIN_SAMPLE_MS:
             break
         k *= 2
     item.calls_per_sample = min(k, MAX_CALLS_PER_SAMPLE)
+
+
+def shared_calls_per_sample(items: list[Timed]) -> int:
+    """One count for every variant: the fastest one's, capped so the slowest one's sample stays
+    under MAX_SAMPLE_MS (a variant 1000x faster must not make the baseline run for minutes)."""
+    fastest_k = max(it.calls_per_sample for it in items)
+    slowest_per_call_ms = max(max(it.per_call_ms for it in items), 1e-6)
+    return int(max(1, min(fastest_k, MAX_SAMPLE_MS // slowest_per_call_ms)))
 
 
 @dataclass(frozen=True)
@@ -105,19 +119,20 @@ def run_interleaved(items: list[Timed], timer: CpuTimer | CudaTimer, *, min_roun
     samples: dict[str, list[float]] = {it.name: [] for it in items}
     orders = []
     deadline = _ns() + budget_s * 1e9
+    pool = [it.args for it in items]
     gc_was_enabled = gc.isenabled()
+    gc.collect()                 # once: a full collection costs tens of ms with torch loaded
+    gc.disable()                 # tensors are freed by reference counting; cycles wait till the end
     try:
         for r in range(max_rounds):
             if r >= min_rounds and _ns() > deadline:
                 break
+            for i, it in enumerate(items):    # rotate the input copies: no variant keeps the
+                it.args = pool[(i + r) % len(pool)]   # luckiest memory placement for itself
             order = [items[i] for i in rng.permutation(len(items))]
             orders.append(tuple(it.name for it in order))
-            gc.collect()
-            gc.disable()
             for it in order:
                 samples[it.name].append(timer.sample_ms(it))
-            if gc_was_enabled:
-                gc.enable()
     finally:
         if gc_was_enabled:
             gc.enable()

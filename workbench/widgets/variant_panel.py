@@ -43,7 +43,7 @@ class VariantPanel:
         self.progress = w.IntProgress(value=0, min=0, max=1, description="progress")
         self.status = w.HTML("")
         self.table = w.HTML(self._table_html())
-        self.chart = w.Output()
+        self.chart = w.HTML("")
         self.run_button.on_click(lambda _: self.run())
         self.insert_button.on_click(lambda _: self.insert_winner())
         self.widget = w.VBox([w.HTML("<b>Variants</b>"), w.VBox(list(self.checkboxes.values())),
@@ -102,18 +102,18 @@ class VariantPanel:
         self.status.value = f"done: winner {html.escape(win)}" if win else "done: no variant to keep"
 
     def _draw_chart(self) -> None:
+        """The comparison chart as inline SVG (static, so it shows offline and in saved pages)."""
         samples: dict[str, Any] = {}
         for cmp in self.comparisons.values():
             samples.update(cmp.samples_ms)
-        self.chart.clear_output(wait=True)
-        with self.chart:
-            try:
-                from IPython.display import display
-                from workbench.charts.comparison import comparison_chart
+        try:
+            import vl_convert as vlc
+            from workbench.charts.comparison import comparison_chart
+            from workbench.charts.offline import chart_spec
 
-                display(comparison_chart(samples, baseline="eager"))
-            except Exception as exc:  # noqa: BLE001 - the table stands without the chart
-                print(f"chart not drawn: {type(exc).__name__}: {exc}")
+            self.chart.value = vlc.vegalite_to_svg(chart_spec(comparison_chart(samples, baseline="eager")))
+        except Exception as exc:  # noqa: BLE001 - the table stands without the chart
+            self.chart.value = f"<i>chart not drawn: {html.escape(type(exc).__name__)}: {html.escape(str(exc))}</i>"
 
     def winner(self) -> str | None:
         keep = [r for r in self.rows.values() if r.get("decision") in ("keep", "keep_guarded")]

@@ -37,6 +37,19 @@ def _recompile_reasons(diag) -> list[str]:
     return found or _reasons(diag, "recompile_reasons")
 
 
+def break_compile_ms(f: RunFacts) -> float:
+    """Compile time owed to graph breaks: each break adds a graph (and a resume function) to compile,
+    so of the graphs compiled, all but one are the breaks' doing."""
+    diag = f.compile
+    n_breaks = int(field_of(diag, "graph_break_count", 0) or 0)
+    compile_ms = float(field_of(diag, "compile_time_ms", 0.0) or 0.0)
+    n_recompiles = int(field_of(diag, "recompile_count", 0) or 0)
+    if n_breaks <= 0 or compile_ms <= 0:
+        return 0.0
+    first_compile_ms = compile_ms / (n_recompiles + 1)
+    return first_compile_ms * n_breaks / (n_breaks + 1)
+
+
 def _median(f: RunFacts) -> float:
     return f.require_timing().median_ms
 
@@ -53,7 +66,9 @@ def graph_breaks(f: RunFacts, t):
     median = _median(f)
     # Between graphs the code runs eagerly and each graph is a separate call: the share of a
     # call the breaks can cost is bounded by the call itself; spread evenly over the segments.
-    stake = median * n_breaks / (n_breaks + 1)
+    # The extra graphs' compile time is a one-time cost, spread over the calls profiled.
+    extra_compile_ms = break_compile_ms(f)
+    stake = median * n_breaks / (n_breaks + 1) + extra_compile_ms / f.calls_profiled
     rows = tuple({"reason": r[:200]} for r in dict.fromkeys(reasons))[:5]
     return Hypothesis(
         category="graph_break", title=f"torch.compile breaks the function into {n_graphs} graphs",
@@ -61,7 +76,9 @@ def graph_breaks(f: RunFacts, t):
         mechanism="At each break dynamo returns to Python: the code between graphs runs eagerly, "
                   "and fusion cannot cross the break.",
         evidence=(Evidence("graph_break_count", n_breaks, "breaks", t["min_breaks"], ">=", "run.compile", rows),
-                  Evidence("graph_count", n_graphs, "graphs", source="run.compile")),
+                  Evidence("graph_count", n_graphs, "graphs", source="run.compile"),
+                  Evidence("extra_graph_compile_ms", extra_compile_ms, "ms", source="run.compile (compile time x breaks / graphs)",
+                           rows=({"calls_profiled": f.calls_profiled},))),
         time_at_stake_ms=stake,
         predicted_effect="removing the breaks (fullgraph=True passes) fuses across them; the gain is at most the eager time between graphs",
         falsifier="compile with fullgraph=True after removing the reported cause: if the time per call does not drop, the breaks did not cost time",
@@ -80,7 +97,8 @@ def recompiles(f: RunFacts, t):
     reasons = _recompile_reasons(diag)
     compile_ms = float(field_of(diag, "compile_time_ms", 0.0) or 0.0)
     per_compile = compile_ms / max(1, n + 1) if compile_ms else 0.0
-    stake = per_compile * n if per_compile and n else _median(f)
+    # recompiles happen in the steady state: their compile time, per call profiled
+    stake = per_compile * n / f.calls_profiled if per_compile and n else _median(f)
     title = ("torch.compile hit its recompile limit and fell back to eager" if limit_hit
              else f"torch.compile recompiled {n} time(s)")
     ev = [Evidence("recompile_count", n, "recompiles", t["min_recompiles"], ">=", "run.compile",

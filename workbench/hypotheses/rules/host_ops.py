@@ -28,13 +28,31 @@ def main_thread_ops(f: TraceFacts) -> pd.DataFrame:
     device-side rules judge where time went."""
     if f.has_gpu:
         raise NotJudged("the trace has GPU activity: host operator time is judged through kernels and launches")
-    ops = f.top_level_ops
-    ops = ops[~ops["name"].astype(str).str.contains(PROFILER_NOISE)]
+    ops = f.require_cpu_ops()
+    ops = ops[_under_wrappers_only(ops)]
     if ops.empty:
         raise NotJudged("no top-level CPU operators in the trace")
     counts = ops.groupby(["rank", "tid"], observed=True).size()
     rank, tid = counts.idxmax()
     return ops[(ops["rank"] == rank) & (ops["tid"] == tid)].sort_values("ts_us")
+
+
+def _under_wrappers_only(ops: pd.DataFrame) -> np.ndarray:
+    """Ops that are not markers (profiler steps, compiled-region wrappers) and whose every ancestor
+    is one: the top level of the work, looking through ``Torch-Compiled Region`` and the like."""
+    wrapper = ops["name"].astype(str).str.contains(PROFILER_NOISE).to_numpy()
+    if "parent" not in ops or "depth" not in ops:
+        return ~wrapper & (ops["depth"].to_numpy() == 0 if "depth" in ops else True)
+    parent = ops["parent"].to_numpy()
+    depth = ops["depth"].to_numpy()
+    clear = np.zeros(len(ops), dtype=bool)       # every ancestor (and itself) is a wrapper
+    order = np.argsort(depth, kind="stable")
+    for i in order:                              # parents come before children by depth
+        p = parent[i]
+        above = p < 0 or (0 <= p < len(ops) and clear[p])
+        clear[i] = wrapper[i] and above
+    top = np.array([(parent[i] < 0 or (0 <= parent[i] < len(ops) and clear[parent[i]])) for i in range(len(ops))])
+    return ~wrapper & top
 
 
 def placed_main_ops(f: TraceFacts) -> pd.DataFrame:

@@ -1,0 +1,38 @@
+import time
+
+import torch
+
+from workbench.variants.timing import CpuTimer, Timed, calibrate, run_interleaved, shared_calls_per_sample
+
+
+def _sleeper(ms):
+    def fn():
+        end = time.perf_counter() + ms / 1e3
+        while time.perf_counter() < end:
+            pass
+    return fn
+
+
+def test_rounds_interleave_in_random_order_and_keep_raw_samples():
+    items = [Timed("a", _sleeper(0.2), ()), Timed("b", _sleeper(0.4), ()), Timed("c", lambda: None, ())]
+    res = run_interleaved(items, CpuTimer(), min_rounds=12, max_rounds=12, budget_s=0.0, seed=3)
+    assert res.rounds == 12 and all(m.n == 12 for m in res.measurements.values())
+    assert len(set(res.orders)) > 1 and all(sorted(o) == ["a", "b", "c"] for o in res.orders)
+    assert res.measurements["b"].median_ms > 1.5 * res.measurements["a"].median_ms
+    assert res.measurements["a"].timer == "perf_counter_ns"
+
+
+def test_calibration_is_shared_and_bounded_by_the_slowest():
+    fast, slow = Timed("fast", lambda: None, ()), Timed("slow", _sleeper(5.0), ())
+    calibrate(fast, CpuTimer(), 0.001)
+    calibrate(slow, CpuTimer(), 5.0)
+    assert fast.calls_per_sample > 100 and slow.calls_per_sample == 1
+    k = shared_calls_per_sample([fast, slow])
+    assert 1 <= k <= 5                       # 25 ms cap / 5 ms per slow call
+
+
+def test_a_patched_timer_does_not_change_our_measurement(monkeypatch):
+    monkeypatch.setattr(time, "perf_counter_ns", lambda: 0)
+    item = Timed("x", lambda: torch.ones(10).sum(), ())
+    res = run_interleaved([item], CpuTimer(), min_rounds=5, max_rounds=5, budget_s=0.0)
+    assert res.measurements["x"].median_ms > 0

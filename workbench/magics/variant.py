@@ -1,0 +1,81 @@
+"""``%%gpuvariant NAME``: this cell is a variant of the last ``%%gpuprofile`` cell.
+
+Plumbing only: find the last profiled cell's source, compile both cells as the shell would,
+and call ``wb.compare`` (correctness of the cells' last values, then interleaved timing).  The
+comparison is bound to ``_gpuvariant`` (and to ``-o VAR``) and displayed.  Both cells run many
+times in your namespace (checks, warm-up, timed rounds): keep them free of side effects.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+LAST_VARIANT_NAME = "_gpuvariant"
+PROFILE_MAGIC = "%%gpuprofile"
+
+
+def last_profiled_source(shell: Any) -> str | None:
+    """The body of the last ``%%gpuprofile`` cell: from the profiling magic if it keeps it,
+    else from the shell's input history."""
+    from workbench.magics import gpuprofile
+
+    getter = getattr(gpuprofile, "last_cell_source", None)
+    if callable(getter) and getter():
+        return getter()
+    history = getattr(getattr(shell, "history_manager", None), "input_hist_raw", None) or []
+    for source in reversed(history[:-1]):                   # [-1] is the %%gpuvariant cell itself
+        if source.lstrip().startswith(PROFILE_MAGIC):
+            return source.lstrip().split("\n", 1)[1] if "\n" in source.lstrip() else ""
+    return None
+
+
+def _callable(shell: Any, source: str, role: str) -> Any:
+    from workbench.magics.cell import CellCallable, compile_cell
+    from workbench.magics.gpuprofile import syntax_error_message
+
+    try:
+        return CellCallable(shell, compile_cell(shell, source))
+    except SyntaxError as exc:
+        raise UsageError(f"{role}: {syntax_error_message(exc)}") from None
+
+
+@magics_class
+class GpuVariantMagics(Magics):
+    @magic_arguments()
+    @argument("name", help="the variant's name (its row in the comparison table)")
+    @argument("-b", "--budget", type=float, default=3.0, help="seconds of interleaved timing (default 3)")
+    @argument("-c", "--checks", type=int, default=2, help="correctness checks before timing (default 2)")
+    @argument("-l", "--time-limit", type=float, default=120.0, help="seconds one run of a cell may take")
+    @argument("-o", "--output", default=None, metavar="VAR", help="bind the Comparison to this variable")
+    @cell_magic
+    def gpuvariant(self, line: str, cell: str) -> Any:
+        """Compare this cell (a variant) with the last %%gpuprofile cell: the cells' last values
+        are checked against each other, then both are timed in interleaved rounds; shows the
+        table and the decision.  The comparison is ``_gpuvariant``."""
+        from workbench.variants.compare import compare
+
+        opts = parse_argstring(self.gpuvariant, line)
+        if opts.budget <= 0 or opts.checks < 1 or opts.time_limit <= 0:
+            raise UsageError("--budget and --time-limit must be > 0 and --checks >= 1")
+        if opts.output is not None and not opts.output.isidentifier():
+            raise UsageError(f"-o needs a Python variable name; got {opts.output!r}")
+        if not cell.strip():
+            raise UsageError("%%gpuvariant needs the variant's code in the cell below the magic line")
+        source = last_profiled_source(self.shell)
+        if source is None:
+            raise UsageError("no profiled cell yet: run %%gpuprofile on the cell to improve first, "
+                             "then %%gpuvariant NAME on a cell with your rewrite")
+        base, variant = _callable(self.shell, source, "the profiled cell"), _callable(self.shell, cell, "this cell")
+        try:
+            cmp = compare({"profiled": base, opts.name: variant}, None, baseline="profiled", checks=opts.checks,
+                          budget_s=opts.budget, time_limit_s=opts.time_limit)
+        finally:
+            base.release_output()
+            variant.release_output()
+        self.shell.user_ns[LAST_VARIANT_NAME] = cmp
+        if opts.output:
+            self.shell.user_ns[opts.output] = cmp
+        return cmp
