@@ -10,7 +10,7 @@ interleaved timing with the paired speedup interval):
 
 Each comparison is also timed (goal: within about 10 s).  Prints both rates, the median
 measured ratio and the comparison times.   Usage:
-    OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/stats_power.py [--trials 40] [--budget 2.0]
+    OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/stats_power.py [--trials 40] [--budget 3.0]
 """
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def experiment(candidate, trials: int, budget_s: float):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trials", type=int, default=40)
-    ap.add_argument("--budget", type=float, default=2.0, help="timing seconds per comparison")
+    ap.add_argument("--budget", type=float, default=3.0, help="timing seconds per comparison")
     args = ap.parse_args()
     torch.set_num_threads(1)
     same, same_s = experiment(twin, args.trials, args.budget)

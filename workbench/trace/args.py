@@ -116,14 +116,21 @@ def floats(values: list) -> np.ndarray:
 
 def dim3(values: list) -> np.ndarray:
     """CUDA grid/block lists [x, y, z] as an (n, 3) int64 array; -1 where absent."""
+    out = np.full((len(values), 3), -1, dtype=np.int64)
+    present = np.flatnonzero(np.fromiter(map(type, values), dtype=object, count=len(values)) == list)
+    if not len(present):
+        return out
+    lists = [values[i] for i in present]
     try:
-        out = np.array(values)  # the common case: every value is 3 ints
-        if out.shape == (len(values), 3) and out.dtype == np.int64:
+        found = np.array(lists)  # the common case: every list is 3 ints
+        if found.shape == (len(lists), 3) and found.dtype == np.int64:
+            out[present] = found
             return out
     except (TypeError, ValueError, OverflowError):
         pass
-    return np.stack([ints([v[axis] if type(v) is list and len(v) > axis else None for v in values])
-                     for axis in range(3)], axis=1).reshape(len(values), 3)
+    for axis in range(3):
+        out[present, axis] = ints([v[axis] if len(v) > axis else None for v in lists])
+    return out
 
 
 def compact_json(values: list) -> pd.Categorical:

@@ -58,8 +58,10 @@ def allocating_ops(f: TraceFacts, big: pd.DataFrame) -> pd.DataFrame:
     return found.assign(excess_us=(found["dur_us"] - floor_us).clip(lower=0.0))
 
 
+# glibc's dynamic mmap threshold rises to at most 32 MiB on 64-bit: smaller freed blocks are reused
+# from the heap, larger ones are mapped (and page-faulted) afresh on every allocation.
 @rule("large_allocations_repeat", category="allocation_churn", scope="trace",
-      large_bytes=1 << 20, min_per_call=1.0, min_time_pct=10.0)
+      large_bytes=32 << 20, min_per_call=1.0, min_time_pct=10.0)
 def large_allocations_repeat(f: TraceFacts, t):
     """Large host buffers are allocated afresh on every call, and the ops making them run far below their roof."""
     mem = f.memory
