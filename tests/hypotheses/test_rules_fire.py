@@ -64,10 +64,14 @@ def test_host_sync_calls():
     k, rt = gpu(starts, [90] * 10, starts, [5] * 10,
                 runtime_extra={"rank": [0], "tid": ["1"], "name": ["cudaStreamSynchronize"],
                                "ts_us": [200.0], "dur_us": [400.0], "end_us": [600.0], "correlation": [999]})
-    ops = frame("cpu_ops", {"rank": [0], "tid": ["1"], "name": ["aten::item"], "ts_us": [190.0],
-                            "dur_us": [420.0], "end_us": [610.0], "depth": [0]})
+    # aten::item > aten::_local_scalar_dense encloses the sync (the reader links it through op_index)
+    ops = frame("cpu_ops", {"rank": [0, 0], "tid": ["1", "1"], "name": ["aten::item", "aten::_local_scalar_dense"],
+                            "ts_us": [190.0, 195.0], "dur_us": [420.0, 410.0], "end_us": [610.0, 605.0],
+                            "depth": [0, 1], "parent": [-1, 0]})
+    rt["op_index"] = np.where(rt["name"] == "cudaStreamSynchronize", 1, -1)
     hs = fires("host_sync_calls", facts(kernels=k, runtime=rt, cpu_ops=ops))
-    assert hs and hs[0].evidence[0].rows[0]["op"] == "aten::item"
+    top = hs[0].evidence[0].rows[0]
+    assert (top["cause_op"], top["op"], top["blocked_us"]) == ("aten::item", "aten::_local_scalar_dense", 400.0)
     k, rt = gpu(starts, [90] * 10, starts, [5] * 10)
     assert fires("host_sync_calls", facts(kernels=k, runtime=rt)) == []
 
@@ -103,9 +107,13 @@ def test_exposed_communication_and_stragglers():
     overlapped.loc[1, ["ts_us", "end_us"]] = [0.0, 100.0]
     assert fires("exposed_communication", facts(kernels=overlapped, runtime=rt)) == []
     import pandas as pd
-    two = pd.concat([comp_k, comp_k.assign(rank=1, dur_us=comp_k["dur_us"] * 2,
-                                            end_us=comp_k["ts_us"] + comp_k["dur_us"] * 2)], ignore_index=True)
-    assert fires("straggler_rank", facts(kernels=two, runtime=rt))[0].category == "load_imbalance"
+    # rank 1 computes 190 µs before the all-reduce; rank 0 then waits in it: rank 1 communicates 10 µs, rank 0 100
+    slow = gpu([0.0, 190.0], [190, 10], [-10, 180], [5, 5], names=["sgemm", "ncclKernel_AllReduce"],
+               ktype=["computation", "communication"], rank=1)[0]
+    two = pd.concat([comp_k, slow], ignore_index=True)
+    h = fires("straggler_rank", facts(kernels=two, runtime=rt))[0]
+    assert h.category == "load_imbalance" and "Rank 1" in h.title
+    assert h.evidence[1].value == pytest.approx(45.0)     # median comm 55 µs - rank 1's 10 µs
     same = pd.concat([comp_k, comp_k.assign(rank=1)], ignore_index=True)
     assert fires("straggler_rank", facts(kernels=same, runtime=rt)) == []
 

@@ -8,7 +8,7 @@ import pytest
 
 from workbench.errors import TraceFormatError, TraceWarning
 from workbench.trace import load_trace
-from conftest import BAD
+from tests.trace.conftest import BAD
 
 
 @pytest.mark.parametrize("name, words", [

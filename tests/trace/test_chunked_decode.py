@@ -7,7 +7,7 @@ import json
 import pandas as pd
 
 from workbench.trace import decode, load_trace, stream
-from conftest import GPU
+from tests.trace.conftest import GPU
 
 
 def _tables(trace):

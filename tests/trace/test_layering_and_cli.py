@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import GPU
+from tests.trace.conftest import GPU
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from workbench.trace import schema
-from conftest import CPU, GPU
+from tests.trace.conftest import CPU, GPU
 
 
 def _events(path):

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from workbench.errors import TraceFormatError
 from workbench.trace import load_trace
-from conftest import CPU, GPU
+from tests.trace.conftest import CPU, GPU
 
 
 def _base_events() -> list[dict]:

@@ -6,7 +6,7 @@ import json
 import numpy as np
 
 from workbench.trace import load_trace
-from conftest import CPU, GPU
+from tests.trace.conftest import CPU, GPU
 
 
 def _write(tmp_path, events, **top):

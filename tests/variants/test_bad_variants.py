@@ -9,7 +9,7 @@ import torch
 import workbench as wb
 from workbench.errors import InvalidArgumentError
 
-from variant_workloads import FAST, chain
+from tests.variants.variant_workloads import FAST, chain
 
 
 def _raises(x):

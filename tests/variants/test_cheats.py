@@ -7,7 +7,7 @@ import torch
 
 import workbench as wb
 
-from variant_workloads import FAST, chain
+from tests.variants.variant_workloads import FAST, chain
 
 
 def _row(c, name):

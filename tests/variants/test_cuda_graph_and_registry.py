@@ -5,7 +5,7 @@ import workbench as wb
 from workbench.errors import InvalidArgumentError, NotApplicableError, RegistryError
 from workbench.variants.cuda_graph import input_signature, refuse_cpu_tensors, refuse_signature_change
 
-from variant_workloads import FAST, chain
+from tests.variants.variant_workloads import FAST, chain
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(),
                                reason="not applicable: no CUDA device (torch.cuda.is_available() is False)")

@@ -8,7 +8,7 @@ from workbench.variants.hypothesis_check import judge
 from workbench.variants.results import VariantResult
 from workbench.variants.stats import Speedup
 
-from variant_workloads import FAST
+from tests.variants.variant_workloads import FAST
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ import torch
 import workbench as wb
 from workbench.errors import InvalidArgumentError
 
-from variant_workloads import FAST, chain
+from tests.variants.variant_workloads import FAST, chain
 
 
 def _twice(x):                       # the baseline does the work three times: the candidate is faster

@@ -9,7 +9,7 @@ import torch
 
 import workbench as wb
 
-from variant_workloads import FAST, chain
+from tests.variants.variant_workloads import FAST, chain
 
 
 def test_without_gpu_or_interpreter_it_is_not_applicable_with_the_hint():

@@ -21,6 +21,7 @@ SYNC_KIND = {
     "cudaEventSynchronize": "event_synchronize", "hipEventSynchronize": "event_synchronize",
     "cuEventSynchronize": "event_synchronize",
     "cudaMemcpy": "synchronous_copy", "hipMemcpy": "synchronous_copy", "hipMemcpyWithStream": "synchronous_copy",
+    "cudaMemset": "synchronous_memset", "hipMemset": "synchronous_memset",
 }
 # ops that make the host wait for a value or a buffer from the device
 CAUSE_OPS = frozenset({

@@ -1,35 +1,31 @@
-"""Facts a rule reads: a trace's tables and the measurements derived from them.
+"""Facts a rule reads: a trace's tables and the analysis results computed from them.
 
 ``TraceFacts`` wraps anything with the shared table contract (``cpu_ops``, ``kernels``,
-``runtime``, ``annotations``, ``memory``, ``device_properties``); derived measurements
-(device idle per rank, idle attributed to host or kernel wait, launches joined to their
-kernels) are computed once, lazily, and follow Holistic Trace Analysis's definitions.
-A rule that needs a table the trace lacks gets ``NotJudged`` with the reason.
+``runtime``, ``annotations``, ``memory``, ``device_properties``). Device idle, idle gaps,
+launches, communication overlap, copies, syncs, steps and stragglers come from
+``workbench.analysis`` (the reference, matched to Holistic Trace Analysis), each computed once,
+lazily. A rule that needs a table the trace lacks gets ``NotJudged`` with the reason.
 """
 from __future__ import annotations
 
 from functools import cached_property
+from types import SimpleNamespace
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from workbench.hypotheses import intervals
+from workbench import analysis
 from workbench.hypotheses.registry import NotJudged
+from workbench.trace import schema
 
-# HTA: a gap shorter than this, with the launch already issued, is "kernel wait".
-KERNEL_WAIT_MAX_GAP_US = 30.0
-LAUNCH_API_NAMES = frozenset({
-    "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
-    "cudaMemcpyAsync", "cudaMemsetAsync", "hipLaunchKernel", "hipExtModuleLaunchKernel",
-    "hipModuleLaunchKernel", "hipMemcpyAsync", "hipMemsetAsync", "cudaGraphLaunch", "hipGraphLaunch",
-})
 TABLES = ("cpu_ops", "kernels", "runtime", "annotations", "memory")
 
 
 def _table(trace: Any, name: str) -> pd.DataFrame:
-    value = getattr(trace, name, None)
-    return value if isinstance(value, pd.DataFrame) else pd.DataFrame()
+    value = getattr(trace, name, None) if trace is not None else None
+    if isinstance(value, pd.DataFrame) and (len(value.columns) or name not in schema.TABLES):
+        return value
+    return schema.empty(name)
 
 
 class TraceFacts:
@@ -40,8 +36,11 @@ class TraceFacts:
         self.trace = trace
         self.source = source
         self._ceiling = ceiling
+        self._overrides = bool(tables)
         for name in TABLES:
-            setattr(self, name, tables.get(name, _table(trace, name)))
+            given = tables.get(name)
+            setattr(self, name, given if isinstance(given, pd.DataFrame) and len(given.columns)
+                    else _table(trace, name))
         props = getattr(trace, "device_properties", None) if trace is not None else None
         self.device_properties = tables.get("device_properties", props) or []
 
@@ -71,6 +70,17 @@ class TraceFacts:
         vals = set().union(*(set(t["rank"].unique()) for t in frames)) if frames else set()
         return sorted(int(v) for v in vals) or [0]
 
+    # -- the object the analyses read -------------------------------------------------------
+    @cached_property
+    def subject(self) -> Any:
+        """The trace itself, or (tables given directly) a stand-in with the same attributes."""
+        if self.trace is not None and not self._overrides:
+            return self.trace
+        return SimpleNamespace(**{n: getattr(self, n) for n in TABLES},
+                               syncs=getattr(self.trace, "syncs", None), ranks=tuple(self.ranks),
+                               meta=getattr(self.trace, "meta", None),
+                               device_properties=self.device_properties)
+
     # -- steps and the measured window ----------------------------------------------------
     @cached_property
     def steps(self) -> pd.DataFrame:
@@ -98,59 +108,75 @@ class TraceFacts:
                 spans.append(hi - lo)
         return max(spans, default=0.0)
 
-    # -- GPU time per rank (HTA temporal breakdown) ---------------------------------------
+    # -- analysis results (workbench.analysis), computed once ------------------------------
+    @cached_property
+    def temporal(self) -> analysis.TemporalBreakdown:
+        self.require_gpu()
+        return analysis.temporal_breakdown(self.subject)
+
+    @cached_property
+    def comm(self) -> analysis.CommOverlap:
+        self.require_gpu()
+        return analysis.comm_overlap(self.subject)
+
+    @cached_property
+    def idle(self) -> analysis.IdleBreakdown:
+        self.require_gpu()
+        return analysis.idle_breakdown(self.subject)
+
+    @cached_property
+    def launch_stats(self) -> analysis.LaunchStats:
+        self.require_gpu()
+        self.require_runtime()
+        return analysis.launch_stats(self.subject)
+
+    @cached_property
+    def copies(self) -> analysis.CopyStats:
+        self.require_gpu()
+        return analysis.copy_stats(self.subject)
+
+    @cached_property
+    def sync_audit(self) -> analysis.SyncAudit:
+        self.require_runtime()
+        return analysis.sync_audit(self.subject)
+
+    @cached_property
+    def step_breakdown(self) -> analysis.StepBreakdown:
+        return analysis.step_breakdown(self.subject)
+
+    @cached_property
+    def stragglers(self) -> analysis.Stragglers:
+        self.require_gpu()
+        return analysis.stragglers(self.subject)
+
     @cached_property
     def gpu_ranks(self) -> pd.DataFrame:
-        k = self.require_gpu()
-        rows = []
-        for rank, g in k.groupby("rank"):
-            comp = g[g["kernel_type"] == "computation"]
-            comm = g[g["kernel_type"] == "communication"]
-            span = float(g["end_us"].max() - g["ts_us"].min())
-            busy = intervals.union_us(g["ts_us"], g["end_us"])
-            rows.append({
-                "rank": int(rank), "span_us": span, "busy_us": busy, "idle_us": span - busy,
-                "compute_us": intervals.union_us(comp["ts_us"], comp["end_us"]),
-                "comm_us": intervals.union_us(comm["ts_us"], comm["end_us"]),
-                "comm_overlap_us": intervals.overlap_us(comm["ts_us"], comm["end_us"],
-                                                        comp["ts_us"], comp["end_us"]),
-                "kernel_sum_us": float(g["dur_us"].sum()), "n_kernels": int(len(g)),
-            })
-        return pd.DataFrame(rows)
+        """Per rank, the temporal breakdown beside the communication overlap: span_us (first GPU
+        start to last GPU end), busy_us, idle_us, compute_us, comm_us, comm_overlap_us."""
+        t = self.temporal.table
+        c = self.comm.table.set_index("rank")
+        return pd.DataFrame({
+            "rank": t["rank"].astype(int).to_numpy(), "span_us": t["kernel_time_us"].to_numpy(),
+            "busy_us": (t["kernel_time_us"] - t["idle_us"]).to_numpy(), "idle_us": t["idle_us"].to_numpy(),
+            "compute_us": t["compute_us"].to_numpy(),
+            "comm_us": t["rank"].map(c["comm_us"]).fillna(0.0).to_numpy(),
+            "comm_overlap_us": t["rank"].map(c["overlap_us"]).fillna(0.0).to_numpy(),
+        })
 
-    # -- launches joined to their GPU activity --------------------------------------------
     @cached_property
     def launches(self) -> pd.DataFrame:
-        k = self.require_gpu()
-        rt = self.require_runtime()
-        rt = rt[rt["name"].isin(LAUNCH_API_NAMES)]
-        cols = ["rank", "correlation", "ts_us", "dur_us", "name"]
-        joined = k[["rank", "correlation", "ts_us", "dur_us", "end_us", "name", "stream", "kind"]].merge(
-            rt[cols].rename(columns={"ts_us": "launch_ts_us", "dur_us": "launch_dur_us",
-                                     "name": "launch_name"}),
-            on=["rank", "correlation"], how="inner")
-        delay = joined["ts_us"] - (joined["launch_ts_us"] + joined["launch_dur_us"])
-        return joined.assign(launch_delay_us=delay.clip(lower=0.0))
+        """``launch_stats`` rows (one per launch call) with the name of the first GPU event each launched."""
+        table = self.launch_stats.table
+        k = self.kernels[self.kernels["correlation"] >= 0].sort_values("ts_us")
+        first = k.drop_duplicates(["rank", "correlation"])[["rank", "correlation", "name"]]
+        named = table.merge(first.astype({"name": str}), on=["rank", "correlation"], how="left")
+        return named.assign(name=named["name"].fillna(""))
 
-    # -- idle gaps per stream, attributed (HTA idle breakdown) ----------------------------
     @cached_property
     def idle_gaps(self) -> pd.DataFrame:
-        k = self.require_gpu().sort_values(["rank", "stream", "ts_us"])
-        k = k.drop(columns=[c for c in ("launch_ts_us", "launch_dur_us", "launch_name") if c in k])
-        prev_end = k.groupby(["rank", "stream"])["end_us"].shift(1)
-        gap = k["ts_us"] - prev_end
-        g = k.assign(prev_end_us=prev_end, gap_us=gap)
-        g = g[g["gap_us"] > 0]
-        try:
-            launch = self.launches[["rank", "correlation", "launch_ts_us"]]
-            g = g.merge(launch, on=["rank", "correlation"], how="left")
-        except NotJudged:
-            g = g.assign(launch_ts_us=np.nan)
-        host = g["launch_ts_us"] > g["prev_end_us"]
-        cause = np.where(host, "host_wait",
-                         np.where(g["gap_us"] < KERNEL_WAIT_MAX_GAP_US, "kernel_wait", "other"))
-        return g.assign(cause=cause)[["rank", "stream", "name", "prev_end_us", "ts_us", "gap_us",
-                                      "launch_ts_us", "cause"]].reset_index(drop=True)
+        """``idle_breakdown`` gaps (rank, stream, ts_us, gap_us, idle_category) with gap_start_us."""
+        g = self.idle.gaps
+        return g.assign(gap_start_us=g["ts_us"] - g["gap_us"])
 
     # -- roofline ---------------------------------------------------------------------------
     @cached_property

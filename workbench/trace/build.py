@@ -42,9 +42,10 @@ def build_file(header: TraceHeader, chunks: Iterator[DecodedFile], options: Load
     parts: dict[str, list[dict]] = {name: [] for name in TIMED_TABLES}
     names: dict[str, dict[str, str]] = {"process": {}, "thread": {}}
     path = ""
+    interners = K.Interners()
     for decoded in chunks:
         path = decoded.path
-        chunk = K.Chunk(decoded)
+        chunk = K.Chunk(decoded, interners)
         del decoded  # the event objects go now: the chunk holds arrays
         for name, part in _extract(chunk, issues).items():
             if part is not None:
@@ -53,6 +54,9 @@ def build_file(header: TraceHeader, chunks: Iterator[DecodedFile], options: Load
             names[key].update(found)
         del chunk
     tables = {name: K.concat_parts(p) for name, p in parts.items() if p}
+    del parts
+    for table in tables.values():
+        interners.decode_columns(table)
     if options.round_ns:
         for table in tables.values():
             _round_like_hta(table)

@@ -15,6 +15,7 @@ from pandas.api.types import union_categoricals
 from workbench.trace import args as A
 from workbench.trace import classify as C
 from workbench.trace.decode import DecodedFile
+from workbench.trace.intern import Interner
 from workbench.trace.issues import Issues
 from workbench.trace.numbers import MISSING_NS, timestamps_ns, us_to_ns
 
@@ -34,61 +35,69 @@ def _objects(events, name: str) -> np.ndarray:
     return np.fromiter(map(attrgetter(name), events), dtype=object, count=len(events))
 
 
-class Coded:
-    """A text column of one chunk, factorised once: int codes and their labels."""
+def _floats(events: list, name: str) -> np.ndarray:
+    """A numeric field as float64 (nan where absent)."""
+    try:
+        return np.fromiter(map(attrgetter(name), events), dtype=np.float64, count=len(events))
+    except TypeError:  # a None among them
+        return np.array(list(map(attrgetter(name), events)), dtype=np.float64)
 
-    def __init__(self, values: np.ndarray):
-        codes, uniques = pd.factorize(values)
-        labels = np.array([v if isinstance(v, str) else str(v) for v in uniques], dtype=object)
-        merged, labels = pd.factorize(labels)  # 1 and "1" in one column: one label
-        self.codes = merged[codes] if len(merged) else codes
-        self.labels = labels
-        self.index = pd.Index(labels, dtype="str")
 
-    def take(self, index: np.ndarray) -> pd.Categorical:
-        """The rows at ``index`` as a categorical with only the labels they use."""
-        codes = self.codes[index]
-        used = np.flatnonzero(np.bincount(codes, minlength=len(self.labels)))
-        remap = np.zeros(len(self.labels), dtype=codes.dtype)
-        remap[used] = np.arange(len(used))
-        return pd.Categorical.from_codes(remap[codes], dtype=pd.CategoricalDtype(self.index[used]))
+class Interners:
+    """The text columns of one file, coded the same way in every chunk."""
+
+    def __init__(self) -> None:
+        self.name, self.pid, self.tid, self.ph, self.cat = (Interner() for _ in range(5))
+
+    def decode_columns(self, table: dict) -> None:
+        """Turn a table's code columns into categoricals (once, after its chunks are joined)."""
+        for column, interner in (("name", self.name), ("pid", self.pid), ("tid", self.tid),
+                                 ("cat", self.cat), ("phase", self.ph)):
+            if column in table:
+                table[column] = interner.categorical(table[column])
+
+
+def _is_memory(name: str) -> bool:
+    return name == "[memory]"
+
+
+def _is_step(name: str) -> bool:
+    return name.startswith("ProfilerStep#")
 
 
 class Chunk:
     """The fields of one chunk's events as arrays, and which events are of which kind.
 
-    ``args`` and ``id`` are pulled out per kind, only for the kinds that use them.
+    Text fields become codes of the file's interners; ``args`` and ``id`` are pulled out
+    per kind, only for the kinds that use them.
     """
 
-    def __init__(self, decoded: DecodedFile):
+    def __init__(self, decoded: DecodedFile, interners: Interners):
         events = self.events = decoded.events
         self.path, self.first_index = decoded.path, decoded.first_index
-        ts_us = np.array(list(map(attrgetter("ts"), events)), dtype=np.float64)  # None -> nan
-        self.ts_ns = timestamps_ns(decoded.text, ts_us)
-        self.dur_us = np.array(list(map(attrgetter("dur"), events)), dtype=np.float64)
-        self.name = Coded(_objects(events, "name"))
-        self.pid = Coded(_objects(events, "pid"))
-        self.tid = Coded(_objects(events, "tid"))
-        self.ph = Coded(_objects(events, "ph"))
-        self.cat = Coded(_objects(events, "cat"))
-        self.kinds = self._split_kinds()
+        self.ts_ns = timestamps_ns(decoded.text, _floats(events, "ts"))
+        self.dur_us = _floats(events, "dur")
+        self.interners = interners
+        self.name = interners.name.encode(events, "name")
+        self.pid = interners.pid.encode(events, "pid")
+        self.tid = interners.tid.encode(events, "tid")
+        self.kinds = self._split_kinds(interners.ph.encode(events, "ph"), interners.cat.encode(events, "cat"))
 
     def field(self, index: np.ndarray, name: str) -> np.ndarray:
         """One field of the events at ``index`` (an object array)."""
         picked = itemgetter(*index)(self.events) if len(index) > 1 else [self.events[i] for i in index]
         return _objects(picked, name)
 
-    def _split_kinds(self) -> dict[int, np.ndarray]:
+    def _split_kinds(self, ph: np.ndarray, cat: np.ndarray) -> dict[int, np.ndarray]:
         """Event indices per kind (C.CPU_OP, C.GPU, ...)."""
-        ph, cat = self.ph, self.cat
-        lookup = np.array([[_pair_kind(p, c) for c in cat.labels] for p in ph.labels], dtype=np.int16)
-        kinds = lookup[ph.codes, cat.codes] if len(ph.codes) else np.zeros(0, np.int16)
-        labels = self.name.labels
-        is_memory = np.array([n == "[memory]" for n in labels], dtype=bool)
-        is_step = np.array([n.startswith("ProfilerStep#") for n in labels], dtype=bool)
+        self.ph, self.cat = ph, cat
+        ph_labels, cat_labels = self.interners.ph.labels, self.interners.cat.labels
+        lookup = np.array([[_pair_kind(p, c) for c in cat_labels] for p in ph_labels], dtype=np.int16)
+        kinds = lookup[ph, cat] if len(ph) else np.zeros(0, np.int16)
+        names = self.interners.name
         instant = kinds == _INSTANT
-        kinds[instant] = np.where(is_memory[self.name.codes[instant]], C.MEMORY, C.OTHER)
-        kinds[(kinds == C.CPU_OP) & is_step[self.name.codes]] = C.ANNOTATION  # 2021: an "Operator"
+        kinds[instant] = np.where(names.flags(_is_memory)[self.name[instant]], C.MEMORY, C.OTHER)
+        kinds[(kinds == C.CPU_OP) & names.flags(_is_step)[self.name]] = C.ANNOTATION  # 2021: "Operator"
         order = np.argsort(kinds, kind="stable")
         bounds = np.searchsorted(kinds[order], np.arange(_INSTANT + 2))
         return {k: order[bounds[k]:bounds[k + 1]] for k in range(_INSTANT + 1)
@@ -123,7 +132,7 @@ def _base(chunk: Chunk, kind: int, issues: Issues, span: bool = True) -> tuple[d
         index, ts_ns, dur_ns, file_index = index[keep], ts_ns[keep], dur_ns[keep], file_index[keep]
     if not len(index):
         return None
-    out = {"pid": chunk.pid.take(index), "tid": chunk.tid.take(index), "name": chunk.name.take(index),
+    out = {"pid": chunk.pid[index], "tid": chunk.tid[index], "name": chunk.name[index],
            "ts_ns": ts_ns, "dur_ns": dur_ns, "event_index": file_index}
     return out, index
 
@@ -134,7 +143,7 @@ def cpu_ops(chunk: Chunk, issues: Issues) -> dict | None:
         return None
     out, index = found
     args = chunk.field(index, "args")
-    out["cat"] = chunk.cat.take(index)
+    out["cat"] = chunk.cat[index]
     out["external_id"] = A.external_ids(args)
     out["sequence_number"] = A.ints(A.field(args, "sequence_number"))
     out["input_dims"] = A.compact_json(A.field(args, "input_dims"))
@@ -158,15 +167,6 @@ def runtime(chunk: Chunk, issues: Issues) -> dict | None:
     return out
 
 
-def _numbers_of(coded: Coded, index: np.ndarray, prefix: str = "") -> np.ndarray:
-    """The numeric value of each row's label ("7", or "stream 7" with prefix "stream "); -1 if none."""
-    labels = pd.Series(coded.labels, dtype=object).astype(str)
-    if prefix:
-        labels = labels.str.replace(prefix, "", regex=False)
-    values = pd.to_numeric(labels, errors="coerce").fillna(-1).to_numpy()
-    return values.astype(np.int64)[coded.codes[index]] if len(values) else np.full(len(index), -1)
-
-
 def gpu(chunk: Chunk, kind: int, issues: Issues) -> dict | None:
     found = _base(chunk, kind, issues)
     if found is None:
@@ -174,9 +174,11 @@ def gpu(chunk: Chunk, kind: int, issues: Issues) -> dict | None:
     out, index = found
     args = chunk.field(index, "args")
     device = A.ints(A.field(args, "device"))
-    out["device"] = np.where(device >= 0, device, _numbers_of(chunk.pid, index))
+    pid_number = chunk.interners.pid.numbers()[chunk.pid[index]]
+    out["device"] = np.where(device >= 0, device, pid_number)
     stream = A.ints(A.field(args, "stream"))
-    out["stream"] = np.where(stream >= 0, stream, _numbers_of(chunk.tid, index, "stream "))
+    tid_number = chunk.interners.tid.numbers("stream ")[chunk.tid[index]]
+    out["stream"] = np.where(stream >= 0, stream, tid_number)
     out["correlation"] = A.ints(A.field(args, "correlation"))
     out["external_id"] = A.external_ids(args)
     out["bytes"] = A.ints(A.field(args, "bytes"))
@@ -223,8 +225,8 @@ def flows(chunk: Chunk, issues: Issues) -> dict | None:
     if found is None:
         return None
     out, index = found
-    out["cat"] = chunk.cat.take(index)
-    out["phase"] = chunk.ph.take(index)
+    out["cat"] = chunk.cat[index]
+    out["phase"] = chunk.ph[index]
     out["flow_id"] = A.ints(list(chunk.field(index, "id")))
     return out
 
@@ -233,12 +235,11 @@ def metadata(chunk: Chunk) -> dict[str, dict[str, str]]:
     """Process and thread names from "M" events: {"process": {pid: name}, "thread": {tid: name}}."""
     names: dict[str, dict[str, str]] = {"process": {}, "thread": {}}
     for i in chunk.kinds.get(C.META, []):
-        event = chunk.name.labels[chunk.name.codes[i]]
-        value = chunk.events[i].args.name
-        if event in ("process_name", "thread_name") and isinstance(value, str):
-            key = "process" if event == "process_name" else "thread"
-            coded = chunk.pid if key == "process" else chunk.tid
-            names[key][coded.labels[coded.codes[i]]] = value
+        event = chunk.events[i]
+        value = event.args.name
+        if event.name in ("process_name", "thread_name") and isinstance(value, str):
+            key = "process" if event.name == "process_name" else "thread"
+            names[key][str(event.pid if key == "process" else event.tid)] = value
     return names
 
 

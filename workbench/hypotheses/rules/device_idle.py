@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from workbench.analysis.intervals import union_length
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.model import Evidence, Hypothesis
 from workbench.hypotheses.registry import rule
@@ -12,8 +13,6 @@ from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 
 def _worst_windows(f: TraceFacts, rank: int, n_windows: int = 20) -> tuple[dict, ...]:
     """Utilisation per time window: the least busy windows of a rank's GPU span."""
-    from workbench.hypotheses import intervals
-
     k = f.kernels[f.kernels["rank"] == rank]
     lo, hi = float(k["ts_us"].min()), float(k["end_us"].max())
     edges = np.linspace(lo, hi, n_windows + 1)
@@ -21,7 +20,7 @@ def _worst_windows(f: TraceFacts, rank: int, n_windows: int = 20) -> tuple[dict,
     for a, b in zip(edges[:-1], edges[1:]):
         s = np.clip(k["ts_us"].to_numpy(), a, b)
         e = np.clip(k["end_us"].to_numpy(), a, b)
-        busy = intervals.union_us(s, e)
+        busy = union_length(s, e)
         out.append({"window_start_us": round(a, 1), "window_us": round(b - a, 1),
                     "busy_pct": round(pct(busy, b - a), 1)})
     return tuple(sorted(out, key=lambda r: r["busy_pct"])[:3])
@@ -36,7 +35,7 @@ def device_idle_host_wait(f: TraceFacts, t):
     for _, r in f.gpu_ranks.iterrows():
         idle_pct = pct(r.idle_us, r.span_us)
         g = gaps[gaps["rank"] == r["rank"]]
-        host = g[g["cause"] == "host_wait"]
+        host = g[g["idle_category"] == "host_wait"]
         long_host = host[host["gap_us"] >= t["long_gap_us"]]
         share = host["gap_us"].sum() / g["gap_us"].sum() if g["gap_us"].sum() > 0 else 0.0
         if idle_pct < t["min_idle_pct"] or share < t["min_host_wait_share"] or long_host.empty:
@@ -50,7 +49,7 @@ def device_idle_host_wait(f: TraceFacts, t):
             evidence=(Evidence("idle_pct", idle_pct, "%", t["min_idle_pct"], source="kernels (temporal breakdown)",
                                rows=_worst_windows(f, r["rank"])),
                       Evidence("host_wait_share_of_idle", share, "fraction", t["min_host_wait_share"],
-                               source="idle gaps", rows=rows(long_host, ["stream", "prev_end_us", "gap_us", "name"], by="gap_us")),
+                               source="idle breakdown (gaps)", rows=rows(long_host, ["stream", "gap_start_us", "gap_us"], by="gap_us")),
                       Evidence("long_host_wait_us", long_host["gap_us"].sum(), "us", source="idle gaps")),
             time_at_stake_ms=bounded_ms(stake_us, r.span_us),
             predicted_effect="moving the host work off the critical path (prefetch, async data loading, CUDA graphs) removes up to the long host-wait gaps",
@@ -70,9 +69,9 @@ def kernels_shorter_than_launch(f: TraceFacts, t):
     for rank, lr in L.groupby("rank"):
         if len(lr) < t["min_kernels"]:
             continue
-        short = lr[lr["dur_us"] < lr["launch_dur_us"]]
+        short = lr[lr["shorter_than_launch"]]
         frac = len(short) / len(lr)
-        gaps = f.idle_gaps[(f.idle_gaps["rank"] == rank) & (f.idle_gaps["cause"] == "host_wait")
+        gaps = f.idle_gaps[(f.idle_gaps["rank"] == rank) & (f.idle_gaps["idle_category"] == "host_wait")
                            & (f.idle_gaps["gap_us"] < t["short_gap_us"])]
         span = float(f.gpu_ranks.set_index("rank").loc[rank, "span_us"])
         stake_us = gaps["gap_us"].sum()
@@ -80,11 +79,11 @@ def kernels_shorter_than_launch(f: TraceFacts, t):
             continue
         out.append(Hypothesis(
             category="launch_overhead", title=f"{frac:.0%} of kernels are shorter than their launch call",
-            observed=f"rank {rank}: {len(short)} of {len(lr)} kernels; median kernel {lr['dur_us'].median():.1f} µs vs "
-                     f"median launch {lr['launch_dur_us'].median():.1f} µs; {len(gaps)} short host-wait gaps",
+            observed=f"rank {rank}: {len(short)} of {len(lr)} kernels; median kernel {lr['gpu_us'].median():.1f} µs vs "
+                     f"median launch {lr['runtime_us'].median():.1f} µs; {len(gaps)} short host-wait gaps",
             mechanism="Each kernel does less work than one launch costs, so the GPU drains the queue and waits for the next launch.",
-            evidence=(Evidence("short_kernel_fraction", frac, "fraction", t["min_short_fraction"], source="launches",
-                               rows=rows(short.groupby("name", as_index=False)["dur_us"].agg(["count", "median"])
+            evidence=(Evidence("short_kernel_fraction", frac, "fraction", t["min_short_fraction"], source="launch stats",
+                               rows=rows(short.groupby("name", as_index=False)["gpu_us"].agg(["count", "median"])
                                          .rename(columns={"count": "n", "median": "median_dur_us"}), ["name", "n", "median_dur_us"], by="n")),
                       Evidence("short_host_wait_us", stake_us, "us", source="idle gaps"),
                       Evidence("short_host_wait_pct", pct(stake_us, span), "%", t["min_stake_pct"], source="idle gaps")),
@@ -105,7 +104,7 @@ def launch_queue_full(f: TraceFacts, t):
     out = []
     for _, r in f.gpu_ranks.iterrows():
         lr = L[L["rank"] == r["rank"]]
-        slow = lr[(lr["launch_dur_us"] > t["slow_launch_us"]) & (lr["launch_delay_us"] > t["long_delay_us"])]
+        slow = lr[(lr["runtime_us"] > t["slow_launch_us"]) & (lr["launch_delay_us"] > t["long_delay_us"])]
         idle_pct = pct(r.idle_us, r.span_us)
         if len(slow) < t["min_outliers"] or idle_pct > t["max_idle_pct"]:
             continue
@@ -114,10 +113,10 @@ def launch_queue_full(f: TraceFacts, t):
             observed=f"rank {int(r['rank'])}: {len(slow)} launches over {t['slow_launch_us']:.0f} µs whose kernels start over "
                      f"{t['long_delay_us']:.0f} µs later; GPU idle only {idle_pct:.1f}%",
             mechanism="The launch queue is full, so launch calls wait for the GPU to drain it: host-side optimisation cannot help.",
-            evidence=(Evidence("blocked_launches", len(slow), "launches", t["min_outliers"], source="launches",
-                               rows=rows(slow, ["name", "launch_dur_us", "launch_delay_us"], by="launch_delay_us")),
+            evidence=(Evidence("blocked_launches", len(slow), "launches", t["min_outliers"], source="launch stats",
+                               rows=rows(slow, ["name", "api", "runtime_us", "launch_delay_us"], by="launch_delay_us")),
                       Evidence("idle_pct", idle_pct, "%", t["max_idle_pct"], "<", "kernels (temporal breakdown)")),
-            time_at_stake_ms=bounded_ms(slow["launch_dur_us"].sum(), r.span_us),
+            time_at_stake_ms=bounded_ms(slow["runtime_us"].sum(), r.span_us),
             predicted_effect="only faster kernels (lower precision, fusion, better algorithms) shorten the step",
             falsifier="halve the work per kernel (smaller batch): if launch calls stay slow, the queue was not full",
             confounders=("a synchronising call inside the launch path also blocks",), confidence="low",

@@ -4,7 +4,7 @@ from __future__ import annotations
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.model import Evidence, Hypothesis
 from workbench.hypotheses.registry import NotJudged, rule
-from workbench.hypotheses.rules._common import bounded_ms, pct
+from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 
 
 @rule("exposed_communication", category="communication", scope="trace", min_comm_pct=10.0, max_overlap_pct=50.0)
@@ -34,26 +34,37 @@ def exposed_communication(f: TraceFacts, t):
     return out
 
 
-@rule("straggler_rank", category="load_imbalance", scope="trace", max_spread=1.15)
+@rule("straggler_rank", category="load_imbalance", scope="trace", min_wait_pct=5.0)
 def straggler_rank(f: TraceFacts, t):
-    """One rank's compute takes clearly longer than the median rank's."""
-    ranks = f.gpu_ranks
-    if len(ranks) < 2:
-        raise NotJudged("only one rank in the trace: stragglers need two or more")
-    med = float(ranks["compute_us"].median())
-    worst = ranks.loc[ranks["compute_us"].idxmax()]
-    spread = float(worst.compute_us) / med if med > 0 else 0.0
-    if spread <= t["max_spread"]:
+    """One rank holds the others back: they wait for it in collectives (``analysis.stragglers``)."""
+    result = f.stragglers
+    table = result.table
+    if len(table) < 2:
+        raise NotJudged(result.reason or "only one rank in the trace: stragglers need two or more")
+    if not result.stragglers:
+        if "no communication kernels" in result.reason:
+            raise NotJudged(result.reason)
         return None
+    span = float(table["kernel_time_us"].max())
+    wait_pct = pct(result.wait_caused_us, span)
+    if wait_pct < t["min_wait_pct"]:
+        return None
+    slow = table[table["is_straggler"]]
+    med_compute = float(table["compute_us"].median())
+    names = ", ".join(str(r) for r in result.stragglers)
     return Hypothesis(
-        category="load_imbalance", title=f"Rank {int(worst['rank'])} computes {spread:.2f}x the median rank",
-        observed=f"compute per rank from {ranks['compute_us'].min() / 1e3:.2f} to {ranks['compute_us'].max() / 1e3:.2f} ms",
-        mechanism="Every collective waits for the slowest rank; the others idle in communication.",
-        evidence=(Evidence("max_over_median_compute", spread, "x", t["max_spread"], source="kernels (per rank)",
-                           rows=tuple({"rank": int(r["rank"]), "compute_us": round(float(r.compute_us), 1)}
-                                      for _, r in ranks.iterrows())[:8]),),
-        time_at_stake_ms=bounded_ms(float(worst.compute_us) - med, float(worst.span_us)),
-        predicted_effect="balancing the work (shards, sequence lengths) brings every rank to the median compute time",
-        falsifier="give the slow rank the same input as a fast one: if it stays slow, the hardware (not the data) is the cause",
-        confounders=("ranks may have been traced over different windows",), confidence="medium",
-        suggested_variants=("eager",), scope="all ranks")
+        category="load_imbalance", title=f"Rank {names} is a straggler: the others wait {wait_pct:.0f}% of the span for it",
+        observed=f"rank {names} spends {float(slow['comm_us'].min()) / 1e3:.2f} ms in collectives against a median of "
+                 f"{float(table['comm_us'].median()) / 1e3:.2f} ms, computing {float(slow['compute_us'].max()) / 1e3:.2f} ms "
+                 f"(median rank {med_compute / 1e3:.2f} ms)",
+        mechanism="Every collective waits for the slowest rank; the others' extra communication time is time spent waiting for it.",
+        evidence=(Evidence("wait_caused_pct", wait_pct, "%", t["min_wait_pct"], source="stragglers analysis",
+                           rows=rows(table, ["rank", "compute_us", "comm_us", "comm_deficit_us", "is_straggler"],
+                                     n=8, by="comm_deficit_us")),
+                  Evidence("wait_caused_us", result.wait_caused_us, "us", source="stragglers analysis")),
+        time_at_stake_ms=bounded_ms(result.wait_caused_us, span),
+        predicted_effect="balancing the work (shards, sequence lengths) brings the straggler to the median and removes the others' wait",
+        falsifier="give the slow rank the same input as a fast one: if the others still wait for it, the hardware (not the data) is the cause",
+        confounders=("ranks may have been traced over different windows",
+                     "a rank with less communication may simply run fewer collectives"),
+        confidence="medium", suggested_variants=("eager",), scope="all ranks")

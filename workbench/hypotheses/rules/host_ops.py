@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from workbench.hypotheses import intervals
+from workbench.analysis.intervals import union
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.model import Evidence, Hypothesis
 from workbench.hypotheses.registry import NotJudged, rule
@@ -80,8 +80,8 @@ def gaps_in_windows(ops: pd.DataFrame, wins: list[tuple[float, float]]) -> pd.Da
         w = ops[(ops["end_us"] > a) & (ops["ts_us"] < b)]
         s = np.concatenate([[a - 1e-9], np.clip(w["ts_us"], a, b), [b]])
         e = np.concatenate([[a], np.clip(w["end_us"], a, b), [b + 1e-9]])
-        gs, gd = intervals.gaps(s, e)
-        out.append(pd.DataFrame({"gap_start_us": gs, "gap_us": gd}))
+        us, ue = union(s, e)
+        out.append(pd.DataFrame({"gap_start_us": ue[:-1], "gap_us": us[1:] - ue[:-1]}))
     return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=["gap_start_us", "gap_us"])
 
 

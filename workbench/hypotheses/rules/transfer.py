@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from workbench.hypotheses import intervals
+from workbench.analysis.intervals import intersection_length, union_length
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.model import Evidence, Hypothesis
 from workbench.hypotheses.registry import rule
@@ -18,10 +18,11 @@ def _host_copies(f: TraceFacts) -> pd.DataFrame:
     return copies[copies["name"].astype(str).str.contains(HOST_DEVICE)]
 
 
-def _gbps(df: pd.DataFrame) -> float:
-    if "bytes" not in df or df["dur_us"].sum() <= 0:
-        return float("nan")
-    return float(df["bytes"].fillna(0).sum() / (df["dur_us"].sum() * 1e3))
+def _copy_rows(f: TraceFacts, rank: int) -> tuple[dict, ...]:
+    """Copy statistics of one rank per direction and host memory: count, bytes, time, GB/s."""
+    t = f.copies.table
+    t = t[(t["rank"] == rank) & (t["kind"] == "memcpy")]
+    return rows(t, ["direction", "host_memory", "count", "bytes", "dur_us", "gbps"], by="dur_us")
 
 
 @rule("transfer_share", category="transfer", scope="trace", min_share_pct=10.0)
@@ -34,19 +35,19 @@ def transfer_share(f: TraceFacts, t):
         if c.empty:
             continue
         k = f.kernels[(f.kernels["rank"] == r["rank"]) & (f.kernels["kernel_type"] == "computation")]
-        copy_us = intervals.union_us(c["ts_us"], c["end_us"])
-        exposed = copy_us - intervals.overlap_us(c["ts_us"], c["end_us"], k["ts_us"], k["end_us"])
+        copy_i = (c["ts_us"].to_numpy(float), c["end_us"].to_numpy(float))
+        copy_us = union_length(*copy_i)
+        exposed = copy_us - intersection_length(copy_i, (k["ts_us"].to_numpy(float), k["end_us"].to_numpy(float)))
         share = pct(exposed, r.span_us)
         if share < t["min_share_pct"]:
             continue
-        by_dir = c.assign(direction=c["name"].astype(str)).groupby("direction", as_index=False).agg(
-            n=("dur_us", "size"), dur_us=("dur_us", "sum"))
+        by_dir = _copy_rows(f, r["rank"])
         out.append(Hypothesis(
             category="transfer", title=f"Host<->device copies take {share:.0f}% of the GPU span",
             observed=f"rank {int(r['rank'])}: {len(c)} copies, {copy_us / 1e3:.2f} ms, {exposed / 1e3:.2f} ms not overlapped with compute",
             mechanism="Copies over PCIe/NVLink on the critical path stall the kernels that need their data.",
-            evidence=(Evidence("exposed_transfer_pct", share, "%", t["min_share_pct"], source="kernels (memcpy)",
-                               rows=rows(by_dir, ["direction", "n", "dur_us"], by="dur_us")),
+            evidence=(Evidence("exposed_transfer_pct", share, "%", t["min_share_pct"], source="kernels (memcpy) + copy stats",
+                               rows=by_dir),
                       Evidence("transfer_us", copy_us, "us", source="kernels (memcpy)")),
             time_at_stake_ms=bounded_ms(exposed, r.span_us),
             predicted_effect="pinned memory with non_blocking copies on a side stream (or keeping data on the device) hides most of it",
@@ -65,14 +66,18 @@ def pageable_memcpy(f: TraceFacts, t):
     total = float(pageable["dur_us"].sum())
     if pageable.empty or pct(total, window) < t["min_pageable_pct"]:
         return None
-    gbps = _gbps(pageable)
+    stats = f.copies.table
+    paged = stats[(stats["kind"] == "memcpy") & (stats["host_memory"] == "pageable")]
+    gbps = float(paged["bytes"].sum() / (paged["dur_us"].sum() * 1e3)) if paged["dur_us"].sum() > 0 else float("nan")
     return Hypothesis(
         category="transfer", title=f"{len(pageable)} copies from pageable host memory",
         observed=f"{total / 1e3:.2f} ms of pageable copies" + (f" at {gbps:.1f} GB/s" if gbps == gbps else ""),
         mechanism="A copy from pageable memory is staged through a pinned buffer by the driver: slower, and it blocks the host.",
         evidence=(Evidence("pageable_copy_pct", pct(total, window), "%", t["min_pageable_pct"], source="kernels (memcpy)",
                            rows=rows(pageable, ["name", "ts_us", "dur_us", "bytes"], by="dur_us")),
-                  Evidence("pageable_copies", len(pageable), "copies", source="kernels (memcpy)")),
+                  Evidence("pageable_copies", len(pageable), "copies", source="copy stats",
+                           rows=rows(paged, ["rank", "direction", "count", "bytes", "dur_us", "gbps"], by="dur_us")),
+                  Evidence("pageable_bytes", f.copies.pageable_bytes, "bytes", source="copy stats")),
         time_at_stake_ms=bounded_ms(total / 2, window),
         predicted_effect="pin_memory() (DataLoader(pin_memory=True)) with non_blocking=True roughly halves copy time and lets it overlap",
         falsifier="pin the source tensor and copy with non_blocking=True: if the copy time does not drop, pageable staging was not the cost",
