@@ -3,9 +3,12 @@
     .venv/bin/python benchmarks/ingest.py              # ~0.1 GB trace (about a minute)
     .venv/bin/python benchmarks/ingest.py --gb 1       # the real goal: >= 10x faster, <= 1/3 memory
 
-The large trace is a real one (tests/data/gpu/h100_bert_small or --source) repeated until it
-reaches the size asked for, timestamps and ids shifted per copy. Each side runs in its own
-subprocess; its peak RSS comes from resource.getrusage(RUSAGE_CHILDREN) in a dedicated parent.
+The large trace is a real one (the TraceLens H100 owlv2 trace in /work/shared/traces, else
+tests/data/gpu/mi300x_sglang, or --source) repeated until it reaches the size asked for,
+timestamps and ids shifted per copy. Each side runs in its own subprocess; its peak RSS and its
+CPU time (user + system) come from resource.getrusage(RUSAGE_CHILDREN) in a dedicated parent.
+CPU time is printed beside wall time because the build machines are shared: wall time there
+depends on what else runs, CPU time much less.
 HTA is installed into its own venv under benchmarks/out/ (pip install HolisticTraceAnalysis);
 if that fails the reason is printed and our numbers still are.
 """
@@ -30,25 +33,25 @@ HTA_VENV = OUT / "hta-venv"
 OURS = """
 import sys, time, json, warnings
 warnings.simplefilter("ignore")
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 from workbench.trace import load_trace
 trace = load_trace(sys.argv[1])
-t1 = time.perf_counter()
+t1, c1 = time.perf_counter(), time.process_time()
 import workbench.analysis as A
 for name in ("kernel_breakdown", "temporal_breakdown", "idle_breakdown", "launch_stats", "comm_overlap",
              "copy_stats", "sync_audit", "op_breakdown"):
     getattr(A, name)(trace)
 t2 = time.perf_counter()
-print(json.dumps({"load_s": t1 - t0, "analyses_s": t2 - t1, "events": trace.event_count()}))
+print(json.dumps({"load_s": t1 - t0, "load_cpu_s": c1 - c0, "analyses_s": t2 - t1, "events": trace.event_count()}))
 """
 
 HTA = """
 import sys, time, json, os, warnings, logging
 warnings.simplefilter("ignore"); logging.disable(logging.WARNING)
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 from hta.trace_analysis import TraceAnalysis
 analyzer = TraceAnalysis(trace_dir=os.path.dirname(sys.argv[1]))
-t1 = time.perf_counter()
+t1, c1 = time.perf_counter(), time.process_time()
 done = []
 for name in ("get_gpu_kernel_breakdown", "get_temporal_breakdown", "get_idle_time_breakdown",
              "get_cuda_kernel_launch_stats", "get_comm_comp_overlap", "get_memory_bw_summary",
@@ -59,7 +62,7 @@ for name in ("get_gpu_kernel_breakdown", "get_temporal_breakdown", "get_idle_tim
     except Exception as exc:
         done.append(f"{name} failed: {type(exc).__name__}")
 t2 = time.perf_counter()
-print(json.dumps({"load_s": t1 - t0, "analyses_s": t2 - t1, "done": done}))
+print(json.dumps({"load_s": t1 - t0, "load_cpu_s": c1 - c0, "analyses_s": t2 - t1, "done": done}))
 """
 
 
@@ -108,8 +111,9 @@ def measure(python: str, script: str, path: Path, env: dict) -> dict:
     """Run one side in a dedicated parent so RUSAGE_CHILDREN is that side's peak alone."""
     runner = ("import resource, subprocess, sys, json\n"
               "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
-              "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
-              "print(json.dumps({'rc': p.returncode, 'out': p.stdout, 'err': p.stderr[-2000:], 'peak_kb': peak}))\n")
+              "use = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+              "print(json.dumps({'rc': p.returncode, 'out': p.stdout, 'err': p.stderr[-2000:],\n"
+              "                  'peak_kb': use.ru_maxrss, 'cpu_s': use.ru_utime + use.ru_stime}))\n")
     started = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", runner, python, "-c", script, str(path)],
                           capture_output=True, text=True, env=env)
@@ -118,7 +122,7 @@ def measure(python: str, script: str, path: Path, env: dict) -> dict:
     if report["rc"] != 0:
         return {"error": report["err"].strip().splitlines()[-1] if report["err"].strip() else "failed"}
     result = json.loads(report["out"].strip().splitlines()[-1])
-    return {**result, "wall_s": wall, "peak_mb": report["peak_kb"] / 1024}
+    return {**result, "wall_s": wall, "peak_mb": report["peak_kb"] / 1024, "cpu_s": report["cpu_s"]}
 
 
 def hta_python() -> tuple[str | None, str]:
@@ -156,8 +160,10 @@ def main() -> None:
     theirs = measure(python, HTA, path, {k: v for k, v in env.items() if k != "PYTHONPATH"})
     _print("Holistic Trace Analysis", theirs, size_mb)
     if "error" not in ours and "error" not in theirs:
-        print(f"load time ratio (HTA / ours): {theirs['load_s'] / ours['load_s']:.1f}x   "
-              f"load+analyses: {(theirs['load_s'] + theirs['analyses_s']) / (ours['load_s'] + ours['analyses_s']):.1f}x   "
+        print(f"load time ratio (HTA / ours): {theirs['load_s'] / ours['load_s']:.1f}x wall, "
+              f"{theirs['load_cpu_s'] / ours['load_cpu_s']:.1f}x CPU   "
+              f"load+analyses: {(theirs['load_s'] + theirs['analyses_s']) / (ours['load_s'] + ours['analyses_s']):.1f}x wall, "
+              f"{theirs['cpu_s'] / ours['cpu_s']:.1f}x CPU (whole process)   "
               f"peak memory ratio (ours / HTA): {ours['peak_mb'] / theirs['peak_mb']:.2f}")
 
 
@@ -165,8 +171,9 @@ def _print(label: str, r: dict, size_mb: float) -> None:
     if "error" in r:
         print(f"{label}: failed: {r['error']}")
         return
-    print(f"{label}: load {r['load_s']:.2f} s ({size_mb / r['load_s']:.0f} MB/s), analyses "
-          f"{r['analyses_s']:.2f} s, peak RSS {r['peak_mb']:.0f} MB" + (f", {r['events']:,} events" if "events" in r else "")
+    print(f"{label}: load {r['load_s']:.2f} s wall / {r['load_cpu_s']:.2f} s CPU "
+          f"({size_mb / r['load_s']:.0f} MB/s wall, {size_mb / r['load_cpu_s']:.0f} MB/s CPU), analyses "
+          f"{r['analyses_s']:.2f} s, process CPU {r['cpu_s']:.1f} s, peak RSS {r['peak_mb']:.0f} MB" + (f", {r['events']:,} events" if "events" in r else "")
           + (f"; {r['done']}" if "done" in r else ""))
 
 

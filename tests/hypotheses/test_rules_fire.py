@@ -237,3 +237,36 @@ def test_large_allocations_repeat_claims_only_time_above_the_roof():
     assert fires("large_allocations_repeat", facts(cpu_ops=fast, memory=_mem([5.0, 3_415.0], [big, big]))) == []
     small = _mem([5.0, 25_015.0], [1024, 1024])
     assert fires("large_allocations_repeat", facts(cpu_ops=slow, memory=small)) == []
+
+
+A100 = [{"name": "NVIDIA A100-SXM4-80GB", "computeMajor": 8, "totalGlobalMem": 85899345920}]
+
+
+def _launched_by(op_names, dims, kernel_names, dtype="float"):
+    """One top-level op per kernel, each launching its kernel (kernels.op_index -> cpu_ops row)."""
+    n = len(op_names)
+    starts = np.arange(n) * 1000.0
+    k, rt = gpu(starts, [900] * n, starts - 20, [5] * n, names=kernel_names)
+    k["op_index"] = np.arange(n)
+    ops = frame("cpu_ops", {"rank": [0] * n, "tid": ["1"] * n, "name": op_names, "ts_us": starts - 30,
+                            "dur_us": [20.0] * n, "end_us": starts - 10, "depth": [0] * n, "parent": [-1] * n,
+                            "input_dims": dims, "input_types": [f'["{dtype}","{dtype}"]'] * n})
+    return k, rt, ops
+
+
+def test_gpu_kernels_placed_by_analytic_work_where_shapes_are_known():
+    # a big fp32 matmul whose kernel name says nothing, and an add whose kernel name looks like a GEMM
+    k, rt, ops = _launched_by(["aten::mm"] * 10, ["[[4096,4096],[4096,4096]]"] * 10, "void kernel_0x1f")
+    f = TraceFacts(None, kernels=k, runtime=rt, cpu_ops=ops, device_properties=A100)
+    h = fires("matrix_kernels_dominate", f)[0]
+    placed = [e for e in h.evidence if e.metric == "placed_by_analytic_work_pct"][0]
+    assert placed.value == pytest.approx(100.0) and h.evidence[0].rows[0]["work_op"] == "aten::mm"
+    assert fires("memory_bound_kernels", f) == []
+    k, rt, ops = _launched_by(["aten::add"] * 10, ["[[4194304],[4194304]]"] * 10, "ampere_sgemm_128x64_nn")
+    f = TraceFacts(None, kernels=k, runtime=rt, cpu_ops=ops, device_properties=A100)
+    assert fires("memory_bound_kernels", f)[0].evidence[0].rows[0]["placed_by"] == "analytic work"
+    assert fires("matrix_kernels_dominate", f) == []
+    # without a known GPU the kernel name decides, and the evidence says so
+    f = TraceFacts(None, kernels=k, runtime=rt, cpu_ops=ops)
+    h = fires("matrix_kernels_dominate", f)[0]
+    assert h.evidence[0].rows[0]["placed_by"] == "kernel name"

@@ -78,3 +78,45 @@ def test_gzip_streams_in_blocks_like_the_plain_file(monkeypatch, tmp_path):
     assert b"".join(stream.blocks(str(tmp_path / "a.json.gz"))) == text  # two gzip members
     monkeypatch.setattr(decode, "CHUNK_BYTES", 1_500)
     assert load_trace(tmp_path / "a.json.gz").cpu_ops["ts_us"].tolist() == [float(i) for i in range(300)]
+
+
+def test_no_piece_holds_much_more_than_a_chunk(monkeypatch):
+    """The reader streams: every decoded piece is about CHUNK_BYTES, never the whole file."""
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 20_000)
+    monkeypatch.setattr(stream, "BLOCK_BYTES", 4_096)
+    header, chunks = decode.decode_file(str(GPU / "h100_bert_small.json.gz"))
+    sizes, count = [], 0
+    for chunk in chunks:
+        sizes.append(len(chunk.text))
+        count += len(chunk.events)
+    total = sum(len(b) for b in stream.blocks(str(GPU / "h100_bert_small.json.gz")))
+    assert len(sizes) > 20 and total > 20 * 20_000
+    assert max(sizes[:-1]) < 20_000 + 2 * 4_096 + 10_000  # a chunk, a block or two, one event
+    import gzip
+
+    with gzip.open(GPU / "h100_bert_small.json.gz") as fh:
+        assert count == len(json.load(fh)["traceEvents"])
+
+
+def test_fast_and_generic_decoders_give_the_same_tables(monkeypatch):
+    for name in ("h100_bert_small.json.gz", "v100_resnet50_2021.json.gz"):
+        fast = load_trace(GPU / name)
+        monkeypatch.setattr(decode._FastState, "enabled", False)
+        generic = load_trace(GPU / name)
+        monkeypatch.undo()
+        for table, frame in _tables(fast).items():
+            pd.testing.assert_frame_equal(frame, generic.table(table), check_categorical=False)
+        assert fast.meta.thread_names == generic.meta.thread_names
+
+
+def test_an_unknown_category_falls_back_to_the_generic_decoder(monkeypatch, tmp_path):
+    events = [{"ph": "X", "cat": "cpu_op" if i % 50 else "my_tool", "name": f"op{i % 7}", "pid": 1,
+               "tid": 1, "ts": 10 * i, "dur": 5, "args": {"External id": i}} for i in range(600)]
+    events.append({"ph": "X", "name": "no category", "pid": 1, "tid": 1, "ts": 1, "dur": 1})
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 3_000)
+    monkeypatch.setattr(stream, "BLOCK_BYTES", 1_000)
+    trace = load_trace(path)
+    assert len(trace.cpu_ops) == 588  # the "my_tool" and uncategorised events are not ops
+    assert sorted(trace.cpu_ops["external_id"].tolist()) == [i for i in range(600) if i % 50]

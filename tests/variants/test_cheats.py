@@ -101,3 +101,19 @@ def test_unwritten_elements_show_through_poison():
     worst = row.correctness.outputs[0]
     assert worst.worst_index == (4095,)
     assert worst.nonfinite_mismatch == 1 and worst.worst_got != worst.worst_got   # the poison (NaN) shows
+
+
+def test_noise_is_flagged():
+    import random
+
+    rnd = random.Random(0)
+
+    def jittery(x):                        # the same work plus 0-3 ms of random waiting
+        time.sleep(rnd.random() * 3e-3)
+        return chain(x)
+
+    c = wb.compare({"eager": jittery, "twin": lambda x: jittery(x)},
+                   inputs=lambda: torch.randn(256), **{**FAST, "min_rounds": 12})
+    row = _row(c, "twin")
+    assert any(f.startswith("noisy: IQR") for f in row.flags)
+    assert "noisy" in c.table.set_index("variant").loc["twin", "flags"]

@@ -71,9 +71,21 @@ def _many_tiny_ops(x):
 def test_end_to_end_launch_overhead_is_supported():
     h = MutableHypothesis("launch_overhead", predicted_effect=3.0, suggested_variants=("one_op",))
     cmp = wb.compare({"eager": _many_tiny_ops, "one_op": lambda x: x + 60},
-                     inputs=lambda: torch.randn(64), hypothesis=h, **{**FAST, "profile": True})
+                     inputs=lambda: torch.randn(64), hypothesis=h,
+                     **{**FAST, "profile": True, "min_rounds": 20, "budget_s": 1.0, "max_rounds": 200})
     v = cmp.hypothesis_verdict
-    assert h.status == "supported" and v["case"] == "both_moved"
+    assert h.status == "supported" and v["case"] == "both_moved", v
     assert v["metric_before"] >= 60 and v["metric_after"] <= 2
     assert "hypothesis supported" in "\n".join(cmp.decision.evidence)
     assert cmp.decision.bottleneck.startswith("launch_overhead")
+
+
+def test_the_real_hypothesis_model_gets_a_status_copy():
+    model = pytest.importorskip("workbench.hypotheses.model")
+    h = model.Hypothesis(category="launch_overhead", title="many tiny ops", observed="60 adds per call",
+                         mechanism="dispatch cost per op", evidence=(), time_at_stake_ms=1.0,
+                         predicted_effect="fusing the adds removes most of the time", falsifier="fuse them",
+                         suggested_variants=("compiled", "one_op"))
+    verdict, updated = judge(h, _results(_speedup(3.0, 2.5, 3.5), 2), "eager")
+    assert isinstance(updated, model.Hypothesis) and updated.status == "supported" and h.status == "proposed"
+    assert verdict["prediction_text"].startswith("fusing") and verdict["case"] == "both_moved"

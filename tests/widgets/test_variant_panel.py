@@ -31,7 +31,10 @@ def shell():
 
 
 def test_panel_lists_suggested_and_user_variants_with_applicability(shell):
-    panel = VariantPanel(slow_chain, lambda: torch.randn(100_000), suggested=("cuda_graph", "eager"),
+    from types import SimpleNamespace
+
+    hypothesis = SimpleNamespace(suggested_variants=("cuda_graph", "eager"))   # duck-typed
+    panel = VariantPanel(slow_chain, lambda: torch.randn(100_000), hypotheses=[hypothesis],
                          user_variants={"one_pass": one_chain}, shell=shell, compare_options=FAST)
     assert list(panel.checkboxes) == ["cuda_graph", "one_pass"]
     graph_box = panel.checkboxes["cuda_graph"]

@@ -89,7 +89,7 @@ def rank(hypotheses: Iterable[Hypothesis]) -> list[Hypothesis]:
     return sorted(shown, key=key)
 
 
-GATING_RULES = frozenset({"too_few_samples"})
+GATING_RULES = frozenset({"too_few_samples", "faster_than_roofline"})
 
 
 def _run_rules(scope: str, facts: Any, only: Iterable[str] | None = None) -> tuple[list[Hypothesis], list[NotJudgedNote]]:

@@ -28,6 +28,17 @@ def _table(trace: Any, name: str) -> pd.DataFrame:
     return schema.empty(name)
 
 
+def _flatten_devices(props: Any):
+    if isinstance(props, dict):
+        if "name" in props or "computeMajor" in props:
+            yield props
+            return
+        props = list(props.values())
+    if isinstance(props, (list, tuple)):
+        for item in props:
+            yield from _flatten_devices(item)
+
+
 class TraceFacts:
     """Read-only view of one trace for the rules (one or many ranks)."""
 
@@ -43,6 +54,11 @@ class TraceFacts:
                     else _table(trace, name))
         props = getattr(trace, "device_properties", None) if trace is not None else None
         self.device_properties = tables.get("device_properties", props) or []
+
+    @property
+    def device_list(self) -> list[dict]:
+        """Every device's properties as one flat list of dicts (the trace holds {rank: [devices]})."""
+        return list(_flatten_devices(self.device_properties))
 
     # -- presence -------------------------------------------------------------------------
     @property
@@ -165,11 +181,13 @@ class TraceFacts:
 
     @cached_property
     def launches(self) -> pd.DataFrame:
-        """``launch_stats`` rows (one per launch call) with the name of the first GPU event each launched."""
+        """``launch_stats`` rows (one per launch call) with the name, stream and start (gpu_ts_us) of the
+        first GPU event each launched."""
         table = self.launch_stats.table
         k = self.kernels[self.kernels["correlation"] >= 0].sort_values("ts_us")
-        first = k.drop_duplicates(["rank", "correlation"])[["rank", "correlation", "name"]]
-        named = table.merge(first.astype({"name": str}), on=["rank", "correlation"], how="left")
+        first = k.drop_duplicates(["rank", "correlation"])[["rank", "correlation", "name", "stream", "ts_us"]]
+        first = first.astype({"name": str}).rename(columns={"ts_us": "gpu_ts_us"})
+        named = table.merge(first, on=["rank", "correlation"], how="left")
         return named.assign(name=named["name"].fillna(""))
 
     @cached_property

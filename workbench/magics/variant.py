@@ -2,7 +2,9 @@
 
 Plumbing only: find the last profiled cell's source, compile both cells as the shell would,
 and call ``wb.compare`` (correctness of the cells' last values, then interleaved timing).  The
-comparison is bound to ``_gpuvariant`` (and to ``-o VAR``) and displayed.  Both cells run many
+comparison is bound to ``_gpuvariant`` (and to ``-o VAR``) and displayed.  When NAME is a
+variant that a hypothesis of the profiled run suggests (``compiled``, ``cuda_graph``, ...), that
+hypothesis is judged against the result (supported / weakened / rejected).  Both cells run many
 times in your namespace (checks, warm-up, timed rounds): keep them free of side effects.
 """
 from __future__ import annotations
@@ -29,6 +31,17 @@ def last_profiled_source(shell: Any) -> str | None:
     for source in reversed(history[:-1]):                   # [-1] is the %%gpuvariant cell itself
         if source.lstrip().startswith(PROFILE_MAGIC):
             return source.lstrip().split("\n", 1)[1] if "\n" in source.lstrip() else ""
+    return None
+
+
+def suggesting_hypothesis(name: str) -> Any:
+    """The highest-ranked hypothesis of the last profiled run that suggests ``name`` (or None)."""
+    from workbench.magics.gpuprofile import last_run
+
+    run = last_run()
+    for h in getattr(run, "hypotheses", None) or ():
+        if name in (getattr(h, "suggested_variants", ()) or ()):
+            return h
     return None
 
 
@@ -71,7 +84,8 @@ class GpuVariantMagics(Magics):
         base, variant = _callable(self.shell, source, "the profiled cell"), _callable(self.shell, cell, "this cell")
         try:
             cmp = compare({"profiled": base, opts.name: variant}, None, baseline="profiled", checks=opts.checks,
-                          budget_s=opts.budget, time_limit_s=opts.time_limit)
+                          budget_s=opts.budget, time_limit_s=opts.time_limit,
+                          hypothesis=suggesting_hypothesis(opts.name))
         finally:
             base.release_output()
             variant.release_output()

@@ -53,8 +53,12 @@ NO_ARGS = Args()
 
 
 def field(args: np.ndarray, name: str) -> list:
-    """One field of many ``Args`` (a C-level map, no Python loop)."""
-    return list(map(attrgetter(name), args))
+    """One field of many args structs (a C-level map, no Python loop); None where a struct
+    has no such field (an event whose kind did not match its category's struct)."""
+    try:
+        return list(map(attrgetter(name), args))
+    except AttributeError:
+        return [getattr(a, name, None) for a in args]
 
 
 def external_ids(args: np.ndarray) -> np.ndarray:
@@ -136,7 +140,11 @@ def dim3(values: list) -> np.ndarray:
 def compact_json(values: list) -> pd.Categorical:
     """Raw JSON texts as a categorical of compact JSON (whitespace of pretty-printed files gone),
     normalised once per distinct text; "" where absent."""
-    texts = np.fromiter(map(bytes, values), dtype=object, count=len(values))
+    try:
+        texts = np.fromiter(map(bytes, values), dtype=object, count=len(values))
+    except TypeError:  # None where an event's args struct has no such field
+        texts = np.fromiter((bytes(v) if v is not None else b"" for v in values), dtype=object,
+                            count=len(values))
     codes, uniques = pd.factorize(texts)
     labels = pd.Index([_compact(t) for t in uniques], dtype="str")
     if labels.has_duplicates:  # two spellings of one value (whitespace): merge them

@@ -1,8 +1,9 @@
 """Typed events of one chunk -> column arrays per table (absolute int64 ns times).
 
 Each event field is pulled out once for the whole chunk (a C-level map per field, no Python
-loop per event); names, pids and tids are factorised once per chunk. Events are then sorted by
-kind, and each kind's columns and ``args`` fields are gathered in bulk.
+loop per event); name, pid, tid, ph and cat become int codes of the file's interners in one
+pass (categoricals only once the file's chunks are joined). Events are then sorted by kind,
+and each kind's columns and ``args`` fields are gathered in bulk.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pandas.api.types import union_categoricals
 from workbench.trace import args as A
 from workbench.trace import classify as C
 from workbench.trace.decode import DecodedFile
-from workbench.trace.intern import Interner
+from workbench.trace.intern import Interner, KeyInterner
 from workbench.trace.issues import Issues
 from workbench.trace.numbers import MISSING_NS, timestamps_ns, us_to_ns
 
@@ -48,6 +49,8 @@ class Interners:
 
     def __init__(self) -> None:
         self.name, self.pid, self.tid, self.ph, self.cat = (Interner() for _ in range(5))
+        self.keys = KeyInterner(("name", "pid", "tid", "ph", "cat"),
+                                (self.name, self.pid, self.tid, self.ph, self.cat))
 
     def decode_columns(self, table: dict) -> None:
         """Turn a table's code columns into categoricals (once, after its chunks are joined)."""
@@ -78,10 +81,8 @@ class Chunk:
         self.ts_ns = timestamps_ns(decoded.text, _floats(events, "ts"))
         self.dur_us = _floats(events, "dur")
         self.interners = interners
-        self.name = interners.name.encode(events, "name")
-        self.pid = interners.pid.encode(events, "pid")
-        self.tid = interners.tid.encode(events, "tid")
-        self.kinds = self._split_kinds(interners.ph.encode(events, "ph"), interners.cat.encode(events, "cat"))
+        self.name, self.pid, self.tid, ph, cat = interners.keys.encode(events)
+        self.kinds = self._split_kinds(ph, cat)
 
     def field(self, index: np.ndarray, name: str) -> np.ndarray:
         """One field of the events at ``index`` (an object array)."""
@@ -236,7 +237,7 @@ def metadata(chunk: Chunk) -> dict[str, dict[str, str]]:
     names: dict[str, dict[str, str]] = {"process": {}, "thread": {}}
     for i in chunk.kinds.get(C.META, []):
         event = chunk.events[i]
-        value = event.args.name
+        value = getattr(event.args, "name", None)
         if event.name in ("process_name", "thread_name") and isinstance(value, str):
             key = "process" if event.name == "process_name" else "thread"
             names[key][str(event.pid if key == "process" else event.tid)] = value

@@ -20,26 +20,19 @@ class Interner:
         self.labels: list[str] = []
         self._flags: dict = {}
 
-    def encode(self, items: list, field: str) -> np.ndarray:
-        """Codes of ``item.<field>`` for each item; values not seen before get new codes.
-
-        No list of the values is built: they are read straight into the int array.
-        """
-        n, get = len(items), attrgetter(field)
-        codes = np.fromiter(map(self._codes.get, map(get, items), repeat(-1)), dtype=np.int32, count=n)
-        if n and codes.min() < 0:
-            for value in set(compress(map(get, items), (codes < 0).tolist())):
-                self._add(value)
-            codes = np.fromiter(map(self._codes.__getitem__, map(get, items)), dtype=np.int32, count=n)
-        return codes
-
-    def _add(self, value) -> None:
+    def _add(self, value) -> int:
         label = value if isinstance(value, str) else str(value)
         code = self._by_label.get(label)
         if code is None:
             code = self._by_label[label] = len(self.labels)
             self.labels.append(label)
         self._codes[value] = code
+        return code
+
+    def code(self, value) -> int:
+        """The code of one value (a new one if it was not seen before)."""
+        code = self._codes.get(value)
+        return self._add(value) if code is None else code
 
     def flags(self, test) -> np.ndarray:
         """``test(label)`` for every label, as a bool array indexed by code (cached per test)."""
@@ -64,3 +57,30 @@ class Interner:
         labels = np.array(self.labels, dtype=object)[used]
         return pd.Categorical.from_codes(remap[codes] if len(codes) else codes,
                                          dtype=pd.CategoricalDtype(pd.Index(labels, dtype="str")))
+
+
+class KeyInterner:
+    """Several text fields of each item coded in one pass: one dict lookup per item, keyed by the
+    tuple of its fields, gives a code per distinct combination; each field's own code (from its
+    ``Interner``) then comes from a small per-combination table."""
+
+    def __init__(self, fields: tuple[str, ...], interners: tuple[Interner, ...]) -> None:
+        self._get = attrgetter(*fields)
+        self._interners = interners
+        self._combos: dict[tuple, int] = {}
+        self._parts: list[list[int]] = [[] for _ in fields]
+
+    def encode(self, items: list) -> list[np.ndarray]:
+        """For each field, the codes of ``item.<field>`` for all items."""
+        n, get = len(items), self._get
+        combo = np.fromiter(map(self._combos.get, map(get, items), repeat(-1)), dtype=np.int32, count=n)
+        if n and combo.min() < 0:
+            for key in set(compress(map(get, items), (combo < 0).tolist())):
+                self._add(key)
+            combo = np.fromiter(map(self._combos.__getitem__, map(get, items)), dtype=np.int32, count=n)
+        return [np.array(part, dtype=np.int32)[combo] for part in self._parts]
+
+    def _add(self, key: tuple) -> None:
+        self._combos[key] = len(self._combos)
+        for part, interner, value in zip(self._parts, self._interners, key):
+            part.append(interner.code(value))

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 from workbench.errors import TraceFormatError
 
-BLOCK_BYTES = 4 << 20  # bytes read (or decompressed) at a time
+BLOCK_BYTES = 1 << 20  # bytes read (or decompressed) at a time
 _GZIP_MAGIC = b"\x1f\x8b"
 
 

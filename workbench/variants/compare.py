@@ -133,14 +133,13 @@ def _time_all(lives, base, args, budget_s, min_rounds, max_rounds, seed):
     runnable = [lv for lv in lives if lv.runnable]
     on_cuda = any(t.device.type == "cuda" for _, t in tensor_leaves(args))
     timer = pick_timer(on_cuda)
-    items = []
-    for lv in runnable:
-        item = Timed(lv.name, lv.variant.fn, clone_tensors(args))
-        calibrate(item, timer, lv.warm_call_ms or lv.first_call_ms or 1.0)
-        items.append(item)
-    for it in items:                    # the same calls per sample for all: back-to-back calls
-        it.calls_per_sample = shared_calls_per_sample(items)   # warm caches alike
-    with StateGuard() as guard:
+    items = [Timed(lv.name, lv.variant.fn, clone_tensors(args)) for lv in runnable]
+    with StateGuard() as guard:         # calibration calls the variants too
+        for lv, item in zip(runnable, items):
+            calibrate(item, timer, lv.warm_call_ms or lv.first_call_ms or 1.0)
+        shared_k = shared_calls_per_sample(items)   # the same for all: back-to-back calls
+        for item in items:                          # warm caches alike
+            item.calls_per_sample = shared_k
         out = base.variant.fn(*clone_tensors(args))
         result = run_interleaved(items, timer, min_rounds=min_rounds, max_rounds=max_rounds,
                                  budget_s=budget_s, seed=seed)

@@ -39,6 +39,7 @@ class _Worker:
             if fn is None:
                 return
             try:
+                _adopt(box.pop("caller_settings"))
                 box["out"] = fn(*args)
             except BaseException as exc:  # noqa: BLE001 - handed to the caller
                 box["err"] = exc
@@ -52,12 +53,29 @@ class _Worker:
 _worker: _Worker | None = None
 
 
+def _thread_settings() -> tuple[int, bool]:
+    """Per-thread torch settings of the caller: intra-op threads (OpenMP's are per thread, and
+    inductor compiles its kernels for the count it sees) and grad mode."""
+    import torch
+
+    return torch.get_num_threads(), torch.is_grad_enabled()
+
+
+def _adopt(settings: tuple[int, bool]) -> None:
+    import torch
+
+    threads, grad = settings
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+    torch.set_grad_enabled(grad)
+
+
 def call_with_limit(fn: Callable[..., Any], args: tuple[Any, ...], limit_s: float) -> Any:
     """``fn(*args)`` on the worker thread; raises VariantTimeout past ``limit_s``, re-raises errors."""
     global _worker
     if _worker is None or not _worker.thread.is_alive():
         _worker = _Worker()
-    box: dict[str, Any] = {}
+    box: dict[str, Any] = {"caller_settings": _thread_settings()}
     done = threading.Event()
     _worker.jobs.put((fn, args, box, done))
     if not done.wait(limit_s):

@@ -24,17 +24,21 @@ def _fmt(value: Any) -> str:
 
 
 class VariantPanel:
-    """``VariantPanel(fn, inputs, suggested=h.suggested_variants, user_variants={...})``; ``.widget``."""
+    """``VariantPanel(fn, inputs, hypotheses=run.hypotheses, user_variants={...})``; show ``.widget``.
+
+    Candidates: the registry variants the hypotheses (or ``suggested``) name, then the user's.
+    """
 
     def __init__(self, fn: Callable[..., Any], inputs: Any, *, suggested: Iterable[str] = (),
-                 user_variants: Mapping[str, Any] | None = None, shell: Any = None,
+                 hypotheses: Iterable[Any] = (), user_variants: Mapping[str, Any] | None = None, shell: Any = None,
                  fn_name: str | None = None, compare_options: Mapping[str, Any] | None = None):
         import ipywidgets as w
 
         self.fn, self.inputs, self.shell = fn, inputs, shell
         self.fn_name = fn_name or getattr(fn, "__name__", "fn")
         self.compare_options = dict(compare_options or {})
-        self.candidates = self._candidates(suggested, user_variants or {})
+        named = list(suggested) + [v for h in hypotheses for v in (getattr(h, "suggested_variants", ()) or ())]
+        self.candidates = self._candidates(named, user_variants or {})
         self.rows: dict[str, dict[str, Any]] = {}
         self.comparisons: dict[str, Any] = {}
         self.checkboxes = {n: self._checkbox(n, v) for n, v in self.candidates.items()}

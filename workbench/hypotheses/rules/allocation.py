@@ -101,7 +101,7 @@ def large_allocations_repeat(f: TraceFacts, t):
 def memory_near_capacity(f: TraceFacts, t):
     """Reserved device memory comes close to the device's capacity."""
     mem = f.memory
-    caps = [int(p.get("totalGlobalMem", 0) or 0) for p in f.device_properties if isinstance(p, dict)]
+    caps = [int(p.get("totalGlobalMem", 0) or 0) for p in f.device_list]
     if mem.empty or not caps or max(caps) <= 0:
         raise NotJudged("no allocator events or no device capacity in the trace")
     gpu = mem[mem["device_type"] != 0]

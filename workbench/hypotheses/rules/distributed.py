@@ -46,23 +46,26 @@ def straggler_rank(f: TraceFacts, t):
             raise NotJudged(result.reason)
         return None
     span = float(table["kernel_time_us"].max())
-    wait_pct = pct(result.wait_caused_us, span)
+    slow = table[table["is_straggler"]]
+    # the others wait for the slowest straggler; waits for several stragglers overlap, they do not add
+    wait_us = float(slow["comm_deficit_us"].max())
+    wait_pct = pct(wait_us, span)
     if wait_pct < t["min_wait_pct"]:
         return None
-    slow = table[table["is_straggler"]]
     med_compute = float(table["compute_us"].median())
     names = ", ".join(str(r) for r in result.stragglers)
+    who = f"Rank {names} is a straggler" if len(result.stragglers) == 1 else f"Ranks {names} are stragglers"
     return Hypothesis(
-        category="load_imbalance", title=f"Rank {names} is a straggler: the others wait {wait_pct:.0f}% of the span for it",
-        observed=f"rank {names} spends {float(slow['comm_us'].min()) / 1e3:.2f} ms in collectives against a median of "
+        category="load_imbalance", title=f"{who}: the others wait up to {wait_pct:.0f}% of the span",
+        observed=f"rank(s) {names} spend {float(slow['comm_us'].min()) / 1e3:.2f} ms in collectives against a median of "
                  f"{float(table['comm_us'].median()) / 1e3:.2f} ms, computing {float(slow['compute_us'].max()) / 1e3:.2f} ms "
                  f"(median rank {med_compute / 1e3:.2f} ms)",
         mechanism="Every collective waits for the slowest rank; the others' extra communication time is time spent waiting for it.",
         evidence=(Evidence("wait_caused_pct", wait_pct, "%", t["min_wait_pct"], source="stragglers analysis",
                            rows=rows(table, ["rank", "compute_us", "comm_us", "comm_deficit_us", "is_straggler"],
                                      n=8, by="comm_deficit_us")),
-                  Evidence("wait_caused_us", result.wait_caused_us, "us", source="stragglers analysis")),
-        time_at_stake_ms=bounded_ms(result.wait_caused_us, span),
+                  Evidence("max_wait_caused_us", wait_us, "us", source="stragglers analysis (comm_deficit_us)")),
+        time_at_stake_ms=bounded_ms(wait_us, span),
         predicted_effect="balancing the work (shards, sequence lengths) brings the straggler to the median and removes the others' wait",
         falsifier="give the slow rank the same input as a fast one: if the others still wait for it, the hardware (not the data) is the cause",
         confounders=("ranks may have been traced over different windows",

@@ -1,31 +1,32 @@
-"""Kernel classes by name: memory-bound families (elementwise, reductions, norms, copies) vs
-matrix families (GEMM, convolution, attention), and chains of memory-bound kernels (fusion)."""
+"""GPU kernels placed memory- or compute-bound (from analytic work where the launching op's shapes are
+known, by kernel-name family otherwise), and chains of memory-bound kernels (fusion candidates)."""
 from __future__ import annotations
-
-import re
 
 import pandas as pd
 
 from workbench.hypotheses.facts import TraceFacts
+from workbench.hypotheses.gpu_roofline import PLACED_BY_WORK, place_kernels
 from workbench.hypotheses.model import Evidence, Hypothesis
 from workbench.hypotheses.registry import rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 
-MATRIX = re.compile(r"gemm|gemv|cutlass|xmma|cublas|hgemm|sgemm|conv|cudnn|wgrad|dgrad|fprop|flash|fmha|attention|nvjet|Cijk", re.I)
-MEMORY = re.compile(r"elementwise|vectorized|reduce|softmax|norm|index|gather|scatter|copy|cat|fill|"
-                    r"unrolled|embedding|pool|transpose|where|clamp|mul|add|relu|gelu|silu|dropout", re.I)
-
-
-def classify(names: pd.Series) -> pd.Series:
-    s = names.astype(str)
-    return pd.Series(["matrix" if MATRIX.search(n) else "memory" if MEMORY.search(n) else "other" for n in s],
-                     index=names.index)
-
-
 def _compute_kernels(f: TraceFacts) -> pd.DataFrame:
-    k = f.require_gpu()
-    k = k[(k["kind"] == "kernel") & (k["kernel_type"] == "computation")]
-    return k.assign(family=classify(k["name"]))
+    """Computation kernels placed memory- or compute-bound (``gpu_roofline.place_kernels``)."""
+    cache = f.__dict__.setdefault("_derived", {})
+    if "placed_kernels" not in cache:
+        k = f.require_gpu()
+        k = k[(k["kind"] == "kernel") & (k["kernel_type"] == "computation")]
+        cache["placed_kernels"] = place_kernels(k, f.cpu_ops, f.device_properties)
+    return cache["placed_kernels"]
+
+
+def _placement(k: pd.DataFrame) -> Evidence:
+    """How the kernels were placed: by analytic work (shapes known) or by name (the fallback)."""
+    by_work = k["placed_by"] == PLACED_BY_WORK
+    return Evidence("placed_by_analytic_work_pct", pct(k.loc[by_work, "dur_us"].sum(), k["dur_us"].sum()), "%",
+                    source="kernels -> launching op (op_index) -> analytic work; the rest by kernel name",
+                    rows=rows(k.groupby("placed_by", as_index=False).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum")),
+                              ["placed_by", "n", "dur_us"], by="dur_us"))
 
 
 @rule("memory_bound_kernels", category="memory_bound", scope="trace", min_share_pct=40.0, min_chain=3)
@@ -39,21 +40,23 @@ def memory_bound_kernels(f: TraceFacts, t):
         return None
     chains = _chains(k, int(t["min_chain"]))
     stake_us = float(chains["saveable_us"].sum()) if not chains.empty else 0.0
-    by_name = mem.groupby("name", as_index=False).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
+    by_name = mem.groupby(["name", "work_op", "placed_by"], as_index=False).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
     return Hypothesis(
         category="memory_bound", title=f"{share:.0f}% of kernel time is in memory-bound kernels",
         observed=f"{len(mem)} elementwise/reduction/normalisation kernels, {mem['dur_us'].sum() / 1e3:.2f} ms; "
                  f"{len(chains)} chains of >= {int(t['min_chain'])} in a row",
         mechanism="Each of these kernels streams its tensors through memory doing little arithmetic per byte; "
                   "back-to-back ones re-read what the previous one wrote.",
-        evidence=(Evidence("memory_bound_share_pct", share, "%", t["min_share_pct"], source="kernels (by name)",
-                           rows=rows(by_name, ["name", "n", "dur_us"], by="dur_us")),
+        evidence=(Evidence("memory_bound_share_pct", share, "%", t["min_share_pct"], source="kernels (roofline placement)",
+                           rows=rows(by_name, ["name", "work_op", "placed_by", "n", "dur_us"], by="dur_us")),
                   Evidence("fusable_chain_us", stake_us, "us", source="kernels (chains on a stream)",
-                           rows=rows(chains, ["first", "length", "chain_us", "saveable_us"], by="saveable_us"))),
+                           rows=rows(chains, ["first", "length", "chain_us", "saveable_us"], by="saveable_us")),
+                  _placement(k)),
         time_at_stake_ms=bounded_ms(stake_us if stake_us > 0 else mem["dur_us"].sum() / 2, f.window_us),
         predicted_effect="fusing each chain into one pass (torch.compile or a Triton kernel) leaves about one kernel's time per chain",
         falsifier="compile the region: if the memory-bound kernel time does not fall, the kernels were not fusable or not bandwidth-limited",
-        confounders=("kernel families are read from names, not measured bandwidth", "small kernels may be launch-bound instead"),
+        confounders=("work is analytic (shapes) or, without shapes, read from kernel names; not measured bandwidth",
+                     "small kernels may be launch-bound instead"),
         confidence="medium", suggested_variants=("compiled", "triton"), scope="all ranks")
 
 
@@ -82,16 +85,18 @@ def matrix_kernels_dominate(f: TraceFacts, t):
     idle_pct = pct(ranks["idle_us"].sum(), ranks["span_us"].sum())
     if k.empty or share < t["min_share_pct"] or idle_pct > t["max_idle_pct"]:
         return None
-    by_name = mat.groupby("name", as_index=False).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
+    by_name = mat.groupby(["name", "work_op", "placed_by"], as_index=False).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
     return Hypothesis(
         category="compute_bound", title=f"{share:.0f}% of kernel time is matrix work on a busy GPU",
         observed=f"{len(mat)} GEMM/convolution kernels, {mat['dur_us'].sum() / 1e3:.2f} ms; GPU idle {idle_pct:.1f}%",
         mechanism="Time is in arithmetic-heavy kernels; only less arithmetic or faster arithmetic (tensor cores, lower precision) helps.",
-        evidence=(Evidence("matrix_share_pct", share, "%", t["min_share_pct"], source="kernels (by name)",
-                           rows=rows(by_name, ["name", "n", "dur_us"], by="dur_us")),
-                  Evidence("idle_pct", idle_pct, "%", t["max_idle_pct"], "<", "kernels (temporal breakdown)")),
+        evidence=(Evidence("matrix_share_pct", share, "%", t["min_share_pct"], source="kernels (roofline placement)",
+                           rows=rows(by_name, ["name", "work_op", "placed_by", "n", "dur_us"], by="dur_us")),
+                  Evidence("idle_pct", idle_pct, "%", t["max_idle_pct"], "<", "temporal breakdown"),
+                  _placement(k)),
         time_at_stake_ms=bounded_ms(mat["dur_us"].sum() / 2, f.window_us),
         predicted_effect="bf16/fp16 autocast or TF32 on tensor-core GPUs can about halve matrix time; host changes cannot",
         falsifier="run under autocast(bfloat16): if matrix kernel time does not fall, they were not compute-limited",
-        confounders=("kernel families are read from names", "small GEMMs are memory- or launch-bound"),
+        confounders=("work is analytic (shapes) or, without shapes, read from kernel names",
+                     "small GEMMs are memory- or launch-bound"),
         confidence="medium", suggested_variants=("compiled",), scope="all ranks")

@@ -15,7 +15,7 @@ MATMUL_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::ma
 
 
 def _compute_major(f: TraceFacts) -> int:
-    majors = [int(p.get("computeMajor", 0) or 0) for p in f.device_properties if isinstance(p, dict)]
+    majors = [int(p.get("computeMajor", 0) or 0) for p in f.device_list]
     if not majors:
         raise NotJudged("the trace has no device properties (compute capability unknown)")
     return max(majors)

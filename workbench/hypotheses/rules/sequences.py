@@ -1,0 +1,102 @@
+"""Frequent kernel (or CPU op) sequences: the same run of n distinct-named kernels repeating across
+steps is one fusion or CUDA-graph candidate; the idle time between its kernels is what capturing or
+fusing it removes."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from numpy.lib.stride_tricks import sliding_window_view
+
+from workbench.hypotheses.facts import TraceFacts
+from workbench.hypotheses.model import Evidence, Hypothesis
+from workbench.hypotheses.registry import NotJudged, rule
+from workbench.hypotheses.rules._common import bounded_ms, pct
+
+MAX_EVENTS = 100_000       # per stream / thread: the latest ones (a steady state repeats within them)
+CANDIDATES_PER_LENGTH = 5
+
+
+def _streams(f: TraceFacts) -> list[tuple[str, pd.DataFrame]]:
+    """Ordered event sequences: kernels per (rank, stream) on a GPU trace, top-level ops of the
+    busiest host thread on a CPU-only one."""
+    if f.has_gpu:
+        k = f.kernels[f.kernels["kind"] == "kernel"]
+        return [(f"rank {r} stream {s}", g.sort_values("ts_us").tail(MAX_EVENTS))
+                for (r, s), g in k.groupby(["rank", "stream"], observed=True)]
+    from workbench.hypotheses.rules.host_ops import main_thread_ops
+
+    ops = main_thread_ops(f)
+    return [(f"rank {int(ops['rank'].iloc[0])} host thread", ops.sort_values("ts_us").tail(MAX_EVENTS))]
+
+
+def _non_overlapping(starts: np.ndarray, n: int) -> np.ndarray:
+    keep, last = [], -n
+    for s in starts:
+        if s >= last + n:
+            keep.append(s)
+            last = s
+    return np.asarray(keep, dtype=np.int64)
+
+
+def best_sequence(names: np.ndarray, min_len: int, max_len: int, min_repeats: int):
+    """(start positions, length) of the n-gram of >= 2 distinct names whose non-overlapping repeats
+    cover the most transitions ((n - 1) x repeats); None when nothing repeats ``min_repeats`` times."""
+    codes, _ = pd.factorize(names)
+    best, best_score = None, 0
+    for n in range(min_len, min(max_len, len(codes)) + 1):
+        win = sliding_window_view(codes, n)
+        uniq, inverse, counts = np.unique(win, axis=0, return_inverse=True, return_counts=True)
+        inverse = inverse.reshape(-1)
+        varied = np.array([len(set(u)) >= 2 for u in uniq])
+        order = [i for i in np.argsort(-counts) if varied[i] and counts[i] >= min_repeats][:CANDIDATES_PER_LENGTH]
+        for i in order:
+            starts = _non_overlapping(np.flatnonzero(inverse == i), n)
+            score = (n - 1) * len(starts)
+            if len(starts) >= min_repeats and score > best_score:
+                best, best_score = (starts, n), score
+    return best
+
+
+@rule("frequent_sequences", category="launch_overhead", scope="trace",
+      min_len=3, max_len=10, min_repeats=5, min_stake_pct=1.0)
+def frequent_sequences(f: TraceFacts, t):
+    """The same sequence of kernels (or ops) repeats many times: a fusion or CUDA-graph candidate."""
+    if not f.has_gpu and f.cpu_ops.empty:
+        raise NotJudged("no GPU kernels and no CPU operator events in the trace")
+    found = []
+    for where, ev in _streams(f):
+        names = ev["name"].astype(str).to_numpy()
+        hit = best_sequence(names, int(t["min_len"]), int(t["max_len"]), int(t["min_repeats"]))
+        if hit is not None:
+            found.append((where, ev, names, *hit))
+    if not found:
+        return None
+    where, ev, names, starts, n = max(found, key=lambda x: (x[4] - 1) * len(x[3]))
+    ts, end = ev["ts_us"].to_numpy(float), ev["end_us"].to_numpy(float)
+    gap = np.maximum(ts[1:] - end[:-1], 0.0)
+    cum = np.concatenate([[0.0], np.cumsum(gap)])
+    inside_us = float(np.sum(cum[starts + n - 1] - cum[starts]))
+    seq_us = float(np.sum(end[starts + n - 1] - ts[starts]))
+    window = f.window_us
+    share = pct(inside_us, window)
+    if share < t["min_stake_pct"]:
+        return None
+    seq = [str(x)[:70] for x in names[starts[0]:starts[0] + n]]
+    unit = "kernels" if f.has_gpu else "ops"
+    return Hypothesis(
+        category="launch_overhead", title=f"A sequence of {n} {unit} repeats {len(starts)} times",
+        observed=f"{where}: {' -> '.join(s.split('(')[0][:40] for s in seq[:4])}{' -> ...' if n > 4 else ''} "
+                 f"occurs {len(starts)} times ({seq_us / 1e3:.2f} ms), with {inside_us / 1e3:.2f} ms idle between its {unit}",
+        mechanism=f"Each repeat launches the same {n} {unit} one by one, paying a launch/dispatch each and leaving "
+                  "gaps between them; one fused kernel or one CUDA-graph replay pays it once.",
+        evidence=(Evidence("gap_inside_repeats_pct", share, "%", t["min_stake_pct"], source=f"{unit} in time order",
+                           rows=tuple({"position": i, "name": s} for i, s in enumerate(seq))),
+                  Evidence("repeats", len(starts), "times", t["min_repeats"], ">=", f"{unit} (non-overlapping n-grams)"),
+                  Evidence("sequence_length", n, unit, t["min_len"], ">=", f"{unit} (non-overlapping n-grams)")),
+        time_at_stake_ms=bounded_ms(inside_us, window),
+        predicted_effect="capturing the sequence as a CUDA graph or fusing it (torch.compile) removes the gaps between its "
+                         f"{unit}; fusion may also cut the memory traffic between them",
+        falsifier="compile or graph-capture the region that issues the sequence: if the time per repeat does not fall by "
+                  "about the gaps, the sequence was not launch-limited",
+        confounders=("a repeated sequence is a loop body: its gaps may be host work that capture cannot remove",),
+        confidence="medium" if share > 10.0 else "low", suggested_variants=("cuda_graph", "compiled"), scope=where)
