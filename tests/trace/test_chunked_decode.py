@@ -120,3 +120,22 @@ def test_an_unknown_category_falls_back_to_the_generic_decoder(monkeypatch, tmp_
     trace = load_trace(path)
     assert len(trace.cpu_ops) == 588  # the "my_tool" and uncategorised events are not ops
     assert sorted(trace.cpu_ops["external_id"].tolist()) == [i for i in range(600) if i % 50]
+
+
+def test_a_string_that_is_not_utf8_is_a_trace_format_error(monkeypatch, tmp_path):
+    from workbench.errors import TraceFormatError
+
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i, "dur": 1}
+              for i in range(300)]
+    text = json.dumps({"traceEvents": events}).encode()
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 2_000)
+    monkeypatch.setattr(stream, "BLOCK_BYTES", 512)
+    for where in (b'"op5"', b'"op299"'):  # in a middle piece, in the last one
+        path = tmp_path / "t.json"
+        path.write_bytes(text.replace(where, b'"op\x80"'))
+        try:
+            load_trace(path)
+        except TraceFormatError as exc:
+            assert "UTF-8" in str(exc) or "not valid JSON" in str(exc)
+        else:
+            raise AssertionError("invalid UTF-8 must not load")

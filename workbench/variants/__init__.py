@@ -27,4 +27,5 @@ from workbench.variants.results import Comparison, VariantResult
 from workbench.variants.spec import Variant
 
 __all__ = ["compare", "Comparison", "VariantResult", "DecisionRecord", "DECISIONS", "Variant", "eager",
-           "compiled", "cuda_graph", "user", "ShapeSweep", "sweep_shapes", "triton", "check_in_interpreter", "build", "get", "names", "describe", "register", "unregister"]
+           "compiled", "cuda_graph", "user", "triton", "check_in_interpreter", "ShapeSweep", "sweep_shapes",
+           "build", "get", "names", "describe", "register", "unregister"]
