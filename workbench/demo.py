@@ -1,7 +1,7 @@
 """The built-in demo workload: a small model whose hot path shows three classic costs.
 
-* ``elementwise_chain(x)``: eight full passes over a 1M-element tensor (memory bound; a fusion
-  candidate: ``torch.compile`` turns it into one pass);
+* ``elementwise_chain(x)``: eight full passes of cheap arithmetic over a 1M-element (4 MiB)
+  tensor (memory bound; a fusion candidate: ``torch.compile`` turns it into one pass);
 * ``projection(h, w)``: one matmul (compute bound);
 * ``tiny_op_loop(h)``: a Python loop of small ops (dispatch / launch overhead dominates).
 
@@ -47,18 +47,20 @@ def make_inputs(
 
 
 def elementwise_chain(x: Any) -> Any:
-    """A tanh-approximated GELU written as separate passes, then a scale and shift.
+    """A hard-swish activation (``x * relu6(x + 3) / 6``) written as separate passes, then a
+    scale, a shift and a residual.
 
-    Every line reads and writes the whole tensor: eight memory passes where one would do.
+    Every line reads and writes the whole tensor: eight memory passes where one would do. The
+    ops are all cheap arithmetic (no transcendental per element), so the fused pass that
+    ``torch.compile`` makes is limited by memory bandwidth, not by the math: a tanh per element
+    (Sleef's vectorised tanh in inductor's C++) costs several times a copy of the element on one
+    CPU core, which would make the fused chain compute bound (see ``benchmarks/variants_demo.py``).
     """
-    import torch
-
-    cube = x * x * x
-    inner = x + 0.044715 * cube
-    inner = inner * math.sqrt(2.0 / math.pi)
-    gate = torch.tanh(inner) + 1.0
-    y = 0.5 * x * gate
-    return y * 1.5 - 0.25
+    gate = (x + 3.0).clamp(0.0, 6.0)
+    y = x * gate
+    y = y / 6.0
+    y = y * 1.5 - 0.25
+    return y + 0.5 * x
 
 
 def projection(h: Any, w: Any) -> Any:

@@ -15,9 +15,14 @@ demo = pytest.importorskip("workbench.demo")
 def cmp():
     seeds = itertools.count(1)
     chain = demo.elementwise_chain
-    return wb.compare({"eager": chain, "compiled": wb.variants.compiled(chain)},
-                      inputs=lambda: (demo.make_inputs(seed=next(seeds))[0],),
-                      checks=2, budget_s=2.0, min_rounds=15)
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)            # one thread for the kernel and the copy roof alike
+    try:
+        yield wb.compare({"eager": chain, "compiled": wb.variants.compiled(chain)},
+                         inputs=lambda: (demo.make_inputs(seed=next(seeds))[0],),
+                         checks=2, budget_s=2.0, min_rounds=15)
+    finally:
+        torch.set_num_threads(saved)
 
 
 def test_compiled_chain_is_kept_with_a_measured_speedup(cmp):
@@ -45,6 +50,10 @@ def test_what_changed_fewer_ops_and_allocations(cmp):
 def test_roofline_point_moves_toward_the_bandwidth_ceiling(cmp):
     eager, comp = cmp["eager"], cmp["compiled"]
     assert comp.achieved_gbps > 1.2 * eager.achieved_gbps
-    assert 0 < comp.bandwidth_share <= 1.5
-    print(f"compiled reaches {comp.bandwidth_share:.0%} of the measured copy bandwidth "
-          f"({comp.achieved_gbps:.2f} of {cmp.copy_gbps:.2f} GB/s); eager {eager.bandwidth_share:.0%}")
+    assert comp.bytes_moved == eager.bytes_moved == 2 * 4 * demo.ROWS * demo.HIDDEN   # read x, write y
+    # the fused chain is memory bound: it reaches most of a same-size copy's bandwidth (goal 70%;
+    # pinned loosely, the 2-core machine is shared) and cannot exceed it by much
+    assert 0.4 < comp.bandwidth_share <= 1.5, comp.bandwidth_share
+    assert cmp.working_set_copy_gbps > 0 and cmp.copy_gbps > 0
+    print(f"compiled reaches {comp.bandwidth_share:.0%} of the same-working-set copy bandwidth "
+          f"({comp.achieved_gbps:.2f} of {cmp.working_set_copy_gbps:.2f} GB/s); eager {eager.bandwidth_share:.0%}")

@@ -64,8 +64,12 @@ def empty(table: str) -> pd.DataFrame:
     return frame(table, {})
 
 
-def frame(table: str, data: dict[str, object]) -> pd.DataFrame:
-    """Build a table from column arrays; missing columns are filled with absent values."""
+def frame(table: str, data: dict[str, object], copy: bool = True) -> pd.DataFrame:
+    """Build a table from column arrays; missing columns are filled with absent values.
+
+    ``copy=False`` lets the frame use the arrays as they are (no consolidating copy): for a
+    caller that hands them over and keeps no reference.
+    """
     lengths = {len(v) for v in data.values()}  # type: ignore[arg-type]
     if len(lengths) > 1:
         raise ValueError(f"columns of {table} differ in length: {lengths}")
@@ -73,7 +77,7 @@ def frame(table: str, data: dict[str, object]) -> pd.DataFrame:
     out = {}
     for name, dtype in TABLES[table]:
         out[name] = _column(data.get(name), dtype, n)
-    return pd.DataFrame(out)
+    return pd.DataFrame(out, copy=copy)
 
 
 def _column(values: object, dtype: str, n: int) -> object:

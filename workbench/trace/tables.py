@@ -14,33 +14,44 @@ from workbench.trace.nesting import nest
 
 
 def assemble(files: list[FileTables]) -> dict[str, pd.DataFrame]:
+    """The trace's tables. Each file's columns are handed over (not copied) and dropped as soon
+    as their frame exists, so a column is held about once, not three times, at the peak."""
     raw = {name: _concat(files, name) for name in
            ("cpu_ops", "python_calls", "runtime", "kernels", "gpu_syncs", "memory",
             "annotations", "gpu_annotations", "flows")}
     out: dict[str, pd.DataFrame] = {}
-    out["cpu_ops"], out["runtime"] = _ops_and_runtime(raw["cpu_ops"], raw["runtime"])
-    out["python_calls"] = S.frame("python_calls", raw["python_calls"])
-    out["kernels"] = _kernels(raw["kernels"], out["runtime"], out["cpu_ops"])
-    out["syncs"] = _syncs(raw["gpu_syncs"], out["runtime"])
-    out["memory"] = S.frame("memory", raw["memory"])
-    out["annotations"] = _annotations(raw["annotations"], raw["gpu_annotations"])
-    flows = raw["flows"]
+    out["cpu_ops"], out["runtime"] = _ops_and_runtime(raw.pop("cpu_ops"), raw.pop("runtime"))
+    out["python_calls"] = _frame("python_calls", raw.pop("python_calls"))
+    out["kernels"] = _kernels(raw.pop("kernels"), out["runtime"], out["cpu_ops"])
+    out["syncs"] = _syncs(raw.pop("gpu_syncs"), out["runtime"])
+    out["memory"] = _frame("memory", raw.pop("memory"))
+    out["annotations"] = _annotations(raw.pop("annotations"), raw.pop("gpu_annotations"))
+    flows = raw.pop("flows")
     if "phase" in flows:
         flows["phase"] = pd.Categorical(np.asarray(flows["phase"]))
-    out["flows"] = S.frame("flows", flows)
+    out["flows"] = _frame("flows", flows)
     return out
 
 
+def _frame(table: str, columns: dict) -> pd.DataFrame:
+    """A table frame that takes over ``columns``' arrays (emptied here, so nothing else holds them)."""
+    frame = S.frame(table, columns, copy=False)
+    columns.clear()
+    return frame
+
+
 def _concat(files: list[FileTables], name: str) -> dict:
-    parts = [(f.rank, f.tables[name]) for f in files if name in f.tables]
+    parts = [(f.rank, f.tables.pop(name)) for f in files if name in f.tables]
     if not parts:
         return {}
     keys = parts[0][1].keys()
     out = {}
     for key in keys:
         values = [p[key] for _, p in parts]
-        if isinstance(values[0], pd.Categorical):
-            out[key] = union_categoricals(values) if len(values) > 1 else values[0]
+        if len(values) == 1:
+            out[key] = values[0]
+        elif isinstance(values[0], pd.Categorical):
+            out[key] = union_categoricals(values)
         else:
             out[key] = np.concatenate(values)
     out["rank"] = np.concatenate([np.full(len(p["ts_us"]), rank, dtype=np.int64) for rank, p in parts])
@@ -48,8 +59,8 @@ def _concat(files: list[FileTables], name: str) -> dict:
 
 
 def _ops_and_runtime(ops_raw: dict, calls_raw: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
-    ops = S.frame("cpu_ops", ops_raw)
-    calls = S.frame("runtime", calls_raw)
+    ops = _frame("cpu_ops", ops_raw)
+    calls = _frame("runtime", calls_raw)
     parent, depth, self_us, call_op = nest(ops, calls)
     ops["parent"], ops["depth"], ops["self_us"] = parent, depth, self_us
     calls["api"] = pd.Categorical(_per_name(calls["name"], C.runtime_api))
@@ -91,7 +102,7 @@ def _lookup(keys_from: pd.DataFrame, keys_to: pd.DataFrame) -> np.ndarray:
 
 
 def _kernels(raw: dict, calls: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
-    kernels = S.frame("kernels", raw)
+    kernels = _frame("kernels", raw)
     if not len(kernels):
         return kernels
     kernels["kind"] = pd.Categorical(_per_name(kernels["name"], C.kernel_kind), categories=S.KERNEL_KINDS)

@@ -78,7 +78,8 @@ def _compare(variants, inputs, *, baseline, checks, time_limit_s, budget_s, min_
     decision = record.build_record(results, base.name, hypothesis=updated, problem=problem, notes=notes,
                                    settings=settings, verdict=verdict)
     say("done", "")
-    return Comparison(base.name, tuple(results), decision, verdict, updated, roofs.get("machine_gbps"), settings)
+    return Comparison(base.name, tuple(results), decision, verdict, updated, roofs.get("machine_gbps"), settings,
+                      working_set_copy_gbps=roofs.get("same_size_gbps"))
 
 
 def _prepare(variants: Mapping[str, Any], baseline: str | None) -> tuple[list[Live], Live]:
@@ -187,7 +188,7 @@ def _result(lv: Live, base: Live, timed, footprints, nbytes, roofs, precision, c
         name=lv.name, kind=v.kind, status=lv.status, reason=lv.reason, numerical_class=v.numerical_class,
         requires=v.requires, correctness=lv.correctness(checks, precision), timing=timing,
         setup_ms=lv.setup_ms, speedup=speedup, flags=tuple(flags), footprint=fp, bytes_moved=nbytes,
-        achieved_gbps=gbps, bandwidth_share=(gbps / roofs["machine_gbps"]) if gbps else None,
+        achieved_gbps=gbps, bandwidth_share=(gbps / roofs["same_size_gbps"]) if gbps else None,
         timing_meaningful=v.timing_meaningful)
     if lv is base:
         return res.with_(decision="baseline", decision_reason="the reference the others are measured against")

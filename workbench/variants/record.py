@@ -53,7 +53,7 @@ def _evidence(base: VariantResult, win: VariantResult, verdict: dict | None, not
         ev.append(f"setup (compile/capture, first call minus a warm call): {win.setup_ms:.4g} ms")
     if win.achieved_gbps:
         ev.append(f"{win.bytes_moved / 1e6:.3g} MB compulsory traffic at {win.achieved_gbps:.3g} GB/s = "
-                  f"{win.bandwidth_share:.0%} of the measured copy bandwidth")
+                  f"{win.bandwidth_share:.0%} of the measured bandwidth of a copy of the same working set")
     delta = win.footprint.get("delta") if win.footprint else None
     if delta:
         moved = ", ".join(f"{k} {v:+d}" for k, v in delta.items() if v)

@@ -86,8 +86,9 @@ class Comparison:
     decision: DecisionRecord
     hypothesis_verdict: dict[str, Any] | None = None
     hypothesis: Any = None
-    copy_gbps: float | None = None
+    copy_gbps: float | None = None                  # large copy (256 MB moved): the DRAM-side roof
     settings: dict[str, Any] = field(default_factory=dict)
+    working_set_copy_gbps: float | None = None      # a copy of the variants' working set: their roof
 
     @property
     def table(self):
@@ -111,14 +112,15 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         return {"baseline": self.baseline, "results": [r.to_dict() for r in self.results],
                 "decision": self.decision.to_dict(), "hypothesis_verdict": self.hypothesis_verdict,
-                "copy_gbps": self.copy_gbps, "settings": dict(self.settings)}
+                "copy_gbps": self.copy_gbps, "settings": dict(self.settings),
+                "working_set_copy_gbps": self.working_set_copy_gbps}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Comparison":
         return cls(baseline=d["baseline"], results=tuple(VariantResult.from_dict(r) for r in d["results"]),
                    decision=DecisionRecord.from_dict(d["decision"]),
                    hypothesis_verdict=d.get("hypothesis_verdict"), copy_gbps=d.get("copy_gbps"),
-                   settings=dict(d.get("settings", {})))
+                   settings=dict(d.get("settings", {})), working_set_copy_gbps=d.get("working_set_copy_gbps"))
 
     def _repr_html_(self) -> str:
         cols = ["variant", "status", "correct", "median_ms", "p95_ms", "speedup", "speedup_ci_low",
