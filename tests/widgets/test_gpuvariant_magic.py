@@ -48,14 +48,22 @@ def test_usage_errors_say_what_to_do(shell):
         magic.gpuvariant("name -c 0", "x")
     with pytest.raises(UsageError, match="variable name"):
         magic.gpuvariant("name -o 1bad", "x")
-    from types import SimpleNamespace
 
-    from workbench.magics import gpuprofile
-    from workbench.magics.variant import last_profiled_source
 
-    if getattr(gpuprofile, "last_cell_source", None) is None:
-        never = SimpleNamespace(history_manager=SimpleNamespace(input_hist_raw=["", "1 + 1", "%%gpuvariant a\nx"]))
-        assert last_profiled_source(never) is None
-        seen = SimpleNamespace(history_manager=SimpleNamespace(
-            input_hist_raw=["", "%%gpuprofile -r 3\nf(x)\ng(x)", "%%gpuvariant a\nx"]))
-        assert last_profiled_source(seen) == "f(x)\ng(x)"
+def test_the_source_comes_from_the_profiling_magic_not_the_history(shell):
+    from workbench.magics import gpuprofile, last_run
+
+    ok = shell.run_cell("%%gpuprofile -T -w 0 -r 2 -q\nz = three_passes(x)", store_history=True)
+    ok.raise_error()
+    assert gpuprofile.last_cell_source() == "z = three_passes(x)"
+    kept = last_run()
+    bad = shell.run_cell("%%gpuprofile -T -w 0 -r 2 -q\nraise ValueError('no')", store_history=True)
+    assert not bad.success
+    assert gpuprofile.last_cell_source() == "z = three_passes(x)" and last_run() is kept   # failures keep nothing
+    shell.run_cell("%gpuprofile -T -w 0 -r 2 -q three_passes(x) * 2", store_history=True).raise_error()
+    assert gpuprofile.last_cell_source() == "three_passes(x) * 2"                  # the line form too
+    res = shell.run_cell("%%gpuvariant once -b 0.5 -c 1\n(x.sin() * 2 + 1).relu() * 2", store_history=True)
+    res.raise_error()
+    cmp = shell.user_ns["_gpuvariant"]
+    assert cmp["once"].correctness.passed                       # compared with the line form's code
+    assert cmp.settings["end_to_end_ms"] == pytest.approx(last_run().timing.median_ms)

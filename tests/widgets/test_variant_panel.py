@@ -61,3 +61,19 @@ def test_run_fills_table_chart_and_inserts_the_winner(shell):
     assert not panel.insert_button.disabled
     panel.insert_button.click()
     assert "def one_chain(x):" in shell.rl_next_input
+
+
+def test_a_part_of_a_profiled_cell_is_judged_against_the_whole_run(shell):
+    from types import SimpleNamespace
+
+    run = SimpleNamespace(timing=SimpleNamespace(median_ms=50_000.0),          # the whole cell: 50 s
+                          hypotheses=[SimpleNamespace(suggested_variants=("cuda_graph",))])
+    panel = VariantPanel(slow_chain, lambda: torch.randn(100_000), run=run, user_variants={"one_pass": one_chain},
+                         shell=shell, compare_options=FAST)
+    assert list(panel.checkboxes) == ["cuda_graph", "one_pass"]               # the run's hypotheses
+    panel.checkboxes["one_pass"].value = True
+    panel.run()
+    row = panel.rows["one_pass"]
+    assert row["decision"] == "micro_only", row
+    assert "5e+04 ms end-to-end" in row["reason"]
+    assert panel.winner() is None and panel.insert_button.disabled             # nothing worth inserting

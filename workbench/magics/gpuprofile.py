@@ -1,27 +1,37 @@
-"""``%%gpuprofile``: profile a notebook cell with ``wb.profile`` and show the ProfileRun.
+"""``%%gpuprofile`` / ``%gpuprofile``: profile a notebook cell (or one line's code) with
+``wb.profile`` and show the ProfileRun.
 
 Plumbing only: parse the options, compile the cell, call the library in try/finally, keep the
-run, display it. The cell runs ``1 + warmup + repeat`` times in the user's namespace, so its side
-effects (appends, counters, file writes) repeat that many times; its output shows once.
+run and the profiled source, display it. The cell runs ``1 + warmup + repeat`` times in the
+user's namespace, so its side effects (appends, counters, file writes) repeat that many times;
+its output shows once.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, cell_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from workbench.errors import ProfileError
 
 LAST_RUN_NAME = "_gpuprofile"   # the user-namespace name of the last successful run
+EXPLAIN_NAME = "_gpuprofile_explain"   # the user-namespace name of the last --explain result
 
 _last_run: Any = None
+_last_source: str | None = None
 
 
 def last_run() -> Any:
     """The ProfileRun of the last ``%%gpuprofile`` that finished (None before the first)."""
     return _last_run
+
+
+def last_cell_source() -> str | None:
+    """The code the last successful ``%%gpuprofile`` profiled: the cell below the magic line, or
+    the line form's code (None before the first; a failed profile leaves the previous one)."""
+    return _last_source
 
 
 def _check_options(opts: Any) -> None:
@@ -63,9 +73,9 @@ def _profile_cell(runner: Any, opts: Any) -> Any:
         runner.release_output()
 
 
-def _keep(shell: Any, run: Any, output: str | None) -> None:
-    global _last_run
-    _last_run = run
+def _keep(shell: Any, run: Any, output: str | None, source: str) -> None:
+    global _last_run, _last_source
+    _last_run, _last_source = run, source
     shell.user_ns[LAST_RUN_NAME] = run
     if output:
         shell.user_ns[output] = run
@@ -87,32 +97,70 @@ class GpuProfileMagics(Magics):
     @argument("--no-grad", action="store_true",
               help="run with autograd off (torch.set_grad_enabled(False)), restored afterwards")
     @argument("-q", "--quiet", action="store_true", help="keep the run but do not display it")
-    @cell_magic
-    def gpuprofile(self, line: str, cell: str) -> Any:
+    @argument("--explain", action="store_true",
+              help="line form only (%%gpuprofile --explain f(x)): after profiling, run "
+                   "torch._dynamo.explain on the call (graph count, graph breaks and their reasons); "
+                   "it resets dynamo's caches, so compiled functions compile again on their next call")
+    @line_cell_magic
+    def gpuprofile(self, line: str, cell: str | None = None) -> Any:
         """Profile this cell: one cold run timed apart, warm-up runs, timed repeats under one
         torch.profiler session; shows timing (median, p95, spread), cold time, compile
         diagnostics, top ops/kernels and hypotheses.
 
-        The cell executes 1 + warmup + repeat times in your namespace: assignments persist, side
+        Cell form: ``%%gpuprofile [options]`` above the cell.  Line form: ``%gpuprofile
+        [options] CODE`` profiles CODE (e.g. ``%gpuprofile -r 10 f(x)``); options come first.
+        Options: -w/--warmup N (untimed calls after the cold one, default 3), -r/--repeat N
+        (timed calls, default 20), -T/--no-trace (timing only), -n/--name NAME, -o/--output VAR
+        (bind the run), -t/--threads N (torch threads while profiling), --no-grad, -q/--quiet
+        (keep, do not display), --explain (line form: torch._dynamo.explain of the call).
+
+        The code executes 1 + warmup + repeat times in your namespace: assignments persist, side
         effects repeat; output shows once (from the first execution). The last run is
-        ``_gpuprofile`` and ``workbench.magics.last_run()``; a cell that fails leaves no run.
+        ``_gpuprofile`` and ``workbench.magics.last_run()``, its source
+        ``workbench.magics.gpuprofile.last_cell_source()`` (what ``%%gpuvariant`` compares
+        against); a cell that fails leaves no run.
         """
+        __tracebackhide__ = True
+        from workbench.magics.line_form import split_options
+
+        if cell is None:
+            line, code = split_options(self.gpuprofile.parser, line)
+            if not code.strip():
+                raise UsageError("%gpuprofile needs code after the options, e.g. `%gpuprofile -r 10 f(x)`; "
+                                 "or use %%gpuprofile on a cell")
+        else:
+            code = cell
+        opts = parse_argstring(self.gpuprofile, line)
+        _check_options(opts)
+        if cell is not None and opts.explain:
+            raise UsageError("--explain works on the line form, on one call: `%gpuprofile --explain f(x)`")
+        if not code.strip():
+            raise UsageError("%%gpuprofile needs code in the cell below the magic line")
+        run, last_value = self._profile(code, opts)
+        if opts.explain:
+            self._explain(code)
+        if last_value is not None and cell is not None:
+            from IPython.display import display
+
+            display(last_value)
+        return None if opts.quiet else run
+
+    def _profile(self, code: str, opts: Any) -> tuple[Any, Any]:
         __tracebackhide__ = True
         from workbench.magics.cell import CellCallable, compile_cell
 
-        opts = parse_argstring(self.gpuprofile, line)
-        _check_options(opts)
-        if not cell.strip():
-            raise UsageError("%%gpuprofile needs code in the cell below the magic line")
         try:
-            compiled = compile_cell(self.shell, cell)
+            compiled = compile_cell(self.shell, code)
         except SyntaxError as exc:
             raise UsageError(syntax_error_message(exc)) from None
         runner = CellCallable(self.shell, compiled)
         run = _profile_cell(runner, opts)
-        _keep(self.shell, run, opts.output)
-        if runner.last_value is not None:
-            from IPython.display import display
+        _keep(self.shell, run, opts.output, code)
+        return run, runner.last_value
 
-            display(runner.last_value)
-        return None if opts.quiet else run
+    def _explain(self, code: str) -> None:
+        from workbench.magics.explain import explain_call
+
+        explanation = explain_call(self.shell, code)
+        self.shell.user_ns[EXPLAIN_NAME] = explanation
+        print(explanation.summary())

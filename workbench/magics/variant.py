@@ -1,7 +1,8 @@
 """``%%gpuvariant NAME``: this cell is a variant of the last ``%%gpuprofile`` cell.
 
-Plumbing only: find the last profiled cell's source, compile both cells as the shell would,
-and call ``wb.compare`` (correctness of the cells' last values, then interleaved timing).  The
+Plumbing only: take the last profiled cell's source (kept by ``%%gpuprofile``), compile both
+cells as the shell would, and call ``wb.compare`` (correctness of the cells' last values, then
+interleaved timing; the profiled run's median is the end-to-end time for ``micro_only``).  The
 comparison is bound to ``_gpuvariant`` (and to ``-o VAR``) and displayed.  When NAME is a
 variant that a hypothesis of the profiled run suggests (``compiled``, ``cuda_graph``, ...), that
 hypothesis is judged against the result (supported / weakened / rejected).  Both cells run many
@@ -16,22 +17,24 @@ from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 LAST_VARIANT_NAME = "_gpuvariant"
-PROFILE_MAGIC = "%%gpuprofile"
 
 
-def last_profiled_source(shell: Any) -> str | None:
-    """The body of the last ``%%gpuprofile`` cell: from the profiling magic if it keeps it,
-    else from the shell's input history."""
-    from workbench.magics import gpuprofile
+def last_profiled_source() -> str | None:
+    """The code the last successful ``%%gpuprofile`` (cell or line form) profiled, as the
+    profiling magic kept it; None before the first."""
+    from workbench.magics.gpuprofile import last_cell_source
 
-    getter = getattr(gpuprofile, "last_cell_source", None)
-    if callable(getter) and getter():
-        return getter()
-    history = getattr(getattr(shell, "history_manager", None), "input_hist_raw", None) or []
-    for source in reversed(history[:-1]):                   # [-1] is the %%gpuvariant cell itself
-        if source.lstrip().startswith(PROFILE_MAGIC):
-            return source.lstrip().split("\n", 1)[1] if "\n" in source.lstrip() else ""
-    return None
+    return last_cell_source()
+
+
+def profiled_median_ms() -> float | None:
+    """The last profiled run's end-to-end median (ms): the whole against which a saving is
+    judged (a saving under 2% of it makes the variant ``micro_only``)."""
+    from workbench.magics.gpuprofile import last_run
+
+    timing = getattr(last_run(), "timing", None)
+    median = getattr(timing, "median_ms", None)
+    return float(median) if median else None
 
 
 def suggesting_hypothesis(name: str) -> Any:
@@ -77,7 +80,7 @@ class GpuVariantMagics(Magics):
             raise UsageError(f"-o needs a Python variable name; got {opts.output!r}")
         if not cell.strip():
             raise UsageError("%%gpuvariant needs the variant's code in the cell below the magic line")
-        source = last_profiled_source(self.shell)
+        source = last_profiled_source()
         if source is None:
             raise UsageError("no profiled cell yet: run %%gpuprofile on the cell to improve first, "
                              "then %%gpuvariant NAME on a cell with your rewrite")
@@ -85,7 +88,7 @@ class GpuVariantMagics(Magics):
         try:
             cmp = compare({"profiled": base, opts.name: variant}, None, baseline="profiled", checks=opts.checks,
                           budget_s=opts.budget, time_limit_s=opts.time_limit,
-                          hypothesis=suggesting_hypothesis(opts.name))
+                          hypothesis=suggesting_hypothesis(opts.name), end_to_end_ms=profiled_median_ms())
         finally:
             base.release_output()
             variant.release_output()

@@ -35,6 +35,8 @@ def compare(
     function).  ``inputs``: a zero-argument callable returning the argument tuple (fresh random
     values each call: preferred), or a fixed tuple/tensor, or None for no arguments.
     ``baseline``: the reference variant (default "eager" if present, else the first).
+    ``end_to_end_ms``: the whole program's (a profiled cell's) median time when the variants
+    replace only part of it; a variant whose saving is under 2% of it is ``micro_only``.
     """
     try:
         return _compare(variants, inputs, baseline=baseline, checks=checks, time_limit_s=time_limit_s,
@@ -74,6 +76,7 @@ def _compare(variants, inputs, *, baseline, checks, time_limit_s, budget_s, min_
         verdict, updated = judge(hypothesis, results, base.name)
     settings = {"checks": checks, "budget_s": budget_s, "min_rounds": min_rounds, "max_rounds": max_rounds,
                 "time_limit_s": time_limit_s, "seed": seed, "reference_precision": precision,
+                "end_to_end_ms": end_to_end_ms,
                 "tolerances": record.tolerance_table(tolerances), "notes": notes}
     decision = record.build_record(results, base.name, hypothesis=updated, problem=problem, notes=notes,
                                    settings=settings, verdict=verdict)

@@ -123,8 +123,16 @@ class Comparison:
                    settings=dict(d.get("settings", {})), working_set_copy_gbps=d.get("working_set_copy_gbps"))
 
     def _repr_html_(self) -> str:
+        """The table (every text escaped), the decision, and the comparison chart (offline)."""
+        import html
+
+        from workbench.charts import comparison_html
+
         cols = ["variant", "status", "correct", "median_ms", "p95_ms", "speedup", "speedup_ci_low",
                 "speedup_ci_high", "setup_ms", "decision", "reason"]
-        html = self.table[cols].to_html(index=False, float_format=lambda x: f"{x:.4g}", na_rep="—")
-        return f"<div><b>Comparison against {self.baseline}</b>{html}<p>Decision: <code>{self.decision.decision}</code> " \
-               f"for {self.decision.variant}: {self.decision.reason}</p></div>"
+        table = self.table[cols].to_html(index=False, escape=True, float_format=lambda x: f"{x:.4g}",
+                                         na_rep="—", classes="workbench-comparison")
+        d = self.decision
+        return (f"<div class='workbench-comparison'><b>Comparison against {html.escape(self.baseline)}</b>{table}"
+                f"<p>Decision: <code>{html.escape(d.decision)}</code> for {html.escape(d.variant)}: "
+                f"{html.escape(d.reason)}</p>{comparison_html(self)}</div>")

@@ -24,19 +24,28 @@ def _fmt(value: Any) -> str:
 
 
 class VariantPanel:
-    """``VariantPanel(fn, inputs, hypotheses=run.hypotheses, user_variants={...})``; show ``.widget``.
+    """``VariantPanel(fn, inputs, run=_gpuprofile, user_variants={...})``; show ``.widget``.
 
+    ``fn`` is the part of the profiled cell to replace.  ``run`` (a ProfileRun of the whole cell)
+    gives the hypotheses and the end-to-end median: a variant whose saving is under 2% of that
+    whole is ``micro_only``.  Or pass ``hypotheses=`` / ``end_to_end_ms=`` directly.
     Candidates: the registry variants the hypotheses (or ``suggested``) name, then the user's.
     """
 
-    def __init__(self, fn: Callable[..., Any], inputs: Any, *, suggested: Iterable[str] = (),
+    def __init__(self, fn: Callable[..., Any], inputs: Any, *, run: Any = None, suggested: Iterable[str] = (),
                  hypotheses: Iterable[Any] = (), user_variants: Mapping[str, Any] | None = None, shell: Any = None,
-                 fn_name: str | None = None, compare_options: Mapping[str, Any] | None = None):
+                 fn_name: str | None = None, compare_options: Mapping[str, Any] | None = None,
+                 end_to_end_ms: float | None = None):
         import ipywidgets as w
 
         self.fn, self.inputs, self.shell = fn, inputs, shell
         self.fn_name = fn_name or getattr(fn, "__name__", "fn")
         self.compare_options = dict(compare_options or {})
+        if end_to_end_ms is None and run is not None:
+            end_to_end_ms = getattr(getattr(run, "timing", None), "median_ms", None)
+        if end_to_end_ms is not None:
+            self.compare_options.setdefault("end_to_end_ms", float(end_to_end_ms))
+        hypotheses = list(hypotheses) + list(getattr(run, "hypotheses", None) or ())
         named = list(suggested) + [v for h in hypotheses for v in (getattr(h, "suggested_variants", ()) or ())]
         self.candidates = self._candidates(named, user_variants or {})
         self.rows: dict[str, dict[str, Any]] = {}
