@@ -9,7 +9,11 @@ def ip():
 
     saved = torch.get_num_threads()
     torch.set_num_threads(1)
-    shell = start_ipython()
+    shell = start_ipython()            # None when an earlier module already started it
+    if shell is None:
+        from IPython.core.interactiveshell import InteractiveShell
+
+        shell = InteractiveShell.instance()
     result = shell.run_cell("%load_ext workbench")
     assert result.success, result.error_in_exec
     yield shell

@@ -8,6 +8,7 @@ from tests.variants.variant_workloads import FAST, chain
 import workbench as wb
 
 ODD_NAME = "<b>one&pass</b>"
+STEADY = {**FAST, "budget_s": 1.0, "min_rounds": 20, "max_rounds": 80}   # enough pairs for a firm interval
 
 
 def three_passes(x):
@@ -34,10 +35,10 @@ def test_html_shows_the_escaped_table_the_decision_and_the_chart(cmp):
 
 def test_micro_only_when_the_saving_is_small_against_the_whole():
     whole = wb.compare({"eager": three_passes, "one": chain}, inputs=lambda: torch.randn(50_000),
-                       end_to_end_ms=1e5, **FAST)
+                       end_to_end_ms=1e5, **STEADY)
     row = whole["one"]
     assert row.speedup.faster and row.decision == "micro_only", row.decision_reason
     assert "1e+05 ms end-to-end" in row.decision_reason
     assert whole.settings["end_to_end_ms"] == 1e5
-    alone = wb.compare({"eager": three_passes, "one": chain}, inputs=lambda: torch.randn(50_000), **FAST)
+    alone = wb.compare({"eager": three_passes, "one": chain}, inputs=lambda: torch.randn(50_000), **STEADY)
     assert alone["one"].decision == "keep" and alone.settings["end_to_end_ms"] is None

@@ -1,5 +1,6 @@
 import time
 
+import pytest
 import torch
 
 from workbench.variants.timing import CpuTimer, Timed, calibrate, run_interleaved, shared_calls_per_sample
@@ -36,3 +37,26 @@ def test_a_patched_timer_does_not_change_our_measurement(monkeypatch):
     item = Timed("x", lambda: torch.ones(10).sum(), ())
     res = run_interleaved([item], CpuTimer(), min_rounds=5, max_rounds=5, budget_s=0.0)
     assert res.measurements["x"].median_ms > 0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(),
+                    reason="not applicable: no CUDA device (torch.cuda.is_available() is False)")
+def test_cuda_timer_flushes_l2_between_samples():
+    from workbench.variants.timing import CudaTimer, Timed
+
+    timer = CudaTimer()
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    assert timer.flush_buf.numel() * 4 >= 2 * l2                   # the write evicts the whole L2
+    x = torch.randn(max(1, l2 // 8), device="cuda")                # half the L2: hot if not flushed
+    item = Timed("small", lambda t: t * 2.0, (x,))
+    flushed = sorted(timer.sample_ms(item) for _ in range(30))[15]
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    warm = []
+    for _ in range(30):
+        start.record()
+        item.fn(x)
+        end.record()
+        end.synchronize()
+        warm.append(start.elapsed_time(end))
+    assert flushed >= 0.8 * sorted(warm)[15]                      # never faster than a warm cache

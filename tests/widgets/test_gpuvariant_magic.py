@@ -55,11 +55,11 @@ def test_the_source_comes_from_the_profiling_magic_not_the_history(shell):
 
     ok = shell.run_cell("%%gpuprofile -T -w 0 -r 2 -q\nz = three_passes(x)", store_history=True)
     ok.raise_error()
-    assert gpuprofile.last_cell_source() == "z = three_passes(x)"
+    assert gpuprofile.last_cell_source().strip() == "z = three_passes(x)"
     kept = last_run()
     bad = shell.run_cell("%%gpuprofile -T -w 0 -r 2 -q\nraise ValueError('no')", store_history=True)
     assert not bad.success
-    assert gpuprofile.last_cell_source() == "z = three_passes(x)" and last_run() is kept   # failures keep nothing
+    assert gpuprofile.last_cell_source().strip() == "z = three_passes(x)" and last_run() is kept   # failures keep nothing
     shell.run_cell("%gpuprofile -T -w 0 -r 2 -q three_passes(x) * 2", store_history=True).raise_error()
     assert gpuprofile.last_cell_source() == "three_passes(x) * 2"                  # the line form too
     res = shell.run_cell("%%gpuvariant once -b 0.5 -c 1\n(x.sin() * 2 + 1).relu() * 2", store_history=True)

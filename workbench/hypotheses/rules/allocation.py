@@ -109,11 +109,18 @@ def memory_near_capacity(f: TraceFacts, t):
     frac = peak / max(caps)
     if frac < t["max_fraction"]:
         return None
+    # what near-capacity costs is the allocator's frees and retries: the driver calls the trace shows
+    calls = f.runtime[f.runtime["name"].astype(str).isin(MALLOC_NAMES)]
+    retry_us = float(calls["dur_us"].sum())
+    by = calls.groupby("name", as_index=False, observed=True).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
     return Hypothesis(
         category="allocation_churn", title=f"Reserved memory reaches {frac:.0%} of the device",
-        observed=f"peak reserved {peak / 2**30:.2f} GiB of {max(caps) / 2**30:.2f} GiB",
+        observed=f"peak reserved {peak / 2**30:.2f} GiB of {max(caps) / 2**30:.2f} GiB; "
+                 f"{len(calls)} device malloc/free calls, {retry_us / 1e3:.2f} ms",
         mechanism="Near capacity the caching allocator frees and retries (cudaFree + cudaMalloc, synchronising).",
-        evidence=(Evidence("peak_reserved_fraction", frac, "fraction", t["max_fraction"], source="memory"),),
-        time_at_stake_ms=0.0, predicted_effect="a smaller batch or activation checkpointing leaves headroom; allocator retries disappear",
+        evidence=(Evidence("peak_reserved_fraction", frac, "fraction", t["max_fraction"], ">=", "memory"),
+                  Evidence("allocator_driver_us", retry_us, "us", source="runtime (device malloc/free calls)",
+                           rows=rows(by, ["name", "n", "dur_us"], by="dur_us"))),
+        time_at_stake_ms=bounded_ms(retry_us, f.window_us), predicted_effect="a smaller batch or activation checkpointing leaves headroom; allocator retries disappear",
         falsifier="check torch.cuda.memory_stats()['num_alloc_retries']: zero means no retries happened",
         confounders=("reserved includes cached blocks that are free",), confidence="low", scope="all ranks")

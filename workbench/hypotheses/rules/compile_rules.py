@@ -118,18 +118,18 @@ def recompiles(f: RunFacts, t):
         scope="compiled function")
 
 
-@rule("cudagraph_skipped", category="launch_overhead", scope="run")
+@rule("cudagraph_skipped", category="launch_overhead", scope="run", min_skips=1)
 def cudagraph_skipped(f: RunFacts, t):
     """Inductor wanted CUDA graphs (mode=reduce-overhead) but skipped them, with reasons."""
     diag = f.require_compile()
     reasons = _reasons(diag, "cudagraph_skip_reasons")
-    if not reasons:
+    if not reasons or len(reasons) < t["min_skips"]:
         return None
     return Hypothesis(
         category="launch_overhead", title="CUDA graphs were skipped for the compiled function",
         observed=f"{len(reasons)} skip reason(s): {reasons[0][:120]}",
         mechanism="Without the CUDA graph every kernel is launched from the host, paying launch cost per kernel.",
-        evidence=(Evidence("cudagraph_skips", len(reasons), "skips", source="run.compile",
+        evidence=(Evidence("cudagraph_skips", len(reasons), "skips", t["min_skips"], ">=", "run.compile",
                            rows=tuple({"reason": r[:200]} for r in reasons[:5])),),
         time_at_stake_ms=_median(f) / 2, predicted_effect="removing the skip reason lets the graph replay: launch gaps shrink",
         falsifier="capture with torch.cuda.graphs directly (cuda_graph variant): if it is not faster, launches were not the cost",
@@ -137,18 +137,18 @@ def cudagraph_skipped(f: RunFacts, t):
         suggested_variants=("cuda_graph", "compiled"), scope="compiled function")
 
 
-@rule("fallback_kernels", category="graph_break", scope="run")
+@rule("fallback_kernels", category="graph_break", scope="run", min_fallback_ops=1)
 def fallback_kernels(f: RunFacts, t):
     """Inductor left ops as eager fallback kernels inside the compiled graph."""
     diag = f.require_compile()
     ops = _reasons(diag, "fallback_kernels")
-    if not ops:
+    if not ops or len(ops) < t["min_fallback_ops"]:
         return None
     return Hypothesis(
         category="graph_break", title=f"Inductor fell back to eager kernels for {len(ops)} op(s)",
         observed=f"fallback ops: {', '.join(dict.fromkeys(ops))[:160]}",
         mechanism="A fallback op runs its eager kernel: no fusion with its neighbours, an extra pass over memory.",
-        evidence=(Evidence("fallback_kernel_count", len(ops), "ops", source="run.compile",
+        evidence=(Evidence("fallback_kernel_count", len(ops), "ops", t["min_fallback_ops"], ">=", "run.compile",
                            rows=tuple({"op": o} for o in list(dict.fromkeys(ops))[:5])),),
         time_at_stake_ms=_median(f) * min(1.0, len(ops) / 10), predicted_effect="rewriting the op in lowerable terms lets inductor fuse it",
         falsifier="replace the fallback op with an equivalent lowered op: if the time per call does not drop, the fallback was cheap",

@@ -103,19 +103,19 @@ def too_few_samples(f: RunFacts, t):
         confounders=(), confidence="high", scope="timing")
 
 
-@rule("timer_resolution", category="measurement", scope="run", min_ticks=100.0)
+@rule("timer_resolution", category="measurement", scope="run", min_ticks=100.0, min_call_us=5.0)
 def timer_resolution(f: RunFacts, t):
     """A sample is so short that the timer's resolution and call overhead dominate it."""
     timing = f.require_timing()
     ticks = timing.median_ms / timing.timer_resolution_ms if timing.timer_resolution_ms > 0 else float("inf")
     per_call_us = timing.median_ms * 1e3 / max(1, timing.calls_per_sample)
-    if ticks >= t["min_ticks"] and per_call_us >= 5.0:
+    if ticks >= t["min_ticks"] and per_call_us >= t["min_call_us"]:
         return None
     return Hypothesis(
         category="measurement", title=f"Each timed call takes only {per_call_us:.2f} µs",
         observed=f"median {timing.median_ms * 1e3:.3f} µs per sample, {timing.calls_per_sample} call(s) per sample",
         mechanism="Timer overhead and resolution (and, on GPU, launch latency) are a large part of so short a sample.",
-        evidence=(Evidence("per_call_us", per_call_us, "us", 5.0, "<", "run.timing"),
+        evidence=(Evidence("per_call_us", per_call_us, "us", t["min_call_us"], "<", "run.timing"),
                   Evidence("timer_ticks", min(ticks, 1e12), "ticks", t["min_ticks"], "<", "run.timing")),
         time_at_stake_ms=timing.median_ms, predicted_effect="timing many calls per sample gives a per-call time that does not depend on the timer",
         falsifier="time 100 calls per sample: if the per-call time stays the same, the single-call samples were fine",
