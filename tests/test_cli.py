@@ -41,3 +41,16 @@ def test_inconsistent_options_exit_2(argv, capsys):
 def test_no_command_prints_help(capsys):
     assert main([]) == 2
     assert "report" in capsys.readouterr().out
+
+
+def test_analyze_text_cuts_long_kernel_signatures_but_keeps_every_table(capsys):
+    from pathlib import Path
+
+    trace = Path(__file__).parent / "data" / "gpu" / "a100_alexnet.json.gz"
+    assert main(["analyze", str(trace), "--top", "50"]) == 0
+    out = capsys.readouterr().out
+    for section in ("kernel breakdown", "temporal breakdown", "idle breakdown", "launch stats", "hypotheses"):
+        assert f"== {section}" in out
+    kernel_lines = out.split("== kernel breakdown ==")[1].split("== temporal")[0].splitlines()
+    assert any("void at::native::elementwise_kernel" in line and "…" in line for line in kernel_lines)
+    assert max(len(line) for line in kernel_lines) < 250

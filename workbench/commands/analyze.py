@@ -84,6 +84,21 @@ def _as_json(trace: Any, results: dict[str, Any], hypotheses: Any) -> dict:
     }
 
 
+MAX_TEXT_CELL = 72   # characters of a kernel name shown in a text table (C++ template names run to 1,000+)
+
+
+def _table_text(table: Any) -> str:
+    """A text table whose long string cells (kernel signatures) are cut with an ellipsis."""
+    def cut(value: Any) -> Any:
+        return value if not isinstance(value, str) or len(value) <= MAX_TEXT_CELL \
+            else value[:MAX_TEXT_CELL - 1] + "…"
+    shown = table.copy()
+    for column in shown.columns:
+        if shown[column].dtype == object or str(shown[column].dtype) in ("string", "category", "str"):
+            shown[column] = shown[column].map(cut)
+    return shown.to_string(index=False)
+
+
 def _as_text(trace: Any, results: dict[str, Any], hypotheses: Any, top: int, warned: list[str]) -> str:
     lines = [trace.summary()]
     lines += [f"warning: {w}" for w in warned]
@@ -93,7 +108,7 @@ def _as_text(trace: Any, results: dict[str, Any], hypotheses: Any, top: int, war
             lines.append(result)
             continue
         table = result.table
-        lines.append(table.head(top).to_string(index=False) if len(table) else "(no rows)")
+        lines.append(_table_text(table.head(top)) if len(table) else "(no rows)")
         if len(table) > top:
             lines.append(f"... {len(table) - top} more row(s); --top N shows more")
     if hypotheses is not None:
