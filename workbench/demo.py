@@ -54,7 +54,7 @@ def elementwise_chain(x: Any) -> Any:
     ops are all cheap arithmetic (no transcendental per element), so the fused pass that
     ``torch.compile`` makes is limited by memory bandwidth, not by the math: a tanh per element
     (Sleef's vectorised tanh in inductor's C++) costs several times a copy of the element on one
-    CPU core, which would make the fused chain compute bound (see ``benchmarks/variants_demo.py``).
+    CPU core, which would make the fused chain compute bound (``benchmarks/variants_demo.py --tanh``).
     """
     gate = (x + 3.0).clamp(0.0, 6.0)
     y = x * gate

@@ -73,3 +73,11 @@ def test_the_docstring_lists_the_options():
     for option in ("--warmup", "--repeat", "--no-trace", "--name", "--output", "--threads", "--no-grad",
                    "--quiet", "--explain", "%gpuprofile -r 10 f(x)"):
         assert option in doc, option
+
+
+def test_explain_refuses_a_non_call_before_profiling(ip, run_cell):
+    kept = magics.last_run()
+    ip.user_ns["calls"] = 0
+    result = run_cell("%gpuprofile --explain calls += 1")
+    assert isinstance(result.error_in_exec, UsageError)
+    assert ip.user_ns["calls"] == 0 and magics.last_run() is kept          # nothing ran, nothing kept

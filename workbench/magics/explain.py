@@ -44,7 +44,8 @@ class Explanation:
         return self.summary()
 
 
-def _parse_call(code: str) -> ast.Call:
+def parse_call(code: str) -> ast.Call:
+    """The line's code as one call node; a UsageError that shows the form otherwise."""
     try:
         tree = ast.parse(code.strip(), mode="eval")
     except SyntaxError:
@@ -70,7 +71,7 @@ def explain_call(shell: Any, code: str) -> Explanation:
     """Run ``torch._dynamo.explain`` on the call in ``code`` (see the module docstring)."""
     import torch
 
-    call = _parse_call(code)
+    call = parse_call(code)
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         raise UsageError("--explain: write the call's arguments out (no *args / **kwargs unpacking)")
     fn = _unwrap(_evaluate(shell, call.func))

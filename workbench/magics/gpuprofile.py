@@ -136,6 +136,10 @@ class GpuProfileMagics(Magics):
             raise UsageError("--explain works on the line form, on one call: `%gpuprofile --explain f(x)`")
         if not code.strip():
             raise UsageError("%%gpuprofile needs code in the cell below the magic line")
+        if opts.explain:
+            from workbench.magics.explain import parse_call
+
+            parse_call(code)        # refuse a line that is not one call before profiling it
         run, last_value = self._profile(code, opts)
         if opts.explain:
             self._explain(code)

@@ -5,7 +5,11 @@ from round to round, so that no variant keeps a luckier memory placement (alignm
 page, cache set) than another.  Interleaving puts slow drift (other processes, clocks, thermal state) on every variant alike;
 the per-round pairing is what the speedup interval in ``stats.py`` uses.  On CPU a sample is a
 block of calls timed with ``perf_counter_ns`` (held here, so a variant that patches
-``time.perf_counter`` cannot change our numbers).  On a GPU a sample is one call between CUDA
+``time.perf_counter`` cannot change our numbers), after one untimed call of the same variant:
+without it a variant pays for the state the previous one left (measured on the demo chain: the
+compiled pass after eager's eight allocating passes took 1075 us instead of 574 us at 2 calls per
+sample, with ~2900 page faults per round as glibc handed the freed intermediates back to the OS),
+and the copy roof it is held against is timed back to back too.  On a GPU a sample is one call between CUDA
 events, after writing a buffer larger than the L2 cache so no variant inherits a warm cache.
 """
 from __future__ import annotations
@@ -41,7 +45,9 @@ class CpuTimer:
     resolution_ms = 1e-6
 
     def sample_ms(self, item: Timed) -> float:
+        """Mean ms per call over a block of ``calls_per_sample`` calls, after one untimed call."""
         fn, args, k = item.fn, item.args, item.calls_per_sample
+        fn(*args)       # settle: the allocator and caches hold this variant's state, not the last one's
         start = _ns()
         for _ in range(k):
             fn(*args)
