@@ -5,6 +5,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
+TRITON_SPEC ?= triton==3.9.0
 REPORT_DIR ?= reports/demo
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.workbench-installed
@@ -16,6 +17,8 @@ $(STAMP): pyproject.toml
 	# torch first, pinned: the CPU build on local disk; a torch already there (your CUDA build) is kept
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install --quiet $(TORCH_SPEC)
 	$(PY) -m pip install --quiet -e ".[dev]"
+	# Triton for the interpreter-checked Triton variants; a CUDA torch brings its own, which is kept
+	$(PY) -c "import triton" 2>/dev/null || $(PY) -m pip install --quiet $(TRITON_SPEC)
 	touch $(STAMP)
 
 setup: $(STAMP)
