@@ -3,7 +3,7 @@
 Repeats the events of a real Kineto trace (default: the TraceLens H100 owlv2 trace, 132k events,
 or the V100 ResNet-50 trace in tests/data where the shared copy is missing)
 back to back in time until there are at least ``--events`` of them, then:
-  * build: timeline_chart(...) + to_dict() (level of detail included), median of --runs;
+  * build: timeline_chart(...) + to_dict() (every zoom level included), median of --runs;
   * page: a standalone offline HTML page (vega inlined), its size in MB;
   * render: headless chromium opens the page until the chart's marks exist (skipped, with the
     reason, when /usr/bin/chromium or playwright is missing).
@@ -83,14 +83,19 @@ def main() -> None:
         chart = timeline_chart(events)
         spec = chart.to_dict()
         builds.append(time.perf_counter() - t0)
-    marks = sum(len(v) for v in spec.get("datasets", {}).values())
+    rows = sum(len(v) for v in spec.get("datasets", {}).values())
+    levels = spec["usermeta"]["workbench_lod"]["levels"]
     with tempfile.TemporaryDirectory() as tmp:
         page = Path(tmp) / "timeline.html"
         page.write_text(page_html([chart], title="timeline benchmark"), encoding="utf-8")
         page_mb = page.stat().st_size / 1e6
         render = render_seconds(page)
     build = statistics.median(builds)
-    print(f"marks drawn: {marks:,} ({len(events) / max(marks, 1):,.0f} events per mark)")
+    print(f"rows in the page: {rows:,} over {len(levels)} zoom levels "
+          f"({len(events) / max(rows, 1):,.0f} events per row)")
+    for lv in levels:
+        print(f"  level {lv['level']}: {lv['bin_us']:,.1f} us bins, {lv['marks']:,} rows, "
+              f"{lv['tiles_stored']}/{lv['tiles_total']} tiles of the span")
     print(f"build (timeline_chart + to_dict), median of {opts.runs}: {build:.3f} s "
           f"(goal <= {GOALS['build_s']} s, ratio {build / GOALS['build_s']:.2f})")
     if isinstance(render, float):

@@ -56,8 +56,13 @@ def test_million_events_become_a_few_thousand_marks_with_time_conserved():
     kernel_rows = rows[rows["lane"].str.contains("stream")]
     assert kernel_rows["count"].sum() == n
     assert kernel_rows["dur_us"].sum() == pytest.approx(0.5 * n)
-    spec = charts.timeline_chart(trace).to_dict()  # under altair's 5,000-row limit
-    assert "summed into" in spec["title"]["subtitle"]
+    levels, _ = charts.timeline.timeline_levels(trace, max_marks=4000)
+    assert len(levels.levels) >= 3
+    for k in range(len(levels.levels)):  # every zoom level conserves time too
+        kernels_k = levels.view(k)[lambda t: t["lane"].str.contains("stream")]
+        assert kernels_k["count"].sum() == n and kernels_k["dur_us"].sum() == pytest.approx(0.5 * n)
+    spec = charts.timeline_chart(trace).to_dict()
+    assert "summed into" in spec["title"]["subtitle"] and "zoom refines" in spec["title"]["subtitle"]
 
 
 def test_long_events_stay_individual_when_aggregating():
@@ -125,3 +130,73 @@ def test_run_charts_for_a_gpu_trace_include_kernels_and_idle():
     titles = [str(s.get("title", "")) for s in specs]
     assert any("Top 15 kernels" in t for t in titles) and any("Idle" in t for t in titles)
     assert any("Timeline" in t for t in titles)
+
+
+# --- level of detail that refines on zoom (a static page: the spec filters rows by zoom level) ---
+
+from workbench.charts.timeline_lod import TimelineLevels  # noqa: E402
+
+
+def _drawn_at(rows, level):
+    """Rows the page draws at ``level`` over the whole span (the filter without the window)."""
+    return [r for r in rows if r["lvl"] <= level and (r["fine"] == 0 or r["lvl"] == level)]
+
+
+@pytest.fixture(scope="module")
+def busy_spec():
+    trace = _trace(n_kernels=200_000, kernel_dur=0.5, seed=3)
+    return trace, charts.timeline_chart(trace, max_marks=2000).to_dict()
+
+
+def test_spec_carries_several_levels_that_each_conserve_busy_time_per_lane(busy_spec):
+    trace, spec = busy_spec
+    rows = _rows(spec)
+    levels = spec["usermeta"]["workbench_lod"]["levels"]
+    assert len(levels) >= 4 and {r["lvl"] for r in rows} == set(range(len(levels)))
+    bins = [lv["bin_us"] for lv in levels]
+    assert all(a / b == pytest.approx(4.0) for a, b in zip(bins, bins[1:]))  # each level 4x finer
+    events = charts.timeline_events(trace)
+    want_us = events.groupby("lane")["dur_us"].sum()
+    want_n = events.groupby("lane").size()
+    for level in range(len(levels)):
+        drawn = pd.DataFrame(_drawn_at(rows, level))
+        got = drawn.groupby("lane")[["dur_us", "count"]].sum()
+        assert got["dur_us"].to_dict() == pytest.approx(want_us.to_dict(), rel=1e-6), level
+        assert got["count"].to_dict() == want_n.to_dict(), level
+
+
+def test_level_filter_reads_the_zoom_param_extent(busy_spec):
+    _, spec = busy_spec
+    zoom = spec["params"][0]
+    assert zoom["name"] == "zoom" and zoom["bind"] == "scales"
+    expr = spec["transform"][0]["filter"]
+    assert "zoom['ts_us'][1] - zoom['ts_us'][0]" in expr and "datum.lvl" in expr and "datum.fine" in expr
+    assert spec["mark"]["clip"] is True
+
+
+def test_marks_per_level_are_bounded_and_finer_levels_cover_less(busy_spec):
+    _, spec = busy_spec
+    rows = _rows(spec)
+    levels = spec["usermeta"]["workbench_lod"]["levels"]
+    per_level = pd.Series([r["lvl"] for r in rows]).value_counts()
+    assert per_level[0] <= 2000
+    assert all(per_level[k] <= 1000 for k in range(1, len(levels)))  # marks_per_level = max_marks / 2
+    assert [lv["marks"] for lv in levels] == [per_level[k] for k in range(len(levels))]
+    coverage = [lv["tiles_stored"] / lv["tiles_total"] for lv in levels]
+    assert coverage[0] == 1.0 and coverage[-1] < 0.5
+
+
+def test_long_events_stay_individual_at_every_level(busy_spec):
+    _, spec = busy_spec
+    rows = _rows(spec)
+    step = [r for r in rows if r["kind"] == "annotation"]
+    assert len(step) == 1 and step[0]["ind"] == 1 and step[0]["lvl"] == 0 and step[0]["dur_us"] == 1e6
+    assert all(step[0] in _drawn_at(rows, k) for k in range(4))
+
+
+def test_levels_round_trip_through_dict():
+    levels, _ = charts.timeline.timeline_levels(_trace(n_kernels=20_000), max_marks=800)
+    again = TimelineLevels.from_dict(levels.to_dict())
+    assert again.levels == levels.levels and again.span_us == levels.span_us
+    pd.testing.assert_frame_equal(again.table, levels.table, check_dtype=False)
+    assert len(again.view(1)) == len(levels.view(1)) > len(levels.view(0))

@@ -1,12 +1,18 @@
-"""torch.compile diagnostics seen while profiling: graphs, graph breaks and recompiles, with reasons.
+"""torch.compile diagnostics seen while profiling: graphs, graph breaks, recompiles, CUDA-graph
+skips and inductor fallback kernels, with reasons.
 
 Counts come from ``torch._dynamo.utils.counters`` (difference over the profiled span; dynamo is
 not imported by us: if the profiled code never loads it, nothing was compiled). Reasons come from
-the ``graph_breaks`` and ``recompiles`` log artifacts, switched on for the span
-(the equivalent of ``torch._logging.set_logs(graph_breaks=True, recompiles=True)``, touching no
-other logging setting) and captured by a handler on the ``torch._dynamo``
-logger; the previous logging state is restored afterwards, and the records are kept out of the
-cell's output unless the user had switched those artifacts on themselves.
+log artifacts switched on for the span (``graph_breaks``, ``recompiles``, ``perf_hints``,
+``output_code``; see ``compile_logs``) and from the ``cudagraphs`` artifact, which torch logs
+at WARNING without being asked. The previous logging state is restored afterwards, and records
+are kept out of the cell's output unless the user had switched those artifacts on themselves.
+
+CUDA-graph skips: inductor logs "skipping cudagraphs due to ..." on
+``torch._inductor.cudagraph_utils.__cudagraphs`` only when the compiled graph has CUDA tensors;
+for a graph without any (CPU inputs) it bumps ``counters["inductor"]["cudagraph_skips"]`` and
+logs nothing (``output_code.CompiledFxGraph``), so skips the counter shows but no record
+explains get a stated reason of that kind.
 """
 from __future__ import annotations
 
@@ -15,14 +21,25 @@ import re
 import sys
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
-_DYNAMO_LOGGER = "torch._dynamo"
-_ARTIFACTS = ("graph_breaks", "recompiles")
+from workbench.capture.compile_logs import ArtifactCapture, RecordCollector, artifact_of
+
+_WATCHED_LOGGERS = ("torch._dynamo", "torch._inductor")
+_ARTIFACTS = ("graph_breaks", "recompiles", "perf_hints", "output_code")
 _LOCATION = re.compile(r"in user code at (\S+:\d+)")
 _RECOMPILING = re.compile(r"Recompiling function (\S+) in (\S+:\d+)")
 _DETAIL_CHARS = 2000
 _LIMIT_PREFIX = "torch._dynamo hit config."  # convert_frame's warning: fell back to eager
+_FALLBACK_HINT = "Using FallbackKernel: "     # GraphLowering.warn_fallback, once per op per graph
+_OUTPUT_CODE = "Output code: "                # the wrapper, logged on fresh compiles and cache hits
+# A wrapper statement calling an ATen/prims op directly: inductor's FallbackKernel codegen.
+# Intended extern kernels are called as ``extern_kernels.mm(...)`` and do not match.
+_FALLBACK_CALL = re.compile(
+    r"^[ \t]*(?:\w+(?:[ \t]*,[ \t]*\w+)*[ \t]*=[ \t]*)?torch\.ops\.((?:aten|prims)\.\w+\.\w+)\(", re.M)
+_NOT_A_SKIP = "CUDAGraph supports dynamic shapes"  # the cudagraphs artifact's one non-skip warning
+SILENT_CUDAGRAPH_SKIP = ("skipping cudagraphs: the compiled graph has no CUDA tensors (inductor counts "
+                         "this skip in counters['inductor']['cudagraph_skips'] without logging a reason)")
 
 
 @dataclass(frozen=True)
@@ -58,7 +75,21 @@ class Recompile:
 
 @dataclass(frozen=True)
 class CompileDiagnostics:
-    """What torch.compile did during one profile (cold call, warm-up and repeats)."""
+    """What torch.compile did during one profile (cold call, warm-up and repeats).
+
+    ``cudagraph_skip_reasons``: one entry per CUDA-graph skip inductor counted in the span
+    (mode="reduce-overhead" or cudagraph backends): the logged reason, or
+    ``SILENT_CUDAGRAPH_SKIP`` for a skip inductor counted without logging (graphs without CUDA
+    tensors).
+    ``fallback_kernels``: distinct ops inductor left to their eager kernel inside a compiled
+    graph (``ir.FallbackKernel``: implicit fallbacks for ops without a lowering and explicit
+    ``make_fallback`` ops such as fft, linalg, histc), named like "aten.histc.default". From
+    inductor's "Using FallbackKernel" perf hint on a fresh compile, and from direct
+    ``torch.ops.aten``/``torch.ops.prims`` calls in the generated wrapper, which also covers FX
+    graph cache hits. Extern kernels inductor calls on purpose (``extern_kernels.mm``/addmm/bmm,
+    mkldnn convolutions) are not fallbacks and are not listed. Custom-op fallbacks on a cache hit
+    and fallbacks in a C++ wrapper on a cache hit are not seen.
+    """
 
     dynamo_loaded: bool = False
     graph_count: int = 0            # new graphs compiled (counters["stats"]["unique_graphs"])
@@ -68,6 +99,8 @@ class CompileDiagnostics:
     compile_time_ms: float = 0.0    # time in dynamo's compile (tracing + backend), this span
     recompile_limit_hit: bool = False
     note: str = ""
+    cudagraph_skip_reasons: tuple[str, ...] = ()
+    fallback_kernels: tuple[str, ...] = ()
 
     @property
     def graph_break_count(self) -> int:
@@ -87,16 +120,21 @@ class CompileDiagnostics:
                 "graph_breaks": [b.to_dict() for b in self.graph_breaks],
                 "recompiles": [r.to_dict() for r in self.recompiles],
                 "compile_time_ms": self.compile_time_ms,
-                "recompile_limit_hit": self.recompile_limit_hit, "note": self.note}
+                "recompile_limit_hit": self.recompile_limit_hit, "note": self.note,
+                "cudagraph_skip_reasons": list(self.cudagraph_skip_reasons),
+                "fallback_kernels": list(self.fallback_kernels)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "CompileDiagnostics":
+        """Bundles written before a field existed load with that field empty."""
         return cls(bool(d.get("dynamo_loaded", False)), int(d.get("graph_count", 0)),
                    int(d.get("frames_compiled", 0)),
                    tuple(GraphBreak.from_dict(b) for b in d.get("graph_breaks", ())),
                    tuple(Recompile.from_dict(r) for r in d.get("recompiles", ())),
                    float(d.get("compile_time_ms", 0.0)), bool(d.get("recompile_limit_hit", False)),
-                   d.get("note", ""))
+                   d.get("note", ""),
+                   tuple(str(r) for r in d.get("cudagraph_skip_reasons", ())),
+                   tuple(str(k) for k in d.get("fallback_kernels", ())))
 
 
 def parse_graph_break(message: str) -> tuple[str, str]:
@@ -121,29 +159,31 @@ def parse_recompile(message: str) -> Recompile:
     return Recompile(function, location, failures)
 
 
-class _RecordCollector(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(level=logging.DEBUG)
-        self.records: list[tuple[str, str]] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        kind = next((a for a in _ARTIFACTS if record.name.endswith("__" + a)), None)
-        try:
-            if kind is not None:
-                self.records.append((kind, record.getMessage()))
-            elif isinstance(record.msg, str) and record.msg.startswith(_LIMIT_PREFIX):
-                self.records.append(("limit", record.getMessage()))
-        except Exception:  # a record that cannot format must not break the user's code
-            pass
+def fallback_ops_in_code(code: str) -> list[str]:
+    """ATen/prims ops an inductor Python wrapper calls directly (its fallback kernels), in order."""
+    return list(dict.fromkeys(_FALLBACK_CALL.findall(code)))
 
 
-class _DropArtifacts(logging.Filter):
-    def __init__(self, artifacts: set[str]) -> None:
-        super().__init__()
-        self.suffixes = tuple("__" + a for a in artifacts)
+def _op_name(kernel_name: str) -> str:
+    return kernel_name.strip().removeprefix("torch.ops.")
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.name.endswith(self.suffixes)
+
+def classify_record(record: logging.LogRecord) -> Iterable[tuple[str, str]]:
+    """``(kind, text)`` items a dynamo/inductor log record contributes to the diagnostics."""
+    artifact = artifact_of(record)
+    if artifact in ("graph_breaks", "recompiles"):
+        return [(artifact, record.getMessage())]
+    if artifact == "cudagraphs":
+        message = record.getMessage()
+        is_skip = record.levelno >= logging.WARNING and not message.startswith(_NOT_A_SKIP)
+        return [("cudagraph_skip", message[:_DETAIL_CHARS])] if is_skip else []
+    if artifact == "perf_hints" and str(record.msg).startswith(_FALLBACK_HINT):
+        return [("fallback", _op_name(record.getMessage()[len(_FALLBACK_HINT):]))]
+    if artifact == "output_code" and str(record.msg).startswith(_OUTPUT_CODE):
+        return [("fallback", name) for name in fallback_ops_in_code(record.getMessage())]
+    if isinstance(record.msg, str) and record.msg.startswith(_LIMIT_PREFIX):
+        return [("limit", record.getMessage())]
+    return []
 
 
 def _counters_snapshot() -> dict[str, Counter]:
@@ -160,100 +200,63 @@ def _delta(before: dict[str, Counter], after: dict[str, Counter], group: str, ke
     return int(after.get(group, Counter()).get(key, 0) - before.get(group, Counter()).get(key, 0))
 
 
+def _skip_reasons(logged: list[str], skips_counted: int) -> tuple[str, ...]:
+    """Logged reasons, plus the stated reason for each skip inductor counted without logging."""
+    silent = SILENT_CUDAGRAPH_SKIP
+    config = sys.modules.get("torch._inductor.config")
+    if getattr(config, "cudagraph_policy", None) is not None:  # the other silent path
+        silent += ", or config.cudagraph_policy declined to wrap it"
+    return tuple(logged) + (silent,) * max(0, skips_counted - len(logged))
+
+
 class CompileWatcher:
     """Context manager: collects CompileDiagnostics over the block; ``.result`` afterwards."""
 
     def __init__(self) -> None:
         self.result = CompileDiagnostics()
-        self._collector = _RecordCollector()
-        self._filters: list[tuple[logging.Handler, logging.Filter]] = []
-        self._saved_state: tuple[dict[str, Any], set[str]] | None = None
-        self._added: list[str] = []
+        self._collector = RecordCollector(classify_record)
+        self._capture = ArtifactCapture(_ARTIFACTS, _WATCHED_LOGGERS, self._collector)
         self._capture_note = ""
         self._before: dict[str, Counter] = {}
 
     def __enter__(self) -> "CompileWatcher":
         self._before = _counters_snapshot()
         try:
-            self._enable_logs()
+            self._capture.enable()
         except Exception as exc:  # private torch API moved: keep counts, say reasons are missing
-            self._restore_logs()
-            self._capture_note = f"graph-break/recompile reasons not captured: {exc!r}"
+            self._capture.restore()
+            self._capture_note = f"torch.compile log reasons not captured: {exc!r}"
         return self
-
-    def _enable_logs(self) -> None:
-        import torch._logging._internal as internal
-
-        state = internal.log_state
-        self._added = [a for a in _ARTIFACTS if a not in state.artifact_names]
-        for name in self._added:  # loggers created later read this when configured
-            state.enable_artifact(name)
-        self._saved_state = ({}, set(self._added))
-        _reconfigure_artifact_loggers(internal, set(_ARTIFACTS))
-        logger = logging.getLogger(_DYNAMO_LOGGER)
-        if self._added:
-            for handler in logger.handlers:
-                flt = _DropArtifacts(set(self._added))
-                handler.addFilter(flt)
-                self._filters.append((handler, flt))
-        logger.addHandler(self._collector)
-
-    def _restore_logs(self) -> None:
-        logging.getLogger(_DYNAMO_LOGGER).removeHandler(self._collector)
-        for handler, flt in self._filters:
-            handler.removeFilter(flt)
-        self._filters.clear()
-        if self._saved_state is None:
-            return
-        import torch._logging._internal as internal
-
-        added = self._saved_state[1]
-        internal.log_state.artifact_names.difference_update(added)
-        _reconfigure_artifact_loggers(internal, added)
-        self._saved_state = None
 
     def __exit__(self, *exc: Any) -> None:
         try:
-            self._restore_logs()
+            self._capture.restore()
         finally:
             self.result = self._summarise()
+
+    def _records(self, kind: str) -> list[str]:
+        return [text for k, text in self._collector.records if k == kind]
 
     def _summarise(self) -> CompileDiagnostics:
         after = _counters_snapshot()
         breaks: dict[tuple[str, str], list] = {}
-        recompiles, limit_messages = [], []
-        for kind, message in self._collector.records:
-            if kind == "limit":
-                limit_messages.append(message.splitlines()[0])
-                continue
-            if kind == "recompiles":
-                recompiles.append(parse_recompile(message))
-                continue
+        for message in self._records("graph_breaks"):
             reason, location = parse_graph_break(message)
             entry = breaks.setdefault((reason, location), [0, message[:_DETAIL_CHARS]])
             entry[0] += 1
+        limit_messages = [m.splitlines()[0] for m in self._records("limit")]
+        compile_s = (after.get("_workbench", Counter()).get("compile_s", 0.0)
+                     - self._before.get("_workbench", Counter()).get("compile_s", 0.0))
         return CompileDiagnostics(
             dynamo_loaded="torch._dynamo" in sys.modules,
             graph_count=_delta(self._before, after, "stats", "unique_graphs"),
             frames_compiled=_delta(self._before, after, "frames", "ok"),
             graph_breaks=tuple(GraphBreak(r, loc, n, d) for (r, loc), (n, d) in breaks.items()),
-            recompiles=tuple(recompiles),
-            compile_time_ms=1e3 * float(after.get("_workbench", Counter()).get("compile_s", 0.0)
-                                        - self._before.get("_workbench", Counter()).get("compile_s", 0.0)),
+            recompiles=tuple(parse_recompile(m) for m in self._records("recompiles")),
+            compile_time_ms=1e3 * float(compile_s),
             recompile_limit_hit=bool(limit_messages),
             note="; ".join(limit_messages + ([self._capture_note] if self._capture_note else [])),
+            cudagraph_skip_reasons=_skip_reasons(self._records("cudagraph_skip"),
+                                                 _delta(self._before, after, "inductor", "cudagraph_skips")),
+            fallback_kernels=tuple(dict.fromkeys(self._records("fallback"))),
         )
-
-
-def _reconfigure_artifact_loggers(internal: Any, artifacts: set[str]) -> None:
-    """Re-derive level/propagation of existing artifact loggers from torch's log state.
-
-    Mirrors what ``torch._logging._internal._init_logs`` does for artifact loggers, for only
-    the named artifacts, so that no other logging setting is touched.
-    """
-    for qname in internal.log_registry.get_artifact_log_qnames():
-        log = logging.getLogger(qname)
-        if getattr(log, "artifact_name", None) in artifacts:
-            log.setLevel(logging.NOTSET)
-            log.propagate = True
-            internal.configure_artifact_log(log)

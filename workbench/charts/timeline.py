@@ -2,9 +2,12 @@
 
 Level of detail: with more than ``detail_threshold`` events, events shorter than a time bin are
 aggregated per lane into bins (count, busy time, dominant kind, longest event), and only longer
-events are drawn one by one, so a million events draw as a few thousand marks. Zoom and pan are
-an interval selection bound to the x scale; for full detail in a window pass ``start_us`` /
-``end_us`` (the level of detail is then computed for that window only).
+events are drawn one by one, so a million events draw as a few thousand marks. The bins come as a
+small pyramid of resolutions (``timeline_lod``): the page carries finer levels for the busiest
+parts of the span and a filter on the zoom param draws, for the current x extent, the finest level
+whose visible marks stay within budget, so zooming refines the bins with no Python behind the
+page. For full detail anywhere pass ``start_us`` / ``end_us`` (the pyramid is then computed for
+that window only).
 """
 from __future__ import annotations
 
@@ -14,6 +17,9 @@ import numpy as np
 import pandas as pd
 
 from workbench.charts.common import MAX_CHART_ROWS, message_chart, shorten
+from workbench.charts.timeline_lod import (
+    LOD_COLUMNS, LOD_FACTOR, LevelInfo, TimelineLevels, build_levels, lod_filter_expr,
+)
 from workbench.errors import InvalidArgumentError
 
 EVENT_COLUMNS = ["lane", "kind", "name", "ts_us", "dur_us", "shapes"]
@@ -78,56 +84,6 @@ def timeline_events(trace: Any, *, op_max_depth: int = 0) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def _individual(events: pd.DataFrame) -> pd.DataFrame:
-    out = events.copy()
-    out["count"] = 1
-    out["opacity"] = 1.0
-    return out
-
-
-def _bin_names(short: pd.DataFrame, key: np.ndarray, counts: np.ndarray) -> list[str]:
-    """Per used bin (ascending key): "<n> events; longest: <name>"."""
-    longest = pd.Series(short["dur_us"].to_numpy()).groupby(key, sort=True).idxmax()
-    top = short["name"].to_numpy()[longest.to_numpy()]
-    return [f"{c} events; longest: {shorten(n)}" for c, n in zip(counts[longest.index], top)]
-
-
-def aggregate_lanes(events: pd.DataFrame, *, bins_per_lane: int, start_us: float,
-                    end_us: float) -> pd.DataFrame:
-    """Events shorter than a bin, summed per (lane, bin); longer events kept as they are.
-
-    A binned row's ``dur_us`` is the busy time summed over its events, ``count`` their number,
-    ``kind`` the kind with the most time, ``opacity`` the busy fraction of the bin.
-    """
-    bin_us = max((end_us - start_us) / bins_per_lane, 1e-9)
-    long_mask = events["dur_us"].to_numpy() >= bin_us
-    short = events.loc[~long_mask]
-    lane_codes, lane_names = pd.factorize(short["lane"])
-    kind_codes, kind_names = pd.factorize(short["kind"])
-    bins = np.clip(((short["ts_us"].to_numpy() - start_us) // bin_us).astype(np.int64),
-                   0, bins_per_lane - 1)
-    key = lane_codes.astype(np.int64) * bins_per_lane + bins
-    n_keys, n_kinds = len(lane_names) * bins_per_lane, max(len(kind_names), 1)
-    per_kind = np.bincount(key * n_kinds + kind_codes, weights=short["dur_us"].to_numpy(),
-                           minlength=n_keys * n_kinds).reshape(n_keys, n_kinds)
-    counts = np.bincount(key, minlength=n_keys)
-    used = np.flatnonzero(counts)
-    busy = per_kind[used].sum(axis=1)
-    binned = pd.DataFrame({
-        "lane": np.asarray(lane_names, dtype=object)[used // bins_per_lane],
-        "kind": np.asarray(kind_names, dtype=object)[per_kind[used].argmax(axis=1)],
-        "ts_us": start_us + (used % bins_per_lane) * bin_us,
-        "dur_us": busy, "count": counts[used],
-        "opacity": np.clip(busy / bin_us, 0.2, 1.0),
-    })
-    binned["name"] = _bin_names(short, key, counts) if len(short) else []
-    binned["end_us"] = binned["ts_us"] + bin_us
-    binned["shapes"] = None
-    kept = _individual(events.loc[long_mask])
-    kept["end_us"] = kept["ts_us"] + kept["dur_us"]
-    return pd.concat([kept, binned], ignore_index=True)
-
-
 def _window(events: pd.DataFrame, start_us: float | None, end_us: float | None) -> pd.DataFrame:
     if start_us is None and end_us is None:
         return events
@@ -139,30 +95,72 @@ def _window(events: pd.DataFrame, start_us: float | None, end_us: float | None) 
     return events[(ends >= lo) & (events["ts_us"] <= hi)]
 
 
-def timeline_table(trace_or_events: Any, *, detail_threshold: int = 3000, max_marks: int = 4000,
-                   start_us: float | None = None, end_us: float | None = None
-                   ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The rows the timeline draws, and what was done to get them (dropped, aggregated)."""
+def _events_in_view(trace_or_events: Any, start_us: float | None, end_us: float | None
+                    ) -> tuple[pd.DataFrame, dict[str, Any]]:
     events = (trace_or_events if isinstance(trace_or_events, pd.DataFrame)
               else timeline_events(trace_or_events))
     finite = np.isfinite(events["ts_us"].to_numpy(float)) & np.isfinite(events["dur_us"].to_numpy(float))
     info = {"events": int(len(events)), "dropped_non_finite": int((~finite).sum()), "aggregated": False}
     events = _window(events.loc[finite], start_us, end_us)
-    events = events.assign(dur_us=events["dur_us"].clip(lower=0.0))
-    if len(events) <= detail_threshold:
-        rows = _individual(events)
-        rows["end_us"] = rows["ts_us"] + rows["dur_us"]
-        return rows, info
+    return events.assign(dur_us=events["dur_us"].clip(lower=0.0)), info
+
+
+def _all_individual(events: pd.DataFrame, start_us: float, end_us: float) -> TimelineLevels:
+    table = events.assign(end_us=events["ts_us"] + events["dur_us"], count=1, opacity=1.0,
+                          lvl=0, ind=1, fine=0)
+    if "shapes" not in table.columns:
+        table["shapes"] = None
+    info = LevelInfo(0, 0.0, 1, 1, len(table))
+    return TimelineLevels(table[LOD_COLUMNS].reset_index(drop=True), start_us,
+                          max(end_us - start_us, 1e-3), 1, LOD_FACTOR, (info,))
+
+
+def _cap_level0(levels: TimelineLevels, info: dict[str, Any]) -> TimelineLevels:
+    """Many long events: keep the longest level-0 marks drawable, say how many were left out."""
+    excess = len(levels.view(0)) - MAX_CHART_ROWS
+    if excess <= 0:
+        return levels
+    t = levels.table
+    long0 = t[(t["lvl"] == 0) & (t["ind"] == 1)]
+    drop = long0.nsmallest(min(excess, len(long0)), "dur_us").index
+    info["dropped_for_size"] = int(len(drop))
+    return TimelineLevels(t.drop(index=drop).reset_index(drop=True), levels.start_us,
+                          levels.span_us, levels.bins_per_tile, levels.factor, levels.levels)
+
+
+def timeline_levels(trace_or_events: Any, *, detail_threshold: int = 3000, max_marks: int = 4000,
+                    start_us: float | None = None, end_us: float | None = None,
+                    max_levels: int = 6, marks_per_level: int | None = None
+                    ) -> tuple[TimelineLevels, dict[str, Any]]:
+    """Every level of detail the timeline carries (see ``timeline_lod``), and what was done.
+
+    Level 0 holds about ``max_marks / 2`` bins over the whole span; each finer level (``factor``
+    times finer) at most ``marks_per_level`` marks (default ``max_marks / 2``), so the page
+    carries at most about ``max_levels * max_marks / 2`` rows and draws about ``max_marks / 2``.
+    """
+    events, info = _events_in_view(trace_or_events, start_us, end_us)
     lo = float(events["ts_us"].min()) if start_us is None else float(start_us)
     hi = float((events["ts_us"] + events["dur_us"]).max()) if end_us is None else float(end_us)
+    if not len(events):
+        lo, hi = 0.0, 1.0
+    if len(events) <= detail_threshold:
+        return _all_individual(events, lo, hi), info
     n_lanes = max(events["lane"].nunique(), 1)
-    bins_per_lane = max(20, max_marks // (2 * n_lanes))
-    rows = aggregate_lanes(events, bins_per_lane=bins_per_lane, start_us=lo, end_us=max(hi, lo + 1e-3))
-    info.update(aggregated=True, bins_per_lane=bins_per_lane, bin_us=(hi - lo) / bins_per_lane)
-    if len(rows) > MAX_CHART_ROWS:  # many long events: keep the longest, say so
-        info["dropped_for_size"] = int(len(rows) - MAX_CHART_ROWS)
-        rows = rows.nlargest(MAX_CHART_ROWS, "dur_us")
-    return rows, info
+    levels = build_levels(events, start_us=lo, end_us=max(hi, lo + 1e-3),
+                          bins_per_tile=max(20, max_marks // (2 * n_lanes)),
+                          marks_per_level=marks_per_level or max_marks // 2, max_levels=max_levels)
+    info.update(aggregated=True, bins_per_lane=levels.bins_per_tile, bin_us=levels.levels[0].bin_us,
+                levels=[vars(level).copy() for level in levels.levels])
+    return _cap_level0(levels, info), info
+
+
+def timeline_table(trace_or_events: Any, *, detail_threshold: int = 3000, max_marks: int = 4000,
+                   start_us: float | None = None, end_us: float | None = None
+                   ) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The rows the timeline draws before any zoom (level 0), and what was done to get them."""
+    levels, info = timeline_levels(trace_or_events, detail_threshold=detail_threshold,
+                                   max_marks=max_marks, start_us=start_us, end_us=end_us)
+    return levels.view(0).reset_index(drop=True), info
 
 
 def _subtitle(info: dict[str, Any]) -> str:
@@ -170,6 +168,12 @@ def _subtitle(info: dict[str, Any]) -> str:
     if info.get("aggregated"):
         parts.append(f"short events summed into {info['bin_us']:,.1f} µs bins per lane "
                      "(opacity = busy fraction)")
+        finer = info["levels"][1:]
+        if finer:
+            last = finer[-1]
+            parts.append(f"zoom refines them down to {last['bin_us']:,.3g} µs bins "
+                         f"({len(finer)} finer levels, the finest kept for "
+                         f"{100 * last['tiles_stored'] / last['tiles_total']:.0f}% of the span)")
     if info["dropped_non_finite"]:
         parts.append(f"{info['dropped_non_finite']} without a finite time left out")
     if info.get("dropped_for_size"):
@@ -177,29 +181,47 @@ def _subtitle(info: dict[str, Any]) -> str:
     return "; ".join(parts) + ". Drag to pan, scroll to zoom."
 
 
+def _chart_records(levels: TimelineLevels) -> list[dict[str, Any]]:
+    t = levels.table
+    rows = t.assign(name=[shorten(n, 120) for n in t["name"]],
+                    shapes=[shorten(s, 120) if s is not None else "" for s in t["shapes"]],
+                    ts_us=t["ts_us"].round(3), end_us=t["end_us"].round(3),
+                    dur_us=t["dur_us"].round(3), opacity=t["opacity"].round(2))
+    return rows.to_dict("records")
+
+
 def timeline_chart(trace_or_events: Any, *, detail_threshold: int = 3000, max_marks: int = 4000,
                    start_us: float | None = None, end_us: float | None = None,
-                   width: int = 900, title: str = "Timeline") -> Any:
-    """Lanes per rank and stream / thread, coloured by kind; tooltips name, duration, shapes."""
+                   width: int = 900, title: str = "Timeline", zoom_name: str = "zoom") -> Any:
+    """Lanes per rank and stream / thread, coloured by kind; tooltips name, duration, shapes.
+
+    Zoom (scroll) and pan (drag) refine aggregated bins: the page filters rows by level with an
+    expression on the ``zoom_name`` param's x extent (see ``timeline_lod.lod_filter_expr``).
+    """
     import altair as alt
 
-    rows, info = timeline_table(trace_or_events, detail_threshold=detail_threshold,
-                                max_marks=max_marks, start_us=start_us, end_us=end_us)
-    if rows.empty:
+    levels, info = timeline_levels(trace_or_events, detail_threshold=detail_threshold,
+                                   max_marks=max_marks, start_us=start_us, end_us=end_us)
+    if levels.table.empty:
         why = ("every event lacks a finite time" if info["dropped_non_finite"]
                else "the trace has no events")
         return message_chart(f"no timeline to draw: {why}", title=title)
-    rows = rows.assign(name=[shorten(n, 120) for n in rows["name"]],
-                       shapes=[shorten(s, 120) if s is not None else "" for s in rows["shapes"]])
-    rows = rows[["lane", "kind", "name", "ts_us", "end_us", "dur_us", "count", "opacity", "shapes"]]
-    zoom = alt.selection_interval(bind="scales", encodings=["x"])
-    n_lanes = rows["lane"].nunique()
-    return alt.Chart(rows, title=alt.TitleParams(title, subtitle=_subtitle(info))).mark_bar(
-        height={"band": 0.8}).encode(
-        x=alt.X("ts_us:Q", title="time (µs)"), x2="end_us:Q",
+    zoom = alt.selection_interval(name=zoom_name, bind="scales", encodings=["x"])
+    n_lanes = levels.table["lane"].nunique()
+    domain = [round(levels.start_us, 3), round(levels.start_us + levels.span_us, 3)]
+    # a plain dict: altair neither validates 10k+ rows one by one nor applies its 5,000-row limit
+    # (the level filter bounds what is drawn); to_dict() moves the rows to top-level datasets
+    return alt.Chart({"values": _chart_records(levels)},
+                     title=alt.TitleParams(title, subtitle=_subtitle(info))).mark_bar(
+        height={"band": 0.8}, clip=True).encode(
+        x=alt.X("ts_us:Q", title="time (µs)", scale=alt.Scale(domain=domain, zero=False)),
+        x2="end_us:Q",
         y=alt.Y("lane:N", title=None, sort="ascending"),
         color=alt.Color("kind:N", scale=alt.Scale(domain=KIND_ORDER, range=KIND_COLORS)),
         opacity=alt.Opacity("opacity:Q", legend=None, scale=None),
         tooltip=["name:N", "kind:N", alt.Tooltip("dur_us:Q", title="duration (µs)", format=",.2f"),
                  "count:Q", "shapes:N", "lane:N"],
-    ).properties(width=width, height=max(60, 22 * n_lanes)).add_params(zoom)
+    ).transform_filter(lod_filter_expr(levels, zoom_name)).properties(
+        width=width, height=max(60, 22 * n_lanes), usermeta={"workbench_lod": {
+            "factor": levels.factor, "bins_per_tile": levels.bins_per_tile,
+            "span_us": levels.span_us, "levels": info.get("levels", [])}}).add_params(zoom)
