@@ -64,8 +64,12 @@ def test_collector_handler_removed_after_exception():
     with pytest.raises(RuntimeError):
         with CompileWatcher():
             raise RuntimeError("x")
-    handlers = logging.getLogger("torch._dynamo").handlers
-    assert not any(type(h).__name__ == "_RecordCollector" for h in handlers)
+    from workbench.capture.compile_logs import DropArtifacts, RecordCollector
+
+    for name in ("torch._dynamo", "torch._inductor"):
+        assert not any(isinstance(h, RecordCollector) for h in logging.getLogger(name).handlers)
+        assert not any(isinstance(f, DropArtifacts) for h in logging.getLogger(name).handlers
+                       for f in h.filters)
 
 
 def test_parsers_read_dynamo_messages():

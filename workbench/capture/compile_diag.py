@@ -36,7 +36,7 @@ _OUTPUT_CODE = "Output code: "                # the wrapper, logged on fresh com
 # A wrapper statement calling an ATen/prims op directly: inductor's FallbackKernel codegen.
 # Intended extern kernels are called as ``extern_kernels.mm(...)`` and do not match.
 _FALLBACK_CALL = re.compile(
-    r"^[ \t]*(?:\w+(?:[ \t]*,[ \t]*\w+)*[ \t]*=[ \t]*)?torch\.ops\.((?:aten|prims)\.\w+\.\w+)\(", re.M)
+    r"^[ \t]*(?:\w+(?:[ \t]*,[ \t]*\w+)*[ \t]*=[ \t]*)?torch\.ops\.((?:aten|prims)\.\w+\.\w+)\(")
 _NOT_A_SKIP = "CUDAGraph supports dynamic shapes"  # the cudagraphs artifact's one non-skip warning
 SILENT_CUDAGRAPH_SKIP = ("skipping cudagraphs: the compiled graph has no CUDA tensors (inductor counts "
                          "this skip in counters['inductor']['cudagraph_skips'] without logging a reason)")
@@ -161,7 +161,8 @@ def parse_recompile(message: str) -> Recompile:
 
 def fallback_ops_in_code(code: str) -> list[str]:
     """ATen/prims ops an inductor Python wrapper calls directly (its fallback kernels), in order."""
-    return list(dict.fromkeys(_FALLBACK_CALL.findall(code)))
+    calls = (_FALLBACK_CALL.match(line) for line in code.splitlines() if "torch.ops." in line)
+    return list(dict.fromkeys(m.group(1) for m in calls if m))
 
 
 def _op_name(kernel_name: str) -> str:

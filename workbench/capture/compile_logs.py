@@ -37,7 +37,7 @@ class DropArtifacts(logging.Filter):
         self.suffixes = tuple("__" + a for a in artifacts)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return True
+        return not record.name.endswith(self.suffixes)
 
 
 def artifact_of(record: logging.LogRecord) -> str:

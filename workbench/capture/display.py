@@ -50,6 +50,11 @@ def _compile_section(run: Any) -> str:
         items = "".join(f"<li><code>{_esc(r.function)}</code>: {_esc('; '.join(r.guard_failures))}</li>"
                         for r in c.recompiles)
         parts.append(f"<p>Recompiles:</p><ul>{items}</ul>")
+    if c.cudagraph_skip_reasons:
+        items = "".join(f"<li>{_esc(r[:300])}</li>" for r in dict.fromkeys(c.cudagraph_skip_reasons))
+        parts.append(f"<p>CUDA graphs skipped ×{len(c.cudagraph_skip_reasons)}:</p><ul>{items}</ul>")
+    if c.fallback_kernels:
+        parts.append(f"<p>Inductor fallback kernels: <code>{_esc(', '.join(c.fallback_kernels))}</code></p>")
     return "".join(parts)
 
 
