@@ -45,3 +45,17 @@ def test_render_refuses_a_page_that_would_go_online(tmp_path):
 def test_external_sources_finds_protocol_relative_and_ignores_data_urls():
     page = '<script src="//cdn.x/y.js"></script><link href="https://a/b.css"><script src="data:text/javascript,">'
     assert external_sources(page) == ["//cdn.x/y.js", "https://a/b.css"]
+
+
+def test_environment_table_has_one_row_per_leaf_setting_escaped():
+    from types import SimpleNamespace
+
+    from workbench.report.sections import environment_html
+
+    run = SimpleNamespace(environment={"torch": {"version": "2.13.0", "math_mode": {"float32_matmul_precision": "highest"}},
+                                       "host": {"cpu_model": "<script>x</script>"}, "seed": 0})
+    html = environment_html(run)
+    assert "<th>torch.math_mode.float32_matmul_precision</th><td>highest</td>" in html
+    assert "<th>torch.version</th><td>2.13.0</td>" in html and "<th>seed</th><td>0</td>" in html
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "{" not in html   # no dict printed raw

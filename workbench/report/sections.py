@@ -77,9 +77,21 @@ def hypotheses_html(run: Any) -> str:
     return "<ol class='wb-hypotheses'>" + "".join(items) + "</ol>"
 
 
+def flatten_environment(env: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """Nested environment dicts as ("torch.math_mode.float32_matmul_precision", value) rows."""
+    rows: list[tuple[str, Any]] = []
+    for key, value in sorted(dict(env).items(), key=lambda kv: str(kv[0])):
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            rows += flatten_environment(value, prefix=f"{name}.")
+        else:
+            rows.append((name, value))
+    return rows
+
+
 def environment_html(run: Any) -> str:
     env = dict(getattr(run, "environment", None) or {})
     if not env:
         return "<p>No environment recorded.</p>"
-    rows = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in sorted(env.items()))
+    rows = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in flatten_environment(env))
     return f"<table class='wb-environment'>{rows}</table>"
