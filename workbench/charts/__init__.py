@@ -7,6 +7,7 @@ from workbench.charts.breakdowns import (
     idle_chart, kernel_types_chart, per_rank_chart, top_kernels_chart, top_ops_chart,
 )
 from workbench.charts.common import message_chart
+from workbench.charts.live import LiveTimeline, live_timeline
 from workbench.charts.comparison import comparison_chart, speedup_table
 from workbench.charts.offline import (
     OfflineChart, bundle_script_tag, display, page_html, save, to_offline_html,
@@ -24,6 +25,7 @@ __all__ = [
     "charts_html", "comparison_chart", "comparison_charts", "comparison_html", "display",
     "op_roofline_points", "run_charts_html", "trace_html", "trace_roofline_chart",
     "variants_roofline_chart",
+    "LiveTimeline", "live_timeline",
     "idle_chart", "kernel_types_chart", "message_chart", "page_html", "per_rank_chart",
     "roofline_chart", "roofline_points", "run_charts", "save", "speedup_table", "timeline_chart",
     "timeline_events", "timeline_table", "timing_chart", "to_offline_html", "top_kernels_chart",
