@@ -18,15 +18,20 @@ from workbench.trace.args import NO_ARGS, Args, _key
 _RAW = msgspec.Raw()
 
 
-class Event(msgspec.Struct, gc=False):
+class _EventFields(msgspec.Struct, gc=False):
+    """The fields every trace event decoder reads, apart from ``cat`` and ``args``."""
     ph: str = ""
-    cat: str = ""
     name: str = ""
     pid: int | str = 0
     tid: int | str = 0
     ts: int | float | None = None
     dur: int | float | None = None
     id: int | str | None = None
+
+
+class Event(_EventFields, gc=False):
+    """The general decoder's event: any category, every ``args`` key a table reads."""
+    cat: str = ""
     args: Args = NO_ARGS
 
 
@@ -86,14 +91,8 @@ _ARGS_BY_CAT: dict[str, Any] = {
 }
 
 
-class _Tagged(msgspec.Struct, tag_field="cat", gc=False):
-    ph: str = ""
-    name: str = ""
-    pid: int | str = 0
-    tid: int | str = 0
-    ts: int | float | None = None
-    dur: int | float | None = None
-    id: int | str | None = None
+class _Tagged(_EventFields, tag_field="cat", gc=False):
+    """Base of the per-category decoders: ``cat`` is the tag, ``args`` the category's own struct."""
 
 
 def _tagged_struct(cat: str, args_type: Any) -> type:
