@@ -30,12 +30,22 @@ def test_without_bundle_the_div_says_what_is_missing():
     assert len(html) < 20_000 and "vega JavaScript is not loaded" in html
 
 
-def test_notebook_display_sends_the_bundle_once(monkeypatch):
-    monkeypatch.setitem(offline._state, "bundle_sent", False)
-    first = charts.OfflineChart(_chart())._repr_html_()
-    second = charts.OfflineChart(_chart())._repr_html_()
-    assert first.count("if (!window.vegaEmbed) { (function") == 1
-    assert len(first) > 500_000 and len(second) < 20_000
+def test_every_notebook_output_carries_the_bundle_once():
+    # an output must draw on its own (browser reload, saved notebook, outputs above cleared)
+    for html in (charts.OfflineChart(_chart())._repr_html_(), charts.OfflineChart(_chart())._repr_html_(),
+                 charts.charts_html([_chart(), _chart(), _chart()])):
+        assert html.count("if (!window.vegaEmbed) { (function") == 1 and len(html) > 500_000
+    assert charts.charts_html([_chart(), _chart()]).count('class="workbench-chart"') == 2
+
+
+def test_dedupe_keeps_the_first_bundle_of_a_page_and_every_chart():
+    outputs = [charts.charts_html([_chart()]) for _ in range(3)]
+    page = "<html><body>" + "<p>between</p>".join(outputs) + "</body></html>"
+    deduped, removed = offline.dedupe_bundles(page)
+    assert removed == 2 and deduped.count("if (!window.vegaEmbed) { (function") == 1
+    assert deduped.count('class="workbench-chart"') == 3 and deduped.count("<p>between</p>") == 2
+    assert deduped.index("window.vegaEmbed) { (function") < deduped.index('class="workbench-chart"')
+    assert offline.dedupe_bundles("<p>no charts</p>") == ("<p>no charts</p>", 0)
 
 
 def test_page_html_inlines_one_bundle_for_many_charts():

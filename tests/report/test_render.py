@@ -35,6 +35,14 @@ def test_render_has_no_network_source_and_keeps_charts(tmp_path):
     assert 'class="workbench-chart"' in html
 
 
+def test_render_keeps_one_vega_bundle_for_many_chart_outputs(tmp_path):
+    chart = charts.top_ops_chart(pd.DataFrame({"name": ["a", "b"], "self_us": [1.0, 2.0]}))
+    nb = _notebook(tmp_path / "r.ipynb", [charts.charts_html([chart, chart]) for _ in range(3)])
+    html = render_html(nb, tmp_path / "r.html").read_text(encoding="utf-8")
+    assert html.count("if (!window.vegaEmbed) { (function") == 1
+    assert html.count('class="workbench-chart"') == 6
+
+
 def test_render_refuses_a_page_that_would_go_online(tmp_path):
     nb = _notebook(tmp_path / "r.ipynb", ['<script src="https://cdn.example.com/x.js"></script>'])
     with pytest.raises(ReportError, match="network"):

@@ -2,8 +2,8 @@
 
 Result classes call these lazily from their ``_repr_html_`` (``Trace._repr_html_`` ->
 ``trace_html``), so that JupyterLab, papermill-executed notebooks and nbconvert HTML show the
-charts with no network: the vega JavaScript goes out inline with the first chart of the kernel
-(``workbench.charts.offline``). Every text that comes from the data is escaped.
+charts with no network: each output carries the vega JavaScript inline, once, with its first
+chart (``workbench.charts.offline``), so it draws on its own after a reload or in a saved notebook. Every text that comes from the data is escaped.
 """
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ MAX_WARNINGS_SHOWN = 10
 
 
 def charts_html(charts: Iterable[Any]) -> str:
-    """Offline HTML of several charts (the vega bundle only if this kernel has not sent it yet)."""
+    """Offline HTML of several charts for one output: the vega bundle goes with the first one."""
     from workbench.charts.offline import notebook_html
 
-    return "\n".join(notebook_html(chart) for chart in charts)
+    return "\n".join(notebook_html(chart, include_bundle=i == 0) for i, chart in enumerate(charts))
 
 
 def _failed(what: str, exc: Exception) -> str:

@@ -3,8 +3,11 @@
 altair's default renderer fetches vega from a CDN (a blank chart offline) and its ``mimetype``
 renderer breaks nbformat (see ENVIRONMENT.md). Here a chart becomes HTML that carries its own
 vega: ``vl_convert.javascript_bundle()`` (vega + vega-lite + vega-embed, ~0.9 MB) is inlined
-once per page (once per Python process for notebook display) and each chart is a ``<div>``
-plus a ``vegaEmbed`` call. Static SVG/PNG come from vl-convert.
+once per page and each chart is a ``<div>`` plus a ``vegaEmbed`` call. In a notebook every
+output carries the bundle (its script runs only where ``window.vegaEmbed`` is still missing), so
+an output draws on its own: after a browser reload, in a saved notebook, or when the outputs
+above it were cleared. An exported page keeps the first copy only (:func:`dedupe_bundles`).
+Static SVG/PNG come from vl-convert.
 """
 from __future__ import annotations
 
@@ -12,13 +15,13 @@ import functools
 import html
 import itertools
 import json
+import re
 import uuid
 from pathlib import Path
 from typing import Any
 
 from workbench.errors import InvalidArgumentError
 
-_state = {"bundle_sent": False}
 _ids = itertools.count()
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
@@ -44,8 +47,31 @@ def vega_bundle_js() -> str:
     return "if (!window.vegaEmbed) { (function () {\n" + js + "\n})(); }"
 
 
+BUNDLE_OPEN = '<script type="text/javascript">if (!window.vegaEmbed) { (function () {\n'
+BUNDLE_CLOSE = "\n})(); }</script>"
+_BUNDLE_TAG = re.compile(re.escape(BUNDLE_OPEN) + ".*?" + re.escape(BUNDLE_CLOSE), re.S)
+
+
 def bundle_script_tag() -> str:
     return '<script type="text/javascript">' + vega_bundle_js() + "</script>"
+
+
+def dedupe_bundles(page: str) -> tuple[str, int]:
+    """``page`` with every vega bundle script after the first removed, and how many were removed.
+
+    Notebook outputs each carry the bundle; a page that holds several needs only the first (the
+    later ones would not run anyway: they are guarded by ``window.vegaEmbed``).
+    """
+    seen = {"first": False}
+
+    def keep_first(match: re.Match) -> str:
+        if seen["first"]:
+            return ""
+        seen["first"] = True
+        return match.group(0)
+
+    deduped, n_found = _BUNDLE_TAG.subn(keep_first, page)
+    return deduped, max(n_found - 1, 0)
 
 
 def script_safe_json(value: Any) -> str:
@@ -92,14 +118,9 @@ def to_offline_html(chart: Any, *, include_bundle: bool = True, renderer: str = 
     return "\n".join(parts)
 
 
-def notebook_html(chart: Any, *, include_bundle: bool | None = None, renderer: str = "svg") -> str:
-    """Offline HTML for notebook output: the vega bundle goes out with the first chart only."""
-    if include_bundle is None:
-        include_bundle = not _state["bundle_sent"]
-    out = to_offline_html(chart, include_bundle=include_bundle, renderer=renderer)
-    if include_bundle:
-        _state["bundle_sent"] = True
-    return out
+def notebook_html(chart: Any, *, include_bundle: bool = True, renderer: str = "svg") -> str:
+    """Offline HTML for one notebook output: it carries the vega bundle, so it draws on its own."""
+    return to_offline_html(chart, include_bundle=include_bundle, renderer=renderer)
 
 
 class OfflineChart:
@@ -116,8 +137,8 @@ class OfflineChart:
         return chart_spec(self.chart)
 
 
-def display(chart: Any, *, include_bundle: bool | None = None, renderer: str = "svg") -> None:
-    """Show a chart in the running notebook with no network (vega inlined once per kernel)."""
+def display(chart: Any, *, include_bundle: bool = True, renderer: str = "svg") -> None:
+    """Show a chart in the running notebook with no network (the output carries vega)."""
     from IPython.display import HTML
     from IPython.display import display as ipy_display
 

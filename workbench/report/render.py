@@ -3,7 +3,8 @@
 nbconvert's lab template links require.js, MathJax and mermaid from CDNs; here each of those
 URLs becomes an empty ``data:`` script, widget state is dropped (the report has no widgets),
 and the result is checked: any ``http(s)://`` script, link or image source is an error.
-Charts carry their own vega JS (``workbench.charts``), inlined once per page.
+Every chart output of the notebook carries its own vega JS (``workbench.charts``); the page keeps
+the first copy only.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import nbformat
 
+from workbench.charts.offline import dedupe_bundles
 from workbench.errors import ReportError
 
 EMPTY_SCRIPT = "data:text/javascript,"
@@ -36,6 +38,7 @@ def render_html(notebook: Path, output: Path, *, hide_code: bool = True) -> Path
                   "widget_renderer_url"):
         setattr(exporter, trait, EMPTY_SCRIPT)
     body, _ = exporter.from_notebook_node(nb)
+    body, _ = dedupe_bundles(body)
     leaks = external_sources(body)
     if leaks:
         raise ReportError(f"the rendered report would load {len(leaks)} resource(s) from the network "
