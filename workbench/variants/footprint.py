@@ -4,6 +4,12 @@ Counts per call: operators (top-level CPU ops), device kernels, kernel launches 
 launch calls), host syncs, allocations and allocated bytes, peak memory;
 set against the baseline's as deltas.  On CPU the device counts are None ("not
 measured"), never 0.
+
+Allocations come from the profiler's raw ``[memory]`` records (one per allocation or free,
+``nbytes`` signed), read from ``prof.profiler.kineto_results``: ``prof.events()`` folds every
+record made inside an operator into that operator's memory column and lists only the ones
+made outside any operator, so counting its ``[memory]`` rows misses nearly all of them (and
+all of a compiled graph's, which allocates inside its one call).
 """
 from __future__ import annotations
 
@@ -33,22 +39,38 @@ def profile_footprint(fn: Callable[..., Any], args: tuple[Any, ...]) -> dict[str
         if on_cuda:
             torch.cuda.synchronize()
     fp = summarize_events(prof.events(), on_cuda)
+    fp.update(summarize_memory(memory_records(prof, "CUDA" if on_cuda else "CPU")))
     if on_cuda:
         fp["peak_memory_bytes"] = int(torch.cuda.max_memory_allocated() - base_mem)
     return fp
 
 
+def memory_records(prof: Any, device: str = "CPU") -> list[int]:
+    """Signed bytes of every allocation (+) and free (-) the profiler recorded on ``device``
+    (``"CPU"``, or ``"CUDA"`` for a GPU run: host scalars do not count there), in time order."""
+    raw = [e for e in prof.profiler.kineto_results.events()
+           if e.name() == "[memory]" and str(e.device_type()).endswith(device)]
+    return [int(e.nbytes()) for e in sorted(raw, key=lambda e: e.start_ns())]
+
+
+def summarize_memory(deltas_bytes: list[int]) -> dict[str, int]:
+    """Allocation count and bytes, and the peak of the running total (frees of memory allocated
+    before the call count down from 0, so the peak is what the call added at most)."""
+    running = peak = allocs = alloc_bytes = 0
+    for delta in deltas_bytes:
+        running += delta
+        peak = max(peak, running)
+        if delta > 0:
+            allocs, alloc_bytes = allocs + 1, alloc_bytes + delta
+    return {"alloc_count": allocs, "alloc_bytes": alloc_bytes, "peak_memory_bytes": peak}
+
+
 def summarize_events(events: Any, on_cuda: bool) -> dict[str, Any]:
-    ops = kernels = launches = syncs = allocs = alloc_bytes = 0
-    running = peak = 0
+    """Operator, kernel, launch and sync counts of ``prof.events()``."""
+    ops = kernels = launches = syncs = 0
     for e in events:
         name = e.name
         if name == "[memory]":
-            delta = int(e.cpu_memory_usage or 0) + int(getattr(e, "device_memory_usage", 0) or 0)
-            running += delta
-            peak = max(peak, running)
-            if delta > 0:
-                allocs, alloc_bytes = allocs + 1, alloc_bytes + delta
             continue
         if str(e.device_type).endswith(("CUDA", "HIP", "PrivateUse1")):
             kernels += 1
@@ -60,8 +82,7 @@ def summarize_events(events: Any, on_cuda: bool) -> dict[str, Any]:
         elif e.cpu_parent is None and not name.startswith(("cuda", "hip", "ProfilerStep")):
             ops += 1
     return {"op_count": ops, "kernel_count": kernels if on_cuda else None,
-            "launch_count": launches if on_cuda else None, "sync_count": syncs if on_cuda else None,
-            "alloc_count": allocs, "alloc_bytes": alloc_bytes, "peak_memory_bytes": peak}
+            "launch_count": launches if on_cuda else None, "sync_count": syncs if on_cuda else None}
 
 
 def footprint_delta(candidate: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:
