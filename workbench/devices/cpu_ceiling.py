@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from workbench.devices.copy_bandwidth import copy_seconds_samples, gbps
 from workbench.devices.fingerprint import cpu_model
 from workbench.errors import InvalidArgumentError
 
@@ -67,14 +68,11 @@ def _best_seconds(fn, repeats: int) -> float:
 
 
 def _measure(torch: Any, copy_bytes: int, matmul_n: int, repeats: int) -> tuple[float, float]:
-    n_floats = copy_bytes // 4
-    src = torch.ones(n_floats, dtype=torch.float32)
-    dst = torch.empty_like(src)
-    copy_s = _best_seconds(lambda: dst.copy_(src), repeats)
+    moved_bytes = 2 * (copy_bytes // 4) * 4    # a copy of copy_bytes reads them and writes them
+    copy_gbps = gbps(moved_bytes, min(copy_seconds_samples(moved_bytes, repeats=repeats)))
     a = torch.randn(matmul_n, matmul_n, dtype=torch.float32)
     b = torch.randn(matmul_n, matmul_n, dtype=torch.float32)
     mm_s = _best_seconds(lambda: torch.mm(a, b), repeats)
-    copy_gbps = 2 * n_floats * 4 / copy_s / 1e9
     matmul_gflops = 2 * matmul_n ** 3 / mm_s / 1e9
     return copy_gbps, matmul_gflops
 

@@ -6,38 +6,24 @@ moves ``total_bytes``: the same working set as the variant, so the same cache le
 (the fair roof for a variant's bandwidth share).  ``machine_copy_gbps()`` copies a large tensor
 (256 MB moved): the roof for data that does not fit in the caches (on CPUs with a last-level
 cache of hundreds of MB, even this copy is partly served from it).  Both are measured with the
-caller's torch thread count, and cached per thread count.
+caller's torch thread count, and cached per thread count; the measuring itself is
+``devices.copy_bandwidth`` (the roofline's CPU ceiling uses it too, taking the best sample).
 """
 from __future__ import annotations
 
-import time
 from functools import lru_cache
 
 import numpy as np
 
-_ns = time.perf_counter_ns
+from workbench.devices.copy_bandwidth import copy_seconds_samples, gbps
+
 LARGE_COPY_BYTES = 256 * 2 ** 20
 
 
 @lru_cache(maxsize=64)
 def _copy_gbps_cached(bucket_bytes: int, device: str, repeats: int, threads: int) -> float:
-    import torch
-
-    n = max(1024, bucket_bytes // 2 // 4)        # float32 elements per side
-    src = torch.ones(n, dtype=torch.float32, device=device)
-    dst = torch.empty_like(src)
-    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
-    dst.copy_(src)
-    sync()
-    reps = max(1, min(200, int(2e8 // (8 * n))))   # each sample moves ~200 MB or 1 copy
-    samples = []
-    for _ in range(repeats):
-        start = _ns()
-        for _ in range(reps):
-            dst.copy_(src)
-        sync()
-        samples.append((_ns() - start) / reps)
-    return 2 * n * 4 / (float(np.median(samples)) * 1e-9) / 1e9
+    samples = copy_seconds_samples(bucket_bytes, device=device, repeats=repeats)
+    return gbps(bucket_bytes, float(np.median(samples)))
 
 
 def copy_gbps(total_bytes: int, device: str = "cpu", repeats: int = 7) -> float:
