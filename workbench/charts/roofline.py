@@ -15,6 +15,7 @@ from workbench.charts.common import as_table, finite_rows, message_chart, requir
 from workbench.errors import InvalidArgumentError
 
 POINT_COLUMNS = ("name", "flops", "bytes", "dur_us")
+REFERENCE_COLOR = "#9a9a9a"   # reference roofs (a CPU's datasheet peaks) beside the judged ceilings
 
 
 def roofline_points(points: Any) -> pd.DataFrame:
@@ -73,20 +74,45 @@ def _arrows(placed: pd.DataFrame, baseline: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["name", "variant", "x", "y", "x2", "y2"])
 
 
+def _ridges(memory_gbps: float, peak_flops: Mapping[str, float]) -> list[float]:
+    return [p / (memory_gbps * 1e9) for p in peak_flops.values()]
+
+
+def _intensity_span(placed: pd.DataFrame, ridges_at: list[float]) -> tuple[float, float]:
+    return (float(min(placed["intensity"].min(), *ridges_at)),
+            float(max(placed["intensity"].max(), *ridges_at)))
+
+
+def _reference_layers(alt: Any, reference: Any, intensity_range: tuple[float, float]) -> list[Any]:
+    """Grey roofs (and hollow ridge marks) of a reference ceiling, e.g. a CPU's datasheet peaks."""
+    lines, ridges = roof_lines(reference.memory_gbps, reference.peak_flops, intensity_range)
+    ridges["text"] = ridges["text"].map(lambda t: f"{t} (reference, not used for judging)")
+    roof = alt.Chart(lines).mark_line(color=REFERENCE_COLOR).encode(
+        x="intensity:Q", y="ceiling_flops:Q", strokeDash="dtype:N", tooltip=["dtype:N"])
+    ridge = alt.Chart(ridges).mark_point(shape="diamond", size=60, color=REFERENCE_COLOR, filled=False).encode(
+        x="intensity:Q", y="ceiling_flops:Q", tooltip=["text:N"])
+    return [roof, ridge]
+
+
 def roofline_chart(points: Any, *, memory_gbps: float, peak_flops: Mapping[str, float],
                    title: str = "Roofline", device: str = "", baseline: str = "baseline",
-                   note: str = "") -> Any:
+                   note: str = "", reference: Any = None) -> Any:
     """Log-log roofline; points of a ``variant`` other than ``baseline`` get an arrow from the
-    baseline's point of the same op. ``note`` is added to the subtitle (ceiling source, left out)."""
+    baseline's point of the same op. ``note`` is added to the subtitle, one line per "\\n" (ceiling
+    source, left out).
+    ``reference`` (anything with ``memory_gbps`` and ``peak_flops``, e.g. a CPU's datasheet
+    ceilings) is drawn as grey roofs beside the ceilings."""
     import altair as alt
 
     roof_lines(memory_gbps, peak_flops, (1.0, 2.0))  # validates the ceilings before anything else
+    if reference is not None:
+        roof_lines(reference.memory_gbps, reference.peak_flops, (1.0, 2.0))
     placed = roofline_points(points)
     if placed.empty:
         return message_chart("no roofline point: no op with positive FLOPs, bytes and duration",
                              title=title)
-    lo = float(min(placed["intensity"].min(), *[p / (memory_gbps * 1e9) for p in peak_flops.values()]))
-    hi = float(max(placed["intensity"].max(), *[p / (memory_gbps * 1e9) for p in peak_flops.values()]))
+    lo, hi = _intensity_span(placed, _ridges(memory_gbps, peak_flops) + (
+        _ridges(reference.memory_gbps, reference.peak_flops) if reference is not None else []))
     lines, ridges = roof_lines(memory_gbps, peak_flops, (lo / 4, hi * 4))
     x = alt.X("intensity:Q", scale=alt.Scale(type="log"), title="arithmetic intensity (FLOP/byte)")
     y = alt.Y("ceiling_flops:Q", scale=alt.Scale(type="log"), title="FLOP/s", axis=alt.Axis(format="~s"))
@@ -100,12 +126,14 @@ def roofline_chart(points: Any, *, memory_gbps: float, peak_flops: Mapping[str, 
         tooltip=["label:N", "variant:N", alt.Tooltip("intensity:Q", format=".3g"),
                  alt.Tooltip("achieved_tflops:Q", format=".3g"), alt.Tooltip("dur_us:Q", format=",.1f")])
     layers = [roof, ridge, ridge_text, dots]
+    if reference is not None:
+        layers[1:1] = _reference_layers(alt, reference, (lo / 4, hi * 4))
     arrows = _arrows(placed, baseline)
     if len(arrows):
         layers.append(alt.Chart(arrows).mark_rule(strokeWidth=1.5, color="#d62728").encode(
             x="x:Q", y="y:Q", x2="x2:Q", y2="y2:Q", tooltip=["name:N", "variant:N"]))
     gbps = f"{memory_gbps:,.0f}" if memory_gbps >= 100 else f"{memory_gbps:.3g}"
-    subtitle = [f"{shorten(device, 80)} · {gbps} GB/s".strip(" ·")] + ([note] if note else [])
+    subtitle = [f"{shorten(device, 80)} · {gbps} GB/s".strip(" ·")] + (note.split("\n") if note else [])
     full_title = alt.TitleParams(title, subtitle=subtitle)
     return alt.layer(*layers, title=full_title).properties(width=480, height=320)
 
@@ -126,7 +154,13 @@ def _ceiling_note(ceilings: Any, info: dict[str, Any]) -> str:
     parts = [f"{kind}: {ceilings.source.split(', http')[0]}"]
     if info.get("left_out"):
         parts.append(f"{info['left_out']} smaller ops left out ({info['time_shown_pct']:.0f}% of op time shown)")
-    return "; ".join(shorten(p, 160) for p in parts)
+    lines = ["; ".join(shorten(p, 160) for p in parts)]
+    reference = getattr(ceilings, "reference", None)
+    if reference is not None:  # one subtitle line per clause of its description
+        clauses = str(reference.device).split("; ")
+        lines += [shorten(f"grey roofs, not used for judging: {clauses[0]}", 160)]
+        lines += [shorten(c, 160) for c in clauses[1:]]
+    return "\n".join(lines)
 
 
 def trace_roofline_chart(trace: Any, *, ceilings: Any = None, environment: Mapping[str, Any] | None = None,
@@ -142,7 +176,8 @@ def trace_roofline_chart(trace: Any, *, ceilings: Any = None, environment: Mappi
                if info["ops"] else "the trace has no CPU ops")
         return message_chart(f"no roofline point: {why}", title=title)
     return roofline_chart(points, memory_gbps=ceilings.memory_gbps, peak_flops=ceilings.peak_flops,
-                          title=title, device=ceilings.device, note=_ceiling_note(ceilings, info))
+                          title=title, device=ceilings.device, note=_ceiling_note(ceilings, info),
+                          reference=getattr(ceilings, "reference", None))
 
 
 def variants_roofline_chart(traces: Mapping[str, Any], *, ceilings: Any = None, max_points: int = 25,
@@ -162,7 +197,8 @@ def variants_roofline_chart(traces: Mapping[str, Any], *, ceilings: Any = None, 
     parts = [op_roofline_points(t, variant=str(name), max_points=max_points) for name, t in resolved.items()]
     points = pd.concat([p for p, _ in parts], ignore_index=True)
     return roofline_chart(points, memory_gbps=ceilings.memory_gbps, peak_flops=ceilings.peak_flops, title=title,
-                          device=ceilings.device, baseline=str(baseline), note=_ceiling_note(ceilings, parts[0][1]))
+                          device=ceilings.device, baseline=str(baseline), note=_ceiling_note(ceilings, parts[0][1]),
+                          reference=getattr(ceilings, "reference", None))
 
 
 __all__: Sequence[str] = ["roofline_chart", "roofline_points", "roof_lines", "ceilings_from_spec",

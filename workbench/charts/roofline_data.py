@@ -7,12 +7,16 @@ self time on CPU traces; on GPU traces the time of the kernels it (or its callee
 
 Ceilings: a GPU's vendor peaks (``workbench.devices.specs``, found from the trace's device
 properties); a CPU's measured copy bandwidth and fp32 matmul rate (``measure_cpu_ceiling``, cached);
-else the documented default of ``workbench.hypotheses.roofline``, named as such.
+else the documented default of ``workbench.hypotheses.roofline``, named as such. Where the CPU
+model has a datasheet row (``workbench.devices.cpu_specs``) its derived peaks come along as the
+``reference`` ceilings, drawn beside the measured (or default) ones and never used for judging:
+compute scaled to the threads torch uses (peak x min(threads, cores) / cores), memory the socket's
+DRAM peak, which a few threads cannot reach.
 No altair here: the chart is drawn by ``workbench.charts.roofline``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 import numpy as np
@@ -33,15 +37,19 @@ class RooflineCeilings:
     device: str
     source: str
     measured: bool          # True: measured here or a vendor peak; False: a documented default
+    # Drawn beside these, never used for judging: a CPU's datasheet peaks (``datasheet_ceilings``).
+    reference: "RooflineCeilings | None" = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"memory_gbps": self.memory_gbps, "peak_flops": dict(self.peak_flops), "device": self.device,
-                "source": self.source, "measured": self.measured}
+                "source": self.source, "measured": self.measured,
+                "reference": self.reference.to_dict() if self.reference is not None else None}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "RooflineCeilings":
+        reference = cls.from_dict(d["reference"]) if d.get("reference") else None
         return cls(float(d["memory_gbps"]), {k: float(v) for k, v in d["peak_flops"].items()},
-                   str(d["device"]), str(d["source"]), bool(d["measured"]))
+                   str(d["device"]), str(d["source"]), bool(d["measured"]), reference)
 
 
 def gpu_ceilings(device_properties: Any) -> RooflineCeilings | None:
@@ -61,25 +69,65 @@ def gpu_ceilings(device_properties: Any) -> RooflineCeilings | None:
 
 def cpu_ceilings(environment: Mapping[str, Any] | None = None, *, measure: bool = False) -> RooflineCeilings:
     """A run's recorded CPU ceiling, else this machine's cached one, else (``measure=True``) a fresh
-    measurement (a few seconds, then cached), else the documented default."""
-    from workbench.devices.cpu_ceiling import CpuCeiling, cached_cpu_ceiling, measure_cpu_ceiling
-
-    recorded = (environment or {}).get("cpu_ceiling") if isinstance(environment, Mapping) else None
-    ceiling = None
-    if isinstance(recorded, Mapping) and set(CpuCeiling.__dataclass_fields__) <= set(recorded):
-        ceiling = CpuCeiling.from_dict(dict(recorded))
-    if ceiling is None:
-        ceiling = measure_cpu_ceiling() if measure else cached_cpu_ceiling()
+    measurement (a few seconds, then cached), else the documented default; with the CPU model's
+    datasheet peaks as ``reference`` where the model has a row."""
+    ceiling = _measured_cpu_ceiling(environment, measure)
     if ceiling is not None:
-        return RooflineCeilings(
+        primary = RooflineCeilings(
             ceiling.copy_gbps, {"fp32 matmul": ceiling.matmul_fp32_gflops * 1e9},
             f"{ceiling.cpu_model}, {ceiling.threads} thread(s)",
             f"measured {ceiling.measured_at}: copy {ceiling.copy_bytes // 2**20} MiB, "
             f"matmul n={ceiling.matmul_n}, best of {ceiling.repeats}", True)
-    from workbench.hypotheses.roofline import DEFAULT_CPU_CEILING as d
+        model, threads = ceiling.cpu_model, ceiling.threads
+    else:
+        from workbench.hypotheses.roofline import DEFAULT_CPU_CEILING as d
 
-    return RooflineCeilings(d.memory_gbps, {"fp32": d.peak_gflops * 1e9}, "CPU (not measured)",
-                            d.source, False)
+        primary = RooflineCeilings(d.memory_gbps, {"fp32": d.peak_gflops * 1e9}, "CPU (not measured)",
+                                   d.source, False)
+        model, threads = _run_cpu_and_threads(environment)
+    reference = datasheet_ceilings(model, threads)
+    return replace(primary, reference=reference) if reference is not None else primary
+
+
+def _measured_cpu_ceiling(environment: Mapping[str, Any] | None, measure: bool) -> Any:
+    """The run's recorded CpuCeiling, else this machine's cached (or, ``measure``, fresh) one."""
+    from workbench.devices.cpu_ceiling import CpuCeiling, cached_cpu_ceiling, measure_cpu_ceiling
+
+    recorded = (environment or {}).get("cpu_ceiling") if isinstance(environment, Mapping) else None
+    if isinstance(recorded, Mapping) and set(CpuCeiling.__dataclass_fields__) <= set(recorded):
+        return CpuCeiling.from_dict(dict(recorded))
+    return measure_cpu_ceiling() if measure else cached_cpu_ceiling()
+
+
+def _run_cpu_and_threads(environment: Mapping[str, Any] | None) -> tuple[str, int]:
+    """CPU model and torch thread count a run recorded (its fingerprint), else this machine's."""
+    env = environment if isinstance(environment, Mapping) else {}
+    model = (env.get("host") or {}).get("cpu_model")
+    threads = (env.get("torch") or {}).get("num_threads")
+    if model and isinstance(threads, int) and threads > 0:
+        return str(model), threads
+    import torch
+
+    from workbench.devices.fingerprint import cpu_model
+
+    return str(model or cpu_model()), torch.get_num_threads()
+
+
+def datasheet_ceilings(model: str | None, threads: int) -> RooflineCeilings | None:
+    """The CPU model's datasheet-derived peaks, compute scaled to ``threads`` (peak x
+    min(threads, cores) / cores), memory the socket's DRAM peak; None when the model has no row."""
+    from workbench.devices.cpu_specs import find_cpu_spec
+
+    spec = find_cpu_spec(model)
+    if spec is None:
+        return None
+    used = min(max(int(threads), 1), spec.cores)
+    names = {"fp32": "fp32", "bf16_tensor": "bf16 AMX"}
+    peaks = {f"datasheet {names.get(d, d)} x{used}/{spec.cores} cores": spec.peak_flops(d, used)
+             for d in DRAWN_DTYPES if d in spec.flops_per_cycle}
+    device = (f"{spec.name} datasheet: compute x {used}/{spec.cores} cores (torch threads / cores); "
+              f"memory {spec.memory_gbps:g} GB/s is the socket's DRAM peak, which a few threads cannot reach")
+    return RooflineCeilings(spec.memory_gbps, peaks, device, f"datasheet-derived: {spec.source}", True)
 
 
 def ceilings_for(trace: Any, environment: Mapping[str, Any] | None = None, *,

@@ -4,7 +4,8 @@ Every figure is the vendor's *dense* peak (no structured-sparsity doubling), in 
 int8) and GB/s (10^9 bytes/s). Tensor-core figures for GeForce parts are the FP32-accumulate rate,
 which is what PyTorch's matmuls use. A name from a trace's ``deviceProperties`` (``"NVIDIA H100
 80GB HBM3"``, ``"Tesla V100-SXM2-32GB"``, ``"AMD Instinct MI300X"``) is matched by the patterns of
-each entry, most specific first. CPUs vary too much for a table: measure the machine instead
+each entry, most specific first. CPUs have their own table of derived figures
+(``workbench.devices.cpu_specs``: ``find_cpu_spec``); the machine you are on is best measured
 (``workbench.devices.cpu_ceiling``).
 """
 from __future__ import annotations
@@ -159,7 +160,8 @@ def device_spec(name: str) -> DeviceSpec:
         known = ", ".join(s.name for s in KNOWN_DEVICES)
         raise RegistryError(
             f"no known spec for device {name!r}; known devices: {known}. "
-            "Measure a CPU with workbench.devices.measure_cpu_ceiling(), or pass peaks explicitly."
+            "For a CPU use workbench.devices.find_cpu_spec() (datasheet rows) or measure it with "
+            "workbench.devices.measure_cpu_ceiling(); else pass peaks explicitly."
         )
     return spec
 
