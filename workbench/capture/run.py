@@ -100,6 +100,13 @@ class ProfileRun:
         )
 
     # -- display -------------------------------------------------------------------------
+    def save_charts(self, folder: Any, *, formats: Any = ("svg",), scale: float = 1.0) -> list:
+        """Write the charts the notebook shows for this result to ``folder`` (svg, png, html,
+        json; see ``workbench.charts.save_charts``); returns the paths written."""
+        from workbench.charts.export import save_charts
+
+        return save_charts(self, folder, formats=formats, scale=scale)
+
     def _repr_html_(self) -> str:
         from workbench.capture.display import run_html
 

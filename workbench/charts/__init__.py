@@ -7,6 +7,7 @@ from workbench.charts.breakdowns import (
     idle_chart, kernel_types_chart, per_rank_chart, top_kernels_chart, top_ops_chart,
 )
 from workbench.charts.common import message_chart
+from workbench.charts.export import result_charts, save_charts
 from workbench.charts.live import LiveTimeline, live_timeline
 from workbench.charts.comparison import comparison_chart, speedup_table
 from workbench.charts.offline import (
@@ -29,5 +30,5 @@ __all__ = [
     "idle_chart", "kernel_types_chart", "message_chart", "page_html", "per_rank_chart",
     "roofline_chart", "roofline_points", "run_charts", "save", "speedup_table", "timeline_chart",
     "timeline_events", "timeline_table", "timing_chart", "to_offline_html", "top_kernels_chart",
-    "top_ops_chart",
+    "top_ops_chart", "result_charts", "save_charts",
 ]

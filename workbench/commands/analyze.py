@@ -23,6 +23,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--hta-compat", action="store_true",
                    help="count as Holistic Trace Analysis 0.5 does (sub-µs rounding, last "
                         "ProfilerStep dropped, nccl*Kernel-only communication) to hold numbers against it")
+    p.add_argument("--charts", metavar="DIR", default=None,
+                   help="also write the trace's charts (top ops/kernels, idle, roofline, timeline) to DIR")
+    p.add_argument("--chart-format", default="svg", metavar="FMT",
+                   help="comma-separated chart formats for --charts: svg, png, html, json (default: svg)")
     p.set_defaults(handler=run)
 
 
@@ -44,7 +48,21 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(_as_json(trace, results, hypotheses), default=str, indent=1))
     else:
         print(_as_text(trace, results, hypotheses, args.top, [str(w.message) for w in caught]))
+    if args.charts:
+        _write_charts(trace, args.charts, args.chart_format, quiet=args.json)
     return 0
+
+
+def _write_charts(trace: Any, folder: str, chart_format: str, *, quiet: bool) -> None:
+    import sys
+
+    from workbench.charts.export import save_charts
+
+    paths = save_charts(trace, folder, formats=[f.strip() for f in chart_format.split(",") if f.strip()])
+    if not quiet:
+        print(f"\nwrote {len(paths)} chart file(s) to {folder}")
+    else:
+        print(f"wrote {len(paths)} chart file(s) to {folder}", file=sys.stderr)
 
 
 def _analyses(trace: Any, semantics: str | None) -> dict[str, Any]:

@@ -122,6 +122,13 @@ class Comparison:
                    hypothesis_verdict=d.get("hypothesis_verdict"), copy_gbps=d.get("copy_gbps"),
                    settings=dict(d.get("settings", {})), working_set_copy_gbps=d.get("working_set_copy_gbps"))
 
+    def save_charts(self, folder: Any, *, formats: Any = ("svg",), scale: float = 1.0) -> list:
+        """Write the charts the notebook shows for this result to ``folder`` (svg, png, html,
+        json; see ``workbench.charts.save_charts``); returns the paths written."""
+        from workbench.charts.export import save_charts
+
+        return save_charts(self, folder, formats=formats, scale=scale)
+
     def _repr_html_(self) -> str:
         """The table (every text escaped), the decision, and the comparison chart (offline)."""
         import html
