@@ -148,10 +148,10 @@ def ceilings_for(trace: Any, environment: Mapping[str, Any] | None = None, *,
 
 def _text(ops: pd.DataFrame, column: str) -> np.ndarray:
     """A column as text per row ("" where missing), as ``op_work`` takes it."""
-    if column not in ops.columns:
-        return np.full(len(ops), "", dtype=object)
-    values = ops[column].astype(object)
-    return values.where(values.notna(), "").map(str).to_numpy(dtype=object)
+    from workbench.analysis.labels import column_codes
+
+    codes, labels = column_codes(ops, column)
+    return labels[codes]
 
 
 def _row_work(ops: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
