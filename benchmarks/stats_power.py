@@ -83,6 +83,10 @@ def main() -> None:
     if untimed:
         print(f"{untimed} trial(s) not timed (see above); rates are over the timed ones")
     false_pos = sum(s.significant for s in same) / len(same)
+    for s in same:
+        if s.significant:
+            print(f"  identical called different: x{s.point:.4f} (CI {s.ci_low:.4f}-{s.ci_high:.4f}, "
+                  f"{s.n_pairs} rounds)")
     power = sum(s.slower for s in slow) / len(slow)
     print(f"identical variants: called different in {false_pos:.1%} of {len(same)} trials (goal <= 5%); "
           f"median speedup {statistics.median(s.point for s in same):.3f}")

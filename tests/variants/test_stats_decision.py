@@ -52,3 +52,31 @@ def test_decision_record_renders_and_roundtrips():
     md = rec.to_markdown()
     assert "# Decision: `keep` — compiled" in md and "**Fallback:** eager" in md and "- cuda_graph" in md
     assert DecisionRecord.from_dict(json.loads(rec.to_json())) == rec
+
+
+def _bursty_log_ratios(rng, n: int, phi: float, sigma: float = 0.02) -> np.ndarray:
+    """Log ratios of identical variants under interference that lasts several rounds (AR(1))."""
+    e = rng.normal(0, sigma * np.sqrt(1 - phi ** 2), n)
+    d = np.empty(n)
+    d[0] = rng.normal(0, sigma)
+    for i in range(1, n):
+        d[i] = phi * d[i - 1] + e[i]
+    return d
+
+
+def test_block_medians_keep_bursty_interference_from_calling_identical_variants_different():
+    from workbench.variants.stats import walsh_interval
+
+    rng = np.random.default_rng(5)
+    trials, rank_only, reported, detected = 120, 0, 0, 0
+    for _ in range(trials):
+        d = _bursty_log_ratios(rng, 200, phi=0.6)
+        _, lo, hi = walsh_interval(d)
+        rank_only += lo > 0 or hi < 0
+        s = paired_speedup(np.exp(d), np.ones(200))
+        reported += s.significant
+        detected += paired_speedup(np.exp(d), np.full(200, 1.1)).slower
+        assert s.ci_low <= s.block_low and s.ci_high >= s.block_high
+    assert rank_only / trials > 0.2           # the signed-rank interval alone is far too narrow here
+    assert reported / trials <= 0.1
+    assert detected == trials                 # a 10% slowdown is still found every time
