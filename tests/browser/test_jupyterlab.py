@@ -1,9 +1,11 @@
 """A real JupyterLab, driven by headless chromium: `%%gpuprofile` on the demo shows its charts,
-the run's tables and the variant widgets, with no request leaving 127.0.0.1 and no console error.
+the run's tables and the variant widgets; a live timeline of a real GPU trace, zoomed with the
+mouse wheel, is re-queried by the kernel and redrawn event by event. No request leaves 127.0.0.1
+and no console error.
 
 The server runs from this interpreter on 127.0.0.1, a free port and a random token, in a temp
-root holding one small notebook; its config dir disables the network features (news,
-update check, extension manager listing from PyPI). A screenshot is kept in test-artifacts/.
+root holding two small notebooks; its config dir disables the network features (news,
+update check, extension manager listing from PyPI). Screenshots are kept in test-artifacts/.
 """
 from __future__ import annotations
 
@@ -45,6 +47,12 @@ CELLS = [
     "panel = VariantPanel(demo.workload, lambda: demo.make_inputs(rows=256, hidden=256, out_features=64), "
     "user_variants={'rewrite': lambda x, w: demo.workload(x, w)})\npanel.widget",
 ]
+# 12,697 timeline events over ~1.07 s: more than the detail threshold (3,000), so the first view is bins
+LIVE_TRACE = ROOT / "tests" / "data" / "gpu" / "v100_resnet50_2021.json.gz"
+LIVE_CELLS = [
+    f"import workbench as wb\nfrom workbench import charts\ntrace = wb.load_trace({str(LIVE_TRACE)!r})",
+    "charts.live_timeline(trace, width=900)",
+]
 
 
 def _free_port() -> int:
@@ -53,12 +61,17 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _write_root(tmp: Path) -> Path:
+def _write_notebook(path: Path, cells: list[str]) -> None:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
-    nb.cells = [nbformat.v4.new_code_cell(c) for c in CELLS]
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    nbformat.write(nb, path)
+
+
+def _write_root(tmp: Path) -> Path:
     (tmp / "root").mkdir()
-    nbformat.write(nb, tmp / "root" / "profile.ipynb")
+    _write_notebook(tmp / "root" / "profile.ipynb", CELLS)
+    _write_notebook(tmp / "root" / "live.ipynb", LIVE_CELLS)
     labconfig = tmp / "config" / "labconfig"
     labconfig.mkdir(parents=True)
     (labconfig / "page_config.json").write_text(json.dumps({"disabledExtensions": DISABLED_PLUGINS}))
@@ -130,6 +143,40 @@ class LabVisit:
         return [e for e in self.errors if not any(re.search(p, e) for p in IGNORED_CONSOLE)]
 
 
+NOTEBOOK_READY = """name => {
+  const tab = document.querySelector('.lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel');
+  const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+  const kernel = panel?.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset.status;
+  return tab?.textContent === name && kernel === 'idle';
+}"""
+
+
+def _wait_kernel_connected(page, lab: dict, name: str, timeout_s: float = 30.0) -> None:
+    """Until the server has a session for notebook ``name`` whose kernel has a client connected.
+
+    Before that the page shows a default "idle" status, and a Run All clicked then is dropped.
+    Waits with ``page.wait_for_timeout``: a ``time.sleep`` would stall the page's routed requests."""
+    url = f"{lab['base']}/api/sessions?token={lab['token']}"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            sessions = json.load(r)
+        if any(s["path"].endswith(name) and (s.get("kernel") or {}).get("connections", 0) > 0
+               for s in sessions):
+            return
+        page.wait_for_timeout(300)
+    raise RuntimeError(f"no kernel connected for {name} within {timeout_s} s (server log: {lab['log']})")
+
+
+def _open_notebook(visit: LabVisit, lab: dict, name: str) -> None:
+    page = visit.page
+    page.goto(f"{lab['base']}/lab/tree/{name}?token={lab['token']}", wait_until="load", timeout=30000)
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30000)
+    _wait_kernel_connected(page, lab, name)
+    # the saved workspace may reopen an earlier notebook: wait until this one is current, its kernel idle
+    page.wait_for_function(NOTEBOOK_READY, arg=name, timeout=30000)
+
+
 def _run_all_cells(page) -> None:
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
     page.get_by_role("menuitem", name=re.compile(r"^Run All Cells")).click()
@@ -147,10 +194,7 @@ OUTPUT_READY = """() => {
 def test_gpuprofile_in_jupyterlab_shows_charts_tables_and_widgets(browser, lab):
     visit = LabVisit(browser, lab["base"])
     page = visit.page
-    page.goto(f"{lab['base']}/lab/tree/profile.ipynb?token={lab['token']}", wait_until="load", timeout=30000)
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30000)
-    page.wait_for_function("() => /Idle/.test(document.querySelector('#jp-main-statusbar')?.textContent || '')",
-                           timeout=30000)
+    _open_notebook(visit, lab, "profile.ipynb")
     try:
         _run_all_cells(page)
         page.wait_for_function(OUTPUT_READY, timeout=60000, polling=500)
@@ -167,6 +211,103 @@ def test_gpuprofile_in_jupyterlab_shows_charts_tables_and_widgets(browser, lab):
     texts = run_output.locator(".workbench-chart").evaluate_all("els => els.map(e => e.textContent)")
     assert any("Roofline" in t for t in texts) and any("Timeline" in t for t in texts), texts
     assert page.locator(".jp-OutputArea .widget-checkbox").count() >= 1
+    assert visit.external == [], visit.external
+    assert visit.real_errors() == [], visit.errors
+    assert shot.stat().st_size > 20_000
+    page.close()
+
+
+LIVE_SNAPSHOT = """() => {
+  const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+  const svg = panel?.querySelector('.jp-OutputArea svg .role-title-subtitle')?.closest('svg');
+  const marks = svg ? [...svg.querySelectorAll('g.mark-rect.role-mark path')] : [];
+  if (!marks.length) return null;
+  const box = svg.querySelector('g.mark-rect.role-mark').getBoundingClientRect();
+  return {subtitle: svg.querySelector('.role-title-subtitle text').textContent,
+          labels: marks.map(m => m.getAttribute('aria-label') || ''),
+          plot: {x: box.x + box.width / 2, y: box.y + box.height / 2}};
+}"""
+WINDOW_SUBTITLE = re.compile(r"^([\d,]+) of ([\d,]+) events in ([\d,.]+)–([\d,.]+) µs")
+MARK_LABEL = re.compile(r"; name: (.*?); duration \(µs\): .*; count: ([\d,]+); ")
+
+
+def _marks(labels: list[str]) -> list[tuple[str, int]]:
+    """(name, events in the mark) of each timeline bar, from the aria-label vega gives it."""
+    parsed = [MARK_LABEL.search(label) for label in labels]
+    assert all(parsed), [label for label, m in zip(labels, parsed) if not m][:3]
+    return [(m.group(1), int(m.group(2).replace(",", ""))) for m in parsed]
+
+
+def _window_counts(subtitle: str) -> tuple[int, int, float, float]:
+    """(events in the window, events in the trace, start_us, end_us) from a windowed subtitle."""
+    in_window, total, lo_us, hi_us = (v.replace(",", "") for v in WINDOW_SUBTITLE.match(subtitle).groups())
+    return int(in_window), int(total), float(lo_us), float(hi_us)
+
+
+def _live_events():
+    import workbench as wb
+    from workbench.charts import timeline_events
+
+    return timeline_events(wb.load_trace(LIVE_TRACE))
+
+
+def _wheel_zoom(page, x: float, y: float, notches: int = 12) -> None:
+    """Scroll up over the plot: each notch zooms the x scale in by ~26% around the pointer."""
+    page.mouse.move(x, y)
+    for _ in range(notches):
+        page.mouse.wheel(0, -300)
+        page.wait_for_timeout(40)
+
+
+def _wait_requeried(page, timeout_ms: int = 30000) -> dict:
+    """The chart once its subtitle names a window: one snapshot, so a later swap cannot tear it."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        return page.wait_for_function(f"() => {{ const s = ({LIVE_SNAPSHOT})(); "
+                                      f"return !!s && /{WINDOW_SUBTITLE.pattern}/.test(s.subtitle) && s; }}",
+                                      timeout=timeout_ms, polling=300).json_value()
+    except PlaywrightTimeout:
+        now = page.evaluate(LIVE_SNAPSHOT)
+        raise AssertionError(f"{timeout_ms / 1000:.0f} s after the wheel zoom the chart still shows no window "
+                             f"(subtitle: {now and now['subtitle']!r}): the kernel did not re-query and "
+                             "redraw it (see workbench/charts/live.py)") from None
+
+
+def test_live_timeline_zoom_in_jupyterlab_requeries_the_window_event_by_event(browser, lab):
+    from workbench.charts.common import shorten
+
+    events = _live_events()
+    real_names = {shorten(n, 120) for n in events["name"]}
+    kernel_names = {shorten(n, 120) for n in events.loc[events["kind"] == "kernel", "name"]}
+    visit = LabVisit(browser, lab["base"])
+    page = visit.page
+    _open_notebook(visit, lab, "live.ipynb")
+    shot = ARTIFACTS / "jupyterlab_live_timeline.png"
+    try:
+        _run_all_cells(page)
+        page.wait_for_function(LIVE_SNAPSHOT, timeout=60000, polling=300)
+        before = page.evaluate(LIVE_SNAPSHOT)
+        _wheel_zoom(page, before["plot"]["x"], before["plot"]["y"])
+        after = _wait_requeried(page)
+    finally:
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(shot), full_page=False)
+    # first view: the whole trace, short events summed into bins ("N events; longest: ...")
+    assert before["subtitle"].startswith(f"{len(events):,} events; short events summed"), before["subtitle"]
+    assert any(count > 1 for _, count in _marks(before["labels"]))
+    # after the wheel zoom the kernel re-queried the window: the subtitle counts its events ...
+    in_window, total, lo_us, hi_us = _window_counts(after["subtitle"])
+    span_us = float((events["ts_us"] + events["dur_us"]).max() - events["ts_us"].min())
+    assert total == len(events) and 0 < in_window <= 3000
+    assert 0 < hi_us - lo_us < span_us / 5, (lo_us, hi_us, span_us)
+    assert "summed into" not in after["subtitle"]
+    # ... and draws each of them by itself, under its real name (kernels among them)
+    marks = _marks(after["labels"])
+    assert len(marks) == in_window and all(count == 1 for _, count in marks)
+    names = {name for name, _ in marks}
+    assert names <= real_names, sorted(names - real_names)[:5]
+    assert names & kernel_names
     assert visit.external == [], visit.external
     assert visit.real_errors() == [], visit.errors
     assert shot.stat().st_size > 20_000

@@ -82,6 +82,28 @@ def test_window_limits_events_and_gives_detail():
         charts.timeline_table(trace, start_us=5.0, end_us=5.0)
 
 
+def _overlapping(events, lo, hi):
+    return int(((events["ts_us"] + events["dur_us"] >= lo) & (events["ts_us"] <= hi)).sum())
+
+
+def test_window_subtitle_counts_the_events_in_the_window_of_the_whole_trace():
+    trace = _trace(n_kernels=20000, kernel_dur=1.0)
+    events = charts.timeline_events(trace)
+    whole = charts.timeline_chart(trace).to_dict()["title"]["subtitle"]
+    assert whole.startswith(f"{len(events):,} events; short events summed") and " events in " not in whole
+    narrow = charts.timeline_chart(trace, start_us=10.0, end_us=250.0).to_dict()["title"]["subtitle"]
+    n_narrow = _overlapping(events, 10.0, 250.0)
+    assert 0 < n_narrow < len(events)
+    assert narrow.startswith(f"{n_narrow:,} of {len(events):,} events in 10.0–250.0 µs. ")
+    wide = charts.timeline_chart(trace, start_us=100_000.0, end_us=900_000.0).to_dict()["title"]["subtitle"]
+    n_wide = _overlapping(events, 100_000.0, 900_000.0)
+    assert n_wide > 3000, "wide enough to be aggregated"
+    assert wide.startswith(f"{n_wide:,} of {len(events):,} events in 100,000.0–900,000.0 µs; short events summed")
+    tail = charts.timeline_chart(trace, start_us=990_000.0).to_dict()["title"]["subtitle"]
+    n_tail = _overlapping(events, 990_000.0, math.inf)
+    assert tail.startswith(f"{n_tail:,} of {len(events):,} events from 990,000.0 µs")
+
+
 def test_nan_durations_are_left_out_and_said():
     trace = _trace()
     trace.kernels.loc[0, "dur_us"] = math.nan

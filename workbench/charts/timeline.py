@@ -102,6 +102,8 @@ def _events_in_view(trace_or_events: Any, start_us: float | None, end_us: float 
     finite = np.isfinite(events["ts_us"].to_numpy(float)) & np.isfinite(events["dur_us"].to_numpy(float))
     info = {"events": int(len(events)), "dropped_non_finite": int((~finite).sum()), "aggregated": False}
     events = _window(events.loc[finite], start_us, end_us)
+    if start_us is not None or end_us is not None:
+        info.update(window_us=(start_us, end_us), events_in_window=int(len(events)))
     return events.assign(dur_us=events["dur_us"].clip(lower=0.0)), info
 
 
@@ -163,8 +165,22 @@ def timeline_table(trace_or_events: Any, *, detail_threshold: int = 3000, max_ma
     return levels.view(0).reset_index(drop=True), info
 
 
+def _event_count(info: dict[str, Any]) -> str:
+    """``N events`` for the whole trace; ``n of N events in a–b µs`` for a window."""
+    if "window_us" not in info:
+        return f"{info['events']:,} events"
+    start_us, end_us = info["window_us"]
+    if start_us is None:
+        where = f"up to {end_us:,.1f} µs"
+    elif end_us is None:
+        where = f"from {start_us:,.1f} µs"
+    else:
+        where = f"in {start_us:,.1f}–{end_us:,.1f} µs"
+    return f"{info['events_in_window']:,} of {info['events']:,} events {where}"
+
+
 def _subtitle(info: dict[str, Any]) -> str:
-    parts = [f"{info['events']:,} events"]
+    parts = [_event_count(info)]
     if info.get("aggregated"):
         parts.append(f"short events summed into {info['bin_us']:,.1f} µs bins per lane "
                      "(opacity = busy fraction)")
