@@ -5,7 +5,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from workbench.report.kernel import current_interpreter_kernel
+from workbench.report.kernel import current_interpreter_kernel, ipc_kernel_manager_class
 
 pytestmark = pytest.mark.slow
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "quickstart.ipynb"
@@ -14,7 +14,7 @@ NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "quickstart.ipynb
 def test_quickstart_executes_without_errors(tmp_path):
     nb = nbformat.read(NOTEBOOK, as_version=4)
     with current_interpreter_kernel() as kernel_name:
-        NotebookClient(nb, timeout=300, kernel_name=kernel_name,
+        NotebookClient(nb, timeout=300, kernel_name=kernel_name, kernel_manager_class=ipc_kernel_manager_class(),
                        resources={"metadata": {"path": str(tmp_path)}}).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     errors = [o for o in outputs if o.output_type == "error"]

@@ -67,3 +67,20 @@ def test_environment_table_has_one_row_per_leaf_setting_escaped():
     assert "<th>torch.version</th><td>2.13.0</td>" in html and "<th>seed</th><td>0</td>" in html
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert "{" not in html   # no dict printed raw
+
+
+def test_report_kernel_talks_over_unix_sockets_so_ipykernel_has_nothing_to_warn_about(tmp_path, capfd):
+    import nbformat as nbf
+
+    from workbench.report.execute import execute_template
+
+    nb = nbf.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
+    params = nbf.v4.new_code_cell("x = 1")
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbf.v4.new_code_cell("print(x + 1)")]
+    nbf.write(nb, tmp_path / "t.ipynb")
+    out = execute_template(tmp_path / "t.ipynb", tmp_path / "o.ipynb", {"x": 41})
+    assert nbf.read(out, 4).cells[-1].outputs[0]["text"] == "42\n"
+    captured = capfd.readouterr()
+    assert "without encryption" not in captured.err + captured.out

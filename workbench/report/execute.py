@@ -7,7 +7,7 @@ from typing import Any, Mapping
 import nbformat
 
 from workbench.errors import ReportError
-from workbench.report.kernel import current_interpreter_kernel
+from workbench.report.kernel import current_interpreter_kernel, ipc_kernel_manager_class
 
 DEFAULT_TIMEOUT_S = 600
 
@@ -41,6 +41,7 @@ def execute_template(template: Path, output: Path, parameters: Mapping[str, Any]
             pm.execute_notebook(
                 str(template), str(output), parameters=dict(parameters), kernel_name=kernel_name,
                 progress_bar=False, cwd=str(cwd or output.parent), execution_timeout=timeout_s,
+                kernel_manager_class=ipc_kernel_manager_class(),
             )
         except pm.PapermillExecutionError as exc:
             raise ReportError(

@@ -48,3 +48,21 @@ def current_interpreter_kernel() -> Iterator[str]:
                 os.environ.pop("JUPYTER_PATH", None)
             else:
                 os.environ["JUPYTER_PATH"] = old
+
+
+def ipc_kernel_manager_class() -> type:
+    """A jupyter_client kernel manager that talks to its kernel over Unix sockets (``ipc``).
+
+    The report kernel is always local; over ``tcp`` without CurveZMQ keys ipykernel warns on
+    every start that the traffic is unencrypted. Unix sockets stay on the machine (and in the
+    runtime folder, readable by this user only), so there is nothing to warn about.
+    """
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
+
+    class IPCKernelManager(AsyncKernelManager):
+        @default("transport")
+        def _transport_default(self) -> str:
+            return "ipc"
+
+    return IPCKernelManager
