@@ -55,7 +55,9 @@ def ipc_kernel_manager_class() -> type:
 
     The report kernel is always local; over ``tcp`` without CurveZMQ keys ipykernel warns on
     every start that the traffic is unencrypted. Unix sockets stay on the machine (and in the
-    runtime folder, readable by this user only), so there is nothing to warn about.
+    runtime folder, readable by this user only), so there is nothing to warn about. The socket
+    path is absolute: jupyter_client's default is relative to the working directory, which the
+    kernel (started in the notebook's folder) and the client need not share.
     """
     from jupyter_client.manager import AsyncKernelManager
     from traitlets import default
@@ -65,4 +67,23 @@ def ipc_kernel_manager_class() -> type:
         def _transport_default(self) -> str:
             return "ipc"
 
+        @default("ip")
+        def _ip_default(self) -> str:
+            return _ipc_socket_prefix()
+
     return IPCKernelManager
+
+
+def _ipc_socket_prefix() -> str:
+    """An absolute, private path prefix for a kernel's Unix sockets (kept short: Linux allows
+    108 bytes per socket path)."""
+    import uuid
+
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    name = f"wb-kernel-{uuid.uuid4().hex[:12]}-ipc"
+    folder = jupyter_runtime_dir()
+    if len(os.path.join(folder, name)) > 90:
+        folder = tempfile.mkdtemp(prefix="wb-ipc-")
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    return os.path.join(folder, name)
