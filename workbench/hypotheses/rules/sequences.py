@@ -38,9 +38,20 @@ def _non_overlapping(starts: np.ndarray, n: int) -> np.ndarray:
     return np.asarray(keep, dtype=np.int64)
 
 
+def primitive_period(pattern: np.ndarray) -> int:
+    """The shortest p such that ``pattern`` is a repetition of its first p items (p divides n)."""
+    n = len(pattern)
+    for p in range(1, n):
+        if n % p == 0 and np.array_equal(pattern, np.tile(pattern[:p], n // p)):
+            return p
+    return n
+
+
 def best_sequence(names: np.ndarray, min_len: int, max_len: int, min_repeats: int):
     """(start positions, length) of the n-gram of >= 2 distinct names whose non-overlapping repeats
-    cover the most transitions ((n - 1) x repeats); None when nothing repeats ``min_repeats`` times."""
+    cover the most transitions ((n - 1) x repeats); None when nothing repeats ``min_repeats`` times.
+    An n-gram that is itself a shorter pattern repeated (a loop body seen k times) is reported as
+    that pattern, with its own repeats: the loop body is what a fusion or a graph would take."""
     codes, _ = pd.factorize(names)
     best, best_score = None, 0
     for n in range(min_len, min(max_len, len(codes)) + 1):
@@ -54,6 +65,14 @@ def best_sequence(names: np.ndarray, min_len: int, max_len: int, min_repeats: in
             score = (n - 1) * len(starts)
             if len(starts) >= min_repeats and score > best_score:
                 best, best_score = (starts, n), score
+    if best is None:
+        return None
+    starts, n = best
+    period = primitive_period(codes[starts[0]:starts[0] + n])
+    if period < n:
+        body = codes[starts[0]:starts[0] + period]
+        hits = np.flatnonzero((sliding_window_view(codes, period) == body).all(axis=1))
+        return _non_overlapping(hits, period), period
     return best
 
 
