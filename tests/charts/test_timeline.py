@@ -222,3 +222,16 @@ def test_levels_round_trip_through_dict():
     assert again.levels == levels.levels and again.span_us == levels.span_us
     pd.testing.assert_frame_equal(again.table, levels.table, check_dtype=False)
     assert len(again.view(1)) == len(levels.view(1)) > len(levels.view(0))
+
+
+def test_events_drawn_one_by_one_when_the_pyramid_would_be_larger_than_them():
+    # 4,000 events spread evenly over many lanes: above the detail threshold, but every bin would
+    # hold about one event, so the pyramid carries more rows than the events themselves
+    events = pd.DataFrame({"lane": [f"rank 0 · stream {i % 40}" for i in range(4000)], "kind": "kernel",
+                           "name": [f"k{i}" for i in range(4000)], "ts_us": np.arange(4000) * 10.0,
+                           "dur_us": 1.0, "shapes": None})
+    levels, info = charts.timeline.timeline_levels(events)
+    assert not info["aggregated"] and len(levels.table) == 4000 and set(levels.table["ind"]) == {1}
+    many = pd.concat([events.assign(ts_us=events["ts_us"] + k * 0.01) for k in range(10)], ignore_index=True)
+    levels, info = charts.timeline.timeline_levels(many)           # 40,000: binned as before
+    assert info["aggregated"] and len(levels.table) < len(many)

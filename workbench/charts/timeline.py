@@ -139,6 +139,8 @@ def timeline_levels(trace_or_events: Any, *, detail_threshold: int = 3000, max_m
     Level 0 holds about ``max_marks / 2`` bins over the whole span; each finer level (``factor``
     times finer) at most ``marks_per_level`` marks (default ``max_marks / 2``), so the page
     carries at most about ``max_levels * max_marks / 2`` rows and draws about ``max_marks / 2``.
+    Where the pyramid would hold as many rows as there are events (and they are at most
+    ``MAX_CHART_ROWS``), the events are drawn one by one instead: full detail, a smaller page.
     """
     events, info = _events_in_view(trace_or_events, start_us, end_us)
     lo = float(events["ts_us"].min()) if start_us is None else float(start_us)
@@ -151,6 +153,8 @@ def timeline_levels(trace_or_events: Any, *, detail_threshold: int = 3000, max_m
     levels = build_levels(events, start_us=lo, end_us=max(hi, lo + 1e-3),
                           bins_per_tile=max(20, max_marks // (2 * n_lanes)),
                           marks_per_level=marks_per_level or max_marks // 2, max_levels=max_levels)
+    if len(levels.table) >= len(events) and len(events) <= MAX_CHART_ROWS:
+        return _all_individual(events, lo, hi), info   # fewer rows than the pyramid, full detail
     info.update(aggregated=True, bins_per_lane=levels.bins_per_tile, bin_us=levels.levels[0].bin_us,
                 levels=[vars(level).copy() for level in levels.levels])
     return _cap_level0(levels, info), info
