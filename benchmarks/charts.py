@@ -74,6 +74,7 @@ def main() -> None:
     import altair  # noqa: F401  (imported before timing: its import alone takes seconds)
 
     from workbench.charts import page_html, timeline_chart
+    from workbench.charts.timeline_data import chart_rows
 
     events, base, copies = repeated_events(opts.trace, opts.events)
     print(f"trace: {Path(opts.trace).name}: {base:,} drawable events x {copies} = {len(events):,}")
@@ -83,7 +84,7 @@ def main() -> None:
         chart = timeline_chart(events)
         spec = chart.to_dict()
         builds.append(time.perf_counter() - t0)
-    rows = sum(len(v) for v in spec.get("datasets", {}).values())
+    rows = len(chart_rows(spec))
     levels = spec["usermeta"]["workbench_lod"]["levels"]
     with tempfile.TemporaryDirectory() as tmp:
         page = Path(tmp) / "timeline.html"

@@ -13,6 +13,7 @@ import pytest
 
 from workbench import charts
 from workbench.charts.live import LiveTimeline, zoom_window
+from workbench.charts.timeline_data import rows_frame
 
 pytest.importorskip("anywidget")
 
@@ -39,8 +40,7 @@ def _zoom(widget, lo, hi):
 
 
 def _rows(widget):
-    rows = [row for rows in widget.spec["datasets"].values() for row in rows]
-    return pd.DataFrame(rows)
+    return rows_frame(widget.spec)
 
 
 def _kernels_in(trace, lo, hi):

@@ -1,4 +1,5 @@
 """Timeline: lanes, kinds, tooltips, zoom, and the level of detail that bounds the marks."""
+import json
 import math
 from types import SimpleNamespace
 
@@ -7,11 +8,13 @@ import pandas as pd
 import pytest
 
 from workbench import charts
+from workbench.charts.timeline_data import chart_rows
 from workbench.errors import InvalidArgumentError
 
 
 def _rows(spec):
-    return [row for rows in spec.get("datasets", {}).values() for row in rows]
+    """The rows the timeline spec carries, decoded as the page decodes them."""
+    return chart_rows(spec)
 
 
 def _trace(n_kernels=10, kernel_dur=5.0, names=None, seed=0):
@@ -191,7 +194,8 @@ def test_level_filter_reads_the_zoom_param_extent(busy_spec):
     _, spec = busy_spec
     zoom = spec["params"][0]
     assert zoom["name"] == "zoom" and zoom["bind"] == "scales"
-    expr = spec["transform"][0]["filter"]
+    assert "flatten" in spec["transform"][0] and "calculate" in spec["transform"][-1]
+    expr = spec["transform"][1]["filter"]
     assert "zoom['ts_us'][1] - zoom['ts_us'][0]" in expr and "datum.lvl" in expr and "datum.fine" in expr
     assert spec["mark"]["clip"] is True
 
@@ -202,10 +206,30 @@ def test_marks_per_level_are_bounded_and_finer_levels_cover_less(busy_spec):
     levels = spec["usermeta"]["workbench_lod"]["levels"]
     per_level = pd.Series([r["lvl"] for r in rows]).value_counts()
     assert per_level[0] <= 2000
-    assert all(per_level[k] <= 1000 for k in range(1, len(levels)))  # marks_per_level = max_marks / 2
+    # max_marks=2000: finer levels share 10 x 2000 rows, coarse first, each keeps >= 1000 of its own
+    assert len(rows) <= 10 * 2000 + per_level[0]
     assert [lv["marks"] for lv in levels] == [per_level[k] for k in range(len(levels))]
     coverage = [lv["tiles_stored"] / lv["tiles_total"] for lv in levels]
-    assert coverage[0] == 1.0 and coverage[-1] < 0.5
+    assert coverage[0] == coverage[1] == 1.0 and coverage[-1] < 0.5    # first zoom refines everywhere
+    assert all(a >= b for a, b in zip(coverage, coverage[1:]))
+
+
+def test_a_larger_row_budget_covers_more_of_the_finer_levels():
+    trace = _trace(n_kernels=100_000, kernel_dur=0.5, seed=4)
+    small, _ = charts.timeline.timeline_levels(trace, max_marks=2000, max_rows=6000)
+    large, _ = charts.timeline.timeline_levels(trace, max_marks=2000, max_rows=30000)
+    assert len(large.table) > len(small.table)
+    cover = [[lv.coverage for lv in lv_set.levels] for lv_set in (small, large)]
+    assert all(b >= a for a, b in zip(*cover)) and sum(cover[1]) > sum(cover[0])
+
+
+def test_the_page_carries_columns_and_each_text_once(busy_spec):
+    _, spec = busy_spec
+    [datum] = [d for values in spec["datasets"].values() for d in values]
+    assert set(datum["wb_kinds"]) <= {"kernel", "memcpy", "op", "sync", "annotation"}
+    assert len(datum["wb_lanes"]) == len(set(datum["wb_lanes"])) == 4
+    assert len(datum["ts_us"]) == len(datum["li"]) == len(_rows(spec)) > 10_000
+    assert len(json.dumps(datum)) / len(datum["ts_us"]) < 120      # bytes per row in the page
 
 
 def test_long_events_stay_individual_at_every_level(busy_spec):

@@ -3,11 +3,12 @@
 Level of detail: with more than ``detail_threshold`` events, events shorter than a time bin are
 aggregated per lane into bins (count, busy time, dominant kind, longest event), and only longer
 events are drawn one by one, so a million events draw as a few thousand marks. The bins come as a
-small pyramid of resolutions (``timeline_lod``): the page carries finer levels for the busiest
-parts of the span and a filter on the zoom param draws, for the current x extent, the finest level
-whose visible marks stay within budget, so zooming refines the bins with no Python behind the
-page. For full detail anywhere pass ``start_us`` / ``end_us`` (the pyramid is then computed for
-that window only).
+small pyramid of resolutions (``timeline_lod``): the page carries the first finer levels over the
+whole span and the deepest ones for its busiest parts (within a row budget), and a filter on the
+zoom param draws, for the current x extent, the finest level whose visible marks stay within
+budget, so zooming refines the bins with no Python behind the page. The rows travel as columns
+with each text once (``timeline_data``). For full detail anywhere pass ``start_us`` / ``end_us``
+(the pyramid is then computed for that window only), or use ``live_timeline`` in a notebook.
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from workbench.charts.common import MAX_CHART_ROWS, message_chart, shorten
+from workbench.charts.common import MAX_CHART_ROWS, message_chart
+from workbench.charts.timeline_data import ROW_FIELDS, calculate_fields, compact_data
 from workbench.charts.timeline_lod import (
     LOD_COLUMNS, LOD_FACTOR, LevelInfo, TimelineLevels, build_levels, lod_filter_expr,
 )
@@ -26,6 +28,7 @@ EVENT_COLUMNS = ["lane", "kind", "name", "ts_us", "dur_us", "shapes"]
 KIND_ORDER = ["kernel", "memcpy", "memset", "op", "sync", "annotation"]
 KIND_COLORS = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#b279a2", "#9d9da0"]
 SYNC_PATTERN = r"Synchronize|DeviceSynchronize"
+ROWS_PER_MARK = 10      # rows the page may carry (all levels) per mark it draws at once
 
 
 def _lanes(frame: pd.DataFrame, key: str, label: str) -> pd.Series:
@@ -109,7 +112,7 @@ def _events_in_view(trace_or_events: Any, start_us: float | None, end_us: float 
 
 def _all_individual(events: pd.DataFrame, start_us: float, end_us: float) -> TimelineLevels:
     table = events.assign(end_us=events["ts_us"] + events["dur_us"], count=1, opacity=1.0,
-                          lvl=0, ind=1, fine=0)
+                          lvl=0, ind=1, fine=0, longest=events["name"])
     if "shapes" not in table.columns:
         table["shapes"] = None
     info = LevelInfo(0, 0.0, 1, 1, len(table))
@@ -132,13 +135,14 @@ def _cap_level0(levels: TimelineLevels, info: dict[str, Any]) -> TimelineLevels:
 
 def timeline_levels(trace_or_events: Any, *, detail_threshold: int = 3000, max_marks: int = 4000,
                     start_us: float | None = None, end_us: float | None = None,
-                    max_levels: int = 6, marks_per_level: int | None = None
-                    ) -> tuple[TimelineLevels, dict[str, Any]]:
+                    max_levels: int = 6, marks_per_level: int | None = None,
+                    max_rows: int | None = None) -> tuple[TimelineLevels, dict[str, Any]]:
     """Every level of detail the timeline carries (see ``timeline_lod``), and what was done.
 
     Level 0 holds about ``max_marks / 2`` bins over the whole span; each finer level (``factor``
-    times finer) at most ``marks_per_level`` marks (default ``max_marks / 2``), so the page
-    carries at most about ``max_levels * max_marks / 2`` rows and draws about ``max_marks / 2``.
+    times finer) at least ``marks_per_level`` marks (default ``max_marks / 2``) and what is left
+    of ``max_rows`` (default ``ROWS_PER_MARK * max_marks``, about 70 bytes a row in the page),
+    coarse levels first; the page draws about ``max_marks / 2`` rows at any zoom.
     Where the pyramid would hold as many rows as there are events (and they are at most
     ``MAX_CHART_ROWS``), the events are drawn one by one instead: full detail, a smaller page.
     """
@@ -152,7 +156,8 @@ def timeline_levels(trace_or_events: Any, *, detail_threshold: int = 3000, max_m
     n_lanes = max(events["lane"].nunique(), 1)
     levels = build_levels(events, start_us=lo, end_us=max(hi, lo + 1e-3),
                           bins_per_tile=max(20, max_marks // (2 * n_lanes)),
-                          marks_per_level=marks_per_level or max_marks // 2, max_levels=max_levels)
+                          marks_per_level=marks_per_level or max_marks // 2, max_levels=max_levels,
+                          max_rows=max_rows or ROWS_PER_MARK * max_marks)
     if len(levels.table) >= len(events) and len(events) <= MAX_CHART_ROWS:
         return _all_individual(events, lo, hi), info   # fewer rows than the pyramid, full detail
     info.update(aggregated=True, bins_per_lane=levels.bins_per_tile, bin_us=levels.levels[0].bin_us,
@@ -201,15 +206,6 @@ def _subtitle(info: dict[str, Any]) -> str:
     return "; ".join(parts) + ". Drag to pan, scroll to zoom."
 
 
-def _chart_records(levels: TimelineLevels) -> list[dict[str, Any]]:
-    t = levels.table
-    rows = t.assign(name=[shorten(n, 120) for n in t["name"]],
-                    shapes=[shorten(s, 120) if s is not None else "" for s in t["shapes"]],
-                    ts_us=t["ts_us"].round(3), end_us=t["end_us"].round(3),
-                    dur_us=t["dur_us"].round(3), opacity=t["opacity"].round(2))
-    return rows.to_dict("records")
-
-
 def timeline_chart(trace_or_events: Any, *, detail_threshold: int = 3000, max_marks: int = 4000,
                    start_us: float | None = None, end_us: float | None = None,
                    width: int = 900, title: str = "Timeline", zoom_name: str = "zoom") -> Any:
@@ -229,10 +225,13 @@ def timeline_chart(trace_or_events: Any, *, detail_threshold: int = 3000, max_ma
     zoom = alt.selection_interval(name=zoom_name, bind="scales", encodings=["x"])
     n_lanes = levels.table["lane"].nunique()
     domain = [round(levels.start_us, 3), round(levels.start_us + levels.span_us, 3)]
-    # a plain dict: altair neither validates 10k+ rows one by one nor applies its 5,000-row limit
-    # (the level filter bounds what is drawn); to_dict() moves the rows to top-level datasets
-    return alt.Chart({"values": _chart_records(levels)},
-                     title=alt.TitleParams(title, subtitle=_subtitle(info))).mark_bar(
+    # one datum of columns (timeline_data): flattened into rows in the page, filtered by level,
+    # then given its texts back; a plain dict, so altair neither validates it row by row nor
+    # applies its 5,000-row limit (the level filter bounds what is drawn)
+    return alt.Chart({"values": [compact_data(levels.table)]},
+                     title=alt.TitleParams(title, subtitle=_subtitle(info))).transform_flatten(
+        ROW_FIELDS).transform_filter(lod_filter_expr(levels, zoom_name)).transform_calculate(
+        **calculate_fields()).mark_bar(
         height={"band": 0.8}, clip=True).encode(
         x=alt.X("ts_us:Q", title="time (µs)", scale=alt.Scale(domain=domain, zero=False)),
         x2="end_us:Q",
@@ -241,7 +240,7 @@ def timeline_chart(trace_or_events: Any, *, detail_threshold: int = 3000, max_ma
         opacity=alt.Opacity("opacity:Q", legend=None, scale=None),
         tooltip=["name:N", "kind:N", alt.Tooltip("dur_us:Q", title="duration (µs)", format=",.2f"),
                  "count:Q", "shapes:N", "lane:N"],
-    ).transform_filter(lod_filter_expr(levels, zoom_name)).properties(
+    ).properties(
         width=width, height=max(60, 22 * n_lanes), usermeta={"workbench_lod": {
             "factor": levels.factor, "bins_per_tile": levels.bins_per_tile,
             "span_us": levels.span_us, "levels": info.get("levels", [])}}).add_params(zoom)

@@ -5,7 +5,9 @@ Level ``k`` cuts the span into ``factor**k`` tiles of ``bins_per_tile`` bins eac
 its (lane, bin); an event at least one bin long is drawn by itself from the first level whose bin
 it fills (``lvl`` = that level, ``ind`` = 1), so long events stay individual at every finer level
 and no event is counted twice. Level 0 covers the whole span; a finer level is stored only for
-tiles whose parent tile is stored, busiest tiles first, until the level's mark budget is spent.
+tiles whose parent tile is stored, busiest tiles first, until the level's mark budget is spent:
+at least ``marks_per_level``, plus what a total of ``max_rows`` leaves after the coarser levels
+(so the first zoom steps refine everywhere and the deepest ones where the events are densest).
 
 The page picks a level from the zoom: with a window of width ``W`` the level is
 ``floor(log_factor(span / W))`` (clamped), so the window never shows more than about
@@ -24,7 +26,7 @@ from workbench.charts.common import shorten
 
 LOD_FACTOR = 4
 LOD_COLUMNS = ["lane", "kind", "name", "ts_us", "dur_us", "end_us", "count", "opacity", "shapes",
-               "lvl", "ind", "fine"]
+               "lvl", "ind", "fine", "longest"]
 
 
 @dataclass(frozen=True)
@@ -154,7 +156,7 @@ def _bin_rows(cols: _Columns, bins: dict, keep: np.ndarray, level: int, n_bins: 
         "name": [f"{c} events; longest: {shorten(n, 40)}" for c, n in zip(count, cols.names[longest])],
         "ts_us": ts_us, "dur_us": busy, "end_us": ts_us + bin_us, "count": count,
         "opacity": np.clip(busy / bin_us, 0.2, 1.0), "shapes": None,
-        "lvl": level, "ind": 0, "fine": 0, "_bin": key % n_bins})
+        "lvl": level, "ind": 0, "fine": 0, "longest": cols.names[longest], "_bin": key % n_bins})
 
 
 def _individual_rows(cols: _Columns, idx: np.ndarray, level: int) -> pd.DataFrame:
@@ -164,10 +166,10 @@ def _individual_rows(cols: _Columns, idx: np.ndarray, level: int) -> pd.DataFram
         "name": cols.names[idx], "ts_us": ts_us, "dur_us": dur_us, "end_us": ts_us + dur_us,
         "count": 1, "opacity": 1.0,
         "shapes": cols.shapes[idx] if cols.shapes is not None else None,
-        "lvl": level, "ind": 1, "fine": 0, "_bin": -1})
+        "lvl": level, "ind": 1, "fine": 0, "longest": cols.names[idx], "_bin": -1})
 
 
-def _level(cols: _Columns, k: int, spec: dict, allowed_parent: np.ndarray | None):
+def _level(cols: _Columns, k: int, spec: dict, allowed_parent: np.ndarray | None, budget: float):
     """Rows of level ``k`` for the tiles it can afford, and which tiles those are."""
     n_tiles, bpt, span = spec["factor"] ** k, spec["bins_per_tile"], spec["span_us"]
     bin_us, upper_us = span / (n_tiles * bpt), span / (n_tiles * bpt) * spec["factor"]
@@ -182,7 +184,6 @@ def _level(cols: _Columns, k: int, spec: dict, allowed_parent: np.ndarray | None
     marks = np.bincount(bin_tile, minlength=n_tiles) + np.bincount(tile[new], minlength=n_tiles)
     allowed = (np.ones(n_tiles, bool) if allowed_parent is None
                else np.repeat(allowed_parent, spec["factor"]))
-    budget = spec["budget"] if k else np.inf
     stored = _pick_tiles(marks, np.bincount(tile[short], minlength=n_tiles), allowed, budget)
     rows = [_bin_rows(cols, bins, stored[bin_tile], k, n_tiles * bpt, bin_us, spec["start_us"]),
             _individual_rows(cols, np.flatnonzero(new & stored[tile]), k)]
@@ -199,18 +200,31 @@ def _mark_fine(rows: pd.DataFrame, stored_next: np.ndarray, bpt: int, factor: in
     rows["fine"] = fine
 
 
+def _budget(k: int, spec: dict, rows_so_far: int) -> float:
+    """Marks level ``k`` may store: level 0 all; a finer level at least ``marks_per_level``, and
+    whatever of ``max_rows`` the coarser levels left, less the minimum of the levels after it
+    (so coarse levels are covered first and every level keeps some detail for the busiest parts)."""
+    if k == 0:
+        return np.inf
+    after = spec["max_levels"] - 1 - k
+    return max(spec["budget"], spec["max_rows"] - rows_so_far - spec["budget"] * after)
+
+
 def build_levels(events: pd.DataFrame, *, start_us: float, end_us: float, bins_per_tile: int,
-                 marks_per_level: int, max_levels: int = 6, factor: int = LOD_FACTOR
-                 ) -> TimelineLevels:
-    """The pyramid for ``events`` (columns lane, kind, name, ts_us, dur_us[, shapes]) on a span."""
+                 marks_per_level: int, max_levels: int = 6, factor: int = LOD_FACTOR,
+                 max_rows: int | None = None) -> TimelineLevels:
+    """The pyramid for ``events`` (columns lane, kind, name, ts_us, dur_us[, shapes]) on a span;
+    about ``max_rows`` rows in all (default: ``marks_per_level`` per level)."""
     bins_per_tile = max(factor, bins_per_tile - bins_per_tile % factor)
     spec = {"factor": factor, "bins_per_tile": bins_per_tile, "budget": marks_per_level,
-            "span_us": max(end_us - start_us, 1e-3), "start_us": start_us, "max_levels": max_levels}
+            "span_us": max(end_us - start_us, 1e-3), "start_us": start_us, "max_levels": max_levels,
+            "max_rows": max_rows or 0}
     n_finest = bins_per_tile * factor ** (max_levels - 1)
     cols = _Columns(events, start_us, spec["span_us"] / n_finest, n_finest)
     parts, infos, stored = [], [], None
     for k in range(max_levels):
-        rows, now_stored, info, any_short = _level(cols, k, spec, stored)
+        rows_so_far = sum(len(p) for p in parts)
+        rows, now_stored, info, any_short = _level(cols, k, spec, stored, _budget(k, spec, rows_so_far))
         if k and info.marks == 0:
             break
         if parts:
