@@ -43,3 +43,14 @@ def _contain_global_state():
             setter(value)
     if leaked:
         sys.stderr.write(f"\n[conftest] restored global state a test left changed: {', '.join(leaked)}\n")
+
+
+@pytest.fixture
+def one_torch_thread():
+    """Timing on a shared 2-core VM: one OpenMP thread avoids spin-wait contention."""
+    import torch
+
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(saved)

@@ -5,14 +5,9 @@ import pytest
 
 
 @pytest.fixture(autouse=True)
-def _one_thread():
-    """Timing on a shared 2-core VM: one OpenMP thread avoids spin-wait contention."""
-    import torch
-
-    saved = torch.get_num_threads()
-    torch.set_num_threads(1)
+def _one_thread(one_torch_thread):
+    """Every capture test times on one thread (tests/conftest.py)."""
     yield
-    torch.set_num_threads(saved)
 
 
 @pytest.fixture(scope="module")

@@ -8,12 +8,7 @@ from workbench.hypotheses import diagnose_trace
 from workbench.hypotheses.rules.sequences import best_sequence, primitive_period
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    saved = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(saved)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _rules(run):

@@ -18,7 +18,6 @@ parameters differ (8380H, 8592V, 9754S, cloud-only SKUs) deliberately match noth
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -133,19 +132,11 @@ KNOWN_CPUS: tuple[CpuSpec, ...] = (
 )
 
 
-def _normalise(name: str) -> str:
-    return re.sub(r"[_\s]+", " ", name.strip().lower())
-
-
 def find_cpu_spec(name: str | None) -> CpuSpec | None:
     """The row whose pattern matches a CPU model name (case-insensitive), or None when unknown."""
-    if not name:
-        return None
-    key = _normalise(name)
-    for spec in KNOWN_CPUS:
-        if any(re.search(p, key) for p in spec.patterns):
-            return spec
-    return None
+    from workbench.devices.specs import find_by_patterns
+
+    return find_by_patterns(name, KNOWN_CPUS)
 
 
 def cpu_spec(name: str) -> CpuSpec:

@@ -142,15 +142,21 @@ def _normalise(name: str) -> str:
     return re.sub(r"[_\s]+", " ", name.strip().lower())
 
 
-def find_device_spec(name: str | None) -> DeviceSpec | None:
-    """The spec whose pattern matches ``name`` (case-insensitive), or None when unknown."""
+def find_by_patterns(name: str | None, rows: Iterable[Any]) -> Any:
+    """The first of ``rows`` (each with regex ``patterns``) matching ``name``, case and
+    white-space insensitive; None when ``name`` is empty or nothing matches."""
     if not name:
         return None
     key = _normalise(name)
-    for spec in KNOWN_DEVICES:
-        if any(re.search(p, key) for p in spec.patterns):
-            return spec
+    for row in rows:
+        if any(re.search(p, key) for p in row.patterns):
+            return row
     return None
+
+
+def find_device_spec(name: str | None) -> DeviceSpec | None:
+    """The spec whose pattern matches ``name`` (case-insensitive), or None when unknown."""
+    return find_by_patterns(name, KNOWN_DEVICES)
 
 
 def device_spec(name: str) -> DeviceSpec:
