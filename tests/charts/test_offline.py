@@ -68,3 +68,12 @@ def test_save_writes_each_format(tmp_path, suffix, magic):
 def test_save_unknown_suffix_is_a_clear_error(tmp_path):
     with pytest.raises(InvalidArgumentError, match=r"\.gif"):
         charts.save(_chart(), tmp_path / "x.gif")
+
+
+def test_display_of_a_list_is_one_output_with_one_bundle(monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
+    charts.display([_chart(), _chart(), _chart()])
+    [html] = [obj.data for obj in shown]
+    assert html.count("if (!window.vegaEmbed) { (function") == 1
+    assert html.count('class="workbench-chart"') == 3

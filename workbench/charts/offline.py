@@ -138,11 +138,14 @@ class OfflineChart:
 
 
 def display(chart: Any, *, include_bundle: bool = True, renderer: str = "svg") -> None:
-    """Show a chart in the running notebook with no network (the output carries vega)."""
+    """Show a chart, or a list of charts as one output, in the running notebook with no network
+    (the output carries vega once)."""
     from IPython.display import HTML
     from IPython.display import display as ipy_display
 
-    ipy_display(HTML(notebook_html(chart, include_bundle=include_bundle, renderer=renderer)))
+    charts = list(chart) if isinstance(chart, (list, tuple)) else [chart]
+    ipy_display(HTML("\n".join(notebook_html(c, include_bundle=include_bundle and i == 0, renderer=renderer)
+                               for i, c in enumerate(charts))))
 
 
 def page_html(charts: list[Any], *, title: str = "workbench charts", renderer: str = "svg") -> str:
