@@ -15,7 +15,7 @@ def _run(*args):
 def test_report_help_explains_every_option():
     out = _run("report", "--help").stdout
     for option in ("--out", "--workload", "--bundle", "--template", "--repeat", "--warmup", "--compare-to",
-                   "--fail-on-regression"):
+                   "--fail-on-regression", "--no-experiments"):
         assert option in out
     assert "exit status" in out
 
@@ -54,3 +54,18 @@ def test_analyze_text_cuts_long_kernel_signatures_but_keeps_every_table(capsys):
     kernel_lines = out.split("== kernel breakdown ==")[1].split("== temporal")[0].splitlines()
     assert any("void at::native::elementwise_kernel" in line and "…" in line for line in kernel_lines)
     assert max(len(line) for line in kernel_lines) < 250
+
+
+def test_no_experiments_reaches_the_pipeline(monkeypatch, tmp_path):
+    import workbench.report.pipeline as pipeline
+
+    seen = {}
+
+    def fake_build_report(out, **kw):
+        seen.update(kw)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(pipeline, "build_report", fake_build_report)
+    with pytest.raises(SystemExit):
+        main(["report", "--out", str(tmp_path), "--no-experiments"])
+    assert seen["experiments"] is False

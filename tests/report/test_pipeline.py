@@ -48,6 +48,9 @@ def test_bundle_report_and_regression_gate(demo_report, tmp_path, capsys):
                  "--compare-to", str(demo_report), "--fail-on-regression", "5"])
     assert same == 0  # the same run against itself: +0.0 %
     assert "+0.0 %" in capsys.readouterr().out
+    again = (tmp_path / "again" / "report.html").read_text(encoding="utf-8")
+    assert "No experiments: this report was made from a saved run bundle" in again
+    assert not (tmp_path / "again" / "experiments.json").exists()
 
 
 def test_report_shows_a_roofline_of_the_demo_ops_against_measured_ceilings(demo_report):
@@ -55,3 +58,22 @@ def test_report_shows_a_roofline_of_the_demo_ops_against_measured_ceilings(demo_
     assert '"text": "Roofline"' in html
     assert "ceiling: measured" in html and "NOT MEASURED" not in html
     assert '"aten::mm [[1024,1024],[1024,256]]"' in html  # the demo's matmul placed by its shapes
+
+
+def test_report_runs_the_suggested_variants_and_shows_the_decision(demo_report):
+    import torch
+
+    doc = json.loads((demo_report / "experiments.json").read_text())
+    rows = {r["name"]: r for r in doc["comparison"]["results"]}
+    assert list(rows)[0] == "eager" and "compiled" in rows      # the memory-bound chain suggests compile
+    assert rows["compiled"]["status"] == "ok" and rows["compiled"]["correctness"]["passed"]
+    summary = load_summary(demo_report)["experiments"]
+    assert summary["variant"] in rows and summary["decision"] in (
+        "keep", "keep_guarded", "micro_only", "reject", "need_more_evidence")
+    html = (demo_report / "report.html").read_text(encoding="utf-8")
+    section = html[html.index('id="Experiments"'):html.index('id="Environment"')]
+    assert "Decision record" in section and "Hypothesis held against the measurement" in section
+    assert f"<code>{summary['decision']}</code>" in section
+    if "cuda_graph" in rows and not torch.cuda.is_available():
+        assert rows["cuda_graph"]["status"] == "not_applicable" and "not applicable" in section
+    assert html.count("if (!window.vegaEmbed) { (function") == 1      # the comparison chart shares it

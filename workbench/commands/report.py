@@ -15,7 +15,8 @@ Profile a workload, execute a report template notebook with papermill and render
 HTML file that needs no network (timing, top ops, charts, hypotheses, environment).
 
 With no arguments it profiles the built-in demo workload (workbench.demo:workload) and writes
-reports/report-<time>/: run/ (the run bundle), report.ipynb, report.html and summary.json.
+reports/report-<time>/: run/ (the run bundle), experiments.json (the suggested variants compared
+with the workload, and the decision), report.ipynb, report.html and summary.json.
 """
 
 EPILOG = """\
@@ -52,6 +53,9 @@ def register(subparsers: Any) -> None:
                    help="an earlier report folder; prints the median change against it")
     p.add_argument("--fail-on-regression", metavar="PCT", type=float, default=math.inf,
                    help="with --compare-to: exit 1 when the median is more than PCT %% slower")
+    p.add_argument("--no-experiments", action="store_true",
+                   help="do not compare the variants the hypotheses suggest (torch.compile, CUDA graphs) "
+                        "with the workload; by default the report shows that comparison and its decision")
     p.set_defaults(handler=run)
 
 
@@ -72,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     result = build_report(args.out or _default_out(), workload=args.workload, bundle=args.bundle,
                           template=args.template, warmup=args.warmup, repeat=args.repeat,
                           compare_to=args.compare_to, fail_on_regression_pct=args.fail_on_regression,
-                          title=args.title)
+                          title=args.title, experiments=not args.no_experiments)
     t = result.summary["timing"]
     print(f"median {t['median_ms']:.3f} ms (p95 {t['p95_ms']:.3f} ms, n={t['n']}, "
           f"first call {t['cold_ms']:.3f} ms)")

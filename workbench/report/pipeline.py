@@ -10,6 +10,7 @@ from typing import Any
 
 from workbench.errors import BundleError, ReportError
 from workbench.report.execute import execute_template
+from workbench.report.experiments import write_experiments
 from workbench.report.regression import SUMMARY_FILE, RegressionCheck, check_regression
 from workbench.report.render import render_html
 from workbench.report.sections import timing_summary
@@ -75,8 +76,10 @@ def _load_bundle(path: Path) -> Any:
 def build_report(out_dir: str | Path, *, workload: str = DEFAULT_WORKLOAD, bundle: str | Path | None = None,
                  template: str | Path | None = None, warmup: int = 3, repeat: int = 20,
                  compare_to: str | Path | None = None, fail_on_regression_pct: float = math.inf,
-                 title: str | None = None) -> ReportResult:
-    """Write ``run/`` (unless a bundle is given), ``report.ipynb``, ``report.html``, ``summary.json``."""
+                 title: str | None = None, experiments: bool = True) -> ReportResult:
+    """Write ``run/`` (unless a bundle is given), ``experiments.json`` (``experiments`` and a
+    workload: the variants its hypotheses suggest, compared with it), ``report.ipynb``,
+    ``report.html`` and ``summary.json``."""
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     template_path = Path(template).resolve() if template else default_template()
@@ -86,11 +89,15 @@ def build_report(out_dir: str | Path, *, workload: str = DEFAULT_WORKLOAD, bundl
     else:
         run = profile_workload(workload, warmup=warmup, repeat=repeat)
         bundle_path = run.save(out / BUNDLE_DIR)
-    params = {"bundle": str(bundle_path), "title": title or f"workbench report: {run.name}"}
-    notebook = execute_template(template_path, out / NOTEBOOK_FILE, params)
-    html_path = render_html(notebook, out / HTML_FILE)
+    params = {"bundle": str(bundle_path), "title": title or f"workbench report: {run.name}",
+              "experiments": ""}
     summary = {"timing": timing_summary(run), "workload": run.name, "bundle": str(bundle_path),
                "template": str(template_path), "created_at": datetime.now(timezone.utc).isoformat()}
+    if bundle is None:
+        path, summary["experiments"] = write_experiments(out, workload, run, enabled=experiments)
+        params["experiments"] = str(path)
+    notebook = execute_template(template_path, out / NOTEBOOK_FILE, params)
+    html_path = render_html(notebook, out / HTML_FILE)
     regression = None
     if compare_to is not None:
         regression = check_regression(compare_to, summary["timing"]["median_ms"], fail_on_regression_pct)

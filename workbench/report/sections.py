@@ -95,3 +95,41 @@ def environment_html(run: Any) -> str:
         return "<p>No environment recorded.</p>"
     rows = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in flatten_environment(env))
     return f"<table class='wb-environment'>{rows}</table>"
+
+
+NO_BUNDLE_EXPERIMENTS = ("No experiments: this report was made from a saved run bundle, which holds no "
+                         "code to run variants of; make the report with --workload to run them.")
+
+
+def experiments_html(doc: dict[str, Any]) -> str:
+    """The experiments section: the comparison (table, decision, charts) and the decision record,
+    or, in words, why there are none (a bundle report, no suggested variant, an error)."""
+    if not doc:
+        return f"<p class='wb-experiments'>{_esc(NO_BUNDLE_EXPERIMENTS)}</p>"
+    if "error" in doc:
+        return f"<p class='wb-experiments-error'>The experiments could not run: {_esc(doc['error'])}</p>"
+    if "comparison" not in doc:
+        return f"<p class='wb-experiments'>No experiments: {_esc(doc.get('none', 'nothing to run'))}.</p>"
+    from workbench.variants.results import Comparison
+
+    cmp = Comparison.from_dict(doc["comparison"])
+    verdict = doc["comparison"].get("hypothesis_verdict")
+    held = (f"<p><b>Hypothesis held against the measurement:</b> {_esc(verdict.get('status', ''))}: "
+            f"{_esc(verdict.get('explanation', ''))}</p>") if isinstance(verdict, dict) else ""
+    return cmp._repr_html_() + held + decision_record_html(cmp.decision.to_dict())
+
+
+def decision_record_html(record: dict[str, Any]) -> str:
+    """A DecisionRecord's fields as HTML, every text escaped."""
+    fields = [("Problem", "problem"), ("Bottleneck", "bottleneck"), ("Change", "change"),
+              ("Numerical class", "numerical_class"), ("Why it is safe", "why_safe"), ("Guard", "guard"),
+              ("Fallback", "fallback"), ("Result", "result")]
+    rows = "".join(f"<tr><th>{t}</th><td>{_esc(record.get(k) or '—')}</td></tr>" for t, k in fields)
+    lists = ""
+    for title, key in (("Evidence", "evidence"), ("Rejected alternatives", "rejected_alternatives"),
+                       ("Remaining risk", "remaining_risk"), ("Failure cases", "failure_cases")):
+        items = "".join(f"<li>{_esc(x)}</li>" for x in record.get(key) or ()) or "<li>none</li>"
+        lists += f"<h4>{title}</h4><ul>{items}</ul>"
+    head = (f"<h3>Decision record: <code>{_esc(record.get('decision'))}</code> for "
+            f"{_esc(record.get('variant'))}</h3><p>{_esc(record.get('reason'))}</p>")
+    return f"<div class='wb-decision-record'>{head}<table class='wb-decision'>{rows}</table>{lists}</div>"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import itertools
 from typing import Any, Callable
 
 from workbench.errors import InvalidArgumentError
@@ -42,3 +43,30 @@ def _needs_arguments(func: Callable[..., Any]) -> bool:
         return True
     return any(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
                for p in params)
+
+
+def workload_inputs(spec: str) -> tuple[Callable[..., Any], Callable[[], tuple[Any, ...]]]:
+    """``module:function`` -> (function, a zero-argument factory of its arguments). The factory
+    calls ``module.make_inputs()`` afresh each time where the module has it (with a new ``seed=``
+    each call where it takes one), so a variant comparison checks every variant on fresh inputs;
+    else it returns the same arguments."""
+    func, args = resolve_workload(spec)
+    module = importlib.import_module(spec.partition(":")[0])
+    make_inputs = getattr(module, "make_inputs", None)
+    if not (args and callable(make_inputs)):
+        return func, lambda: args
+    seeds = itertools.count(1)
+    seeded = _takes_seed(make_inputs)
+
+    def fresh() -> tuple[Any, ...]:
+        made = make_inputs(seed=next(seeds)) if seeded else make_inputs()
+        return tuple(made) if isinstance(made, (tuple, list)) else (made,)
+    return func, fresh
+
+
+def _takes_seed(func: Callable[..., Any]) -> bool:
+    """Whether ``func`` takes a ``seed`` keyword (then each call gets a new one: fresh values)."""
+    try:
+        return "seed" in inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False

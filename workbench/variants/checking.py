@@ -144,9 +144,10 @@ def run_checks(lives: list[Live], baseline: Live, make_inputs: Callable[[], tupl
     previous_args = None
     for i in range(checks):
         args = make_inputs()
-        if previous_args is not None and _same_inputs(previous_args, args):
-            notes.append("inputs were identical in two checks: pass a make_inputs that draws fresh "
-                         "random values each call")
+        same = ("inputs were identical in two checks: pass a make_inputs that draws fresh "
+                "random values each call")
+        if previous_args is not None and same not in notes and _same_inputs(previous_args, args):
+            notes.append(same)
         ref, precision, note = reference_output(baseline.variant, reference, args, limit_s)
         if note and note not in notes:
             notes.append(note)

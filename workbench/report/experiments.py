@@ -1,0 +1,85 @@
+"""The report's experiments: the variants the run's hypotheses suggest, run on the workload.
+
+``run_experiments(spec, run)`` takes the registry variants that the ranked hypotheses name (in
+rank order, at most ``MAX_VARIANTS``; ``triton`` needs the user's kernel and is left out),
+compares them with the workload as written through ``wb.compare`` (correctness against a
+float64 reference, interleaved timing, footprint, the decision record), and holds the first
+suggesting hypothesis against what was measured. CUDA-only variants stay in the table as not
+applicable, with the reason, on a machine without a GPU. The result is saved as JSON beside the
+report (``experiments.json``) for the template to show.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+EXPERIMENTS_FILE = "experiments.json"
+MAX_VARIANTS = 4
+NOT_FROM_FUNCTION = {"eager", "triton"}   # the baseline itself; a Triton variant needs the user's kernel
+BUDGET_S = 4.0
+
+
+def suggested_variants(hypotheses: Iterable[Any], limit: int = MAX_VARIANTS) -> tuple[list[str], Any]:
+    """Registry names the hypotheses suggest, in rank order, and the first hypothesis suggesting one."""
+    from workbench.variants import registry
+
+    known, names, first = set(registry.names()) - NOT_FROM_FUNCTION, [], None
+    for h in hypotheses:
+        for name in getattr(h, "suggested_variants", ()) or ():
+            if name in known and name not in names:
+                names.append(name)
+                first = first or h
+    return names[:limit], first
+
+
+def run_experiments(spec: str, run: Any, *, budget_s: float = BUDGET_S) -> Any:
+    """The comparison of the suggested variants with ``spec`` as written; None when no hypothesis
+    suggests a variant that can be built from the function alone."""
+    from workbench.report.workload import workload_inputs
+    from workbench.variants.compare import compare
+
+    names, hypothesis = suggested_variants(getattr(run, "hypotheses", ()) or ())
+    if not names:
+        return None
+    func, inputs = workload_inputs(spec)
+    problem = f"{spec}: {getattr(hypothesis, 'title', '')}".rstrip(": ")
+    return compare({"eager": func, **{n: n for n in names}}, inputs=inputs, hypothesis=hypothesis,
+                   budget_s=budget_s, problem=problem)
+
+
+def write_experiments(out_dir: Path, spec: str, run: Any, *, enabled: bool = True
+                      ) -> tuple[Path, dict[str, Any]]:
+    """Run the experiments and write ``experiments.json`` (the comparison, or why there is none);
+    returns its path and a short summary. A failure is written down, not raised: the report
+    still shows the profile, and says what went wrong with the experiments."""
+    path = out_dir / EXPERIMENTS_FILE
+    if not enabled:
+        doc = {"none": "they were turned off (workbench report --no-experiments)"}
+        path.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+        return path, doc
+    try:
+        cmp = run_experiments(spec, run)
+    except Exception as exc:  # noqa: BLE001 - reported in the page and the summary instead
+        doc = {"error": f"{type(exc).__name__}: {exc}"}
+    else:
+        doc = ({"comparison": cmp.to_dict()} if cmp is not None else
+               {"none": "no hypothesis suggests a variant that can be built from the function alone"})
+    path.write_text(json.dumps(doc, indent=1, default=str), encoding="utf-8")
+    return path, experiments_summary(doc)
+
+
+def experiments_summary(doc: dict[str, Any]) -> dict[str, Any]:
+    """The decision, its variant and speedup (or the error / why there were none)."""
+    if "comparison" not in doc:
+        return {k: v for k, v in doc.items()}
+    d = doc["comparison"]["decision"]
+    return {"decision": d.get("decision"), "variant": d.get("variant"), "reason": d.get("reason"),
+            "variants": [r["name"] for r in doc["comparison"]["results"]]}
+
+
+def load_experiments(path: str | Path) -> dict[str, Any]:
+    """``experiments.json`` as written by :func:`write_experiments`; {} for an empty path."""
+    if not path:
+        return {}
+    return json.loads(Path(path).read_text(encoding="utf-8"))
