@@ -124,7 +124,8 @@ def decision_record_html(record: dict[str, Any]) -> str:
     fields = [("Problem", "problem"), ("Bottleneck", "bottleneck"), ("Change", "change"),
               ("Numerical class", "numerical_class"), ("Why it is safe", "why_safe"), ("Guard", "guard"),
               ("Fallback", "fallback"), ("Result", "result")]
-    rows = "".join(f"<tr><th>{t}</th><td>{_esc(record.get(k) or '—')}</td></tr>" for t, k in fields)
+    rows = "".join(f"<tr><th style='text-align:left'>{t}</th><td style='text-align:left'>"
+                   f"{_esc(record.get(k) or '—')}</td></tr>" for t, k in fields)
     lists = ""
     for title, key in (("Evidence", "evidence"), ("Rejected alternatives", "rejected_alternatives"),
                        ("Remaining risk", "remaining_risk"), ("Failure cases", "failure_cases")):

@@ -140,6 +140,7 @@ class Comparison:
         table = self.table[cols].to_html(index=False, escape=True, float_format=lambda x: f"{x:.4g}",
                                          na_rep="—", classes="workbench-comparison")
         d = self.decision
-        return (f"<div class='workbench-comparison'><b>Comparison against {html.escape(self.baseline)}</b>{table}"
+        return (f"<div class='workbench-comparison'><b>Comparison against {html.escape(self.baseline)}</b>"
+                f"<div style='overflow-x:auto'>{table}</div>"
                 f"<p>Decision: <code>{html.escape(d.decision)}</code> for {html.escape(d.variant)}: "
                 f"{html.escape(d.reason)}</p>{comparison_html(self)}</div>")
