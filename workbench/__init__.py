@@ -31,6 +31,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "report": ("workbench.report", None),
     "demo": ("workbench.demo", None),
     "errors": ("workbench.errors", None),
+    "widgets": ("workbench.widgets", None),
 }
 
 __all__ = sorted(_LAZY) + ["__version__", "load_ipython_extension", "unload_ipython_extension"]

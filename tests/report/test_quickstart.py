@@ -25,5 +25,7 @@ def test_quickstart_executes_without_errors(tmp_path):
     # each output draws on its own (after a reload, in the saved file): one vega bundle apiece
     assert [h.count("if (!window.vegaEmbed) { (function") for h in chart_outputs] == [1] * len(chart_outputs)
     assert "median" in "".join(o.get("text", "") for o in outputs)
+    printed = "".join(o.get("text", "") for o in outputs)
+    assert "# Decision: `" in printed and "compiled" in printed        # the experiment ran to a record
     svgs = sorted((tmp_path / "figs").glob("*.svg"))
     assert len(svgs) >= 4 and all(p.read_text().lstrip().startswith("<svg") for p in svgs)
