@@ -259,3 +259,13 @@ def test_events_drawn_one_by_one_when_the_pyramid_would_be_larger_than_them():
     many = pd.concat([events.assign(ts_us=events["ts_us"] + k * 0.01) for k in range(10)], ignore_index=True)
     levels, info = charts.timeline.timeline_levels(many)           # 40,000: binned as before
     assert info["aggregated"] and len(levels.table) < len(many)
+
+
+def test_the_page_decodes_to_the_names_of_the_level_table():
+    from workbench.charts.common import shorten
+
+    trace = _trace(n_kernels=30_000, kernel_dur=0.5, seed=6)
+    levels, _ = charts.timeline.timeline_levels(trace, max_marks=1000)
+    rows = _rows(charts.timeline_chart(trace, max_marks=1000).to_dict())
+    assert sorted(r["name"] for r in rows) == sorted(shorten(str(n), 120) for n in levels.table["name"])
+    assert any(r["name"].endswith("events; longest: gemm") for r in rows)

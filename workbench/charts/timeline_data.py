@@ -16,11 +16,11 @@ from typing import Any
 import pandas as pd
 
 from workbench.charts.common import shorten
+from workbench.charts.timeline_lod import NAME_CHARS, bin_label
 
 ROW_FIELDS = ["ts_us", "end_us", "dur_us", "count", "opacity", "lvl", "ind", "fine", "li", "ki", "ni", "si"]
 DICTIONARIES = {"lane": ("wb_lanes", "li"), "kind": ("wb_kinds", "ki"), "shapes": ("wb_shapes", "si")}
 NAMES = ("wb_names", "ni")
-NAME_CHARS = 120
 BIN_NAME_EXPR = ("datum.ind == 1 ? datum.wb_names[datum.ni] : "
                  "format(datum.count, ',') + ' events; longest: ' + datum.wb_names[datum.ni]")
 
@@ -64,7 +64,7 @@ def chart_rows(spec: dict[str, Any]) -> list[dict[str, Any]]:
             for column, (dictionary, index) in DICTIONARIES.items():
                 row[column] = datum[dictionary][row[index]]
             longest = datum[NAMES[0]][row[NAMES[1]]]
-            row["name"] = longest if row["ind"] == 1 else f"{row['count']:,} events; longest: {longest}"
+            row["name"] = longest if row["ind"] == 1 else bin_label(row["count"], longest)
             rows.append(row)
     return rows
 

@@ -93,6 +93,15 @@ def lod_filter_expr(levels: TimelineLevels, zoom: str, field_name: str = "ts_us"
     return f"datum.lvl <= {level} && (datum.fine == 0 || datum.lvl == {level}) && {visible}"
 
 
+NAME_CHARS = 120
+
+
+def bin_label(count: int, longest: str) -> str:
+    """A bin's name: how many events it sums and its longest one (the page builds the same text
+    from ``count`` and ``longest``, see ``timeline_data``)."""
+    return f"{count:,} events; longest: {shorten(str(longest), NAME_CHARS)}"
+
+
 def _first_max(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
     """Per group, the index of its largest value (the first one on ties)."""
     top = np.full(n_groups, -np.inf)
@@ -153,7 +162,7 @@ def _bin_rows(cols: _Columns, bins: dict, keep: np.ndarray, level: int, n_bins: 
     longest = bins["longest"][keep]
     return pd.DataFrame({
         "lane": cols.lanes[key // n_bins], "kind": cols.kinds[bins["kind"][keep]],
-        "name": [f"{c} events; longest: {shorten(n, 40)}" for c, n in zip(count, cols.names[longest])],
+        "name": [bin_label(c, n) for c, n in zip(count, cols.names[longest])],
         "ts_us": ts_us, "dur_us": busy, "end_us": ts_us + bin_us, "count": count,
         "opacity": np.clip(busy / bin_us, 0.2, 1.0), "shapes": None,
         "lvl": level, "ind": 0, "fine": 0, "longest": cols.names[longest], "_bin": key % n_bins})

@@ -72,7 +72,7 @@ def write_experiments(out_dir: Path, spec: str, run: Any, *, enabled: bool = Tru
 def experiments_summary(doc: dict[str, Any]) -> dict[str, Any]:
     """The decision, its variant and speedup (or the error / why there were none)."""
     if "comparison" not in doc:
-        return {k: v for k, v in doc.items()}
+        return dict(doc)
     d = doc["comparison"]["decision"]
     return {"decision": d.get("decision"), "variant": d.get("variant"), "reason": d.get("reason"),
             "variants": [r["name"] for r in doc["comparison"]["results"]]}
