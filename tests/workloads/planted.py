@@ -134,8 +134,10 @@ def lazy_lookup_table():
 
 @planted("cold_start")
 def lazy_module_init():
-    layer = torch.nn.LazyLinear(32)     # weights are created and initialised on the first call
-    x = torch.randn(2, 200_000)
+    # weights are created and initialised on the first call: 19.2 M parameters, ~60-200 ms once
+    # (6.4 M parameters gave 24-72 ms, too close to the rule's 20 ms excess threshold)
+    layer = torch.nn.LazyLinear(32)
+    x = torch.randn(2, 600_000)
 
     def forward():
         with torch.no_grad():

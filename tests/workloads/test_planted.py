@@ -57,8 +57,6 @@ def _fresh_dynamo():
         torch._dynamo.reset()   # compiled workloads leave no caches behind for the next test
 
 
-# Rankings come from timings on a shared, noisy 2-core machine: a second look is allowed.
-@pytest.mark.flaky(reruns=2)
 @pytest.mark.parametrize("category, builder", list(_cases()))
 def test_planted_category_ranks_first(category, builder):
     run, noisy = _profile_quietly(builder)
@@ -72,7 +70,6 @@ def test_planted_category_ranks_first(category, builder):
     assert ranked[0].time_at_stake_ms <= run.cold_ms + sum(run.timing.samples_ms) + 1e-9
 
 
-@pytest.mark.flaky(reruns=2)
 @pytest.mark.parametrize("builder", CLEAN, ids=[b.__name__ for b in CLEAN])
 def test_clean_workload_has_no_high_confidence_hypothesis(builder):
     run, noisy = _profile_quietly(builder)
