@@ -34,8 +34,8 @@ OURS = """
 import sys, time, json, warnings
 warnings.simplefilter("ignore")
 t0, c0 = time.perf_counter(), time.process_time()
-from workbench.trace import load_trace
-trace = load_trace(sys.argv[1])
+from workbench.trace import read_trace
+trace = read_trace(sys.argv[1])
 t1, c1 = time.perf_counter(), time.process_time()
 import workbench.analysis as A
 for name in ("kernel_breakdown", "temporal_breakdown", "idle_breakdown", "launch_stats", "comm_overlap",

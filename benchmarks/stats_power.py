@@ -9,14 +9,17 @@ interleaved timing with the paired speedup interval):
   wholly below 1.  Goal: at least 90% of trials.
 
 Each comparison is also timed (goal: within about 10 s).  Prints both rates, the median
-measured ratio and the comparison times.   Usage:
-    OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/stats_power.py [--trials 40] [--budget 3.0]
+measured ratio, the comparison times, how often the rounds were extended and the smallest effect
+the comparisons could have seen.  ``--busy 1`` starts one process that keeps a core busy for the
+whole run (and stops it at the end): the "under load" condition.   Usage:
+    OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/stats_power.py [--trials 40] [--budget 3.0] [--busy 1]
 """
 from __future__ import annotations
 
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -53,11 +56,15 @@ def make_inputs() -> tuple[torch.Tensor]:
 def trial(candidate, budget_s: float, seed: int):
     start = time.perf_counter()
     cmp = wb.compare({"eager": baseline, "candidate": candidate}, inputs=make_inputs, checks=1,
-                     budget_s=budget_s, min_rounds=15, max_rounds=400, profile=False, seed=seed)
+                     budget_s=budget_s, min_rounds=15, profile=False, seed=seed)
     row = cmp["candidate"]
     if row.speedup is None:
         print(f"  trial {seed}: candidate not timed ({row.status}: {row.reason}; {row.flags})", flush=True)
+    EXTENDED.append(bool(cmp.settings["timing"]["extensions"]))
     return row.speedup, time.perf_counter() - start
+
+
+EXTENDED: list[bool] = []
 
 
 def experiment(candidate, trials: int, budget_s: float):
@@ -72,11 +79,21 @@ def experiment(candidate, trials: int, budget_s: float):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trials", type=int, default=40)
-    ap.add_argument("--budget", type=float, default=3.0, help="timing seconds per comparison")
+    ap.add_argument("--budget", type=float, default=3.0,
+                    help="timing seconds per comparison (extended up to 3x while undecided)")
+    ap.add_argument("--busy", type=int, default=0, help="processes that keep a core busy during the run")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    same, same_s = experiment(twin, args.trials, args.budget)
-    slow, slow_s = experiment(ten_percent_slower, args.trials, args.budget)
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
+    try:
+        print(f"load: {args.busy} busy process(es); os.getloadavg() {os.getloadavg()} on {os.cpu_count()} cores",
+              flush=True)
+        same, same_s = experiment(twin, args.trials, args.budget)
+        slow, slow_s = experiment(ten_percent_slower, args.trials, args.budget)
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
     untimed = sum(s is None for s in same + slow)
     same = [s for s in same if s is not None]
     slow = [s for s in slow if s is not None]
@@ -94,7 +111,10 @@ def main() -> None:
           f"median measured ratio {statistics.median(1 / s.point for s in slow):.3f}")
     all_s = same_s + slow_s
     print(f"seconds per comparison: median {statistics.median(all_s):.2f}, max {max(all_s):.2f} (goal ~10)")
-    print(f"median rounds per comparison: {statistics.median(s.n_pairs for s in same + slow):.0f}")
+    print(f"median rounds per comparison: {statistics.median(s.n_pairs for s in same + slow):.0f}; "
+          f"rounds extended in {sum(EXTENDED)} of {len(EXTENDED)} comparisons")
+    print(f"smallest detectable change (80% power), median over the identical pairs: "
+          f"{statistics.median(s.min_detectable for s in same):.1%}")
 
 
 if __name__ == "__main__":

@@ -97,6 +97,7 @@ def main() -> None:
     print(f"eager {eager.timing.median_ms:.3f} ms, compiled {comp.timing.median_ms:.3f} ms per call: "
           f"speedup x{s.point:.2f} [95% CI {s.ci_low:.2f}-{s.ci_high:.2f}]")
     print(f"compile (setup) time, apart: {comp.setup_ms / 1e3:.1f} s")
+    print(f"timing: {cmp.settings['timing']['text']}")
     print(f"op count per call: eager {eager.footprint.get('op_count')} -> compiled "
           f"{comp.footprint.get('op_count')}; allocations {eager.footprint.get('alloc_count')} -> "
           f"{comp.footprint.get('alloc_count')}")

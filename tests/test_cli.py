@@ -15,9 +15,14 @@ def _run(*args):
 def test_report_help_explains_every_option():
     out = _run("report", "--help").stdout
     for option in ("--out", "--workload", "--bundle", "--template", "--repeat", "--warmup", "--compare-to",
-                   "--fail-on-regression", "--no-experiments"):
+                   "--fail-on-regression", "--no-experiments", "--processes", "--time-limit",
+                   "--allow-environment-change"):
         assert option in out
     assert "exit status" in out
+    for code, meaning in (("0", "report written"), ("1", "REGRESSION"), ("2", "bad input"),
+                          ("3", "the workload failed"), ("4", "the workload ran past --time-limit")):
+        assert f"  {code}  {meaning}" in out
+    assert "INCONCLUSIVE" in out and "hierarchical bootstrap" in out
 
 
 def test_missing_bundle_exits_2_without_traceback(tmp_path):

@@ -4,6 +4,8 @@ Every message says what was wrong, where, and what to do about it.
 """
 from __future__ import annotations
 
+import importlib.util
+
 
 class WorkbenchError(Exception):
     """Base class of every error workbench raises on purpose."""
@@ -40,6 +42,36 @@ class NotApplicableError(WorkbenchError):
 
     def __init__(self, reason: str):
         super().__init__(f"not applicable: {reason}")
+        self.reason = reason
+
+
+class MissingDependencyError(WorkbenchError, ImportError):
+    """An optional package a feature needs is not installed; the message names the pip extra.
+
+    An ``ImportError`` too, so code that already catches a missing import keeps working.
+    """
+
+    def __init__(self, package: str, *, extra: str, feature: str):
+        super().__init__(f"{feature} needs {package}, which is not installed: "
+                         f"pip install 'workbench[{extra}]'", name=package)
+        self.package = package
+        self.extra = extra
+        self.feature = feature
+
+
+def require_package(package: str, *, extra: str, feature: str) -> None:
+    """Raise MissingDependencyError, naming the pip ``extra`` that brings it, unless ``package`` is
+    installed. Looks the package up without importing it, so the check costs nothing."""
+    if importlib.util.find_spec(package) is None:
+        raise MissingDependencyError(package, extra=extra, feature=feature)
+
+
+class NotJudged(WorkbenchError):
+    """A rule cannot judge: the facts it needs are not in this trace or run (no GPU activity, no
+    steps, ...). The diagnosis reports ``reason`` as "not judged" instead of a hypothesis."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
         self.reason = reason
 
 

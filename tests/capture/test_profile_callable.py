@@ -23,10 +23,15 @@ def _counting(fn=lambda: None):
     return wrapped, calls
 
 
-def test_calls_cold_once_then_warmup_then_timed_repeats():
+def test_calls_cold_once_then_warmup_then_timed_repeats_then_traced_pass():
+    fn, calls = _counting(lambda a, b=0: a + b)
+    run = wb.profile(fn, 1, warmup=2, repeat=5, trace_repeat=2, b=2)
+    assert len(calls) == 1 + 2 + 5 + 2
+    assert run.timing.n == 5 and run.traced_timing.n == 2 and run.trace_repeat == 2
     fn, calls = _counting(lambda a, b=0: a + b)
     run = wb.profile(fn, 1, warmup=2, repeat=5, trace=False, b=2)
     assert len(calls) == 1 + 2 + 5
+    assert run.traced_timing is None and run.trace_repeat == 0 and run.profiler_overhead is None
     assert calls[0] == ((1,), {"b": 2})
     assert run.timing.n == 5 and run.warmup == 2 and run.repeat == 5
     assert run.timing.timer == "perf_counter_ns"
@@ -48,23 +53,35 @@ def test_cold_call_is_timed_apart_from_warm_repeats():
     assert run.cold_over_warm > 2
 
 
-def test_traced_run_parses_ops_with_one_step_per_repeat(matmul_run):
+def test_traced_run_parses_ops_with_one_step_per_traced_call(matmul_run):
     run = matmul_run
-    assert run.timed_under_profiler and run.trace is not None, run.trace_note
+    assert run.trace is not None, run.trace_note
+    assert not run.timed_under_profiler           # the clean repeats ran with no profiler
+    n = run.trace_repeat         # not given: a few, enough to cover TRACE_TARGET_MS of clean time
+    assert run.timing.n == 6 and n == profile_module.auto_trace_repeat(run.timing.median_ms)
+    assert run.traced_timing is not None and run.traced_timing.n == n and run.traced_calls == n
     ops = run.trace.cpu_ops
-    assert (ops["name"] == "aten::mm").sum() == 6   # the timed repeats only, not cold or warm-up
+    assert (ops["name"] == "aten::mm").sum() == n   # the traced pass only: not cold, warm-up or clean
     steps = run.trace.annotations
     step_names = set(steps[steps["name"].str.startswith("ProfilerStep#")]["name"])
-    assert step_names == {f"ProfilerStep#{i}" for i in range(6)}
+    assert step_names == {f"ProfilerStep#{i}" for i in range(n)}
     assert run.profiler_warmup.startswith(("ran", "skipped"))
-    assert any("torch.profiler" in note for note in run.notes)
+    assert run.profiler_overhead == pytest.approx(run.traced_timing.median_ms / run.timing.median_ms)
+    assert run.trace_scale == pytest.approx(1 / run.profiler_overhead)
 
 
 def test_traced_ops_carry_input_shapes(matmul_run):
     mm = matmul_run.trace.cpu_ops.query("name == 'aten::mm'")
-    assert len(mm) == 6
+    assert len(mm) == matmul_run.trace_repeat
     assert "64" in str(mm["input_dims"].iloc[0])
     assert len(matmul_run.trace.memory) > 0          # profile_memory=True: allocator events
+
+
+def test_traced_calls_by_default_cover_a_target_of_clean_time():
+    auto = profile_module.auto_trace_repeat
+    assert auto(100.0) == auto(profile_module.TRACE_TARGET_MS) == profile_module.MIN_TRACE_REPEAT == 3
+    assert auto(10.0) == 5 and auto(0.01) == profile_module.MAX_TRACE_REPEAT == 20
+    assert auto(0.0) == auto(float("nan")) == 20
 
 
 def test_profiler_warm_up_runs_once_per_process():
@@ -125,6 +142,7 @@ def test_threads_and_grad_mode_apply_inside_and_are_restored():
     ({"repeat": True}, "repeat must be an integer >= 1"),
     ({"threads": 0}, "threads must be an integer >= 1"),
     ({"device": "tpu"}, "device must be one of"),
+    ({"trace_repeat": 0}, "trace_repeat must be an integer >= 1"),
 ])
 def test_bad_options_raise_invalid_argument(kwargs, fragment):
     fn, calls = _counting()

@@ -107,7 +107,11 @@ def test_save_onto_a_file_is_refused(matmul_run, tmp_path):
 
 def test_html_shows_timing_cold_and_top_ops(matmul_run):
     page = matmul_run._repr_html_()
-    assert "warm median" in page and "cold (first call)" in page
+    assert "clean median (per call)" in page and "cold (first call)" in page
+    assert "traced pass" in page and "overhead" in page and "profile health" in page
+    table = page[page.index("Top 10 CPU ops"):page.index("</table>", page.index("Top 10 CPU ops"))]
+    assert "<th>self / call</th>" in table and "self_us" not in table and "e+0" not in table
+    assert " µs" in table or " ms" in table        # per call, adaptive units
     assert "Top 10 CPU ops by self time" in page and "aten::mm" in page
     assert "torch.compile" not in page            # nothing compiled: no empty section
 
@@ -115,7 +119,7 @@ def test_html_shows_timing_cold_and_top_ops(matmul_run):
 def test_html_without_trace_has_no_op_section():
     run = wb.profile(lambda: None, warmup=0, repeat=3, trace=False)
     page = run._repr_html_()
-    assert "warm median" in page and "CPU ops" not in page
+    assert "clean median (per call)" in page and "CPU ops" not in page
 
 
 def test_hypotheses_are_ranked_and_categorised(matmul_run):

@@ -16,8 +16,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.hypotheses.test_catalog_additions import _conv_bn, _fill_and_copy, _gpu_run, _mm_run, _steps
-from tests.hypotheses.test_rules_fire import A100, _mem, cpu_ops, facts, gpu, run
+from tests.hypotheses.builders import (
+    A100, conv_bn, cpu_ops, facts, fill_and_copy, gpu, gpu_run, half_gpu, memory_events, mm_run, run, steps,
+)
 from workbench.capture.compile_diag import CompileDiagnostics, GraphBreak, Recompile
 from workbench.capture.measurement import Measurement
 from workbench.hypotheses.facts import TraceFacts
@@ -145,19 +146,14 @@ def _late_launches(n_late: int) -> TraceFacts:
 # -- host side --------------------------------------------------------------------------------
 def _half_mm(unaligned_pct: float) -> TraceFacts:
     """Two fp16 matmuls; the one with dims not multiples of 8 takes ``unaligned_pct`` of their time."""
-    durs = [unaligned_pct, 100.0 - unaligned_pct]
-    ops = frame("cpu_ops", {"rank": [0, 0], "tid": ["1", "1"], "name": ["aten::mm"] * 2, "ts_us": [0.0, 100.0],
-                            "dur_us": durs, "end_us": [durs[0], 100.0 + durs[1]], "depth": [0, 0],
-                            "input_dims": ["[[1000,1001],[1001,512]]", "[[1024,1024],[1024,512]]"],
-                            "input_types": ['["c10::Half","c10::Half"]'] * 2})
-    return facts(cpu_ops=ops)
+    return half_gpu("[[1000,1001],[1001,512]]", n=2, unaligned_us=unaligned_pct, aligned_us=100.0 - unaligned_pct)
 
 
 def _clones(dur_us: float) -> TraceFacts:
     """Two clones allocating 32 MiB each; writing 32 MiB at the default 10 GB/s roof needs ~3.36 ms."""
     big = 32 << 20
     ops = cpu_ops(["aten::clone", "aten::clone"], [dur_us, dur_us], 10.0)
-    return facts(cpu_ops=ops, memory=_mem([5.0, dur_us + 15.0], [big, big]))
+    return facts(cpu_ops=ops, memory=memory_events([5.0, dur_us + 15.0], [big, big]))
 
 
 def _loading(loading_pct: float) -> TraceFacts:
@@ -277,10 +273,10 @@ CASES: dict[str, Case] = {
     "fallback_kernels": Case(lambda: _compiled(_inductor(fallback_kernels=["aten::_embedding_bag"])),
                              lambda: _compiled(_inductor(fallback_kernels=[])), "fallback_kernel_count", "min_fallback_ops"),
     "frequent_sequences": Case(lambda: _sequence(12), lambda: _sequence(4), "repeats", "min_repeats"),
-    "cpu_fill_then_copy": Case(lambda: _fill_and_copy("[[1024,1024],[],[],[]]", 4 << 20),
-                               lambda: _fill_and_copy("[[512,1024],[],[],[]]", 4 << 20),   # a fill of another size
+    "cpu_fill_then_copy": Case(lambda: fill_and_copy("[[1024,1024],[],[],[]]", 4 << 20),
+                               lambda: fill_and_copy("[[512,1024],[],[],[]]", 4 << 20),   # a fill of another size
                                "fill_and_copy_pct", "min_pct"),
-    "conv_bias_before_batch_norm": Case(lambda: facts(cpu_ops=_conv_bn(True)), lambda: facts(cpu_ops=_conv_bn(False)),
+    "conv_bias_before_batch_norm": Case(lambda: facts(cpu_ops=conv_bn(True)), lambda: facts(cpu_ops=conv_bn(False)),
                                         "conv_bias_then_bn", "min_pairs"),
     "data_parallel_not_ddp": Case(lambda: facts(cpu_ops=cpu_ops(DATA_PARALLEL, [300.0, 100.0, 200.0, 50.0], 10.0)),
                                   lambda: facts(cpu_ops=cpu_ops(ATEN_GATHER, [300.0, 100.0, 50.0], 10.0)),
@@ -288,10 +284,10 @@ CASES: dict[str, Case] = {
     "first_step_outlier": Case(lambda: TraceFacts(None, **_step_tables([5000.0, 1000.0, 1010.0, 990.0, 1000.0])),
                                lambda: TraceFacts(None, **_step_tables([1900.0, 1000.0, 1010.0, 990.0, 1000.0])),
                                "first_over_median_step", "min_ratio"),
-    "first_profiler_session": Case(lambda: _gpu_run(""),
-                                   lambda: _gpu_run("ran: one short session on a cuda op before the measured one"),
+    "first_profiler_session": Case(lambda: gpu_run(""),
+                                   lambda: gpu_run("ran: one short session on a cuda op before the measured one"),
                                    "first_over_median_step", "min_ratio"),
-    "faster_than_roofline": Case(lambda: _mm_run(0.85 * MM_ROOF_MS, MEASURED_CPU), lambda: _mm_run(0.92 * MM_ROOF_MS, MEASURED_CPU),
+    "faster_than_roofline": Case(lambda: mm_run(0.85 * MM_ROOF_MS, MEASURED_CPU), lambda: mm_run(0.92 * MM_ROOF_MS, MEASURED_CPU),
                                  "per_call_over_roof", "margin"),
     "launch_delay_outliers": Case(lambda: _late_launches(5), lambda: _late_launches(2), "delayed_launches", "min_outliers"),
 }
@@ -311,7 +307,7 @@ NOT_A_THRESHOLD_NEAR_MISS = {
 
 
 def _step_tables(durs: list[float]) -> dict[str, pd.DataFrame]:
-    ann, ops = _steps(durs)
+    ann, ops = steps(durs)
     return {"annotations": ann, "cpu_ops": ops}
 
 

@@ -43,14 +43,16 @@ def test_rank_orders_by_stake_and_drops_hypotheses_without_evidence():
     assert [h.title for h in rank([a, b, c])] == ["b", "a"]
 
 
-def test_untrustworthy_timing_goes_first_but_noise_ranks_by_its_stake():
+def test_timing_caveats_rank_by_their_stake_and_do_not_outrank_larger_findings():
     from dataclasses import replace
 
     few = replace(hyp("measurement", stake=0.1, confidence="high", title="few"), rule="too_few_samples")
     noise = replace(hyp("measurement", stake=0.5, confidence="high", title="noise"), rule="noisy_timing")
     big = hyp("host_bound", stake=100.0, title="big")
     small = hyp("host_bound", stake=0.2, title="small")
-    assert [h.title for h in rank([big, noise, small, few])] == ["few", "big", "noise", "small"]
+    # caveats qualify findings (workbench.hypotheses.diagnose.qualify), never outrank a larger stake
+    assert [h.title for h in rank([big, noise, small, few])] == ["big", "noise", "small", "few"]
+    assert [h.title for h in rank([hyp("host_bound", stake=0.0, title="zero"), small])] == ["small"]
 
 
 def test_unknown_rule_is_a_registry_error_naming_the_known_ones():

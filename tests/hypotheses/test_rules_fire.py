@@ -2,41 +2,12 @@
 trace schema; real traces are held in test_expected_diagnosis.py)."""
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 
-from workbench.capture.measurement import Measurement
-from workbench.hypotheses import get_rule
+from tests.hypotheses.builders import A100, cpu_ops, facts, fires, gpu, memory_events, run
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.run_facts import RunFacts
 from workbench.trace.schema import frame
-
-
-def gpu(kernel_ts, kernel_dur, launch_ts, launch_dur, names="void elementwise_kernel", kind="kernel",
-        ktype="computation", rank=0, runtime_extra=None):
-    n = len(kernel_ts)
-    names = names if isinstance(names, list) else [names] * n
-    ktype = ktype if isinstance(ktype, list) else [ktype] * n
-    ts, dur = np.asarray(kernel_ts, float), np.asarray(kernel_dur, float)
-    k = frame("kernels", {"rank": [rank] * n, "stream": [7] * n, "name": names, "kind": [kind] * n,
-                          "kernel_type": ktype, "ts_us": ts, "dur_us": dur, "end_us": ts + dur,
-                          "correlation": list(range(n))})
-    lt, ld = np.asarray(launch_ts, float), np.asarray(launch_dur, float)
-    rt = {"rank": [rank] * n, "tid": ["1"] * n, "name": ["cudaLaunchKernel"] * n, "ts_us": lt,
-          "dur_us": ld, "end_us": lt + ld, "correlation": list(range(n))}
-    for key, vals in (runtime_extra or {}).items():
-        rt[key] = list(rt[key]) + list(vals)
-    return k, frame("runtime", rt)
-
-
-def facts(**tables):
-    return TraceFacts(None, **tables)
-
-
-def fires(rule, f, **kw):
-    return get_rule(rule)(f, **kw)
 
 
 def test_device_idle_host_wait():
@@ -118,14 +89,6 @@ def test_exposed_communication_and_stragglers():
     assert fires("straggler_rank", facts(kernels=same, runtime=rt)) == []
 
 
-def cpu_ops(names, durs, gap_us, dims=None):
-    ts = np.cumsum([0.0] + [d + gap_us for d in durs[:-1]])
-    n = len(names)
-    return frame("cpu_ops", {"rank": [0] * n, "tid": ["1"] * n, "name": names, "ts_us": ts, "dur_us": durs,
-                             "end_us": ts + np.asarray(durs, float), "depth": [0] * n,
-                             "input_dims": dims or [""] * n, "input_types": ['["float","float"]'] * n})
-
-
 def test_cpu_dispatch_overhead_and_host_gaps():
     tiny = cpu_ops(["aten::add"] * 200, [3.0] * 200, 2.0)
     assert fires("cpu_dispatch_overhead", facts(cpu_ops=tiny))[0].category == "launch_overhead"
@@ -161,15 +124,12 @@ def test_roofline_ceiling_is_named_and_measured_one_replaces_the_default():
     assert h.evidence[2].rows[0]["memory_gbps"] == 6.5
 
 
-def run(samples, cold=None, compile=None):
-    return RunFacts(SimpleNamespace(timing=Measurement(tuple(samples)), cold_ms=cold, compile=compile,
-                                    environment={}, trace=None))
-
-
 def test_cold_start():
-    # a one-time cost, spread over the 21 calls profiled (cold + 20 timed) to rank against per-call costs
+    # a one-time cost, spread over a stated default number of calls to rank against per-call costs
+    from workbench.hypotheses.run_facts import ONE_TIME_COST_CALLS
+
     h = fires("cold_start", run([1.0] * 20, cold=500.0))[0]
-    assert h.time_at_stake_ms == pytest.approx(499.0 / 21)
+    assert h.time_at_stake_ms == pytest.approx(499.0 / ONE_TIME_COST_CALLS)
     assert h.evidence[1].value == pytest.approx(499.0)
     assert fires("cold_start", run([1.0] * 20, cold=1.5)) == []
 
@@ -181,7 +141,9 @@ def test_graph_break_compile_time_goes_to_graph_breaks_not_cold_start():
                               graph_breaks=(GraphBreak("Tensor.item()", "f.py:3", 3, ""),))
     cold = fires("cold_start", run([1.0] * 20, cold=500.0, compile=diag))[0]
     gb = fires("graph_breaks", run([1.0] * 20, compile=diag))[0]
-    assert cold.time_at_stake_ms == pytest.approx((499.0 - 300.0) / 21)
+    from workbench.hypotheses.run_facts import ONE_TIME_COST_CALLS
+
+    assert cold.time_at_stake_ms == pytest.approx((499.0 - 300.0) / ONE_TIME_COST_CALLS)
     assert gb.time_at_stake_ms == pytest.approx(0.75 + 300.0 / 21)
 
 
@@ -219,27 +181,18 @@ def test_compile_rules_read_capture_diagnostics():
     assert fires("recompiles", run([1.0] * 20, compile=clean)) == []
 
 
-def _mem(ts, nbytes):
-    n = len(ts)
-    return frame("memory", {"rank": [0] * n, "tid": ["1"] * n, "ts_us": np.asarray(ts, float), "bytes": nbytes,
-                            "total_allocated": np.cumsum(nbytes), "total_reserved": [0] * n, "device_type": [0] * n})
-
-
 def test_large_allocations_repeat_claims_only_time_above_the_roof():
     big = 32 << 20
     # two clones of 32 MiB taking 25 ms each: writing 32 MiB at 10 GB/s needs ~3.4 ms
     slow = cpu_ops(["aten::clone", "aten::clone"], [25_000.0, 25_000.0], 10.0)
-    h = fires("large_allocations_repeat", facts(cpu_ops=slow, memory=_mem([5.0, 25_015.0], [big, big])))[0]
+    h = fires("large_allocations_repeat", facts(cpu_ops=slow, memory=memory_events([5.0, 25_015.0], [big, big])))[0]
     assert h.category == "allocation_churn"
     assert h.time_at_stake_ms == pytest.approx(2 * (25.0 - big / 10e9 * 1e3), rel=1e-3)
     # the same allocations in ops running at the roof leave nothing at stake
     fast = cpu_ops(["aten::clone", "aten::clone"], [3_400.0, 3_400.0], 10.0)
-    assert fires("large_allocations_repeat", facts(cpu_ops=fast, memory=_mem([5.0, 3_415.0], [big, big]))) == []
-    small = _mem([5.0, 25_015.0], [1024, 1024])
+    assert fires("large_allocations_repeat", facts(cpu_ops=fast, memory=memory_events([5.0, 3_415.0], [big, big]))) == []
+    small = memory_events([5.0, 25_015.0], [1024, 1024])
     assert fires("large_allocations_repeat", facts(cpu_ops=slow, memory=small)) == []
-
-
-A100 = [{"name": "NVIDIA A100-SXM4-80GB", "computeMajor": 8, "totalGlobalMem": 85899345920}]
 
 
 def _launched_by(op_names, dims, kernel_names, dtype="float"):
@@ -262,10 +215,14 @@ def test_gpu_kernels_placed_by_analytic_work_where_shapes_are_known():
     placed = [e for e in h.evidence if e.metric == "placed_by_analytic_work_pct"][0]
     assert placed.value == pytest.approx(100.0) and h.evidence[0].rows[0]["work_op"] == "aten::mm"
     assert fires("memory_bound_kernels", f) == []
-    k, rt, ops = _launched_by(["aten::add"] * 10, ["[[4194304],[4194304]]"] * 10, "ampere_sgemm_128x64_nn")
+    k, rt, ops = _launched_by(["aten::add"] * 10, ["[[4194304],[4194304]]"] * 10, "void kernel_0x2f")
     f = TraceFacts(None, kernels=k, runtime=rt, cpu_ops=ops, device_properties=A100)
     assert fires("memory_bound_kernels", f)[0].evidence[0].rows[0]["placed_by"] == "analytic work"
     assert fires("matrix_kernels_dominate", f) == []
+    # a kernel whose own name says GEMM is never a fusion candidate, whatever its launching op's work says
+    k, rt, ops = _launched_by(["aten::add"] * 10, ["[[4194304],[4194304]]"] * 10, "ampere_sgemm_128x64_nn")
+    f = TraceFacts(None, kernels=k, runtime=rt, cpu_ops=ops, device_properties=A100)
+    assert fires("memory_bound_kernels", f) == []
     # without a known GPU the kernel name decides, and the evidence says so
     f = TraceFacts(None, kernels=k, runtime=rt, cpu_ops=ops)
     h = fires("matrix_kernels_dominate", f)[0]

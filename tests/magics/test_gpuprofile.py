@@ -29,11 +29,12 @@ def test_cell_runs_in_user_namespace_and_binds_the_run(ip, run_cell, capsys):
                       "4200 + 42\n")
     assert result.success, result.error_in_exec
     run = ip.user_ns["first"]
-    assert ip.user_ns["executions"] == 1 + 2 + 4          # side effects repeat, as documented
+    # side effects repeat, as documented: cold, warm-up, timed repeats, then the traced pass
+    assert ip.user_ns["executions"] == 1 + 2 + 4 + run.traced_calls
     assert ip.user_ns["w"].shape == (32, 32)              # assignments persist
     assert run is ip.user_ns["_gpuprofile"] is magics.last_run()
     assert run.timing.n == 4 and run.warmup == 2
-    assert run.trace is not None and (run.trace.cpu_ops["name"] == "aten::mm").sum() == 4
+    assert run.trace is not None and (run.trace.cpu_ops["name"] == "aten::mm").sum() == run.traced_calls >= 1
     out = capsys.readouterr().out
     assert out.count("cell output line") == 1             # shown once, repeats captured
     assert out.count("4242") == 1                         # the last expression, like Out

@@ -1,4 +1,4 @@
-"""Workload specs, template checks, regression summaries: the bad inputs a report can get."""
+"""Workload specs, template checks, earlier reports' summaries: the bad inputs a report can get."""
 import json
 import math
 
@@ -7,7 +7,7 @@ import pytest
 
 from workbench import demo
 from workbench.errors import InvalidArgumentError, ReportError
-from workbench.report import RegressionCheck, check_regression, load_summary, resolve_workload
+from workbench.report import SampleSet, load_samples, load_summary, resolve_workload
 from workbench.report.execute import check_template
 from workbench.report.kernel import kernelspec
 from workbench.report.pipeline import default_template
@@ -50,18 +50,42 @@ def test_kernelspec_runs_this_interpreter():
     assert "{connection_file}" in spec["argv"]
 
 
-def test_regression_check_round_trips_and_judges(tmp_path):
-    (tmp_path / "summary.json").write_text(json.dumps({"timing": {"median_ms": 10.0}}))
-    slower = check_regression(tmp_path, 11.0, 5.0)
-    assert slower.regressed and slower.change_pct == pytest.approx(10.0)
-    assert not check_regression(tmp_path, 10.4, 5.0).regressed
-    assert not check_regression(tmp_path, 100.0, math.inf).regressed
-    assert RegressionCheck.from_dict(slower.to_dict()) == slower
+SAMPLES = SampleSet(processes=((10.0, 10.2, 9.9), (10.4, 10.1, 10.3)), environment={"cpu_model": "x"}).to_dict()
+
+
+def test_samples_of_an_earlier_report_load(tmp_path):
+    (tmp_path / "summary.json").write_text(json.dumps({"timing": {"median_ms": 10.1}, "samples": SAMPLES}))
+    assert load_samples(tmp_path).n_processes == 2
 
 
 def test_missing_or_broken_summary_is_a_report_error(tmp_path):
+    with pytest.raises(ReportError, match="no such folder"):
+        load_summary(tmp_path / "nope")
     with pytest.raises(ReportError, match="summary.json is missing"):
         load_summary(tmp_path)
     (tmp_path / "summary.json").write_text("{not json")
     with pytest.raises(ReportError, match="not a readable report summary"):
         load_summary(tmp_path)
+    (tmp_path / "summary.json").write_text("[1, 2]")
+    with pytest.raises(ReportError, match="not an object"):
+        load_summary(tmp_path)
+    (tmp_path / "summary.json").write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(ReportError, match="not a readable report summary"):
+        load_summary(tmp_path)
+
+
+@pytest.mark.parametrize("summary,match", [
+    ({"timing": {"median_ms": 10.0}}, "no per-process samples: it was written by an older workbench"),
+    ({"timing": {"median_ms": math.nan}, "samples": SAMPLES}, "median of nan ms"),
+    ({"timing": {"median_ms": 0.0}, "samples": SAMPLES}, "median of 0.0 ms"),
+    ({"timing": {"median_ms": -3.0}, "samples": SAMPLES}, "median of -3.0 ms"),
+    ({"timing": {"median_ms": "fast"}, "samples": SAMPLES}, "median of 'fast' ms"),
+    ({"samples": {**SAMPLES, "format_version": 99}}, "version 99"),
+    ({"samples": {**SAMPLES, "processes": [{"samples_ms": [math.nan]}]}}, "not finite"),
+    ({"samples": {**SAMPLES, "processes": [{"samples_ms": [0.0]}]}}, "median of 0 ms"),
+    ({"samples": {**SAMPLES, "processes": "many"}}, "must be a list"),
+])
+def test_an_unusable_baseline_says_why(tmp_path, summary, match):
+    (tmp_path / "summary.json").write_text(json.dumps(summary))   # json writes NaN as NaN, as a report would
+    with pytest.raises(ReportError, match=match):
+        load_samples(tmp_path)

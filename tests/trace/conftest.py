@@ -13,8 +13,8 @@ BAD = DATA / "bad"
 
 @pytest.fixture(scope="session")
 def load():
-    """load_trace with results cached per (path, options) for the session."""
-    from workbench.trace import load_trace
+    """read_trace with results cached per (path, options) for the session."""
+    from workbench.trace import read_trace
 
     cache = {}
 
@@ -23,7 +23,7 @@ def load():
         if key not in cache:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                cache[key] = load_trace(path, **options)
+                cache[key] = read_trace(path, **options)
         return cache[key]
 
     return _load

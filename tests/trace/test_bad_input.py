@@ -7,7 +7,7 @@ import warnings
 import pytest
 
 from workbench.errors import TraceFormatError, TraceWarning
-from workbench.trace import load_trace
+from workbench.trace import read_trace
 from tests.trace.conftest import BAD
 
 
@@ -21,7 +21,7 @@ from tests.trace.conftest import BAD
 ])
 def test_unreadable_files_raise_with_the_file_named(name, words):
     with pytest.raises(TraceFormatError) as info:
-        load_trace(BAD / name)
+        read_trace(BAD / name)
     message = str(info.value)
     assert words in message
     assert name in message and info.value.path.endswith(name)
@@ -29,27 +29,27 @@ def test_unreadable_files_raise_with_the_file_named(name, words):
 
 def test_wrong_field_type_names_the_event():
     with pytest.raises(TraceFormatError) as info:
-        load_trace(BAD / "wrong_field_type.json")
+        read_trace(BAD / "wrong_field_type.json")
     assert info.value.event_index == 5
     assert "event #5" in str(info.value) and "name" in str(info.value)
 
 
 def test_args_that_are_not_an_object_raise():
     with pytest.raises(TraceFormatError, match="'args' is not an object"):
-        load_trace(BAD / "args_not_object.json")
+        read_trace(BAD / "args_not_object.json")
 
 
 def test_missing_file_and_empty_folder(tmp_path):
     with pytest.raises(TraceFormatError, match="does not exist"):
-        load_trace(tmp_path / "nope.json")
+        read_trace(tmp_path / "nope.json")
     with pytest.raises(TraceFormatError, match="no .json or .json.gz"):
-        load_trace(tmp_path)
+        read_trace(tmp_path)
 
 
 def _load_warned(path):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        trace = load_trace(path)
+        trace = read_trace(path)
     return trace, [str(w.message) for w in caught if issubclass(w.category, TraceWarning)]
 
 

@@ -6,7 +6,8 @@ import json
 
 import pandas as pd
 
-from workbench.trace import decode, load_trace, stream
+from workbench.trace import decode, stream
+from workbench.trace import read_trace
 from tests.trace.conftest import GPU
 
 
@@ -15,10 +16,10 @@ def _tables(trace):
 
 
 def test_chunked_equals_whole(monkeypatch):
-    whole = load_trace(GPU / "h100_bert_small.json.gz")
+    whole = read_trace(GPU / "h100_bert_small.json.gz")
     monkeypatch.setattr(decode, "CHUNK_BYTES", 20_000)
     monkeypatch.setattr(stream, "BLOCK_BYTES", 4_096)
-    chunked = load_trace(GPU / "h100_bert_small.json.gz")
+    chunked = read_trace(GPU / "h100_bert_small.json.gz")
     for name, frame in _tables(whole).items():
         pd.testing.assert_frame_equal(frame, chunked.table(name), check_categorical=False)
 
@@ -31,7 +32,7 @@ def test_cut_inside_a_string_is_not_taken(monkeypatch, tmp_path):
     path.write_text(json.dumps({"traceEvents": events}))
     monkeypatch.setattr(decode, "CHUNK_BYTES", 1_000)
     monkeypatch.setattr(stream, "BLOCK_BYTES", 300)
-    trace = load_trace(path)
+    trace = read_trace(path)
     assert len(trace.cpu_ops) == 400
     assert trace.cpu_ops["event_index"].tolist() == list(range(400))
     assert trace.cpu_ops["name"].astype(str).tolist() == [e["name"] for e in events]
@@ -45,7 +46,7 @@ def test_wrong_type_in_a_later_chunk_names_the_event(monkeypatch, tmp_path):
     monkeypatch.setattr(decode, "CHUNK_BYTES", 1_000)
     monkeypatch.setattr(stream, "BLOCK_BYTES", 300)
     try:
-        load_trace(path)
+        read_trace(path)
     except Exception as exc:  # noqa: BLE001 - the type is asserted below
         assert type(exc).__name__ == "TraceFormatError" and exc.event_index == 250
     else:
@@ -64,7 +65,7 @@ def test_pieces_are_many_and_the_header_after_the_events_is_read(monkeypatch, tm
     sizes = [len(c.events) for c in chunks]
     assert len(sizes) > 10 and sum(sizes) == 500
     assert header.baseTimeNanoseconds == 1700000000000000000 and header.schemaVersion == 1
-    assert load_trace(path).meta.base_time_ns == {0: 1700000000000000000}
+    assert read_trace(path).meta.base_time_ns == {0: 1700000000000000000}
 
 
 def test_gzip_streams_in_blocks_like_the_plain_file(monkeypatch, tmp_path):
@@ -77,7 +78,7 @@ def test_gzip_streams_in_blocks_like_the_plain_file(monkeypatch, tmp_path):
     monkeypatch.setattr(stream, "BLOCK_BYTES", 256)
     assert b"".join(stream.blocks(str(tmp_path / "a.json.gz"))) == text  # two gzip members
     monkeypatch.setattr(decode, "CHUNK_BYTES", 1_500)
-    assert load_trace(tmp_path / "a.json.gz").cpu_ops["ts_us"].tolist() == [float(i) for i in range(300)]
+    assert read_trace(tmp_path / "a.json.gz").cpu_ops["ts_us"].tolist() == [float(i) for i in range(300)]
 
 
 def test_no_piece_holds_much_more_than_a_chunk(monkeypatch):
@@ -100,9 +101,9 @@ def test_no_piece_holds_much_more_than_a_chunk(monkeypatch):
 
 def test_fast_and_generic_decoders_give_the_same_tables(monkeypatch):
     for name in ("h100_bert_small.json.gz", "v100_resnet50_2021.json.gz"):
-        fast = load_trace(GPU / name)
+        fast = read_trace(GPU / name)
         monkeypatch.setattr(decode._FastState, "enabled", False)
-        generic = load_trace(GPU / name)
+        generic = read_trace(GPU / name)
         monkeypatch.undo()
         for table, frame in _tables(fast).items():
             pd.testing.assert_frame_equal(frame, generic.table(table), check_categorical=False)
@@ -117,7 +118,7 @@ def test_an_unknown_category_falls_back_to_the_generic_decoder(monkeypatch, tmp_
     path.write_text(json.dumps({"traceEvents": events}))
     monkeypatch.setattr(decode, "CHUNK_BYTES", 3_000)
     monkeypatch.setattr(stream, "BLOCK_BYTES", 1_000)
-    trace = load_trace(path)
+    trace = read_trace(path)
     assert len(trace.cpu_ops) == 588  # the "my_tool" and uncategorised events are not ops
     assert sorted(trace.cpu_ops["external_id"].tolist()) == [i for i in range(600) if i % 50]
 
@@ -134,7 +135,7 @@ def test_a_string_that_is_not_utf8_is_a_trace_format_error(monkeypatch, tmp_path
         path = tmp_path / "t.json"
         path.write_bytes(text.replace(where, b'"op\x80"'))
         try:
-            load_trace(path)
+            read_trace(path)
         except TraceFormatError as exc:
             assert "UTF-8" in str(exc) or "not valid JSON" in str(exc)
         else:

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from workbench.errors import TraceFormatError
-from workbench.trace import load_trace
+from workbench.trace import read_trace
 from tests.trace.conftest import CPU, GPU
 
 
@@ -77,7 +77,7 @@ def test_mutated_traces_load_or_raise_trace_format_error(body):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            trace = load_trace(path)
+            trace = read_trace(path)
         except TraceFormatError:
             return
     trace.summary()

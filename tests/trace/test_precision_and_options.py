@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 
-from workbench.trace import load_trace
+from workbench.trace import read_trace
 from tests.trace.conftest import CPU, GPU
 
 
@@ -24,7 +24,7 @@ def test_epoch_us_with_ns_digits_keeps_every_ns(tmp_path):
             '{"ph": "X", "cat": "cpu_op", "name": "c", "pid": 1, "tid": 1, "ts": 1712195495519695.001, "dur": 1}]}')
     path = tmp_path / "ns.json"
     path.write_text(text)
-    trace = load_trace(path)
+    trace = read_trace(path)
     assert trace.meta.origins_ns[0] == 1712195495519689047
     ops = trace.cpu_ops.sort_values("ts_us")
     assert ops["ts_us"].tolist() == [0.0, 1.765, 5.954]
@@ -41,7 +41,7 @@ def test_real_ns_resolution_trace_keeps_ns(load):
 def test_relative_float_and_integer_timestamps(tmp_path):
     events = [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1419247333291.708, "dur": 22.51},
               {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "ts": 1419247333292, "dur": 1}]
-    trace = load_trace(_write(tmp_path, events))
+    trace = read_trace(_write(tmp_path, events))
     assert trace.cpu_ops["ts_us"].tolist() == [0.0, 0.292]
     assert trace.meta.origins_ns[0] == 1419247333291708
 
@@ -82,4 +82,4 @@ def test_one_step_drops_nothing(load):
 def test_bare_array_trace(tmp_path):
     path = tmp_path / "bare.json"
     path.write_text(json.dumps([{"ph": "X", "name": "x", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 5, "dur": 2}]))
-    assert len(load_trace(path).cpu_ops) == 1
+    assert len(read_trace(path).cpu_ops) == 1

@@ -52,7 +52,7 @@ def test_run_fills_table_chart_and_inserts_the_winner(shell):
     panel.checkboxes["one_pass"].value = True
     panel.checkboxes["broken"].value = True
     panel.run_button.click()
-    assert panel.progress.value == panel.progress.max == 2
+    assert panel.progress.value == panel.progress.max == 2 * len(VariantPanel.STAGES)   # moves per stage
     assert set(panel.rows) == {"eager", "one_pass", "broken"}
     assert panel.rows["broken"]["decision"] == "reject" and "shape" in panel.rows["broken"]["reason"]
     assert panel.rows["one_pass"]["decision"] == "keep", panel.rows["one_pass"]
@@ -77,3 +77,107 @@ def test_a_part_of_a_profiled_cell_is_judged_against_the_whole_run(shell):
     assert row["decision"] == "micro_only", row
     assert "5e+04 ms end-to-end" in row["reason"]
     assert panel.winner() is None and panel.insert_button.disabled             # nothing worth inserting
+
+
+def _hypothesis():
+    from workbench.hypotheses.model import Evidence, Hypothesis
+
+    fields = Hypothesis.__dataclass_fields__
+    values = dict(category="launch_overhead", title="many short ops: dispatch cost dominates",
+                  observed="300 ops per call, median 4 µs", mechanism="per-op dispatch",
+                  evidence=(), time_at_stake_ms=1.0, predicted_effect="fewer ops: faster",
+                  falsifier="compile the chain", confounders=(), confidence="medium", status="proposed",
+                  suggested_variants=("one_pass",))
+    return Hypothesis(**{k: v for k, v in values.items() if k in fields})
+
+
+def test_suggested_variants_start_checked_and_their_hypothesis_reaches_the_record(shell):
+    from types import SimpleNamespace
+
+    hyp = _hypothesis()
+    run = SimpleNamespace(timing=SimpleNamespace(median_ms=None), hypotheses=[hyp])
+    seen = []
+    panel = VariantPanel(slow_chain, lambda: torch.randn(100_000), run=run,
+                         user_variants={"one_pass": one_chain, "other": one_chain}, shell=shell,
+                         compare_options={**FAST, "progress": lambda stage, name: seen.append(
+                             (stage, panel.progress.value, panel.status.value))})
+    assert panel.selected() == ["one_pass"]             # suggested by the hypothesis: checked; "other" not
+    assert panel.hypothesis_for("one_pass") is hyp
+    panel.run()
+    record = panel.comparisons["one_pass"].decision
+    assert "not diagnosed" not in (record.bottleneck or ""), record.bottleneck
+    assert "Decision record: one_pass" in panel.records.value and "Bottleneck" in panel.records.value
+    assert [st for st, _, _ in seen][:2] == ["correctness", "timing"]
+    values = [v for _, v, _ in seen]
+    assert values == sorted(values) and 0 < values[0] < panel.progress.max      # moves within a variant
+    assert any("correctness" in status for _, _, status in seen)
+
+
+def test_registry_variants_a_hypothesis_suggests_are_checked(shell):
+    from types import SimpleNamespace
+
+    hyp = SimpleNamespace(suggested_variants=("compiled",))
+    panel = VariantPanel(slow_chain, lambda: torch.randn(1000), hypotheses=[hyp], shell=shell)
+    box = panel.checkboxes["compiled"]
+    assert box.value is (not box.disabled) and "suggested" in box.description
+    assert panel.run_button.layout.width == panel.insert_button.layout.width == "auto"   # labels not cut
+
+
+class _FakeKernel:
+    def __init__(self, msg_type):
+        self.msg_type = msg_type
+
+    def get_parent(self, channel=None):
+        return {"header": {"msg_type": self.msg_type}}
+
+
+class _FrontEndShell:
+    """A shell inside a kernel: set_next_input only reaches the front end from a cell's execution."""
+
+    def __init__(self, msg_type):
+        self.kernel, self.next_inputs = _FakeKernel(msg_type), []
+
+    def set_next_input(self, code, replace=False):
+        self.next_inputs.append(code)
+
+
+def test_insert_from_a_button_in_a_notebook_shows_the_code_and_says_how(shell):
+    front = _FrontEndShell("comm_msg")             # a widget button's click
+    panel = VariantPanel(slow_chain, lambda: torch.randn(100_000), user_variants={"one_pass": one_chain},
+                         shell=front, compare_options=FAST)
+    assert panel.insert_button.description == "Show the winner's code"
+    panel.checkboxes["one_pass"].value = True
+    panel.run()
+    panel.insert_button.click()
+    assert front.next_inputs == []                 # it would show up late, under another cell
+    assert "def one_chain(x):" in panel.code.value and panel.code.layout.display is None
+    assert "insert_winner()" in panel.status.value
+    front.kernel.msg_type = "execute_request"      # panel.insert_winner() run in a cell
+    panel.insert_winner()
+    assert len(front.next_inputs) == 1 and "def one_chain(x):" in front.next_inputs[0]
+    assert "new cell" in panel.status.value
+
+
+def test_no_shell_given_uses_the_running_one(shell):
+    shell.rl_next_input = None
+    panel = VariantPanel(slow_chain, lambda: torch.randn(100_000), user_variants={"one_pass": one_chain},
+                         compare_options=FAST)
+    panel.checkboxes["one_pass"].value = True
+    panel.run()
+    panel.insert_winner()
+    assert "def one_chain(x):" in shell.rl_next_input
+
+
+def test_a_failing_run_says_so_in_place(shell, monkeypatch):
+    import importlib
+
+    compare_module = importlib.import_module("workbench.variants.compare")
+
+    def boom(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(compare_module, "compare", boom)
+    panel = VariantPanel(slow_chain, lambda: torch.randn(10), user_variants={"one_pass": one_chain}, shell=shell)
+    panel.checkboxes["one_pass"].value = True
+    panel.run()
+    assert "interrupted" in panel.status.value and not panel.run_button.disabled

@@ -20,7 +20,8 @@ STRAGGLER_MIN_WAIT_FRACTION = 0.10  # the others' median extra comm time, as a f
 class Stragglers(AnalysisResult):
     """``table``: per rank: busy_us, compute_us, comm_us, kernel_time_us, comm_deficit_us (median comm
     of the ranks - this rank's comm: time the others waited in collectives for it), is_straggler.
-    ``stragglers``: the straggling ranks; ``reason`` says why the list is empty when it is."""
+    ``stragglers``: the straggling ranks; ``reason`` says why the list is empty when it is. Ranks with no
+    communication kernels are left out of the median and never flagged (comm_deficit_us 0)."""
 
     stragglers: tuple
     wait_caused_us: float
@@ -41,11 +42,14 @@ def stragglers(trace, semantics="workbench", min_wait_fraction: float = STRAGGLE
     table = table.fillna({"busy_us": 0.0, "compute_us": 0.0, "comm_us": 0.0})
     span = k.groupby("rank").agg(first=("ts_us", "min"), last=("end_us", "max"))
     table["kernel_time_us"] = table["rank"].map(span["last"] - span["first"])
-    median_comm = float(table["comm_us"].median()) if len(table) else 0.0
-    table["comm_deficit_us"] = median_comm - table["comm_us"]
-    reason = _no_analysis_reason(table, median_comm)
+    # a rank that runs no collective waits for no one and is waited for in none: it is left out of the
+    # median and never flagged
+    has_comm = table["comm_us"] > 0
+    median_comm = float(table.loc[has_comm, "comm_us"].median()) if has_comm.any() else 0.0
+    table["comm_deficit_us"] = np.where(has_comm, median_comm - table["comm_us"], 0.0)
+    reason = _no_analysis_reason(table[has_comm] if has_comm.any() else table, median_comm)
     threshold = min_wait_fraction * median_comm
-    flag = table["comm_deficit_us"] > threshold
+    flag = (table["comm_deficit_us"] > threshold) & has_comm
     table["is_straggler"] = flag if not reason else False
     found = tuple(int(r) for r in table.loc[table["is_straggler"], "rank"])
     if not reason and not found:

@@ -64,10 +64,11 @@ def load_run(path: str | Path) -> Any:
     doc = _read_json(folder / RUN_FILE, "run record")
     _check_version(doc, folder)
     record = dict(doc["run"])
+    _check_fields(record, folder)
     record["environment"] = _read_json(folder / ENVIRONMENT_FILE, "environment record")
     trace, note = None, record.get("trace_note", "")
     if record.get("trace_path"):
-        trace_file = folder / record["trace_path"]
+        trace_file = _inside(folder, record["trace_path"], "trace")
         if not trace_file.exists():
             raise BundleError(f"the bundle {str(folder)!r} names trace {record['trace_path']!r} but "
                               "the file is missing; copy the whole folder, or profile again")
@@ -79,6 +80,30 @@ def load_run(path: str | Path) -> Any:
     except (KeyError, TypeError, ValueError) as exc:
         raise BundleError(f"run record in {str(folder)!r} is incomplete ({type(exc).__name__}: {exc}); "
                           "save the run again") from exc
+
+
+def _check_fields(record: dict[str, Any], folder: Path) -> None:
+    """Fields a report shows as text must be text: a clear error here, not a template crash."""
+    for key in ("name", "device", "created_at"):
+        if key in record and not isinstance(record[key], str):
+            raise BundleError(f"run record in {str(folder)!r} has a {key} of type "
+                              f"{type(record[key]).__name__} ({record[key]!r:.60}); it must be a string. "
+                              "The bundle was edited or written by something else: save the run again")
+    if not isinstance(record.get("trace_path") or "", str):
+        raise BundleError(f"run record in {str(folder)!r} names a trace_path of type "
+                          f"{type(record['trace_path']).__name__}; it must be a file name inside the bundle")
+
+
+def _inside(folder: Path, name: str, what: str) -> Path:
+    """``folder / name``, refused unless it resolves (links followed) to a file inside ``folder``:
+    a bundle may only name its own files."""
+    root = folder.resolve()
+    target = (folder / name).resolve()
+    if Path(name).is_absolute() or not target.is_relative_to(root) or target == root:
+        raise BundleError(f"the bundle {str(folder)!r} names {what} file {name!r}, which is outside the "
+                          "bundle; a bundle may only name files inside its own folder (as ProfileRun.save "
+                          "writes it). Refused: copy the file into the bundle and name it relative to it")
+    return folder / name
 
 
 def _check_version(doc: Any, folder: Path) -> None:

@@ -1,16 +1,26 @@
 """HTML for a ProfileRun in a notebook: timing with spread, cold call, compile, top ops/kernels.
 
-Op and kernel tables come from the trace's own analyses (``op_breakdown``, ``kernel_breakdown``);
-where the trace or an analysis is absent the section is left out and the reason is shown.
+Op and kernel tables come from the trace's own analyses (``op_breakdown``, ``kernel_breakdown``),
+stated per clean call (``ProfileRun.per_call_ops``) in adaptive units (``workbench.units``); where
+the trace or an analysis is absent the section is left out and the reason is shown. The health
+check of the measurement stands beside the timing.
 """
 from __future__ import annotations
 
 import html
 from typing import Any
 
+from workbench.units import format_ms
+
 TOP_ROWS = 10
-_OP_COLUMNS = ("name", "count", "self_us", "total_us", "pct", "top_input_dims", "top_input_types")
-_KERNEL_COLUMNS = ("rank", "name", "kernel_type", "count", "sum_us", "mean_us", "pct")
+# per clean call: (column, header, formatter)
+_OP_COLUMNS = (("name", "op", str), ("calls_per_call", "calls / call", lambda v: f"{v:.3g}"),
+               ("self_ms_per_call", "self / call", format_ms), ("total_ms_per_call", "total / call", format_ms),
+               ("pct", "% of self time", lambda v: f"{v:.1f} %"), ("top_input_dims", "input dims", str),
+               ("top_input_types", "input types", str))
+_KERNEL_COLUMNS = (("rank", "rank", str), ("name", "kernel", str), ("kernel_type", "type", str),
+                   ("calls_per_call", "launches / call", lambda v: f"{v:.3g}"),
+                   ("sum_ms_per_call", "time / call", format_ms), ("pct", "% of kernel time", lambda v: f"{v:.1f} %"))
 
 
 def _esc(value: Any) -> str:
@@ -20,13 +30,20 @@ def _esc(value: Any) -> str:
 def _timing_rows(run: Any) -> list[tuple[str, str]]:
     t = run.timing
     lo, hi = t.median_ci_ms()
-    return [
-        ("warm median", f"{t.median_ms:.4g} ms (95% CI {lo:.4g}–{hi:.4g})"),
-        ("p95 / IQR", f"{t.p95_ms:.4g} ms / {t.iqr_ms:.3g} ms ({t.relative_iqr:.1%} of median)"),
-        ("min / max", f"{t.min_ms:.4g} ms / {t.max_ms:.4g} ms"),
-        ("samples", f"{t.n} repeats after {run.warmup} warm-up calls, timer {t.timer}"),
-        ("cold (first call)", f"{run.cold_ms:.4g} ms = {run.cold_over_warm:.1f}× the warm median"),
+    rows = [
+        ("clean median (per call)", f"{format_ms(t.median_ms)} (95% CI {format_ms(lo)}–{format_ms(hi)}), "
+                                    "no profiler running"),
+        ("p95 / IQR", f"{format_ms(t.p95_ms)} / {format_ms(t.iqr_ms)} ({t.relative_iqr:.1%} of median)"),
+        ("min / max", f"{format_ms(t.min_ms)} / {format_ms(t.max_ms)}"),
+        ("samples", f"{t.n} timed calls after {run.warmup} warm-up calls, timer {t.timer}"),
+        ("cold (first call)", f"{format_ms(run.cold_ms)} once = {run.cold_over_warm:.1f}× the clean median"),
     ]
+    traced = getattr(run, "traced_timing", None)
+    if traced is not None:
+        rows.append(("traced pass", f"{format_ms(traced.median_ms)} per call over {traced.n} calls under "
+                                    f"torch.profiler: overhead {run.profiler_overhead:.2f}× the clean call; "
+                                    "the trace's times below are scaled to the clean call"))
+    return rows
 
 
 def _kv_table(rows: list[tuple[str, str]]) -> str:
@@ -58,32 +75,38 @@ def _compile_section(run: Any) -> str:
     return "".join(parts)
 
 
-def _table_section(title: str, trace: Any, method: str, columns: tuple[str, ...],
-                   sort_by: str) -> str:
-    analysis = getattr(trace, method, None)
-    if analysis is None:
-        return ""
+def readable_table(table: Any, columns: tuple) -> Any:
+    """A per-call table with readable headers and adaptive units (strings, for display only)."""
+    import pandas as pd
+
+    out = pd.DataFrame()
+    for col, header, fmt in columns:
+        if col in table.columns:
+            out[header] = [fmt(v) if v is not None and v == v else "" for v in table[col]]
+    return out
+
+
+def _table_section(title: str, run: Any, method: str, columns: tuple) -> str:
     try:
-        table = analysis().table
+        table = getattr(run, method)(TOP_ROWS)
     except Exception as exc:  # show the gap, not a fake table
         return f"<h4>{_esc(title)}</h4><p>not available: {_esc(type(exc).__name__)}: {_esc(exc)}</p>"
     if table is None or len(table) == 0:
         return f"<h4>{_esc(title)}</h4><p>none recorded</p>"
-    if sort_by in table.columns:
-        table = table.sort_values(sort_by, ascending=False)
-    keep = [c for c in columns if c in table.columns] or list(table.columns)
-    return f"<h4>{_esc(title)}</h4>" + table[keep].head(TOP_ROWS).to_html(index=False, float_format=lambda v: f"{v:.4g}")
+    calls = getattr(run, "traced_calls", 0) or 1
+    note = (f"<p style='font-size:smaller'>per clean call: the trace's totals over {calls} traced call(s), "
+            f"scaled by the clean / traced time ({run.trace_scale:.2f})</p>")
+    return f"<h4>{_esc(title)}</h4>{note}" + readable_table(table, columns).to_html(index=False, escape=True)
 
 
 def _trace_sections(run: Any) -> str:
     trace = run.trace
     if trace is None:
         return ""
-    parts = [_table_section(f"Top {TOP_ROWS} CPU ops by self time", trace, "op_breakdown",
-                            _OP_COLUMNS, "self_us")]
+    parts = [_table_section(f"Top {TOP_ROWS} CPU ops by self time", run, "per_call_ops", _OP_COLUMNS)]
     if getattr(trace, "has_gpu", False):
-        parts.append(_table_section(f"Top {TOP_ROWS} GPU kernels by time", trace,
-                                    "kernel_breakdown", _KERNEL_COLUMNS, "sum_us"))
+        parts.append(_table_section(f"Top {TOP_ROWS} GPU kernels by time", run, "per_call_kernels",
+                                    _KERNEL_COLUMNS))
     return "".join(parts)
 
 
@@ -94,9 +117,37 @@ def _hypotheses_section(run: Any) -> str:
         return f"<h4>Hypotheses</h4><p>not available: {_esc(type(exc).__name__)}: {_esc(exc)}</p>"
     if not hyps:
         return ""
-    items = "".join(f"<li>{_esc(getattr(h, 'category', ''))}: {_esc(getattr(h, 'title', h))}</li>"
+    items = "".join(f"<li>{_esc(getattr(h, 'category', ''))}: {_esc(getattr(h, 'title', h))} "
+                    f"<span style='font-size:smaller'>({_esc(stake_text(h))})</span></li>"
                     for h in hyps[:5])
     return f"<h4>Hypotheses (ranked)</h4><ol>{items}</ol>"
+
+
+def stake_text(h: Any) -> str:
+    """A hypothesis's stake as a person reads it: per clean call, or once for a one-time cost."""
+    stake = getattr(h, "time_at_stake_ms", None)
+    if not isinstance(stake, (int, float)):
+        return ""
+    if getattr(h, "category", "") == "cold_start":
+        once = next((r.get("one_time_ms") for e in getattr(h, "evidence", ()) for r in getattr(e, "rows", ())
+                     if isinstance(r, dict) and "one_time_ms" in r), None)
+        calls = next((r.get("spread_over_calls") for e in getattr(h, "evidence", ()) for r in getattr(e, "rows", ())
+                      if isinstance(r, dict) and "spread_over_calls" in r), None)
+        if once is not None:
+            return f"{format_ms(once)} once; ranked as {format_ms(stake)} a call over {calls} calls"
+    if getattr(h, "rule", "") == "recompiles":
+        return f"{format_ms(stake)} a call: repeated compile time spread over the profiled calls"
+    if getattr(h, "rule", "") == "graph_breaks":
+        return (f"{format_ms(stake)} a call: eager time between the graphs plus the extra graphs' "
+                "compile time spread over the profiled calls")
+    if getattr(h, "category", "") == "measurement":
+        return f"uncertainty up to {format_ms(stake)} per call"
+    return f"up to {format_ms(stake)} per call at stake"
+
+
+def _health_section(run: Any) -> str:
+    health = getattr(run, "health", None)
+    return health._repr_html_() if health is not None else ""
 
 
 def _charts_section(run: Any) -> str:
@@ -113,7 +164,7 @@ def run_html(run: Any) -> str:
     settings = ", ".join(f"{k}={v}" for k, v in run.settings.items())
     return (
         f"<div class='workbench-run'><h3>{_esc(run.name)} — {_esc(run.device)}</h3>"
-        f"{_kv_table(_timing_rows(run))}"
+        f"{_kv_table(_timing_rows(run))}{_health_section(run)}"
         f"{_compile_section(run)}{_trace_sections(run)}{_hypotheses_section(run)}{_charts_section(run)}"
         + (f"<p>Notes:</p><ul>{notes}</ul>" if notes else "")
         + f"<p style='font-size:smaller'>settings: {_esc(settings)}; profiler warm-up: "

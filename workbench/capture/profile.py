@@ -1,14 +1,21 @@
-"""``wb.profile``: run a callable cold once, warm it up, time repeats, trace them, return a ProfileRun.
+"""``wb.profile``: run a callable cold once, warm it up, time clean repeats, trace a few calls apart.
 
-The callable runs ``1 + warmup + repeat`` times: one cold call timed apart, ``warmup`` untimed
-calls, then ``repeat`` timed calls. With ``trace=True`` the timed repeats run inside one
-torch.profiler session (so the samples include the profiler's per-op overhead; the run says so).
-Whatever happens (an exception in the callable, KeyboardInterrupt), the profiler is stopped and
-torch settings changed here are restored; the exception then propagates unchanged.
+The callable runs ``1 + warmup + repeat (+ trace_repeat)`` times: one cold call timed apart,
+``warmup`` untimed calls, ``repeat`` timed calls with no profiler running (``run.timing``, the
+clean measurement), then, with ``trace=True``, a separate short traced pass of ``trace_repeat``
+calls inside one torch.profiler session (``run.traced_timing``; ``run.profiler_overhead`` is its
+median over the clean one). Times read from the trace are stated per clean call (shares from the
+trace, magnitudes from the clean timing). The profiler's native stderr chatter during the traced
+pass is held back and kept on the run; it is shown only if something failed. Every run carries a
+health check of the measurement (``run.health``). Whatever happens (an exception in the callable,
+KeyboardInterrupt), the profiler is stopped and torch settings changed here are restored; the
+exception then propagates unchanged.
 """
 from __future__ import annotations
 
 import functools
+import math
+import statistics
 import shutil
 import tempfile
 import weakref
@@ -18,8 +25,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from workbench.capture.compile_diag import CompileDiagnostics, CompileWatcher
+from workbench.capture.health import MAX_WAIT_SHARE, health_for, read_run_delay_ns, wait_share
 from workbench.capture.measurement import Measurement
 from workbench.capture.profiler_session import ProfilerSession, warm_up_profiler
+from workbench.capture.quiet import captured_native_stderr
 from workbench.capture.run import ProfileRun
 from workbench.capture.timing import (
     CUDA_EVENT_RESOLUTION_MS, PERF_COUNTER_RESOLUTION_MS, time_cold_ms, time_repeats_ms,
@@ -30,33 +39,60 @@ from workbench.capture.trace_link import load_trace
 from workbench.errors import InvalidArgumentError
 
 DEVICES = ("auto", "cpu", "cuda")
+# The traced pass: a few calls, more when calls are short, so that one preemption or timer tick
+# inside the trace cannot dominate its shares; ``trace_repeat=None`` picks the count this way.
+MIN_TRACE_REPEAT = 3            # steps to compare (the first against the others) and to average over
+MAX_TRACE_REPEAT = 20           # the trace stays small and quick to parse
+TRACE_TARGET_MS = 50.0          # clean time the traced calls should cover together
+DEFAULT_TRACE_REPEAT = MIN_TRACE_REPEAT   # what a call of TRACE_TARGET_MS or longer gets
+# A traced pass whose thread waited on the run queue (another process had the CPU) for more than
+# MAX_WAIT_SHARE of it is traced again, up to TRACE_ATTEMPTS passes in all; the least-waiting trace
+# is kept (preemption shows in a trace as gaps between ops that no host work caused).
+TRACE_ATTEMPTS = 3
+
+
+def auto_trace_repeat(clean_median_ms: float) -> int:
+    """Calls in the traced pass when none is given: enough to cover ``TRACE_TARGET_MS`` of clean
+    time, between ``MIN_TRACE_REPEAT`` and ``MAX_TRACE_REPEAT``."""
+    if not clean_median_ms or clean_median_ms <= 0 or clean_median_ms != clean_median_ms:
+        return MAX_TRACE_REPEAT
+    return int(min(MAX_TRACE_REPEAT, max(MIN_TRACE_REPEAT, math.ceil(TRACE_TARGET_MS / clean_median_ms))))
 
 
 @dataclass(frozen=True)
 class _Outcome:
     cold_ms: float
     samples_ms: list[float]
+    traced_samples_ms: list[float]
     settings: dict[str, Any]
     compile: CompileDiagnostics
     memory: dict[str, Any]
     profiler_warmup: str
     trace_path: Path | None
+    profiler_stderr: str
+    clean_wait_share: float | None = None
+    traced_wait_share: float | None = None
+    trace_attempts: int = 0
 
 
 def _check_count(name: str, value: Any, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise InvalidArgumentError(
             f"{name} must be an integer >= {minimum}; got {value!r}. "
-            f"(warmup counts untimed calls and may be 0; repeat counts timed calls, at least 1)")
+            f"(warmup counts untimed calls and may be 0; repeat counts timed calls, at least 1; "
+            f"trace_repeat counts traced calls, at least 1)")
 
 
-def validate_options(fn: Any, warmup: Any, repeat: Any, threads: Any, device: Any) -> None:
+def validate_options(fn: Any, warmup: Any, repeat: Any, threads: Any, device: Any,
+                     trace_repeat: Any = None) -> None:
     if not callable(fn):
         raise InvalidArgumentError(
             f"wb.profile needs a callable as its first argument; got {type(fn).__name__} "
             f"{fn!r:.60}. Pass the function itself (profile(f, x)), not its result (profile(f(x)))")
     _check_count("warmup", warmup, 0)
     _check_count("repeat", repeat, 1)
+    if trace_repeat is not None:
+        _check_count("trace_repeat", trace_repeat, 1)
     if threads is not None:
         _check_count("threads", threads, 1)
     if device not in DEVICES:
@@ -73,9 +109,10 @@ def _memory_stats(torch: Any, cuda: bool) -> dict[str, Any]:
 
 
 def _measure(torch: Any, call: Callable[[], Any], cuda: bool, warmup: int, repeat: int,
-             folder: Path | None, threads: int | None, grad_enabled: bool | None) -> _Outcome:
+             folder: Path | None, threads: int | None, grad_enabled: bool | None,
+             trace_repeat: int | None = None) -> _Outcome:
     __tracebackhide__ = True
-    trace_path = None
+    trace_path, traced, warm_note, native = None, [], "not needed: trace off", ""
     with applied_torch_settings(torch, threads=threads, grad_enabled=grad_enabled) as settings, \
             CompileWatcher() as watcher:
         cold_ms = time_cold_ms(call, torch, cuda)
@@ -83,16 +120,48 @@ def _measure(torch: Any, call: Callable[[], Any], cuda: bool, warmup: int, repea
             call()
         if cuda:
             torch.cuda.reset_peak_memory_stats()
-        if folder is None:
-            warm_note = "not needed: trace off"
-            samples = time_repeats_ms(call, repeat, torch, cuda)
-        else:
-            warm_note = warm_up_profiler(torch, cuda)
-            with ProfilerSession(torch, cuda, folder) as session:
-                samples = time_repeats_ms(call, repeat, torch, cuda, session.step)
-            trace_path = session.trace_path
+        waited = read_run_delay_ns()
+        samples = time_repeats_ms(call, repeat, torch, cuda)     # clean: no profiler running
+        clean_wait = wait_share(waited, read_run_delay_ns(), sum(samples))
         memory = _memory_stats(torch, cuda)
-    return _Outcome(cold_ms, samples, settings, watcher.result, memory, warm_note, trace_path)
+        traced_wait, attempts = None, 0
+        if folder is not None:                                   # the traced pass, apart
+            if trace_repeat is None:
+                trace_repeat = auto_trace_repeat(statistics.median(samples))
+            with captured_native_stderr() as held:
+                warm_note = warm_up_profiler(torch, cuda)
+                traced, trace_path, traced_wait, attempts = _traced_passes(torch, call, cuda, folder, trace_repeat)
+            native = held.text
+    return _Outcome(cold_ms, samples, traced, settings, watcher.result, memory, warm_note, trace_path,
+                    native, clean_wait, traced_wait, attempts)
+
+
+def _traced_passes(torch: Any, call: Callable[[], Any], cuda: bool, folder: Path,
+                   trace_repeat: int) -> tuple[list[float], Path, float | None, int]:
+    """Trace ``trace_repeat`` calls; again (up to ``TRACE_ATTEMPTS`` passes) while the thread waited
+    for a CPU more than ``MAX_WAIT_SHARE`` of the pass. Returns the least-waiting pass's samples,
+    its trace file, its wait share and the passes made; the other traces are deleted."""
+    __tracebackhide__ = True
+    best: tuple[float, list[float], Path] | None = None
+    attempt = 0
+    for attempt in range(1, TRACE_ATTEMPTS + 1):
+        target = folder if attempt == 1 else folder / f"pass-{attempt}"
+        target.mkdir(parents=True, exist_ok=True)
+        with ProfilerSession(torch, cuda, target) as session:
+            before = read_run_delay_ns()      # around the traced calls, not the profiler's start/export
+            traced = time_repeats_ms(call, trace_repeat, torch, cuda, session.step)
+            after = read_run_delay_ns()
+        share = wait_share(before, after, sum(traced))
+        if best is None or (share if share is not None else 0.0) < best[0]:
+            if best is not None and best[2] != session.trace_path:
+                best[2].unlink(missing_ok=True)
+            best = (share if share is not None else 0.0, traced, session.trace_path)
+        else:
+            session.trace_path.unlink(missing_ok=True)
+        if share is None or share <= MAX_WAIT_SHARE:
+            break
+    assert best is not None
+    return best[1], best[2], (best[0] if read_run_delay_ns() is not None else None), attempt
 
 
 def _bind(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Callable[[], Any]:
@@ -105,8 +174,14 @@ def _default_name(fn: Any) -> str:
 
 def profile(fn: Callable[..., Any], *args: Any, warmup: int = 3, repeat: int = 20,
             trace: bool = True, name: str | None = None, threads: int | None = None,
-            grad_enabled: bool | None = None, device: str = "auto", **kwargs: Any) -> ProfileRun:
-    """Profile ``fn(*args, **kwargs)``: cold call, ``warmup`` calls, ``repeat`` timed calls.
+            grad_enabled: bool | None = None, device: str = "auto",
+            trace_repeat: int | None = None, **kwargs: Any) -> ProfileRun:
+    """Profile ``fn(*args, **kwargs)``: cold call, ``warmup`` calls, ``repeat`` clean timed calls,
+    then (``trace=True``) ``trace_repeat`` calls traced apart under torch.profiler (``None``: a
+    few, enough to cover ``TRACE_TARGET_MS`` of clean time, 3 to 20).
+
+    ``run.timing`` is the clean timing (no profiler running); ``run.traced_timing`` the traced
+    calls; ``run.profiler_overhead`` their ratio; ``run.health`` the measurement's health check.
 
     ``threads`` sets ``torch.set_num_threads`` and ``grad_enabled`` the grad mode for the
     profile (both restored after). ``device``: "auto" times with CUDA events when a GPU is
@@ -115,14 +190,14 @@ def profile(fn: Callable[..., Any], *args: Any, warmup: int = 3, repeat: int = 2
     needs arguments of the same names.
     """
     __tracebackhide__ = True
-    validate_options(fn, warmup, repeat, threads, device)
+    validate_options(fn, warmup, repeat, threads, device, trace_repeat)
     import torch
 
     cuda = uses_cuda_timer(torch, device)
     folder = Path(tempfile.mkdtemp(prefix="workbench-run-")) if trace else None
     try:
         outcome = _measure(torch, _bind(fn, args, kwargs), cuda, warmup, repeat, folder,
-                           threads, grad_enabled)
+                           threads, grad_enabled, trace_repeat)
     except BaseException:
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
@@ -139,17 +214,30 @@ def _build_run(outcome: _Outcome, name: str, warmup: int, repeat: int, cuda: boo
 
     device = f"cuda:{torch.cuda.current_device()}" if cuda else "cpu"
     traced = outcome.trace_path is not None
-    timing = Measurement(
-        samples_ms=tuple(outcome.samples_ms), label=name,
-        timer="cuda_event" if cuda else "perf_counter_ns",
-        timer_resolution_ms=CUDA_EVENT_RESOLUTION_MS if cuda else PERF_COUNTER_RESOLUTION_MS,
-        metadata={"under_profiler": traced, "device": device},
-    )
+    timer = "cuda_event" if cuda else "perf_counter_ns"
+    resolution = CUDA_EVENT_RESOLUTION_MS if cuda else PERF_COUNTER_RESOLUTION_MS
+    timing = Measurement(samples_ms=tuple(outcome.samples_ms), label=name, timer=timer,
+                         timer_resolution_ms=resolution,
+                         metadata={"under_profiler": False, "device": device})
+    traced_timing = (Measurement(samples_ms=tuple(outcome.traced_samples_ms), label=f"{name} (traced)",
+                                 timer=timer, timer_resolution_ms=resolution,
+                                 metadata={"under_profiler": True, "device": device})
+                     if traced and outcome.traced_samples_ms else None)
     parsed, note = load_trace(outcome.trace_path) if traced else (None, "trace off")
+    if traced and note and outcome.profiler_stderr.strip():   # something failed: show what it said
+        from workbench.capture.quiet import surface
+
+        surface(outcome.profiler_stderr, "from the profiler (the trace could not be read)")
+    health = health_for(timing, traced_timing, outcome.profiler_warmup, torch,
+                        torch_threads=outcome.settings.get("num_threads"),
+                        clean_wait_share=outcome.clean_wait_share, traced_wait_share=outcome.traced_wait_share,
+                        trace_attempts=outcome.trace_attempts)
     return ProfileRun(
         name=name, timing=timing, cold_ms=outcome.cold_ms, warmup=warmup, repeat=repeat,
         device=device, compile=outcome.compile, environment=environment_fingerprint(),
         settings=outcome.settings, memory=outcome.memory, profiler_warmup=outcome.profiler_warmup,
         trace_path=str(outcome.trace_path) if traced else None, trace_note=note,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), trace=parsed,
+        traced_timing=traced_timing, trace_repeat=len(outcome.traced_samples_ms) if traced else 0,
+        health=health, profiler_stderr=outcome.profiler_stderr,
     )

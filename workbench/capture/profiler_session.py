@@ -1,16 +1,16 @@
-"""One torch.profiler session over the timed repeats, exported as a gzipped Chrome trace.
+"""One torch.profiler session over the traced calls, exported as a gzipped Chrome trace.
+
+The session covers a separate, short traced pass (``wb.profile(trace_repeat=...)``), never the
+clean timed repeats: the profiler's per-op overhead stays out of ``run.timing``.
 
 CPU activity always, CUDA activity when a GPU is present; ``record_shapes`` and
 ``profile_memory`` on. Each repeat is annotated ``ProfilerStep#<i>`` (the name torch's own
-``profiler.step()`` uses) so step-based analyses see one step per repeat. The first profiler
+``profiler.step()`` uses) so step-based analyses see one step per traced call. The first profiler
 session in a process can mis-time or drop GPU events (pytorch issues 175790, 192021), so a short
 warm-up session on a trivial op runs once per process before the first measured one.
 """
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
 from pathlib import Path
 from typing import Any, ContextManager
 
@@ -27,23 +27,13 @@ def activities(torch: Any, cuda: bool) -> list[Any]:
     return acts
 
 
-@contextlib.contextmanager
-def _quiet_native_stderr():
-    """Hide the ``USDT: ... profiler_start`` lines the profiler prints to C-level stderr."""
-    try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError):
-        yield
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
+def _quiet_native_stderr() -> ContextManager[Any]:
+    """Hold back the ``USDT: ... profiler_start`` lines the profiler prints to C-level stderr
+    (``workbench.capture.quiet``: written back to stderr only if the block raises). ``wb.profile``
+    also holds back the whole traced pass and keeps the text on the run."""
+    from workbench.capture.quiet import captured_native_stderr
+
+    return captured_native_stderr()
 
 
 def warm_up_profiler(torch: Any, cuda: bool) -> str:

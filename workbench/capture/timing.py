@@ -3,6 +3,9 @@
 CPU: ``perf_counter_ns`` around each call. CUDA: a start and an end event recorded on the current
 stream around each call, one ``synchronize`` after all repeats, then ``elapsed_time`` per pair, so
 the host never waits on the device inside the timed loop.
+
+The host clock is injectable (``clock_ns``, like ``Timer._timer_cls`` in torch.utils.benchmark):
+tests replace it with a fake clock so the timing logic is checked without this machine's timing.
 """
 from __future__ import annotations
 
@@ -14,6 +17,13 @@ PERF_COUNTER_RESOLUTION_MS = 1e-6   # perf_counter_ns ticks in ns
 CUDA_EVENT_RESOLUTION_MS = 5e-4     # cudaEventElapsedTime: ~0.5 us per the CUDA runtime docs
 
 Annotate = Callable[[int], ContextManager[Any]]
+Clock = Callable[[], int]
+
+clock_ns: Clock = time.perf_counter_ns   # the host clock; replaced by tests with a fake one
+
+
+def _clock(clock: Clock | None) -> Clock:
+    return clock if clock is not None else clock_ns
 
 
 def _no_annotation(_: int) -> ContextManager[Any]:
@@ -32,23 +42,24 @@ def uses_cuda_timer(torch: Any, device: str) -> bool:
     return available
 
 
-def time_cold_ms(call: Callable[[], Any], torch: Any, cuda: bool) -> float:
+def time_cold_ms(call: Callable[[], Any], torch: Any, cuda: bool, clock: Clock | None = None) -> float:
     """Wall time of one call, the device drained before and after (compile, autotune, lazy init)."""
     __tracebackhide__ = True  # IPython/pytest: show the user's frames, not ours
+    now = _clock(clock)
     if cuda:
         torch.cuda.synchronize()
-    start = time.perf_counter_ns()
+    start = now()
     call()
     if cuda:
         torch.cuda.synchronize()
-    return (time.perf_counter_ns() - start) / 1e6
+    return (now() - start) / 1e6
 
 
 def time_repeats_cpu_ms(call: Callable[[], Any], repeat: int,
-                        annotate: Annotate = _no_annotation) -> list[float]:
+                        annotate: Annotate = _no_annotation, clock: Clock | None = None) -> list[float]:
     __tracebackhide__ = True
     samples_ns = [0] * repeat
-    clock = time.perf_counter_ns
+    clock = _clock(clock)
     for i in range(repeat):
         with annotate(i):
             start = clock()
@@ -74,8 +85,8 @@ def time_repeats_cuda_ms(call: Callable[[], Any], repeat: int, torch: Any,
 
 
 def time_repeats_ms(call: Callable[[], Any], repeat: int, torch: Any, cuda: bool,
-                    annotate: Annotate = _no_annotation) -> list[float]:
+                    annotate: Annotate = _no_annotation, clock: Clock | None = None) -> list[float]:
     __tracebackhide__ = True
     if cuda:
         return time_repeats_cuda_ms(call, repeat, torch, annotate)
-    return time_repeats_cpu_ms(call, repeat, annotate)
+    return time_repeats_cpu_ms(call, repeat, annotate, clock)

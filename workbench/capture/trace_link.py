@@ -2,26 +2,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+
+from workbench.errors import BundleError
+from workbench.facade import Trace
+from workbench.facade import load_trace as _load
 
 
-def load_trace(path: str | Path, *, strict: bool = False) -> tuple[Any, str]:
+def load_trace(path: str | Path, *, strict: bool = False) -> tuple[Trace | None, str]:
     """(Trace or None, note).
 
     Not strict (right after profiling): a failed parse becomes the note, so the timing, which
     stands on its own, is not lost, and the raw file stays with the run. Strict (loading a saved
-    bundle): a parse failure raises BundleError. A missing trace reader is a note either way.
+    bundle): a parse failure raises BundleError.
     """
-    try:
-        from workbench.trace import load_trace as _load
-    except ImportError as exc:
-        return None, f"trace not parsed: the trace reader is not available ({exc})"
     try:
         return _load(str(path)), ""
     except Exception as exc:
         if strict:
-            from workbench.errors import BundleError
-
             raise BundleError(
                 f"the bundle's trace {str(path)!r} could not be parsed ({type(exc).__name__}: "
                 f"{exc}); the file may be damaged: profile again and save a new bundle") from exc

@@ -2,8 +2,9 @@
 
 Result classes call these lazily from their ``_repr_html_`` (``Trace._repr_html_`` ->
 ``trace_html``), so that JupyterLab, papermill-executed notebooks and nbconvert HTML show the
-charts with no network: each output carries the vega JavaScript inline, once, with its first
-chart (``workbench.charts.offline``), so it draws on its own after a reload or in a saved notebook. Every text that comes from the data is escaped.
+charts with no network: the vega JavaScript goes inline with an output's first chart, once per
+output, or once per notebook where the front end names its cells (``workbench.charts.offline``),
+and draws after a reload or in a saved notebook. Every text that comes from the data is escaped.
 """
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ MAX_WARNINGS_SHOWN = 10
 
 
 def charts_html(charts: Iterable[Any]) -> str:
-    """Offline HTML of several charts for one output: the vega bundle goes with the first one."""
+    """Offline HTML of several charts for one output: the vega bundle goes with the first one
+    (where it is wanted: once per notebook in JupyterLab, see ``workbench.charts.offline``)."""
     from workbench.charts.offline import notebook_html
 
-    return "\n".join(notebook_html(chart, include_bundle=i == 0) for i, chart in enumerate(charts))
+    return "\n".join(notebook_html(chart, include_bundle=None if i == 0 else False)
+                     for i, chart in enumerate(charts))
 
 
 def _failed(what: str, exc: Exception) -> str:

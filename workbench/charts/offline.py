@@ -3,11 +3,20 @@
 altair's default renderer fetches vega from a CDN (a blank chart offline) and its ``mimetype``
 renderer breaks nbformat (see ENVIRONMENT.md). Here a chart becomes HTML that carries its own
 vega: ``vl_convert.javascript_bundle()`` (vega + vega-lite + vega-embed, ~0.9 MB) is inlined
-once per page and each chart is a ``<div>`` plus a ``vegaEmbed`` call. In a notebook every
-output carries the bundle (its script runs only where ``window.vegaEmbed`` is still missing), so
-an output draws on its own: after a browser reload, in a saved notebook, or when the outputs
-above it were cleared. An exported page keeps the first copy only (:func:`dedupe_bundles`).
-Static SVG/PNG come from vl-convert.
+once per page and each chart is a ``<div>`` plus a ``vegaEmbed`` call. An exported page keeps
+the first copy only (:func:`dedupe_bundles`). Static SVG/PNG come from vl-convert.
+
+In a notebook, a chart reaches the page however it is shown: altair charts returned by the
+builders display through the ``workbench`` altair renderer, enabled when this package is
+imported (or the extension loaded) unless the user chose another renderer.
+
+One copy of vega per notebook, still drawing after a reload: in a front end that names its cells
+(JupyterLab sends a cell id with each execution), only the outputs of the first cell that showed a
+chart in this kernel session carry the bundle (that cell again when re-run); the bundle's output
+also stores it in the browser's ``localStorage``.  Every chart's script draws with
+``window.vegaEmbed`` if the page has it, else loads the stored copy, else waits (15 s) for an
+output above to define it, and only then says what is missing.  Without a cell id (nbclient,
+papermill, a plain script) every output carries its own bundle, so it draws on its own.
 """
 from __future__ import annotations
 
@@ -56,6 +65,41 @@ def bundle_script_tag() -> str:
     return '<script type="text/javascript">' + vega_bundle_js() + "</script>"
 
 
+@functools.lru_cache(maxsize=1)
+def bundle_storage_key() -> str:
+    """The ``localStorage`` key of this bundle's stored copy (changes with the bundle)."""
+    import hashlib
+
+    return "workbench-vega-bundle-" + hashlib.sha1(vega_bundle_js().encode()).hexdigest()[:16]
+
+
+_bundle_cells: set[str] = set()       # cells whose outputs carry the bundle in this kernel session
+
+
+def _current_cell_id() -> str | None:
+    """The front end's id of the cell now executing (JupyterLab sends one), or None."""
+    try:
+        from IPython import get_ipython
+
+        kernel = getattr(get_ipython(), "kernel", None)
+        parent = kernel.get_parent("shell") if kernel is not None else None
+    except Exception:  # noqa: BLE001 - no kernel, an old kernel: no id
+        return None
+    cell = ((parent or {}).get("metadata") or {}).get("cellId")
+    return str(cell) if cell else None
+
+
+def bundle_wanted() -> bool:
+    """Whether the output being made now should carry the vega bundle (see the module docstring)."""
+    cell = _current_cell_id()
+    if cell is None:
+        return True
+    if not _bundle_cells or cell in _bundle_cells:
+        _bundle_cells.add(cell)
+        return True
+    return False
+
+
 def dedupe_bundles(page: str) -> tuple[str, int]:
     """``page`` with every vega bundle script after the first removed, and how many were removed.
 
@@ -102,14 +146,33 @@ def to_offline_html(chart: Any, *, include_bundle: bool = True, renderer: str = 
     spec = script_safe_json(chart_spec(chart))
     div_id = f"wb-chart-{next(_ids)}-{uuid.uuid4().hex[:8]}"
     missing = ("vega JavaScript is not loaded on this page: display the chart with "
-               "workbench.charts.display(chart, include_bundle=True)")
+               "workbench.charts.display(chart, include_bundle=True), or run the notebook's first "
+               "chart cell again")
+    key = json.dumps(bundle_storage_key())
+    store = (  # the output that carries the bundle keeps a copy in the browser for later outputs
+        "  if (window.vegaEmbed) { try { var s = el.previousElementSibling;\n"
+        "    while (s && !(s.tagName === 'SCRIPT' && s.text.indexOf('if (!window.vegaEmbed)') === 0))"
+        " s = s.previousElementSibling;\n"
+        f"    if (s && window.localStorage && localStorage.getItem({key}) === null)"
+        f" localStorage.setItem({key}, s.text); }} catch (e) {{}} }}\n"
+    ) if include_bundle else ""
     embed = (
         "(function () {\n"
         f"  var el = document.getElementById({json.dumps(div_id)});\n"
         f"  var spec = {spec};\n"
-        f"  if (!window.vegaEmbed) {{ el.textContent = {json.dumps(missing)}; return; }}\n"
-        f"  window.vegaEmbed(el, spec, {{actions: false, renderer: {json.dumps(renderer)}}})\n"
-        "    .catch(function (err) { el.textContent = 'chart could not be drawn: ' + err; });\n"
+        + store +
+        "  function draw() {\n"
+        f"    window.vegaEmbed(el, spec, {{actions: false, renderer: {json.dumps(renderer)}}})\n"
+        "      .catch(function (err) { el.textContent = 'chart could not be drawn: ' + err; });\n"
+        "  }\n"
+        "  if (window.vegaEmbed) { draw(); return; }\n"
+        f"  try {{ var code = window.localStorage && localStorage.getItem({key});"
+        " if (code) { (0, eval)(code); } } catch (e) {}\n"
+        "  if (window.vegaEmbed) { draw(); return; }\n"
+        "  var waited = 0, timer = setInterval(function () {\n"
+        "    if (window.vegaEmbed) { clearInterval(timer); draw(); }\n"
+        f"    else if ((waited += 200) >= 15000) {{ clearInterval(timer); el.textContent = {json.dumps(missing)}; }}\n"
+        "  }, 200);\n"
         "})();"
     )
     parts = [bundle_script_tag()] if include_bundle else []
@@ -118,9 +181,34 @@ def to_offline_html(chart: Any, *, include_bundle: bool = True, renderer: str = 
     return "\n".join(parts)
 
 
-def notebook_html(chart: Any, *, include_bundle: bool = True, renderer: str = "svg") -> str:
-    """Offline HTML for one notebook output: it carries the vega bundle, so it draws on its own."""
+def notebook_html(chart: Any, *, include_bundle: bool | None = True, renderer: str = "svg") -> str:
+    """Offline HTML for one notebook output.  ``include_bundle=None``: as :func:`bundle_wanted`
+    decides (one copy per notebook where the front end names cells, else one per output)."""
+    if include_bundle is None:
+        include_bundle = bundle_wanted()
     return to_offline_html(chart, include_bundle=include_bundle, renderer=renderer)
+
+
+RENDERER_NAME = "workbench"
+
+
+def _render_offline(spec: dict[str, Any], **_: Any) -> dict[str, str]:
+    """altair renderer: the chart as offline HTML (see the module docstring)."""
+    return {"text/html": notebook_html(spec, include_bundle=None),
+            "text/plain": "<altair chart: drawn as offline HTML by workbench>"}
+
+
+def enable_offline_renderer(*, force: bool = False) -> bool:
+    """Register the ``workbench`` altair renderer and enable it where altair would load vega from
+    a CDN (its ``default`` / ``html`` renderers); a renderer the user chose is kept unless
+    ``force``.  Returns whether it is now active."""
+    import altair as alt
+
+    if RENDERER_NAME not in alt.renderers.names():
+        alt.renderers.register(RENDERER_NAME, _render_offline)
+    if force or alt.renderers.active in ("default", "html", RENDERER_NAME):
+        alt.renderers.enable(RENDERER_NAME)
+    return alt.renderers.active == RENDERER_NAME
 
 
 class OfflineChart:
@@ -131,21 +219,22 @@ class OfflineChart:
         self.renderer = renderer
 
     def _repr_html_(self) -> str:
-        return notebook_html(self.chart, renderer=self.renderer)
+        return notebook_html(self.chart, include_bundle=None, renderer=self.renderer)
 
     def to_dict(self) -> dict[str, Any]:
         return chart_spec(self.chart)
 
 
-def display(chart: Any, *, include_bundle: bool = True, renderer: str = "svg") -> None:
+def display(chart: Any, *, include_bundle: bool | None = None, renderer: str = "svg") -> None:
     """Show a chart, or a list of charts as one output, in the running notebook with no network
-    (the output carries vega once)."""
+    (vega goes with the output once, or once per notebook: see the module docstring;
+    ``include_bundle=True`` forces a copy into this output)."""
     from IPython.display import HTML
     from IPython.display import display as ipy_display
 
     charts = list(chart) if isinstance(chart, (list, tuple)) else [chart]
-    ipy_display(HTML("\n".join(notebook_html(c, include_bundle=include_bundle and i == 0, renderer=renderer)
-                               for i, c in enumerate(charts))))
+    ipy_display(HTML("\n".join(notebook_html(c, include_bundle=include_bundle if i == 0 else False,
+                                             renderer=renderer) for i, c in enumerate(charts))))
 
 
 def page_html(charts: list[Any], *, title: str = "workbench charts", renderer: str = "svg") -> str:

@@ -18,12 +18,22 @@ POINT_COLUMNS = ("name", "flops", "bytes", "dur_us")
 REFERENCE_COLOR = "#9a9a9a"   # reference roofs (a CPU's datasheet peaks) beside the judged ceilings
 
 
-def roofline_points(points: Any) -> pd.DataFrame:
-    """Arithmetic intensity (FLOP/byte) and achieved FLOP/s per point; unplaceable rows dropped."""
+def roofline_points(points: Any, ceiling: Any = None) -> pd.DataFrame:
+    """Arithmetic intensity (FLOP/byte) and achieved FLOP/s per point; unplaceable rows dropped. With a
+    ``ceiling`` (``workbench.devices.ceilings.Ceiling``), the placement the rules read
+    (``workbench.analysis.roofline.place``): bound, above_roof (an anomaly, never a win), work_source."""
     table = as_table(points, "roofline points")
     require_columns(table, POINT_COLUMNS, "roofline points")
     table, _ = finite_rows(table, ["flops", "bytes", "dur_us"])
     table = table[(table["flops"] > 0) & (table["bytes"] > 0) & (table["dur_us"] > 0)].copy()
+    if ceiling is not None:
+        from workbench.analysis.roofline import place
+
+        placed = place(table, ceiling, time_column="dur_us",
+                       dtype_column="dtype" if "dtype" in table.columns else None).table
+        table = table.assign(**{c: placed[c].to_numpy() for c in ("bound", "above_roof", "work_source")})
+    else:
+        table = table.assign(bound="", above_roof=False, work_source="")
     table["intensity"] = table["flops"] / table["bytes"]
     table["achieved_flops"] = table["flops"] / (table["dur_us"] * 1e-6)
     table["achieved_tflops"] = table["achieved_flops"] / 1e12
@@ -107,7 +117,13 @@ def roofline_chart(points: Any, *, memory_gbps: float, peak_flops: Mapping[str, 
     roof_lines(memory_gbps, peak_flops, (1.0, 2.0))  # validates the ceilings before anything else
     if reference is not None:
         roof_lines(reference.memory_gbps, reference.peak_flops, (1.0, 2.0))
-    placed = roofline_points(points)
+    from workbench.devices.ceilings import Ceiling
+
+    # anomalies are judged against the roof of the point's dtype where its points say (``dtype``), else
+    # against the highest roof drawn: a point above it beats every ceiling
+    top = max(peak_flops, key=lambda k: peak_flops[k])
+    judged = Ceiling(memory_gbps, {top: peak_flops[top], **peak_flops}, device, "drawn", True)
+    placed = roofline_points(points, judged)
     if placed.empty:
         return message_chart("no roofline point: no op with positive FLOPs, bytes and duration",
                              title=title)
@@ -120,12 +136,22 @@ def roofline_chart(points: Any, *, memory_gbps: float, peak_flops: Mapping[str, 
     ridge = alt.Chart(ridges).mark_point(shape="diamond", size=80, color="#444", filled=True).encode(
         x="intensity:Q", y="ceiling_flops:Q", tooltip=["text:N"])
     ridge_text = ridge.mark_text(align="left", dx=6, dy=-6, fontSize=10).encode(text="text:N")
+    placed = placed.assign(flag=np.where(placed["above_roof"], "ABOVE THE ROOF: an anomaly (wrong counts, caches, "
+                                                               "or a measurement fault), not a win", ""))
     dots = alt.Chart(placed[["label", "variant", "intensity", "achieved_flops", "achieved_tflops",
-                             "dur_us", "flops", "bytes"]]).mark_circle(size=70).encode(
+                             "dur_us", "flops", "bytes", "bound", "work_source", "flag"]]).mark_circle(size=70).encode(
         x="intensity:Q", y=alt.Y("achieved_flops:Q"), color="variant:N",
         tooltip=["label:N", "variant:N", alt.Tooltip("intensity:Q", format=".3g"),
-                 alt.Tooltip("achieved_tflops:Q", format=".3g"), alt.Tooltip("dur_us:Q", format=",.1f")])
+                 alt.Tooltip("achieved_tflops:Q", format=".3g"), alt.Tooltip("dur_us:Q", format=",.1f"),
+                 "bound:N", "work_source:N", "flag:N"])
     layers = [roof, ridge, ridge_text, dots]
+    anomalies = placed[placed["above_roof"]]
+    if len(anomalies):
+        layers.append(alt.Chart(anomalies[["label", "intensity", "achieved_flops", "flag"]]).mark_point(
+            shape="cross", size=160, color="#d62728", strokeWidth=2).encode(
+            x="intensity:Q", y="achieved_flops:Q", tooltip=["label:N", "flag:N"]))
+        note = "\n".join(filter(None, [note, f"{len(anomalies)} point(s) above the roof (red cross): anomalies to "
+                                               "check (work counts, caches, timing), not wins"]))
     if reference is not None:
         layers[1:1] = _reference_layers(alt, reference, (lo / 4, hi * 4))
     arrows = _arrows(placed, baseline)

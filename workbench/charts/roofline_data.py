@@ -2,148 +2,38 @@
 
 Points: each CPU op call whose work ``workbench.analysis.op_work`` knows (FLOPs and bytes from the
 recorded input shapes and dtypes). An op whose callees have known work is left out (its work is
-theirs: ``aten::linear`` -> ``aten::addmm``), so no work is counted twice. Measured time: the op's
-self time on CPU traces; on GPU traces the time of the kernels it (or its callees) launched.
+theirs: ``aten::linear`` -> ``aten::addmm``), so no work is counted twice. Measured time: the time
+that did the work: on CPU traces the op's inclusive time (its callees have no work of their own, so
+what they carry is its work: ``aten::relu`` -> ``aten::clamp_min``); on GPU traces the time of the
+kernels it (or its callees) launched. Where the points sit against the ceiling (bound, above the roof)
+is ``workbench.analysis.roofline.place``, the same placement the rules read.
 
-Ceilings: a GPU's vendor peaks (``workbench.devices.specs``, found from the trace's device
-properties); a CPU's measured copy bandwidth and fp32 matmul rate (``measure_cpu_ceiling``, cached);
-else the documented default of ``workbench.hypotheses.roofline``, named as such. Where the CPU
-model has a datasheet row (``workbench.devices.cpu_specs``) its derived peaks come along as the
-``reference`` ceilings, drawn beside the measured (or default) ones and never used for judging:
-compute scaled to the threads torch uses (peak x min(threads, cores) / cores), memory the socket's
-DRAM peak, which a few threads cannot reach.
+Ceilings: ``workbench.devices.ceilings`` (one ``Ceiling`` type, ``RooflineCeilings`` here; measured,
+datasheet or default, each labelled): a GPU's datasheet peaks; a CPU's measured ceiling (recorded with
+the run, or cached on this machine for a live trace), else the documented default, named as such;
+a CPU model's datasheet peaks ride along as ``reference`` roofs, never used for judging.
 No altair here: the chart is drawn by ``workbench.charts.roofline``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from workbench.devices.ceilings import (DRAWN_DTYPES, Ceiling, ceiling_for, cpu_ceilings, datasheet_ceilings,
+                                        gpu_ceilings)
 from workbench.errors import InvalidArgumentError
 
 POINT_TIME_COLUMN = "dur_us"   # per-call time, what roofline_points divides the FLOPs by
-DRAWN_DTYPES = ("fp32", "tf32_tensor", "fp16_tensor", "bf16_tensor", "fp8_tensor")
+ceilings_for = ceiling_for
+__all__ = ["DRAWN_DTYPES", "RooflineCeilings", "Ceiling", "ceilings_for", "cpu_ceilings", "datasheet_ceilings",
+           "gpu_ceilings", "op_roofline_points"]
 
 
-@dataclass(frozen=True)
-class RooflineCeilings:
-    """Peak memory bandwidth (GB/s) and peak FLOP/s per dtype of one device, and where they come from."""
-
-    memory_gbps: float
-    peak_flops: Mapping[str, float]
-    device: str
-    source: str
-    measured: bool          # True: measured here or a vendor peak; False: a documented default
-    # Drawn beside these, never used for judging: a CPU's datasheet peaks (``datasheet_ceilings``).
-    reference: "RooflineCeilings | None" = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"memory_gbps": self.memory_gbps, "peak_flops": dict(self.peak_flops), "device": self.device,
-                "source": self.source, "measured": self.measured,
-                "reference": self.reference.to_dict() if self.reference is not None else None}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "RooflineCeilings":
-        reference = cls.from_dict(d["reference"]) if d.get("reference") else None
-        return cls(float(d["memory_gbps"]), {k: float(v) for k, v in d["peak_flops"].items()},
-                   str(d["device"]), str(d["source"]), bool(d["measured"]), reference)
-
-
-def gpu_ceilings(device_properties: Any) -> RooflineCeilings | None:
-    """Vendor peaks of the trace's GPU (fp32 and the tensor-core dtypes it has), None if unknown."""
-    from workbench.devices.specs import spec_for_device_properties
-
-    spec = spec_for_device_properties(device_properties)
-    if spec is None:
-        return None
-    by_value: dict[float, list[str]] = {}
-    for dtype in DRAWN_DTYPES:
-        if dtype in spec.peak_tflops:
-            by_value.setdefault(spec.peak_tflops[dtype] * 1e12, []).append(dtype)
-    peaks = {"/".join(names): value for value, names in by_value.items()}  # fp16/bf16: one roof
-    return RooflineCeilings(spec.memory_gbps, peaks, spec.name, f"vendor peak: {spec.source}", True)
-
-
-def cpu_ceilings(environment: Mapping[str, Any] | None = None, *, measure: bool = False) -> RooflineCeilings:
-    """A run's recorded CPU ceiling, else this machine's cached one, else (``measure=True``) a fresh
-    measurement (a few seconds, then cached), else the documented default; with the CPU model's
-    datasheet peaks as ``reference`` where the model has a row."""
-    ceiling = _measured_cpu_ceiling(environment, measure)
-    if ceiling is not None:
-        primary = RooflineCeilings(
-            ceiling.copy_gbps, {"fp32 matmul": ceiling.matmul_fp32_gflops * 1e9},
-            f"{ceiling.cpu_model}, {ceiling.threads} thread(s)",
-            f"measured {ceiling.measured_at}: copy {ceiling.copy_bytes // 2**20} MiB, "
-            f"matmul n={ceiling.matmul_n}, best of {ceiling.repeats}", True)
-        model, threads = ceiling.cpu_model, ceiling.threads
-    else:
-        from workbench.hypotheses.roofline import DEFAULT_CPU_CEILING as d
-
-        primary = RooflineCeilings(d.memory_gbps, {"fp32": d.peak_gflops * 1e9}, "CPU (not measured)",
-                                   d.source, False)
-        model, threads = _run_cpu_and_threads(environment)
-    reference = datasheet_ceilings(model, threads)
-    return replace(primary, reference=reference) if reference is not None else primary
-
-
-def _measured_cpu_ceiling(environment: Mapping[str, Any] | None, measure: bool) -> Any:
-    """The run's recorded CpuCeiling, else this machine's cached (or, ``measure``, fresh) one."""
-    from workbench.devices.cpu_ceiling import CpuCeiling, cached_cpu_ceiling, measure_cpu_ceiling
-
-    recorded = (environment or {}).get("cpu_ceiling") if isinstance(environment, Mapping) else None
-    if isinstance(recorded, Mapping) and set(CpuCeiling.__dataclass_fields__) <= set(recorded):
-        return CpuCeiling.from_dict(dict(recorded))
-    return measure_cpu_ceiling() if measure else cached_cpu_ceiling()
-
-
-def _run_cpu_and_threads(environment: Mapping[str, Any] | None) -> tuple[str, int]:
-    """CPU model and torch thread count a run recorded (its fingerprint), else this machine's."""
-    env = environment if isinstance(environment, Mapping) else {}
-    model = (env.get("host") or {}).get("cpu_model")
-    threads = (env.get("torch") or {}).get("num_threads")
-    if model and isinstance(threads, int) and threads > 0:
-        return str(model), threads
-    import torch
-
-    from workbench.devices.fingerprint import cpu_model
-
-    return str(model or cpu_model()), torch.get_num_threads()
-
-
-def datasheet_ceilings(model: str | None, threads: int) -> RooflineCeilings | None:
-    """The CPU model's datasheet-derived peaks, compute scaled to ``threads`` (peak x
-    min(threads, cores) / cores), memory the socket's DRAM peak; None when the model has no row."""
-    from workbench.devices.cpu_specs import find_cpu_spec
-
-    spec = find_cpu_spec(model)
-    if spec is None:
-        return None
-    used = min(max(int(threads), 1), spec.cores)
-    names = {"fp32": "fp32", "bf16_tensor": "bf16 AMX"}
-    peaks = {f"datasheet {names.get(d, d)} x{used}/{spec.cores} cores": spec.peak_flops(d, used)
-             for d in DRAWN_DTYPES if d in spec.flops_per_cycle}
-    device = (f"{spec.name} datasheet: compute x {used}/{spec.cores} cores (torch threads / cores); "
-              f"memory {spec.memory_gbps:g} GB/s is the socket's DRAM peak, which a few threads cannot reach")
-    return RooflineCeilings(spec.memory_gbps, peaks, device, f"datasheet-derived: {spec.source}", True)
-
-
-def ceilings_for(trace: Any, environment: Mapping[str, Any] | None = None, *,
-                 measure: bool = False) -> RooflineCeilings:
-    """The ceilings to draw a trace against: its GPU's peaks on GPU traces, else CPU ceilings."""
-    if getattr(trace, "has_gpu", False):
-        found = gpu_ceilings(getattr(trace, "device_properties", None))
-        if found is not None:
-            return found
-        from workbench.errors import NotApplicableError
-
-        names = sorted({str(d.get("name")) for props in (trace.device_properties or {}).values()
-                        for d in props if isinstance(d, dict)})
-        raise NotApplicableError(f"no peak figures known for the trace's GPU {names or '(unnamed)'}; "
-                                 "pass ceilings=RooflineCeilings(...) with its datasheet numbers")
-    return cpu_ceilings(environment, measure=measure)
+# One ceiling type and one resolution, in workbench.devices.ceilings (measured / datasheet / default,
+# each labelled): the chart draws what the rules judge against. The names stay here for callers.
+RooflineCeilings = Ceiling
 
 
 def _text(ops: pd.DataFrame, column: str) -> np.ndarray:
@@ -202,11 +92,12 @@ def _nearest_kept(parent: np.ndarray, kept: np.ndarray, rows: np.ndarray) -> np.
 
 
 def _time_per_row(trace: Any, ops: pd.DataFrame, parent: np.ndarray, kept: np.ndarray) -> np.ndarray:
-    """Self time (CPU), or kernel time launched from the op's subtree (GPU), per op row."""
+    """Inclusive time (CPU: a kept op's callees have no work of their own, so the time they carry is
+    the op's work: ``aten::relu`` -> ``aten::clamp_min``), or kernel time launched from the op's subtree
+    (GPU), per op row."""
     kernels = getattr(trace, "kernels", None)
     if not getattr(trace, "has_gpu", False) or kernels is None or "op_index" not in kernels.columns:
-        column = "self_us" if "self_us" in ops.columns else "dur_us"
-        return ops[column].to_numpy(dtype=float)
+        return ops["dur_us"].to_numpy(dtype=float)
     index = kernels["op_index"].fillna(-1).to_numpy(dtype=np.int64)
     valid = (index >= 0) & (index < len(ops))
     owner = _nearest_kept(parent, kept, index[valid])
@@ -216,7 +107,8 @@ def _time_per_row(trace: Any, ops: pd.DataFrame, parent: np.ndarray, kept: np.nd
 
 def op_roofline_points(trace: Any, *, variant: str = "baseline", max_points: int = 40
                        ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Points ``name, shapes, flops, bytes, dur_us (per call), count, time_us, variant`` for the
+    """Points ``name, shapes, flops, bytes, dur_us (per call), count, time_us, dtype (the ceiling's key for the
+    op's input dtype: fp32, bf16_tensor, ...; "" unknown), variant`` for the
     ``max_points`` (op, shapes) with the most time, and what was left out and why."""
     if max_points < 1:
         raise InvalidArgumentError(f"max_points must be >= 1; got {max_points}")
@@ -229,12 +121,17 @@ def op_roofline_points(trace: Any, *, variant: str = "baseline", max_points: int
     parent = _parents(ops)
     kept = known & ~_with_working_callee(parent, known)
     time_us = _time_per_row(trace, ops, parent, kept)
+    from workbench.analysis.kernel_precision import ceiling_dtype, op_dtype
+
+    types = _text(ops, "input_types")[kept]
+    dtype_of = {t: ceiling_dtype(op_dtype(t)) for t in set(types)}
     rows = pd.DataFrame({"name": ops["name"].astype(str).to_numpy()[kept], "shapes": _text(ops, "input_dims")[kept],
-                         "flops": flops[kept], "bytes": nbytes[kept], "time_us": time_us[kept]})
+                         "flops": flops[kept], "bytes": nbytes[kept], "time_us": time_us[kept],
+                         "dtype": [dtype_of[t] for t in types]})
     rows = rows[np.isfinite(rows["time_us"])]
     points = rows.groupby(["name", "shapes"], sort=False).agg(
         count=("flops", "size"), flops=("flops", "first"), bytes=("bytes", "first"),
-        time_us=("time_us", "sum")).reset_index()
+        time_us=("time_us", "sum"), dtype=("dtype", "first")).reset_index()
     points = points[points["time_us"] > 0].sort_values("time_us", ascending=False, ignore_index=True)
     info = {"ops": int(len(ops)), "ops_with_work": int(known.sum()), "points": int(len(points)),
             "left_out": max(0, int(len(points)) - max_points)}

@@ -2,13 +2,24 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
+import sys
 import warnings
+from collections.abc import Callable
 from typing import Any
 
-ANALYSES = ("op_breakdown", "kernel_breakdown", "temporal_breakdown", "idle_breakdown", "launch_stats",
-            "comm_overlap", "copy_stats", "sync_audit", "stragglers", "step_breakdown")
+from workbench.analysis.result import AnalysisResult
+from workbench.errors import InvalidArgumentError, WorkbenchError
+from workbench.facade import Trace, load_trace
+from workbench.hypotheses import Hypothesis, render_text
+
+# the analyses printed, in order: name -> the Trace method that runs it
+ANALYSES: dict[str, Callable[[Trace, str], AnalysisResult]] = {
+    "op_breakdown": Trace.op_breakdown, "kernel_breakdown": Trace.kernel_breakdown,
+    "temporal_breakdown": Trace.temporal_breakdown, "idle_breakdown": Trace.idle_breakdown,
+    "launch_stats": Trace.launch_stats, "comm_overlap": Trace.comm_overlap, "copy_stats": Trace.copy_stats,
+    "sync_audit": Trace.sync_audit, "stragglers": Trace.stragglers, "step_breakdown": Trace.step_breakdown,
+}
 
 
 def register(subparsers: Any) -> None:
@@ -31,9 +42,6 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbench.errors import InvalidArgumentError
-    from workbench.trace import load_trace
-
     if args.top <= 0:
         raise InvalidArgumentError(f"--top must be a positive number of rows, got {args.top}")
     source = args.trace[0] if len(args.trace) == 1 else args.trace
@@ -42,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
         trace = load_trace(source)
     if args.rank is not None:
         trace = trace.rank(args.rank)
-    results = _analyses(trace, "hta" if args.hta_compat else None)
-    hypotheses = _hypotheses(trace)
+    results = _analyses(trace, "hta" if args.hta_compat else "workbench")
+    hypotheses = trace.hypotheses()
     if args.json:
         print(json.dumps(_as_json(trace, results, hypotheses), default=str, indent=1))
     else:
@@ -53,52 +61,31 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_charts(trace: Any, folder: str, chart_format: str, *, quiet: bool) -> None:
-    import sys
-
-    from workbench.charts.export import save_charts
-
-    paths = save_charts(trace, folder, formats=[f.strip() for f in chart_format.split(",") if f.strip()])
+def _write_charts(trace: Trace, folder: str, chart_format: str, *, quiet: bool) -> None:
+    paths = trace.save_charts(folder, formats=[f.strip() for f in chart_format.split(",") if f.strip()])
     if not quiet:
         print(f"\nwrote {len(paths)} chart file(s) to {folder}")
     else:
         print(f"wrote {len(paths)} chart file(s) to {folder}", file=sys.stderr)
 
 
-def _analyses(trace: Any, semantics: str | None) -> dict[str, Any]:
-    """Each analysis that exists in this installation: its result, or why it could not run."""
-    try:
-        module = importlib.import_module("workbench.analysis")
-    except ModuleNotFoundError:
-        return {}
-    from workbench.errors import WorkbenchError
-
-    out: dict[str, Any] = {}
-    for name in ANALYSES:
-        fn = getattr(module, name, None)
-        if fn is None:
-            continue
+def _analyses(trace: Trace, semantics: str) -> dict[str, AnalysisResult | str]:
+    """Each analysis: its result, or why it could not run on this trace."""
+    out: dict[str, AnalysisResult | str] = {}
+    for name, method in ANALYSES.items():
         try:
-            out[name] = fn(trace, semantics=semantics) if semantics else fn(trace)
+            out[name] = method(trace, semantics)
         except WorkbenchError as exc:
             out[name] = f"not available: {exc}"
     return out
 
 
-def _hypotheses(trace: Any) -> Any:
-    try:
-        module = importlib.import_module("workbench.hypotheses")
-    except ModuleNotFoundError:
-        return None
-    return module.diagnose_trace(trace) if hasattr(module, "diagnose_trace") else None
-
-
-def _as_json(trace: Any, results: dict[str, Any], hypotheses: Any) -> dict:
+def _as_json(trace: Trace, results: dict[str, AnalysisResult | str], hypotheses: list[Hypothesis]) -> dict:
     return {
         "trace": {"summary": trace.summary(), "files": list(trace.meta.files), "ranks": trace.ranks,
                   "warnings": list(trace.meta.warnings)},
         "analyses": {k: (v if isinstance(v, str) else v.to_dict()) for k, v in results.items()},
-        "hypotheses": None if hypotheses is None else [h.to_dict() for h in hypotheses],
+        "hypotheses": [h.to_dict() for h in hypotheses],
     }
 
 
@@ -117,7 +104,8 @@ def _table_text(table: Any) -> str:
     return shown.to_string(index=False)
 
 
-def _as_text(trace: Any, results: dict[str, Any], hypotheses: Any, top: int, warned: list[str]) -> str:
+def _as_text(trace: Trace, results: dict[str, AnalysisResult | str], hypotheses: list[Hypothesis], top: int,
+             warned: list[str]) -> str:
     lines = [trace.summary()]
     lines += [f"warning: {w}" for w in warned]
     for name, result in results.items():
@@ -129,15 +117,6 @@ def _as_text(trace: Any, results: dict[str, Any], hypotheses: Any, top: int, war
         lines.append(_table_text(table.head(top)) if len(table) else "(no rows)")
         if len(table) > top:
             lines.append(f"... {len(table) - top} more row(s); --top N shows more")
-    if hypotheses is not None:
-        lines += ["", "== hypotheses (ranked) =="]
-        lines.append(_render_hypotheses(hypotheses, top))
+    lines += ["", "== hypotheses (ranked) =="]
+    lines.append(render_text(hypotheses, limit=top) or "(no hypothesis has evidence)")
     return "\n".join(lines)
-
-
-def _render_hypotheses(hypotheses: Any, top: int) -> str:
-    try:
-        from workbench.hypotheses.render import render_text
-    except ImportError:
-        return "\n".join(f"{i + 1}. {h.title}" for i, h in enumerate(list(hypotheses)[:top])) or "(none)"
-    return render_text(hypotheses, limit=top) or "(no hypothesis has evidence)"

@@ -4,11 +4,14 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 from typing import Any
 
-from workbench.report.workload import DEFAULT_WORKLOAD
+from workbench.report.workload import DEFAULT_WORKLOAD, EXIT_TIME_LIMIT, EXIT_WORKLOAD_FAILED
 
 EXIT_REGRESSION = 1
+EXIT_BAD_INPUT = 2
+EXIT_WORKLOAD, EXIT_TIMEOUT = EXIT_WORKLOAD_FAILED, EXIT_TIME_LIMIT   # 3, 4
 
 DESCRIPTION = """\
 Profile a workload, execute a report template notebook with papermill and render it to one
@@ -17,6 +20,17 @@ HTML file that needs no network (timing, top ops, charts, hypotheses, environmen
 With no arguments it profiles the built-in demo workload (workbench.demo:workload) and writes
 reports/report-<time>/: run/ (the run bundle), experiments.json (the suggested variants compared
 with the workload, and the decision), report.ipynb, report.html and summary.json.
+
+The CI gate: a report times the workload's clean calls (no profiler) in --processes fresh
+interpreter processes and keeps every sample in summary.json, with the environment (CPU/GPU
+model, torch version, threads). --compare-to OLD compares the two sample sets: the ratio new/old
+with a 95 % interval from a seeded hierarchical bootstrap (processes, then samples), widened for
+few processes. REGRESSION only when the whole interval lies beyond --fail-on-regression;
+INCONCLUSIVE (exit 0) when the noise is too large to tell, or when the machine was busy (a
+process's threads waited for a CPU over 10 % of the time); ok otherwise. Each verdict states the
+smallest change the pair of reports could have detected. Reports from another environment are
+refused unless --allow-environment-change. The earlier report is checked before anything runs.
+The workload module is imported from the current folder too (no PYTHONPATH=. needed).
 """
 
 EPILOG = """\
@@ -25,9 +39,17 @@ examples:
   workbench report --workload mypkg.bench:step --repeat 50
   workbench report --bundle reports/demo/run --out reports/again
   workbench report --out reports/new --compare-to reports/main --fail-on-regression 5
+  workbench report --workload bench:step --time-limit 300 --processes 5
 
-exit status: 0 written; 1 median regressed beyond --fail-on-regression; 2 bad input
-(missing bundle, unknown workload, bad template).
+exit status:
+  0  report written (with --compare-to: ok, or INCONCLUSIVE: too noisy, or the machine too
+     busy, to tell; not a failure)
+  1  REGRESSION: the whole interval of the change lies beyond --fail-on-regression PCT
+  2  bad input, found before anything ran; nothing was written or overwritten (unknown workload,
+     missing or corrupt bundle, an earlier report without per-process samples or with a corrupt
+     summary.json, a negative or NaN threshold, an earlier report from another environment)
+  3  the workload failed: it raised, called sys.exit(), or its process died
+  4  the workload ran past --time-limit and was stopped
 """
 
 
@@ -49,10 +71,22 @@ def register(subparsers: Any) -> None:
     p.add_argument("--repeat", type=int, default=20, help="timed calls (default: %(default)s)")
     p.add_argument("--warmup", type=int, default=3, help="untimed calls before timing (default: %(default)s)")
     p.add_argument("--title", help="report title (default: 'workbench report: <workload>')")
+    p.add_argument("--processes", type=int, default=3, metavar="N",
+                   help="fresh processes that time the workload's clean calls for the CI gate, one "
+                        "after another (default: %(default)s; 0: none, and the report cannot be a "
+                        "--compare-to baseline; --compare-to needs 2 or more)")
+    p.add_argument("--time-limit", type=float, metavar="SECONDS", default=None,
+                   help="stop a workload that runs longer than this, per process and for the traced "
+                        "run (exit 4; default: no limit)")
     p.add_argument("--compare-to", metavar="OLD_REPORT_DIR",
-                   help="an earlier report folder; prints the median change against it")
+                   help="an earlier report folder (made with --processes >= 2): compare the two sample "
+                        "sets and print the change with its interval and the smallest detectable change")
     p.add_argument("--fail-on-regression", metavar="PCT", type=float, default=math.inf,
-                   help="with --compare-to: exit 1 when the median is more than PCT %% slower")
+                   help="with --compare-to: exit 1 when the whole interval of the change is more than "
+                        "PCT %% slower (a number >= 0)")
+    p.add_argument("--allow-environment-change", action="store_true",
+                   help="with --compare-to: compare reports from different environments (CPU/GPU model, "
+                        "torch version, threads...) anyway, printing the differences; refused by default")
     p.add_argument("--no-experiments", action="store_true",
                    help="do not compare the variants the hypotheses suggest (torch.compile, CUDA graphs) "
                         "with the workload; by default the report shows that comparison and its decision")
@@ -65,24 +99,43 @@ def _default_out() -> str:
     return os.path.join("reports", "report-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S"))
 
 
+def _phase(line: str) -> None:
+    print(f"workbench report: {line}", file=sys.stderr, flush=True)
+
+
 def run(args: argparse.Namespace) -> int:
     from workbench.errors import InvalidArgumentError
-    from workbench.report.pipeline import build_report
+    from workbench.report import pipeline
+    from workbench.report.regression import check_threshold
+    from workbench.report.workload import WorkloadError
 
-    if args.repeat < 1 or args.warmup < 0:
-        raise InvalidArgumentError(f"--repeat must be >= 1 and --warmup >= 0; got {args.repeat}, {args.warmup}")
+    if args.repeat < 1 or args.warmup < 0 or args.processes < 0:
+        raise InvalidArgumentError(f"--repeat must be >= 1, --warmup >= 0 and --processes >= 0; got "
+                                   f"{args.repeat}, {args.warmup}, {args.processes}")
+    check_threshold(args.fail_on_regression)
     if math.isfinite(args.fail_on_regression) and not args.compare_to:
         raise InvalidArgumentError("--fail-on-regression needs --compare-to OLD_REPORT_DIR")
-    result = build_report(args.out or _default_out(), workload=args.workload, bundle=args.bundle,
-                          template=args.template, warmup=args.warmup, repeat=args.repeat,
-                          compare_to=args.compare_to, fail_on_regression_pct=args.fail_on_regression,
-                          title=args.title, experiments=not args.no_experiments)
+    if args.allow_environment_change and not args.compare_to:
+        raise InvalidArgumentError("--allow-environment-change needs --compare-to OLD_REPORT_DIR")
+    try:
+        result = pipeline.build_report(
+            args.out or _default_out(), workload=args.workload, bundle=args.bundle, template=args.template,
+            warmup=args.warmup, repeat=args.repeat, compare_to=args.compare_to,
+            fail_on_regression_pct=args.fail_on_regression, title=args.title,
+            experiments=not args.no_experiments, processes=args.processes, time_limit_s=args.time_limit,
+            allow_environment_change=args.allow_environment_change, progress=_phase)
+    except WorkloadError as exc:
+        print(f"workbench report: error: {exc}", file=sys.stderr)
+        return getattr(exc, "exit_code", EXIT_WORKLOAD_FAILED)
     t = result.summary["timing"]
     print(f"median {t['median_ms']:.3f} ms (p95 {t['p95_ms']:.3f} ms, n={t['n']}, "
           f"first call {t['cold_ms']:.3f} ms)")
+    samples = result.summary.get("samples")
+    if samples:
+        medians = ", ".join(f"{p['median_ms']:.4g}" for p in samples["processes"])
+        print(f"clean samples from {len(samples['processes'])} fresh processes (medians {medians} ms)")
     print(f"report: {result.html_path}")
     if result.regression is not None:
         print(result.regression.message())
-        if result.regression.regressed:
-            return EXIT_REGRESSION
+        return result.regression.exit_code
     return 0

@@ -1,9 +1,23 @@
 """Run every rule of a scope, collect what fired and what could not be judged, rank.
 
-Ranking: by time at stake, largest first. A hypothesis with no evidence is dropped. A
-high-confidence ``measurement`` hypothesis that says the timing cannot be trusted at all (too
-few samples) goes first whatever its stake. Noise is ranked by its stake, the half-width of the
-median's interval: a finding with a larger stake stands above the noise, a smaller one does not.
+Ranking: by time at stake, largest first. A hypothesis with no evidence, or with nothing at
+stake (``time_at_stake_ms <= 0``), is not shown.
+
+Stakes of a run are per clean call. Trace rules read a separate, short traced pass: their stakes
+are divided by the traced calls, scaled by the run's ``trace_scale`` (clean median / traced
+median: shares from the trace, magnitudes from the clean timing) and bounded by the clean time of
+one call. Run rules' per-call stakes are bounded the same way. Stakes holding one-time costs
+(``ONE_TIME_RULES``: cold start; the compile time of recompiles and of the extra graphs of graph
+breaks) are amortised over a stated number of calls by their rules and are not bounded by one call.
+
+Measurement caveats about the timing (``TIMING_CAVEATS``) qualify the findings instead of
+outranking them: a caveat's stake is the timing's uncertainty (the half-width of the median's 95 %
+interval; the whole median where no such interval exists). A finding whose stake is larger stands
+above the caveat with its confidence intact; one whose stake is within the uncertainty cannot be
+told from noise: it ranks below the caveat, one confidence step lower, and says why. The run's
+health check qualifies the findings it touches the same way: on a loaded or oversubscribed machine
+a preempted process shows idle stretches between its ops, so host-gap findings
+(``LOAD_SENSITIVE_RULES``) lose one confidence step and say why.
 """
 from __future__ import annotations
 
@@ -13,7 +27,7 @@ from typing import Any, Iterable
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.model import Hypothesis
 from workbench.hypotheses.registry import NotJudged, list_rules
-from workbench.hypotheses.run_facts import RunFacts
+from workbench.hypotheses.run_facts import RunFacts, field_of
 
 CONFIDENCE_ORDER = {"high": 0, "medium": 1, "low": 2}
 
@@ -80,16 +94,45 @@ class Diagnosis:
 
 
 def rank(hypotheses: Iterable[Hypothesis]) -> list[Hypothesis]:
-    shown = [h for h in hypotheses if h.has_evidence]
+    """Best first: largest stake; on equal stakes a timing caveat before the findings it
+    qualifies, then higher confidence, then the rule's name (deterministic)."""
+    shown = [h for h in hypotheses if h.has_evidence and h.time_at_stake_ms > 0]
 
     def key(h: Hypothesis):
-        gate = 0 if (h.category == "measurement" and h.confidence == "high" and h.rule in GATING_RULES) else 1
-        return (gate, -h.time_at_stake_ms, CONFIDENCE_ORDER[h.confidence], h.rule)
+        return (-h.time_at_stake_ms, 0 if h.rule in TIMING_CAVEATS else 1, CONFIDENCE_ORDER[h.confidence], h.rule)
 
     return sorted(shown, key=key)
 
 
-GATING_RULES = frozenset({"too_few_samples", "faster_than_roofline"})
+# caveats about the clean timing itself: they qualify findings, never outrank a larger stake
+TIMING_CAVEATS = frozenset({"too_few_samples", "noisy_timing", "timer_resolution"})
+# stakes holding one-time costs (the cold call; compile time of repeated compiles or of the extra
+# graphs a break makes), spread over a number of calls their rules state: not bounded by one call
+ONE_TIME_RULES = frozenset({"cold_start", "recompiles", "graph_breaks"})
+LOWER_CONFIDENCE = {"high": "medium", "medium": "low", "low": "low"}
+
+
+def qualify(hypotheses: Iterable[Hypothesis]) -> list[Hypothesis]:
+    """Findings within the timing's uncertainty (the largest timing caveat's stake) lose one
+    confidence step and say so; the rest are unchanged."""
+    from dataclasses import replace
+
+    hyps = list(hypotheses)
+    caveats = [h for h in hyps if h.rule in TIMING_CAVEATS and h.has_evidence and h.time_at_stake_ms > 0]
+    if not caveats:
+        return hyps
+    worst = max(caveats, key=lambda h: h.time_at_stake_ms)
+    limit = worst.time_at_stake_ms
+    out = []
+    for h in hyps:
+        if h.rule in TIMING_CAVEATS or h.rule in ONE_TIME_RULES or h.time_at_stake_ms > limit:
+            out.append(h)
+            continue
+        note = (f"within the timing's uncertainty ({worst.rule}: {limit:.4g} ms per call at stake): "
+                f"a stake of {h.time_at_stake_ms:.4g} ms cannot be told from noise")
+        out.append(replace(h, confidence=LOWER_CONFIDENCE[h.confidence],
+                           confounders=tuple(h.confounders) + (note,)))
+    return out
 
 
 def _run_rules(scope: str, facts: Any, only: Iterable[str] | None = None) -> tuple[list[Hypothesis], list[NotJudgedNote]]:
@@ -117,32 +160,69 @@ def diagnose_trace_full(trace: Any, *, rules: Iterable[str] | None = None) -> Di
         for name in rules:
             get_rule(name)   # unknown name -> RegistryError
     found, notes = _run_rules("trace", facts, rules)
+    from workbench.hypotheses.fold_ranks import fold_ranks
+    found = fold_ranks(found, facts.ranks)   # one finding per problem across ranks
     return Diagnosis(tuple(rank(found)), tuple(notes), facts.source)
 
 
 def diagnose_run_full(run: Any) -> Diagnosis:
     facts = RunFacts(run)
-    found, notes = _run_rules("run", facts)
+    run_found, notes = _run_rules("run", facts)
+    cap_ms = facts.clean_ms    # the clean time of one call: no per-call stake above it
+    found = [h if h.rule in ONE_TIME_RULES else _capped(h, cap_ms) for h in run_found]
     try:
         tf = facts.trace_facts
         trace_found, trace_notes = _run_rules("trace", tf)
         per_call = max(1, facts.calls_in_trace)
-        # trace stakes cover every traced call; run stakes are per call
-        cap_ms = facts.timing.median_ms if facts.timing is not None else None
-        found.extend(_capped(_per_call(h, per_call, tf.steps.empty), cap_ms) for h in trace_found)
+        scale = facts.trace_scale
+        # trace stakes cover every traced call, under the profiler: per traced call, then to the
+        # clean call (shares from the trace, magnitude from the clean timing), bounded by it
+        found.extend(_capped(_scaled(_per_call(h, per_call, tf.steps.empty), scale), cap_ms)
+                     for h in trace_found)
         notes.extend(trace_notes)
     except NotJudged as nj:
         notes.append(NotJudgedNote("(trace rules)", "", nj.reason))
+    found = qualify_by_health(qualify(found), field_of(run, "health"))
     return Diagnosis(tuple(rank(found)), tuple(notes), "run " + facts.name if facts.name else "run")
 
 
+LOAD_SENSITIVE_RULES = frozenset({"cpu_host_gaps"})
+_LOAD_CHECKS = ("machine_load", "thread_oversubscription", "cpu_wait")
+
+
+def qualify_by_health(hypotheses: list[Hypothesis], health: Any) -> list[Hypothesis]:
+    """Findings a loaded machine can fake (preemption shows as gaps between ops) lose one
+    confidence step, with the health check's words as a confounder."""
+    from dataclasses import replace
+
+    check = getattr(health, "check", None)
+    if check is None:
+        return hypotheses
+    loaded = [c for c in (check(name) for name in _LOAD_CHECKS) if c is not None and c.level == "warn"]
+    if not loaded:
+        return hypotheses
+    note = ("the machine was loaded while profiling (" + "; ".join(c.observed for c in loaded)
+            + "): a preempted process shows idle stretches between its ops; profile again on a quiet machine")
+    return [replace(h, confidence=LOWER_CONFIDENCE[h.confidence], confounders=tuple(h.confounders) + (note,))
+            if h.rule in LOAD_SENSITIVE_RULES else h for h in hypotheses]
+
+
 def _capped(h: Hypothesis, cap_ms: float | None) -> Hypothesis:
-    """A per-call stake cannot exceed the measured (median) call it would shorten."""
+    """A per-call stake cannot exceed the measured (clean median) call it would shorten."""
     from dataclasses import replace
 
     if cap_ms is None or h.time_at_stake_ms <= cap_ms:
         return h
     return replace(h, time_at_stake_ms=cap_ms)
+
+
+def _scaled(h: Hypothesis, scale: float) -> Hypothesis:
+    """A stake per traced call as a stake per clean call (``scale`` = clean / traced median)."""
+    from dataclasses import replace
+
+    if scale == 1.0 or not h.time_at_stake_ms:
+        return h
+    return replace(h, time_at_stake_ms=h.time_at_stake_ms * scale)
 
 
 def _per_call(h: Hypothesis, calls: int, no_steps: bool) -> Hypothesis:

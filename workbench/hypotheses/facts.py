@@ -112,17 +112,28 @@ class TraceFacts:
         return int(self.steps.groupby("rank").size().max())
 
     @cached_property
-    def window_us(self) -> float:
-        """Wall time the trace covers on its busiest rank (CPU ops and GPU activity)."""
-        spans = []
+    def rank_windows_us(self) -> dict[int, float]:
+        """Per rank, the wall time the trace covers on it (CPU ops and GPU activity)."""
+        spans = {}
         for rank in self.ranks:
             parts = [t[t["rank"] == rank] for t in (self.cpu_ops, self.kernels) if "rank" in t]
             parts = [p for p in parts if not p.empty]
             if parts:
                 lo = min(float(p["ts_us"].min()) for p in parts)
                 hi = max(float(p["end_us"].max()) for p in parts)
-                spans.append(hi - lo)
-        return max(spans, default=0.0)
+                spans[int(rank)] = hi - lo
+        return spans
+
+    @cached_property
+    def window_us(self) -> float:
+        """Wall time the trace covers on its busiest rank (CPU ops and GPU activity)."""
+        return max(self.rank_windows_us.values(), default=0.0)
+
+    def steps_on(self, rank: int) -> int:
+        """ProfilerStep annotations on one rank (0 when the trace has none)."""
+        if self.steps.empty or "rank" not in self.steps:
+            return 0
+        return int((self.steps["rank"] == rank).sum())
 
     # -- analysis results (workbench.analysis), computed once ------------------------------
     @cached_property

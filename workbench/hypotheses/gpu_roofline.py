@@ -9,7 +9,10 @@ bandwidth (``workbench.devices`` spec, matched from ``trace.device_properties``)
 is higher, and so whether the op, and every kernel it launched, is compute- or memory-bound.
 Kernels with no such op (shapes not recorded, no formula, no link, unknown GPU) fall back to
 kernel-name families (GEMM/convolution/attention vs elementwise/reduction/normalisation), and
-``placed_by`` says which way each kernel was placed.
+``placed_by`` says which way each kernel was placed. The placement itself is
+``workbench.analysis.roofline.bound_of`` against the ``workbench.devices.ceilings`` ceiling: memory or
+compute only clearly away from the ridge; kernels in the band between are ``uncertain`` and count
+for neither.
 """
 from __future__ import annotations
 
@@ -23,6 +26,10 @@ PLACED_BY_WORK = "analytic work"
 PLACED_BY_NAME = "kernel name"
 MAX_PARENT_LEVELS = 8
 MATRIX = re.compile(r"gemm|gemv|cutlass|xmma|cublas|hgemm|sgemm|conv|cudnn|wgrad|dgrad|fprop|flash|fmha|attention|nvjet|Cijk", re.I)
+# names the MATRIX words catch that are not matrix work: FBGEMM's sparse/permute kernels, cuDNN batch norm,
+# layout conversions and the helper kernels around a GEMM (split-K reductions, offset tables)
+NOT_MATRIX = re.compile(r"fbgemm_gpu|bn_fw|bn_bw|batch_?norm|nchwToNhwc|nhwcToNchw|splitKreduce|reduce_wgrad|"
+                        r"compute\w*Offsets|scalePackedTensor|permute", re.I)
 MEMORY = re.compile(r"elementwise|vectorized|reduce|softmax|norm|index|gather|scatter|copy|cat|fill|"
                     r"unrolled|embedding|pool|transpose|where|clamp|mul|add|relu|gelu|silu|dropout", re.I)
 # the GPU peak a dtype's matrix work runs at (tensor cores for half types; fp32 without TF32)
@@ -32,7 +39,8 @@ DTYPE_PEAK = {"float": "fp32", "double": "fp64", "c10::Half": "fp16_tensor", "ha
 
 def family_by_name(names: pd.Series) -> np.ndarray:
     codes, uniques = pd.factorize(names.astype(str))
-    fam = np.array(["matrix" if MATRIX.search(n) else "memory" if MEMORY.search(n) else "other" for n in uniques],
+    fam = np.array(["matrix" if MATRIX.search(n) and not NOT_MATRIX.search(n) else "memory" if MEMORY.search(n)
+                    else "other" for n in uniques],
                    dtype=object)
     return fam[codes] if len(codes) else np.array([], dtype=object)
 
@@ -42,32 +50,32 @@ def place_kernels(kernels: pd.DataFrame, cpu_ops: pd.DataFrame, device_propertie
     (the op's roof time at the GPU's peaks; NaN when placed by name)."""
     out = kernels.assign(family=family_by_name(kernels["name"]), placed_by=PLACED_BY_NAME, work_op="",
                          flops=np.nan, bytes=np.nan, roof_us=np.nan)
-    spec = _spec(device_properties)
-    if spec is None or cpu_ops.empty or "op_index" not in kernels or "parent" not in cpu_ops or out.empty:
+    from workbench.analysis.roofline import bound_of
+    from workbench.devices.ceilings import gpu_ceilings
+
+    ceiling = gpu_ceilings(device_properties) if device_properties else None
+    if ceiling is None or cpu_ops.empty or "op_index" not in kernels or "parent" not in cpu_ops or out.empty:
         return out
     op_of_kernel = _work_op(kernels["op_index"].to_numpy(np.int64), cpu_ops)
     hit = op_of_kernel >= 0
     if not hit.any():
         return out
-    flops, nbytes, peak = _op_work(cpu_ops, np.unique(op_of_kernel[hit]), spec)
+    flops, nbytes, dtype = _op_work(cpu_ops, np.unique(op_of_kernel[hit]))
     idx = op_of_kernel[hit]
-    f, b, p = flops[idx], nbytes[idx], peak[idx]
-    compute = f / p > b / (spec.memory_gbps * 1e9)
-    roof_us = np.maximum(f / p, b / (spec.memory_gbps * 1e9)) * 1e6
+    f, b, d = flops[idx], nbytes[idx], dtype[idx]
+    peak = np.array([ceiling.peak(x) for x in d], dtype=float)
+    roof_us = np.maximum(f / peak, b / (ceiling.memory_gbps * 1e9)) * 1e6
+    # memory / compute only clearly away from the ridge; in the band between the work cannot say
+    bound = bound_of(f, b, ceiling, d)
     rows = np.flatnonzero(hit)
-    out.iloc[rows, out.columns.get_loc("family")] = np.where(compute, "matrix", "memory")
+    out.iloc[rows, out.columns.get_loc("family")] = np.where(bound == "compute", "matrix",
+                                                             np.where(bound == "memory", "memory", "uncertain"))
     out.iloc[rows, out.columns.get_loc("placed_by")] = PLACED_BY_WORK
     out.iloc[rows, out.columns.get_loc("work_op")] = cpu_ops["name"].astype(str).to_numpy()[idx]
     out.iloc[rows, out.columns.get_loc("flops")] = f
     out.iloc[rows, out.columns.get_loc("bytes")] = b
     out.iloc[rows, out.columns.get_loc("roof_us")] = roof_us
     return out
-
-
-def _spec(device_properties: Any):
-    from workbench.devices.specs import spec_for_device_properties
-
-    return spec_for_device_properties(device_properties) if device_properties else None
 
 
 def _known_work(cpu_ops: pd.DataFrame) -> np.ndarray:
@@ -127,14 +135,13 @@ def _work_arrays(cpu_ops: pd.DataFrame, rows: np.ndarray) -> tuple[np.ndarray, n
     return flops, nbytes
 
 
-def _op_work(cpu_ops: pd.DataFrame, rows: np.ndarray, spec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """FLOPs, bytes and the peak FLOP/s for each op row (NaN / fp32 peak outside ``rows``)."""
+def _op_work(cpu_ops: pd.DataFrame, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """FLOPs, bytes and the ceiling's dtype key (fp32, bf16_tensor, ...) for each op row (NaN / fp32
+    outside ``rows``): its matrix work runs at that dtype's peak."""
     flops, nbytes = _work_arrays(cpu_ops, rows)
     types = cpu_ops["input_types"].astype(str).to_numpy()
-    fp32 = spec.peak_tflops.get("fp32", max(spec.peak_tflops.values())) * 1e12
-    peak = np.full(len(cpu_ops), fp32)
+    dtype = np.full(len(cpu_ops), "fp32", dtype=object)
     for r in rows:
         first = re.search(r'"([^"]+)"', types[r])
-        key = DTYPE_PEAK.get(first.group(1) if first else "", "fp32")
-        peak[r] = spec.peak_tflops.get(key, fp32 / 1e12) * 1e12
-    return flops, nbytes, peak
+        dtype[r] = DTYPE_PEAK.get(first.group(1) if first else "", "fp32")
+    return flops, nbytes, dtype

@@ -10,18 +10,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping
 
-from workbench.errors import InvalidArgumentError, RegistryError
+from workbench.errors import InvalidArgumentError, NotJudged, RegistryError  # NotJudged: rules import it here
 from workbench.hypotheses.model import CATEGORIES, Hypothesis
 
 SCOPES = ("trace", "run")
-
-
-class NotJudged(Exception):
-    """The facts a rule needs are not in this trace or run (no GPU activity, no steps, ...)."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
 
 
 RuleFn = Callable[[Any, Mapping[str, float]], "Iterable[Hypothesis] | Hypothesis | None"]

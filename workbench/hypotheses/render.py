@@ -8,7 +8,44 @@ from typing import Any, Iterable
 from workbench.hypotheses.model import Hypothesis
 
 
+class HypothesisList(list):
+    """Ranked hypotheses, best first: a plain list (index it, slice it, iterate it) that displays
+    as the readable rendering below instead of a wall of dataclass reprs: ``_repr_html_`` in a
+    notebook, the ``workbench analyze`` text as its ``repr``.  ``notes`` are the statements of
+    what could not be judged (a Diagnosis's ``statements()``)."""
+
+    def __init__(self, hypotheses: Iterable[Any] = (), notes: Iterable[str] = ()) -> None:
+        super().__init__(hypotheses)
+        self.notes = list(notes)
+
+    @classmethod
+    def from_diagnosis(cls, diag: Any) -> "HypothesisList":
+        return cls(list(diag), list(diag.statements()) if hasattr(diag, "statements") else [])
+
+    def statements(self) -> list[str]:
+        return list(self.notes)
+
+    def to_text(self, **kw: Any) -> str:
+        return render_text(self, **kw)
+
+    def to_markdown(self, **kw: Any) -> str:
+        return render_markdown(self, **kw)
+
+    def _repr_html_(self) -> str:
+        return render_html(self)
+
+    def _repr_markdown_(self) -> str:
+        return render_markdown(self)
+
+    def __repr__(self) -> str:
+        return f"{len(self)} ranked hypothes{'is' if len(self) == 1 else 'es'}:\n" + render_text(self)
+
+    __str__ = __repr__
+
+
 def _items(diag: Any) -> tuple[list[Hypothesis], list[str]]:
+    if isinstance(diag, HypothesisList):
+        return list(diag), diag.statements()
     if hasattr(diag, "hypotheses"):
         return list(diag.hypotheses), list(diag.statements())
     return list(diag), []

@@ -7,29 +7,26 @@ else ``memory`` or ``compute`` by which ceiling its roof time comes from. Matrix
 the shapes do not determine (convolution: stride and padding are not recorded) are placed by
 name as ``compute``, and the evidence says so.
 
-Ceilings: a GPU's vendor peaks from ``workbench.devices`` (found from the trace's device
-properties); on a CPU the measured ceiling when the run recorded one
+Placement against the ceiling is ``workbench.analysis.roofline`` (memory / compute only clearly away
+from the ridge, ``uncertain`` in the band between; a point above the roof is flagged ``above_roof``).
+Ceilings: ``workbench.devices.ceilings`` (one ``Ceiling`` type): a GPU's datasheet peaks (found from
+the trace's device properties); on a CPU the measured ceiling when the run recorded one
 (``environment["cpu_ceiling"]``, from ``workbench.devices.measure_cpu_ceiling``), else the
-documented defaults below, named as such in every evidence row that uses them.
+documented default, named as such in every evidence row that uses them.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
-# Documented default CPU ceilings: one modern x86 server core (AVX2/AVX-512 FMA) with torch's
-# one-thread kernels. On the 2-vCPU build machine measure_cpu_ceiling gave 6.3-6.8 GB/s copy
-# (read + write) and 155-159 GFLOP/s fp32 matmul (2026-11-29); the defaults sit between that and
-# a desktop core. Use them only for *placing* ops; "faster than the roof" needs a measured one.
-DEFAULT_CPU_COPY_GBPS = 10.0
-DEFAULT_CPU_FP32_GFLOPS = 100.0
-DEFAULT_CPU_SOURCE = (f"documented default CPU ceiling ({DEFAULT_CPU_COPY_GBPS:g} GB/s, "
-                      f"{DEFAULT_CPU_FP32_GFLOPS:g} GFLOP/s fp32); measure yours with "
-                      "workbench.devices.measure_cpu_ceiling()")
+# The one ceiling type and its resolution live in workbench.devices.ceilings (measured / datasheet /
+# default, each labelled); the names stay importable from here.
+from workbench.devices.ceilings import (  # noqa: E402
+    DEFAULT_CPU_CEILING, DEFAULT_CPU_COPY_GBPS, DEFAULT_CPU_FP32_GFLOPS, DEFAULT_CPU_SOURCE, Ceiling,
+)
 # An op that takes more than 1 / OVERHEAD_ROOF_FRACTION times its roof time is dispatch-bound.
 OVERHEAD_ROOF_FRACTION = 0.05
 # Ops with no work formula: shorter than this they count as per-op overhead, longer as unknown.
@@ -44,50 +41,26 @@ STREAMING_OPS = re.compile(r"^aten::(copy_|clone|contiguous|_to_copy|to|zeros|ze
                            r"randn|rand|normal_|uniform_|embedding|narrow_copy|pad|constant_pad_nd)$")
 
 
-@dataclass(frozen=True)
-class Ceiling:
-    """The roof: peak memory bandwidth (GB/s) and peak FLOP/s (GFLOP/s) of one device."""
-
-    memory_gbps: float
-    peak_gflops: float
-    source: str
-    upper_bound: bool      # True for a vendor peak or a measured ceiling; False for a default
-
-    @property
-    def ridge_flops_per_byte(self) -> float:
-        return self.peak_gflops / self.memory_gbps
-
-    def roof_us(self, flops: Any, nbytes: Any) -> Any:
-        """Least time (µs) for that work: bytes at the bandwidth or FLOPs at the peak."""
-        return np.maximum(np.asarray(nbytes, dtype=float) / (self.memory_gbps * 1e3),
-                          np.asarray(flops, dtype=float) / (self.peak_gflops * 1e3))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"memory_gbps": self.memory_gbps, "peak_gflops": self.peak_gflops,
-                "source": self.source, "upper_bound": self.upper_bound}
-
-
-DEFAULT_CPU_CEILING = Ceiling(DEFAULT_CPU_COPY_GBPS, DEFAULT_CPU_FP32_GFLOPS, DEFAULT_CPU_SOURCE, False)
-
-
 def cpu_ceiling_from(environment: Mapping[str, Any] | None) -> Ceiling:
-    """The measured CPU ceiling a run recorded (``environment["cpu_ceiling"]``), else the default."""
-    measured = (environment or {}).get("cpu_ceiling") if isinstance(environment, Mapping) else None
-    if isinstance(measured, Mapping) and measured.get("copy_gbps") and measured.get("matmul_fp32_gflops"):
-        return Ceiling(float(measured["copy_gbps"]), float(measured["matmul_fp32_gflops"]),
-                       f"measured CPU ceiling ({measured.get('cpu_model', 'this CPU')}, "
-                       f"{measured.get('threads', '?')} thread(s))", True)
-    return DEFAULT_CPU_CEILING
+    """The CPU ceiling a run is judged against: the one it recorded (``environment["cpu_ceiling"]``), else
+    the documented default; the same resolution the roofline chart uses for that environment
+    (``workbench.devices.ceilings.cpu_ceilings``)."""
+    from workbench.devices.ceilings import cpu_ceilings
+
+    return cpu_ceilings(environment if isinstance(environment, Mapping) else {})
 
 
 def gpu_ceiling(device_properties: Any, dtype: str = "fp32") -> Ceiling | None:
-    """The vendor peak of the trace's GPU (``workbench.devices`` spec table), None if unknown."""
-    from workbench.devices.specs import spec_for_device_properties
+    """The datasheet peaks of the trace's GPU (judged at ``dtype`` by default), None if unknown."""
+    from dataclasses import replace
 
-    spec = spec_for_device_properties(device_properties)
-    if spec is None or dtype not in spec.peak_tflops:
+    from workbench.devices.ceilings import gpu_ceilings
+
+    found = gpu_ceilings(device_properties)
+    if found is None:
         return None
-    return Ceiling(spec.memory_gbps, spec.peak_tflops[dtype] * 1e3, f"{spec.name} vendor peak ({spec.source[:60]})", True)
+    label = next((k for k in found.peak_flops if dtype in k.split("/")), None)
+    return replace(found, primary=label) if label else None
 
 
 def _work_of(sig: tuple[str, str, str], cache: dict) -> tuple[float, float]:
@@ -110,18 +83,23 @@ def place_ops(ops: pd.DataFrame, ceiling: Ceiling) -> pd.DataFrame:
     nbytes = np.array([w[1] for w in work], dtype=float)
     roof = ceiling.roof_us(np.nan_to_num(flops), np.nan_to_num(nbytes))
     dur = ops["dur_us"].to_numpy(dtype=float)
-    bound = [_bound(n, f, b, r, d, ceiling) for n, f, b, r, d in zip(names, flops, nbytes, roof, dur)]
+    from workbench.analysis.roofline import ROOF_TOLERANCE, bound_of
+
+    by_work = bound_of(np.nan_to_num(flops, nan=-1.0), np.nan_to_num(nbytes, nan=0.0), ceiling)
+    bound = [_bound(n, f, b, r, d, w) for n, f, b, r, d, w in zip(names, flops, nbytes, roof, dur, by_work)]
     known = ~np.isnan(flops) & ~np.isnan(nbytes)
-    return ops.assign(flops=flops, bytes=nbytes, roof_us=np.where(known, roof, np.nan),
-                      roof_fraction=np.where(known & (dur > 0), roof / np.maximum(dur, 1e-9), np.nan),
-                      bound=bound)
+    fraction = np.where(known & (dur > 0), roof / np.maximum(dur, 1e-9), np.nan)
+    return ops.assign(flops=flops, bytes=nbytes, roof_us=np.where(known, roof, np.nan), roof_fraction=fraction,
+                      bound=bound, above_roof=np.nan_to_num(fraction) > 1 + ROOF_TOLERANCE)
 
 
-def _bound(name: str, flops: float, nbytes: float, roof: float, dur: float, c: Ceiling) -> str:
+def _bound(name: str, flops: float, nbytes: float, roof: float, dur: float, by_work: str) -> str:
+    """By the work where it is known (``analysis.roofline.bound_of``: memory / compute only away from the
+    ridge, else uncertain; overhead when the op takes many times its roof); by name where it is not."""
     if not (np.isnan(flops) or np.isnan(nbytes)):
         if roof < OVERHEAD_ROOF_FRACTION * dur:
             return "overhead"
-        return "compute" if flops / (c.peak_gflops * 1e3) > nbytes / (c.memory_gbps * 1e3) else "memory"
+        return by_work
     if MATRIX_OPS.match(name):
         return "compute"
     if dur < SHORT_OP_US:

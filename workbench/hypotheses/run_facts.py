@@ -3,6 +3,13 @@
 Reads the run through attributes (``timing``, ``cold_ms``, ``compile``, ``environment``,
 ``trace``) so that a reloaded run (``wb.load_run``) is judged the same as a live one.
 Compile diagnostics may be an object or a dict; missing fields mean "not recorded".
+
+The timing is the clean one (no profiler running); the trace comes from a separate, shorter
+traced pass. ``trace_scale`` turns the trace's per-call times into clean per-call times
+(clean median / traced median), so that stakes read from the trace keep the trace's shares and
+take their magnitude from the clean timing. One-time costs are spread over
+``one_time_cost_calls`` calls when ranked against per-call costs (a stated default, or the
+run's ``expected_calls`` where the user gave one).
 """
 from __future__ import annotations
 
@@ -13,6 +20,8 @@ import pandas as pd
 
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.registry import NotJudged
+
+ONE_TIME_COST_CALLS = 100   # calls a one-time cost is spread over when ranked, unless the run says
 
 
 def field_of(obj: Any, name: str, default: Any = None) -> Any:
@@ -57,11 +66,40 @@ class RunFacts:
 
     @property
     def calls_profiled(self) -> int:
-        """Every call the profile made (cold + warm-up + timed): one-time costs are spread over these
-        when ranked against per-call costs."""
+        """Every call the profile made (cold + warm-up + clean timed + traced)."""
         warmup = field_of(self.run, "warmup", 0) or 0
         repeat = field_of(self.run, "repeat", None) or (self.timing.n if self.timing is not None else 0)
-        return max(1, 1 + int(warmup) + int(repeat))
+        traced = field_of(self.run, "traced_timing")
+        extra = traced.n if traced is not None and field_of(self.run, "trace_repeat") else 0
+        return max(1, 1 + int(warmup) + int(repeat) + int(extra))
+
+    @property
+    def one_time_cost_calls(self) -> int:
+        """Calls a one-time cost (cold start) is spread over when ranked against per-call costs:
+        the run's ``expected_calls`` where given, else ``ONE_TIME_COST_CALLS``."""
+        stated = field_of(self.run, "expected_calls")
+        try:
+            return max(1, int(stated)) if stated else ONE_TIME_COST_CALLS
+        except (TypeError, ValueError):
+            return ONE_TIME_COST_CALLS
+
+    @property
+    def clean_ms(self) -> float | None:
+        """The clean median time of one call (no profiler running), None without timing."""
+        if self.timing is None:
+            return None
+        return float(self.timing.median_ms) / max(1, int(field_of(self.timing, "calls_per_sample", 1) or 1))
+
+    @property
+    def trace_scale(self) -> float:
+        """Clean per-call time / traced per-call time: 1.0 where the run has no separate traced
+        pass (an older bundle, whose trace covered the timed calls themselves)."""
+        traced = field_of(self.run, "traced_timing")
+        clean = self.clean_ms
+        if traced is None or not clean or clean <= 0:
+            return 1.0
+        traced_ms = float(traced.median_ms)
+        return clean / traced_ms if traced_ms > 0 else 1.0
 
     @property
     def calls_in_trace(self) -> int:

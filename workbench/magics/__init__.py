@@ -21,6 +21,12 @@ def _magics_class(entry: str) -> type:
 
 
 def load_ipython_extension(ipython: Any) -> None:
+    try:    # charts shown as a cell's last line draw offline (altair's default loads a CDN)
+        from workbench.charts.offline import enable_offline_renderer
+
+        enable_offline_renderer()
+    except ImportError:
+        pass
     for entry in MAGICS:
         ipython.register_magics(_magics_class(entry))
 

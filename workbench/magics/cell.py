@@ -3,13 +3,14 @@
 The cell is transformed (``%magics``, ``!shell``) and compiled exactly as IPython would compile it,
 registered with the shell's line cache so tracebacks show its source. A trailing expression is
 evaluated and its value kept, as a normal cell's Out. Output (print, display) shows for the first
-execution only; the repeats' output is captured and dropped, so a cell that prints does not print
-``1 + warmup + repeat`` times.
+execution only; the repeats' output is dropped, so a cell that prints does not print
+``1 + warmup + repeat`` times. The silencing belongs to the magic's one
+:class:`~workbench.magics.guard.ShellGuard` (shared by every cell the magic runs), which
+restores the streams and the display publisher when the magic ends.
 """
 from __future__ import annotations
 
 import ast
-from contextlib import ExitStack
 from dataclasses import dataclass
 from types import CodeType
 from typing import Any
@@ -37,34 +38,50 @@ def compile_cell(shell: Any, cell: str) -> CompiledCell:
 
 
 class CellCallable:
-    """Calling it executes the cell once in the shell's namespace and returns its last value."""
+    """Calling it executes the cell once in the shell's namespace and returns its last value.
 
-    def __init__(self, shell: Any, compiled: CompiledCell) -> None:
+    ``guard`` is the magic's ShellGuard: after the first call (or from the start, with
+    ``show_first=False``) it silences output until the magic ends.  ``name`` defaults to
+    ``cell[N]``, N the prompt number the user sees.  ``on_call(index, finished)`` is told
+    before and after each call (a counter for the status line; nothing slow).
+    """
+
+    def __init__(self, shell: Any, compiled: CompiledCell, guard: Any = None, *, show_first: bool = True,
+                 name: str | None = None, on_call: Any = None) -> None:
         self._shell = shell
         self._compiled = compiled
-        self._output = ExitStack()
+        self._guard = guard
+        self._show_first = show_first
+        self._on_call = on_call
         self.calls = 0
         self.last_value: Any = None
-        self.__name__ = self.__qualname__ = f"cell[{shell.execution_count}]"
+        self.__name__ = self.__qualname__ = name or f"cell[{prompt_number(shell)}]"
 
     def __call__(self) -> Any:
         __tracebackhide__ = True
         shell, compiled = self._shell, self._compiled
+        if self._on_call is not None:
+            self._on_call(self.calls, False)
+        if self._guard is not None and (self.calls >= 1 or not self._show_first):
+            self._guard.silence()
         exec(compiled.body, shell.user_global_ns, shell.user_ns)
         value = None
         if compiled.last_expression is not None:
             value = eval(compiled.last_expression, shell.user_global_ns, shell.user_ns)
         self.last_value = value
         self.calls += 1
-        if self.calls == 1:
-            self._silence_later_calls()
+        if self._on_call is not None:
+            self._on_call(self.calls - 1, True)
         return value
 
-    def _silence_later_calls(self) -> None:
-        from IPython.utils.capture import capture_output
 
-        self._output.enter_context(capture_output(stdout=True, stderr=True, display=True))
+def prompt_number(shell: Any) -> int:
+    """The number in the cell's prompt (``In [4]``) while the cell runs.
 
-    def release_output(self) -> None:
-        """Stop capturing the repeats' output (always call it, in a finally)."""
-        self._output.close()
+    IPython 9 counts up before it runs a stored cell, so ``execution_count`` is one ahead
+    during the cell; the display hook's ``prompt_count`` is the number the Out prompt shows
+    (older IPython: ``execution_count`` itself), so it is asked first."""
+    count = getattr(getattr(shell, "displayhook", None), "prompt_count", None)
+    if not isinstance(count, int):
+        count = getattr(shell, "execution_count", 0)
+    return int(count or 0)

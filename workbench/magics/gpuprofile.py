@@ -39,6 +39,8 @@ def _check_options(opts: Any) -> None:
         raise UsageError(f"-w/--warmup must be >= 0 (untimed calls after the cold one); got {opts.warmup}")
     if opts.repeat < 1:
         raise UsageError(f"-r/--repeat must be >= 1 (timed calls); got {opts.repeat}")
+    if getattr(opts, "trace_repeat", None) is not None and opts.trace_repeat < 1:
+        raise UsageError(f"--trace-repeat must be >= 1 (traced calls); got {opts.trace_repeat}")
     if opts.threads is not None and opts.threads < 1:
         raise UsageError(f"-t/--threads must be >= 1; got {opts.threads}")
     if opts.output is not None and not opts.output.isidentifier():
@@ -55,22 +57,65 @@ def syntax_error_message(exc: SyntaxError) -> str:
             "Nothing was run and no profile was recorded; fix the cell and run it again.")
 
 
-def _profile_cell(runner: Any, opts: Any) -> Any:
-    """Call the library; the repeats' output capture is released whatever happens."""
+_PROFILER_NAMES = {"emit_nvtx", "emit_itt", "_enable_profiler", "_prepare_profiler", "profile_kineto"}
+_PROFILER_MODULES = ("torch.profiler", "torch.autograd.profiler")
+
+
+def starts_own_profiler(code: str) -> bool:
+    """Whether the cell's code visibly opens a torch profiler (``torch.profiler.profile(...)``,
+    ``torch.autograd.profiler.profile``, ``from torch.profiler import profile``, ``emit_nvtx``).
+
+    Read from the source, before anything runs: such a cell is timed without a trace, since
+    two profilers at once crash torch.  (A profiler opened deeper, in a function the cell calls,
+    is stopped by the ShellGuard's check with a ProfileError instead.)"""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(_PROFILER_MODULES):
+            if any(a.name in ("profile", *_PROFILER_NAMES) for a in node.names):
+                return True
+        if isinstance(node, ast.Attribute):
+            if node.attr in _PROFILER_NAMES:
+                return True
+            if node.attr == "profile" and isinstance(node.value, (ast.Attribute, ast.Name)):
+                owner = node.value.attr if isinstance(node.value, ast.Attribute) else node.value.id
+                if owner == "profiler":
+                    return True
+    return False
+
+
+def trace_plan(guard: Any, code: str, opts: Any) -> tuple[bool, str | None]:
+    """``(trace, note)``: trace unless -T, a profiler is already running, or the cell starts one."""
+    if opts.no_trace:
+        return False, None
+    if guard.profiler_was_running:
+        return False, ("a torch profiler is already running (a traced %%gpuprofile around this one, or "
+                       "the caller's own torch.profiler session): this run is timed only, with no trace")
+    if starts_own_profiler(code):
+        return False, ("the cell opens its own torch profiler: this run is timed only, with no trace "
+                       "(two profilers at once crash torch); remove the cell's profiler to get a trace")
+    return True, None
+
+
+def _profile_cell(runner: Any, opts: Any, trace: bool = True) -> Any:
+    """Call the library (the magic's ShellGuard restores the shell around this)."""
     __tracebackhide__ = True
     from workbench.capture.profile import profile
 
     try:
-        return profile(runner, warmup=opts.warmup, repeat=opts.repeat, trace=not opts.no_trace,
+        return profile(runner, warmup=opts.warmup, repeat=opts.repeat, trace=trace and not opts.no_trace,
                        name=opts.name or runner.__name__, threads=opts.threads,
-                       grad_enabled=False if opts.no_grad else None)
+                       grad_enabled=False if opts.no_grad else None,
+                       trace_repeat=getattr(opts, "trace_repeat", None))
     except SystemExit as exc:
         raise ProfileError(
             f"the cell called sys.exit({exc.code!r}) in execution {runner.calls + 1} of "
             f"{1 + opts.warmup + opts.repeat}; profiling stopped and no run was kept. A "
             "profiled cell must finish normally: remove the exit call") from None
-    finally:
-        runner.release_output()
 
 
 def _keep(shell: Any, run: Any, output: str | None, source: str) -> None:
@@ -87,6 +132,9 @@ class GpuProfileMagics(Magics):
     @argument("-w", "--warmup", type=int, default=3,
               help="untimed calls after the cold first call (>= 0, default 3)")
     @argument("-r", "--repeat", type=int, default=20, help="timed calls (>= 1, default 20)")
+    @argument("--trace-repeat", type=int, default=None,
+              help="calls in the separate traced pass, after the clean timed ones (>= 1; default: "
+                   "a few, 3 to 20, enough to cover 50 ms of clean time)")
     @argument("-T", "--no-trace", action="store_true",
               help="no torch.profiler session: timing only, without profiler overhead")
     @argument("-n", "--name", default=None, help="the run's name (default: cell[<n>])")
@@ -110,7 +158,8 @@ class GpuProfileMagics(Magics):
         Cell form: ``%%gpuprofile [options]`` above the cell.  Line form: ``%gpuprofile
         [options] CODE`` profiles CODE (e.g. ``%gpuprofile -r 10 f(x)``); options come first.
         Options: -w/--warmup N (untimed calls after the cold one, default 3), -r/--repeat N
-        (timed calls, default 20), -T/--no-trace (timing only), -n/--name NAME, -o/--output VAR
+        (timed calls, default 20), --trace-repeat N (calls traced apart after the clean timed ones;
+        default 3 to 20, enough to cover 50 ms), -T/--no-trace (timing only), -n/--name NAME, -o/--output VAR
         (bind the run), -t/--threads N (torch threads while profiling), --no-grad, -q/--quiet
         (keep, do not display), --explain (line form: torch._dynamo.explain of the call).
 
@@ -151,14 +200,33 @@ class GpuProfileMagics(Magics):
 
     def _profile(self, code: str, opts: Any) -> tuple[Any, Any]:
         __tracebackhide__ = True
-        from workbench.magics.cell import CellCallable, compile_cell
+        from workbench.magics.cell import CellCallable, compile_cell, prompt_number
+        from workbench.magics.guard import ShellGuard
+        from workbench.magics.progress import StatusLine
 
         try:
             compiled = compile_cell(self.shell, code)
         except SyntaxError as exc:
             raise UsageError(syntax_error_message(exc)) from None
-        runner = CellCallable(self.shell, compiled)
-        run = _profile_cell(runner, opts)
+        name = opts.name or f"cell[{prompt_number(self.shell)}]"
+        guard, note = ShellGuard(self.shell), None
+        try:
+            with guard:
+                trace, note = trace_plan(guard, code, opts)
+                status = StatusLine(guard, f"%gpuprofile {name}", opts.warmup, opts.repeat, trace,
+                                    enabled=None if not guard.nested else False)
+                runner = CellCallable(self.shell, compiled, guard, name=name, on_call=status.on_call)
+                status.start()
+                done = "stopped"
+                try:
+                    run = _profile_cell(runner, opts, trace)
+                    done = "done"
+                finally:
+                    status.close(f"%gpuprofile {name}: {done}, {runner.calls} calls in "
+                                 f"{status.elapsed_s():.1f} s")
+        finally:
+            for line in ([note] if note else []) + guard.notes:
+                print(f"%gpuprofile: {line}")
         _keep(self.shell, run, opts.output, code)
         return run, runner.last_value
 

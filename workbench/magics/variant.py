@@ -48,14 +48,17 @@ def suggesting_hypothesis(name: str) -> Any:
     return None
 
 
-def _callable(shell: Any, source: str, role: str) -> Any:
+def _callable(shell: Any, source: str, role: str, guard: Any = None, name: str | None = None) -> Any:
     from workbench.magics.cell import CellCallable, compile_cell
     from workbench.magics.gpuprofile import syntax_error_message
 
     try:
-        return CellCallable(shell, compile_cell(shell, source))
+        compiled = compile_cell(shell, source)
     except SyntaxError as exc:
         raise UsageError(f"{role}: {syntax_error_message(exc)}") from None
+    # both cells have shown their output before (the profiled one when it was profiled): the
+    # comparison's many runs are silent from the first
+    return CellCallable(shell, compiled, guard, show_first=False, name=name)
 
 
 @magics_class
@@ -70,7 +73,8 @@ class GpuVariantMagics(Magics):
     def gpuvariant(self, line: str, cell: str) -> Any:
         """Compare this cell (a variant) with the last %%gpuprofile cell: the cells' last values
         are checked against each other, then both are timed in interleaved rounds; shows the
-        table and the decision.  The comparison is ``_gpuvariant``."""
+        table, the chart and the decision record.  The comparison is ``_gpuvariant``; the shell's
+        streams and display are restored whatever the cells do."""
         from workbench.variants.compare import compare
 
         opts = parse_argstring(self.gpuvariant, line)
@@ -84,15 +88,37 @@ class GpuVariantMagics(Magics):
         if source is None:
             raise UsageError("no profiled cell yet: run %%gpuprofile on the cell to improve first, "
                              "then %%gpuvariant NAME on a cell with your rewrite")
-        base, variant = _callable(self.shell, source, "the profiled cell"), _callable(self.shell, cell, "this cell")
+        from workbench.magics.guard import ShellGuard
+        from workbench.magics.progress import StatusLine
+
+        guard = ShellGuard(self.shell)
         try:
-            cmp = compare({"profiled": base, opts.name: variant}, None, baseline="profiled", checks=opts.checks,
-                          budget_s=opts.budget, time_limit_s=opts.time_limit,
-                          hypothesis=suggesting_hypothesis(opts.name), end_to_end_ms=profiled_median_ms())
+            with guard:
+                base = _callable(self.shell, source, "the profiled cell", guard, "profiled")
+                variant = _callable(self.shell, cell, "this cell", guard, opts.name)
+                status = StatusLine(guard, f"%gpuvariant {opts.name}", 0, 0, False,
+                                    enabled=None if not guard.nested else False)
+                status.start()
+                done = "stopped"
+                try:
+                    cmp = compare({"profiled": base, opts.name: variant}, None, baseline="profiled",
+                                  checks=opts.checks, budget_s=opts.budget, time_limit_s=opts.time_limit,
+                                  hypothesis=suggesting_hypothesis(opts.name), end_to_end_ms=profiled_median_ms(),
+                                  progress=lambda stage, name: status.say(f"{stage} {name}"))
+                    done = "done"
+                except SystemExit as exc:
+                    raise UsageError(f"a compared cell called sys.exit({exc.code!r}); the comparison stopped "
+                                     "and nothing was kept. Compared cells must finish normally") from None
+                finally:
+                    status.close(f"%gpuvariant {opts.name}: {done} in {status.elapsed_s():.1f} s")
         finally:
-            base.release_output()
-            variant.release_output()
+            for line in guard.notes:
+                print(f"%gpuvariant: {line}")
         self.shell.user_ns[LAST_VARIANT_NAME] = cmp
         if opts.output:
             self.shell.user_ns[opts.output] = cmp
-        return cmp
+        from IPython.display import display
+
+        display(cmp)                 # the table, the one-line decision and the chart
+        display(cmp.decision)        # the decision record, in full
+        return None

@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 import nbformat
 
-from workbench.errors import ReportError
+from workbench.errors import ReportError, require_package
 from workbench.report.kernel import current_interpreter_kernel, ipc_kernel_manager_class
 
 DEFAULT_TIMEOUT_S = 600
@@ -32,6 +32,7 @@ def check_template(path: Path) -> None:
 def execute_template(template: Path, output: Path, parameters: Mapping[str, Any], *,
                      cwd: Path | None = None, timeout_s: int = DEFAULT_TIMEOUT_S) -> Path:
     """Execute ``template`` into ``output``; a failing cell becomes a ReportError naming it."""
+    require_package("papermill", extra="report", feature="executing a report notebook")
     import papermill as pm
 
     check_template(template)

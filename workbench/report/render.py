@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 
 from workbench.charts.offline import dedupe_bundles
-from workbench.errors import ReportError
+from workbench.errors import ReportError, require_package
 
 EMPTY_SCRIPT = "data:text/javascript,"
 EXTERNAL_SOURCE = re.compile(
@@ -28,6 +28,7 @@ def external_sources(html: str) -> list[str]:
 
 def render_html(notebook: Path, output: Path, *, hide_code: bool = True) -> Path:
     """nbconvert ``notebook`` to ``output``; raises ReportError if the page would go online."""
+    require_package("nbconvert", extra="report", feature="rendering a report to HTML")
     from nbconvert import HTMLExporter
 
     nb = nbformat.read(notebook, as_version=4)

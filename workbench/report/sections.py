@@ -1,6 +1,8 @@
 """HTML sections of a report, built from a ProfileRun; every text from the run is escaped.
 
-The template notebook only displays these, so the logic is tested without papermill.
+The template notebook only displays these, so the logic is tested without papermill. Times are
+per clean call in adaptive units (``workbench.units``); the exact millisecond figure rides along as
+the cell's tooltip. The timing section carries the run's health check.
 """
 from __future__ import annotations
 
@@ -10,48 +12,86 @@ from typing import Any
 
 import pandas as pd
 
-TOP_OP_COLUMNS = ("name", "count", "self_us", "total_us", "pct")
+from workbench.units import format_ms
+
+TOP_OP_COLUMNS = ("name", "calls_per_call", "self_ms_per_call", "total_ms_per_call", "pct")
 
 
 def _esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _fmt_ms(value: float) -> str:
-    return "n/a" if value is None or not math.isfinite(value) else f"{value:.3f} ms"
+def _health(run: Any) -> Any:
+    health = getattr(run, "health", None)
+    if health is None:
+        from workbench.capture.health import ProfileHealth
+
+        health = ProfileHealth.not_recorded()
+    return health
 
 
 def timing_summary(run: Any) -> dict[str, Any]:
-    """The numbers a report shows and a later report compares against."""
+    """The numbers a report shows and a later report compares against: the clean timing (no
+    profiler running), the traced pass apart with the profiler's overhead, and the health check."""
     t = run.timing
     lo, hi = t.median_ci_ms()
+    traced = getattr(run, "traced_timing", None)
+    health = _health(run)
     return {
         "name": getattr(run, "name", ""), "n": t.n, "median_ms": t.median_ms, "p95_ms": t.p95_ms,
         "iqr_ms": t.iqr_ms, "median_ci_low_ms": lo, "median_ci_high_ms": hi,
         "cold_ms": float(getattr(run, "cold_ms", float("nan"))), "warnings": list(t.warnings),
+        "clean": not bool(getattr(run, "timed_under_profiler", False)),
+        "traced_n": traced.n if traced is not None else 0,
+        "traced_median_ms": traced.median_ms if traced is not None else None,
+        "profiler_overhead": getattr(run, "profiler_overhead", None),
+        "health": health.to_dict(),
     }
+
+
+def _ms_cell(value: Any, suffix: str = "") -> str:
+    """An adaptive-unit time with the exact millisecond figure as its tooltip."""
+    if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "<td class='wb-num'>n/a</td>"
+    return f"<td class='wb-num' title='{value:.3f} ms'>{_esc(format_ms(value) + suffix)}</td>"
 
 
 def timing_html(run: Any) -> str:
     s = timing_summary(run)
-    rows = [("median", _fmt_ms(s["median_ms"])),
-            ("95% CI of the median", f"{_fmt_ms(s['median_ci_low_ms'])} – {_fmt_ms(s['median_ci_high_ms'])}"),
-            ("p95", _fmt_ms(s["p95_ms"])), ("IQR", _fmt_ms(s["iqr_ms"])), ("samples", str(s["n"])),
-            ("first call (cold)", _fmt_ms(s["cold_ms"]))]
-    body = "".join(f"<tr><th>{_esc(k)}</th><td class='wb-num'>{_esc(v)}</td></tr>" for k, v in rows)
+    n_traced = s["traced_n"]
+    rows = [("clean median (per call)", _ms_cell(s["median_ms"])),
+            ("95% CI of the median", f"<td class='wb-num' title='{s['median_ci_low_ms']:.3f} ms – "
+                                     f"{s['median_ci_high_ms']:.3f} ms'>{_esc(format_ms(s['median_ci_low_ms']))} – "
+                                     f"{_esc(format_ms(s['median_ci_high_ms']))}</td>"),
+            ("p95", _ms_cell(s["p95_ms"])), ("IQR", _ms_cell(s["iqr_ms"])),
+            ("samples", f"<td class='wb-num'>{s['n']} timed calls, no profiler running</td>"),
+            ("first call (cold)", _ms_cell(s["cold_ms"], " once"))]
+    if n_traced:
+        overhead = s["profiler_overhead"]
+        rows.append(("traced pass (per call)", _ms_cell(s["traced_median_ms"], f" over {n_traced} traced calls")))
+        rows.append(("profiler overhead", f"<td class='wb-num'>{overhead:.2f}× the clean call; trace times "
+                                          "in this report are scaled to the clean call</td>"
+                     if overhead else "<td class='wb-num'>n/a</td>"))
+    elif not s["clean"]:
+        rows.append(("timed under the profiler", "<td>yes (an older run): the samples include the "
+                                                 "profiler's overhead</td>"))
+    body = "".join(f"<tr><th>{_esc(k)}</th>{cell}</tr>" for k, cell in rows)
     warn = "".join(f"<li>{_esc(w)}</li>" for w in s["warnings"])
-    return (f"<table class='wb-timing'>{body}</table>"
+    return (f"<table class='wb-timing'>{body}</table>" + health_html(run)
             + (f"<p><b>Measurement warnings</b></p><ul>{warn}</ul>" if warn else ""))
 
 
+def health_html(run: Any) -> str:
+    """The run's profile-health check: a banner, each problem with what to do."""
+    return _health(run)._repr_html_()
+
+
 def top_ops_table(run: Any, n: int = 15) -> pd.DataFrame:
-    """The ``n`` CPU ops with the most self time (empty when the run has no trace)."""
-    trace = getattr(run, "trace", None)
-    if trace is None:
+    """The ``n`` CPU ops with the most self time, per clean call (``ProfileRun.per_call_ops``;
+    empty when the run has no trace)."""
+    if getattr(run, "trace", None) is None or not hasattr(run, "per_call_ops"):
         return pd.DataFrame(columns=list(TOP_OP_COLUMNS))
-    table = trace.op_breakdown().table
-    cols = [c for c in table.columns if c in TOP_OP_COLUMNS or "shape" in c or "dims" in c]
-    return table.sort_values("self_us", ascending=False).head(n)[cols].reset_index(drop=True)
+    return run.per_call_ops(n)
 
 
 def top_ops_html(run: Any, n: int = 15) -> str:
@@ -59,18 +99,25 @@ def top_ops_html(run: Any, n: int = 15) -> str:
     if table.empty:
         note = getattr(run, "trace_note", "") or "the run has no trace"
         return f"<p>No op table: {_esc(note)}.</p>"
-    return table.to_html(escape=True, index=False, float_format=lambda v: f"{v:,.1f}",
-                         classes="wb-top-ops", border=0)
+    from workbench.capture.display import _OP_COLUMNS, readable_table
+
+    calls = getattr(run, "traced_calls", 0) or 1
+    note = (f"<p class='wb-note'>Per clean call: the trace's totals over {calls} traced call(s), scaled by "
+            f"the clean / traced time ({getattr(run, 'trace_scale', 1.0):.2f}).</p>")
+    return note + readable_table(table, _OP_COLUMNS).to_html(escape=True, index=False, classes="wb-top-ops",
+                                                              border=0)
 
 
 def hypotheses_html(run: Any) -> str:
     hyps = list(getattr(run, "hypotheses", None) or [])
     if not hyps:
         return "<p>No hypothesis fired: no rule found evidence in this run.</p>"
+    from workbench.capture.display import stake_text
+
     items = []
     for h in hyps:
-        stake = getattr(h, "time_at_stake_ms", None)
-        stake_txt = f" — up to {stake:.3g} ms at stake" if isinstance(stake, (int, float)) else ""
+        stake_txt = stake_text(h)
+        stake_txt = f" — {stake_txt}" if stake_txt else ""
         items.append(f"<li><b>{_esc(getattr(h, 'title', h))}</b> "
                      f"<code>{_esc(getattr(h, 'category', ''))}</code>{_esc(stake_txt)}<br>"
                      f"{_esc(getattr(h, 'observed', ''))}<br><i>falsifier:</i> {_esc(getattr(h, 'falsifier', ''))}</li>")

@@ -6,7 +6,7 @@ the defaults keep every event and every nanosecond.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -29,12 +29,15 @@ class LoadOptions:
 
 @dataclass
 class FileTables:
+    """One file's tables (column arrays), before the files of a trace are joined."""
+
     path: str
-    rank: int
+    rank: int  # -1 until the files' ranks are assigned
     origin_ns: int
     tables: dict[str, dict]
     names: dict[str, dict[str, str]]
     warnings: list[str]
+    notes: list[str] = field(default_factory=list)
 
 
 def build_file(header: TraceHeader, chunks: Iterator[DecodedFile], options: LoadOptions,

@@ -5,8 +5,7 @@ loop per event); name, pid, tid, ph and cat become int codes of the file's inter
 pass (categoricals only once the file's chunks are joined). Events are then sorted by kind,
 and each kind's columns and ``args`` fields are gathered in bulk.
 """
-from __future__ import annotations
-
+# no ``from __future__ import annotations`` here: the annotations table's function is named so
 from operator import attrgetter, itemgetter
 
 import numpy as np

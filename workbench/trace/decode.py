@@ -113,7 +113,8 @@ def _chunks(path: str, header: TraceHeader, buf: bytearray, blocks: Iterator[byt
     Each piece is decoded in place: the "," after its last event is overwritten with "]" (and
     the next piece's leading "," with "["), so no copy of the text is made for the decoder.
     """
-    first, pending, size = 0, [buf], len(buf)
+    pending: list[bytes | bytearray] = [buf]
+    first, size = 0, len(buf)
     fast = _FastState()
     for block in blocks:
         pending.append(block)
@@ -145,16 +146,17 @@ def _chunks(path: str, header: TraceHeader, buf: bytearray, blocks: Iterator[byt
                                "a region that runs work (inside the profiler context)", path=path)
 
 
-def _tail(path: str, header: TraceHeader, pending: list, first: int, bare: bool) -> DecodedFile:
+def _tail(path: str, header: TraceHeader, pending: list[bytes | bytearray], first: int, bare: bool) -> DecodedFile:
     """The last events, and the header keys written after the array (merged into ``header``)."""
     body = bytearray(b'{"traceEvents":')
     for part in pending:
         body += part
     body[15] = _OPEN  # the leading "," of the rest (or the array's own "[")
-    body = bytes(body + (b"}" if bare else b""))
-    tail = _decode_tail(body, path, first)
+    text = bytes(body + (b"}" if bare else b""))
+    del body
+    tail = _decode_tail(text, path, first)
     _merge_header(header, tail)
-    return DecodedFile(path, tail.traceEvents, body, first)
+    return DecodedFile(path, tail.traceEvents, text, first)
 
 
 _WINDOW = 1 << 16
@@ -192,7 +194,7 @@ class _FastState:
         self.failures += failed
 
 
-def _decode_piece(text: bytes, path: str, first: int, fast: _FastState) -> list | None:
+def _decode_piece(text: bytes | memoryview, path: str, first: int, fast: _FastState) -> list | None:
     """Events of one piece; None if the piece is not valid JSON (a cut inside a string)."""
     if fast.use():
         try:
@@ -232,7 +234,7 @@ def _decode_tail(body: bytes, path: str, first: int) -> _Tail:
         raise TraceFormatError(f"not valid JSON, or truncated ({exc}); {_HINT}", path=path) from None
 
 
-def _is_json(text: bytes) -> bool:
+def _is_json(text: bytes | memoryview) -> bool:
     try:
         msgspec.json.decode(text)
     except _BAD_TEXT:

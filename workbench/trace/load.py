@@ -1,4 +1,4 @@
-"""``load_trace``: files -> decoded events -> per-rank columns -> one Trace."""
+"""``read_trace``: files -> decoded events -> per-rank columns -> one ``TraceData``."""
 from __future__ import annotations
 
 import gc
@@ -8,16 +8,19 @@ from collections.abc import Sequence
 
 from workbench.errors import TraceWarning
 from workbench.trace.build import FileTables, LoadOptions, build_file
-from workbench.trace.decode import decode_file
+from workbench.trace.data import TraceData, TraceMeta
+from workbench.trace.decode import TraceHeader, decode_file
 from workbench.trace.issues import Issues
-from workbench.trace.model import Trace, TraceMeta
 from workbench.trace.ranks import assign_ranks, declared_rank, trace_paths
 from workbench.trace.tables import assemble
 
 
-def load_trace(source: str | os.PathLike | Sequence[str | os.PathLike], *, hta_compat: bool = False,
-               round_ns: bool | None = None, drop_last_step: bool | None = None) -> Trace:
-    """Load a Kineto/Chrome trace: a ``.json``/``.json.gz`` file, a folder of rank files, or a list.
+def read_trace(source: str | os.PathLike | Sequence[str | os.PathLike], *, hta_compat: bool = False,
+               round_ns: bool | None = None, drop_last_step: bool | None = None) -> TraceData:
+    """Read a Kineto/Chrome trace: a ``.json``/``.json.gz`` file, a folder of rank files, or a list.
+
+    The tables only; ``wb.load_trace`` (``workbench.facade``) returns the same tables as a
+    ``Trace`` whose methods run the analyses and the diagnosis.
 
     Defaults keep every event and every nanosecond. ``hta_compat=True`` reproduces Holistic
     Trace Analysis's reading (both options below); each can also be set alone:
@@ -36,12 +39,13 @@ def load_trace(source: str | os.PathLike | Sequence[str | os.PathLike], *, hta_c
             gc.enable()
 
 
-def _load(source, hta_compat: bool, round_ns: bool | None, drop_last_step: bool | None) -> Trace:
+def _load(source: str | os.PathLike | Sequence[str | os.PathLike], hta_compat: bool,
+          round_ns: bool | None, drop_last_step: bool | None) -> TraceData:
     options = LoadOptions(round_ns=hta_compat if round_ns is None else round_ns,
                           drop_last_step=hta_compat if drop_last_step is None else drop_last_step)
     paths = trace_paths(source)
     files: list[FileTables] = []
-    headers = []
+    headers: list[TraceHeader] = []
     for path in paths:
         header, chunks = decode_file(path)
         headers.append(header)
@@ -49,16 +53,17 @@ def _load(source, hta_compat: bool, round_ns: bool | None, drop_last_step: bool 
         files.append(build_file(header, chunks, options, issues))
         issues.emit()
         files[-1].warnings = list(issues.messages)
-        files[-1].notes = list(issues.notes)  # type: ignore[attr-defined]
+        files[-1].notes = list(issues.notes)
     ranks, rank_messages = assign_ranks(paths, [declared_rank(h.distributedInfo) for h in headers])
     for message in rank_messages:
         warnings.warn(message, TraceWarning, stacklevel=2)
     for file, rank in zip(files, ranks):
         file.rank = rank
-    return Trace(assemble(files), _meta(files, headers, options, rank_messages))
+    return TraceData(assemble(files), _meta(files, headers, options, rank_messages))
 
 
-def _meta(files: list[FileTables], headers: list, options: LoadOptions, rank_messages: list[str]) -> TraceMeta:
+def _meta(files: list[FileTables], headers: list[TraceHeader], options: LoadOptions,
+          rank_messages: list[str]) -> TraceMeta:
     props = {f.rank: tuple(h.deviceProperties) if isinstance(h.deviceProperties, list) else ()
              for f, h in zip(files, headers)}
     dist = {f.rank: dict(h.distributedInfo) for f, h in zip(files, headers)
@@ -73,4 +78,4 @@ def _meta(files: list[FileTables], headers: list, options: LoadOptions, rank_mes
         thread_names={f.rank: f.names["thread"] for f in files},
         options={"round_ns": options.round_ns, "drop_last_step": options.drop_last_step},
         warnings=tuple(w for f in files for w in f.warnings) + tuple(rank_messages),
-        notes=tuple(n for f in files for n in getattr(f, "notes", [])), base_time_ns=base)
+        notes=tuple(n for f in files for n in f.notes), base_time_ns=base)

@@ -1,7 +1,7 @@
 """The column schema of every trace table, in one place.
 
 Times are float64 microseconds relative to the rank's own origin (its earliest event; the
-absolute origin is kept in ``Trace.meta.origins_ns``). Units are in the column names.
+absolute origin is kept in ``TraceData.meta.origins_ns``). Units are in the column names.
 Ids that can be absent are int64 with -1 for "absent". Text columns with few distinct values
 (names, kinds) are pandas categoricals.
 """
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
+from workbench.errors import InvalidArgumentError
 
 CAT = "category"
 I64 = "int64"
@@ -72,7 +74,8 @@ def frame(table: str, data: dict[str, object], copy: bool = True) -> pd.DataFram
     """
     lengths = {len(v) for v in data.values()}  # type: ignore[arg-type]
     if len(lengths) > 1:
-        raise ValueError(f"columns of {table} differ in length: {lengths}")
+        raise InvalidArgumentError(f"columns of the {table} table differ in length ({sorted(lengths)}): "
+                                   "give every column one value per row")
     n = lengths.pop() if lengths else 0
     out = {}
     for name, dtype in TABLES[table]:

@@ -11,21 +11,24 @@ from the baseline, outputs poisoned before reuse, each call under a time limit a
 global state, errors/hangs/wrong shapes/NaN kept in the variant's row, checks against cheating
 (patched timers, work left running after return, silently lowered precision, faster than the
 roofline); (3) timing: interleaved rounds in random order, raw samples kept, paired speedup
-intervals; (4) what changed (a profiled call each); (5) optional shape sweep and hypothesis
+intervals, rounds added while an interval is too wide to decide (up to a stated budget), the
+family-wise error of several candidates held by Holm's procedure; (4) what changed (a profiled call each); (5) optional shape sweep and hypothesis
 verdict; (6) decisions and the DecisionRecord.
 """
 from __future__ import annotations
 
 from workbench.variants.builders import compiled, eager, user
-from workbench.variants.compare import compare
+from workbench.variants.clock import FakeTimer, RecordedTimer
+from workbench.variants.compare import ComparisonInterrupted, compare
 from workbench.variants.cuda_graph import cuda_graph
 from workbench.variants.decision import DECISIONS, DecisionRecord
 from workbench.variants.registry import build, describe, get, names, register, unregister
 from workbench.variants.sweep import ShapeSweep, sweep_shapes
 from workbench.variants.triton_variant import check_in_interpreter, triton
 from workbench.variants.results import Comparison, VariantResult
+from workbench.variants.settings import CompareSettings
 from workbench.variants.spec import Variant
 
-__all__ = ["compare", "Comparison", "VariantResult", "DecisionRecord", "DECISIONS", "Variant", "eager",
+__all__ = ["compare", "CompareSettings", "ComparisonInterrupted", "FakeTimer", "RecordedTimer", "Comparison", "VariantResult", "DecisionRecord", "DECISIONS", "Variant", "eager",
            "compiled", "cuda_graph", "user", "triton", "check_in_interpreter", "ShapeSweep", "sweep_shapes",
            "build", "get", "names", "describe", "register", "unregister"]

@@ -55,6 +55,11 @@ def async_work_flags(fn: Callable[..., Any], args: tuple[Any, ...], settle_s: fl
     return flags
 
 
+def same_values(a: Any, b: Any) -> bool:
+    """Equal shapes and values, NaN equal to NaN."""
+    return tuple(a.shape) == tuple(b.shape) and _same(a, b)
+
+
 def _same(a: Any, b: Any) -> bool:
     import torch
 

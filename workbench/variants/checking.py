@@ -27,6 +27,11 @@ class Live:
     warm_call_ms: float | None = None
     checks: list[OutputCheck] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
+    calls: int = 0
+    mutated: list[str] = field(default_factory=list)     # input paths the call changed in place
+    max_diff_vs_baseline: float = 0.0                    # largest |output - baseline's output|
+    compared_with_baseline: bool = False
+    last_inputs: Any = None                              # its copy of the inputs after the last call
 
     @property
     def name(self) -> str:
@@ -55,6 +60,11 @@ class Live:
             return None
         return max(0.0, self.first_call_ms - self.warm_call_ms)
 
+    @property
+    def bit_identical(self) -> bool | None:
+        """True when every checked output equalled the baseline's bit for bit (None: not compared)."""
+        return None if not self.compared_with_baseline else self.max_diff_vs_baseline == 0.0
+
 
 def _worst_per_path(checks: list[OutputCheck]) -> list[OutputCheck]:
     worst: dict[str, OutputCheck] = {}
@@ -69,11 +79,20 @@ def _badness(c: OutputCheck) -> tuple:
     return (not c.passed, c.nonfinite_mismatch, c.frac_outside_tol, c.max_abs_err)
 
 
+def describe_exception(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"called sys.exit({exc.code!r})"
+    text = str(exc).splitlines()[0][:200] if str(exc) else ""
+    return f"raised {type(exc).__name__}: {text}" if text else f"raised {type(exc).__name__}"
+
+
 def guarded_call(live: Live, args: tuple[Any, ...], limit_s: float, poison_like: Any = None) -> tuple[bool, Any]:
     """Call the variant on its own copy of the inputs; record failures and state changes.
 
     Its own output buffers (``Variant.poison``) and freed blocks of the expected output sizes
-    (``poison_like``) are filled with NaN first, so elements it forgets to write show."""
+    (``poison_like``) are filled with NaN first, so elements it forgets to write show.  The input
+    paths the call changed in place are left in ``live.mutated``; ``live.last_inputs`` holds its
+    copy of the inputs after the call."""
     own = clone_tensors(args)
     fn = live.variant.fn
 
@@ -85,54 +104,130 @@ def guarded_call(live: Live, args: tuple[Any, ...], limit_s: float, poison_like:
         del keeper
         return out
 
+    live.calls += 1
+    worker_changes: list[str] = []
     start = time.perf_counter()
+    guard = None
     try:
         with StateGuard() as guard:
-            out = call_with_limit(poisoned_call, own, limit_s)
+            out = call_with_limit(poisoned_call, own, limit_s, changed=worker_changes)
     except VariantTimeout as exc:
         live.fail("timeout", str(exc))
         return False, None
-    except Exception as exc:  # noqa: BLE001 - the variant's own error goes into its row
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the variant's own error (sys.exit too) goes into its row
         from workbench.errors import NotApplicableError
 
         if isinstance(exc, NotApplicableError):
             live.fail("not_applicable", exc.reason)
         else:
-            live.fail("error", f"raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+            when = f" on call {live.calls}" if live.calls > 1 else ""
+            live.fail("error", f"{describe_exception(exc)}{when}")
         return False, None
     finally:
-        _record_state_changes(live, locals().get("guard"))
+        _record_state_changes(live, guard, worker_changes)
     ms = (time.perf_counter() - start) * 1e3
     if live.first_call_ms is None:
         live.first_call_ms = ms
     else:
         live.warm_call_ms = ms if live.warm_call_ms is None else min(live.warm_call_ms, ms)
+    live.mutated = changed_inputs(args, own)
+    live.last_inputs = own
     return True, out
 
 
-def _record_state_changes(live: Live, guard: StateGuard | None) -> None:
-    if guard is None or not getattr(guard, "changed", None):
-        return
-    live.add_flags(cheats.timer_patches(guard.changed))
-    lowered = [c for c in guard.changed if "matmul_precision" in c or "allow_tf32" in c]
+def changed_inputs(before: Any, after: Any) -> list[str]:
+    """Paths of the tensor inputs whose shape or values differ between the two copies."""
+    out = []
+    for (path, a), (_, b) in zip(tensor_leaves(before), tensor_leaves(after)):
+        try:
+            if a.device.type == "meta" or a.layout != b.layout or a.is_sparse:
+                continue
+            if tuple(a.shape) != tuple(b.shape) or a.dtype != b.dtype or not cheats.same_values(a, b):
+                out.append(path)
+        except Exception:  # noqa: BLE001 - an input we cannot compare is not called changed
+            continue
+    return out
+
+
+def _record_state_changes(live: Live, guard: StateGuard | None, extra: list[str] = ()) -> None:
+    changed = list(getattr(guard, "changed", None) or []) + [c for c in extra if c not in
+                                                          (getattr(guard, "changed", None) or [])]
+    live.add_flags(state_change_flags(changed))
+
+
+def state_change_flags(changed: list[str]) -> list[str]:
+    """Flags for process-wide settings a call changed (and that were restored after it)."""
+    if not changed:
+        return []
+    flags = cheats.timer_patches(changed)
+    lowered = [c for c in changed if "matmul_precision" in c or "allow_tf32" in c]
     if lowered:
-        live.add_flags([f"precision lowered: the call switched matmul precision ({lowered[0]}; restored)"])
-    other = [c for c in guard.changed if not c.startswith("time.") and c not in lowered]
+        flags.append(f"precision lowered: the call switched matmul precision ({lowered[0]}; restored)")
+    other = [c for c in changed if not c.startswith("time.") and c not in lowered]
     if other:
-        live.add_flags([f"changed global state (restored): {', '.join(other)}"])
+        flags.append(f"changed global state (restored): {', '.join(other)}")
+    return flags
+
+
+def reference_callable(baseline: Variant, reference: Callable[..., Any] | None) -> tuple[Callable[..., Any], str]:
+    """The function the float64 reference runs, and a note when it is not the baseline as given.
+
+    An ``nn.Module`` (or a bound method of one) with float32 weights cannot run on float64
+    inputs: a deep copy of it cast to float64 runs instead."""
+    if reference is not None:
+        return reference, ""
+    fn = baseline.fn
+    module, attr = _module_of(fn)
+    if module is None:
+        return fn, ""
+    import copy
+
+    import torch
+
+    try:
+        twin = copy.deepcopy(module).to(torch.float64)
+    except Exception as exc:  # noqa: BLE001
+        return fn, (f"the float64 reference could not copy the module {type(module).__name__} "
+                    f"({type(exc).__name__}: {str(exc)[:100]}); pass reference= a float64 version")
+    return (twin if attr is None else getattr(twin, attr)), ""
+
+
+def _module_of(fn: Any) -> tuple[Any, str | None]:
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        return None, None
+    if isinstance(fn, torch.nn.Module):
+        return fn, None
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, torch.nn.Module) and isinstance(getattr(fn, "__name__", None), str):
+        return owner, fn.__name__
+    return None, None
 
 
 def reference_output(baseline: Variant, reference: Callable[..., Any] | None, args: tuple[Any, ...],
                      limit_s: float) -> tuple[Any, str, str]:
     """(output, precision, note): the baseline (or ``reference``) run on float64 copies of the inputs."""
-    fn = reference or baseline.fn
+    fn, note = reference_callable(baseline, reference)
+    return _reference_run(fn, args, limit_s, note)
+
+
+def _reference_run(fn: Callable[..., Any], args: tuple[Any, ...], limit_s: float, note: str = ""):
     try:
         with StateGuard():
-            return call_with_limit(fn, to_reference_precision(args), limit_s), "float64", ""
-    except Exception as exc:  # noqa: BLE001
-        note = (f"reference in the baseline's own precision: it failed in float64 ({type(exc).__name__}: "
-                f"{str(exc).splitlines()[0][:120] if str(exc) else ''}); pass reference= a float64 version")
-        return None, "native", note
+            return call_with_limit(fn, to_reference_precision(args), limit_s), "float64", note
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001
+        text = str(exc).splitlines()[0][:120] if str(exc) else ""
+        why = ""
+        if "dtype" in text.lower() or "double" in text.lower() or "float" in text.lower():
+            why = (": it holds float32 tensors or parameters of its own that the float64 inputs meet "
+                   "(the dtypes disagree)")
+        return None, "native", (note or f"reference in the baseline's own precision: the float64 run failed "
+                                        f"({type(exc).__name__}: {text}){why}; pass reference= a float64 version")
 
 
 def run_checks(lives: list[Live], baseline: Live, make_inputs: Callable[[], tuple[Any, ...]], *,
@@ -142,18 +237,28 @@ def run_checks(lives: list[Live], baseline: Live, make_inputs: Callable[[], tupl
     notes: list[str] = []
     precision = "float64"
     previous_args = None
+    ref_fn, ref_note = reference_callable(baseline.variant, reference)
     for i in range(checks):
         args = make_inputs()
         same = ("inputs were identical in two checks: pass a make_inputs that draws fresh "
                 "random values each call")
         if previous_args is not None and same not in notes and _same_inputs(previous_args, args):
             notes.append(same)
-        ref, precision, note = reference_output(baseline.variant, reference, args, limit_s)
+        ref, precision, note = _reference_run(ref_fn, args, limit_s, ref_note)
         if note and note not in notes:
             notes.append(note)
         _one_check(lives, baseline, args, ref, limit_s, tolerances, last=(i == checks - 1))
         previous_args = args
+    unjudged = [lv.name for lv in lives if lv.runnable and _cannot_judge(lv)]
+    if unjudged:
+        notes.append(f"cannot judge correctness of {', '.join(unjudged)}: the reference output is below the "
+                     f"absolute tolerance; scale the inputs up or pass smaller tolerances")
     return precision, notes
+
+
+def _cannot_judge(live: Live) -> bool:
+    return bool(live.checks) and not all(c.passed for c in live.checks) and all(
+        c.passed or c.cannot_judge for c in live.checks)
 
 
 def _one_check(lives: list[Live], baseline: Live, args: tuple[Any, ...], ref: Any, limit_s: float,
@@ -162,6 +267,8 @@ def _one_check(lives: list[Live], baseline: Live, args: tuple[Any, ...], ref: An
     if not ok:
         raise InvalidArgumentError(f"the baseline {baseline.name!r} failed ({baseline.status}: "
                                    f"{baseline.reason}); fix it or choose another baseline= variant")
+    base_mutated = list(baseline.mutated)
+    base_inputs = clone_tensors(getattr(baseline, "last_inputs", args))
     native_raw, native = native, clone_tensors(native)
     poison_tensors(native_raw)
     ref = native if ref is None else ref
@@ -172,26 +279,80 @@ def _one_check(lives: list[Live], baseline: Live, args: tuple[Any, ...], ref: An
         ok, out = guarded_call(live, args, limit_s, poison_like=native)
         if not ok:
             continue
-        live.checks += check_outputs(out, ref, native, tolerances)
-        live.add_flags(cheats.lowered_precision_flags(out, ref, native))
+        try:
+            found = check_outputs(out, ref, native, tolerances)
+            found += _input_checks(live, base_mutated, base_inputs, tolerances)
+            live.checks += found
+            try:
+                live.add_flags(cheats.lowered_precision_flags(out, ref, native))
+            except Exception:  # noqa: BLE001 - an unreadable output already failed its check
+                pass
+            if all(c.passed or c.cannot_judge for c in found):
+                _compare_with_baseline(live, out, native)
+        except Exception as exc:  # noqa: BLE001 - an output we cannot read is the variant's failure
+            live.checks.append(OutputCheck("out", False, f"its output could not be checked "
+                                                         f"({type(exc).__name__}: {str(exc)[:160]})"))
+            continue
         poison_tensors(out)          # poison-on-free: a later run reusing this memory shows gaps
         if last:
             _async_checks(live, args, limit_s)
     poison_tensors(native)
 
 
+def _input_checks(live: Live, base_mutated: list[str], base_inputs: Any, tolerances: dict | None) -> list[OutputCheck]:
+    """A candidate must leave its inputs as the baseline does: unchanged, or changed alike."""
+    found = []
+    for path in live.mutated:
+        if path not in base_mutated:
+            found.append(OutputCheck(path, False, "input changed in place by the call (the baseline leaves it "
+                                                  "unchanged): a caller reusing its inputs gets other values"))
+    if base_mutated:
+        mine = dict(tensor_leaves(getattr(live, "last_inputs", ())))
+        theirs = dict(tensor_leaves(base_inputs))
+        for path in base_mutated:
+            if path in mine and path in theirs:
+                found += [c.with_path(f"{path} (input changed in place)")
+                          for c in check_outputs(mine[path], theirs[path], theirs[path], tolerances)]
+    return found
+
+
+def _compare_with_baseline(live: Live, out: Any, native: Any) -> None:
+    """Largest difference from the baseline's own output (exact means 0 here, not vs float64)."""
+    import torch
+
+    live.compared_with_baseline = True
+    for (_, g), (_, n) in zip(tensor_leaves(out, "out"), tensor_leaves(native, "out")):
+        if g.shape != n.shape or g.dtype != n.dtype or g.layout != n.layout or g.device != n.device:
+            live.max_diff_vs_baseline = float("inf")
+            continue
+        if g.numel() == 0:
+            continue
+        if g.is_floating_point() or g.is_complex():
+            if not cheats.same_values(g, n):
+                diff = (g.detach().double() - n.detach().double()).abs().nan_to_num(nan=float("inf"))
+                live.max_diff_vs_baseline = max(live.max_diff_vs_baseline, float(diff.max()))
+        elif not torch.equal(g, n):
+            live.max_diff_vs_baseline = float("inf")
+
+
 def _async_checks(live: Live, args: tuple[Any, ...], limit_s: float) -> None:
+    live.calls += 1
     try:
         with StateGuard():
             flags = call_with_limit(cheats.async_work_flags, (live.variant.fn, clone_tensors(args)), limit_s)
         live.add_flags(flags)
-    except Exception as exc:  # noqa: BLE001
-        live.fail("error", f"raised {type(exc).__name__} on a repeated call: {exc}")
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001
+        if all(c.passed or c.cannot_judge for c in live.checks):
+            live.fail("error", f"{describe_exception(exc)} on a repeated call (call {live.calls})")
+        # else: its output already failed the check (an unreadable output makes this call fail too)
 
 
 def _same_inputs(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     import torch
 
     ta, tb = tensor_leaves(a), tensor_leaves(b)
-    floats = [(x, y) for (_, x), (_, y) in zip(ta, tb) if x.is_floating_point() and x.numel() > 1]
+    floats = [(x, y) for (_, x), (_, y) in zip(ta, tb) if x.is_floating_point() and x.numel() > 1
+              and x.layout == torch.strided and x.device.type != "meta"]
     return bool(floats) and all(x.shape == y.shape and torch.equal(x, y) for x, y in floats)

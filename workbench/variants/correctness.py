@@ -37,6 +37,18 @@ class OutputCheck:
     tolerance: Tolerance | None = None
     below_tolerance: bool = False
 
+    @property
+    def cannot_judge(self) -> bool:
+        """Not passed only because the reference is below the absolute tolerance: no element is
+        outside tolerance, none mismatched, but the check cannot tell the output from zero."""
+        return (not self.passed and self.below_tolerance and self.frac_outside_tol == 0
+                and self.nonfinite_mismatch == 0)
+
+    def with_path(self, path: str) -> "OutputCheck":
+        from dataclasses import replace
+
+        return replace(self, path=path)
+
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "tolerance"}
         d["worst_index"] = list(self.worst_index)
@@ -65,6 +77,11 @@ class CorrectnessResult:
     def reason(self) -> str:
         bad = [o for o in self.outputs if not o.passed]
         return "; ".join(f"{o.path}: {o.reason}" for o in bad[:3]) or "; ".join(self.flags)
+
+    @property
+    def cannot_judge(self) -> bool:
+        """Failed only for outputs too small to judge (see ``OutputCheck.cannot_judge``)."""
+        return not self.passed and all(o.passed or o.cannot_judge for o in self.outputs)
 
     @property
     def max_abs_err(self) -> float:
@@ -104,6 +121,17 @@ def _check_leaf(path: str, got: Any, ref: Any, native: Any, overrides) -> Output
     if not hasattr(got, "dtype"):
         same = got == native if not isinstance(got, float) else np.isclose(got, native)
         return OutputCheck(path, bool(same), "" if same else f"value {got!r} != baseline {native!r}")
+    layout, device = getattr(got, "layout", None), getattr(got, "device", None)
+    if layout != getattr(native, "layout", None):
+        return OutputCheck(path, False, f"layout {str(layout).replace('torch.', '')} != expected "
+                                        f"{str(native.layout).replace('torch.', '')} (a variant must return the "
+                                        f"baseline's layout; call .to_dense() if it computes sparsely)",
+                           dtype=dtype_name(got))
+    if device is not None and getattr(device, "type", None) == "meta" and native.device.type != "meta":
+        return OutputCheck(path, False, f"device meta != expected {native.device}: a meta tensor has a shape "
+                                        f"but no data, so the variant computed nothing", dtype=dtype_name(got))
+    if device != getattr(native, "device", None):
+        return OutputCheck(path, False, f"device {device} != expected {native.device}", dtype=dtype_name(got))
     if tuple(got.shape) != tuple(native.shape):
         return OutputCheck(path, False, f"shape {tuple(got.shape)} != expected {tuple(native.shape)}")
     if got.dtype != native.dtype:
@@ -163,7 +191,9 @@ def _leaf_reason(n_out: int, size: int, mismatch: int, below: bool, tol: Toleran
         parts.append(f"{n_out}/{size} elements outside tolerance (rtol {tol.rtol:g}, atol {tol.atol:g})")
     if mismatch:
         parts.append(f"{mismatch} NaN/Inf mismatches against the reference")
-    if below:
-        parts.append(f"output magnitude is below the absolute tolerance {tol.atol:g}: the check cannot "
-                     f"tell it from zero; scale the inputs up or pass a smaller atol")
+    if below and not n_out and not mismatch:
+        smaller = f"{{'{tol.dtype}': ({tol.rtol:g}, {tol.atol / 1e4:g})}}"
+        parts.append(f"cannot judge: the reference output's magnitude is below the absolute tolerance "
+                     f"{tol.atol:g}, so the check cannot tell it from zero; scale the inputs up or pass "
+                     f"tolerances={smaller}")
     return "; ".join(parts)

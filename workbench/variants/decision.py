@@ -17,6 +17,10 @@ MICRO_ONLY_SHARE = 0.02          # saving below 2% of the end-to-end time: micro
 MAX_BREAK_EVEN_CALLS = 100_000   # setup cost needing more calls than this to pay back: too costly
 
 
+CHEAT_PREFIXES = ("patched timer", "work moved", "output changed", "precision lowered", "faster than the roofline")
+POWER_TEXT = "80%"
+
+
 @dataclass(frozen=True)
 class Verdict:
     decision: str
@@ -31,10 +35,18 @@ def classify(*, status: str, reason: str, flags: tuple[str, ...], speedup: Any, 
         return Verdict("need_more_evidence", f"not applicable here: {reason}; measure it where it can run")
     if status != "ok":
         return Verdict("reject", f"{status}: {reason}")
-    cheats = [f for f in flags if f.startswith(("patched timer", "work moved", "output changed",
-                                                 "precision lowered", "faster than the roofline"))]
+    cheats = [f for f in flags if f.startswith(CHEAT_PREFIXES)]
     if cheats:
         return Verdict("reject", cheats[0])
+    leaks = [f for f in flags if f.startswith("changed global state")]
+    if leaks:
+        return Verdict("reject", f"{leaks[0]}: a drop-in replacement must leave process-wide settings as it "
+                                 f"found them (here they were restored after each call; in a program they would "
+                                 f"leak into everything after it)")
+    unjudged = [f for f in flags if f.startswith("cannot judge")]
+    if unjudged:
+        timed = f"; its timing ({speedup.describe()}) is shown for information" if speedup is not None else ""
+        return Verdict("need_more_evidence", f"{unjudged[0]}{timed}")
     if not timing_meaningful:
         return Verdict("need_more_evidence", "correct, but its timing here is not meaningful "
                                              "(e.g. Triton's CPU interpreter); time it on a GPU")
@@ -43,12 +55,15 @@ def classify(*, status: str, reason: str, flags: tuple[str, ...], speedup: Any, 
 
 def _classify_timing(speedup: Any, failure_cases: tuple[str, ...], saving_ms: float, setup_ms: float,
                      end_to_end_ms: float | None) -> Verdict:
-    s = f"x{speedup.point:.3g} [{speedup.ci_low:.3g}, {speedup.ci_high:.3g}]"
+    s = speedup.describe()
     if speedup.slower:
         return Verdict("reject", f"slower: speedup {s}")
     if not speedup.faster:
-        return Verdict("need_more_evidence", f"difference within noise: speedup {s} includes 1; "
-                                             f"run more rounds or a larger input")
+        mde = speedup.min_detectable
+        seen = (f"the smallest change it could have seen is about {mde:.1%} (at {POWER_TEXT} power, "
+                f"{speedup.n_pairs} rounds)" if mde < 10 else "the interval is too wide to bound the change")
+        return Verdict("need_more_evidence", f"difference within noise: speedup {s} includes 1; {seen}; "
+                                             f"for a smaller effect run a longer budget or a larger input")
     if saving_ms > 0 and setup_ms / saving_ms > MAX_BREAK_EVEN_CALLS:
         return Verdict("reject", f"too costly: {setup_ms:.4g} ms of setup needs "
                                  f"{setup_ms / saving_ms:.3g} calls to pay back (> {MAX_BREAK_EVEN_CALLS})")
@@ -81,6 +96,7 @@ class DecisionRecord:
     remaining_risk: tuple[str, ...]
     failure_cases: tuple[str, ...]
     environment: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)   # the CompareSettings it was decided under
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -90,7 +106,7 @@ class DecisionRecord:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "DecisionRecord":
-        kw = dict(d)
+        kw = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         for k in ("evidence", "rejected_alternatives", "remaining_risk", "failure_cases"):
             kw[k] = tuple(kw.get(k, ()))
         return cls(**kw)
@@ -109,6 +125,9 @@ class DecisionRecord:
                              ("Remaining risk", self.remaining_risk), ("Failure cases", self.failure_cases)):
             lines += ["", f"## {title}", ""] + ([f"- {x}" for x in items] or ["- none"])
         lines += ["", "## Environment", ""] + [f"- {k}: {v}" for k, v in self.environment.items()]
+        if self.settings:
+            shown = {k: v for k, v in self.settings.items() if k not in ("notes", "tolerances", "timing")}
+            lines += ["", "## Settings", ""] + [f"- {k}: {v}" for k, v in shown.items()]
         return "\n".join(lines) + "\n"
 
     def _repr_markdown_(self) -> str:

@@ -13,9 +13,14 @@ Duck-typed protocol (what ``compare(..., hypothesis=h)`` reads from ``h``):
 * ``h.status``: set to supported / weakened / rejected (assigned when the object allows it,
   else a frozen dataclass is copied with ``dataclasses.replace``; the copy is returned).
 
-The four cases: both the mechanism and the time moved as predicted -> supported; neither ->
-rejected; the mechanism moved but the time did not -> weakened; the time moved without the
-mechanism -> weakened (something else explains the gain).
+The cases: both the mechanism and the time moved as predicted -> supported; the mechanism moved
+but the time did not -> rejected (the cause was removed and the time stayed: the falsifier
+fired); the time moved without the mechanism -> weakened (something else explains the gain); the
+time moved the other way (the variant was slower) -> "opposite sign", said as such ("1.56x
+slower"): weakened when the mechanism moved (the variant's own cost may explain it), untested
+otherwise.  A variant that did not touch the mechanism (it did not move, or was not measured, or
+the variant is not one the hypothesis suggests) cannot reject it: the verdict is "untested" and
+the hypothesis keeps its status.
 """
 from __future__ import annotations
 
@@ -65,27 +70,35 @@ def _mechanism(h: Any, pred: dict, r: Any, base: Any) -> tuple[str | None, Any, 
     return None, None, None, None
 
 
-def _pick(h: Any, results: list[Any], baseline: str) -> Any:
-    cands = [r for r in results if r.name != baseline and r.speedup is not None]
-    named = [r for r in cands if r.name in set(getattr(h, "suggested_variants", ()) or ())
-             or r.kind in set(getattr(h, "suggested_variants", ()) or ())]
+def _pick(h: Any, results: list[Any], baseline: str) -> tuple[Any, bool]:
+    """(the candidate judged, whether it is one the hypothesis suggests or it suggests none)."""
+    cands = [r for r in results if r.name != baseline and r.speedup is not None and r.status == "ok"]
+    suggested = set(getattr(h, "suggested_variants", ()) or ())
+    named = [r for r in cands if r.name in suggested or r.kind in suggested]
     pool = named or cands
-    return max(pool, key=lambda r: r.speedup.point) if pool else None
+    best = max(pool, key=lambda r: r.speedup.point) if pool else None
+    return best, bool(named) or not suggested
 
 
 def judge(h: Any, results: list[Any], baseline: str) -> tuple[dict[str, Any], Any]:
     """(verdict, hypothesis with its status set)."""
     base = next(r for r in results if r.name == baseline)
-    r = _pick(h, results, baseline)
+    r, suggested = _pick(h, results, baseline)
     if r is None:
-        return _finish(h, {"status": "proposed", "case": "untested", "variant": None,
+        return _finish(h, {"status": getattr(h, "status", "proposed"), "case": "untested", "variant": None,
                            "explanation": "no suggested variant ran correctly, so nothing was measured"})
     pred = _prediction(h)
     metric, before, after, mech_moved = _mechanism(h, pred, r, base)
+    if not suggested and mech_moved is not True:
+        mech_moved = None                # a variant it does not suggest, not shown to touch the mechanism
     time_moved = r.speedup.faster
     if time_moved and pred.get("speedup"):
         time_moved = (r.speedup.point - 1) >= SHORTFALL * (pred["speedup"] - 1)
-    case, status = _case(time_moved, mech_moved)
+    case, status = _case(time_moved, mech_moved, r.speedup.slower)
+    if case == "mechanism_moved_time_did_not" and r.speedup.faster:
+        case, status = "moved_less_than_predicted", "weakened"     # a shortfall, not a refutation
+    if status is None:
+        status = getattr(h, "status", "proposed")
     verdict = {"variant": r.name, "status": status, "case": case, "metric": metric,
                "metric_before": before, "metric_after": after, "measured_speedup": r.speedup.point,
                "speedup_ci": [r.speedup.ci_low, r.speedup.ci_high], "predicted_speedup": pred.get("speedup"),
@@ -95,15 +108,18 @@ def judge(h: Any, results: list[Any], baseline: str) -> tuple[dict[str, Any], An
     return _finish(h, verdict)
 
 
-def _case(time_moved: bool, mech_moved: bool | None) -> tuple[str, str]:
+def _case(time_moved: bool, mech_moved: bool | None, slower: bool = False) -> tuple[str, str | None]:
+    """(case, status); status None: untested, the hypothesis keeps the status it had."""
+    if slower:
+        return ("opposite_sign", "weakened") if mech_moved else ("opposite_sign_mechanism_untouched", None)
     if mech_moved is None:
         return ("time_moved_mechanism_unmeasured", "supported") if time_moved else \
-               ("nothing_moved_mechanism_unmeasured", "rejected")
+               ("untested_mechanism_unmeasured", None)
     if time_moved and mech_moved:
         return "both_moved", "supported"
     if not time_moved and not mech_moved:
-        return "neither_moved", "rejected"
-    return ("mechanism_moved_time_did_not", "weakened") if mech_moved else \
+        return "untested_mechanism_untouched", None
+    return ("mechanism_moved_time_did_not", "rejected") if mech_moved else \
            ("time_moved_without_mechanism", "weakened")
 
 
@@ -112,16 +128,29 @@ def _explain(v: dict[str, Any]) -> str:
             else "the mechanism was not measured here")
     pred = f" (predicted x{v['predicted_speedup']:.3g}, residual {v['residual_speedup']:+.3g})" \
         if v["predicted_speedup"] else ""
-    text = {"both_moved": "both moved as predicted", "neither_moved": "neither moved",
-            "mechanism_moved_time_did_not": "the mechanism moved but the time did not",
+    slower = (f"{v['variant']} was {1 / v['measured_speedup']:.3g}x slower (x{v['measured_speedup']:.3g})"
+              if v["measured_speedup"] < 1 else "")
+    text = {"both_moved": "both moved as predicted",
+            "mechanism_moved_time_did_not": "rejected: the mechanism moved but the time did not",
             "time_moved_without_mechanism": "the time moved without the mechanism",
+            "moved_less_than_predicted": "the mechanism moved, the time less than half as much as predicted",
             "time_moved_mechanism_unmeasured": "the time moved; the mechanism was not measured",
-            "nothing_moved_mechanism_unmeasured": "the time did not move"}[v["case"]]
+            "untested_mechanism_unmeasured": "untested: the time did not move, but the mechanism was not "
+                                             "measured, so this variant cannot test the hypothesis",
+            "untested_mechanism_untouched": "untested: the variant did not change the mechanism, so it "
+                                            "cannot test the hypothesis",
+            "opposite_sign": f"opposite sign: {slower}, though the mechanism moved",
+            "opposite_sign_mechanism_untouched": f"opposite sign: {slower}; the variant did not change the "
+                                                 f"mechanism, so it cannot test the hypothesis"}[v["case"]]
+    if v["case"].startswith("opposite_sign"):
+        return f"{text}{pred}; {mech}"
     return f"{text}: {v['variant']} x{v['measured_speedup']:.3g}{pred}; {mech}"
 
 
 def _finish(h: Any, verdict: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     status = verdict["status"]
+    if status == getattr(h, "status", None):
+        return verdict, h
     try:
         setattr(h, "status", status)
         return verdict, h

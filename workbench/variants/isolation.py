@@ -39,11 +39,15 @@ class _Worker:
             if fn is None:
                 return
             try:
-                _adopt(box.pop("caller_settings"))
+                _adopt(box["caller_settings"])
                 box["out"] = fn(*args)
             except BaseException as exc:  # noqa: BLE001 - handed to the caller
                 box["err"] = exc
             finally:
+                try:
+                    box["settings_after"] = _thread_settings()
+                except BaseException:  # noqa: BLE001
+                    pass
                 done.set()
 
     def stop(self) -> None:
@@ -70,8 +74,16 @@ def _adopt(settings: tuple[int, bool]) -> None:
     torch.set_grad_enabled(grad)
 
 
-def call_with_limit(fn: Callable[..., Any], args: tuple[Any, ...], limit_s: float) -> Any:
-    """``fn(*args)`` on the worker thread; raises VariantTimeout past ``limit_s``, re-raises errors."""
+THREAD_SETTING_NAMES = ("torch.get_num_threads", "torch.is_grad_enabled")
+
+
+def call_with_limit(fn: Callable[..., Any], args: tuple[Any, ...], limit_s: float,
+                    changed: list[str] | None = None) -> Any:
+    """``fn(*args)`` on the worker thread; raises VariantTimeout past ``limit_s``, re-raises errors.
+
+    Per-thread torch settings the call changed on the worker (intra-op threads, grad mode: the
+    caller's guard cannot see them there) are appended to ``changed`` ("name before -> after");
+    the worker adopts the caller's settings again before its next call."""
     global _worker
     if _worker is None or not _worker.thread.is_alive():
         _worker = _Worker()
@@ -86,6 +98,11 @@ def call_with_limit(fn: Callable[..., Any], args: tuple[Any, ...], limit_s: floa
             f"did not return within {limit_s:g} s (raise time_limit_s if it is just slow); "
             + ("its thread was interrupted" if stopped else
                "its thread could not be interrupted (blocked in native code) and was left as a daemon"))
+    after = box.get("settings_after")
+    if changed is not None and after is not None:
+        for name, before, now in zip(THREAD_SETTING_NAMES, box["caller_settings"], after):
+            if before != now:
+                changed.append(f"{name} {before!r} -> {now!r}")
     if "err" in box:
         raise box["err"]
     return box.get("out")
@@ -151,3 +168,108 @@ class StateGuard:
             if getattr(time, name) is not fn:
                 self.changed.append(f"time.{name} was replaced")
                 setattr(time, name, fn)
+
+
+class SettingsWatch:
+    """A snapshot of the process-wide settings (StateGuard's list and the timers), checked and
+    restored after each timed sample: ``restore()`` returns what the sample changed, so a variant
+    that sets one thread or turns grad off is named and no later sample runs under its setting."""
+
+    def __init__(self) -> None:
+        self._settings = _torch_settings()
+        self._before = {k: get() for k, (get, _) in self._settings.items()}
+        self._timers = {n: getattr(time, n) for n in TIMER_NAMES}
+
+    def restore(self) -> list[str]:
+        changed = []
+        for name, (get, set_) in self._settings.items():
+            now = get()
+            if now != self._before[name]:
+                changed.append(f"{name} {self._before[name]!r} -> {now!r}")
+                set_(self._before[name])
+        for name, fn in self._timers.items():
+            if getattr(time, name) is not fn:
+                changed.append(f"time.{name} was replaced")
+                setattr(time, name, fn)
+        return changed
+
+
+class CallDeadline:
+    """A time limit on calls made in this thread (the timed rounds call variants directly, not on
+    the worker, so that the worker's hand-off is not timed).
+
+    ``with CallDeadline(limit_s) as d: d.arm(); ...; d.disarm()``: past the limit a VariantTimeout
+    is raised in the calling thread: by SIGALRM in the main thread (which also interrupts a sleep),
+    elsewhere by an asynchronous exception from a watchdog thread (effective once the call runs
+    Python bytecode again).  An outer alarm (pytest-timeout, say) is put back on exit, minus the
+    time spent."""
+
+    def __init__(self, limit_s: float) -> None:
+        self.limit_s = float(limit_s)
+        self._armed_at: float | None = None
+
+    def __enter__(self) -> "CallDeadline":
+        import signal
+
+        self._signal = (threading.current_thread() is threading.main_thread()
+                        and hasattr(signal, "setitimer") and hasattr(signal, "SIGALRM"))
+        self._entered = time.monotonic()
+        if self._signal:
+            self._old_handler = signal.signal(signal.SIGALRM, self._on_alarm)
+            self._old_timer = signal.setitimer(signal.ITIMER_REAL, 0)
+        else:
+            self._target = threading.get_ident()
+            self._stop = threading.Event()
+            self._lock = threading.Lock()
+            self._watchdog = threading.Thread(target=self._watch, name="workbench-timing-deadline", daemon=True)
+            self._watchdog.start()
+        return self
+
+    def _on_alarm(self, signum: int, frame: Any) -> None:
+        if self._armed_at is not None:
+            self._armed_at = None
+            raise VariantTimeout(f"did not return within {self.limit_s:g} s")
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.05):
+            with self._lock:
+                start = self._armed_at
+                if start is not None and time.monotonic() - start > self.limit_s:
+                    self._armed_at = None
+                    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._target),
+                                                               ctypes.py_object(VariantTimeout))
+
+    def arm(self) -> None:
+        if self._signal:
+            import signal
+
+            self._armed_at = time.monotonic()
+            signal.setitimer(signal.ITIMER_REAL, self.limit_s)
+        else:
+            with self._lock:
+                self._armed_at = time.monotonic()
+
+    def disarm(self) -> None:
+        if self._signal:
+            import signal
+
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            self._armed_at = None
+        else:
+            with self._lock:
+                self._armed_at = None
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._signal:
+            import signal
+
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            self._armed_at = None
+            signal.signal(signal.SIGALRM, self._old_handler)
+            remaining, interval = self._old_timer
+            if remaining > 0:
+                left = max(remaining - (time.monotonic() - self._entered), 1e-3)
+                signal.setitimer(signal.ITIMER_REAL, left, interval)
+        else:
+            self._stop.set()
+            self._watchdog.join(1.0)

@@ -43,12 +43,16 @@ def _ms(r: VariantResult) -> str:
     return f"{r.timing.median_ms:.4g} ms [95% CI {lo:.4g}-{hi:.4g}], p95 {r.timing.p95_ms:.4g} ms, n={r.timing.n}"
 
 
-def _evidence(base: VariantResult, win: VariantResult, verdict: dict | None, notes: list[str]) -> list[str]:
+def _evidence(base: VariantResult, win: VariantResult, verdict: dict | None, notes: list[str],
+              timing_text: str = "") -> list[str]:
     ev = [f"{base.name}: {_ms(base)}", f"{win.name}: {_ms(win)}"]
     if win.speedup:
         s = win.speedup
-        ev.append(f"speedup x{s.point:.3g} (paired 95% CI {s.ci_low:.3g}-{s.ci_high:.3g}; bootstrap "
-                  f"{s.bootstrap_low:.3g}-{s.bootstrap_high:.3g}; p95 ratio x{s.p95_ratio:.3g})")
+        family = f", Holm-adjusted over {s.family_size} candidates" if s.family_size > 1 else ""
+        slower = f", {1 / s.point:.3g}x slower" if s.slower else ""
+        ev.append(f"speedup x{s.point:.3g}{slower} (paired {s.confidence:.3g} CI {s.ci_low:.3g}-{s.ci_high:.3g}"
+                  f"{family}; bootstrap {s.bootstrap_low:.3g}-{s.bootstrap_high:.3g}; p95 ratio x{s.p95_ratio:.3g}; "
+                  f"smallest detectable change about {s.min_detectable:.1%})")
     if win.setup_ms is not None:
         ev.append(f"setup (compile/capture, first call minus a warm call): {win.setup_ms:.4g} ms")
     if win.achieved_gbps:
@@ -56,11 +60,39 @@ def _evidence(base: VariantResult, win: VariantResult, verdict: dict | None, not
                   f"{win.bandwidth_share:.0%} of the measured bandwidth of a copy of the same working set")
     delta = win.footprint.get("delta") if win.footprint else None
     if delta:
-        moved = ", ".join(f"{k} {v:+d}" for k, v in delta.items() if v)
+        moved = ", ".join(describe_delta(k, v) for k, v in delta.items() if v)
         ev.append(f"what changed per call vs {base.name}: {moved or 'no counted metric moved'}")
+    if timing_text:
+        ev.append(f"timing: {timing_text}")
     if verdict:
         ev.append(f"hypothesis {verdict.get('status')}: {verdict.get('explanation')}")
     return ev + [f"note: {n}" for n in notes]
+
+
+METRIC_WORDS = {  # metric -> (unit noun, "fewer"/"less" word, "more" word)
+    "op_count": ("operator", "fewer", "more"), "kernel_count": ("kernel", "fewer", "more"),
+    "launch_count": ("kernel launch", "fewer", "more"), "sync_count": ("host sync", "fewer", "more"),
+    "alloc_count": ("allocation", "fewer", "more"),
+}
+BYTE_METRICS = {"alloc_bytes": "allocated", "peak_memory_bytes": "peak memory"}
+
+
+def readable_bytes(n: float) -> str:
+    """Decimal units, three significant digits: 151455744 -> '151 MB'."""
+    n = abs(float(n))
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
+def describe_delta(metric: str, value: float) -> str:
+    """One footprint change in words: '7 fewer operators', '151 MB less allocated'."""
+    if metric in BYTE_METRICS:
+        return f"{readable_bytes(value)} {'less' if value < 0 else 'more'} {BYTE_METRICS[metric]}"
+    noun, fewer, more = METRIC_WORDS.get(metric, (metric.replace("_", " "), "fewer", "more"))
+    count = abs(int(value))
+    return f"{count} {fewer if value < 0 else more} {noun}{'' if count == 1 else 's'}"
 
 
 def build_record(results: list[VariantResult], baseline: str, *, hypothesis: Any = None, problem: str = "",
@@ -70,20 +102,42 @@ def build_record(results: list[VariantResult], baseline: str, *, hypothesis: Any
     candidates = [r for r in results if r.name != baseline]
     win = _pick(candidates)
     notes = list(notes or [])
+    settings = dict(settings or {})
+    timing_text = (settings.get("timing") or {}).get("text", "")
+    shown = _record_settings(settings)
     if win is None:
         return DecisionRecord("need_more_evidence", baseline, "no candidate variant to compare", problem or "",
-                              "", "none", "exact", "", "", baseline, tuple(_evidence(base, base, verdict, notes)),
-                              _ms(base), (), (), (), environment())
+                              "", "none", base.numerical_class, "", "", baseline,
+                              tuple(_evidence(base, base, verdict, notes, timing_text)),
+                              _ms(base), (), (), (), environment(), shown)
     good = win.decision in ("keep", "keep_guarded", "micro_only")
     return DecisionRecord(
         decision=win.decision, variant=win.name, reason=win.decision_reason,
         problem=problem or _problem(base, hypothesis), bottleneck=_bottleneck(hypothesis),
-        change=f"{win.name} ({win.kind})", numerical_class=win.numerical_class,
-        why_safe=_why_safe(win, settings or {}), guard=_guard(win) if good else "",
-        fallback=f"{baseline}, the original code", evidence=tuple(_evidence(base, win, verdict, notes)),
+        change=f"{win.name} ({win.kind})", numerical_class=_numerical_text(win, base),
+        why_safe=_why_safe(win, base, settings), guard=_guard(win) if good else "",
+        fallback=f"{baseline}, the original code",
+        evidence=tuple(_evidence(base, win, verdict, notes, timing_text)),
         result=_result_line(base, win),
         rejected_alternatives=tuple(f"{r.name}: {r.decision} — {r.decision_reason}" for r in candidates if r is not win),
-        remaining_risk=tuple(_risks(win)), failure_cases=win.failure_cases, environment=environment())
+        remaining_risk=tuple(_risks(win)), failure_cases=win.failure_cases, environment=environment(),
+        settings=shown)
+
+
+def _record_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """The CompareSettings fields (and the reference precision) as the record states them."""
+    keep = ("checks", "time_limit_s", "budget_s", "max_budget_s", "timing_cap_s", "min_rounds", "max_rounds",
+            "confidence", "interim_confidence", "min_effect", "profile", "end_to_end_ms", "seed", "timer",
+            "reference_precision", "fresh_inputs")
+    out = {k: settings[k] for k in keep if k in settings}
+    if settings.get("tolerances"):
+        out["tolerances"] = settings["tolerances"]
+    return out
+
+
+def _numerical_text(win: VariantResult, base: VariantResult) -> str:
+    """The measured numerical class: "exact" is said only of outputs bit-identical to the baseline's."""
+    return win.numerical_class
 
 
 def _problem(base: VariantResult, hypothesis: Any) -> str:
@@ -98,12 +152,19 @@ def _bottleneck(hypothesis: Any) -> str:
     return f"{getattr(hypothesis, 'category', '?')}: {getattr(hypothesis, 'mechanism', '')}".strip(": ")
 
 
-def _why_safe(win: VariantResult, settings: dict[str, Any]) -> str:
+def _why_safe(win: VariantResult, base: VariantResult, settings: dict[str, Any]) -> str:
     c = win.correctness
     if c is None or not c.passed:
         return "not shown: " + (c.reason if c else "no correctness check ran")
-    return (f"matches the {c.reference_precision} reference on {c.checks} checks with fresh inputs "
-            f"(max abs err {c.max_abs_err:.3g}, max rel err {c.max_rel_err:.3g}; tolerances by dtype in settings)")
+    fresh = settings.get("fresh_inputs", True)
+    inputs = "with fresh random inputs each check" if fresh else "on the same fixed inputs each check"
+    ref = ("the float64 reference" if c.reference_precision == "float64"
+           else f"the baseline's own output ({c.reference_precision} precision: no float64 reference ran)")
+    errors = f"max abs err {c.max_abs_err:.3g}, max rel err {c.max_rel_err:.3g} against it"
+    if win.numerical_class == "exact" and c.reference_precision == "float64" and c.max_abs_err > 0:
+        errors = (f"bit-identical to {base.name}'s output; both differ from float64 by at most "
+                  f"{c.max_abs_err:.3g} abs, {c.max_rel_err:.3g} rel (the dtype's own rounding)")
+    return f"matches {ref} on {c.checks} checks {inputs} ({errors}; tolerances by dtype in settings)"
 
 
 def _guard(win: VariantResult) -> str:
@@ -119,14 +180,17 @@ def _result_line(base: VariantResult, win: VariantResult) -> str:
     if base.timing is None or win.timing is None:
         return f"not timed ({win.status}: {win.reason})"
     s = win.speedup
+    slower = f", {1 / s.point:.3g}x slower" if s.slower else ""
     return (f"{base.timing.median_ms:.4g} ms -> {win.timing.median_ms:.4g} ms per call "
-            f"(x{s.point:.3g}, 95% CI {s.ci_low:.3g}-{s.ci_high:.3g})")
+            f"(x{s.point:.3g}{slower}, {s.confidence:.3g} CI {s.ci_low:.3g}-{s.ci_high:.3g})")
 
 
 def _risks(win: VariantResult) -> list[str]:
     risks = list(win.flags)
-    if win.numerical_class != "exact":
-        risks.append(f"numerics are '{win.numerical_class}': results may differ in the last bits")
+    if win.numerical_class == "reordered":
+        risks.append("numerics are 'reordered': results differ from the original's in the last bits")
+    elif win.numerical_class != "exact":
+        risks.append(f"numerics are '{win.numerical_class}': results differ from the original's beyond rounding")
     if win.correctness is not None:
         risks.append(f"correctness shown on {win.correctness.checks} random inputs only")
     return risks

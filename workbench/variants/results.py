@@ -36,6 +36,7 @@ class VariantResult:
     sweep: tuple[dict[str, Any], ...] = ()
     decision: str = ""
     decision_reason: str = ""
+    max_diff_vs_baseline: float | None = None   # largest |output - baseline's output| (0: bit-identical)
 
     def with_(self, **kw: Any) -> "VariantResult":
         return replace(self, **kw)
@@ -51,7 +52,7 @@ class VariantResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "VariantResult":
-        kw = dict(d)
+        kw = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         kw["correctness"] = CorrectnessResult.from_dict(d["correctness"]) if d.get("correctness") else None
         kw["timing"] = Measurement.from_dict(d["timing"]) if d.get("timing") else None
         kw["speedup"] = Speedup.from_dict(d["speedup"]) if d.get("speedup") else None

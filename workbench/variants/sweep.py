@@ -51,20 +51,22 @@ def _case_inputs(sweep: ShapeSweep, shape: tuple[int, ...], dtype: str) -> Calla
 
 
 def run_case(variants: dict[str, Any], baseline: str, sweep: ShapeSweep, shape, dtype, **kw: Any) -> dict[str, dict]:
-    """One case: {variant: {"case", "ok", "status", "speedup", "reason"}} for each candidate."""
-    from workbench.variants.compare import compare
+    """One case: {variant: {"case", "ok", "status", "speedup", "reason"}} for each candidate;
+    ``kw``: CompareSettings fields (tolerances, time_limit_s)."""
+    from workbench.variants import engine
+    from workbench.variants.settings import CompareSettings
 
     label = f"{shape} {dtype}"
-    cmp = compare(variants, _case_inputs(sweep, shape, dtype), baseline=baseline, checks=sweep.checks,
-                  budget_s=sweep.budget_s, min_rounds=8, max_rounds=200, profile=False, **kw)
+    spec = CompareSettings(checks=sweep.checks, budget_s=sweep.budget_s, min_rounds=8, max_rounds=200,
+                           profile=False, **kw)
+    results = engine.run(variants, _case_inputs(sweep, shape, dtype), spec, baseline=baseline).results
     out = {}
-    for r in cmp.results:
+    for r in results:
         if r.name == baseline:
             continue
         slower = r.speedup is not None and r.speedup.slower
         ok = r.status == "ok" and not slower
-        why = r.reason if r.status != "ok" else (f"slower x{r.speedup.point:.3g} [{r.speedup.ci_low:.3g}, "
-                                                 f"{r.speedup.ci_high:.3g}]" if slower else "")
+        why = r.reason if r.status != "ok" else (f"slower {r.speedup.describe()}" if slower else "")
         out[r.name] = {"case": label, "ok": ok, "status": r.status,
                        "speedup": r.speedup.point if r.speedup else None, "reason": why}
     return out
@@ -73,7 +75,7 @@ def run_case(variants: dict[str, Any], baseline: str, sweep: ShapeSweep, shape, 
 def apply_sweep(results: list[VariantResult], lives: list[Any], base: Any, sweep: ShapeSweep, *,
                 tolerances: Any, time_limit_s: float, end_to_end_ms: float | None, say: Any) -> list[VariantResult]:
     """Run every case for the candidates that passed; fold failures into their decisions."""
-    from workbench.variants.compare import decide
+    from workbench.variants.engine import decide
 
     if not isinstance(sweep, ShapeSweep):
         raise InvalidArgumentError("sweep= takes a wb.variants.ShapeSweep(make_inputs, shapes, dtypes)")

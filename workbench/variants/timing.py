@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import gc
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -41,8 +41,19 @@ class Timed:
 
 
 class CpuTimer:
+    """The default CPU timer. Timers are injectable (``CompareSettings(timer=...)``, like
+    ``torch.utils.benchmark.Timer``'s ``_timer_cls``): anything with ``timer`` (a name),
+    ``resolution_ms``, ``sample_ms(item)``, ``calibrate(item, one_call_ms)`` and ``clock_s()`` (the
+    clock the timing budget is spent on) will do; ``workbench.variants.clock`` has seeded fakes."""
+
     timer = "perf_counter_ns"
     resolution_ms = 1e-6
+
+    def clock_s(self) -> float:
+        return _ns() / 1e9
+
+    def calibrate(self, item: "Timed", one_call_ms: float) -> None:
+        _calibrate_blocks(item, self, one_call_ms)
 
     def sample_ms(self, item: Timed) -> float:
         """Mean ms per call over a block of ``calls_per_sample`` calls, after one untimed call."""
@@ -59,6 +70,12 @@ class CudaTimer:
 
     timer = "cuda_event"
     resolution_ms = 5e-4
+
+    def clock_s(self) -> float:
+        return _ns() / 1e9
+
+    def calibrate(self, item: "Timed", one_call_ms: float) -> None:
+        item.calls_per_sample, item.per_call_ms = 1, one_call_ms
 
     def __init__(self) -> None:
         import torch
@@ -83,12 +100,18 @@ def pick_timer(on_cuda: bool) -> CpuTimer | CudaTimer:
     return CudaTimer() if on_cuda else CpuTimer()
 
 
-def calibrate(item: Timed, timer: CpuTimer | CudaTimer, one_call_ms: float) -> None:
+def calibrate(item: Timed, timer: Any, one_call_ms: float) -> None:
     """CPU: double the calls per sample until a sample lasts MIN_SAMPLE_MS (measured here, in
-    this thread, not guessed from a slower guarded call); GPU: one flushed call per sample."""
-    if isinstance(timer, CudaTimer):
-        item.calls_per_sample, item.per_call_ms = 1, one_call_ms
-        return
+    this thread, not guessed from a slower guarded call); GPU: one flushed call per sample; an
+    injected timer: its own ``calibrate``."""
+    own = getattr(timer, "calibrate", None)
+    if own is not None:
+        own(item, one_call_ms)
+    else:
+        _calibrate_blocks(item, timer, one_call_ms)
+
+
+def _calibrate_blocks(item: Timed, timer: Any, one_call_ms: float) -> None:
     item.per_call_ms = one_call_ms
     k = int(min(MAX_CALLS_PER_SAMPLE, max(1, MIN_SAMPLE_MS // max(one_call_ms, 1e-3) // 4)))
     while k < MAX_CALLS_PER_SAMPLE:
@@ -113,37 +136,155 @@ class InterleavedResult:
     measurements: dict[str, Measurement]
     rounds: int
     orders: tuple[tuple[str, ...], ...]
+    failures: dict[str, tuple[str, str]] = field(default_factory=dict)   # name -> (status, reason)
+    state_changes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    spent_s: float = 0.0
+    looks: tuple[int, ...] = ()          # the round counts at which the decision was looked at
 
     def paired(self, a: str, b: str) -> tuple[np.ndarray, np.ndarray]:
         return (np.asarray(self.measurements[a].samples_ms), np.asarray(self.measurements[b].samples_ms))
 
 
-def run_interleaved(items: list[Timed], timer: CpuTimer | CudaTimer, *, min_rounds: int = 10,
-                    max_rounds: int = 60, budget_s: float = 5.0, seed: int = 0) -> InterleavedResult:
-    """Rounds until ``budget_s`` is spent (at least ``min_rounds``, at most ``max_rounds``)."""
-    rng = np.random.default_rng(seed)
-    samples: dict[str, list[float]] = {it.name: [] for it in items}
-    orders = []
-    deadline = _ns() + budget_s * 1e9
-    pool = [it.args for it in items]
-    gc_was_enabled = gc.isenabled()
-    gc.collect()                 # once: a full collection costs tens of ms with torch loaded
-    gc.disable()                 # tensors are freed by reference counting; cycles wait till the end
-    try:
-        for r in range(max_rounds):
-            if r >= min_rounds and _ns() > deadline:
-                break
-            for i, it in enumerate(items):    # rotate the input copies: no variant keeps the
-                it.args = pool[(i + r) % len(pool)]   # luckiest memory placement for itself
-            order = [items[i] for i in rng.permutation(len(items))]
-            orders.append(tuple(it.name for it in order))
-            for it in order:
-                samples[it.name].append(timer.sample_ms(it))
-    finally:
+class TimingSession:
+    """Interleaved rounds that can be extended: ``run(...)`` adds rounds, ``result()`` reads them.
+
+    Each sample runs under a time limit (``limit_s``, a VariantTimeout past it) and a watch on the
+    process-wide settings (restored after every sample, the change named for the variant that made
+    it). A variant that raises, calls ``sys.exit`` or times out during the rounds drops out with
+    its reason; the others go on, still paired round by round.  A variant known to change its
+    inputs (``mutating``) times on a private copy restored before each sample, outside the rotation
+    of input copies, so it cannot corrupt the others' inputs."""
+
+    def __init__(self, items: list[Timed], timer: Any, *, seed: int = 0, limit_s: float | None = None,
+                 mutating: tuple[str, ...] = ()) -> None:
+        self.items = list(items)
+        self.timer = timer
+        self.rng = np.random.default_rng(seed)
+        self.samples: dict[str, list[float]] = {it.name: [] for it in items}
+        self.orders: list[tuple[str, ...]] = []
+        self.failures: dict[str, tuple[str, str]] = {}
+        self.state_changes: dict[str, list[str]] = {}
+        self.limit_s = limit_s
+        self.spent_s = 0.0
+        self.looks: list[int] = []
+        self.collected = False
+        self.mutating = set(mutating)
+        self.pristine = {it.name: _clone(it.args) for it in items if it.name in self.mutating}
+        self.pool_names = [it.name for it in items if it.name not in self.mutating]
+        self.pool = [it.args for it in items if it.name not in self.mutating]
+
+    @property
+    def rounds(self) -> int:
+        return len(self.orders)
+
+    @property
+    def active(self) -> list[Timed]:
+        return [it for it in self.items if it.name not in self.failures]
+
+    def run(self, *, min_rounds: int, max_rounds: int, budget_s: float) -> None:
+        """Add rounds until ``budget_s`` more seconds (on the timer's clock) are spent, at least
+        ``min_rounds`` and at most ``max_rounds`` more."""
+        from workbench.variants.isolation import CallDeadline, SettingsWatch
+
+        clock = self.timer.clock_s
+        start = clock()
+        gc_was_enabled = gc.isenabled()
+        if not getattr(self.timer, "measures", True):
+            gc_was_enabled = False              # a fake clock: nothing to keep quiet
+        elif not self.collected:
+            gc.collect()             # once: a full collection costs tens of ms with torch loaded
+            self.collected = True
         if gc_was_enabled:
-            gc.enable()
-    ms = {it.name: Measurement(tuple(samples[it.name]), label=it.name, timer=timer.timer,
-                               calls_per_sample=it.calls_per_sample,
-                               timer_resolution_ms=timer.resolution_ms / it.calls_per_sample)
-          for it in items}
-    return InterleavedResult(ms, len(orders), tuple(orders))
+            gc.disable()             # tensors are freed by reference counting; cycles wait till the end
+        watch = SettingsWatch()
+        try:
+            with CallDeadline(self.limit_s or 1e9) as deadline:
+                for r in range(max_rounds):
+                    if r >= min_rounds and clock() - start > budget_s:
+                        break
+                    if not self._round(deadline, watch):
+                        break
+        finally:
+            self.spent_s += clock() - start
+            if gc_was_enabled:
+                gc.enable()
+
+    def _round(self, deadline: Any, watch: Any) -> bool:
+        active = self.active
+        if not active:
+            return False
+        r = self.rounds
+        pool_items = [it for it in active if it.name not in self.mutating]
+        for i, it in enumerate(pool_items):       # rotate the input copies: no variant keeps the
+            it.args = self.pool[(i + r) % len(self.pool)]   # luckiest memory placement for itself
+        order = [active[i] for i in self.rng.permutation(len(active))]
+        self.orders.append(tuple(it.name for it in order))
+        for it in order:
+            if it.name in self.mutating:
+                it.args = _clone(self.pristine[it.name])
+            self._sample(it, deadline, watch)
+        return True
+
+    def _sample(self, it: Timed, deadline: Any, watch: Any) -> None:
+        from workbench.variants.isolation import VariantTimeout
+
+        deadline.arm()
+        try:
+            ms = self.timer.sample_ms(it)
+            deadline.disarm()
+        except VariantTimeout:
+            deadline.disarm()
+            self._drop(it, "timeout", f"a call during the timed rounds did not return within {self.limit_s:g} s "
+                                      f"(round {self.rounds}); not timed (raise time_limit_s if it is just slow)")
+            return
+        except KeyboardInterrupt:
+            deadline.disarm()
+            raise
+        except BaseException as exc:  # noqa: BLE001 - SystemExit too: the variant's, not ours
+            deadline.disarm()
+            self._drop(it, "error", f"{_describe_exit(exc)} on a later call (round {self.rounds} of the timing)")
+            return
+        finally:
+            changed = watch.restore()
+            if changed:
+                known = self.state_changes.setdefault(it.name, [])
+                known += [c for c in changed if c not in known]
+        self.samples[it.name].append(ms)
+
+    def _drop(self, it: Timed, status: str, reason: str) -> None:
+        self.failures[it.name] = (status, reason)      # the survivors stay paired round by round
+
+    def result(self) -> InterleavedResult:
+        ms = {}
+        n = min((len(self.samples[it.name]) for it in self.active), default=0)
+        for it in self.active:
+            samples = self.samples[it.name][:n]
+            if samples:
+                ms[it.name] = Measurement(tuple(samples), label=it.name, timer=self.timer.timer,
+                                          calls_per_sample=it.calls_per_sample,
+                                          timer_resolution_ms=self.timer.resolution_ms / it.calls_per_sample)
+        return InterleavedResult(ms, self.rounds, tuple(self.orders), dict(self.failures),
+                                 {k: tuple(v) for k, v in self.state_changes.items()}, self.spent_s,
+                                 tuple(self.looks))
+
+
+def _clone(args: Any) -> Any:
+    from workbench.variants.tree import clone_tensors
+
+    return clone_tensors(args)
+
+
+def _describe_exit(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"called sys.exit({exc.code!r})"
+    text = str(exc).splitlines()[0][:200] if str(exc) else ""
+    return f"raised {type(exc).__name__}: {text}" if text else f"raised {type(exc).__name__}"
+
+
+def run_interleaved(items: list[Timed], timer: Any, *, min_rounds: int = 10,
+                    max_rounds: int = 60, budget_s: float = 5.0, seed: int = 0,
+                    limit_s: float | None = None) -> InterleavedResult:
+    """Rounds until ``budget_s`` is spent (at least ``min_rounds``, at most ``max_rounds``)."""
+    session = TimingSession(items, timer, seed=seed, limit_s=limit_s)
+    session.run(min_rounds=min_rounds, max_rounds=max_rounds, budget_s=budget_s)
+    return session.result()

@@ -68,11 +68,11 @@ def to_reference_precision(obj: Any, dtype_name: str = "float64") -> Any:
 
     target = {"float64": torch.float64}[dtype_name]
 
-    def cast(t: Any) -> Any:
+    def cast(t: Any) -> Any:          # always a copy: a reference that writes its inputs harms no one
         if t.is_floating_point():
-            return t.detach().to(target)
+            return t.detach().to(target, copy=True)
         if t.is_complex():
-            return t.detach().to(torch.complex128)
+            return t.detach().to(torch.complex128, copy=True)
         return t.detach().clone()
 
     return map_tensors(obj, cast)
@@ -94,8 +94,8 @@ def poison_tensors(obj: Any) -> None:
                 t.detach().fill_(float("nan"))
             elif t.dtype.is_signed and t.dtype.itemsize >= 2:
                 t.detach().fill_(-12345)
-        except RuntimeError:
-            pass   # a view that cannot be written (expanded, read-only): nothing to poison
+        except Exception:  # noqa: BLE001
+            pass   # a view that cannot be written (expanded, read-only, sparse): nothing to poison
 
 
 def poison_allocator(template: Any, copies: int = 4) -> list[Any]:

@@ -1,8 +1,15 @@
-"""An ipywidgets panel to run variants of a function: pick, run (with progress), read the table
-and the chart as results come in, and write the winner into a new cell.
+"""An ipywidgets panel to run variants of a function: pick, run (with progress), read the table,
+the chart and each decision record as results come in, and write the winner into a new cell.
 
 Thin: every number comes from ``wb.compare`` (one comparison per chosen variant, each against
-the baseline, interleaved and checked); the panel only arranges and displays.
+the baseline, interleaved and checked, with the hypothesis that suggested it); the panel only
+arranges and displays.  The variants the hypotheses suggest start checked.
+
+Inserting a cell: a kernel can only ask the front end for a new cell in its reply to a cell's
+execution (``shell.set_next_input``); a button click is not one (JupyterLab would show the code
+only after some later cell ran, below that cell).  So in a notebook the button shows the
+winner's code, ready to copy, and ``panel.insert_winner()`` run in a cell puts it in a new cell
+below; in a terminal IPython the button inserts directly.
 """
 from __future__ import annotations
 
@@ -15,6 +22,16 @@ from workbench.variants.spec import Variant
 
 COLUMNS = ("variant", "status", "correct", "median_ms", "speedup", "speedup_ci_low", "speedup_ci_high",
            "setup_ms", "decision", "reason")
+
+
+def _markdown_html(text: str) -> str:
+    """Markdown as HTML with any raw HTML in it escaped (mistune, an nbconvert dependency), else
+    the text as preformatted."""
+    try:
+        import mistune
+    except ImportError:
+        return f"<pre style='white-space:pre-wrap'>{html.escape(text)}</pre>"
+    return mistune.create_markdown(escape=True, plugins=["table"])(text)
 
 
 def _fmt(value: Any) -> str:
@@ -45,42 +62,84 @@ class VariantPanel:
             end_to_end_ms = getattr(getattr(run, "timing", None), "median_ms", None)
         if end_to_end_ms is not None:
             self.compare_options.setdefault("end_to_end_ms", float(end_to_end_ms))
-        hypotheses = list(hypotheses) + list(getattr(run, "hypotheses", None) or ())
-        named = list(suggested) + [v for h in hypotheses for v in (getattr(h, "suggested_variants", ()) or ())]
+        self.hypotheses = list(hypotheses) + list(getattr(run, "hypotheses", None) or ())
+        named = list(suggested) + [v for h in self.hypotheses
+                                   for v in (getattr(h, "suggested_variants", ()) or ())]
+        self.suggested = [n for n in dict.fromkeys(named) if n not in ("eager", "triton")]
         self.candidates = self._candidates(named, user_variants or {})
         self.rows: dict[str, dict[str, Any]] = {}
         self.comparisons: dict[str, Any] = {}
-        self.checkboxes = {n: self._checkbox(n, v) for n, v in self.candidates.items()}
-        self.run_button = w.Button(description="Run selected", button_style="primary", icon="play")
-        self.insert_button = w.Button(description="Insert winner in a new cell", disabled=True)
+        self.checkboxes = {n: self._checkbox(n, v, checked=n in self.suggested) for n, v in self.candidates.items()}
+        self.run_button = w.Button(description="Run selected", button_style="primary", icon="play",
+                                   layout=w.Layout(width="auto"))
+        self.in_front_end = self._in_front_end()
+        label = "Show the winner's code" if self.in_front_end else "Insert winner in a new cell"
+        self.insert_button = w.Button(description=label, disabled=True, layout=w.Layout(width="auto"),
+                                      tooltip="in a notebook: shows the code; run panel.insert_winner() in a "
+                                              "cell to put it in a new cell" if self.in_front_end else label)
         self.progress = w.IntProgress(value=0, min=0, max=1, description="progress")
         self.status = w.HTML("")
         self.table = w.HTML(self._table_html())
         self.chart = w.HTML("")
+        self.records = w.HTML("")
+        self.code = w.Textarea(value="", layout=w.Layout(width="100%", height="8em", display="none"))
         self.run_button.on_click(lambda _: self.run())
         self.insert_button.on_click(lambda _: self.insert_winner())
         self.widget = w.VBox([w.HTML("<b>Variants</b>"), w.VBox(list(self.checkboxes.values())),
                               w.HBox([self.run_button, self.insert_button]), self.progress, self.status,
-                              self.table, self.chart])
+                              self.table, self.chart, self.records, self.code])
 
     # -- building ----------------------------------------------------------------------
     def _candidates(self, suggested: Iterable[str], user: Mapping[str, Any]) -> dict[str, Variant]:
         out: dict[str, Variant] = {}
         for name in suggested:
-            if name in ("eager", "triton") or name in out:
+            if name in ("eager", "triton") or name in out or name in user:
                 continue                         # eager is the baseline; triton needs a launcher
             out[name] = registry.build(name, self.fn)
         for name, obj in user.items():
             out[name] = obj if isinstance(obj, Variant) else Variant(name=name, fn=obj)
         return out
 
-    def _checkbox(self, name: str, variant: Variant) -> Any:
+    def _checkbox(self, name: str, variant: Variant, *, checked: bool = False) -> Any:
         import ipywidgets as w
 
         reason = variant.applicability()
         label = name if reason is None else f"{name} — not applicable: {reason}"
-        return w.Checkbox(value=False, description=label, disabled=reason is not None, indent=False,
-                          layout=w.Layout(width="auto"))
+        if reason is None and checked:
+            label = f"{name} (suggested by the diagnosis)"
+        return w.Checkbox(value=checked and reason is None, description=label, disabled=reason is not None,
+                          indent=False, layout=w.Layout(width="auto"))
+
+    def _shell(self) -> Any:
+        if self.shell is not None:
+            return self.shell
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return None
+        return get_ipython()
+
+    def _in_front_end(self) -> bool:
+        """Whether the panel lives in a Jupyter kernel (a notebook front end), not a terminal."""
+        return getattr(self._shell(), "kernel", None) is not None
+
+    def _in_cell_execution(self) -> bool:
+        """Whether the code runs for a cell's execution (so set_next_input reaches the front end now)."""
+        kernel = getattr(self._shell(), "kernel", None)
+        if kernel is None:
+            return True
+        try:
+            parent = kernel.get_parent("shell") or {}
+        except Exception:  # noqa: BLE001 - an old kernel: assume a button callback
+            return False
+        return (parent.get("header") or {}).get("msg_type") == "execute_request"
+
+    def hypothesis_for(self, name: str) -> Any:
+        """The first (highest-ranked) hypothesis that suggests variant ``name``, or None."""
+        for h in self.hypotheses:
+            if name in (getattr(h, "suggested_variants", ()) or ()):
+                return h
+        return None
 
     def _table_html(self) -> str:
         head = "".join(f"<th>{c}</th>" for c in COLUMNS)
@@ -92,27 +151,71 @@ class VariantPanel:
     def selected(self) -> list[str]:
         return [n for n, box in self.checkboxes.items() if box.value and not box.disabled]
 
+    STAGES = ("correctness", "timing", "profile", "done")
+
     def run(self) -> None:
-        """Compare each selected variant with the baseline, filling the table as each finishes."""
+        """Compare each selected variant with the baseline, filling the table, the chart and the
+        decision records as each finishes; the bar moves per stage (correctness, timing, profile)."""
         from workbench.variants.compare import compare
 
         chosen = self.selected()
-        self.progress.max, self.progress.value = max(1, len(chosen)), 0
+        steps = len(self.STAGES)
+        self.progress.max, self.progress.value = max(1, len(chosen) * steps), 0
         if not chosen:
             self.status.value = "select at least one variant"
             return
-        for name in chosen:
-            self.status.value = f"running {html.escape(name)} ({self.progress.value + 1}/{len(chosen)})…"
-            cmp = compare({"eager": self.fn, name: self.candidates[name]}, self.inputs, **self.compare_options)
-            self.comparisons[name] = cmp
-            for row in cmp.table.to_dict("records"):
-                self.rows[row["variant"]] = row
-            self.table.value = self._table_html()
-            self._draw_chart()
-            self.progress.value += 1
+        self.run_button.disabled = True
+        current = ""
+        try:
+            for i, name in enumerate(chosen):
+                current = name
+                label = f"{html.escape(name)} ({i + 1}/{len(chosen)})"
+                self.status.value = f"running {label}: starting…"
+
+                def say(stage: str, detail: str, _i: int = i, _label: str = label) -> None:
+                    if stage in self.STAGES:
+                        self.progress.value = max(self.progress.value, _i * steps + self.STAGES.index(stage) + 1)
+                    more = f" {html.escape(detail)}" if detail else ""
+                    self.status.value = f"running {_label}: {html.escape(stage)}{more}…"
+
+                options = dict(self.compare_options)
+                user_say = options.pop("progress", None)
+                if "hypothesis" not in options:
+                    options["hypothesis"] = self.hypothesis_for(name)
+                cmp = compare({"eager": self.fn, name: self.candidates[name]}, self.inputs,
+                              progress=(lambda st, d: (say(st, d), user_say(st, d))) if user_say else say,
+                              **options)
+                self.comparisons[name] = cmp
+                for row in cmp.table.to_dict("records"):
+                    self.rows[row["variant"]] = row
+                self.table.value = self._table_html()
+                self._draw_chart()
+                self._show_records()
+                self.progress.value = (i + 1) * steps
+        except KeyboardInterrupt:
+            self.status.value = (f"interrupted while running {html.escape(current)}: the rows shown are the "
+                                 "variants that finished")
+            return
+        except Exception as exc:  # noqa: BLE001 - say it in place; the kernel stays usable
+            self.status.value = (f"{html.escape(current)} failed: {html.escape(type(exc).__name__)}: "
+                                 f"{html.escape(str(exc))}")
+            return
+        finally:
+            self.run_button.disabled = False
         win = self.winner()
         self.insert_button.disabled = win is None
         self.status.value = f"done: winner {html.escape(win)}" if win else "done: no variant to keep"
+
+    def _show_records(self) -> None:
+        """Each comparison's decision record under the table (Markdown rendered, escaped)."""
+        parts = []
+        for name, cmp in self.comparisons.items():
+            record = getattr(cmp, "decision", None)
+            if record is None:
+                continue
+            parts.append(f"<details open class='workbench-decision'><summary><b>Decision record: "
+                         f"{html.escape(name)}</b></summary>{_markdown_html(record.to_markdown())}</details>")
+        self.records.value = "".join(parts)
 
     def _draw_chart(self) -> None:
         """The comparison chart as inline SVG (static, so it shows offline and in saved pages)."""
@@ -146,10 +249,26 @@ class VariantPanel:
             return f"# {name}: {self.rows[name]['reason']}\n# (its source is not available to copy)\n"
 
     def insert_winner(self) -> None:
+        """Put the winner's code in a new cell (see the module docstring for when that can happen);
+        otherwise show it in the panel, ready to copy, and say how to insert it (``winner_code()``
+        is the code itself)."""
         code = self.winner_code()
-        if code is not None and self.shell is not None:
-            self.shell.set_next_input(code)
-            self.status.value = f"wrote {html.escape(self.winner())} into the next cell"
+        if code is None:
+            self.status.value = "no winner to insert: no variant was kept"
+            return
+        name = html.escape(self.winner() or "")
+        shell = self._shell()
+        self.code.value = code
+        self.code.layout.display = None
+        if shell is not None and self._in_cell_execution():
+            shell.set_next_input(code)
+            self.status.value = f"wrote {name} into a new cell below"
+        elif shell is None:
+            self.status.value = f"the code of {name} is below (no IPython shell to insert it into): copy it"
+        else:
+            self.status.value = (f"the code of {name} is below, ready to copy; a button cannot create a cell in "
+                                 "JupyterLab, so run <code>panel.insert_winner()</code> in a cell (with your "
+                                 "panel's name) to put it in a new cell below that one")
 
     def _ipython_display_(self) -> None:
         from IPython.display import display

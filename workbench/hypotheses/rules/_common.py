@@ -29,3 +29,19 @@ def rows(df: pd.DataFrame, columns: Iterable[str], n: int = 5, by: str | None = 
 
 def pct(part: float, whole: float) -> float:
     return 100.0 * float(part) / float(whole) if whole > 0 else 0.0
+
+
+def per_rank_max_us(df: pd.DataFrame, column: str = "dur_us") -> float:
+    """The largest per-rank sum of ``column``: ranks run at the same time, so a saving on every rank
+    shortens the job by at most the largest rank's share, never by the sum over ranks."""
+    if df.empty:
+        return 0.0
+    if "rank" not in df:
+        return float(df[column].sum())
+    return float(df.groupby("rank")[column].sum().max())
+
+
+def summed_over(df: pd.DataFrame) -> str:
+    """" (summed over N ranks)" when ``df`` holds rows of several ranks, else "": a total over ranks says so."""
+    n = int(df["rank"].nunique()) if "rank" in df and not df.empty else 1
+    return f" (summed over {n} ranks)" if n > 1 else ""

@@ -34,40 +34,115 @@ def exposed_communication(f: TraceFacts, t):
     return out
 
 
-@rule("straggler_rank", category="load_imbalance", scope="trace", min_wait_pct=5.0)
+def before_collectives(k) -> "pd.DataFrame":
+    """Per rank, what it did before it reached its collectives: compute_before_us (computation kernel
+    time between the rank's first GPU event and the start of its last collective, outside collectives)
+    and idle_before_us (the GPU idle in that window: the host had not issued the work yet). An
+    all-reduce makes every rank's wall time the same, so a rank's lateness shows only here."""
+    import numpy as np
+    import pandas as pd
+
+    from workbench.analysis.intervals import union_length
+
+    out = []
+    for rank, g in k[k["kind"].isin(["kernel", "memcpy", "memset"])].groupby("rank"):
+        comm = g[g["kernel_type"] == "communication"]
+        if comm.empty:
+            out.append({"rank": int(rank), "n_collectives": 0, "compute_before_us": np.nan, "idle_before_us": np.nan})
+            continue
+        lo, hi = float(g["ts_us"].min()), float(comm["ts_us"].max())
+        clip = lambda d: (d["ts_us"].clip(lo, hi).to_numpy(), d["end_us"].clip(lo, hi).to_numpy())
+        comp = g[g["kernel_type"] == "computation"]
+        busy = union_length(*clip(g))
+        out.append({"rank": int(rank), "n_collectives": int(len(comm)),
+                    "compute_before_us": union_length(*clip(comp)) if not comp.empty else 0.0,
+                    "idle_before_us": max(0.0, (hi - lo) - busy)})
+    return pd.DataFrame(out, columns=["rank", "n_collectives", "compute_before_us", "idle_before_us"])
+
+
+@rule("straggler_rank", category="load_imbalance", scope="trace", min_wait_pct=5.0, min_excess_compute_pct=10.0,
+      min_explained_fraction=0.5)
 def straggler_rank(f: TraceFacts, t):
-    """One rank holds the others back: they wait for it in collectives (``analysis.stragglers``)."""
+    """Ranks the stragglers table flags hold the others back: they wait for them in collectives. Judged on
+    what each rank did before its collectives (compute vs GPU idle), not on wall time."""
     result = f.stragglers
     table = result.table
     if len(table) < 2:
         raise NotJudged(result.reason or "only one rank in the trace: stragglers need two or more")
+    no_kernels = sorted(set(f.ranks) - {int(r) for r in table["rank"]})
+    before = before_collectives(f.kernels).set_index("rank")
+    # a rank with no collective at all has no communication to fall short of: it is not judged, not flagged
+    no_comm = sorted(int(r) for r in before.index[before["n_collectives"] == 0])
+    table = table[~table["rank"].isin(no_comm)]
+    if len(table) < 2:
+        raise NotJudged(f"fewer than two ranks with collectives: stragglers are judged in collectives "
+                        f"(ranks without kernels: {', '.join(map(str, no_kernels)) or 'none'}; "
+                        f"ranks without collectives: {', '.join(map(str, no_comm)) or 'none'})")
     if not result.stragglers:
-        if "no communication kernels" in result.reason:
-            raise NotJudged(result.reason)
         return None
     span = float(table["kernel_time_us"].max())
-    slow = table[table["is_straggler"]]
+    slow = table[table["is_straggler"]].sort_values("comm_deficit_us", ascending=False)
+    if slow.empty:
+        return None
     # the others wait for the slowest straggler; waits for several stragglers overlap, they do not add
     wait_us = float(slow["comm_deficit_us"].max())
     wait_pct = pct(wait_us, span)
     if wait_pct < t["min_wait_pct"]:
         return None
-    med_compute = float(table["compute_us"].median())
-    names = ", ".join(str(r) for r in result.stragglers)
-    who = f"Rank {names} is a straggler" if len(result.stragglers) == 1 else f"Ranks {names} are stragglers"
+    merged = table.set_index("rank").join(before, how="left")
+    med_compute = float(merged["compute_before_us"].median())
+    med_idle = float(merged["idle_before_us"].median())
+    worst = [int(r) for r in slow["rank"]]
+    s_compute = merged.loc[worst, "compute_before_us"]
+    s_idle = merged.loc[worst, "idle_before_us"]
+    excess_pct = pct(float(s_compute.max()) - med_compute, med_compute)
+    by_compute = excess_pct >= t["min_excess_compute_pct"]
+    excess_idle_us = float(s_idle.max()) - med_idle
+    by_host = not by_compute and excess_idle_us >= t["min_explained_fraction"] * wait_us
+    names = ", ".join(str(r) for r in worst)
+    who = f"Rank {names} is a straggler" if len(worst) == 1 else f"Ranks {names} are stragglers"
+    if by_compute:
+        cause = (f"computing {float(s_compute.max()) / 1e3:.2f} ms before their collectives against a median rank's "
+                 f"{med_compute / 1e3:.2f} ms (+{excess_pct:.0f}%): more work on them")
+        mechanism = ("Every collective waits for the slowest rank; the stragglers do more GPU work before each collective "
+                     "(uneven shards, sequence lengths, embedding tables), so the others wait in it.")
+        predicted = "balancing the work (shards, sequence lengths, table placement) brings the stragglers to the median and removes the others' wait"
+    elif not by_host:
+        cause = (f"with GPU compute ({float(s_compute.max()) / 1e3:.2f} ms vs {med_compute / 1e3:.2f} ms) and GPU idle "
+                 f"({float(s_idle.max()) / 1e3:.2f} ms vs {med_idle / 1e3:.2f} ms) before their collectives near the median "
+                 f"rank's: neither explains the {wait_us / 1e3:.2f} ms the others wait within the traced window")
+        mechanism = ("Every collective waits for the slowest rank to reach it; these ranks reach the collectives last, but "
+                     "the lateness is not in the GPU work or idle the trace shows (it lies before the traced window, "
+                     "or the ranks' traces cover different windows).")
+        predicted = "tracing all ranks over the same steps (and from the job's start) shows where the stragglers lose the time"
+    else:
+        cause = (f"with GPU compute before their collectives at the median ({float(s_compute.max()) / 1e3:.2f} ms vs "
+                 f"{med_compute / 1e3:.2f} ms) but {float(s_idle.max()) / 1e3:.2f} ms of GPU idle before them against a "
+                 f"median {med_idle / 1e3:.2f} ms: their hosts issue the work late")
+        mechanism = ("Every collective waits for the slowest rank to reach it; these ranks' GPUs do no more work than the "
+                     "others but wait longer on their host (data loading, Python, CPU contention), so they arrive late.")
+        predicted = "removing the host-side delay on the stragglers (data loading, CPU pinning, fewer host syncs) removes the others' wait"
+    rows_table = merged.reset_index()
     return Hypothesis(
         category="load_imbalance", title=f"{who}: the others wait up to {wait_pct:.0f}% of the span",
-        observed=f"rank(s) {names} spend {float(slow['comm_us'].min()) / 1e3:.2f} ms in collectives against a median of "
-                 f"{float(table['comm_us'].median()) / 1e3:.2f} ms, computing {float(slow['compute_us'].max()) / 1e3:.2f} ms "
-                 f"(median rank {med_compute / 1e3:.2f} ms)",
-        mechanism="Every collective waits for the slowest rank; the others' extra communication time is time spent waiting for it.",
-        evidence=(Evidence("wait_caused_pct", wait_pct, "%", t["min_wait_pct"], source="stragglers analysis",
-                           rows=rows(table, ["rank", "compute_us", "comm_us", "comm_deficit_us", "is_straggler"],
-                                     n=8, by="comm_deficit_us")),
-                  Evidence("max_wait_caused_us", wait_us, "us", source="stragglers analysis (comm_deficit_us)")),
+        observed=f"rank(s) {names} (worst first) spend {float(slow['comm_us'].min()) / 1e3:.2f}-{float(slow['comm_us'].max()) / 1e3:.2f} ms "
+                 f"in collectives against a median of {float(table['comm_us'].median()) / 1e3:.2f} ms, {cause}",
+        mechanism=mechanism,
+        evidence=(Evidence("wait_caused_pct", wait_pct, "%", t["min_wait_pct"], source="stragglers analysis (of the longest rank's span)",
+                           rows=rows(rows_table, ["rank", "compute_before_us", "idle_before_us", "comm_us", "comm_deficit_us",
+                                                  "is_straggler"], n=len(rows_table), by="comm_deficit_us")),
+                  Evidence("max_wait_caused_us", wait_us, "us", source="stragglers analysis (comm_deficit_us)"),
+                  Evidence("straggler_excess_compute_pct", excess_pct, "%", t["min_excess_compute_pct"],
+                           ">" if by_compute else "<",
+                           "computation kernels before each rank's collectives (straggler vs median rank)"),
+                  Evidence("straggler_excess_idle_fraction_of_wait", excess_idle_us / wait_us if wait_us > 0 else 0.0,
+                           "fraction", t["min_explained_fraction"], ">" if by_host else "<",
+                           "GPU idle before each rank's collectives (straggler - median rank) / the others' wait")),
         time_at_stake_ms=bounded_ms(wait_us, span),
-        predicted_effect="balancing the work (shards, sequence lengths) brings the straggler to the median and removes the others' wait",
-        falsifier="give the slow rank the same input as a fast one: if the others still wait for it, the hardware (not the data) is the cause",
+        predicted_effect=predicted,
+        falsifier="give the slow rank the same input as a fast one: if the others still wait for it, the hardware or its host (not the data) is the cause",
         confounders=("ranks may have been traced over different windows",
-                     "a rank with less communication may simply run fewer collectives"),
-        confidence="medium", suggested_variants=("eager",), scope="all ranks")
+                     "a rank with less communication may simply run fewer collectives")
+                    + ((f"ranks {', '.join(map(str, no_kernels))} have no kernels in the trace: not judged",) if no_kernels else ())
+                    + ((f"ranks {', '.join(map(str, no_comm))} run no collectives: not judged",) if no_comm else ()),
+        confidence="medium" if by_compute or by_host else "low", suggested_variants=("eager",), scope=f"ranks {names}")

@@ -1,10 +1,12 @@
-"""Operator time placed against the roofline from analytic work (``workbench.hypotheses.roofline``):
+"""Operator time placed against the roofline from analytic work (``workbench.hypotheses.roofline``, placing
+through ``workbench.analysis.roofline``: memory / compute only away from the ridge; above the roof flagged):
 memory-streaming ops, whose back-to-back chains are fusion candidates, vs arithmetic-heavy ops
 near the compute roof. CPU-only traces (on a GPU trace the kernel rules judge this)."""
 from __future__ import annotations
 
 import pandas as pd
 
+from workbench.analysis.roofline import ROOF_TOLERANCE
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.model import Evidence, Hypothesis
 from workbench.hypotheses.registry import rule
@@ -14,7 +16,7 @@ from workbench.hypotheses.rules.host_ops import placed_main_ops, windows
 
 def _ceiling_row(f: TraceFacts) -> tuple[dict, ...]:
     c = f.ceiling
-    return ({"memory_gbps": c.memory_gbps, "peak_gflops": c.peak_gflops, "ceiling": c.source},)
+    return ({"memory_gbps": c.memory_gbps, "peak_gflops": c.peak_gflops, "kind": c.kind, "ceiling": c.source},)
 
 
 def _by_op(ops: pd.DataFrame) -> pd.DataFrame:
@@ -73,9 +75,15 @@ def cpu_compute_bound_ops(f: TraceFacts, t):
     achieved = (comp.loc[known, "flops"].sum() / comp.loc[known, "dur_us"].sum() / 1e3) if known.any() else float("nan")
     ev = [Evidence("compute_bound_time_pct", share, "%", t["min_share_pct"], source="cpu_ops + analytic work",
                    rows=rows(by, ["name", "input_dims", "n", "dur_us", "roof_us"], by="dur_us"))]
+    above = achieved == achieved and achieved > f.ceiling.peak_gflops * (1 + ROOF_TOLERANCE)
     if achieved == achieved:
-        ev.append(Evidence("achieved_gflops", achieved, "GFLOP/s", source="analytic work / measured time",
-                           rows=_ceiling_row(f)))
+        ev.append(Evidence("achieved_gflops", achieved, "GFLOP/s", f.ceiling.peak_gflops, "<=" if not above else ">",
+                           source="analytic work / measured time, against the ceiling's peak", rows=_ceiling_row(f)))
+    confounders = ["the intensity is analytic, not measured", "convolutions are placed by name (stride/padding not recorded)"]
+    if above:   # more than the roof allows: the ceiling (a default?) or the counts are wrong, not a win
+        confounders.insert(0, f"the ops achieve {achieved:.0f} GFLOP/s, above the {f.ceiling.kind} ceiling's "
+                              f"{f.ceiling.peak_gflops:.0f} GFLOP/s: an anomaly (wrong ceiling or counts); "
+                              "measure the ceiling (workbench.devices.measure_cpu_ceiling) before trusting this")
     return Hypothesis(
         category="compute_bound", title=f"{share:.0f}% of the time is in arithmetic-heavy matrix ops",
         observed=f"{len(comp) / calls:.1f} matrix ops per call above the ridge ({f.ceiling.ridge_flops_per_byte:.0f} FLOP/byte), "
@@ -84,5 +92,5 @@ def cpu_compute_bound_ops(f: TraceFacts, t):
         evidence=tuple(ev), time_at_stake_ms=bounded_ms(comp["dur_us"].sum() / 2 / calls, total / calls),
         predicted_effect="lower precision (bf16 autocast, TF32 on GPU) or less arithmetic is the only lever; fusion will not help",
         falsifier="run under bf16 autocast: if matmul time does not fall, they were not compute-limited",
-        confounders=("the intensity is analytic, not measured", "convolutions are placed by name (stride/padding not recorded)"),
-        confidence="medium", suggested_variants=("compiled",), scope="host thread")
+        confounders=tuple(confounders),
+        confidence="low" if above else "medium", suggested_variants=("compiled",), scope="host thread")

@@ -1,14 +1,18 @@
 """GPU kernels placed memory- or compute-bound (from analytic work where the launching op's shapes are
-known, by kernel-name family otherwise), and chains of memory-bound kernels (fusion candidates)."""
+known, by kernel-name family otherwise), and chains of memory-bound kernels (fusion candidates).
+
+A kernel whose own name says GEMM, convolution or attention is never a fusion candidate, even when its
+launching op's work places it under the bandwidth roof (a small GEMM): fusing elementwise passes does
+not remove it, and it breaks a chain. Stakes are per rank (the largest rank's), never summed over ranks."""
 from __future__ import annotations
 
 import pandas as pd
 
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.gpu_roofline import PLACED_BY_WORK, place_kernels
+from workbench.hypotheses.gpu_roofline import PLACED_BY_WORK, family_by_name, place_kernels
 from workbench.hypotheses.model import Evidence, Hypothesis
 from workbench.hypotheses.registry import rule
-from workbench.hypotheses.rules._common import bounded_ms, pct, rows
+from workbench.hypotheses.rules._common import bounded_ms, pct, per_rank_max_us, rows, summed_over
 
 def _compute_kernels(f: TraceFacts) -> pd.DataFrame:
     """Computation kernels placed memory- or compute-bound (``gpu_roofline.place_kernels``)."""
@@ -16,7 +20,10 @@ def _compute_kernels(f: TraceFacts) -> pd.DataFrame:
     if "placed_kernels" not in cache:
         k = f.require_gpu()
         k = k[(k["kind"] == "kernel") & (k["kernel_type"] == "computation")]
-        cache["placed_kernels"] = place_kernels(k, f.cpu_ops, f.device_properties)
+        placed = place_kernels(k, f.cpu_ops, f.device_properties)
+        matrix_name = family_by_name(placed["name"]) == "matrix"
+        cache["placed_kernels"] = placed.assign(matrix_name=matrix_name,
+                                                fusable=(placed["family"] == "memory").to_numpy() & ~matrix_name)
     return cache["placed_kernels"]
 
 
@@ -34,16 +41,20 @@ def memory_bound_kernels(f: TraceFacts, t):
     """Most kernel time is in memory-bound families; chains of them on a stream are fusion candidates."""
     k = _compute_kernels(f)
     busy = float(k["dur_us"].sum())
-    mem = k[k["family"] == "memory"]
+    mem = k[k["fusable"]]
     share = pct(mem["dur_us"].sum(), busy)
     if k.empty or share < t["min_share_pct"]:
         return None
     chains = _chains(k, int(t["min_chain"]))
-    stake_us = float(chains["saveable_us"].sum()) if not chains.empty else 0.0
+    stake_us = per_rank_max_us(chains, "saveable_us") if not chains.empty else 0.0
+    if stake_us <= 0:
+        stake_us = per_rank_max_us(mem) / 2
     by_name = mem.groupby(["name", "work_op", "placed_by"], as_index=False).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
     return Hypothesis(
         category="memory_bound", title=f"{share:.0f}% of kernel time is in memory-bound kernels",
-        observed=f"{len(mem)} elementwise/reduction/normalisation kernels, {mem['dur_us'].sum() / 1e3:.2f} ms; "
+        observed=f"{len(mem)} elementwise/reduction/normalisation kernels, {mem['dur_us'].sum() / 1e3:.2f} ms of "
+                 f"{busy / 1e3:.2f} ms computation-kernel time{summed_over(k)} (GEMM, convolution and attention kernels "
+                 f"excluded); "
                  f"{len(chains)} chains of >= {int(t['min_chain'])} in a row",
         mechanism="Each of these kernels streams its tensors through memory doing little arithmetic per byte; "
                   "back-to-back ones re-read what the previous one wrote.",
@@ -52,7 +63,7 @@ def memory_bound_kernels(f: TraceFacts, t):
                   Evidence("fusable_chain_us", stake_us, "us", source="kernels (chains on a stream)",
                            rows=rows(chains, ["first", "length", "chain_us", "saveable_us"], by="saveable_us")),
                   _placement(k)),
-        time_at_stake_ms=bounded_ms(stake_us if stake_us > 0 else mem["dur_us"].sum() / 2, f.window_us),
+        time_at_stake_ms=bounded_ms(stake_us, f.window_us),
         predicted_effect="fusing each chain into one pass (torch.compile or a Triton kernel) leaves about one kernel's time per chain",
         falsifier="compile the region: if the memory-bound kernel time does not fall, the kernels were not fusable or not bandwidth-limited",
         confounders=("work is analytic (shapes) or, without shapes, read from kernel names; not measured bandwidth",
@@ -61,17 +72,18 @@ def memory_bound_kernels(f: TraceFacts, t):
 
 
 def _chains(k: pd.DataFrame, min_len: int) -> pd.DataFrame:
-    """Runs of consecutive memory-family kernels on one stream; saveable = run time - its longest kernel."""
+    """Runs of consecutive fusable (memory-bound, not GEMM/convolution/attention) kernels on one stream;
+    saveable = run time - its longest kernel."""
     out = []
-    for _, g in k.sort_values("ts_us").groupby(["rank", "stream"]):
-        is_mem = (g["family"] == "memory").to_numpy()
+    for (rank, _), g in k.sort_values("ts_us").groupby(["rank", "stream"]):
+        is_mem = g["fusable"].to_numpy(bool)
         run_id = (is_mem != pd.Series(is_mem).shift(1, fill_value=not is_mem[0]).to_numpy()).cumsum()
         for _, run in g[is_mem].groupby(run_id[is_mem]):
             if len(run) >= min_len:
-                out.append({"first": str(run["name"].iloc[0])[:80], "length": len(run),
+                out.append({"rank": int(rank), "first": str(run["name"].iloc[0])[:80], "length": len(run),
                             "chain_us": float(run["dur_us"].sum()),
                             "saveable_us": float(run["dur_us"].sum() - run["dur_us"].max())})
-    return pd.DataFrame(out, columns=["first", "length", "chain_us", "saveable_us"])
+    return pd.DataFrame(out, columns=["rank", "first", "length", "chain_us", "saveable_us"])
 
 
 @rule("matrix_kernels_dominate", category="compute_bound", scope="trace", min_share_pct=60.0, max_idle_pct=15.0)
@@ -88,13 +100,13 @@ def matrix_kernels_dominate(f: TraceFacts, t):
     by_name = mat.groupby(["name", "work_op", "placed_by"], as_index=False).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
     return Hypothesis(
         category="compute_bound", title=f"{share:.0f}% of kernel time is matrix work on a busy GPU",
-        observed=f"{len(mat)} GEMM/convolution kernels, {mat['dur_us'].sum() / 1e3:.2f} ms; GPU idle {idle_pct:.1f}%",
+        observed=f"{len(mat)} GEMM/convolution kernels, {mat['dur_us'].sum() / 1e3:.2f} ms{summed_over(mat)}; GPU idle {idle_pct:.1f}%",
         mechanism="Time is in arithmetic-heavy kernels; only less arithmetic or faster arithmetic (tensor cores, lower precision) helps.",
         evidence=(Evidence("matrix_share_pct", share, "%", t["min_share_pct"], source="kernels (roofline placement)",
                            rows=rows(by_name, ["name", "work_op", "placed_by", "n", "dur_us"], by="dur_us")),
                   Evidence("idle_pct", idle_pct, "%", t["max_idle_pct"], "<", "temporal breakdown"),
                   _placement(k)),
-        time_at_stake_ms=bounded_ms(mat["dur_us"].sum() / 2, f.window_us),
+        time_at_stake_ms=bounded_ms(per_rank_max_us(mat) / 2, f.window_us),
         predicted_effect="bf16/fp16 autocast or TF32 on tensor-core GPUs can about halve matrix time; host changes cannot",
         falsifier="run under autocast(bfloat16): if matrix kernel time does not fall, they were not compute-limited",
         confounders=("work is analytic (shapes) or, without shapes, read from kernel names",

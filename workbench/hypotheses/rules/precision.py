@@ -1,76 +1,159 @@
-"""Precision: fp32 matrix kernels on tensor-core GPUs without TF32; half-precision matmul dims
-that are not multiples of 8 (tensor cores unused or padded)."""
+"""Precision, read from what ran: fp32 matrix kernels on tensor-core GPUs without TF32; half-precision
+matrix kernels that ran unaligned (tensor cores fed by narrow loads, or padding).
+
+A kernel's precision is what its own name states (``analysis.kernel_precision``: ``bf16``, ``f16``,
+``tf32``, ``sgemm``, xmma type groups where ``f32`` after a lower input type is the accumulator), else the
+input dtype of the op that launched it; a kernel with neither is not judged. Alignment is what the kernel
+states (``_align8``: 8-element, 16-byte loads) or, without a tag, the K and N dimensions of the matmul op
+that launched it (M does not constrain tensor-core loads). Stakes are the kernels' own time.
+"""
 from __future__ import annotations
 
-import re
+import numpy as np
+import pandas as pd
 
+from workbench.analysis.kernel_precision import FP32, HALF_TYPES, kernel_precisions, launching_op_rows
 from workbench.hypotheses.facts import TraceFacts
+from workbench.hypotheses.gpu_roofline import family_by_name
 from workbench.hypotheses.model import Evidence, Hypothesis
 from workbench.hypotheses.registry import NotJudged, rule
-from workbench.hypotheses.rules._common import bounded_ms, pct, rows
+from workbench.hypotheses.rules._common import bounded_ms, pct, per_rank_max_us, rows, summed_over
 
-FP32_GEMM = re.compile(r"sgemm|gemm.*_f32|f32.*gemm|gemmSN|gemv2T_kernel_val<int, int, float|cutlass.*float", re.I)
-TF32 = re.compile(r"tf32|xmma.*f32f32_tf32|s1688|s16816", re.I)
 MATMUL_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear")
 
 
 def _compute_major(f: TraceFacts) -> int:
     majors = [int(p.get("computeMajor", 0) or 0) for p in f.device_list]
-    if not majors:
+    if not majors or max(majors) <= 0:
         raise NotJudged("the trace has no device properties (compute capability unknown)")
     return max(majors)
 
 
+def matrix_kernels(f: TraceFacts) -> pd.DataFrame:
+    """Computation kernels whose own name says GEMM / convolution / attention, with their precision
+    (``analysis.kernel_precisions``)."""
+    cache = f.__dict__.setdefault("_derived", {})
+    if "matrix_kernels" not in cache:
+        k = f.require_gpu()
+        k = k[(k["kind"] == "kernel") & (k["kernel_type"] == "computation")]
+        k = k[family_by_name(k["name"]) == "matrix"]
+        cache["matrix_kernels"] = kernel_precisions(k, f.cpu_ops)
+    return cache["matrix_kernels"]
+
+
 @rule("fp32_matmul_without_tf32", category="precision", scope="trace", min_compute_major=8, min_share_pct=10.0)
 def fp32_matmul_without_tf32(f: TraceFacts, t):
-    """fp32 GEMMs run on a GPU with TF32 tensor cores, without using them."""
+    """fp32 matrix kernels (the kernel's name says fp32 on the CUDA cores) on a GPU with TF32 tensor cores."""
     k = f.require_gpu()
     if _compute_major(f) < t["min_compute_major"]:
         return None
-    names = k["name"].astype(str)
-    fp32 = k[names.str.contains(FP32_GEMM) & ~names.str.contains(TF32)]
-    total = float(k[k["kind"] == "kernel"]["dur_us"].sum())
+    mat = matrix_kernels(f)
+    if mat.empty:
+        return None
+    # fp32 without TF32 only where the kernel's own name says so; an fp32 op's kernel whose name states
+    # no type may have run TF32: unknown, not counted
+    fp32 = mat[(mat["precision"] == FP32) & (mat["precision_from"] == "kernel name")]
+    unknown = mat[(mat["precision"] == "") | ((mat["precision"] == FP32) & (mat["precision_from"] != "kernel name"))]
+    if fp32.empty and len(unknown) == len(mat):
+        raise NotJudged(f"the precision of {len(mat)} matrix kernels is unknown: their names state no type "
+                        "(or no TF32 / fp32 kernel) and their launching ops record no lower-precision dtype")
+    total = float(k.loc[(k["kind"] == "kernel") & (k["kernel_type"] == "computation"), "dur_us"].sum())
     share = pct(fp32["dur_us"].sum(), total)
     if fp32.empty or share < t["min_share_pct"]:
         return None
     by_name = fp32.groupby("name", as_index=False).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
+    stake_us = per_rank_max_us(fp32) / 2
+    confounders = ["TF32 changes numerics (~10-bit mantissa); check tolerance"]
+    if not unknown.empty:
+        confounders.append(f"{len(unknown)} matrix kernels ({unknown['dur_us'].sum() / 1e3:.2f} ms) state no precision "
+                           "that tells TF32 from fp32 and were not counted")
     return Hypothesis(
         category="precision", title=f"fp32 GEMMs without TF32 take {share:.0f}% of kernel time",
-        observed=f"{len(fp32)} fp32 matrix kernels, {fp32['dur_us'].sum() / 1e3:.2f} ms, on compute capability >= {int(t['min_compute_major'])}",
+        observed=f"{len(fp32)} fp32 matrix kernels on the CUDA cores (by their names: sgemm / scudnn / simt), "
+                 f"{fp32['dur_us'].sum() / 1e3:.2f} ms of {total / 1e3:.2f} ms computation-kernel time{summed_over(k)}, "
+                 f"on compute capability >= {int(t['min_compute_major'])}",
         mechanism="Full-fp32 GEMMs use the CUDA cores; TF32 tensor cores run them several times faster at ~10-bit mantissa.",
-        evidence=(Evidence("fp32_gemm_share_pct", share, "%", t["min_share_pct"], source="kernels (by name)",
+        evidence=(Evidence("fp32_gemm_share_pct", share, "%", t["min_share_pct"], source="kernels (type named in the kernel name)",
                            rows=rows(by_name, ["name", "n", "dur_us"], by="dur_us")),),
-        time_at_stake_ms=bounded_ms(fp32["dur_us"].sum() / 2, f.window_us),
+        time_at_stake_ms=bounded_ms(stake_us, f.window_us),
         predicted_effect="torch.backends.cuda.matmul.allow_tf32 = True (or bf16 autocast) cuts these kernels' time by about half or more",
         falsifier="set torch.set_float32_matmul_precision('high'): if GEMM time does not fall, the GEMMs were not compute-limited",
-        confounders=("kernel precision is read from kernel names", "TF32 changes numerics; check tolerance"),
+        confounders=tuple(confounders),
         confidence="medium", suggested_variants=("compiled",), scope="all ranks")
 
 
 def _dims(text: str) -> list[list[int]]:
+    import re
+
     return [[int(x) for x in re.findall(r"-?\d+", grp)] for grp in re.findall(r"\[([^\[\]]*)\]", str(text))]
+
+
+def matmul_kn(name: str, input_dims: str) -> tuple[int, int] | None:
+    """(K, N) of a matmul op from its recorded input shapes; None when they do not say."""
+    d = _dims(input_dims)
+    try:
+        if name == "aten::linear":              # input [..., K], weight [N, K]
+            return d[0][-1], d[1][0]
+        if name in ("aten::addmm", "aten::baddbmm"):   # bias, mat1 [.., M, K], mat2 [.., K, N]
+            return d[1][-1], d[2][-1]
+        if name in ("aten::mm", "aten::bmm", "aten::matmul"):
+            return d[0][-1], d[1][-1]
+    except IndexError:
+        return None
+    return None
 
 
 @rule("half_matmul_unaligned", category="precision", scope="trace", alignment=8, min_share_pct=5.0)
 def half_matmul_unaligned(f: TraceFacts, t):
-    """fp16/bf16 matmuls whose dimensions are not multiples of 8 (tensor cores unused or padded)."""
-    ops = f.require_cpu_ops()
-    mm = ops[ops["name"].astype(str).isin(MATMUL_OPS) & ops["input_types"].astype(str).str.contains("Half|BFloat16")]
-    if mm.empty:
+    """fp16/bf16 matrix kernels that ran unaligned: the kernel says ``_alignN`` below 16 bytes, or (no tag)
+    the launching matmul's K or N is not a multiple of 8."""
+    mat = matrix_kernels(f)
+    half = mat[mat["precision"].isin(HALF_TYPES)]
+    if half.empty:
+        if not mat.empty and (mat["precision"] == "").all():
+            raise NotJudged(f"the precision of {len(mat)} matrix kernels is unknown: their names state no type and "
+                            "their launching ops record no dtype (profile with record_shapes=True)")
         return None
     align = int(t["alignment"])
-    bad = mm[[any(d % align for shape in _dims(s)[:2] for d in shape[-2:]) for s in mm["input_dims"].astype(str)]]
-    share = pct(bad["dur_us"].sum(), mm["dur_us"].sum())
+    tag = half["alignment"].to_numpy(np.int64)
+    ops = f.cpu_ops
+    is_mm = ops["name"].astype(str).isin(MATMUL_OPS).to_numpy() if not ops.empty else np.zeros(0, bool)
+    mm_row = launching_op_rows(half, ops, is_mm) if len(is_mm) else np.full(len(half), -1)
+    names = ops["name"].astype(str).to_numpy() if not ops.empty else np.array([], dtype=object)
+    dims = ops["input_dims"].astype(str).to_numpy() if not ops.empty else np.array([], dtype=object)
+    kn = [matmul_kn(names[r], dims[r]) if r >= 0 else None for r in mm_row]
+    by_tag = tag > 0
+    unaligned = np.where(by_tag, tag < align,
+                         [bool(x) and (x[0] % align != 0 or x[1] % align != 0) for x in kn])
+    judged = by_tag | np.array([x is not None for x in kn], dtype=bool)
+    if not judged.any():
+        raise NotJudged(f"{len(half)} half-precision matrix kernels: their names state no alignment and no "
+                        "launching matmul op recorded its shapes")
+    bad = half[unaligned & judged].assign(
+        kernel_align=np.where(by_tag, tag, 0)[unaligned & judged],
+        op=[names[r] if r >= 0 else "" for r in mm_row[unaligned & judged]],
+        input_dims=[dims[r] if r >= 0 else "" for r in mm_row[unaligned & judged]],
+        judged_by=np.where(by_tag, "kernel name (_alignN)", "op shapes (K, N)")[unaligned & judged])
+    whole = float(half.loc[judged, "dur_us"].sum())
+    share = pct(bad["dur_us"].sum(), whole)
     if bad.empty or share < t["min_share_pct"]:
         return None
+    by_kernel = bad.groupby(["name", "kernel_align", "op", "input_dims", "judged_by"], as_index=False).agg(
+        n=("dur_us", "size"), dur_us=("dur_us", "sum"))
+    stake_us = per_rank_max_us(bad) / 2
     return Hypothesis(
-        category="precision", title=f"{len(bad)} half-precision matmuls with dims not multiples of {align}",
-        observed=f"{share:.0f}% of half-precision matmul time is in unaligned shapes",
-        mechanism="Tensor-core GEMM kernels need dimensions in multiples of 8; otherwise slower kernels or padding run.",
-        evidence=(Evidence("unaligned_matmul_share_pct", share, "%", t["min_share_pct"], source="cpu_ops (input dims)",
-                           rows=rows(bad, ["name", "input_dims", "dur_us"], by="dur_us")),),
-        time_at_stake_ms=bounded_ms(bad["dur_us"].sum() / 2, f.window_us),
-        predicted_effect="padding the named dimension to a multiple of 8 lets tensor-core kernels run",
+        category="precision", title=f"{len(bad)} half-precision matrix kernel{'s' if len(bad) != 1 else ''} ran unaligned (not multiples of {align})",
+        observed=f"{bad['dur_us'].sum() / 1e3:.3f} ms of {whole / 1e3:.3f} ms half-precision matrix-kernel time "
+                 f"({share:.0f}%){summed_over(half)} is in kernels that ran unaligned",
+        mechanism="Tensor-core GEMM kernels load 16-byte vectors (8 half elements); a K or N that is not a multiple of 8 "
+                  "forces narrower loads (an _align2/_align4 kernel) or padding.",
+        evidence=(Evidence("unaligned_matmul_share_pct", share, "%", t["min_share_pct"],
+                           source="matrix kernels (alignment in the kernel name; else the launching op's K, N)",
+                           rows=rows(by_kernel, ["name", "kernel_align", "op", "input_dims", "judged_by", "n", "dur_us"],
+                                     by="dur_us")),),
+        time_at_stake_ms=bounded_ms(stake_us, f.window_us),
+        predicted_effect="padding the named dimension to a multiple of 8 lets an align8 tensor-core kernel run; "
+                         "at most these kernels' own time is saved",
         falsifier="pad the dims to a multiple of 8 and re-time the op: if it is not faster, alignment was not the issue",
         confounders=("small matmuls are launch-bound anyway",), confidence="medium",
         suggested_variants=("eager",), scope="all ranks")

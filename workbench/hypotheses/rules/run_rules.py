@@ -21,27 +21,30 @@ def cold_start(f: RunFacts, t):
     from workbench.hypotheses.rules.compile_rules import break_compile_ms
 
     owed_elsewhere = break_compile_ms(f)   # the graph-break hypothesis carries the extra graphs' compile
-    # a one-time cost, ranked against per-call costs spread over the calls the profile made
+    # a one-time cost: stated once; ranked against per-call costs by what it costs spread over a
+    # stated number of calls (the run's expected_calls, else ONE_TIME_COST_CALLS)
+    calls = f.one_time_cost_calls
+    once_ms = max(0.0, excess - owed_elsewhere)
     ev = [Evidence("cold_over_median", min(ratio, 1e12), "x", t["min_ratio"], source="run.cold_ms"),
           Evidence("cold_excess_ms", excess, "ms", t["min_excess_ms"], source="run.cold_ms",
                    rows=({"cold_ms": round(float(f.cold_ms), 3), "median_ms": round(median, 4),
-                          "calls_profiled": f.calls_profiled},))]
+                          "one_time_ms": round(once_ms, 3), "spread_over_calls": calls},))]
     cause = "lazy initialisation, caches or autotuning"
     if compile_ms:
         ev.append(Evidence("compile_time_ms", compile_ms, "ms", source="run.compile"))
         cause = f"torch.compile ({compile_ms:.0f} ms of compilation) and lazy initialisation"
     return Hypothesis(
         category="cold_start", title=f"First call costs {ratio:.0f}x a steady-state call",
-        observed=f"cold call {f.cold_ms:.1f} ms vs median {median:.3g} ms ({excess:.1f} ms extra, once per process; "
-                 f"{excess / f.calls_profiled:.3g} ms per call over the {f.calls_profiled} calls profiled)",
+        observed=f"cold call {f.cold_ms:.1f} ms vs clean median {median:.3g} ms: {excess:.1f} ms extra, one-time "
+                 f"(once per process, not per call); ranked as {once_ms / calls:.3g} ms a call spread over {calls} calls",
         mechanism=f"One-time work on the first call: {cause}.",
-        evidence=tuple(ev), time_at_stake_ms=max(0.0, excess - owed_elsewhere) / f.calls_profiled,
+        evidence=tuple(ev), time_at_stake_ms=once_ms / calls,
         predicted_effect=f"warming up (or caching compiled artefacts) removes up to {excess:.1f} ms from the first call; steady state unchanged",
         falsifier="call the function twice in a fresh process: if the second call is as slow as the first, it is not a cold-start cost",
         confounders=("the first call may also page in data or warm CPU caches",
                      "a shared machine can slow any single call"),
         confidence="high" if ratio > 20 else "medium", suggested_variants=("eager", "compiled"),
-        scope="first call")
+        scope=f"first call (one-time: {once_ms:.3g} ms once)")
 
 
 def _noise(f: RunFacts, t):
@@ -85,6 +88,9 @@ def noisy_timing(f: RunFacts, t):
     return _noise(f, t)
 
 
+NO_INTERVAL_BELOW = 6   # 2 * 0.5**n > 0.05 for n < 6: no order-statistic 95 % interval of the median
+
+
 @rule("too_few_samples", category="measurement", scope="run", min_samples=10)
 def too_few_samples(f: RunFacts, t):
     """Too few timed samples for a tight interval on the median."""
@@ -92,12 +98,21 @@ def too_few_samples(f: RunFacts, t):
     if timing.n >= t["min_samples"]:
         return None
     lo, hi = timing.median_ci_ms()
+    if timing.n < NO_INTERVAL_BELOW:
+        # no distribution-free 95 % interval of the median exists: the whole median is uncertain
+        observed = (f"{timing.n} samples: fewer than {NO_INTERVAL_BELOW}, so no 95% interval of the median "
+                    f"can be formed (they span {timing.min_ms:.4g}-{timing.max_ms:.4g} ms)")
+        stake = timing.median_ms
+    else:
+        observed = f"{timing.n} samples; the 95% interval of the median is {lo:.4g}-{hi:.4g} ms"
+        stake = min(max(hi - lo, 0.0) / 2, timing.median_ms)
     return Hypothesis(
         category="measurement", title=f"Only {timing.n} timing samples",
-        observed=f"{timing.n} samples; the 95% interval of the median is {lo:.4g}-{hi:.4g} ms",
-        mechanism="With few samples the median's interval is wide; any comparison inherits that width.",
+        observed=observed,
+        mechanism="With few samples the median's interval is wide; any comparison inherits that width, and "
+                  "findings whose stake is within it cannot be told from noise.",
         evidence=(Evidence("n_samples", timing.n, "samples", t["min_samples"], "<", "run.timing"),),
-        time_at_stake_ms=max(hi - lo, 0.0) / 2 + 1e-9,
+        time_at_stake_ms=stake + 1e-9,
         predicted_effect="more repeats narrow the interval; the median itself should stay inside it",
         falsifier="profile again with repeat >= 20: if the median moves outside this interval, the first result was not trustworthy",
         confounders=(), confidence="high", scope="timing")

@@ -1,22 +1,27 @@
-"""The Trace: tables of one profiled run (one or many ranks) plus what is known about it.
+"""The tables of one profiled run (one or many ranks) plus what is known about it: ``TraceData``.
 
 Times in the tables are float64 µs relative to each rank's own origin (its earliest event,
 as Holistic Trace Analysis does). ``meta.origins_ns[rank]`` is that origin in the file's
 absolute ns, so ranks can be re-aligned: ``abs_ns = origins_ns[rank] + ts_us * 1000``.
 
-Analyses are thin methods that call ``workbench.analysis`` (imported lazily).
+This is data only: the analyses (``workbench.analysis``) take a ``TraceData``, and the public
+``Trace`` (``workbench.facade``, ``wb.load_trace``) is a ``TraceData`` whose methods call them.
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Self
 
+import numpy as np
 import pandas as pd
+
+from workbench.errors import InvalidArgumentError
 
 
 @dataclass(frozen=True)
 class TraceMeta:
+    """What is known about a trace besides its tables: files, ranks, origins, devices, options."""
+
     files: tuple[str, ...]
     ranks: tuple[int, ...]
     file_ranks: dict[str, int]
@@ -31,23 +36,65 @@ class TraceMeta:
     base_time_ns: dict[int, int] = field(default_factory=dict)
 
 
-class Trace:
-    """A loaded trace. Tables: cpu_ops, python_calls, runtime, kernels, syncs, memory,
-    annotations, flows (see ``workbench.trace.schema``)."""
+STREAM_COLUMNS = ["rank", "device", "stream", "events", "sum_dur_us", "first_ts_us", "last_end_us"]
+
+
+class TraceData:
+    """A loaded trace's tables (see ``workbench.trace.schema``) and its ``meta``.
+
+    Tables: ``cpu_ops``, ``python_calls``, ``runtime``, ``kernels``, ``syncs``, ``memory``,
+    ``annotations``, ``flows``; derived: ``copies``, ``streams``.
+    """
 
     def __init__(self, tables: dict[str, pd.DataFrame], meta: TraceMeta):
         self._tables = tables
         self.meta = meta
 
+    @classmethod
+    def of(cls, data: TraceData) -> Self:
+        """The same tables and meta (not copied) as an instance of ``cls``."""
+        return cls(data._tables, data.meta)
+
     # --- tables ---------------------------------------------------------------------------
-    cpu_ops = property(lambda self: self._tables["cpu_ops"])
-    python_calls = property(lambda self: self._tables["python_calls"])
-    runtime = property(lambda self: self._tables["runtime"])
-    kernels = property(lambda self: self._tables["kernels"])
-    syncs = property(lambda self: self._tables["syncs"])
-    memory = property(lambda self: self._tables["memory"])
-    annotations = property(lambda self: self._tables["annotations"])
-    flows = property(lambda self: self._tables["flows"])
+    @property
+    def cpu_ops(self) -> pd.DataFrame:
+        """CPU operators (``cpu_op`` events): one row each, with parent links and self time."""
+        return self._tables["cpu_ops"]
+
+    @property
+    def python_calls(self) -> pd.DataFrame:
+        """Python function events (``python_function``), when the trace recorded the stack."""
+        return self._tables["python_calls"]
+
+    @property
+    def runtime(self) -> pd.DataFrame:
+        """CUDA/HIP runtime and driver calls (launches, copies, synchronizations)."""
+        return self._tables["runtime"]
+
+    @property
+    def kernels(self) -> pd.DataFrame:
+        """GPU activity: kernels, memcpy and memset, linked to their launch and CPU op."""
+        return self._tables["kernels"]
+
+    @property
+    def syncs(self) -> pd.DataFrame:
+        """Synchronizations: the runtime's synchronize calls and ``cuda_sync`` events."""
+        return self._tables["syncs"]
+
+    @property
+    def memory(self) -> pd.DataFrame:
+        """Allocator events ([memory] instants): bytes, address, totals."""
+        return self._tables["memory"]
+
+    @property
+    def annotations(self) -> pd.DataFrame:
+        """User annotations (``record_function``, ``ProfilerStep#``, GPU user annotations)."""
+        return self._tables["annotations"]
+
+    @property
+    def flows(self) -> pd.DataFrame:
+        """Flow events linking CPU ops, runtime calls and kernels."""
+        return self._tables["flows"]
 
     @property
     def copies(self) -> pd.DataFrame:
@@ -60,8 +107,7 @@ class Trace:
         """One row per (rank, device, stream): events, busy time (sum of durations), first/last."""
         k = self.kernels
         if not len(k):
-            return pd.DataFrame(columns=["rank", "device", "stream", "events", "sum_dur_us",
-                                         "first_ts_us", "last_end_us"])
+            return pd.DataFrame(columns=STREAM_COLUMNS)
         grouped = k.groupby(["rank", "device", "stream"], observed=True, sort=True)
         return grouped.agg(events=("ts_us", "size"), sum_dur_us=("dur_us", "sum"),
                            first_ts_us=("ts_us", "min"), last_end_us=("end_us", "max")).reset_index()
@@ -87,27 +133,33 @@ class Trace:
         return self.meta.warnings
 
     def table(self, name: str) -> pd.DataFrame:
-        return self._tables[name]
+        """The table called ``name`` (one of ``workbench.trace.schema.TABLES``)."""
+        try:
+            return self._tables[name]
+        except KeyError:
+            raise InvalidArgumentError(f"a trace has no table {name!r}; its tables are "
+                                       f"{sorted(self._tables)}") from None
 
-    def rank(self, rank: int) -> "Trace":
-        """The same trace restricted to one rank."""
+    def rank(self, rank: int) -> Self:
+        """The same trace (of the same class) restricted to one rank."""
         if rank not in self.meta.ranks:
-            from workbench.errors import InvalidArgumentError
-
             raise InvalidArgumentError(f"rank {rank} is not in this trace; its ranks are {self.ranks}")
         tables = {name: t[t["rank"] == rank].reset_index(drop=True) for name, t in self._tables.items()}
         # row positions (parent, op_index, runtime_index) refer to the full tables; re-map them
-        return Trace(_reindexed(tables, self._tables, rank), replace(self.meta, ranks=(rank,)))
+        return type(self)(_reindexed(tables, self._tables, rank), replace(self.meta, ranks=(rank,)))
 
     # --- description ----------------------------------------------------------------------
     def span_us(self) -> float:
+        """From the earliest start to the latest end over every table, in µs."""
         ends = [t["end_us"].max() for t in self._tables.values() if "end_us" in t and len(t)]
         return float(max(ends)) if ends else 0.0
 
     def event_count(self) -> int:
+        """Rows over every table."""
         return int(sum(len(t) for t in self._tables.values()))
 
     def summary(self) -> str:
+        """One line: ranks, events, span, CPU only or GPU (and which), warnings."""
         gpu = "GPU" if self.has_gpu else "CPU only"
         names = sorted({str(d.get("name")) for props in self.device_properties.values()
                         for d in props if isinstance(d, dict) and d.get("name")})
@@ -120,60 +172,9 @@ class Trace:
     def __repr__(self) -> str:
         return f"<{self.summary()}>"
 
-    def save_charts(self, folder: Any, *, formats: Any = ("svg",), scale: float = 1.0) -> list:
-        """Write the charts the notebook shows for this result to ``folder`` (svg, png, html,
-        json; see ``workbench.charts.save_charts``); returns the paths written."""
-        from workbench.charts.export import save_charts
-
-        return save_charts(self, folder, formats=formats, scale=scale)
-
-    def _repr_html_(self) -> str:  # notebook display: summary and charts (workbench.charts, lazily)
-        from workbench.charts.notebook import trace_html
-        return trace_html(self)
-
-    # --- analyses (workbench.analysis, lazily) --------------------------------------------
-    def _analysis(self, name: str, **options: Any) -> Any:
-        module = importlib.import_module("workbench.analysis")
-        return getattr(module, name)(self, **options)
-
-    def op_breakdown(self, **options: Any) -> Any:
-        return self._analysis("op_breakdown", **options)
-
-    def kernel_breakdown(self, **options: Any) -> Any:
-        return self._analysis("kernel_breakdown", **options)
-
-    def temporal_breakdown(self, **options: Any) -> Any:
-        return self._analysis("temporal_breakdown", **options)
-
-    def idle_breakdown(self, **options: Any) -> Any:
-        return self._analysis("idle_breakdown", **options)
-
-    def launch_stats(self, **options: Any) -> Any:
-        return self._analysis("launch_stats", **options)
-
-    def comm_overlap(self, **options: Any) -> Any:
-        return self._analysis("comm_overlap", **options)
-
-    def copy_stats(self, **options: Any) -> Any:
-        return self._analysis("copy_stats", **options)
-
-    def sync_audit(self, **options: Any) -> Any:
-        return self._analysis("sync_audit", **options)
-
-    def stragglers(self, **options: Any) -> Any:
-        return self._analysis("stragglers", **options)
-
-    def step_breakdown(self, **options: Any) -> Any:
-        return self._analysis("step_breakdown", **options)
-
-    def hypotheses(self, **options: Any) -> Any:
-        module = importlib.import_module("workbench.hypotheses")
-        return module.diagnose_trace(self, **options)
-
 
 def _reindexed(part: dict[str, pd.DataFrame], full: dict[str, pd.DataFrame], rank: int) -> dict[str, pd.DataFrame]:
     """Row-position link columns of a one-rank subset, pointing into the subset's own rows."""
-    import numpy as np
 
     def mapping(table: str) -> np.ndarray:
         rows = np.flatnonzero(full[table]["rank"].to_numpy() == rank)

@@ -1,0 +1,122 @@
+"""Clean timing first, tracing apart: on a fake clock, so the split and the overhead are exact.
+
+The profiled callable advances a fake host clock by CLEAN_MS per call when no profiler runs and by
+TRACED_MS under torch.profiler; ``wb.profile`` must put only the clean calls in ``run.timing``,
+the traced ones in ``run.traced_timing``, and state the overhead as their ratio. Stakes read from
+the trace are then per clean call.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+
+import pytest
+import torch
+
+import workbench as wb
+from workbench.capture.measurement import Measurement
+from workbench.hypotheses.diagnose import ONE_TIME_RULES
+
+timing_module = importlib.import_module("workbench.capture.timing")
+
+CLEAN_MS, TRACED_MS, COLD_EXTRA_MS = 2.0, 5.0, 40.0
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.ns = 0
+
+    def __call__(self) -> int:
+        return self.ns
+
+    def advance_ms(self, ms: float) -> None:
+        self.ns += int(round(ms * 1e6))
+
+
+@pytest.fixture
+def fake_clock(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(timing_module, "clock_ns", clock)
+    return clock
+
+
+def _workload(clock: FakeClock):
+    calls = {"n": 0}
+    x = torch.ones(32, 32)
+
+    def step():
+        calls["n"] += 1
+        profiled = torch.autograd.profiler._is_profiler_enabled
+        clock.advance_ms((TRACED_MS if profiled else CLEAN_MS) + (COLD_EXTRA_MS if calls["n"] == 1 else 0.0))
+        return (x @ x).sum()
+    return step, calls
+
+
+def test_timing_is_clean_and_the_traced_pass_is_apart(fake_clock):
+    step, calls = _workload(fake_clock)
+    run = wb.profile(step, warmup=2, repeat=8, trace_repeat=4)
+    assert calls["n"] == 1 + 2 + 8 + 4
+    assert run.timing.samples_ms == (CLEAN_MS,) * 8          # no sample taken under the profiler
+    assert run.traced_timing.samples_ms == (TRACED_MS,) * 4
+    assert run.cold_ms == pytest.approx(CLEAN_MS + COLD_EXTRA_MS)
+    assert run.profiler_overhead == pytest.approx(TRACED_MS / CLEAN_MS)
+    assert run.trace_scale == pytest.approx(CLEAN_MS / TRACED_MS)
+    assert not run.timed_under_profiler and run.traced_calls == 4
+    check = run.health.check("profiler_overhead")
+    assert check.level == "warn" and "2.50x" in check.observed
+    text = run.to_text()
+    assert "clean median  2 ms per call" in text and "overhead 2.50x" in text
+    assert "clean median 2 ms per call" in repr(run)
+
+
+def test_cold_call_is_timed_on_the_same_clock(fake_clock):
+    step, _ = _workload(fake_clock)
+    run = wb.profile(step, warmup=0, repeat=3, trace=False)
+    assert run.cold_ms == pytest.approx(CLEAN_MS + COLD_EXTRA_MS)
+    assert run.traced_timing is None and run.profiler_overhead is None
+    assert run.health.check("profiler_overhead").level == "ok"
+
+
+def test_trace_stakes_are_per_clean_call_and_bounded_by_it(matmul_run):
+    clean = matmul_run.timing
+    same = dataclasses.replace(matmul_run, traced_timing=Measurement(clean.samples_ms))
+    slow = dataclasses.replace(matmul_run, traced_timing=Measurement(tuple(2 * s for s in clean.samples_ms)))
+    assert same.trace_scale == pytest.approx(1.0) and slow.trace_scale == pytest.approx(0.5)
+    from workbench.hypotheses import diagnose_run
+    from workbench.hypotheses.registry import list_rules
+
+    trace_rules = {r.name for r in list_rules("trace")}
+    at_one = {h.rule: h.time_at_stake_ms for h in diagnose_run(same) if h.rule in trace_rules}
+    at_half = {h.rule: h.time_at_stake_ms for h in diagnose_run(slow) if h.rule in trace_rules}
+    assert at_one, "the matmul chain's trace gave no finding to scale"
+    for rule_name, stake in at_half.items():
+        assert stake <= clean.median_ms + 1e-12
+        if rule_name in at_one and at_one[rule_name] < clean.median_ms:
+            assert stake == pytest.approx(at_one[rule_name] / 2)   # share kept, magnitude from the clean time
+    for h in list(diagnose_run(same)) + list(diagnose_run(slow)):
+        assert h.time_at_stake_ms > 0
+        if h.rule not in ONE_TIME_RULES:
+            assert h.time_at_stake_ms <= clean.median_ms + 1e-12
+
+
+def test_new_fields_round_trip_and_older_records_load_with_clear_defaults(matmul_run, tmp_path):
+    record = json.loads(json.dumps(matmul_run.to_dict()))
+    again = wb.ProfileRun.from_dict(record)
+    assert again.traced_timing == matmul_run.traced_timing and again.trace_repeat == matmul_run.trace_repeat
+    assert again.health.to_dict() == matmul_run.health.to_dict()
+    assert again.profiler_overhead == pytest.approx(matmul_run.profiler_overhead)
+
+    folder = matmul_run.save(tmp_path / "old")
+    doc = json.loads((folder / "run.json").read_text())
+    for key in ("traced_timing", "trace_repeat", "profiler_overhead", "health", "profiler_stderr"):
+        doc["run"].pop(key)
+    doc["run"]["timing"]["metadata"]["under_profiler"] = True     # how older runs were timed
+    (folder / "run.json").write_text(json.dumps(doc))
+    old = wb.load_run(folder)
+    assert old.traced_timing is None and old.profiler_overhead is None and old.trace_scale == 1.0
+    assert old.trace_repeat == old.repeat and old.traced_calls == old.repeat   # the trace covered the repeats
+    assert old.timed_under_profiler
+    assert old.health.check("profiler_overhead").level == "warn"
+    assert old.health.check("machine_load").level == "unknown"
+    assert old.hypotheses is not None and "clean median (per call)" in old._repr_html_()

@@ -1,0 +1,231 @@
+"""The public ``Trace`` (``wb.Trace``, what ``wb.load_trace`` returns): a trace's tables plus one
+method per analysis and the diagnosis, each a line of delegation to ``workbench.analysis`` or
+``workbench.hypotheses`` (the face layer of DESIGN.md: it calls the library and holds no logic).
+
+    trace = wb.load_trace("trace.json.gz")          # a file, a folder of rank files, or a list
+    trace.kernel_breakdown().table                  # time per kernel name and per kernel type
+    trace.idle_breakdown(kernel_wait_threshold_us=50).table
+    trace.hypotheses()                              # ranked, best first
+
+Every method takes ``semantics``: ``"workbench"`` (the default), ``"hta"`` / ``"hta_noround"`` to
+count as Holistic Trace Analysis 0.5 does on the same trace, or a ``workbench.analysis.Semantics``.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from workbench import analysis
+from workbench.analysis import (
+    CommOverlap, CopyStats, IdleBreakdown, KernelBreakdown, LaunchStats, OpBreakdown, Semantics, StepBreakdown,
+    Stragglers, SyncAudit, TemporalBreakdown,
+)
+from workbench.analysis.idle import KERNEL_WAIT_THRESHOLD_US
+from workbench.analysis.stragglers import STRAGGLER_MIN_WAIT_FRACTION
+from workbench.hypotheses import Diagnosis, Hypothesis, diagnose
+from workbench.trace import TraceData, read_trace
+
+__all__ = ["Trace", "load_trace"]
+
+TraceSource = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+
+
+def load_trace(source: TraceSource, *, hta_compat: bool = False, round_ns: bool | None = None,
+               drop_last_step: bool | None = None) -> Trace:
+    """Load a Kineto/Chrome trace: a ``.json``/``.json.gz`` file, a folder of rank files, or a list.
+
+    Args:
+        source: a trace file, a folder of per-rank trace files, or a list of files.
+        hta_compat: read as Holistic Trace Analysis does (both options below).
+        round_ns: ``ts = ceil(ts)``, ``end = floor(ts + dur)`` in µs (default: ``hta_compat``).
+        drop_last_step: with two or more ``ProfilerStep#`` annotations, drop the last step
+            (default: ``hta_compat``).
+
+    Returns:
+        Trace: the tables (``cpu_ops``, ``runtime``, ``kernels``, ...) and the analyses over them.
+
+    Raises ``TraceFormatError`` for a file that cannot be read as a trace; warns (``TraceWarning``)
+    where the trace is usable but something was odd, saying what was done.
+    """
+    return Trace.of(read_trace(source, hta_compat=hta_compat, round_ns=round_ns, drop_last_step=drop_last_step))
+
+
+class Trace(TraceData):
+    """A loaded trace: its tables (see ``workbench.trace.TraceData`` and ``workbench.trace.schema``)
+    and the analyses and diagnosis over them. ``trace.rank(r)`` is the same for one rank."""
+
+    # --- analyses (workbench.analysis) ----------------------------------------------------
+    def op_breakdown(self, semantics: Semantics | str = "workbench") -> OpBreakdown:
+        """CPU ops by self time: calls, self and total time, share, most common input shapes.
+
+        Args:
+            semantics: how to count (``"workbench"``, ``"hta"``, ``"hta_noround"`` or a Semantics).
+
+        Returns:
+            OpBreakdown: ``.table``, one row per op name sorted by self time (count, self_us,
+            total_us, mean_us, mean_self_us, pct, top_input_dims, top_input_types), and
+            ``.total_self_us``.
+        """
+        return analysis.op_breakdown(self, semantics)
+
+    def kernel_breakdown(self, semantics: Semantics | str = "workbench") -> KernelBreakdown:
+        """GPU time per kernel name and per kernel type (computation / communication / memory).
+
+        Args:
+            semantics: how to count (``"workbench"``, ``"hta"``, ``"hta_noround"`` or a Semantics).
+
+        Returns:
+            KernelBreakdown: ``.table``, one row per (rank, kernel_type, name) with count, sum, mean,
+            min, max, std (µs) and pct of the rank's kernel time; ``.types``, time per type and
+            "<a> overlapping <b>" rows; ``.total_kernel_us`` and ``.busy_us``.
+        """
+        return analysis.kernel_breakdown(self, semantics)
+
+    def temporal_breakdown(self, semantics: Semantics | str = "workbench") -> TemporalBreakdown:
+        """Per rank: idle, compute and non-compute time over the span of GPU activity.
+
+        Args:
+            semantics: how to count (``"workbench"``, ``"hta"``, ``"hta_noround"`` or a Semantics).
+
+        Returns:
+            TemporalBreakdown: ``.table``, one row per rank: kernel_time_us, idle_us, compute_us,
+            non_compute_us and each as a percentage of kernel time.
+        """
+        return analysis.temporal_breakdown(self, semantics)
+
+    def idle_breakdown(self, semantics: Semantics | str = "workbench",
+                       kernel_wait_threshold_us: float = KERNEL_WAIT_THRESHOLD_US) -> IdleBreakdown:
+        """Idle time per stream, split into host wait, kernel wait and other (as HTA defines them).
+
+        Args:
+            semantics: how to count (``"workbench"``, ``"hta"``, ``"hta_noround"`` or a Semantics).
+            kernel_wait_threshold_us: a gap shorter than this, with the launch already made, is
+                kernel wait (back-to-back launch latency); longer is other.
+
+        Returns:
+            IdleBreakdown: ``.table``, one row per (rank, stream, idle_category) with idle_us, count
+            and ratio; ``.gaps``, one row per gap.
+        """
+        return analysis.idle_breakdown(self, semantics, kernel_wait_threshold_us=kernel_wait_threshold_us)
+
+    def launch_stats(self, semantics: Semantics | str = "workbench") -> LaunchStats:
+        """Every call that put work on the GPU: its CPU time, the GPU time it launched, the delay.
+
+        Args:
+            semantics: how to count (``"workbench"``, ``"hta"``, ``"hta_noround"`` or a Semantics).
+
+        Returns:
+            LaunchStats: ``.table``, one row per launch (api, runtime_us, gpu_us, launch_delay_us,
+            shorter_than_launch); ``.by_api``; ``.n_launches``, ``.n_shorter_than_launch``.
+        """
+        return analysis.launch_stats(self, semantics)
+
+    def comm_overlap(self, semantics: Semantics | str = "workbench") -> CommOverlap:
+        """Per rank: how much communication the computation hides.
+
+        Args:
+            semantics: how to count (``"workbench"``, ``"hta"``, ``"hta_noround"`` or a Semantics).
+
+        Returns:
+            CommOverlap: ``.table``, one row per rank: comm_us, compute_us, overlap_us, overlap_pct
+            (NaN without communication kernels) and exposed_comm_us.
+        """
+        return analysis.comm_overlap(self, semantics)
+
+    def copy_stats(self, semantics: Semantics | str = "workbench") -> CopyStats:
+        """Copies per direction and host memory (pageable / pinned): count, bytes, time, bandwidth.
+
+        Args:
+            semantics: how to count (``"workbench"``, ``"hta"``, ``"hta_noround"`` or a Semantics).
+
+        Returns:
+            CopyStats: ``.table``, one row per (rank, kind, direction, host_memory) with count, bytes,
+            dur_us, gbps, median_gbps; ``.pageable_bytes``, ``.total_copy_us``.
+        """
+        return analysis.copy_stats(self, semantics)
+
+    def sync_audit(self, semantics: Semantics | str = "workbench") -> SyncAudit:
+        """Every host-side wait on the device, how long it blocked, and the CPU op that caused it.
+
+        Args:
+            semantics: how to count (``"workbench"``, ``"hta"``, ``"hta_noround"`` or a Semantics).
+
+        Returns:
+            SyncAudit: ``.table``, one row per wait (api, kind, blocked_us, op, cause_op);
+            ``.by_cause``; ``.blocked_us``.
+        """
+        return analysis.sync_audit(self, semantics)
+
+    def stragglers(self, semantics: Semantics | str = "workbench",
+                   min_wait_fraction: float = STRAGGLER_MIN_WAIT_FRACTION) -> Stragglers:
+        """The ranks the others wait for in collectives (the least communication time).
+
+        Args:
+            semantics: how to count (``"workbench"``, ``"hta"``, ``"hta_noround"`` or a Semantics).
+            min_wait_fraction: the others' median extra communication time, as a fraction of the
+                median communication time, above which a rank is a straggler.
+
+        Returns:
+            Stragglers: ``.table``, one row per rank (busy_us, compute_us, comm_us, comm_deficit_us,
+            is_straggler); ``.stragglers``; ``.wait_caused_us``; ``.reason`` when there are none.
+        """
+        return analysis.stragglers(self, semantics, min_wait_fraction=min_wait_fraction)
+
+    def step_breakdown(self, semantics: Semantics | str = "workbench") -> StepBreakdown:
+        """Per ``ProfilerStep#N`` on each rank: CPU duration and the GPU work it launched.
+
+        Args:
+            semantics: how to count (``"workbench"``, ``"hta"``, ``"hta_noround"`` or a Semantics).
+
+        Returns:
+            StepBreakdown: ``.table``, one row per (rank, step): dur_us, gpu_busy_us, gpu_idle_us,
+            compute_us, comm_us, memory_us, n_kernels; ``.median_step_us``.
+        """
+        return analysis.step_breakdown(self, semantics)
+
+    # --- diagnosis (workbench.hypotheses) -------------------------------------------------
+    def hypotheses(self, rules: Iterable[str] | None = None) -> list[Hypothesis]:
+        """Ranked hypotheses about where the time goes, best first; only rules with evidence fire.
+
+        Args:
+            rules: names of the rules to run (``workbench.hypotheses.list_rules()``); all by default.
+
+        Returns:
+            list[Hypothesis]: each with its category, evidence, time at stake and falsifier.
+        """
+        return list(self.diagnosis(rules).hypotheses)
+
+    def diagnosis(self, rules: Iterable[str] | None = None) -> Diagnosis:
+        """The hypotheses and, for each rule that could not judge this trace, why.
+
+        Args:
+            rules: names of the rules to run (``workbench.hypotheses.list_rules()``); all by default.
+
+        Returns:
+            Diagnosis: ``.hypotheses`` (ranked) and ``.not_judged`` (rule, reason).
+        """
+        return diagnose(self, rules=rules)
+
+    # --- views (workbench.charts) ---------------------------------------------------------
+    def save_charts(self, folder: str | os.PathLike[str], *, formats: str | Sequence[str] = ("svg",),
+                    scale: float = 1.0) -> list[Path]:
+        """Write the charts the notebook shows for this trace to ``folder``.
+
+        Args:
+            folder: where to write (created if missing).
+            formats: any of ``"svg"``, ``"png"``, ``"html"``, ``"json"``.
+            scale: size factor for png.
+
+        Returns:
+            list[Path]: the files written.
+        """
+        from workbench.charts.export import save_charts  # altair only when charts are asked for
+
+        return save_charts(self, Path(folder), formats=formats, scale=scale)
+
+    def _repr_html_(self) -> str:
+        """Notebook display: the summary, the warnings and the charts."""
+        from workbench.charts.notebook import trace_html  # altair only when displayed
+
+        return trace_html(self)

@@ -1,0 +1,408 @@
+"""One comparison run, phase by phase: correctness, then timing rounds extended while undecided,
+then what changed, then a decision per row.  ``wb.compare`` (compare.py) adds the shape sweep,
+the hypothesis verdict and the DecisionRecord; the sweep (sweep.py) runs its cases through here,
+so neither imports the other.
+
+Every call of a variant is isolated: an exception, ``sys.exit``, a hang (``time_limit_s``, in the
+timed rounds too), an output that cannot be read (meta, sparse) or a changed input end up in that
+variant's row with the reason, and the rest of the comparison goes on.  ``Phases`` records what
+finished, so that a KeyboardInterrupt can say so (``ComparisonInterrupted``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from workbench.errors import InvalidArgumentError
+from workbench.variants import cheats, registry
+from workbench.variants.bandwidth import copy_gbps, machine_copy_gbps
+from workbench.variants.checking import (Live, describe_exception, guarded_call, run_checks,
+                                         state_change_flags)
+from workbench.variants.decision import CHEAT_PREFIXES, classify
+from workbench.variants.footprint import footprint_delta, profile_footprint
+from workbench.variants.isolation import StateGuard
+from workbench.variants.results import VariantResult
+from workbench.variants.settings import INTERIM_CONFIDENCE, CompareSettings
+from workbench.variants.spec import Variant, as_variant
+from workbench.variants.stats import PairedEvidence, family_speedups, holm
+from workbench.variants.timing import Timed, TimingSession, pick_timer, shared_calls_per_sample
+from workbench.variants.tree import clone_tensors, tensor_leaves
+
+Progress = Callable[[str, str], None]   # (stage, variant name) -> None
+
+
+class ComparisonInterrupted(KeyboardInterrupt):
+    """The user interrupted a comparison; the message says what had finished (``.finished``)."""
+
+    def __init__(self, message: str, finished: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.finished = finished
+
+
+@dataclass
+class Phases:
+    """What has finished so far, in words (for an interrupted comparison)."""
+
+    done: list[str] = field(default_factory=list)
+    current: str = "preparing the variants"
+
+    def start(self, what: str) -> None:
+        self.current = what
+
+    def finish(self, what: str) -> None:
+        self.done.append(what)
+
+    def interrupted(self) -> ComparisonInterrupted:
+        finished = "; ".join(self.done) or "nothing yet"
+        return ComparisonInterrupted(f"comparison interrupted during {self.current}; finished: {finished}",
+                                     tuple(self.done))
+
+
+@dataclass
+class Outcome:
+    """A run's rows and what the record needs besides them."""
+
+    results: list[VariantResult]
+    lives: list[Live]
+    base: Live
+    precision: str
+    notes: list[str]
+    timing: dict[str, Any]
+    roofs: dict[str, Any]
+    fresh: bool
+
+
+def run(variants: Mapping[str, Any], inputs: Any, settings: CompareSettings, *, baseline: str | None = None,
+        reference: Callable[..., Any] | None = None, progress: Progress | None = None,
+        phases: Phases | None = None) -> Outcome:
+    phases = phases or Phases()
+    say = progress or (lambda stage, name: None)
+    lives, base = prepare(variants, baseline)
+    make_inputs, fresh = input_factory(inputs)
+    phases.start("the correctness checks")
+    say("correctness", "")
+    precision, notes = run_checks(lives, base, make_inputs, checks=settings.checks, limit_s=settings.time_limit_s,
+                                  tolerances=settings.tolerance_overrides, reference=reference)
+    if not fresh:
+        notes.append("fixed inputs: every check used the same values; pass a callable for fresh ones")
+    _mark_incorrect(lives, precision, settings.checks)
+    phases.finish(f"correctness checks of {', '.join(lv.name for lv in lives)}")
+    phases.start("the timed rounds")
+    say("timing", "")
+    timing_args = make_inputs()
+    timed, bytes_moved, roofs, summary = time_all(lives, base, timing_args, settings, notes, phases)
+    phases.finish(f"timing ({summary['rounds']} rounds)")
+    footprints = {}
+    if settings.profile:
+        phases.start("the profiled call of each variant")
+        footprints = _footprints(lives, timing_args, say)
+        phases.finish("the profiled calls")
+    speedups = _family(timed, base.name, settings)
+    results = [_result(lv, base, timed, speedups, footprints, bytes_moved, roofs, precision, settings)
+               for lv in lives]
+    results = [_say_budget(r, summary) for r in results]
+    return Outcome(results, lives, base, precision, notes, summary, roofs, fresh)
+
+
+def prepare(variants: Mapping[str, Any], baseline: str | None) -> tuple[list[Live], Live]:
+    if not isinstance(variants, Mapping) or not variants:
+        raise InvalidArgumentError("compare() needs a non-empty dict of name -> callable, e.g. "
+                                   "{'eager': f, 'compiled': wb.variants.compiled(f)}")
+    names = list(variants)
+    base_name = baseline or ("eager" if "eager" in variants else names[0])
+    if base_name not in variants:
+        raise InvalidArgumentError(f"baseline {base_name!r} is not among the variants {names}")
+    base_obj = variants[base_name]
+    if isinstance(base_obj, str):
+        raise InvalidArgumentError(f"the baseline {base_name!r} must be a callable, not a registry name")
+    base_variant = as_variant(base_name, base_obj)
+    built: dict[str, Variant] = {}
+    for name, obj in variants.items():
+        if isinstance(obj, str):
+            built[name] = registry.build(obj, base_variant.fn, name=name)
+        else:
+            built[name] = base_variant if name == base_name else as_variant(name, obj)
+    lives = [Live(built[base_name])] + [Live(v) for n, v in built.items() if n != base_name]
+    for live in lives:
+        reason = live.variant.applicability()
+        if reason:
+            live.fail("not_applicable", reason)
+    if not lives[0].runnable:
+        raise InvalidArgumentError(f"the baseline {base_name!r} cannot run here ({lives[0].reason}); "
+                                   f"choose a baseline that runs on this machine")
+    return lives, lives[0]
+
+
+def input_factory(inputs: Any) -> tuple[Callable[[], tuple[Any, ...]], bool]:
+    def as_args(value: Any) -> tuple[Any, ...]:
+        return value if isinstance(value, tuple) else (value,)
+
+    if inputs is None:
+        return (lambda: ()), True
+    if callable(inputs):
+        return (lambda: as_args(inputs())), True
+    fixed = as_args(tuple(inputs) if isinstance(inputs, list) else inputs)
+    return (lambda: clone_tensors(fixed)), False
+
+
+def _mark_incorrect(lives: list[Live], precision: str, checks: int) -> None:
+    for live in lives[1:]:
+        result = live.correctness(checks, precision)
+        if not live.runnable or result is None or result.passed:
+            continue
+        if result.cannot_judge:
+            live.add_flags([f"cannot judge correctness: {result.reason}"])
+        else:
+            live.fail("incorrect", result.reason)
+
+
+# -- timing -------------------------------------------------------------------------------------
+def time_all(lives: list[Live], base: Live, args: tuple[Any, ...], settings: CompareSettings, notes: list[str],
+             phases: Phases) -> tuple[Any, int, dict[str, Any], dict[str, Any]]:
+    """Calibrate, run the rounds, extend them while undecided; returns (result, compulsory bytes,
+    roofs, a summary of the rounds for the record)."""
+    ok, out = guarded_call(base, args, settings.time_limit_s)
+    if not ok:
+        raise InvalidArgumentError(f"the baseline {base.name!r} failed before timing ({base.status}: "
+                                   f"{base.reason}); fix it or choose another baseline= variant")
+    on_cuda = any(t.device.type == "cuda" for _, t in tensor_leaves(args))
+    timer = settings.make_timer() or pick_timer(on_cuda)
+    runnable = [lv for lv in lives if lv.runnable]
+    mutating = tuple(lv.name for lv in runnable if lv.mutated)
+    items = [Timed(lv.name, lv.variant.fn, clone_tensors(args)) for lv in runnable]
+    session = TimingSession(items, timer, seed=settings.seed, limit_s=settings.time_limit_s, mutating=mutating)
+    pristine = clone_tensors(args)
+    settled = {lv.name for lv in runnable if not lv.variant.timing_meaningful
+               or any(f.startswith(CHEAT_PREFIXES + ("changed global state", "cannot judge")) for f in lv.flags)}
+    with StateGuard():
+        _calibrate(session, {lv.name: lv for lv in runnable}, timer)
+        session.run(min_rounds=settings.min_rounds, max_rounds=settings.round_cap, budget_s=settings.budget_s)
+        extensions = _extend(session, base.name, settings, phases, settled)
+    result = session.result()
+    _apply_timing_failures(lives, result, base)
+    if any(_inputs_changed(pristine, pooled) for pooled in session.pool):
+        notes.append("the inputs changed during the timed rounds: a variant writes them on later calls; "
+                     "the timings after that ran on other values")
+    if mutating:
+        notes.append(f"{', '.join(mutating)} change their inputs in place: each was timed on its own copy, "
+                     f"restored before every sample")
+    nbytes = cheats.compulsory_bytes(args, out)
+    device = "cuda" if on_cuda else "cpu"
+    roofs = {"machine_gbps": machine_copy_gbps(device), "same_size_gbps": copy_gbps(max(nbytes, 1), device)}
+    summary = {"rounds": result.rounds, "spent_s": round(result.spent_s, 3), "budget_s": settings.budget_s,
+               "cap_s": settings.timing_cap_s, "round_cap": settings.round_cap, "extensions": extensions,
+               "looks": list(result.looks), "timer": getattr(timer, "timer", type(timer).__name__),
+               "family_size": max(0, len(result.measurements) - 1), "confidence": settings.confidence,
+               "interim_confidence": INTERIM_CONFIDENCE, "min_effect": settings.min_effect}
+    summary["text"] = _summary_text(summary)
+    return result, nbytes, roofs, summary
+
+
+def _calibrate(session: TimingSession, lives: dict[str, Live], timer: Any) -> None:
+    """Calls per sample for each variant (under the same guard as the rounds), then one shared
+    count so that every variant's block warms caches alike."""
+    from workbench.variants.isolation import CallDeadline, SettingsWatch, VariantTimeout
+    from workbench.variants.timing import calibrate
+
+    watch = SettingsWatch()
+    with CallDeadline(session.limit_s or 1e9) as deadline:
+        for item in list(session.items):
+            lv = lives[item.name]
+            deadline.arm()
+            try:
+                calibrate(item, timer, lv.warm_call_ms or lv.first_call_ms or 1.0)
+                deadline.disarm()
+            except VariantTimeout:
+                deadline.disarm()
+                session.failures[item.name] = ("timeout", f"a call while calibrating the timing did not return "
+                                                          f"within {session.limit_s:g} s; not timed")
+            except KeyboardInterrupt:
+                deadline.disarm()
+                raise
+            except BaseException as exc:  # noqa: BLE001
+                deadline.disarm()
+                session.failures[item.name] = ("error", f"{describe_exception(exc)} on a later call "
+                                                        f"(while calibrating the timing)")
+            finally:
+                changed = watch.restore()
+                if changed:
+                    session.state_changes.setdefault(item.name, []).extend(changed)
+    active = session.active
+    if active:
+        shared_k = shared_calls_per_sample(active)
+        for item in active:
+            item.calls_per_sample = shared_k
+
+
+def undecided(session: TimingSession, base_name: str, settings: CompareSettings) -> list[str]:
+    """Candidates whose interval is too wide to decide: wider than ``min_effect`` and not
+    excluding 1 at the interim level (Holm over the family)."""
+    res = session.result()
+    if base_name not in res.measurements:
+        return []
+    base = res.measurements[base_name].samples_ms
+    cands = {n: m.samples_ms for n, m in res.measurements.items() if n != base_name}
+    if not cands:
+        return []
+    evidence = {n: PairedEvidence(base, c) for n, c in cands.items()}
+    p = {n: e.p_value() for n, e in evidence.items()}
+    strong = holm(p, 1 - INTERIM_CONFIDENCE)
+    final = holm(p, 1 - settings.confidence)
+    out = []
+    for name, e in evidence.items():
+        if strong[name][0]:
+            continue                                     # decided early, at the strict level
+        lo, hi = e.log_interval(final[name][1])
+        if hi - lo <= math.log1p(settings.min_effect):
+            continue                                     # precise enough
+        out.append(name)
+    return out
+
+
+def _extend(session: TimingSession, base_name: str, settings: CompareSettings, phases: Phases,
+            settled: set[str] = frozenset()) -> list[dict]:
+    """More rounds while a candidate is undecided (those whose verdict does not rest on the
+    timing, ``settled``, do not count), up to the settings' cap."""
+    extensions = []
+    session.looks.append(session.rounds)
+    while True:
+        if base_name in session.failures:
+            break
+        wide = [n for n in undecided(session, base_name, settings) if n not in settled]
+        left_s = settings.timing_cap_s - session.spent_s
+        left_rounds = settings.round_cap - session.rounds
+        if not wide or left_s <= 0 or left_rounds <= 0:
+            break
+        chunk_s = min(left_s, max(settings.budget_s / 2, session.spent_s / 2, 1e-3))
+        phases.start(f"the timed rounds (extension {len(extensions) + 1}: {', '.join(wide)} undecided)")
+        before = session.rounds
+        session.run(min_rounds=1, max_rounds=left_rounds, budget_s=chunk_s)
+        session.looks.append(session.rounds)
+        extensions.append({"undecided": wide, "rounds_added": session.rounds - before})
+        phases.finish(f"timing extension {len(extensions)} ({session.rounds - before} more rounds)")
+    return extensions
+
+
+def _say_budget(r: VariantResult, summary: dict[str, Any]) -> VariantResult:
+    """A verdict left within noise says when the budget, not the evidence, ended the rounds."""
+    if r.decision != "need_more_evidence" or "within noise" not in r.decision_reason:
+        return r
+    spent_all = summary["spent_s"] >= 0.95 * summary["cap_s"] or summary["rounds"] >= summary["round_cap"]
+    if not spent_all:
+        return r
+    return r.with_(decision_reason=f"{r.decision_reason} (the timing budget ended before it could decide: "
+                                   f"{summary['rounds']} rounds in {summary['spent_s']:.3g} s of at most "
+                                   f"{summary['cap_s']:g} s; raise budget_s or max_budget_s)")
+
+
+def _summary_text(s: dict[str, Any]) -> str:
+    text = (f"{s['rounds']} interleaved rounds in {s['spent_s']:.3g} s of timing (budget {s['budget_s']:g} s, "
+            f"extendable to {s['cap_s']:g} s / {s['round_cap']} rounds while undecided)")
+    if s["extensions"]:
+        names = sorted({n for e in s["extensions"] for n in e["undecided"]})
+        text += f"; extended {len(s['extensions'])} time(s) for {', '.join(names)}"
+    if s["family_size"] > 1:
+        text += (f"; {s['family_size']} candidates against one baseline: family-wise error held at "
+                 f"{1 - s['confidence']:.0%} (Holm)")
+    return text
+
+
+def _inputs_changed(a: Any, b: Any) -> bool:
+    from workbench.variants.checking import changed_inputs
+
+    return bool(changed_inputs(a, b))
+
+
+def _apply_timing_failures(lives: list[Live], result: Any, base: Live) -> None:
+    for lv in lives:
+        changes = list(result.state_changes.get(lv.name, ()))
+        if changes:
+            lv.add_flags([f"{f} (while timed)" if not f.startswith("patched timer") else f"{f} (again while timed)"
+                          for f in state_change_flags(changes)])
+        failure = result.failures.get(lv.name)
+        if failure and lv.runnable:
+            if lv is base:
+                raise InvalidArgumentError(f"the baseline {base.name!r} failed during timing ({failure[0]}: "
+                                           f"{failure[1]}); fix it or choose another baseline= variant")
+            lv.fail(*failure)
+
+
+def _footprints(lives: list[Live], args: tuple[Any, ...], say: Progress) -> dict[str, dict[str, Any]]:
+    out = {}
+    for lv in lives:
+        if lv.runnable:
+            say("profile", lv.name)
+            try:
+                with StateGuard():
+                    out[lv.name] = profile_footprint(lv.variant.fn, clone_tensors(args))
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - the variant's failure, in its row
+                if lv is lives[0]:
+                    continue                         # the baseline's footprint is only context
+                lv.fail("error", f"{describe_exception(exc)} on a later call (the profiled call)")
+    return out
+
+
+# -- rows ---------------------------------------------------------------------------------------
+def _family(timed: Any, base_name: str, settings: CompareSettings) -> dict[str, Any]:
+    base_timing = timed.measurements.get(base_name)
+    cands = {n: m.samples_ms for n, m in timed.measurements.items() if n != base_name}
+    if base_timing is None or not cands:
+        return {}
+    return family_speedups(base_timing.samples_ms, cands, settings.confidence)
+
+
+def _result(lv: Live, base: Live, timed: Any, speedups: dict, footprints: dict, nbytes: int, roofs: dict,
+            precision: str, settings: CompareSettings) -> VariantResult:
+    v = lv.variant
+    timing = timed.measurements.get(lv.name) if lv.runnable else None
+    speedup = None
+    flags = list(lv.flags)
+    base_timing = timed.measurements.get(base.name)
+    if timing is not None:
+        flags += list(timing.warnings)
+        if lv is not base and base_timing is not None:
+            speedup = speedups[lv.name]
+            if speedup.noisy:
+                flags.append(f"noisy: the speedup interval spans {speedup.ci_high - speedup.ci_low:.2g}")
+            roof = cheats.roofline_flag(nbytes, timing.median_ms, max(roofs.values()))
+            base_over = cheats.roofline_flag(nbytes, base_timing.median_ms, max(roofs.values()))
+            if roof and v.timing_meaningful and not base_over:
+                flags.append(roof)
+    fp = footprints.get(lv.name, {})
+    if fp and lv is not base and base.name in footprints:
+        fp = {**fp, "delta": footprint_delta(fp, footprints[base.name])}
+    gbps = nbytes / (timing.median_ms * 1e-3) / 1e9 if timing is not None and timing.median_ms > 0 else None
+    numerical = _numerical_class(lv)
+    res = VariantResult(
+        name=lv.name, kind=v.kind, status=lv.status, reason=lv.reason, numerical_class=numerical,
+        requires=v.requires, correctness=lv.correctness(settings.checks, precision), timing=timing,
+        setup_ms=lv.setup_ms, speedup=speedup, flags=tuple(flags), footprint=fp, bytes_moved=nbytes,
+        achieved_gbps=gbps, bandwidth_share=(gbps / roofs["same_size_gbps"]) if gbps else None,
+        timing_meaningful=v.timing_meaningful,
+        max_diff_vs_baseline=(0.0 if lv is base else lv.max_diff_vs_baseline if lv.compared_with_baseline else None))
+    if lv is base:
+        return res.with_(decision="baseline", decision_reason="the reference the others are measured against")
+    return decide(res, base_timing, settings.end_to_end_ms)
+
+
+def _numerical_class(lv: Live) -> str:
+    """The declared class, corrected by what was measured: "exact" only for outputs bit-identical
+    to the baseline's; a declared-exact variant that differs is "reordered" (within tolerance)."""
+    declared = lv.variant.numerical_class
+    if any(f.startswith("precision lowered") for f in lv.flags) and declared in ("exact", "reordered"):
+        return "lower precision"
+    if declared == "exact" and lv.bit_identical is False:
+        return "reordered"
+    return declared
+
+
+def decide(res: VariantResult, base_timing: Any, e2e_ms: float | None) -> VariantResult:
+    saving = (base_timing.median_ms - res.timing.median_ms) if (base_timing and res.timing) else 0.0
+    verdict = classify(status=res.status, reason=res.reason, flags=res.flags, speedup=res.speedup,
+                       timing_meaningful=res.timing_meaningful, failure_cases=res.failure_cases,
+                       saving_ms=saving, setup_ms=res.setup_ms or 0.0, end_to_end_ms=e2e_ms)
+    return res.with_(decision=verdict.decision, decision_reason=verdict.reason)
+
