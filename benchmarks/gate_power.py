@@ -8,7 +8,9 @@ issue's scenario: one report, then six of identical code compared against it.
 
 A "report" here is what the gate reads from a report: the clean samples of ``--processes`` fresh
 processes (``workbench.report.sampler.sample_processes``, the very code ``workbench report``
-runs), judged by ``workbench.report.regression.gate``, the function behind ``--compare-to``.
+runs), judged by ``workbench.report.regression.gate``, the function behind ``--compare-to`` (each process
+represented by its 10th percentile, as ``workbench report`` does; the same samples are also judged
+by medians for contrast).
 The notebook execution and HTML rendering of a full report are left out (they do not touch the
 samples) so that 3 x 20 reports fit in about ten minutes. B and C alternate their order each
 round, so slow drift of the machine does not favour either.
@@ -31,7 +33,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from workbench.report.regression import REGRESSION, gate  # noqa: E402
+from workbench.report.regression import GATE_QUANTILE, REGRESSION, gate  # noqa: E402
 from workbench.report.sampler import sample_processes  # noqa: E402
 
 SPEC = "gate_workload:step"
@@ -50,6 +52,8 @@ def main() -> int:
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--threshold", type=float, default=5.0, help="--fail-on-regression PCT")
     p.add_argument("--slowdown", type=float, default=0.25)
+    p.add_argument("--quantile", type=float, default=GATE_QUANTILE,
+                   help="the gate's per-process quantile (default: %(default)s, as workbench report)")
     p.add_argument("--save", metavar="JSON", help="write every sample set and verdict here")
     args = p.parse_args()
     os.chdir(HERE)   # the workload module is imported from the current folder, as the CLI does
@@ -62,7 +66,7 @@ def main() -> int:
             b, c = report(0.0, args), report(args.slowdown, args)
         else:
             c, b = report(args.slowdown, args), report(0.0, args)
-        aa, ac = gate(a, b, args.threshold), gate(a, c, args.threshold)
+        aa, ac = gate(a, b, args.threshold, quantile=args.quantile), gate(a, c, args.threshold, quantile=args.quantile)
         rounds.append((a, b, c, aa, ac))
         print(f"round {i + 1:2d}/{args.pairs}: A/A {aa.status:12s} {aa.change_pct:+6.1f} % "
               f"[{100 * (aa.ratio_low - 1):+.1f}, {100 * (aa.ratio_high - 1):+.1f}]   "
@@ -78,7 +82,10 @@ def main() -> int:
     flagged = statistics.median(v.flagged_above_pct for r in rounds for v in r[3:])
     spread = statistics.median(s.spread_pct for r in rounds for s in r[:3])
     base = rounds[0][0]
-    six = [gate(base, r[1], args.threshold).status for r in rounds[:6]]
+    six = [gate(base, r[1], args.threshold, quantile=args.quantile).status for r in rounds[:6]]
+    by_median = [(gate(r[0], r[1], args.threshold, quantile=0.5).status, gate(r[0], r[2], args.threshold,
+                                                                            quantile=0.5).status) for r in rounds]
+    waits = [w for r in rounds for s in r[:3] for w in s.cpu_wait_pct if w == w]
     print(f"\n{n} rounds x 3 reports x {args.processes} processes ({args.repeat} timed calls each), "
           f"threshold +{args.threshold:g} %, {time.perf_counter() - started:.0f} s")
     print(f"median of a report: {base.center_ms:.3f} ms; between-process spread (median) {spread:.1f} %")
@@ -89,6 +96,11 @@ def main() -> int:
     print(f"minimum detectable effect: +{detectable:.1f} % (median interval half-width); with the "
           f"+{args.threshold:g} % threshold a slowdown is flagged above +{flagged:.1f} % (median)")
     print(f"one report, six identical ones against it: {six.count(REGRESSION)} REGRESSION ({', '.join(six)})")
+    print(f"the same samples judged by medians (--gate-quantile 0.5): A/A false alarms "
+          f"{sum(x[0] == REGRESSION for x in by_median)}/{n}, slowdown caught {sum(x[1] == REGRESSION for x in by_median)}/{n}")
+    if waits:
+        print(f"machine load: processes waited for a CPU {statistics.median(waits):.0f} % of their time (median), "
+              f"up to {max(waits):.0f} %; load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     if args.save:
         Path(args.save).write_text(json.dumps({
             "threshold_pct": args.threshold, "slowdown": args.slowdown,

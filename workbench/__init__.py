@@ -32,6 +32,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "demo": ("workbench.demo", None),
     "errors": ("workbench.errors", None),
     "widgets": ("workbench.widgets", None),
+    "Study": ("workbench.study", "Study"),
 }
 
 __all__ = sorted(_LAZY) + ["__version__", "load_ipython_extension", "unload_ipython_extension"]

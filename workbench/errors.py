@@ -92,3 +92,7 @@ class RegistryError(WorkbenchError, KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its message; we want it plain
         return str(self.args[0]) if self.args else ""
+
+
+class StudyError(WorkbenchError):
+    """A study folder or history file cannot be used as asked (newer format, a missing callable, ...)."""

@@ -34,10 +34,16 @@ class FakeClock:
         self.ns += int(round(ms * 1e6))
 
 
+profile_module = importlib.import_module("workbench.capture.profile")
+
+
 @pytest.fixture
 def fake_clock(monkeypatch):
+    """A fake host clock, and a run queue on which the thread never waits (unless a test says)."""
     clock = FakeClock()
     monkeypatch.setattr(timing_module, "clock_ns", clock)
+    clock.waited_ns = 0
+    monkeypatch.setattr(profile_module, "read_run_delay_ns", lambda: clock.waited_ns)
     return clock
 
 
@@ -68,6 +74,27 @@ def test_timing_is_clean_and_the_traced_pass_is_apart(fake_clock):
     text = run.to_text()
     assert "clean median  2 ms per call" in text and "overhead 2.50x" in text
     assert "clean median 2 ms per call" in repr(run)
+
+
+def test_a_traced_pass_that_waited_for_a_cpu_is_traced_again_and_the_least_waiting_kept(fake_clock):
+    step, calls = _workload(fake_clock)
+    traced_calls = {"n": 0}
+
+    def preempted_first_pass():
+        if torch.autograd.profiler._is_profiler_enabled:
+            traced_calls["n"] += 1
+            if traced_calls["n"] <= 3:                 # the whole first traced pass waits 3 ms a call
+                fake_clock.waited_ns += 3_000_000
+        return step()
+
+    run = wb.profile(preempted_first_pass, warmup=0, repeat=5, trace_repeat=3)
+    assert calls["n"] == 1 + 5 + 3 + 3                 # one more traced pass, no more
+    assert run.traced_timing.n == 3 and traced_calls["n"] == 6
+    wait = run.health.check("cpu_wait")
+    assert wait.level == "ok" and "least of 2" in wait.observed
+    assert run.trace is not None and (run.trace.cpu_ops["name"] == "aten::mm").sum() == 3
+    import os
+    assert os.path.basename(os.path.dirname(run.trace_path)) == "pass-2"
 
 
 def test_cold_call_is_timed_on_the_same_clock(fake_clock):
@@ -120,3 +147,40 @@ def test_new_fields_round_trip_and_older_records_load_with_clear_defaults(matmul
     assert old.health.check("profiler_overhead").level == "warn"
     assert old.health.check("machine_load").level == "unknown"
     assert old.hypotheses is not None and "clean median (per call)" in old._repr_html_()
+
+
+def test_report_sections_show_clean_timing_overhead_health_and_per_call_ops(matmul_run):
+    from workbench.report import sections
+
+    summary = sections.timing_summary(matmul_run)
+    assert summary["clean"] is True and summary["median_ms"] == matmul_run.timing.median_ms
+    assert summary["traced_n"] == matmul_run.trace_repeat
+    assert summary["profiler_overhead"] == pytest.approx(matmul_run.profiler_overhead)
+    assert summary["health"]["verdict"] in ("ok", "caution") and summary["health"]["checks"]
+    json.dumps(summary)                                   # summary.json can hold it
+    page = sections.timing_html(matmul_run)
+    assert "clean median (per call)" in page and "profiler overhead" in page and "profile health" in page
+    assert f"{matmul_run.timing.median_ms:.3f} ms" in page   # the exact figure rides along as a tooltip
+    ops = sections.top_ops_html(matmul_run)
+    assert "self / call" in ops and "aten::mm" in ops and "e+0" not in ops
+    hyps = sections.hypotheses_html(matmul_run)
+    assert "per call" in hyps
+    for h in matmul_run.hypotheses:
+        if h.rule not in ONE_TIME_RULES:
+            assert h.time_at_stake_ms <= matmul_run.timing.median_ms + 1e-12
+
+
+def test_one_time_costs_are_spread_over_the_calls_the_user_states(fake_clock, tmp_path):
+    from workbench.hypotheses.run_facts import ONE_TIME_COST_CALLS
+
+    step, _ = _workload(fake_clock)
+    default = wb.profile(step, warmup=1, repeat=10, trace=False)
+    stated = wb.profile(_workload(fake_clock)[0], warmup=1, repeat=10, trace=False, expected_calls=10)
+    cold = {r.expected_calls: next(h for h in r.hypotheses if h.rule == "cold_start") for r in (default, stated)}
+    assert cold[None].time_at_stake_ms == pytest.approx(COLD_EXTRA_MS / ONE_TIME_COST_CALLS)
+    assert cold[10].time_at_stake_ms == pytest.approx(COLD_EXTRA_MS / 10)   # may exceed one call: one-time
+    assert wb.load_run(stated.save(tmp_path / "s")).expected_calls == 10
+    from workbench.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="expected_calls"):
+        wb.profile(step, expected_calls=0)

@@ -16,9 +16,11 @@ QUIET = MachineState(load_avg_1m=0.5, usable_cores=8, torch_threads=4, omp_wait_
 STEADY = Measurement(tuple(10.0 + 0.01 * (i % 3) for i in range(20)))
 
 
-def _health(timing=STEADY, traced=None, warmup="ran: one short session", **machine):
+def _health(timing=STEADY, traced=None, warmup="ran: one short session", waits=(0.01, 0.02), attempts=1,
+            **machine):
     m = QUIET.__class__(**{**QUIET.to_dict(), **machine})
-    return check_health(timing, traced=traced, profiler_warmup=warmup, machine=m)
+    return check_health(timing, traced=traced, profiler_warmup=warmup, machine=m, clean_wait_share=waits[0],
+                        traced_wait_share=waits[1], trace_attempts=attempts)
 
 
 def _level(health, name):
@@ -65,6 +67,13 @@ def test_a_loaded_machine():
     assert _level(_health(load_avg_1m=7.9, usable_cores=4), "machine_load") == "warn"
     assert _level(_health(load_avg_1m=2.0, usable_cores=4), "machine_load") == "ok"
     assert _level(_health(load_avg_1m=None), "machine_load") == "unknown"
+
+
+def test_waiting_for_a_cpu_during_the_measurement():
+    c = _health(waits=(0.35, 0.05), attempts=3).check("cpu_wait")
+    assert c.level == "warn" and "35%" in c.observed and "least of 3" in c.observed
+    assert _level(_health(waits=(0.02, None)), "cpu_wait") == "ok"
+    assert _level(_health(waits=(None, None)), "cpu_wait") == "unknown"
 
 
 def test_threads_oversubscribed():

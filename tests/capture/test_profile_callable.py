@@ -23,7 +23,8 @@ def _counting(fn=lambda: None):
     return wrapped, calls
 
 
-def test_calls_cold_once_then_warmup_then_timed_repeats_then_traced_pass():
+def test_calls_cold_once_then_warmup_then_timed_repeats_then_traced_pass(monkeypatch):
+    monkeypatch.setattr(profile_module, "read_run_delay_ns", lambda: 0)   # no CPU waits: one traced pass
     fn, calls = _counting(lambda a, b=0: a + b)
     run = wb.profile(fn, 1, warmup=2, repeat=5, trace_repeat=2, b=2)
     assert len(calls) == 1 + 2 + 5 + 2

@@ -77,3 +77,52 @@ def test_display_of_a_list_is_one_output_with_one_bundle(monkeypatch):
     [html] = [obj.data for obj in shown]
     assert html.count("if (!window.vegaEmbed) { (function") == 1
     assert html.count('class="workbench-chart"') == 3
+
+
+def test_builder_charts_shown_directly_are_offline_html():
+    import altair as alt
+    import pandas as pd
+
+    from workbench import charts
+
+    assert alt.renderers.active == "workbench"           # enabled by importing workbench.charts
+    chart = charts.top_ops_chart(pd.DataFrame({"name": ["aten::mm"], "self_us": [3.0]}))
+    bundle = chart._repr_mimebundle_()
+    data = bundle[0] if isinstance(bundle, tuple) else bundle
+    page = data["text/html"]
+    assert "window.vegaEmbed" in page and 'class="workbench-chart"' in page
+    assert not EXTERNAL_SRC.search(page)
+
+
+def test_a_renderer_the_user_chose_is_kept():
+    import altair as alt
+
+    from workbench.charts.offline import enable_offline_renderer
+
+    try:
+        alt.renderers.enable("svg")
+        assert enable_offline_renderer() is False and alt.renderers.active == "svg"
+        assert enable_offline_renderer(force=True) is True
+    finally:
+        alt.renderers.enable("workbench")
+
+
+def test_one_bundle_per_notebook_where_the_front_end_names_cells(monkeypatch):
+    import pandas as pd
+
+    from workbench import charts
+    from workbench.charts import offline
+
+    chart = charts.top_ops_chart(pd.DataFrame({"name": ["aten::mm"], "self_us": [3.0]}))
+    monkeypatch.setattr(offline, "_bundle_cells", set())
+    cell = {"id": None}
+    monkeypatch.setattr(offline, "_current_cell_id", lambda: cell["id"])
+    assert offline.BUNDLE_OPEN in offline.notebook_html(chart, include_bundle=None)   # no cell id: each output
+    cell["id"] = "first"
+    assert offline.BUNDLE_OPEN in charts.charts_html([chart, chart])
+    cell["id"] = "second"
+    later = charts.charts_html([chart])
+    assert offline.BUNDLE_OPEN not in later and len(later) < 20_000
+    assert offline.bundle_storage_key() in later                       # loads the browser's copy
+    cell["id"] = "first"                                               # the first cell re-run: carries it again
+    assert offline.BUNDLE_OPEN in offline.OfflineChart(chart)._repr_html_()

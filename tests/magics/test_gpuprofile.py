@@ -29,8 +29,10 @@ def test_cell_runs_in_user_namespace_and_binds_the_run(ip, run_cell, capsys):
                       "4200 + 42\n")
     assert result.success, result.error_in_exec
     run = ip.user_ns["first"]
-    # side effects repeat, as documented: cold, warm-up, timed repeats, then the traced pass
-    assert ip.user_ns["executions"] == 1 + 2 + 4 + run.traced_calls
+    # side effects repeat, as documented: cold, warm-up, timed repeats, then the traced pass (made
+    # again, up to a few times, when the machine was busy during it)
+    traced = ip.user_ns["executions"] - (1 + 2 + 4)
+    assert traced >= run.traced_calls >= 1 and traced % run.traced_calls == 0, (traced, run.traced_calls)
     assert ip.user_ns["w"].shape == (32, 32)              # assignments persist
     assert run is ip.user_ns["_gpuprofile"] is magics.last_run()
     assert run.timing.n == 4 and run.warmup == 2

@@ -65,6 +65,7 @@ def test_the_variant_magic_shows_its_comparison_and_decision(executed):
     shown = _texts(executed.cells[2])
     assert "Comparison against profiled" in shown
     assert "fused" in shown and "Decision" in shown
+    assert "USDT" not in shown and "CPUAllocator" not in shown      # the profiler's native lines held back
 
 
 def test_a_slow_profile_shows_a_status_line_that_ends_done(executed):

@@ -67,7 +67,7 @@ def _samples(environment):
 
 @pytest.fixture(scope="module")
 def here_env():
-    return sampler.current_gate_environment()
+    return sampler.fresh_gate_environment()   # what a fresh worker process records
 
 
 @pytest.mark.parametrize("doc,match", [
@@ -111,6 +111,13 @@ def test_a_report_from_another_environment_is_refused_before_profiling(tmp_path,
     assert "--allow-environment-change" in err
 
 
+def test_a_report_of_another_workload_is_refused_before_profiling(tmp_path, capsys, no_profiling, here_env):
+    old = _write_summary(tmp_path / "old", {"samples": _samples(here_env)})   # of workbench.demo:workload
+    assert main(["report", "--workload", "workbench.demo:run", "--out", str(tmp_path / "new"),
+                 "--compare-to", str(old)]) == 2
+    assert "workload: 'workbench.demo:workload' vs 'workbench.demo:run'" in capsys.readouterr().err
+
+
 def test_the_new_report_may_not_overwrite_the_old(tmp_path, capsys, no_profiling, here_env):
     old = _write_summary(tmp_path / "old", {"samples": _samples(here_env)})
     before = (old / "summary.json").read_bytes()
@@ -144,6 +151,11 @@ def workload_folder(tmp_path, monkeypatch):
     monkeypatch.delenv("PYTHONPATH", raising=False)
     yield name
     sys.modules.pop(name, None)
+
+
+def test_the_environment_checked_first_is_the_one_the_samples_record(workload_folder, here_env):
+    samples = sampler.sample_processes(f"{workload_folder}:fine", processes=1, warmup=0, repeat=3)
+    assert samples.environment == here_env and samples.n_processes == 1 and len(samples.processes[0]) == 3
 
 
 def test_a_workload_in_the_current_folder_imports_without_pythonpath(workload_folder):

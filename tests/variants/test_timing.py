@@ -6,21 +6,39 @@ import torch
 from workbench.variants.timing import CpuTimer, Timed, calibrate, run_interleaved, shared_calls_per_sample
 
 
+def _work(n):
+    """A fixed amount of CPU work (not a wall-clock spin: time taken by other processes is taken
+    out of a sample, so a spin until a deadline would look shorter under load)."""
+    def fn():
+        return sum(range(n))
+    return fn
+
+
 def _sleeper(ms):
     def fn():
-        end = time.perf_counter() + ms / 1e3
-        while time.perf_counter() < end:
-            pass
+        time.sleep(ms / 1e3)            # voluntary: stays in the sample
     return fn
 
 
 def test_rounds_interleave_in_random_order_and_keep_raw_samples():
-    items = [Timed("a", _sleeper(0.2), ()), Timed("b", _sleeper(0.4), ()), Timed("c", lambda: None, ())]
+    items = [Timed("a", _work(4000), ()), Timed("b", _work(16000), ()), Timed("c", lambda: None, ())]
     res = run_interleaved(items, CpuTimer(), min_rounds=12, max_rounds=12, budget_s=0.0, seed=3)
     assert res.rounds == 12 and all(m.n == 12 for m in res.measurements.values())
     assert len(set(res.orders)) > 1 and all(sorted(o) == ["a", "b", "c"] for o in res.orders)
-    assert res.measurements["b"].median_ms > 1.5 * res.measurements["a"].median_ms
-    assert res.measurements["a"].timer == "perf_counter_ns"
+    assert res.measurements["b"].median_ms > 1.5 * res.measurements["a"].median_ms      # 4x the work
+    assert res.measurements["a"].timer.startswith("perf_counter_ns")
+
+
+def test_time_taken_by_other_processes_is_taken_out_of_a_sample():
+    from workbench.variants.timing import RunQueueWait
+
+    if RunQueueWait().fd is None:
+        pytest.skip("not applicable: this system does not report run-queue wait (/proc/self/task/*/schedstat)")
+    timer = CpuTimer()
+    item = Timed("w", _work(20000), ())
+    samples = [timer.sample_ms(item) for _ in range(20)]
+    assert all(s > 0 for s in samples) and 0.0 <= timer.waited_share() < 1.0
+    assert CpuTimer(subtract_waits=False).timer == "perf_counter_ns"
 
 
 def test_calibration_is_shared_and_bounded_by_the_slowest():

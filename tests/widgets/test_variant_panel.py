@@ -181,3 +181,15 @@ def test_a_failing_run_says_so_in_place(shell, monkeypatch):
     panel.checkboxes["one_pass"].value = True
     panel.run()
     assert "interrupted" in panel.status.value and not panel.run_button.disabled
+
+
+def test_a_variant_of_yours_is_judged_against_the_top_finding_not_a_measurement_caveat(shell):
+    from types import SimpleNamespace
+
+    caveat = SimpleNamespace(category="measurement", suggested_variants=())
+    finding = SimpleNamespace(category="launch_overhead", suggested_variants=("compiled",))
+    panel = VariantPanel(slow_chain, lambda: torch.randn(10), hypotheses=[caveat, finding],
+                         user_variants={"mine": one_chain}, shell=shell)
+    assert panel.hypothesis_for("mine") is finding          # the bottleneck a rewrite addresses
+    assert panel.hypothesis_for("compiled") is finding      # the one that suggests it
+    assert panel.hypothesis_for("cuda_graph") is None       # a registry variant nobody suggested

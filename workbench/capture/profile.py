@@ -175,10 +175,12 @@ def _default_name(fn: Any) -> str:
 def profile(fn: Callable[..., Any], *args: Any, warmup: int = 3, repeat: int = 20,
             trace: bool = True, name: str | None = None, threads: int | None = None,
             grad_enabled: bool | None = None, device: str = "auto",
-            trace_repeat: int | None = None, **kwargs: Any) -> ProfileRun:
+            trace_repeat: int | None = None, expected_calls: int | None = None, **kwargs: Any) -> ProfileRun:
     """Profile ``fn(*args, **kwargs)``: cold call, ``warmup`` calls, ``repeat`` clean timed calls,
     then (``trace=True``) ``trace_repeat`` calls traced apart under torch.profiler (``None``: a
-    few, enough to cover ``TRACE_TARGET_MS`` of clean time, 3 to 20).
+    few, enough to cover ``TRACE_TARGET_MS`` of clean time, 3 to 20). ``expected_calls``: how many
+    calls you expect to make; one-time costs (cold start) are ranked by what they cost spread over
+    them (default ``workbench.hypotheses.run_facts.ONE_TIME_COST_CALLS``).
 
     ``run.timing`` is the clean timing (no profiler running); ``run.traced_timing`` the traced
     calls; ``run.profiler_overhead`` their ratio; ``run.health`` the measurement's health check.
@@ -191,6 +193,8 @@ def profile(fn: Callable[..., Any], *args: Any, warmup: int = 3, repeat: int = 2
     """
     __tracebackhide__ = True
     validate_options(fn, warmup, repeat, threads, device, trace_repeat)
+    if expected_calls is not None:
+        _check_count("expected_calls", expected_calls, 1)
     import torch
 
     cuda = uses_cuda_timer(torch, device)
@@ -203,6 +207,10 @@ def profile(fn: Callable[..., Any], *args: Any, warmup: int = 3, repeat: int = 2
             shutil.rmtree(folder, ignore_errors=True)
         raise
     run = _build_run(outcome, name or _default_name(fn), warmup, repeat, cuda, torch)
+    if expected_calls is not None:
+        import dataclasses
+
+        run = dataclasses.replace(run, expected_calls=int(expected_calls))
     if folder is not None:  # the temporary trace goes with the run; run.save keeps a copy
         weakref.finalize(run, shutil.rmtree, str(folder), True)
     return run

@@ -41,6 +41,7 @@ class ProfileRun:
     trace_repeat: int = 0          # calls in the traced pass (0: trace off)
     health: ProfileHealth = field(default_factory=ProfileHealth.not_recorded, compare=False)
     profiler_stderr: str = field(default="", compare=False, repr=False)  # native output held back
+    expected_calls: int | None = None  # calls the user expects to make: one-time costs are spread over them
 
     # -- derived -------------------------------------------------------------------------
     @property
@@ -128,6 +129,7 @@ class ProfileRun:
             "traced_timing": self.traced_timing.to_dict() if self.traced_timing is not None else None,
             "trace_repeat": self.trace_repeat, "profiler_overhead": self.profiler_overhead,
             "health": self.health.to_dict(), "profiler_stderr": self.profiler_stderr,
+            "expected_calls": self.expected_calls,
         }
 
     @classmethod
@@ -155,6 +157,7 @@ class ProfileRun:
             trace_note=d.get("trace_note", ""), created_at=d["created_at"], trace=trace,
             traced_timing=traced, trace_repeat=int(trace_repeat), health=health,
             profiler_stderr=str(d.get("profiler_stderr", "") or ""),
+            expected_calls=int(d["expected_calls"]) if d.get("expected_calls") else None,
         )
 
     # -- display -------------------------------------------------------------------------

@@ -113,9 +113,10 @@ def _profile_cell(runner: Any, opts: Any, trace: bool = True) -> Any:
                        trace_repeat=getattr(opts, "trace_repeat", None))
     except SystemExit as exc:
         raise ProfileError(
-            f"the cell called sys.exit({exc.code!r}) in execution {runner.calls + 1} of "
-            f"{1 + opts.warmup + opts.repeat}; profiling stopped and no run was kept. A "
-            "profiled cell must finish normally: remove the exit call") from None
+            f"the cell called sys.exit({exc.code!r}) in execution {runner.calls + 1} (1 cold + "
+            f"{opts.warmup} warm-up + {opts.repeat} timed" + ("" if opts.no_trace else ", then a traced pass")
+            + "); profiling stopped and no run was kept. A profiled cell must finish normally: remove "
+            "the exit call") from None
 
 
 def _keep(shell: Any, run: Any, output: str | None, source: str) -> None:
@@ -213,6 +214,8 @@ class GpuProfileMagics(Magics):
         try:
             with guard:
                 trace, note = trace_plan(guard, code, opts)
+                if note:
+                    print(f"%gpuprofile: {note}")
                 status = StatusLine(guard, f"%gpuprofile {name}", opts.warmup, opts.repeat, trace,
                                     enabled=None if not guard.nested else False)
                 runner = CellCallable(self.shell, compiled, guard, name=name, on_call=status.on_call)
@@ -225,7 +228,7 @@ class GpuProfileMagics(Magics):
                     status.close(f"%gpuprofile {name}: {done}, {runner.calls} calls in "
                                  f"{status.elapsed_s():.1f} s")
         finally:
-            for line in ([note] if note else []) + guard.notes:
+            for line in guard.notes:
                 print(f"%gpuprofile: {line}")
         _keep(self.shell, run, opts.output, code)
         return run, runner.last_value

@@ -22,7 +22,9 @@ from typing import Any
 def phase(index: int, finished: bool, warmup: int, repeat: int, traced: bool) -> str:
     """The phase of call ``index`` (0 = the cold call); ``finished``: that call has returned."""
     clean = 1 + warmup + repeat
-    if finished and index + 1 >= clean and traced:
+    if finished and traced and index + 1 == clean:
+        return "starting the traced pass (torch.profiler)"
+    if finished and traced and index + 1 > clean:
         return "parsing the trace"
     if index == 0:
         return "cold call (compile, lazy init)"

@@ -3,9 +3,11 @@
 Plumbing only: take the last profiled cell's source (kept by ``%%gpuprofile``), compile both
 cells as the shell would, and call ``wb.compare`` (correctness of the cells' last values, then
 interleaved timing; the profiled run's median is the end-to-end time for ``micro_only``).  The
-comparison is bound to ``_gpuvariant`` (and to ``-o VAR``) and displayed.  When NAME is a
-variant that a hypothesis of the profiled run suggests (``compiled``, ``cuda_graph``, ...), that
-hypothesis is judged against the result (supported / weakened / rejected).  Both cells run many
+comparison is bound to ``_gpuvariant`` (and to ``-o VAR``) and displayed with its decision
+record.  When NAME is a variant that a hypothesis of the profiled run suggests (``compiled``,
+``cuda_graph``, ...), that hypothesis is judged against the result (supported / weakened /
+rejected); a rewrite of your own is judged against the run's top-ranked finding that is not a
+caveat about the measurement.  Both cells run many
 times in your namespace (checks, warm-up, timed rounds): keep them free of side effects.
 """
 from __future__ import annotations
@@ -38,14 +40,18 @@ def profiled_median_ms() -> float | None:
 
 
 def suggesting_hypothesis(name: str) -> Any:
-    """The highest-ranked hypothesis of the last profiled run that suggests ``name`` (or None)."""
+    """The hypothesis of the last profiled run this variant is judged against: the highest-ranked
+    one that suggests ``name`` (``compiled``, ``cuda_graph``, ...); for a rewrite of your own, the
+    top-ranked finding that is not about the measurement itself (None without one)."""
     from workbench.magics.gpuprofile import last_run
+    from workbench.variants import registry
+    from workbench.widgets.variant_panel import pick_hypothesis
 
-    run = last_run()
-    for h in getattr(run, "hypotheses", None) or ():
-        if name in (getattr(h, "suggested_variants", ()) or ()):
-            return h
-    return None
+    try:
+        hyps = list(getattr(last_run(), "hypotheses", None) or ())
+    except Exception:  # noqa: BLE001 - no diagnosis: compare without one
+        return None
+    return pick_hypothesis(hyps, name, registry_variant=name in registry.names())
 
 
 def _callable(shell: Any, source: str, role: str, guard: Any = None, name: str | None = None) -> Any:
@@ -88,6 +94,7 @@ class GpuVariantMagics(Magics):
         if source is None:
             raise UsageError("no profiled cell yet: run %%gpuprofile on the cell to improve first, "
                              "then %%gpuvariant NAME on a cell with your rewrite")
+        from workbench.capture.quiet import captured_native_stderr
         from workbench.magics.guard import ShellGuard
         from workbench.magics.progress import StatusLine
 
@@ -101,10 +108,13 @@ class GpuVariantMagics(Magics):
                 status.start()
                 done = "stopped"
                 try:
-                    cmp = compare({"profiled": base, opts.name: variant}, None, baseline="profiled",
-                                  checks=opts.checks, budget_s=opts.budget, time_limit_s=opts.time_limit,
-                                  hypothesis=suggesting_hypothesis(opts.name), end_to_end_ms=profiled_median_ms(),
-                                  progress=lambda stage, name: status.say(f"{stage} {name}"))
+                    # the profiler's native lines (USDT, CPUAllocator) are held back, shown on a failure
+                    with captured_native_stderr():
+                        cmp = compare({"profiled": base, opts.name: variant}, None, baseline="profiled",
+                                      checks=opts.checks, budget_s=opts.budget, time_limit_s=opts.time_limit,
+                                      hypothesis=suggesting_hypothesis(opts.name),
+                                      end_to_end_ms=profiled_median_ms(),
+                                      progress=lambda stage, name: status.say(f"{stage} {name}"))
                     done = "done"
                 except SystemExit as exc:
                     raise UsageError(f"a compared cell called sys.exit({exc.code!r}); the comparison stopped "

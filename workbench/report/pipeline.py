@@ -20,8 +20,8 @@ from workbench.errors import BundleError, InvalidArgumentError, ReportError
 from workbench.report.execute import check_template, execute_template
 from workbench.report.experiments import write_experiments
 from workbench.report.regression import (
-    MIN_PROCESSES, SUMMARY_FILE, GateVerdict, SampleSet, check_threshold, environment_differences, gate,
-    load_samples,
+    GATE_QUANTILE, MIN_PROCESSES, SUMMARY_FILE, GateVerdict, SampleSet, check_threshold, environment_differences, gate,
+    load_samples, workload_difference,
 )
 from workbench.report.render import render_html
 from workbench.report.sections import timing_summary
@@ -111,6 +111,7 @@ def build_report(out_dir: str | Path, *, workload: str = DEFAULT_WORKLOAD, bundl
                  compare_to: str | Path | None = None, fail_on_regression_pct: float = math.inf,
                  title: str | None = None, experiments: bool = True, processes: int = DEFAULT_PROCESSES,
                  time_limit_s: float | None = None, allow_environment_change: bool = False,
+                 gate_quantile: float = GATE_QUANTILE,
                  progress: Callable[[str], None] | None = None) -> ReportResult:
     """Write ``run/`` (unless a bundle is given), ``experiments.json`` (``experiments`` and a
     workload: the variants its hypotheses suggest, compared with it), ``report.ipynb``,
@@ -121,6 +122,8 @@ def build_report(out_dir: str | Path, *, workload: str = DEFAULT_WORKLOAD, bundl
     Bad input raises before anything runs or is written; see the module docstring."""
     say = progress or _quiet
     threshold = check_threshold(fail_on_regression_pct)
+    if isinstance(gate_quantile, bool) or not isinstance(gate_quantile, (int, float)) or not 0 <= gate_quantile < 1:
+        raise InvalidArgumentError(f"--gate-quantile takes a number in [0, 1); got {gate_quantile!r}")
     _check_positive_count("repeat", repeat, 1)
     _check_positive_count("warmup", warmup, 0)
     _check_positive_count("processes", processes, 0)
@@ -189,7 +192,7 @@ def build_report(out_dir: str | Path, *, workload: str = DEFAULT_WORKLOAD, bundl
     verdict = None
     if old is not None and samples is not None:
         verdict = gate(old, samples, threshold, allow_environment_change=allow_environment_change,
-                       old_report=str(compare_to))
+                       old_report=str(compare_to), quantile=gate_quantile)
         summary["regression"] = verdict.to_dict()
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=1, default=str), encoding="utf-8")
     return ReportResult(out_dir=str(out), html_path=str(html_path), notebook_path=str(notebook),
@@ -198,12 +201,13 @@ def build_report(out_dir: str | Path, *, workload: str = DEFAULT_WORKLOAD, bundl
 
 def _refuse_other_environment(old: SampleSet, compare_to: str | Path, workload: str) -> None:
     """Before anything runs: this machine against the environment the old report recorded."""
-    from workbench.report.sampler import current_gate_environment
+    from workbench.report.sampler import fresh_gate_environment
 
-    diffs = environment_differences(old.environment, current_gate_environment())
+    diffs = environment_differences(old.environment, fresh_gate_environment()) + workload_difference(
+        old.workload, workload)
     if diffs:
         raise InvalidArgumentError(
-            f"the report {str(compare_to)!r} was made in another environment ({'; '.join(diffs)}), so a "
-            "difference in time would say nothing about the code. Compare with a report from this machine "
+            f"the report {str(compare_to)!r} was made in another environment or of another workload "
+            f"({'; '.join(diffs)}), so a difference in time would say nothing about the code. Compare with a report from this machine "
             "and these settings, or pass --allow-environment-change to compare anyway (the differences "
             "are then printed with the verdict)")

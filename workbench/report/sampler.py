@@ -56,6 +56,20 @@ def current_gate_environment(device: str = "auto") -> dict[str, Any]:
                             f"cuda:{torch.cuda.current_device()}" if cuda else "cpu")
 
 
+def fresh_gate_environment(time_limit_s: float = 120.0) -> dict[str, Any]:
+    """The gate environment of a fresh worker process (what the samples will record), found
+    without running the workload: checked against an earlier report before anything is timed."""
+    with tempfile.TemporaryDirectory(prefix="workbench-sampler-") as tmp:
+        out = Path(tmp) / "environment.json"
+        proc = subprocess.run([sys.executable, "-m", "workbench.report.sampler", "--environment", str(out)],
+                              cwd=os.getcwd(), env=_worker_env(), capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=time_limit_s)
+        if proc.returncode != 0 or not out.is_file():
+            raise WorkloadError(f"a fresh Python process could not report its environment (exit status "
+                                f"{proc.returncode}):\n{_tail(proc.stderr) or '    (no output)'}")
+        return dict(json.loads(out.read_text()))
+
+
 def _tail(text: str, lines: int = OUTPUT_TAIL_LINES) -> str:
     kept = [line for line in text.strip().splitlines() if line.strip()][-lines:]
     return "\n".join("    " + line for line in kept)
@@ -81,7 +95,7 @@ def run_worker(spec: str, *, warmup: int, repeat: int, index: int = 1, total: in
         try:
             proc = subprocess.run([python or sys.executable, "-m", "workbench.report.sampler", request, str(out)],
                                   cwd=os.getcwd(), env=_worker_env(), capture_output=True, text=True,
-                                  timeout=time_limit_s)
+                                  stdin=subprocess.DEVNULL, timeout=time_limit_s)
         except subprocess.TimeoutExpired as exc:
             output = (exc.stderr or b"").decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
             raise WorkloadTimeout(
@@ -160,6 +174,9 @@ def _write(path: str, doc: dict[str, Any]) -> None:
 
 def worker_main(argv: list[str]) -> int:
     """``python -m workbench.report.sampler REQUEST_JSON OUT_JSON``: time the workload once."""
+    if argv[0] == "--environment":
+        _write(argv[1], current_gate_environment())
+        return 0
     request, out = json.loads(argv[0]), argv[1]
     from workbench.errors import WorkbenchError
     from workbench.report.workload import resolve_workload

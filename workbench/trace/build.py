@@ -46,16 +46,26 @@ def build_file(header: TraceHeader, chunks: Iterator[DecodedFile], options: Load
     names: dict[str, dict[str, str]] = {"process": {}, "thread": {}}
     path = ""
     interners = K.Interners()
+    edges: list[tuple[int, int, object]] = []  # B/E events, paired once the file is read
     for decoded in chunks:
         path = decoded.path
+        issues.skipped(decoded.skipped)
+        issues.nan_values(decoded.nan_values)
         chunk = K.Chunk(decoded, interners)
         del decoded  # the event objects go now: the chunk holds arrays
-        for name, part in _extract(chunk, issues).items():
-            if part is not None:
-                parts[name].append(part)
-        for key, found in K.metadata(chunk).items():
-            names[key].update(found)
+        _take(chunk, parts, names, edges, issues)
         del chunk
+    if edges:
+        paired = K.pair_spans(edges, path, issues)
+        del edges
+        if paired is not None:
+            _take(K.Chunk(paired, interners), parts, names, [], issues)
+    issues.finish()
+    if issues.skipped_count and not any(parts.values()) and not issues.huge_ts_count:
+        from workbench.errors import TraceFormatError
+
+        raise TraceFormatError(f"no event could be read: {issues.skipped_message}; "
+                               "re-export the trace with torch.profiler or check the file", path=issues.shown)
     tables = {name: K.concat_parts(p) for name, p in parts.items() if p}
     del parts
     for table in tables.values():
@@ -63,12 +73,26 @@ def build_file(header: TraceHeader, chunks: Iterator[DecodedFile], options: Load
     if options.round_ns:
         for table in tables.values():
             _round_like_hta(table)
-    origin_ns = _origin(tables, path)
+    origin_ns = _origin(tables, path, issues)
     for table in tables.values():
         _to_relative_us(table, origin_ns)
     if options.drop_last_step:
         _drop_last_step(tables, issues)
     return FileTables(path, -1, origin_ns, tables, names, issues.messages)
+
+
+def _take(chunk: K.Chunk, parts: dict[str, list[dict]], names: dict[str, dict[str, str]],
+          edges: list, issues: Issues) -> None:
+    for name, part in _extract(chunk, issues).items():
+        if part is not None:
+            parts[name].append(part)
+    for key, found in K.metadata(chunk).items():
+        names[key].update(found)
+    issues.unknown(chunk.unknown())
+    edge_index = chunk.kinds.get(K.EDGE)
+    if edge_index is not None:
+        edges.extend(zip(chunk.file_indexes(edge_index).tolist(), chunk.ts_ns[edge_index].tolist(),
+                         [chunk.events[i] for i in edge_index]))
 
 
 def _extract(chunk: K.Chunk, issues: Issues) -> dict[str, dict | None]:
@@ -92,13 +116,15 @@ def _round_like_hta(table: dict) -> None:
     table["ts_ns"], table["dur_ns"] = start, end - start
 
 
-def _origin(tables: dict[str, dict], path: str) -> int:
+def _origin(tables: dict[str, dict], path: str, issues: Issues) -> int:
     starts = [int(t["ts_ns"].min()) for t in tables.values() if len(t["ts_ns"])]
     if not starts:
         from workbench.errors import TraceFormatError
 
+        if issues.huge_ts_count:
+            raise TraceFormatError(f"no event has a usable timestamp: {issues.unit_hint}", path=issues.shown)
         raise TraceFormatError("no timed event (op, kernel, runtime call, annotation) in the "
-                               "trace; profile a region that runs work", path=path)
+                               "trace; profile a region that runs work", path=issues.shown)
     return min(starts)
 
 

@@ -15,18 +15,23 @@ from pandas.api.types import union_categoricals
 from workbench.trace import args as A
 from workbench.trace import classify as C
 from workbench.trace.decode import DecodedFile
+from workbench.trace.events import SKIPPED_PH, Event
 from workbench.trace.intern import Interner, KeyInterner
 from workbench.trace.issues import Issues
 from workbench.trace.numbers import MISSING_NS, timestamps_ns, us_to_ns
 
 _PAIR_CACHE: dict[tuple[str, str], int] = {}
 _INSTANT = 100  # an "i" event: a [memory] event or other, decided by name
+EDGE = 99  # a "B" or "E" event: paired into a span per thread once the file is read (pair_spans)
+LARGEST_US = 9.2e15  # a larger 'ts' does not fit int64 ns (epoch ns read as µs is ~1.7e18)
+# categories the tables deliberately do not read (no warning): the profiler's own span and overhead
+IGNORED_CATEGORIES = frozenset({"", "Trace", "overhead", "cpu_instant_event"})
 
 
 def _pair_kind(ph: str, cat: str) -> int:
     kind = _PAIR_CACHE.get((ph, cat))
     if kind is None:
-        kind = _INSTANT if ph in ("i", "I") else C.event_kind(ph, cat, "")
+        kind = _INSTANT if ph in ("i", "I") else EDGE if ph in ("B", "E") else C.event_kind(ph, cat, "")
         _PAIR_CACHE[(ph, cat)] = kind
     return kind
 
@@ -77,11 +82,33 @@ class Chunk:
     def __init__(self, decoded: DecodedFile, interners: Interners):
         events = self.events = decoded.events
         self.path, self.first_index = decoded.path, decoded.first_index
-        self.ts_ns = timestamps_ns(decoded.text, _floats(events, "ts"))
+        self.indexes = decoded.indexes
+        ts_us = _floats(events, "ts")
+        self.ts_huge = np.isfinite(ts_us) & (np.abs(ts_us) >= LARGEST_US)
+        self.largest_ts_us = float(np.abs(ts_us[self.ts_huge]).max()) if self.ts_huge.any() else 0.0
+        self.ts_ns = decoded.ts_ns if decoded.ts_ns is not None else timestamps_ns(decoded.text, ts_us)
         self.dur_us = _floats(events, "dur")
         self.interners = interners
         self.name, self.pid, self.tid, ph, cat = interners.keys.encode(events)
         self.kinds = self._split_kinds(ph, cat)
+
+    def file_indexes(self, index: np.ndarray) -> np.ndarray:
+        """Positions in the file's traceEvents of the chunk's events at ``index``."""
+        return index + self.first_index if self.indexes is None else self.indexes[index]
+
+    def unknown(self) -> dict[tuple[str, str], int]:
+        """(ph, cat) -> count of the events no table reads, apart from the ones ignored on purpose."""
+        index = self.kinds.get(C.OTHER)
+        if index is None:
+            return {}
+        ph_labels, cat_labels = self.interners.ph.labels, self.interners.cat.labels
+        pairs, counts = np.unique(np.stack([self.ph[index], self.cat[index]]), axis=1, return_counts=True)
+        out = {}
+        for (p, c), n in zip(pairs.T.tolist(), counts.tolist()):
+            ph, cat = ph_labels[p], cat_labels[c]
+            if ph != SKIPPED_PH and ph != "M" and cat not in IGNORED_CATEGORIES:
+                out[(ph, cat)] = n
+        return out
 
     def field(self, index: np.ndarray, name: str) -> np.ndarray:
         """One field of the events at ``index`` (an object array)."""
@@ -121,9 +148,11 @@ def _base(chunk: Chunk, kind: int, issues: Issues, span: bool = True) -> tuple[d
     if index is None:
         return None
     ts_ns = chunk.ts_ns[index]
-    file_index = index + chunk.first_index  # position in the file's traceEvents
+    file_index = chunk.file_indexes(index)  # position in the file's traceEvents
     keep = ts_ns != MISSING_NS
-    issues.missing(int((~keep).sum()), "ts", file_index[~keep])
+    huge = chunk.ts_huge[index]
+    issues.missing(int((~keep & ~huge).sum()), "ts", file_index[~keep & ~huge])
+    issues.huge_ts(int(huge.sum()), file_index[huge], chunk.largest_ts_us)
     dur_ns = np.zeros(len(index), dtype=np.int64)
     if span:
         dur_ns = us_to_ns(chunk.dur_us[index])
@@ -256,3 +285,38 @@ def concat_parts(parts: list[dict]) -> dict:
             out[key] = np.concatenate(values)
     return out
 
+
+
+def pair_spans(edges: list[tuple[int, int, object]], path: str, issues: Issues) -> DecodedFile | None:
+    """``B``/``E`` events (file index, ts ns, event) -> one span per pair, as "X" events would be.
+
+    Per (pid, tid), in time order, an ``E`` closes the latest open ``B`` (the Chrome trace format's
+    rule; an ``E`` needs no name or cat). The span has the ``B``'s name, cat and args. A ``B``
+    without its ``E`` and an ``E`` without a ``B`` are skipped, counted in a warning."""
+    edges = [e for e in edges if e[1] != MISSING_NS]
+    edges.sort(key=itemgetter(1, 0))
+    open_spans: dict[tuple, list] = {}
+    events, indexes, stamps = [], [], []
+    lone_ends: list[int] = []
+    for file_index, ts_ns, event in edges:
+        key = (event.pid, event.tid)
+        if event.ph == "B":
+            open_spans.setdefault(key, []).append((file_index, ts_ns, event))
+            continue
+        stack = open_spans.get(key)
+        if not stack:
+            lone_ends.append(file_index)
+            continue
+        begin_index, begin_ns, begin = stack.pop()
+        events.append(Event(ph="X", cat=begin.cat, name=begin.name, pid=begin.pid, tid=begin.tid,
+                            ts=begin.ts, dur=(ts_ns - begin_ns) / 1000.0, id=begin.id, args=begin.args))
+        indexes.append(begin_index)
+        stamps.append(begin_ns)
+    lone_begins = sorted(i for stack in open_spans.values() for i, _, _ in stack)
+    issues.unpaired(len(lone_begins), "'B' event(s) without a matching 'E'", np.array(lone_begins, dtype=np.int64))
+    issues.unpaired(len(lone_ends), "'E' event(s) without an open 'B' on their thread",
+                    np.array(lone_ends, dtype=np.int64))
+    if not events:
+        return None
+    return DecodedFile(path, events, b"[]", 0, indexes=np.array(indexes, dtype=np.int64),
+                       ts_ns=np.array(stamps, dtype=np.int64))

@@ -16,7 +16,8 @@ import msgspec
 
 from workbench.errors import TraceFormatError
 from workbench.trace import stream
-from workbench.trace.events import FAST_DECODER, GENERIC_DECODER, Event
+from workbench.trace.events import FAST_DECODER, GENERIC_DECODER, ONE_EVENT_DECODER, SKIPPED_PH, Event
+from workbench.trace.paths import shown
 
 
 _HINT = "re-export the trace with torch.profiler (prof.export_chrome_trace) or check the file"
@@ -47,6 +48,10 @@ class DecodedFile(msgspec.Struct):
     events: list  # fast per-category structs or generic ``Event``s (events.py)
     text: Any  # the JSON they came from (bytes-like): "[...]", or '{"traceEvents": [...], ...}'
     first_index: int = 0  # index in the file's traceEvents of events[0]
+    skipped: list = []  # (index in the file's traceEvents, why) of events that could not be read
+    nan_values: int = 0  # NaN / Infinity tokens read as absent (null)
+    indexes: Any = None  # the events' file indexes, where they are not first_index + position
+    ts_ns: Any = None  # their exact timestamps, where known already (paired B/E events)
 
 
 # decoded this many bytes at a time: a piece's events are still in the CPU cache when they
@@ -55,6 +60,11 @@ CHUNK_BYTES = 4 << 20
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _INDEX = re.compile(r"\[(\d+)\]")
+# reading is bounded: a file is judged from its first bytes, and no piece of it grows past these
+HEADER_LIMIT = 64 << 20  # bytes searched for the start of the "traceEvents" array
+WHOLE_LIMIT = 256 << 20  # a file of an unusual layout is read whole only up to this size
+PIECE_LIMIT = 64 << 20  # the longest run of text without an event boundary
+MAX_EVENT_DEPTH = 64  # an event nested deeper than this (arrays in objects in arrays ...) is skipped
 _BAD_TEXT = (msgspec.DecodeError, UnicodeDecodeError)  # msgspec raises the second for bad UTF-8
 
 
@@ -74,31 +84,52 @@ def decode_file(path: str) -> tuple[TraceHeader, Iterator[DecodedFile]]:
 
 
 def _find_events(buf: bytearray, blocks: Iterator[bytes], path: str):
-    """Read until the start of the events array: (header, position after "[", bare array?)."""
+    """Read until the start of the events array: (header, position after "[", bare array?).
+
+    A file is judged from its first bytes (no JSON object or array: an error at once) and the
+    search is bounded, so a stream of something else is never read whole into memory.
+    """
     for block in blocks:
         searched = max(0, len(buf) - 64)
         buf += block
-        first = buf.lstrip()[:1]
+        stripped = buf.lstrip()
+        if not stripped:
+            if len(buf) > HEADER_LIMIT:
+                raise TraceFormatError(f"not valid JSON: the first {len(buf) >> 20} MB are only "
+                                       f"whitespace; {_HINT}", path=shown(path))
+            continue
+        first = stripped[:1]
         if first == b"[":
             return TraceHeader(), buf.index(b"[") + 1, True
         if first != b"{":
-            break
+            raise TraceFormatError(f"not valid JSON: the file starts with {bytes(stripped[:12])!r}, "
+                                   f"not a JSON object or array; {_HINT}", path=shown(path))
         match = _EVENTS_KEY.search(buf, searched)
         if match is not None:
-            header = _prefix_header(bytes(buf[:match.start()]))
+            header = _prefix_header(bytes(buf[:match.start()]), path)
             if header is None:
                 break
             return header, match.end(), False
-    buf += b"".join(blocks)
+        if len(buf) > HEADER_LIMIT:
+            raise TraceFormatError(f"no 'traceEvents' array in the first {HEADER_LIMIT >> 20} MB; "
+                                   f"{_HINT}", path=shown(path))
+    for block in blocks:  # an unusual layout: read it whole, up to a bound
+        buf += block
+        if len(buf) > WHOLE_LIMIT:
+            raise TraceFormatError(f"no top-level 'traceEvents' array found in the first "
+                                   f"{WHOLE_LIMIT >> 20} MB; {_HINT}", path=shown(path))
     return None
 
 
-def _prefix_header(prefix: bytes) -> TraceHeader | None:
+def _prefix_header(prefix: bytes, path: str) -> TraceHeader | None:
     """The header keys before "traceEvents"; None if the match was not a top-level key."""
     try:
         header = msgspec.json.decode(prefix + b'"traceEvents":[0]}', type=TraceHeader)
     except (*_BAD_TEXT, msgspec.ValidationError):
         return None
+    except RecursionError:
+        raise TraceFormatError(f"the header (before 'traceEvents') is nested too deeply to read; "
+                               f"{_HINT}", path=shown(path)) from None
     header.traceEvents = msgspec.Raw()
     return header
 
@@ -125,25 +156,40 @@ def _chunks(path: str, header: TraceHeader, buf: bytearray, blocks: Iterator[byt
         pending, size = [buf], len(buf)
         comma = _last_boundary(buf)
         if comma is None:
+            _check_piece_size(buf, path, first)
             continue
         buf[0], buf[comma] = _OPEN, _CLOSE
         text = memoryview(buf)[:comma + 1]
-        events = _decode_piece(text, path, first, fast)
-        if events is None:  # the cut fell inside a string: read on, cut later
+        piece = _decode_piece(text, path, first, fast)
+        if piece is None:  # the cut fell inside a string: read on, cut later
             buf[comma] = _COMMA
             del text
+            _check_piece_size(buf, path, first)
             continue
         pending, size = [buf[comma:]], len(buf) - comma
-        yield DecodedFile(path, events, text, first)
-        first += len(events)
-        del events, text, buf  # before the next piece is read
+        yield piece
+        first += len(piece.events)
+        del piece, text, buf  # before the next piece is read
     tail = _tail(path, header, pending, first, bare)
     del pending
     if tail.events:
         yield tail
     if first + len(tail.events) == 0:
         raise TraceFormatError("'traceEvents' is empty: the profiler recorded nothing; profile "
-                               "a region that runs work (inside the profiler context)", path=path)
+                               "a region that runs work (inside the profiler context)", path=shown(path))
+
+
+def _check_piece_size(buf: bytearray, path: str, first: int) -> None:
+    """A run of text this long without a decodable event boundary is not a trace: stop reading."""
+    if len(buf) <= PIECE_LIMIT:
+        return
+    try:
+        msgspec.json.decode(bytes(buf[:1 << 20]) + b"]")
+        why = "no event boundary"
+    except (*_BAD_TEXT, RecursionError) as exc:
+        why = str(exc) if not isinstance(exc, RecursionError) else "nested too deeply"
+    raise TraceFormatError(f"not valid JSON, or not an array of event objects: {PIECE_LIMIT >> 20} MB "
+                           f"after event #{first} hold no readable event ({why}); {_HINT}", path=shown(path))
 
 
 def _tail(path: str, header: TraceHeader, pending: list[bytes | bytearray], first: int, bare: bool) -> DecodedFile:
@@ -154,9 +200,9 @@ def _tail(path: str, header: TraceHeader, pending: list[bytes | bytearray], firs
     body[15] = _OPEN  # the leading "," of the rest (or the array's own "[")
     text = bytes(body + (b"}" if bare else b""))
     del body
-    tail = _decode_tail(text, path, first)
+    tail, text, skipped, nans = _decode_tail(text, path, first)
     _merge_header(header, tail)
-    return DecodedFile(path, tail.traceEvents, text, first)
+    return DecodedFile(path, tail.traceEvents, text, first, skipped, nans)
 
 
 _WINDOW = 1 << 16
@@ -194,63 +240,178 @@ class _FastState:
         self.failures += failed
 
 
-def _decode_piece(text: bytes | memoryview, path: str, first: int, fast: _FastState) -> list | None:
-    """Events of one piece; None if the piece is not valid JSON (a cut inside a string)."""
+def _decode_piece(text: bytes | memoryview, path: str, first: int, fast: _FastState) -> DecodedFile | None:
+    """The events of one piece ("[...]"); None if the piece is not valid JSON (a cut inside a string).
+
+    An event that cannot be read (a field of the wrong type, nested too deeply) does not reject the
+    piece: the piece is then read event by event and that event is skipped, with its index and why.
+    NaN / Infinity tokens (which Python's json writes) are read as absent values.
+    """
     if fast.use():
         try:
             events = FAST_DECODER.decode(text)
             fast.record(failed=False)
-            return events
-        except msgspec.ValidationError:  # an unknown or absent cat, or a bad value
+            return DecodedFile(path, events, text, first)
+        except (msgspec.ValidationError, RecursionError):  # an unknown or absent cat, or a bad value
             fast.record(failed=True)
         except msgspec.DecodeError:
-            return None
+            return _decode_nan(text, path, first)
         except UnicodeDecodeError as exc:
             raise _not_utf8(exc, path) from None
     try:
-        return GENERIC_DECODER.decode(text)
-    except msgspec.ValidationError as exc:
-        if not _is_json(text):
-            return None
-        raise _wrong_type(exc, path, first) from None
+        return DecodedFile(path, GENERIC_DECODER.decode(text), text, first)
+    except (msgspec.ValidationError, RecursionError):
+        return _one_by_one(text, 0, path, first)
     except msgspec.DecodeError:
-        return None
+        return _decode_nan(text, path, first)
     except UnicodeDecodeError as exc:
         raise _not_utf8(exc, path) from None
 
 
-def _not_utf8(exc: UnicodeDecodeError, path: str) -> TraceFormatError:
-    return TraceFormatError(f"not valid JSON: a string is not UTF-8 ({exc}); {_HINT}", path=path)
+_NAN_TOKEN = re.compile(rb'("[^"\\]*(?:\\.[^"\\]*)*")|-?Infinity|NaN')
+_HAS_NAN = re.compile(rb"NaN|Infinity")
 
 
-def _decode_tail(body: bytes, path: str, first: int) -> _Tail:
+def _without_nan(text: bytes | memoryview) -> tuple[bytes, int] | None:
+    """The text with NaN / Infinity tokens (outside strings) as null, and how many; None if none."""
+    if _HAS_NAN.search(text) is None:
+        return None
+    count = 0
+
+    def swap(match: re.Match) -> bytes:
+        nonlocal count
+        if match.group(1) is not None:
+            return match.group(1)
+        count += 1
+        return b"null"
+
+    fixed = _NAN_TOKEN.sub(swap, bytes(text))
+    return (fixed, count) if count else None
+
+
+def _decode_nan(text: bytes | memoryview, path: str, first: int) -> DecodedFile | None:
+    fixed = _without_nan(text)
+    if fixed is None:
+        return None
+    clean, count = fixed
     try:
-        return msgspec.json.decode(body, type=_Tail)
-    except msgspec.ValidationError as exc:
-        if _is_json(body):
-            raise _wrong_type(exc, path, first) from None
-        raise TraceFormatError(f"not valid JSON, or truncated ({exc}); {_HINT}", path=path) from None
-    except _BAD_TEXT as exc:
-        raise TraceFormatError(f"not valid JSON, or truncated ({exc}); {_HINT}", path=path) from None
-
-
-def _is_json(text: bytes | memoryview) -> bool:
-    try:
-        msgspec.json.decode(text)
+        piece = DecodedFile(path, GENERIC_DECODER.decode(clean), clean, first)
+    except (msgspec.ValidationError, RecursionError):
+        piece = _one_by_one(clean, 0, path, first)
     except _BAD_TEXT:
-        return False
-    return True
+        return None
+    piece.nan_values = count
+    return piece
 
 
-def _wrong_type(exc: msgspec.ValidationError, path: str, first: int) -> TraceFormatError:
-    message = str(exc)
-    match = _INDEX.search(message)
-    index = first + int(match.group(1)) if match else None
-    if message.endswith(".args`") and "Expected `object`" in message:
-        return TraceFormatError(f"an event's 'args' is not an object ({exc}); fix or drop that "
-                                "event", path=path, event_index=index)
-    return TraceFormatError(f"an event has a field of the wrong type ({exc}); fix or drop "
-                            "that event", path=path, event_index=index)
+_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},]')
+_OPENERS, _CLOSERS = frozenset(b"[{"), frozenset(b"]}")
+
+
+def split_array(text: bytes | memoryview, start: int) -> tuple[list[tuple[int, int, int]], int]:
+    """The elements of the JSON array whose "[" is at ``text[start]``: (begin, end, depth) each,
+    depth counting the element's own brackets; and the position just after the array's "]".
+    A tokenizer (strings skipped whole), so any depth of nesting is read without recursion."""
+    elements: list[tuple[int, int, int]] = []
+    depth, deepest, begin = 0, 0, start + 1
+    for match in _TOKEN.finditer(text, start):
+        at = match.start()
+        char = text[at]
+        if char in _OPENERS:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in _CLOSERS:
+            depth -= 1
+            if depth == 0:
+                if bytes(text[begin:at]).strip():
+                    elements.append((begin, at, deepest - 1))
+                return elements, match.end()
+        elif char == _COMMA and depth == 1:
+            elements.append((begin, at, deepest - 1))
+            begin, deepest = match.end(), 1
+    raise ValueError("the array does not end")
+
+
+def _one_by_one(text: bytes | memoryview, start: int, path: str, first: int,
+                ) -> DecodedFile:
+    """The piece read event by event: an event that cannot be read becomes a skipped placeholder."""
+    try:
+        elements, _ = split_array(text, start)
+    except ValueError:
+        raise TraceFormatError(f"not valid JSON, or truncated (the events array does not end); {_HINT}",
+                               path=shown(path)) from None
+    events, skipped, clean = _read_elements(text, elements, first)
+    return DecodedFile(path, events, clean, first, skipped)
+
+
+def _read_elements(text, elements, first: int) -> tuple[list, list, bytes]:
+    """(events, skipped, the array's text with "{}" where an event was skipped: what the exact
+    timestamps are read from)."""
+    events: list = []
+    skipped: list = []
+    kept: list[bytes] = []
+    for i, (begin, end, depth) in enumerate(elements):
+        why = None
+        if depth > MAX_EVENT_DEPTH:
+            why = f"nested {depth} levels deep (at most {MAX_EVENT_DEPTH} are read)"
+        else:
+            try:
+                events.append(ONE_EVENT_DECODER.decode(text[begin:end]))
+                kept.append(bytes(text[begin:end]))
+                continue
+            except msgspec.ValidationError as exc:
+                why = str(exc)
+            except RecursionError:
+                why = "nested too deeply to read"
+            except _BAD_TEXT as exc:
+                why = f"not valid JSON ({exc})"
+        events.append(Event(ph=SKIPPED_PH))
+        kept.append(b"{}")
+        skipped.append((first + i, why))
+    return events, skipped, b"[" + b",".join(kept) + b"]"
+
+
+def _not_utf8(exc: UnicodeDecodeError, path: str) -> TraceFormatError:
+    return TraceFormatError(f"not valid JSON: a string is not UTF-8 ({exc}); {_HINT}", path=shown(path))
+
+
+def _decode_tail(body: bytes, path: str, first: int) -> tuple[_Tail, bytes, list, int]:
+    """The last events and the header keys after them; (tail, its text, skipped events, NaNs)."""
+    nans = 0
+    try:
+        return msgspec.json.decode(body, type=_Tail), body, [], 0
+    except (msgspec.ValidationError, RecursionError):
+        pass
+    except _BAD_TEXT as exc:
+        fixed = _without_nan(body)
+        if fixed is None:
+            raise TraceFormatError(f"not valid JSON, or truncated ({exc}); {_HINT}", path=shown(path)) from None
+        body, nans = fixed
+        try:
+            return msgspec.json.decode(body, type=_Tail), body, [], nans
+        except (msgspec.ValidationError, RecursionError):
+            pass
+        except _BAD_TEXT as exc2:
+            raise TraceFormatError(f"not valid JSON, or truncated ({exc2}); {_HINT}", path=shown(path)) from None
+    # read event by event; then the header keys after the array
+    start = body.index(b"[")
+    try:
+        elements, after = split_array(body, start)
+    except ValueError:
+        raise TraceFormatError(f"not valid JSON, or truncated (the events array does not end); {_HINT}",
+                               path=shown(path)) from None
+    events, skipped, clean = _read_elements(body, elements, first)
+    rest = body[after:].lstrip()
+    keys = b"{" + rest[1:] if rest[:1] == b"," else b"{}"
+    try:
+        tail = msgspec.json.decode(keys, type=_Tail)
+    except (msgspec.ValidationError, RecursionError) as exc:
+        raise TraceFormatError(f"a header key after 'traceEvents' cannot be read ({exc}); {_HINT}",
+                               path=shown(path)) from None
+    except _BAD_TEXT as exc:
+        raise TraceFormatError(f"not valid JSON, or truncated ({exc}); {_HINT}", path=shown(path)) from None
+    tail.traceEvents = events
+    return tail, clean, skipped, nans
 
 
 def _merge_header(header: TraceHeader, tail: _Tail) -> None:
@@ -263,18 +424,24 @@ def _merge_header(header: TraceHeader, tail: _Tail) -> None:
 def _decode_whole(data: bytes, path: str) -> tuple[TraceHeader, Iterator[DecodedFile]]:
     """The file read whole (after the streaming reader found no top-level "traceEvents": [)."""
     if not data.strip():
-        raise TraceFormatError(f"the file is empty; {_HINT}", path=path)
+        raise TraceFormatError(f"the file is empty; {_HINT}", path=shown(path))
     try:
         header = msgspec.json.decode(data, type=TraceHeader)
     except msgspec.ValidationError:
         raise TraceFormatError(f"not a Chrome/Kineto trace: the top level is not a JSON object "
-                               f"with 'traceEvents'; {_HINT}", path=path) from None
+                               f"with 'traceEvents'; {_HINT}", path=shown(path)) from None
+    except RecursionError:
+        raise TraceFormatError(f"nested too deeply to read (and no top-level 'traceEvents' array was "
+                               f"found at its start); {_HINT}", path=shown(path)) from None
     except _BAD_TEXT as exc:
-        raise TraceFormatError(f"not valid JSON, or truncated ({exc}); {_HINT}", path=path) from None
+        fixed = _without_nan(data)
+        if fixed is None:
+            raise TraceFormatError(f"not valid JSON, or truncated ({exc}); {_HINT}", path=shown(path)) from None
+        return _decode_whole(fixed[0], path)
     if not header.traceEvents:
-        raise TraceFormatError(f"not a Chrome/Kineto trace: no 'traceEvents' key; {_HINT}", path=path)
+        raise TraceFormatError(f"not a Chrome/Kineto trace: no 'traceEvents' key; {_HINT}", path=shown(path))
     events = bytes(header.traceEvents)
     header.traceEvents = msgspec.Raw()
     if events.lstrip()[:1] != b"[":
-        raise TraceFormatError(f"'traceEvents' is not a list; {_HINT}", path=path)
+        raise TraceFormatError(f"'traceEvents' is not a list; {_HINT}", path=shown(path))
     return header, _chunks(path, header, bytearray(events[events.index(b"["):]), iter(()), True)

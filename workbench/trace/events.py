@@ -104,3 +104,5 @@ def _tagged_struct(cat: str, args_type: Any) -> type:
 TAGGED = tuple(_tagged_struct(cat, args) for cat, args in _ARGS_BY_CAT.items())
 FAST_DECODER = msgspec.json.Decoder(list[Union[TAGGED]])  # type: ignore[valid-type]
 GENERIC_DECODER = msgspec.json.Decoder(list[Event])
+ONE_EVENT_DECODER = msgspec.json.Decoder(Event)  # an event at a time, where a piece holds a bad one
+SKIPPED_PH = "\x00skipped"  # the phase of the placeholder left where an event could not be read

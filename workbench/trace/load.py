@@ -6,17 +6,19 @@ import os
 import warnings
 from collections.abc import Sequence
 
-from workbench.errors import TraceWarning
+from workbench.errors import TraceFormatError, TraceWarning
 from workbench.trace.build import FileTables, LoadOptions, build_file
 from workbench.trace.data import TraceData, TraceMeta
 from workbench.trace.decode import TraceHeader, decode_file
 from workbench.trace.issues import Issues
-from workbench.trace.ranks import assign_ranks, declared_rank, trace_paths
+from workbench.trace.paths import shown
+from workbench.trace.ranks import assign_ranks, declared_rank, rank_problem, trace_paths
 from workbench.trace.tables import assemble
 
 
 def read_trace(source: str | os.PathLike | Sequence[str | os.PathLike], *, hta_compat: bool = False,
-               round_ns: bool | None = None, drop_last_step: bool | None = None) -> TraceData:
+               round_ns: bool | None = None, drop_last_step: bool | None = None,
+               cache: bool = False) -> TraceData:
     """Read a Kineto/Chrome trace: a ``.json``/``.json.gz`` file, a folder of rank files, or a list.
 
     The tables only; ``wb.load_trace`` (``workbench.facade``) returns the same tables as a
@@ -27,39 +29,80 @@ def read_trace(source: str | os.PathLike | Sequence[str | os.PathLike], *, hta_c
     ``round_ns`` (ts = ceil(ts), end = floor(ts + dur), in µs) and ``drop_last_step`` (with two
     or more ``ProfilerStep#`` annotations, drop the last step as HTA does).
 
-    Raises TraceFormatError for a file that cannot be read as a trace; warns (TraceWarning)
-    where the trace is usable but something was odd, saying what was done.
+    ``cache=True`` reads the tables from the columnar cache (``workbench.trace.cache``) when the
+    files are unchanged since they were cached, and writes them there after a fresh read.
+
+    Raises TraceFormatError for a file that cannot be read as a trace (for a folder: only when
+    no rank file can be read; a bad rank file is left out with a warning naming it); warns
+    (TraceWarning) where the trace is usable but something was odd, saying what was done.
     """
-    collecting = gc.isenabled()
-    gc.disable()  # millions of short-lived objects, no cycles: collections would only cost time
-    try:
-        return _load(source, hta_compat, round_ns, drop_last_step)
-    finally:
-        if collecting:
-            gc.enable()
-
-
-def _load(source: str | os.PathLike | Sequence[str | os.PathLike], hta_compat: bool,
-          round_ns: bool | None, drop_last_step: bool | None) -> TraceData:
     options = LoadOptions(round_ns=hta_compat if round_ns is None else round_ns,
                           drop_last_step=hta_compat if drop_last_step is None else drop_last_step)
     paths = trace_paths(source)
+    entry = None
+    if cache:
+        from workbench.trace.cache import TraceCache  # pyarrow only when the cache is used
+
+        entry = TraceCache(paths, _options_dict(options))
+        cached = entry.load()
+        if cached is not None:
+            for message in cached.meta.warnings:
+                warnings.warn(message, TraceWarning, stacklevel=2)
+            return cached
+    collecting = gc.isenabled()
+    gc.disable()  # millions of short-lived objects, no cycles: collections would only cost time
+    try:
+        data = _load(paths, options)
+    finally:
+        if collecting:
+            gc.enable()
+    if entry is not None:
+        entry.store(data)
+    return data
+
+
+def _options_dict(options: LoadOptions) -> dict[str, bool]:
+    return {"round_ns": options.round_ns, "drop_last_step": options.drop_last_step}
+
+
+def _load(paths: list[str], options: LoadOptions) -> TraceData:
     files: list[FileTables] = []
     headers: list[TraceHeader] = []
+    left_out: list[tuple[str, TraceFormatError]] = []
     for path in paths:
-        header, chunks = decode_file(path)
+        try:
+            header, file = _load_file(path, options)
+        except TraceFormatError as exc:
+            if len(paths) == 1:
+                raise
+            left_out.append((path, exc))
+            continue
         headers.append(header)
-        issues = Issues(path)
-        files.append(build_file(header, chunks, options, issues))
-        issues.emit()
-        files[-1].warnings = list(issues.messages)
-        files[-1].notes = list(issues.notes)
-    ranks, rank_messages = assign_ranks(paths, [declared_rank(h.distributedInfo) for h in headers])
-    for message in rank_messages:
-        warnings.warn(message, TraceWarning, stacklevel=2)
+        files.append(file)
+    if not files:
+        first, exc = left_out[0]
+        raise TraceFormatError(f"none of the {len(paths)} rank files could be read; the first: {exc}",
+                               path=shown(first))
+    messages = [f"{shown(path)}: rank file left out, it cannot be read ({exc}); the other "
+                f"{len(files)} rank file(s) were loaded" for path, exc in left_out]
+    messages += [m for f, h in zip(files, headers) if (m := rank_problem(f.path, h.distributedInfo))]
+    ranks, rank_messages = assign_ranks([f.path for f in files], [declared_rank(h.distributedInfo) for h in headers])
+    messages += rank_messages
+    for message in messages:
+        warnings.warn(message, TraceWarning, stacklevel=3)
     for file, rank in zip(files, ranks):
         file.rank = rank
-    return TraceData(assemble(files), _meta(files, headers, options, rank_messages))
+    return TraceData(assemble(files), _meta(files, headers, options, messages))
+
+
+def _load_file(path: str, options: LoadOptions) -> tuple[TraceHeader, FileTables]:
+    header, chunks = decode_file(path)
+    issues = Issues(path)
+    file = build_file(header, chunks, options, issues)
+    issues.emit()
+    file.warnings = list(issues.messages)
+    file.notes = list(issues.notes)
+    return header, file
 
 
 def _meta(files: list[FileTables], headers: list[TraceHeader], options: LoadOptions,
@@ -69,13 +112,13 @@ def _meta(files: list[FileTables], headers: list[TraceHeader], options: LoadOpti
     dist = {f.rank: dict(h.distributedInfo) for f, h in zip(files, headers)
             if isinstance(h.distributedInfo, dict)}
     base = {f.rank: int(h.baseTimeNanoseconds) for f, h in zip(files, headers)
-            if type(h.baseTimeNanoseconds) is int}
+            if type(h.baseTimeNanoseconds) is int and abs(h.baseTimeNanoseconds) < 2**63}
     return TraceMeta(
         files=tuple(f.path for f in files), ranks=tuple(sorted(f.rank for f in files)),
         file_ranks={f.path: f.rank for f in files}, origins_ns={f.rank: f.origin_ns for f in files},
         device_properties=props, distributed_info=dist,
         process_names={f.rank: f.names["process"] for f in files},
         thread_names={f.rank: f.names["thread"] for f in files},
-        options={"round_ns": options.round_ns, "drop_last_step": options.drop_last_step},
+        options=_options_dict(options),
         warnings=tuple(w for f in files for w in f.warnings) + tuple(rank_messages),
         notes=tuple(n for f in files for n in f.notes), base_time_ns=base)

@@ -1,43 +1,38 @@
-"""Which files make a trace, and which rank each file is.
+"""Which rank each file of a trace is.
 
 The rank is ``distributedInfo.rank``. A single file without one is rank 0. Several files
 without a rank, or two files claiming the same rank, are all kept as distinct ranks with a
 TraceWarning saying what was done (Holistic Trace Analysis silently keeps only one of them).
+A rank that is not a whole number from 0 to 2**31 - 1 (2**70, -3, "0", 1.5) counts as absent,
+with a warning.
 """
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
+from workbench.trace.paths import TRACE_SUFFIXES, shown, trace_paths
 
-from workbench.errors import TraceFormatError
+__all__ = ["TRACE_SUFFIXES", "assign_ranks", "declared_rank", "rank_problem", "trace_paths"]
 
-TRACE_SUFFIXES = (".json", ".json.gz")
-
-
-def trace_paths(source: str | os.PathLike | Sequence[str | os.PathLike]) -> list[str]:
-    """The files named by a path, a folder (its trace files, sorted) or a list of paths."""
-    if isinstance(source, (str, os.PathLike)):
-        path = os.fspath(source)
-        if os.path.isdir(path):
-            found = sorted(os.path.join(path, n) for n in os.listdir(path)
-                           if n.endswith(TRACE_SUFFIXES) and os.path.isfile(os.path.join(path, n)))
-            if not found:
-                raise TraceFormatError("the folder has no .json or .json.gz trace files; pass a "
-                                       "trace file or a folder of rank files", path=path)
-            return found
-        return [path]
-    paths = [os.fspath(p) for p in source]
-    if not paths:
-        raise TraceFormatError("an empty list of trace paths was given; pass at least one file")
-    return paths
+MAX_RANK = 2**31 - 1
 
 
 def declared_rank(distributed_info: object) -> int | None:
     if isinstance(distributed_info, dict):
         rank = distributed_info.get("rank")
-        if type(rank) is int and rank >= 0:
+        if type(rank) is int and 0 <= rank <= MAX_RANK:
             return rank
     return None
+
+
+def rank_problem(path: str, distributed_info: object) -> str | None:
+    """A message when the file states a rank that cannot be one; None otherwise."""
+    if not isinstance(distributed_info, dict) or distributed_info.get("rank") is None:
+        return None
+    if declared_rank(distributed_info) is not None:
+        return None
+    value = repr(distributed_info["rank"])
+    value = value if len(value) <= 40 else value[:37] + "..."
+    return (f"{shown(path)}: distributedInfo.rank {value} is not a rank (a whole number from 0 to "
+            f"{MAX_RANK}); read as if absent")
 
 
 def assign_ranks(paths: list[str], declared: list[int | None]) -> tuple[list[int], list[str]]:
@@ -59,9 +54,9 @@ def assign_ranks(paths: list[str], declared: list[int | None]) -> tuple[list[int
             continue
         ranks[i] = next_free
         if rank is None:
-            messages.append(f"{path}: no distributedInfo.rank; kept as rank {next_free}")
+            messages.append(f"{shown(path)}: no distributedInfo.rank; kept as rank {next_free}")
         else:
-            messages.append(f"{path}: claims rank {rank}, as does {owner[rank]}; kept as rank "
+            messages.append(f"{shown(path)}: claims rank {rank}, as does {shown(owner[rank])}; kept as rank "
                             f"{next_free} so neither is dropped")
         next_free += 1
     return [int(r) for r in ranks], messages  # type: ignore[arg-type]

@@ -195,6 +195,11 @@ def time_all(lives: list[Live], base: Live, args: tuple[Any, ...], settings: Com
                "looks": list(result.looks), "timer": getattr(timer, "timer", type(timer).__name__),
                "family_size": max(0, len(result.measurements) - 1), "confidence": settings.confidence,
                "interim_confidence": INTERIM_CONFIDENCE, "min_effect": settings.min_effect}
+    share = getattr(timer, "waited_share", lambda: None)()
+    summary["cpu_wait_share"] = share
+    if share is not None and share >= 0.05:
+        notes.append(f"the machine is loaded: {share:.0%} of the timed wall time went to other processes "
+                     f"(run-queue wait, read from /proc schedstat); it was taken out of each sample")
     summary["text"] = _summary_text(summary)
     return result, nbytes, roofs, summary
 

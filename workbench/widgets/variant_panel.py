@@ -24,6 +24,21 @@ COLUMNS = ("variant", "status", "correct", "median_ms", "speedup", "speedup_ci_l
            "setup_ms", "decision", "reason")
 
 
+def pick_hypothesis(hypotheses: Iterable[Any], name: str, *, registry_variant: bool) -> Any:
+    """The hypothesis that suggests ``name``; else, for a user's own variant, the first that is
+    not about the measurement itself (``measurement`` / ``cold_start``); else None."""
+    hypotheses = list(hypotheses)
+    for h in hypotheses:
+        if name in (getattr(h, "suggested_variants", ()) or ()):
+            return h
+    if registry_variant:
+        return None
+    for h in hypotheses:
+        if getattr(h, "category", None) not in (None, "measurement", "cold_start"):
+            return h
+    return None
+
+
 def _markdown_html(text: str) -> str:
     """Markdown as HTML with any raw HTML in it escaped (mistune, an nbconvert dependency), else
     the text as preformatted."""
@@ -66,6 +81,7 @@ class VariantPanel:
         named = list(suggested) + [v for h in self.hypotheses
                                    for v in (getattr(h, "suggested_variants", ()) or ())]
         self.suggested = [n for n in dict.fromkeys(named) if n not in ("eager", "triton")]
+        self.user_names = set(user_variants or {})
         self.candidates = self._candidates(named, user_variants or {})
         self.rows: dict[str, dict[str, Any]] = {}
         self.comparisons: dict[str, Any] = {}
@@ -135,11 +151,11 @@ class VariantPanel:
         return (parent.get("header") or {}).get("msg_type") == "execute_request"
 
     def hypothesis_for(self, name: str) -> Any:
-        """The first (highest-ranked) hypothesis that suggests variant ``name``, or None."""
-        for h in self.hypotheses:
-            if name in (getattr(h, "suggested_variants", ()) or ()):
-                return h
-        return None
+        """The hypothesis variant ``name`` is judged against: the first (highest-ranked) one that
+        suggests it; for a variant of yours that none names, the top-ranked finding that is not a
+        caveat about the measurement (the bottleneck a rewrite most likely addresses; pass
+        ``hypotheses=[h]`` first to choose another); None without hypotheses."""
+        return pick_hypothesis(self.hypotheses, name, registry_variant=name not in self.user_names)
 
     def _table_html(self) -> str:
         head = "".join(f"<th>{c}</th>" for c in COLUMNS)
@@ -156,6 +172,7 @@ class VariantPanel:
     def run(self) -> None:
         """Compare each selected variant with the baseline, filling the table, the chart and the
         decision records as each finishes; the bar moves per stage (correctness, timing, profile)."""
+        from workbench.capture.quiet import captured_native_stderr
         from workbench.variants.compare import compare
 
         chosen = self.selected()
@@ -182,9 +199,10 @@ class VariantPanel:
                 user_say = options.pop("progress", None)
                 if "hypothesis" not in options:
                     options["hypothesis"] = self.hypothesis_for(name)
-                cmp = compare({"eager": self.fn, name: self.candidates[name]}, self.inputs,
-                              progress=(lambda st, d: (say(st, d), user_say(st, d))) if user_say else say,
-                              **options)
+                with captured_native_stderr():    # the profiler's native lines, shown only on a failure
+                    cmp = compare({"eager": self.fn, name: self.candidates[name]}, self.inputs,
+                                  progress=(lambda st, d: (say(st, d), user_say(st, d))) if user_say else say,
+                                  **options)
                 self.comparisons[name] = cmp
                 for row in cmp.table.to_dict("records"):
                     self.rows[row["variant"]] = row

@@ -34,7 +34,8 @@ def device_malloc_in_loop(f: TraceFacts, t):
         predicted_effect="preallocating buffers, fixed shapes, or no torch.cuda.empty_cache() in the loop removes these calls",
         falsifier="run two more steps and count calls: if they do not repeat after warm-up, it was a one-time cost",
         confounders=("the first step always allocates",), confidence="medium",
-        suggested_variants=("cuda_graph", "compiled"), scope="all ranks")
+        # a CUDA graph replays from a private, preallocated pool: it tests the allocation mechanism
+        suggested_variants=("cuda_graph", "compiled_reduce_overhead"), scope="all ranks")
 
 
 def allocating_ops(f: TraceFacts, big: pd.DataFrame) -> pd.DataFrame:
@@ -51,11 +52,33 @@ def allocating_ops(f: TraceFacts, big: pd.DataFrame) -> pd.DataFrame:
     inside = hit & (ends[np.clip(owner, 0, None)] >= big["ts_us"].to_numpy())
     alloc = pd.DataFrame({"op": owner[inside], "alloc_bytes": big["bytes"].to_numpy()[inside]})
     per_op = alloc.groupby("op", as_index=False)["alloc_bytes"].sum()
-    found = ops.iloc[per_op["op"].to_numpy()].reset_index(drop=True).assign(alloc_bytes=per_op["alloc_bytes"].to_numpy())
+    picked = ops.iloc[per_op["op"].to_numpy()]
+    found = picked.reset_index(drop=True).assign(alloc_bytes=per_op["alloc_bytes"].to_numpy(),
+                                                 op_label=picked.index.to_numpy())
     # the least time an op needs: its roof, and at least writing what it allocated once
     write_us = found["alloc_bytes"] / (f.ceiling.memory_gbps * 1e3)
     floor_us = np.fmax(found["roof_us"].to_numpy(dtype=float), write_us.to_numpy())
     return found.assign(excess_us=(found["dur_us"] - floor_us).clip(lower=0.0))
+
+
+def allocation_excess_us(f: TraceFacts, large_bytes: float = 32 << 20) -> pd.Series:
+    """Per top-level op (the index of ``placed_main_ops``): the time above its floor spent inside the ops
+    that allocate large host buffers (page faults and zeroing of fresh pages), 0 elsewhere; empty when the
+    trace has no allocator events. Rules that read op time as work (memory streaming) leave this out."""
+    from workbench.hypotheses.rules.host_ops import placed_main_ops
+
+    ops = placed_main_ops(f)
+    mem = f.memory
+    if mem.empty:
+        return pd.Series(dtype=float)
+    host = mem[mem["device_type"] == 0] if "device_type" in mem else mem
+    big = host[host["bytes"] >= large_bytes]
+    if big.empty:
+        return pd.Series(0.0, index=ops.index)
+    found = allocating_ops(f, big)
+    out = pd.Series(0.0, index=ops.index)
+    out.loc[found["op_label"].to_numpy()] = found["excess_us"].to_numpy()
+    return out
 
 
 # glibc's dynamic mmap threshold rises to at most 32 MiB on 64-bit: smaller freed blocks are reused
@@ -92,9 +115,10 @@ def large_allocations_repeat(f: TraceFacts, t):
                            rows=rows(by, ["name", "n", "alloc_bytes", "dur_us", "excess_us"], by="excess_us"))),
         time_at_stake_ms=bounded_ms(stake_us / calls, f.window_us / calls),
         predicted_effect="reusing a preallocated buffer (out= arguments, in-place ops) removes the allocation and fault cost",
-        falsifier="preallocate the buffer once outside the loop: if the time per call does not fall, allocation was not the cost",
+        falsifier="preallocate the buffer once outside the loop (out= arguments, in-place ops): if the time per call does not "
+                  "fall, allocation was not the cost (no variant in the registry preallocates: that experiment is your own rewrite)",
         confounders=("the excess over the roof may also be cache misses or a slow kernel, not allocation",),
-        confidence="medium", suggested_variants=("compiled", "eager"), scope="host thread")
+        confidence="medium", suggested_variants=(), scope="host thread")
 
 
 @rule("memory_near_capacity", category="allocation_churn", scope="trace", max_fraction=0.9)

@@ -81,9 +81,11 @@ def graph_breaks(f: RunFacts, t):
                            rows=({"calls_profiled": f.calls_profiled},))),
         time_at_stake_ms=stake,
         predicted_effect="removing the breaks (fullgraph=True passes) fuses across them; the gain is at most the eager time between graphs",
-        falsifier="compile with fullgraph=True after removing the reported cause: if the time per call does not drop, the breaks did not cost time",
+        falsifier="compile with fullgraph=True after removing the reported cause: if the time per call does not drop, the breaks "
+                  "did not cost time (no variant in the registry removes a break: the function is compiled already, so "
+                  "that experiment is your own rewrite)",
         confounders=("a break around cheap Python costs little", "the compiled graphs may be slower than eager anyway"),
-        confidence="high" if reasons else "medium", suggested_variants=("compiled", "eager"), scope="compiled function")
+        confidence="high" if reasons else "medium", suggested_variants=(), scope="compiled function")
 
 
 @rule("recompiles", category="recompilation", scope="run", min_recompiles=1)
@@ -114,7 +116,9 @@ def recompiles(f: RunFacts, t):
         predicted_effect="marking the changing dimension dynamic (or padding to fixed shapes) leaves one compile; calls then run compiled",
         falsifier="compile with dynamic=True (or mark_dynamic on the named input): if the count of compiles stays the same, the guard named is not the cause",
         confounders=("the first compile is expected; only repeats count", "a legitimately new input shape needs a compile"),
-        confidence="high" if reasons or limit_hit else "medium", suggested_variants=("compiled", "eager"),
+        confidence="high" if reasons or limit_hit else "medium",
+        # dynamic shapes (and automatic dynamic ints) leave one graph for the changing values: the mechanism
+        suggested_variants=("compiled_dynamic",),
         scope="compiled function")
 
 
@@ -134,7 +138,7 @@ def cudagraph_skipped(f: RunFacts, t):
         time_at_stake_ms=_median(f) / 2, predicted_effect="removing the skip reason lets the graph replay: launch gaps shrink",
         falsifier="capture with torch.cuda.graphs directly (cuda_graph variant): if it is not faster, launches were not the cost",
         confounders=("a GPU-bound function gains little from graphs",), confidence="medium",
-        suggested_variants=("cuda_graph", "compiled"), scope="compiled function")
+        suggested_variants=("cuda_graph",), scope="compiled function")
 
 
 @rule("fallback_kernels", category="graph_break", scope="run", min_fallback_ops=1)
@@ -153,4 +157,4 @@ def fallback_kernels(f: RunFacts, t):
         time_at_stake_ms=_median(f) * min(1.0, len(ops) / 10), predicted_effect="rewriting the op in lowerable terms lets inductor fuse it",
         falsifier="replace the fallback op with an equivalent lowered op: if the time per call does not drop, the fallback was cheap",
         confounders=("some fallbacks (matmul, conv) call vendor libraries and are fast",), confidence="low",
-        suggested_variants=("compiled", "triton"), scope="compiled function")
+        suggested_variants=("triton",), scope="compiled function")

@@ -99,7 +99,7 @@ def cpu_fill_then_copy(f: TraceFacts, t):
         time_at_stake_ms=bounded_ms(stake_us, f.window_us),
         predicted_effect="torch.randn/zeros/full/arange(..., device='cuda') removes the copy and most of the fill time",
         falsifier="create the tensor with device='cuda': if the step time does not fall by about the copy and fill time, "
-                  "they were hidden behind other work",
+                  "they were hidden behind other work (no variant in the registry moves the fill to the device: that experiment is your own rewrite)",
         confounders=("data that must come from the host (a dataset) cannot be made on the device",
                      "a same-size match can be a coincidence for common sizes"),
-        confidence="medium", suggested_variants=("eager",), scope="all ranks")
+        confidence="medium", suggested_variants=(), scope="all ranks")

@@ -61,8 +61,44 @@ def placed_main_ops(f: TraceFacts) -> pd.DataFrame:
     if "placed_main_ops" not in cache:
         from workbench.hypotheses.roofline import place_ops
 
-        cache["placed_main_ops"] = place_ops(main_thread_ops(f), f.ceiling)
+        placed = place_ops(main_thread_ops(f), f.ceiling)
+        cache["placed_main_ops"] = _composites_by_children(f, placed)
     return cache["placed_main_ops"]
+
+
+def _composites_by_children(f: TraceFacts, placed: pd.DataFrame) -> pd.DataFrame:
+    """A top-level op with no work formula of its own (``aten::gru_cell``, a module's composite op) is
+    judged by the ops it called: when their work (roof time summed over its direct children) is far
+    below its measured time, per-op dispatch of those children, not work, sets its time (``overhead``).
+    A child with no known work counts only when it is short (``SHORT_OP_US``); a long one leaves the
+    op ``unknown``."""
+    from workbench.hypotheses.roofline import SHORT_OP_US, place_ops
+
+    unknown = placed["bound"].to_numpy() == "unknown"
+    every = f.cpu_ops
+    if not unknown.any() or "parent" not in every or not isinstance(every.index, pd.RangeIndex):
+        return placed
+    rows = placed.index.to_numpy()[unknown]
+    children = every[every["parent"].isin(rows)]
+    if children.empty:
+        return placed
+    kids = place_ops(children, f.ceiling)
+    known = kids["roof_us"].notna().to_numpy()
+    short = kids["dur_us"].to_numpy(dtype=float) < SHORT_OP_US
+    judged = pd.DataFrame({"parent": kids["parent"].to_numpy(), "roof_us": np.where(known, kids["roof_us"], 0.0),
+                           "ok": known | short, "n": 1})
+    per = judged.groupby("parent").agg(roof_us=("roof_us", "sum"), ok=("ok", "all"), n=("n", "sum"))
+    dur = placed.loc[rows, "dur_us"].to_numpy(dtype=float)
+    roof = per["roof_us"].reindex(rows).to_numpy(dtype=float)
+    ok = per["ok"].reindex(rows).fillna(False).to_numpy(dtype=bool) & (per["n"].reindex(rows).fillna(0).to_numpy() >= 2)
+    overhead = ok & (roof < OVERHEAD_ROOF_FRACTION * dur)
+    if not overhead.any():
+        return placed
+    out = placed.copy()
+    hit = rows[overhead]
+    out.loc[hit, "bound"] = "overhead"
+    out.loc[hit, "roof_us"] = roof[overhead]
+    return out
 
 
 def windows(f: TraceFacts, ops: pd.DataFrame) -> list[tuple[float, float]]:
@@ -83,6 +119,20 @@ def gaps_in_windows(ops: pd.DataFrame, wins: list[tuple[float, float]]) -> pd.Da
         us, ue = union(s, e)
         out.append(pd.DataFrame({"gap_start_us": ue[:-1], "gap_us": us[1:] - ue[:-1]}))
     return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=["gap_start_us", "gap_us"])
+
+
+CACHE_LOOKUP = "TorchDynamo Cache Lookup"
+LOOKUP_TOLERANCE_US = 2.0
+
+
+def _after_cache_lookup(ops: pd.DataFrame, gap_starts: np.ndarray) -> np.ndarray:
+    """Which gaps start where a top-level ``TorchDynamo Cache Lookup`` ends (within ``LOOKUP_TOLERANCE_US``)."""
+    ends = np.sort(ops.loc[ops["name"].astype(str) == CACHE_LOOKUP, "end_us"].to_numpy(dtype=float))
+    if not len(ends) or not len(gap_starts):
+        return np.zeros(len(gap_starts), dtype=bool)
+    i = np.clip(np.searchsorted(ends, gap_starts), 1, len(ends) - 1) if len(ends) > 1 else np.zeros(len(gap_starts), int)
+    near = np.minimum(np.abs(ends[i] - gap_starts), np.abs(ends[np.maximum(i - 1, 0)] - gap_starts))
+    return near <= LOOKUP_TOLERANCE_US
 
 
 def _window_total(wins) -> float:
@@ -132,6 +182,11 @@ def cpu_host_gaps(f: TraceFacts, t):
     calls = max(1, len(wins) if not f.steps.empty else f.n_steps)
     g = gaps_in_windows(ops, wins)
     long_gaps = g[g["gap_us"] >= t["long_gap_us"]]
+    # a long gap right after dynamo's cache lookup is a compile (a miss), not host work of the program:
+    # the compile rules (recompiles, cold start) carry that time
+    compiling = _after_cache_lookup(ops, long_gaps["gap_start_us"].to_numpy(dtype=float))
+    compile_us = float(long_gaps.loc[compiling, "gap_us"].sum())
+    long_gaps = long_gaps[~compiling]
     share = pct(long_gaps["gap_us"].sum(), total)
     if long_gaps.empty or share < t["min_share_pct"]:
         return None
@@ -143,6 +198,9 @@ def cpu_host_gaps(f: TraceFacts, t):
                            rows=rows(long_gaps, ["gap_start_us", "gap_us"], by="gap_us")),),
         time_at_stake_ms=bounded_ms(long_gaps["gap_us"].sum() / calls, total / calls),
         predicted_effect="moving that host work out of the loop (precompute, vectorise, DataLoader workers) removes up to the gap time",
-        falsifier="time the function with the host work replaced by precomputed values: if the time does not drop, the gaps were not the cost",
-        confounders=("ops not recorded by the profiler (custom C++ code) also show as gaps",), confidence="high" if share > 60 else "medium",
-        suggested_variants=("eager",), scope="host thread")
+        falsifier="time the function with the host work replaced by precomputed values: if the time does not drop, the gaps were not the cost "
+                  "(no variant in the registry moves host work off the critical path: that experiment is your own rewrite)",
+        confounders=("ops not recorded by the profiler (custom C++ code) also show as gaps",)
+        + ((f"{compile_us / 1e3:.2f} ms of gaps right after a TorchDynamo cache lookup (compiles) are left out",)
+           if compile_us else ()), confidence="high" if share > 60 else "medium",
+        suggested_variants=(), scope="host thread")

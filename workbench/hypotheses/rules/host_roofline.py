@@ -30,6 +30,11 @@ def cpu_memory_bound_ops(f: TraceFacts, t):
     ops = placed_main_ops(f)
     total = sum(b - a for a, b in windows(f, ops))
     mem = ops[ops["bound"] == "memory"]
+    # time spent faulting in fresh large buffers is allocation (large_allocations_repeat), not streaming
+    from workbench.hypotheses.rules.allocation import allocation_excess_us
+
+    faults = allocation_excess_us(f).reindex(mem.index).fillna(0.0) if not mem.empty else pd.Series(dtype=float)
+    mem = mem.assign(dur_us=(mem["dur_us"] - faults).clip(lower=0.0)) if not mem.empty else mem
     share = pct(mem["dur_us"].sum(), total)
     calls = max(1, f.n_steps)
     per_call = len(mem) / calls
@@ -91,6 +96,8 @@ def cpu_compute_bound_ops(f: TraceFacts, t):
         mechanism="These ops do many FLOPs per byte moved; the arithmetic units, not memory or dispatch, set their time.",
         evidence=tuple(ev), time_at_stake_ms=bounded_ms(comp["dur_us"].sum() / 2 / calls, total / calls),
         predicted_effect="lower precision (bf16 autocast, TF32 on GPU) or less arithmetic is the only lever; fusion will not help",
-        falsifier="run under bf16 autocast: if matmul time does not fall, they were not compute-limited",
+        falsifier="run under bf16 autocast (torch.autocast('cpu', dtype=torch.bfloat16)): if matmul time does not fall, they "
+                  "were not compute-limited (no variant in the registry lowers the precision: that experiment is your "
+                  "own variant; compiling, which fuses, does not touch this mechanism)",
         confounders=tuple(confounders),
-        confidence="low" if above else "medium", suggested_variants=("compiled",), scope="host thread")
+        confidence="low" if above else "medium", suggested_variants=(), scope="host thread")

@@ -89,10 +89,10 @@ def conv_bias_before_batch_norm(f: TraceFacts, t):
         time_at_stake_ms=bounded_ms(stake_us, f.window_us),
         predicted_effect="Conv(bias=False) before BatchNorm gives the same outputs (up to rounding) and drops the bias pass",
         falsifier="rebuild the convolutions with bias=False and compare outputs and step time: a different output means the "
-                  "norm was not directly after the conv",
+                  "norm was not directly after the conv (no variant in the registry drops the bias: that experiment is your own rewrite)",
         confounders=("cuDNN often fuses the bias into the convolution, leaving little to save",
                      "the time at stake is analytic, not measured"),
-        confidence="medium" if stake_us > 0 else "low", suggested_variants=("eager",), scope="model")
+        confidence="medium" if stake_us > 0 else "low", suggested_variants=(), scope="model")
 
 
 def _union_us(ev: pd.DataFrame) -> float:
@@ -132,6 +132,6 @@ def data_parallel_not_ddp(f: TraceFacts, t):
         time_at_stake_ms=bounded_ms(dp_us, f.window_us),
         predicted_effect="DistributedDataParallel (one process per GPU) removes replicate/scatter/gather and scales better",
         falsifier="run one step on a single GPU without DataParallel: if per-sample time is not better than with it, "
-                  "the parallel overhead was not the cost",
+                  "the parallel overhead was not the cost (no variant in the registry switches to DDP: that experiment is your own rewrite)",
         confounders=("event names only show DataParallel when Python stacks or module names are recorded",),
-        confidence="medium", suggested_variants=("eager",), scope="process")
+        confidence="medium", suggested_variants=(), scope="process")

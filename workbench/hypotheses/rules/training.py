@@ -25,9 +25,10 @@ def data_loading_share(f: TraceFacts, t):
                            rows=rows(dl, ["name", "ts_us", "dur_us"], by="dur_us")),),
         time_at_stake_ms=bounded_ms(dl["dur_us"].sum(), total),
         predicted_effect="DataLoader(num_workers>0, pin_memory=True, prefetch_factor) moves it off the critical path",
-        falsifier="train on one cached batch repeated: if the step time does not fall by the loading time, loading was hidden",
+        falsifier="train on one cached batch repeated: if the step time does not fall by the loading time, loading was hidden "
+                  "(no variant in the registry changes data loading: that experiment is your own rewrite)",
         confounders=("the first fetch starts the workers",), confidence="high" if share > 3 * t["min_share_pct"] else "medium",
-        suggested_variants=("eager",), scope="host")
+        suggested_variants=(), scope="host")
 
 
 @rule("single_tensor_optimizer", category="launch_overhead", scope="trace", min_ops_per_step=50)
@@ -57,7 +58,7 @@ def single_tensor_optimizer(f: TraceFacts, t):
         predicted_effect="foreach=True (or fused=True) cuts optimizer time several-fold",
         falsifier="construct the optimizer with foreach=True: if its step time does not fall, per-tensor dispatch was not the cost",
         confounders=("few, large parameters gain little",), confidence="medium",
-        suggested_variants=("eager", "compiled"), scope="optimizer step")
+        suggested_variants=("compiled",), scope="optimizer step")
 
 
 @rule("zero_grad_not_none", category="launch_overhead", scope="trace", min_zero_ops=10)
@@ -82,5 +83,6 @@ def zero_grad_not_none(f: TraceFacts, t):
                            rows=rows(zg, ["name", "dur_us"], by="dur_us")),),
         time_at_stake_ms=bounded_ms(zg["dur_us"].sum(), f.window_us),
         predicted_effect="optimizer.zero_grad(set_to_none=True) removes this time",
-        falsifier="call zero_grad(set_to_none=True): if the step time does not fall, zeroing was not costly",
-        confounders=(), confidence="medium", suggested_variants=("eager",), scope="optimizer")
+        falsifier="call zero_grad(set_to_none=True): if the step time does not fall, zeroing was not costly "
+                  "(no variant in the registry changes zero_grad: that experiment is your own one-line change)",
+        confounders=(), confidence="medium", suggested_variants=(), scope="optimizer")

@@ -1,0 +1,251 @@
+"""Per-cell history: every profile of a cell appended to a JSON lines file beside the notebook,
+keyed by the cell's source hash and the environment fingerprint, and the change points in it.
+
+    key = history_key(cell_source, run.environment, notebook="analysis.ipynb")
+    append_run("workbench-history.jsonl", run, key)
+    h = load_history("workbench-history.jsonl", key)
+    h.entries, h.change_points          # [HistoryEntry(time, median_ms, spread_ms, ...)], [4]
+
+Change points (``change_points``): binary segmentation with a step fit and a noise model. Each
+entry is a run's median on the log scale; within a segment the medians scatter around one level
+with Gaussian noise whose scale is the larger of the scatter the data show and the runs' own
+uncertainty (the standard error of each run's median, from the IQR and the count of its samples):
+a shift smaller than the runs' own noise is not called a change, however steady the medians. The best split is the one with the largest two-sample
+statistic (the likelihood-ratio test of one step against none); its significance is the share of
+seeded simulations of the null (no step, the same noise) whose best split is as large (a
+parametric bootstrap, ``simulations`` draws, ``seed``). A significant split is kept and both
+sides are searched again. Each side of a change holds at least ``min_size`` entries, so one
+outlier is not a change: a shift is confirmed by its second run.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from workbench.errors import StudyError
+from workbench.study.files import append_line, check_format, read_lines
+from workbench.study.identity import stable_environment
+
+HISTORY_FORMAT = "workbench-history"
+HISTORY_VERSION = 1
+ALPHA = 0.01            # significance of one split (binary segmentation searches a side only after a find)
+SIMULATIONS = 2000      # draws of the null distribution
+MIN_SIZE = 2            # entries on each side of a change
+IQR_TO_SD = 1.349       # a normal distribution's IQR in standard deviations
+MEDIAN_SE = math.sqrt(math.pi / 2)   # a median's standard error over the mean's, for normal samples
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One profile of a cell: when, its clean median and the spread of its samples."""
+
+    key: str
+    time: str                     # ISO time of the run
+    median_ms: float
+    spread_ms: float              # interquartile range of the run's clean samples
+    p95_ms: float | None = None
+    n: int = 0
+    name: str = ""
+    notebook: str = ""            # the notebook (or script) that wrote it, "" when not given
+    source_hash: str = ""
+    environment_key: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "HistoryEntry":
+        kw = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
+        kw["median_ms"] = float(kw["median_ms"])
+        kw["spread_ms"] = float(kw.get("spread_ms") or 0.0)
+        return cls(**kw)
+
+
+@dataclass(frozen=True)
+class History:
+    """A cell's runs in order and the indices where a significant shift begins."""
+
+    key: str
+    entries: tuple[HistoryEntry, ...]
+    change_points: tuple[int, ...]
+    path: str = ""
+    notes: tuple[str, ...] = field(default=(), compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "entries": [e.to_dict() for e in self.entries],
+                "change_points": list(self.change_points), "path": self.path, "notes": list(self.notes)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "History":
+        return cls(d["key"], tuple(HistoryEntry.from_dict(e) for e in d.get("entries", ())),
+                   tuple(int(i) for i in d.get("change_points", ())), d.get("path", ""), tuple(d.get("notes", ())))
+
+    def to_text(self) -> str:
+        lines = [f"history {self.key}: {len(self.entries)} runs, change points at {list(self.change_points) or 'none'}"]
+        for i, e in enumerate(self.entries):
+            mark = "  <- change" if i in self.change_points else ""
+            lines.append(f"  {i:3d}  {e.time}  median {e.median_ms:.4g} ms  IQR {e.spread_ms:.3g} ms{mark}")
+        return "\n".join(lines)
+
+
+def history_key(source: str, environment: dict[str, Any], *, notebook: str = "") -> str:
+    """The key of a cell's history: its source hash, the stable environment fingerprint and, when
+    given, the notebook, so that two notebooks sharing one history file keep apart."""
+    src = hashlib.sha256(source.encode()).hexdigest()[:16]
+    env = hashlib.sha256(json.dumps(stable_environment(environment), sort_keys=True, default=str).encode()).hexdigest()[:16]
+    nb = hashlib.sha256(notebook.encode()).hexdigest()[:8] if notebook else ""
+    return f"{src}-{env}" + (f"-{nb}" if nb else "")
+
+
+def _header(path: Path) -> dict[str, Any] | None:
+    for line in read_lines(path, "history file"):
+        return line.record if line.record.get("format") else None
+    return None
+
+
+def _check_file(path: Path) -> None:
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    header = _header(path)
+    if header is None:
+        raise StudyError(f"{str(path)!r} does not start with a workbench history header; it is not a history "
+                         f"file (or its first line is damaged): point at another file; nothing was changed")
+    check_format(header, kind=HISTORY_FORMAT, version=HISTORY_VERSION, path=path)
+
+
+def append_run(history_path: str | Path, run: Any, key: str, *, notebook: str = "") -> HistoryEntry:
+    """Append one profiled run (a ProfileRun: ``timing``, ``created_at``) to the history under ``key``.
+
+    A key already written by another notebook in this file is refused (StudyError): build the key
+    with ``history_key(..., notebook=...)`` so that the two notebooks' histories keep apart."""
+    if not key or not isinstance(key, str):
+        raise StudyError(f"a history entry needs a non-empty string key (history_key(source, environment)); got {key!r}")
+    path = Path(history_path)
+    _check_file(path)
+    if notebook:
+        others = {e.notebook for e in _entries(path, key) if e.notebook and e.notebook != notebook}
+        if others:
+            raise StudyError(f"history key {key} in {str(path)!r} is already used by {sorted(others)}, not by "
+                             f"{notebook!r}: two notebooks share this file with the same key; build the key with "
+                             f"history_key(source, environment, notebook=...) so each keeps its own history "
+                             f"(nothing was written)")
+    timing = run.timing
+    env = getattr(run, "environment", {}) or {}
+    entry = HistoryEntry(key=key, time=str(getattr(run, "created_at", "")), median_ms=float(timing.median_ms),
+                         spread_ms=float(timing.iqr_ms), p95_ms=float(timing.p95_ms), n=int(timing.n),
+                         name=str(getattr(run, "name", "")), notebook=notebook,
+                         source_hash=key.split("-")[0],
+                         environment_key=hashlib.sha256(json.dumps(stable_environment(env), sort_keys=True,
+                                                                   default=str).encode()).hexdigest()[:16])
+    if not path.exists() or path.stat().st_size == 0:
+        append_line(path, {"format": HISTORY_FORMAT, "version": HISTORY_VERSION})
+    append_line(path, {"entry": entry.to_dict()})
+    return entry
+
+
+def _entries(path: Path, key: str) -> list[HistoryEntry]:
+    out = []
+    for line in read_lines(path, "history file"):
+        rec = line.record.get("entry")
+        if not isinstance(rec, dict) or rec.get("key") != key:
+            continue
+        try:
+            out.append(HistoryEntry.from_dict(rec))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
+
+
+def load_history(path: str | Path, key: str, **change_point_options: Any) -> History:
+    """The entries under ``key`` in the file (others' keys are left out) and their change points.
+    A missing file is an empty history; a file from a newer format is refused."""
+    p = Path(path)
+    _check_file(p)
+    entries = tuple(_entries(p, key)) if p.exists() else ()
+    return History(key, entries, tuple(change_points(entries, **change_point_options)), str(p))
+
+
+# -- change points -----------------------------------------------------------------------------
+def _levels(entries: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(log medians, each run's own noise on the log scale)."""
+    med, noise = [], []
+    for e in entries:
+        if isinstance(e, (int, float)):
+            m, s, n = float(e), 0.0, 0
+        elif isinstance(e, dict):
+            m, s, n = float(e["median_ms"]), float(e.get("spread_ms") or 0.0), int(e.get("n") or 0)
+        else:
+            m, s, n = float(e.median_ms), float(getattr(e, "spread_ms", 0.0) or 0.0), int(getattr(e, "n", 0) or 0)
+        if not (m > 0 and math.isfinite(m)):
+            raise StudyError(f"a history entry needs a positive finite median; got {m!r}")
+        med.append(math.log(m))
+        # the standard error of a median of n samples: sqrt(pi/2) sd / sqrt(n), sd from the IQR
+        noise.append(MEDIAN_SE * s / IQR_TO_SD / m / math.sqrt(n) if s > 0 and n > 0 and math.isfinite(s) else 0.0)
+    return np.asarray(med), np.asarray(noise)
+
+
+def _best_split(y: np.ndarray, floor: float, min_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each row of ``y`` (shape [draws, n]): the best split's statistic and index."""
+    n = y.shape[1]
+    ks = np.arange(min_size, n - min_size + 1)
+    csum = np.cumsum(y, axis=1)
+    csq = np.cumsum(y * y, axis=1)
+    total, total_sq = csum[:, -1:], csq[:, -1:]
+    left_sum, left_sq = csum[:, ks - 1], csq[:, ks - 1]
+    right_sum, right_sq = total - left_sum, total_sq - left_sq
+    nl, nr = ks.astype(float), (n - ks).astype(float)
+    ss = (left_sq - left_sum ** 2 / nl) + (right_sq - right_sum ** 2 / nr)
+    dof = max(n - 2, 1)
+    var = np.maximum(ss / dof, floor ** 2)
+    diff = left_sum / nl - right_sum / nr
+    stat = diff ** 2 / (var * (1 / nl + 1 / nr))
+    best = np.argmax(stat, axis=1)
+    return stat[np.arange(len(stat)), best], ks[best]
+
+
+def _search(y: np.ndarray, noise: np.ndarray, offset: int, *, alpha: float, simulations: int, min_size: int,
+            rng: np.random.Generator, found: list[int]) -> None:
+    n = len(y)
+    if n < 2 * min_size:
+        return
+    floor = float(np.median(noise)) if len(noise) else 0.0
+    stat, k = _best_split(y[None, :], floor, min_size)
+    stat, k = float(stat[0]), int(k[0])
+    # the null: one level, Gaussian noise at the scale the data (or the runs' own spread) show
+    scale = max(float(np.std(y, ddof=1)) if n > 1 else 0.0, floor, 1e-12)
+    null = rng.normal(0.0, scale, size=(simulations, n))
+    null_stat, _ = _best_split(null, floor, min_size)
+    p = (1 + int(np.sum(null_stat >= stat))) / (1 + simulations)
+    if p >= alpha:
+        return
+    found.append(offset + k)
+    _search(y[:k], noise[:k], offset, alpha=alpha, simulations=simulations, min_size=min_size, rng=rng, found=found)
+    _search(y[k:], noise[k:], offset + k, alpha=alpha, simulations=simulations, min_size=min_size, rng=rng,
+            found=found)
+
+
+def change_points(entries: Iterable[Any], *, alpha: float = ALPHA, simulations: int = SIMULATIONS,
+                  min_size: int = MIN_SIZE, seed: int = 0) -> list[int]:
+    """Indices where a significant shift in the runs' median begins (sorted; [] when none).
+
+    ``entries``: HistoryEntry values, dicts with ``median_ms`` (and ``spread_ms``), or plain
+    medians. Binary segmentation with a likelihood-ratio step test calibrated by a seeded
+    parametric bootstrap (see the module docstring); deterministic for a given ``seed``."""
+    entries = list(entries)
+    if not 0 < alpha < 1:
+        raise StudyError(f"alpha must be between 0 and 1; got {alpha!r}")
+    if min_size < 1 or simulations < 99:
+        raise StudyError("change_points needs min_size >= 1 and simulations >= 99")
+    if len(entries) < 2 * min_size:
+        return []
+    y, noise = _levels(entries)
+    found: list[int] = []
+    _search(y, noise, 0, alpha=alpha, simulations=simulations, min_size=min_size,
+            rng=np.random.default_rng(seed), found=found)
+    return sorted(found)

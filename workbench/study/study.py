@@ -1,0 +1,617 @@
+"""``wb.Study``: the method of DESIGN.md made durable, as plain files in a folder.
+
+    study = wb.Study("chain", folder="studies/chain")       # creates it, or reopens it
+    study.set_baseline(fn, make_inputs)                      # profiled; a Baseline with an ID
+    study.hypotheses                                         # ranked, rejected-under-this-scope left out
+    rnd = study.run_round({"compiled": wb.variants.compiled(fn), "mine": g})
+    rnd.decisions["compiled"].decision, print(rnd.summary)
+    study.accept("compiled")                                 # the new baseline: re-profiled, re-ranked
+    study.ledger, study.baselines
+    wb.Study.open("studies/chain")                           # in a fresh kernel: all of it back
+
+The folder::
+
+    study.json          the header: format, version, name, created
+    baselines.jsonl     one Baseline per line, in order
+    ledger.jsonl        the ledger's events (proposed, tested, reopenable), appended
+    rounds.jsonl        per round: the plan (predictions, written before it runs) and the outcome
+    runs/<baseline_id>/ each baseline's run bundle (``run.save``)
+
+Files are only appended to; a line that cannot be read is skipped with a warning naming it.
+Callables cannot be stored: a baseline records where its function lives (module and name) and
+its source hash; in a fresh process it is imported again, or handed back with ``attach``.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from workbench.errors import InvalidArgumentError, StudyError
+from workbench.hypotheses.model import Hypothesis
+from workbench.study import files, identity, measure
+from workbench.study.baseline import Baseline
+from workbench.study.ledger import (LedgerEntry, fold, held_back, hypothesis_key, proposal_event, reopen_when,
+                                    same_scope)
+from workbench.study.residuals import classify_pair, combine, prediction
+from workbench.study.summary import RoundSummary
+from workbench.variants.decision import DecisionRecord
+
+STUDY_FORMAT = "workbench-study"
+STUDY_VERSION = 1
+HEADER = "study.json"
+BASELINES = "baselines.jsonl"
+LEDGER = "ledger.jsonl"
+ROUNDS = "rounds.jsonl"
+RUNS = "runs"
+BASE = "baseline"                 # the baseline's row in every round's comparison
+KEPT = ("keep", "keep_guarded")
+DRIFT = 0.10                      # a round's baseline median more than 10% off the recorded one (and outside its CI)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class StudyRound:
+    """One round: its summary, a DecisionRecord per variant and the comparison behind them."""
+
+    index: int
+    baseline_id: str
+    summary: RoundSummary
+    decisions: dict[str, DecisionRecord]
+    comparison: Any = dataclasses.field(default=None, compare=False, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "baseline_id": self.baseline_id, "summary": self.summary.to_dict(),
+                "decisions": {k: v.to_dict() for k, v in self.decisions.items()},
+                "comparison": self.comparison.to_dict() if self.comparison is not None else None}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "StudyRound":
+        comparison = None
+        if d.get("comparison"):
+            from workbench.variants.results import Comparison
+
+            try:
+                comparison = Comparison.from_dict(d["comparison"])
+            except (KeyError, TypeError, ValueError):
+                comparison = None
+        return cls(int(d["index"]), d["baseline_id"], RoundSummary.from_dict(d["summary"]),
+                   {k: DecisionRecord.from_dict(v) for k, v in (d.get("decisions") or {}).items()}, comparison)
+
+    def to_text(self) -> str:
+        return self.summary.to_text()
+
+    def _repr_markdown_(self) -> str:
+        return self.summary.to_markdown()
+
+
+class Study:
+    """A study stored in ``folder`` (default ``studies/<name>``); see the module docstring."""
+
+    def __init__(self, name: str, folder: str | Path | None = None) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidArgumentError(f"a study needs a non-empty name; got {name!r}")
+        self.name = name
+        self.folder = Path(folder) if folder is not None else Path("studies") / name
+        self._live: dict[str, tuple[Callable[..., Any], Callable[[], Any] | None]] = {}
+        self._round_variants: dict[int, dict[str, Any]] = {}
+        header = self.folder / HEADER
+        if header.exists():
+            data = files.read_json(header, "study header")
+            files.check_format(data, kind=STUDY_FORMAT, version=STUDY_VERSION, path=header)
+            if data.get("name") != name:
+                raise StudyError(f"the folder {str(self.folder)!r} holds the study {data.get('name')!r}, not "
+                                 f"{name!r}: open it with wb.Study.open({str(self.folder)!r}) or choose another "
+                                 f"folder; nothing was changed")
+            self.created_at = str(data.get("created_at", ""))
+        else:
+            if self.folder.exists() and not self.folder.is_dir():
+                raise StudyError(f"{str(self.folder)!r} is a file; a study needs a folder")
+            self.created_at = _now()
+            files.write_json(header, {"format": STUDY_FORMAT, "version": STUDY_VERSION, "name": name,
+                                      "created_at": self.created_at})
+        self._load()
+
+    @classmethod
+    def open(cls, folder: str | Path) -> "Study":
+        """Reopen the study in ``folder`` (baselines, rounds, ledger); StudyError where there is none."""
+        header = Path(folder) / HEADER
+        if not header.exists():
+            raise StudyError(f"no study in {str(folder)!r} (it has no {HEADER}); create one with "
+                             f"wb.Study(name, folder={str(folder)!r})")
+        data = files.read_json(header, "study header")
+        files.check_format(data, kind=STUDY_FORMAT, version=STUDY_VERSION, path=header)
+        return cls(str(data.get("name", "")), folder)
+
+    # -- reading ----------------------------------------------------------------------------
+    def _load(self) -> None:
+        self._baselines: list[Baseline] = []
+        for line in files.read_lines(self.folder / BASELINES, "study baselines", required=("baseline_id",)):
+            try:
+                self._baselines.append(Baseline.from_dict(line.record))
+            except (KeyError, TypeError, ValueError) as exc:
+                import warnings
+
+                warnings.warn(f"study baselines {str(self.folder / BASELINES)!r}, line {line.number}: not a "
+                              f"readable baseline ({type(exc).__name__}: {exc}); skipped", files.StudyWarning,
+                              stacklevel=3)
+        self._events = [ln.record for ln in files.read_lines(self.folder / LEDGER, "study ledger",
+                                                             required=("event", "key", "baseline_id"))]
+        self._plans: dict[int, dict[str, Any]] = {}
+        self._rounds: dict[int, StudyRound] = {}
+        self._aborted: dict[int, dict[str, Any]] = {}
+        for line in files.read_lines(self.folder / ROUNDS, "study rounds", required=("event", "round")):
+            rec = line.record
+            n = int(rec["round"])
+            if rec["event"] == "planned":
+                self._plans[n] = rec
+            elif rec["event"] == "closed":
+                try:
+                    self._rounds[n] = StudyRound.from_dict(rec["outcome"])
+                except (KeyError, TypeError, ValueError) as exc:
+                    import warnings
+
+                    warnings.warn(f"study rounds {str(self.folder / ROUNDS)!r}, line {line.number}: round {n}'s "
+                                  f"outcome is not readable ({type(exc).__name__}: {exc}); skipped",
+                                  files.StudyWarning, stacklevel=3)
+            elif rec["event"] == "aborted":
+                self._aborted[n] = rec
+
+    def _append_event(self, event: dict[str, Any]) -> None:
+        files.append_line(self.folder / LEDGER, event)
+        self._events.append(files.plain(event))
+
+    @property
+    def baselines(self) -> tuple[Baseline, ...]:
+        return tuple(self._baselines)
+
+    @property
+    def baseline(self) -> Baseline | None:
+        """The current baseline (the last one set or accepted), None before the first."""
+        return self._baselines[-1] if self._baselines else None
+
+    @property
+    def ledger(self) -> tuple[LedgerEntry, ...]:
+        return tuple(fold(self._events))
+
+    @property
+    def rounds(self) -> tuple[StudyRound, ...]:
+        return tuple(self._rounds[k] for k in sorted(self._rounds))
+
+    @property
+    def hypotheses(self) -> tuple[Hypothesis, ...]:
+        """The current baseline's ranked hypotheses, each with its status from the ledger."""
+        base = self.baseline
+        if base is None:
+            return ()
+        status = {e.key: e for e in self.ledger if e.baseline_id == base.baseline_id}
+        out = []
+        for h in base.hypotheses:
+            entry = status.get(hypothesis_key(h))
+            if entry is not None:
+                h = dataclasses.replace(h, status=entry.hypothesis.status, confidence=entry.confidence)
+            out.append(h)
+        return tuple(out)
+
+    def run_of(self, baseline: Baseline | None = None) -> Any:
+        """The baseline's run bundle, loaded (``wb.load_run``)."""
+        from workbench.capture.run import load_run
+
+        base = baseline or self._require_baseline()
+        return load_run(self.folder / base.run_path)
+
+    # -- baselines ----------------------------------------------------------------------------
+    def set_baseline(self, fn: Callable[..., Any], make_inputs: Callable[[], Any] | None = None, *, seed: int = 0,
+                     label: str | None = None, **profile_options: Any) -> Baseline:
+        """Profile ``fn(*make_inputs())`` (``wb.profile``; ``profile_options`` go to it) and record
+        it as the new baseline, with its ID, reset procedure and ranked hypotheses."""
+        if not callable(fn):
+            raise InvalidArgumentError(f"set_baseline needs the callable itself; got {type(fn).__name__}")
+        if make_inputs is not None and not callable(make_inputs):
+            raise InvalidArgumentError("make_inputs must be a zero-argument callable returning the argument tuple "
+                                       "(fresh values each call), e.g. lambda: (torch.randn(1024, 1024),)")
+        return self._new_baseline(fn, make_inputs, seed=seed, label=label, options=profile_options)
+
+    def _new_baseline(self, fn: Callable[..., Any], make_inputs: Callable[[], Any] | None, *, seed: int,
+                      label: str | None, options: Mapping[str, Any], parent: Baseline | None = None,
+                      accepted_from: dict[str, Any] | None = None) -> Baseline:
+        args = measure.seeded_inputs(make_inputs, seed)
+        run = measure.profile_callable(fn, args, options)
+        ranked = measure.ranked_hypotheses(run)
+        env = dict(getattr(run, "environment", {}) or {})
+        ref = identity.callable_ref(fn)
+        variant = _variant_info(fn)
+        if parent is not None and parent.variant.get("kind") == "compiled" and variant.get("kind") != "compiled":
+            variant = {**variant, "on": parent.variant}      # composed on top of an accepted compile
+        inputs = {"seed": int(seed), "signature": identity.tensor_signature(args),
+                  "inputs_ref": identity.callable_ref(make_inputs) if make_inputs is not None else None}
+        git = identity.git_state(ref.get("file"))
+        src = identity.source_hash(fn)
+        bid = identity.baseline_id(source=src, variant={k: variant.get(k) for k in ("kind", "options", "on")},
+                                   inputs={"seed": inputs["seed"], "signature": inputs["signature"]},
+                                   environment=env, git=git, parent=parent.baseline_id if parent else None)
+        existing = next((b for b in self._baselines if b.baseline_id == bid), None)
+        if existing is not None and existing is self.baseline:
+            self._live[bid] = (fn, make_inputs)      # the same baseline again (a rerun cell): attach, nothing new
+            return existing
+        device = identity.device_of(env) if env else getattr(run, "device", "")
+        scope_base = {"inputs": identity.digest(inputs["signature"]), "device": device,
+                      "environment_key": identity.environment_key(env), "baseline_id": bid}
+        proposed, held = [], []
+        entries = self.ledger
+        for h in ranked:
+            key = hypothesis_key(h)
+            scope = {"key": key, **scope_base}
+            blocker = held_back(entries, key, scope)
+            if blocker is not None:
+                held.append({"key": key, "title": h.title, "rejected_in_round": blocker.round,
+                             "rejected_under": blocker.baseline_id, "reopen_when": blocker.reopen_when,
+                             "reason": f"rejected in round {blocker.round} under the same scope (inputs, device); "
+                                       f"not proposed again until {blocker.reopen_when}"})
+                continue
+            proposed.append(h)
+        timing = run.timing
+        index = len(self._baselines) + 1
+        run_rel = f"{RUNS}/{bid}"
+        if not (self.folder / run_rel).exists():
+            run.save(self.folder / run_rel)
+        base = Baseline(
+            baseline_id=bid, index=index, label=label or getattr(fn, "__name__", None) or variant.get("kind", "fn"),
+            created_at=_now(), source_hash=src, callable_ref=ref, variant=variant, inputs=inputs,
+            environment_key=scope_base["environment_key"], device=device, git=git,
+            reset_procedure=measure.reset_procedure(seed, make_inputs, getattr(run, "settings", {}) or {}),
+            settings=dict(getattr(run, "settings", {}) or {}), profile_options=_plain_options(options),
+            run_path=run_rel, median_ms=float(timing.median_ms), p95_ms=float(timing.p95_ms),
+            iqr_ms=float(timing.iqr_ms), n=int(timing.n), hypotheses=tuple(proposed), held_back=tuple(held),
+            parent_id=parent.baseline_id if parent else None, accepted_from=accepted_from,
+            notes=tuple(getattr(run, "notes", ()) or ()))
+        at = _now()
+        for entry in entries:       # a rejection under another scope may now be tried again
+            if entry.status != "rejected":
+                continue
+            for h in proposed:
+                if hypothesis_key(h) == entry.key and not same_scope(entry.evidence_scope, {"key": entry.key, **scope_base}):
+                    self._append_event({"event": "reopenable", "key": entry.key, "baseline_id": entry.baseline_id,
+                                        "status": "reopenable", "round": None, "at": at,
+                                        "reason": f"proposed again under baseline {bid}, whose scope differs"})
+        for h in proposed:
+            self._append_event(proposal_event(h, baseline_id=bid, scope={"key": hypothesis_key(h), **scope_base},
+                                              at=at))
+        files.append_line(self.folder / BASELINES, base.to_dict())
+        self._baselines.append(base)
+        self._live[bid] = (fn, make_inputs)
+        return base
+
+    def attach(self, fn: Callable[..., Any], make_inputs: Callable[[], Any] | None = None) -> Baseline:
+        """Hand the current baseline's callable back after a restart (its source must match)."""
+        base = self._require_baseline()
+        src = identity.source_hash(fn)
+        if src != base.source_hash:
+            raise StudyError(f"the callable's source differs from baseline {base.baseline_id}'s (source hash {src} "
+                             f"vs {base.source_hash}): this is other code; record it with study.set_baseline(fn, "
+                             f"make_inputs) (the study keeps the old baseline and its rounds)")
+        if make_inputs is None:
+            make_inputs = self._resolve_inputs(base)
+        if base.variant.get("kind") == "compiled" and identity.unwrap(fn) is fn:
+            from workbench.variants.builders import compiled
+
+            fn = compiled(fn, **(base.variant.get("options") or {}))
+        self._live[base.baseline_id] = (fn, make_inputs)
+        return base
+
+    def _require_baseline(self) -> Baseline:
+        base = self.baseline
+        if base is None:
+            raise StudyError(f"study {self.name!r} has no baseline yet: call study.set_baseline(fn, make_inputs)")
+        return base
+
+    def _resolve_inputs(self, base: Baseline) -> Callable[[], Any] | None:
+        ref = base.inputs.get("inputs_ref")
+        if ref is None:
+            return None
+        try:
+            return identity.resolve_ref(ref, "inputs factory")
+        except StudyError as exc:
+            raise StudyError(f"{exc}. Baseline {base.baseline_id} needs it: hand it back with "
+                             f"study.attach(fn, make_inputs), or start a new baseline with "
+                             f"study.set_baseline(fn, make_inputs); the study's records are unchanged") from None
+
+    def _callables(self, base: Baseline) -> tuple[Callable[..., Any], Callable[[], Any] | None]:
+        if base.baseline_id in self._live:
+            return self._live[base.baseline_id]
+        try:
+            fn = identity.resolve_ref(base.callable_ref, "baseline callable")
+        except StudyError as exc:
+            raise StudyError(f"{exc}. Baseline {base.baseline_id} ({base.label}) cannot be run without it: hand it "
+                             f"back with study.attach(fn, make_inputs) (same source), or start a new baseline with "
+                             f"study.set_baseline(fn, make_inputs); the study's records are unchanged") from None
+        if identity.source_hash(fn) != base.source_hash:
+            raise StudyError(f"the baseline callable {base.callable_ref.get('module')}.{base.callable_ref.get('qualname')} "
+                             f"exists but its source changed since baseline {base.baseline_id} was recorded: set a "
+                             f"new baseline with study.set_baseline(fn, make_inputs); the records are unchanged")
+        if base.variant.get("kind") == "compiled":
+            from workbench.variants.builders import compiled
+
+            fn = compiled(fn, **(base.variant.get("options") or {}))
+        live = (fn, self._resolve_inputs(base))
+        self._live[base.baseline_id] = live
+        return live
+
+    # -- rounds -------------------------------------------------------------------------------
+    def run_round(self, variants: Mapping[str, Any], *, tests: Mapping[str, Any] | None = None,
+                  **compare_options: Any) -> StudyRound:
+        """Run one-factor ``variants`` (name -> callable, ``Variant`` or registry name) against the
+        current baseline through ``wb.compare`` (the baseline first: every variant is timed
+        interleaved with a fresh baseline check). ``tests``: variant name -> the hypotheses
+        (keys, categories or rule names) it tests, besides those whose ``suggested_variants``
+        name it. ``compare_options`` go to ``wb.compare`` (``budget_s=``, ``checks=``, ...)."""
+        base = self._require_baseline()
+        if not isinstance(variants, Mapping) or not variants:
+            raise InvalidArgumentError("run_round needs a non-empty dict of name -> callable, e.g. "
+                                       "{'compiled': wb.variants.compiled(fn)}")
+        if BASE in variants:
+            raise InvalidArgumentError(f"{BASE!r} names the baseline's row in every round; call the variant "
+                                       f"something else")
+        fn, make_inputs = self._callables(base)
+        index = max([0, *self._plans, *self._rounds, *self._aborted]) + 1
+        hyps = [h for h in self.hypotheses if h.status != "rejected"]
+        testing = _testing(hyps, variants, tests or {})
+        predictions = [prediction(h, testing[hypothesis_key(h)], base.median_ms)
+                       for h in hyps if testing[hypothesis_key(h)]]
+        started = _now()
+        described = [{"name": n, **_variant_info(v), "tests": [p["key"] for p in predictions if n in p["variants"]]}
+                     for n, v in variants.items()]
+        files.append_line(self.folder / ROUNDS, {"event": "planned", "round": index, "baseline_id": base.baseline_id,
+                                                 "at": started, "predictions": predictions, "variants": described,
+                                                 "reset_procedure": list(base.reset_procedure),
+                                                 "compare_options": _plain_options(compare_options)})
+        self._plans[index] = {"predictions": predictions}
+        baseline_obj = dataclasses.replace(fn, name=BASE) if _is_variant(fn) else fn
+        try:
+            with measure.restored(base.settings):
+                measure.seed_everything(base.seed)
+                cmp = measure.compare_variants({BASE: baseline_obj, **variants}, make_inputs, BASE, compare_options)
+        except BaseException as exc:
+            files.append_line(self.folder / ROUNDS, {"event": "aborted", "round": index, "at": _now(),
+                                                     "reason": f"{type(exc).__name__}: {exc}"})
+            self._aborted[index] = {"reason": f"{type(exc).__name__}: {exc}"}
+            raise
+        rnd = self._close_round(index, base, cmp, hyps, predictions, described, started)
+        self._round_variants[index] = dict(variants)
+        return rnd
+
+    def _close_round(self, index: int, base: Baseline, cmp: Any, hyps: list[Hypothesis],
+                     predictions: list[dict[str, Any]], described: list[dict[str, Any]], started: str) -> StudyRound:
+        base_row = cmp[BASE]
+        names = [d["name"] for d in described]
+        rows = {n: cmp[n] for n in names}
+        min_effect = float((cmp.settings or {}).get("min_effect", 0.03) or 0.03)
+        by_key = {hypothesis_key(h): h for h in hyps}
+        residuals, updates, at = [], [], _now()
+        for pred in predictions:
+            h = by_key[pred["key"]]
+            pairs = [classify_pair(h, base_row, rows[v], pred, min_effect=min_effect) for v in pred["variants"]]
+            residuals += pairs
+            update = combine(h, pairs)
+            updates.append(update)
+            if update["residual"] != "untested" or update["status_after"] != update["status_before"]:
+                tested = [{"name": r.variant, "residual": r.residual, "speedup": r.measured_speedup,
+                           "speedup_ci": list(r.speedup_ci)} for r in pairs]
+                self._append_event({"event": "tested", "key": pred["key"], "baseline_id": base.baseline_id,
+                                    "round": index, "status": update["status_after"],
+                                    "confidence": update["confidence_after"], "residual": update["residual"],
+                                    "reason": update["reason"], "at": at,
+                                    "evidence_scope": {"round": index, "variants": tested}})
+        decisions = {n: self._decision(cmp, base_row, rows[n]) for n in names}
+        summary = RoundSummary(
+            study=self.name, round=index, baseline_id=base.baseline_id, reset_procedure=base.reset_procedure,
+            hypotheses=tuple(predictions), variants=tuple(described),
+            baseline_checks=tuple(_baseline_check(base, base_row, rows[n]) for n in names),
+            results=tuple(_result(rows[n]) for n in names), confidence_updates=tuple(updates),
+            residuals=tuple(r.to_dict() for r in residuals),
+            disposition=tuple(_disposition(rows[n]) for n in names), next_step=_next_step(rows, names),
+            reopen_conditions=tuple({"key": u["key"], "status": u["status_after"],
+                                     "reopen_when": reopen_when(by_key[u["key"]])}
+                                    for u in updates if u["status_after"] in ("rejected", "weakened")),
+            started_at=started, finished_at=_now(), timing=str(((cmp.settings or {}).get("timing") or {}).get("text", "")),
+            notes=tuple(str(n) for n in (cmp.settings or {}).get("notes", ()) or ()))
+        rnd = StudyRound(index, base.baseline_id, summary, decisions, cmp)
+        files.append_line(self.folder / ROUNDS, {"event": "closed", "round": index, "outcome": rnd.to_dict()})
+        self._rounds[index] = rnd
+        return rnd
+
+    @staticmethod
+    def _decision(cmp: Any, base_row: Any, row: Any) -> DecisionRecord:
+        if cmp.decision.variant == row.name:
+            return cmp.decision
+        from workbench.variants.record import build_record
+
+        settings = dict(cmp.settings or {})
+        return build_record([base_row, row], base_row.name, problem=str(settings.get("problem", "") or ""),
+                            notes=list(settings.get("notes", ()) or ()), settings=settings)
+
+    # -- accept -------------------------------------------------------------------------------
+    def accept(self, name: str, *, fn: Callable[..., Any] | None = None, round: int | None = None) -> Baseline:
+        """Make the kept variant ``name`` of the last round (or ``round``) the new baseline: re-profiled,
+        with a new ID and its hypotheses ranked afresh. A variant that was not kept is refused."""
+        base = self._require_baseline()
+        if not self._rounds:
+            raise StudyError(f"study {self.name!r} has run no round yet: nothing can be accepted; run "
+                             f"study.run_round({{...}}) first")
+        index = round if round is not None else max(self._rounds)
+        if index not in self._rounds:
+            raise StudyError(f"study {self.name!r} has no closed round {index}; it has {sorted(self._rounds)}")
+        rnd = self._rounds[index]
+        if rnd.baseline_id != base.baseline_id:
+            raise StudyError(f"round {index} was run against baseline {rnd.baseline_id}, but the current baseline is "
+                             f"{base.baseline_id}: run a round against the current baseline before accepting")
+        results = {r["variant"]: r for r in rnd.summary.results}
+        if name not in results:
+            raise StudyError(f"round {index} has no variant {name!r}; its variants are {sorted(results)}")
+        decision = results[name].get("decision")
+        if decision not in KEPT:
+            raise StudyError(f"{name!r} was not kept in round {index}: it was decided {decision!r} "
+                             f"({results[name].get('reason', '')}); only a kept variant (keep, keep_guarded) "
+                             f"can become the baseline; nothing was changed")
+        target = fn or self._round_variants.get(index, {}).get(name)
+        if target is None:
+            target = self._rebuild_variant(rnd, name)
+        if isinstance(target, str):
+            from workbench.variants.registry import build
+
+            target = build(target, self._callables(base)[0], name=name)
+        _, make_inputs = self._callables(base)
+        accepted = {"round": index, "variant": name, "decision": decision, "reason": results[name].get("reason", ""),
+                    "speedup": results[name].get("speedup"), "from": base.baseline_id}
+        if decision == "keep_guarded":
+            accepted["guard"] = rnd.decisions[name].guard if name in rnd.decisions else ""
+        return self._new_baseline(target, make_inputs, seed=base.seed, label=name, options=base.profile_options,
+                                  parent=base, accepted_from=accepted)
+
+    def _rebuild_variant(self, rnd: StudyRound, name: str) -> Any:
+        info = next((v for v in rnd.summary.variants if v.get("name") == name), {})
+        if info.get("kind") == "compiled":
+            from workbench.variants.builders import compiled
+
+            base_fn = identity.unwrap(self._callables(self._require_baseline())[0])
+            return compiled(base_fn, **(info.get("options") or {}))
+        if info.get("registry"):
+            return info["registry"]
+        raise StudyError(f"the callable of variant {name!r} from round {rnd.index} is not in this process (the "
+                         f"study was reopened): pass it again with study.accept({name!r}, fn=...)")
+
+    # -- display ------------------------------------------------------------------------------
+    def to_text(self) -> str:
+        lines = [f"Study {self.name!r} in {str(self.folder)!r}: {len(self._baselines)} baseline(s), "
+                 f"{len(self._rounds)} round(s), {len(self._events)} ledger event(s)"]
+        for b in self._baselines:
+            lines.append(f"  baseline {b.index}: {b.describe()}")
+        if self.hypotheses:
+            lines.append("  hypotheses of the current baseline:")
+            lines += [f"    - [{h.status}, {h.confidence}] {h.category}: {h.title}" for h in self.hypotheses[:5]]
+        if self._rounds:
+            last = self.rounds[-1]
+            lines.append(f"  last round {last.index}: " + ", ".join(f"{n} {d.decision}" for n, d in last.decisions.items()))
+        if self._events:
+            lines.append("  ledger:")
+            lines += [f"    - {e.describe()}" for e in self.ledger]
+        return "\n".join(lines)
+
+    def _repr_markdown_(self) -> str:
+        return "```\n" + self.to_text() + "\n```"
+
+    def __repr__(self) -> str:
+        base = self.baseline.baseline_id if self.baseline else "none"
+        return f"Study({self.name!r}, folder={str(self.folder)!r}, baseline={base}, rounds={len(self._rounds)})"
+
+
+# -- helpers ------------------------------------------------------------------------------------
+def _is_variant(obj: Any) -> bool:
+    return type(obj).__name__ == "Variant" and dataclasses.is_dataclass(obj) and hasattr(obj, "fn")
+
+
+def _variant_info(obj: Any) -> dict[str, Any]:
+    if isinstance(obj, str):
+        return {"kind": obj, "registry": obj, "options": {}, "description": f"registry variant {obj!r}"}
+    if _is_variant(obj):
+        return {"kind": obj.kind, "options": _plain_options(obj.options), "description": obj.description,
+                "numerical_class": obj.numerical_class, "requires": list(obj.requires)}
+    return {"kind": "function", "options": {}, "description": getattr(obj, "__qualname__", "") or type(obj).__name__}
+
+
+def _plain_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    return {str(k): (v if isinstance(v, (int, float, str, bool)) or v is None else repr(v)) for k, v in options.items()}
+
+
+def _testing(hyps: list[Hypothesis], variants: Mapping[str, Any], tests: Mapping[str, Any]) -> dict[str, list[str]]:
+    """hypothesis key -> the variants of this round that test it."""
+    unknown = [n for n in tests if n not in variants]
+    if unknown:
+        raise InvalidArgumentError(f"tests= names variants that are not in this round: {unknown}; the round has "
+                                   f"{list(variants)}")
+    out: dict[str, list[str]] = {hypothesis_key(h): [] for h in hyps}
+    for name, obj in variants.items():
+        kinds = {name}
+        if isinstance(obj, str):
+            kinds.add(obj)
+        elif _is_variant(obj):
+            kinds.add(obj.kind)
+        wanted = tests.get(name, ())
+        wanted = {wanted} if isinstance(wanted, str) else set(wanted)
+        for h in hyps:
+            key = hypothesis_key(h)
+            if kinds & set(h.suggested_variants) or wanted & {key, h.category, h.rule}:
+                out[key].append(name)
+        matched = {w for w in wanted if any(w in (hypothesis_key(h), h.category, h.rule) for h in hyps)}
+        if wanted - matched:
+            raise InvalidArgumentError(f"tests= for {name!r} names {sorted(wanted - matched)}, which the current "
+                                       f"baseline does not propose; its hypotheses are "
+                                       f"{[hypothesis_key(h) for h in hyps]}")
+    return out
+
+
+def _result(row: Any) -> dict[str, Any]:
+    s, t, c = row.speedup, row.timing, row.correctness
+    parts = []
+    if c is not None:
+        parts.append("correct" if c.passed else f"incorrect ({row.reason or c.reason})")
+    if t is not None:
+        parts.append(f"median {t.median_ms:.4g} ms")
+    if s is not None:
+        parts.append(f"speedup {s.describe()}")
+    parts.append(row.decision_reason or row.reason)
+    return {"variant": row.name, "kind": row.kind, "status": row.status, "correct": None if c is None else c.passed,
+            "max_abs_err": c.max_abs_err if c else None, "median_ms": t.median_ms if t else None,
+            "speedup": s.point if s else None, "speedup_ci": [s.ci_low, s.ci_high] if s else None,
+            "decision": row.decision, "reason": row.decision_reason or row.reason, "text": "; ".join(p for p in parts if p)}
+
+
+def _baseline_check(base: Baseline, base_row: Any, row: Any) -> dict[str, Any]:
+    """The baseline as measured alongside this variant: the paired rounds and its drift from the
+    recorded baseline median."""
+    bt = base_row.timing
+    if bt is None:
+        return {"variant": row.name, "status": "not timed", "text": "the baseline was not timed in this round"}
+    ratio = bt.median_ms / base.median_ms if base.median_ms > 0 else None
+    lo, hi = bt.median_ci_ms()
+    drifted = ratio is not None and abs(ratio - 1) > DRIFT and not (lo <= base.median_ms <= hi)
+    pairs = row.speedup.n_pairs if row.speedup is not None else 0
+    status = "drifted" if drifted else "ok"
+    text = (f"{pairs} interleaved rounds paired with the baseline; baseline median {bt.median_ms:.4g} ms here vs "
+            f"{base.median_ms:.4g} ms recorded (x{ratio:.3g})" if ratio else "baseline median not comparable")
+    if drifted:
+        text += ": the baseline drifted (machine load or state); the paired speedup still holds, absolute times do not"
+    if row.speedup is None:
+        text = f"not timed against the baseline ({row.status}: {row.reason}); " + text.split("; ", 1)[-1]
+    return {"variant": row.name, "status": status, "pairs": pairs, "baseline_median_ms": bt.median_ms,
+            "recorded_median_ms": base.median_ms, "drift": ratio, "text": text}
+
+
+def _disposition(row: Any) -> dict[str, Any]:
+    d = row.decision
+    action = {
+        "keep": f"kept: accept it with study.accept({row.name!r}); it becomes the new baseline, re-profiled",
+        "keep_guarded": f"kept behind a guard: accept it with study.accept({row.name!r}) and keep the guard",
+        "micro_only": "not accepted: the gain is negligible end to end",
+        "reject": f"rejected ({row.decision_reason or row.reason}); kept in the round's record as evidence",
+        "need_more_evidence": "undecided: " + (row.decision_reason or row.reason or "rerun with a longer budget"),
+    }.get(d, d)
+    return {"variant": row.name, "decision": d, "action": action}
+
+
+def _next_step(rows: Mapping[str, Any], names: list[str]) -> str:
+    kept = [n for n in names if rows[n].decision in KEPT]
+    if kept:
+        best = max(kept, key=lambda n: rows[n].speedup.point if rows[n].speedup else 0.0)
+        return (f"accept {best!r} (study.accept({best!r})): the study re-profiles it as the new baseline and ranks "
+                f"its hypotheses afresh before the next round")
+    undecided = [n for n in names if rows[n].decision == "need_more_evidence"]
+    if undecided:
+        return (f"no change kept; {', '.join(undecided)} undecided: rerun them with a longer budget_s or a larger "
+                f"input, against the same baseline")
+    return "no change kept: the baseline stays; try the next hypothesis's suggested variants"

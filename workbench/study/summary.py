@@ -1,0 +1,95 @@
+"""The round summary, in the method's terms: what was fixed before the round (baseline, reset
+procedure, hypotheses and their discriminators, the variants), what was measured (a baseline
+check per variant, the results), and what follows (confidence updates, residuals, the
+disposition, the next re-profile or reopening condition). A frozen value with ``to_dict`` /
+``from_dict`` and text and Markdown renderings."""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+TUPLE_FIELDS = ("reset_procedure", "hypotheses", "variants", "baseline_checks", "results", "confidence_updates",
+                "residuals", "disposition", "reopen_conditions", "notes")
+
+
+@dataclass(frozen=True)
+class RoundSummary:
+    study: str
+    round: int
+    baseline_id: str
+    reset_procedure: tuple[str, ...]
+    hypotheses: tuple[dict[str, Any], ...]          # each with its discriminator, written before the round
+    variants: tuple[dict[str, Any], ...]            # name, kind, description, the hypotheses it tests
+    baseline_checks: tuple[dict[str, Any], ...]     # per variant: paired rounds, the baseline's drift
+    results: tuple[dict[str, Any], ...]             # per variant: correctness, timing, speedup, decision
+    confidence_updates: tuple[dict[str, Any], ...]  # per hypothesis: status and confidence before -> after
+    residuals: tuple[dict[str, Any], ...]           # per (hypothesis, variant): the residual class
+    disposition: tuple[dict[str, Any], ...]         # per variant: what to do with it
+    next_step: str
+    reopen_conditions: tuple[dict[str, Any], ...]
+    started_at: str = ""
+    finished_at: str = ""
+    timing: str = ""
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        for k in TUPLE_FIELDS:
+            d[k] = [dict(x) if isinstance(x, dict) else x for x in d[k]]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "RoundSummary":
+        names = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in d.items() if k in names}
+        for k in TUPLE_FIELDS:
+            kw[k] = tuple(kw.get(k) or ())
+        return cls(**kw)
+
+    @property
+    def kept(self) -> tuple[str, ...]:
+        return tuple(r["variant"] for r in self.results if r.get("decision") in ("keep", "keep_guarded"))
+
+    # -- rendering ------------------------------------------------------------------------
+    def _sections(self) -> list[tuple[str, list[str]]]:
+        hyps = [f"{h['key']} ({h.get('confidence', '?')} confidence, {h.get('status', '?')}): "
+                f"{h.get('discriminator', '')}" for h in self.hypotheses] or ["none tested by this round"]
+        variants = [f"{v['name']} ({v.get('kind', '?')}): {v.get('description', '') or '—'}; tests "
+                    f"{', '.join(v.get('tests', ())) or 'no hypothesis'}" for v in self.variants]
+        checks = [f"{c['variant']}: {c.get('text', '')}" for c in self.baseline_checks]
+        results = [f"{r['variant']}: {r.get('decision', '?')} — {r.get('text', '')}" for r in self.results]
+        updates = [f"{u['key']}: {u.get('status_before')} -> {u.get('status_after')}, confidence "
+                   f"{u.get('change', 'unchanged')} ({u.get('residual')}: {u.get('reason', '')})"
+                   for u in self.confidence_updates] or ["none"]
+        residuals = [f"{r['key']} x {r['variant']}: {r['residual']} — {r.get('explanation', '')}"
+                     for r in self.residuals] or ["none"]
+        disposition = [f"{d['variant']}: {d.get('action', '')}" for d in self.disposition]
+        reopen = [f"{r['key']} ({r.get('status')}): reopen when {r.get('reopen_when')}" for r in self.reopen_conditions]
+        return [("Baseline", [self.baseline_id]), ("Reset procedure", list(self.reset_procedure)),
+                ("Hypotheses and discriminators", hyps), ("Variants", variants),
+                ("Baseline check per variant", checks), ("Results", results + ([self.timing] if self.timing else [])),
+                ("Confidence updates", updates), ("Residuals", residuals), ("Disposition", disposition),
+                ("Next", [self.next_step] + reopen), ("Notes", list(self.notes))]
+
+    def to_text(self) -> str:
+        lines = [f"Study {self.study!r}, round {self.round} against baseline {self.baseline_id}"]
+        for title, items in self._sections():
+            if not items:
+                continue
+            lines.append(f"{title}:")
+            lines += [f"  - {x}" for x in items]
+        return "\n".join(lines)
+
+    def to_markdown(self) -> str:
+        lines = [f"## Round {self.round} of study `{self.study}` against baseline `{self.baseline_id}`", ""]
+        for title, items in self._sections():
+            if not items:
+                continue
+            lines += [f"**{title}**", ""] + [f"- {x}" for x in items] + [""]
+        return "\n".join(lines)
+
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
+
+    def __str__(self) -> str:
+        return self.to_text()
