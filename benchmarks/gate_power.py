@@ -12,7 +12,7 @@ runs), judged by ``workbench.report.regression.gate``, the function behind ``--c
 represented by its 10th percentile, as ``workbench report`` does; the same samples are also judged
 by medians for contrast).
 The notebook execution and HTML rendering of a full report are left out (they do not touch the
-samples) so that 3 x 20 reports fit in about ten minutes. B and C alternate their order each
+samples) so that 3 x 20 reports fit in about ten minutes (17 on a 2-core machine at load average 7). B and C alternate their order each
 round, so slow drift of the machine does not favour either.
 
     .venv/bin/python benchmarks/gate_power.py                 # 20 rounds, 3 processes, +5 % threshold
@@ -88,7 +88,8 @@ def main() -> int:
     waits = [w for r in rounds for s in r[:3] for w in s.cpu_wait_pct if w == w]
     print(f"\n{n} rounds x 3 reports x {args.processes} processes ({args.repeat} timed calls each), "
           f"threshold +{args.threshold:g} %, {time.perf_counter() - started:.0f} s")
-    print(f"median of a report: {base.center_ms:.3f} ms; between-process spread (median) {spread:.1f} %")
+    print(f"median of a report: {base.center_ms:.3f} ms; between-process spread of the medians {spread:.1f} % "
+          "(median over reports)")
     print(f"A/A false alarms:          {false_alarms}/{n} = {100 * false_alarms / n:.0f} % (goal <= 5 %); "
           f"inconclusive {inconclusive_aa}/{n}")
     print(f"+{100 * args.slowdown:g} % slowdown caught:    {caught}/{n} = {100 * caught / n:.0f} % "

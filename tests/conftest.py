@@ -45,6 +45,12 @@ def _contain_global_state():
         sys.stderr.write(f"\n[conftest] restored global state a test left changed: {', '.join(leaked)}\n")
 
 
+@pytest.fixture(autouse=True)
+def _trace_cache_in_tmp(tmp_path_factory, monkeypatch):
+    """No test writes to the user's real trace cache (~/.cache/workbench): each test gets its own."""
+    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path_factory.mktemp("trace-cache")))
+
+
 @pytest.fixture
 def one_torch_thread():
     """Timing on a shared 2-core VM: one OpenMP thread avoids spin-wait contention."""

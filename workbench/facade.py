@@ -32,7 +32,7 @@ TraceSource = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
 
 def load_trace(source: TraceSource, *, hta_compat: bool = False, round_ns: bool | None = None,
-               drop_last_step: bool | None = None) -> Trace:
+               drop_last_step: bool | None = None, cache: bool = True) -> Trace:
     """Load a Kineto/Chrome trace: a ``.json``/``.json.gz`` file, a folder of rank files, or a list.
 
     Args:
@@ -41,6 +41,9 @@ def load_trace(source: TraceSource, *, hta_compat: bool = False, round_ns: bool 
         round_ns: ``ts = ceil(ts)``, ``end = floor(ts + dur)`` in µs (default: ``hta_compat``).
         drop_last_step: with two or more ``ProfilerStep#`` annotations, drop the last step
             (default: ``hta_compat``).
+        cache: read the tables from the columnar cache when the files are unchanged since they
+            were cached, and write them there after a fresh read (``$WORKBENCH_CACHE_DIR``, else
+            ``~/.cache/workbench``; ``workbench.trace.cache``). ``False`` always decodes the files.
 
     Returns:
         Trace: the tables (``cpu_ops``, ``runtime``, ``kernels``, ...) and the analyses over them.
@@ -48,7 +51,8 @@ def load_trace(source: TraceSource, *, hta_compat: bool = False, round_ns: bool 
     Raises ``TraceFormatError`` for a file that cannot be read as a trace; warns (``TraceWarning``)
     where the trace is usable but something was odd, saying what was done.
     """
-    return Trace.of(read_trace(source, hta_compat=hta_compat, round_ns=round_ns, drop_last_step=drop_last_step))
+    return Trace.of(read_trace(source, hta_compat=hta_compat, round_ns=round_ns, drop_last_step=drop_last_step,
+                               cache=cache))
 
 
 class Trace(TraceData):

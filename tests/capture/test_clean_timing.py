@@ -43,7 +43,7 @@ def fake_clock(monkeypatch):
     clock = FakeClock()
     monkeypatch.setattr(timing_module, "clock_ns", clock)
     clock.waited_ns = 0
-    monkeypatch.setattr(profile_module, "read_run_delay_ns", lambda: clock.waited_ns)
+    monkeypatch.setattr(timing_module, "make_wait_reader", lambda: (lambda: clock.waited_ns))
     return clock
 
 
@@ -184,3 +184,34 @@ def test_one_time_costs_are_spread_over_the_calls_the_user_states(fake_clock, tm
 
     with pytest.raises(InvalidArgumentError, match="expected_calls"):
         wb.profile(step, expected_calls=0)
+
+
+def test_the_run_queue_wait_is_taken_out_of_each_cpu_sample(fake_clock):
+    """A busy neighbour's share of the wall time is not the callable's: 3 ms wall with 1 ms spent
+    waiting for a CPU is a 2 ms sample, as in wb.compare's timer."""
+    x = torch.ones(8)
+
+    def waits_a_third():
+        fake_clock.advance_ms(3.0)
+        fake_clock.waited_ns += 1_000_000
+        return x + 1
+
+    run = wb.profile(waits_a_third, warmup=0, repeat=6, trace=False)
+    assert run.timing.samples_ms == (2.0,) * 6 and run.cold_ms == pytest.approx(2.0)
+    assert run.timing.timer == timing_module.WAIT_TIMER_NAME
+    assert run.timing.metadata["run_queue_wait_share"] == pytest.approx(1 / 3)
+    wait = run.health.check("cpu_wait")
+    assert wait.level == "warn" and "33%" in wait.observed and "taken out" in wait.observed
+
+    record = timing_module.TimingRecord()
+    fake_clock.waited_ns = 0
+    samples = timing_module.time_repeats_cpu_ms(waits_a_third, 2, record=record)
+    assert samples == [2.0, 2.0] and record.wall_ms == [3.0, 3.0] and record.wait_share == pytest.approx(1 / 3)
+
+
+def test_without_a_wait_reader_samples_are_wall_times(fake_clock, monkeypatch):
+    monkeypatch.setattr(timing_module, "make_wait_reader", lambda: None)
+    step, _ = _workload(fake_clock)
+    run = wb.profile(step, warmup=0, repeat=3, trace=False)
+    assert run.timing.samples_ms == (CLEAN_MS,) * 3 and run.timing.timer == "perf_counter_ns"
+    assert run.health.check("cpu_wait").level == "unknown"

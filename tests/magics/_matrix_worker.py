@@ -35,6 +35,8 @@ CASES: dict[str, tuple[str, bool, str | None]] = {
                              "    y = x.sin()", True, "timed only"),
     "own_profiler_in_a_function": ("%%gpuprofile -w 1 -r 3 -q\nhelper_with_profiler(x)", False,
                                    "two profilers at once"),
+    "leaves_a_profiler_running": ("%%gpuprofile -w 1 -r 3 -q\nleft = torch.profiler.profile()\nleft.start()\n"
+                                  "y = x.sin()", None, "profiler"),
     "nested_magic": ("%%gpuprofile -w 1 -r 2 -q\ny = x.sin()\n%gpuprofile -w 0 -r 2 -q x.cos()", True, None),
     "changes_torch_settings": ("%%gpuprofile -w 0 -r 2 -q\ntorch.set_num_threads(2)\n"
                                "torch.set_grad_enabled(False)", True, "put back"),

@@ -72,5 +72,7 @@ def test_combine_takes_the_most_decisive_pair_and_moves_confidence_explicitly():
     assert u["change"] == "medium -> high"
     rejected = combine(H, pairs[:1])
     assert rejected["status_after"] == "rejected" and rejected["confidence_after"] == "low"
-    assert combine(H, [])["change"] == "unchanged"
+    assert combine(H, [])["change"] == "medium (unchanged: not tested)"
+    top = combine(hypothesis(confidence="high", suggested=("fused",)), pairs)
+    assert top["change"] == "high -> high (already the highest)"
     assert step_confidence("high", +1) == "high" and step_confidence("low", -1) == "low"

@@ -255,3 +255,19 @@ def test_an_interrupted_round_is_recorded_as_aborted(started, monkeypatch):
     events = [json.loads(x)["event"] for x in (study.folder / "rounds.jsonl").read_text().splitlines()]
     assert events == ["planned", "aborted"]
     assert Study.open(study.folder).rounds == ()
+
+
+def test_a_line_cut_short_at_the_end_stays_apart_from_the_next_record(after_round):
+    study, base, mod, rnd = after_round
+    path = study.folder / "ledger.jsonl"
+    path.write_bytes(path.read_bytes() + b'{"event": "tested", "key": "mem')      # a crash mid-write, no newline
+    with pytest.warns(StudyWarning, match="not valid JSON"):
+        again = Study.open(study.folder)
+        again.run_round({"fused": mod.fused}, timer=_timer(fused=1.0), **FAKE)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        reread = Study.open(study.folder)
+    [only] = [str(w.message) for w in caught if issubclass(w.category, StudyWarning)]    # the cut line alone
+    assert "line 5: not valid JSON" in only
+    memory = next(e for e in reread.ledger if e.category == "memory_bound")
+    assert memory.status == "supported" and memory.round == 2

@@ -118,7 +118,8 @@ def test_an_unknown_category_falls_back_to_the_generic_decoder(monkeypatch, tmp_
     path.write_text(json.dumps({"traceEvents": events}))
     monkeypatch.setattr(decode, "CHUNK_BYTES", 3_000)
     monkeypatch.setattr(stream, "BLOCK_BYTES", 1_000)
-    trace = read_trace(path)
+    with pytest.warns(TraceWarning, match=r"13 event\(s\) of a kind no table reads were skipped \(12 with cat 'my_tool' ph 'X', 1 with cat '' ph 'X'\)"):
+        trace = read_trace(path)
     assert len(trace.cpu_ops) == 588  # the "my_tool" and uncategorised events are not ops
     assert sorted(trace.cpu_ops["external_id"].tolist()) == [i for i in range(600) if i % 50]
 

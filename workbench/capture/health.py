@@ -386,9 +386,10 @@ def _preemption(clean: float | None, traced: float | None, attempts: int) -> Hea
     worst = max(x for x in (clean, traced) if x is not None)
     observed = "; ".join(parts)
     if worst > MAX_WAIT_SHARE:
-        return HealthCheck("cpu_wait", WARN, observed,
-                           "other processes took the CPU during the measurement: waits show in the timing as "
-                           "slow samples and in the trace as gaps between ops; profile on a quiet machine, or "
+        return HealthCheck("cpu_wait", WARN, observed + " (that wait is taken out of each CPU sample)",
+                           "other processes took the CPU during the measurement: the samples leave this "
+                           "thread's waits out, but its other threads' waits and cache effects stay in, and "
+                           "in the trace waits show as gaps between ops; profile on a quiet machine, or "
                            "fewer threads / processes at once", worst, MAX_WAIT_SHARE)
     return HealthCheck("cpu_wait", OK, observed, value=worst, threshold=MAX_WAIT_SHARE)
 

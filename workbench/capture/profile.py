@@ -31,8 +31,8 @@ from workbench.capture.profiler_session import ProfilerSession, warm_up_profiler
 from workbench.capture.quiet import captured_native_stderr
 from workbench.capture.run import ProfileRun
 from workbench.capture.timing import (
-    CUDA_EVENT_RESOLUTION_MS, PERF_COUNTER_RESOLUTION_MS, time_cold_ms, time_repeats_ms,
-    uses_cuda_timer,
+    CUDA_EVENT_RESOLUTION_MS, PERF_COUNTER_RESOLUTION_MS, WAIT_TIMER_NAME, TimingRecord, time_cold_ms,
+    time_repeats_ms, uses_cuda_timer,
 )
 from workbench.capture.torch_state import applied_torch_settings
 from workbench.capture.trace_link import load_trace
@@ -120,9 +120,7 @@ def _measure(torch: Any, call: Callable[[], Any], cuda: bool, warmup: int, repea
             call()
         if cuda:
             torch.cuda.reset_peak_memory_stats()
-        waited = read_run_delay_ns()
-        samples = time_repeats_ms(call, repeat, torch, cuda)     # clean: no profiler running
-        clean_wait = wait_share(waited, read_run_delay_ns(), sum(samples))
+        samples, clean_wait = _timed_with_waits(call, repeat, torch, cuda)   # clean: no profiler running
         memory = _memory_stats(torch, cuda)
         traced_wait, attempts = None, 0
         if folder is not None:                                   # the traced pass, apart
@@ -147,11 +145,8 @@ def _traced_passes(torch: Any, call: Callable[[], Any], cuda: bool, folder: Path
     for attempt in range(1, TRACE_ATTEMPTS + 1):
         target = folder if attempt == 1 else folder / f"pass-{attempt}"
         target.mkdir(parents=True, exist_ok=True)
-        with ProfilerSession(torch, cuda, target) as session:
-            before = read_run_delay_ns()      # around the traced calls, not the profiler's start/export
-            traced = time_repeats_ms(call, trace_repeat, torch, cuda, session.step)
-            after = read_run_delay_ns()
-        share = wait_share(before, after, sum(traced))
+        with ProfilerSession(torch, cuda, target) as session:   # waits around the calls, not the export
+            traced, share = _timed_with_waits(call, trace_repeat, torch, cuda, session.step)
         if best is None or (share if share is not None else 0.0) < best[0]:
             if best is not None and best[2] != session.trace_path:
                 best[2].unlink(missing_ok=True)
@@ -161,7 +156,23 @@ def _traced_passes(torch: Any, call: Callable[[], Any], cuda: bool, folder: Path
         if share is None or share <= MAX_WAIT_SHARE:
             break
     assert best is not None
-    return best[1], best[2], (best[0] if read_run_delay_ns() is not None else None), attempt
+    return best[1], best[2], (best[0] if share is not None else None), attempt
+
+
+def _timed_with_waits(call: Callable[[], Any], repeat: int, torch: Any, cuda: bool,
+                      annotate: Any = None) -> tuple[list[float], float | None]:
+    """Samples (CPU: the run-queue wait taken out of each) and the share of the wall time the
+    thread waited for a CPU (None where it cannot be read)."""
+    __tracebackhide__ = True
+    record = TimingRecord()
+    before = read_run_delay_ns() if cuda else None
+    kw = {"annotate": annotate} if annotate is not None else {}
+    samples = time_repeats_ms(call, repeat, torch, cuda, record=record, **kw)
+    if record.waits_read:
+        return samples, record.wait_share
+    if cuda:   # device-timed samples: the host's wait against their sum, as an indication
+        return samples, wait_share(before, read_run_delay_ns(), sum(samples))
+    return samples, None
 
 
 def _bind(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Callable[[], Any]:
@@ -222,14 +233,17 @@ def _build_run(outcome: _Outcome, name: str, warmup: int, repeat: int, cuda: boo
 
     device = f"cuda:{torch.cuda.current_device()}" if cuda else "cpu"
     traced = outcome.trace_path is not None
-    timer = "cuda_event" if cuda else "perf_counter_ns"
+    waits_out = not cuda and outcome.clean_wait_share is not None   # the run-queue wait taken out
+    timer = "cuda_event" if cuda else (WAIT_TIMER_NAME if waits_out else "perf_counter_ns")
     resolution = CUDA_EVENT_RESOLUTION_MS if cuda else PERF_COUNTER_RESOLUTION_MS
     timing = Measurement(samples_ms=tuple(outcome.samples_ms), label=name, timer=timer,
                          timer_resolution_ms=resolution,
-                         metadata={"under_profiler": False, "device": device})
+                         metadata={"under_profiler": False, "device": device,
+                                   "run_queue_wait_share": outcome.clean_wait_share})
     traced_timing = (Measurement(samples_ms=tuple(outcome.traced_samples_ms), label=f"{name} (traced)",
                                  timer=timer, timer_resolution_ms=resolution,
-                                 metadata={"under_profiler": True, "device": device})
+                                 metadata={"under_profiler": True, "device": device,
+                                           "run_queue_wait_share": outcome.traced_wait_share})
                      if traced and outcome.traced_samples_ms else None)
     parsed, note = load_trace(outcome.trace_path) if traced else (None, "trace off")
     if traced and note and outcome.profiler_stderr.strip():   # something failed: show what it said

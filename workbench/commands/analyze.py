@@ -31,6 +31,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--rank", type=int, default=None, help="analyse only this rank (default: all ranks)")
     p.add_argument("--top", type=int, default=10, help="rows shown per table (default: 10)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text tables")
+    p.add_argument("--no-cache", action="store_true",
+                   help="decode the trace files even if the columnar cache holds their tables (the cache is in "
+                        "$WORKBENCH_CACHE_DIR, else ~/.cache/workbench; entries of changed files are never used)")
     p.add_argument("--hta-compat", action="store_true",
                    help="count as Holistic Trace Analysis 0.5 does (sub-µs rounding, last "
                         "ProfilerStep dropped, nccl*Kernel-only communication) to hold numbers against it")
@@ -47,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     source = args.trace[0] if len(args.trace) == 1 else args.trace
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        trace = load_trace(source)
+        trace = load_trace(source, cache=not getattr(args, "no_cache", False))
     if args.rank is not None:
         trace = trace.rank(args.rank)
     results = _analyses(trace, "hta" if args.hta_compat else "workbench")

@@ -10,11 +10,12 @@ Change points (``change_points``): binary segmentation with a step fit and a noi
 entry is a run's median on the log scale; within a segment the medians scatter around one level
 with Gaussian noise whose scale is the larger of the scatter the data show and the runs' own
 uncertainty (the standard error of each run's median, from the IQR and the count of its samples):
-a shift smaller than the runs' own noise is not called a change, however steady the medians. The best split is the one with the largest two-sample
-statistic (the likelihood-ratio test of one step against none); its significance is the share of
-seeded simulations of the null (no step, the same noise) whose best split is as large (a
-parametric bootstrap, ``simulations`` draws, ``seed``). A significant split is kept and both
-sides are searched again. Each side of a change holds at least ``min_size`` entries, so one
+a shift smaller than the runs' own noise is not called a change, however steady the medians. The best split is the one with the largest likelihood-ratio
+statistic of a step model against one level (one step, or a stretch that differs from both sides,
+as circular binary segmentation tests, so that up-then-down is found too); its significance is the
+share of seeded simulations of the null (one level, the same noise) whose best split is as large
+(a parametric bootstrap, ``simulations`` draws, ``seed``). A significant split is kept and every
+segment it leaves is searched again. Each side of a change holds at least ``min_size`` entries, so one
 outlier is not a change: a shift is confirmed by its second run.
 """
 from __future__ import annotations
@@ -35,8 +36,10 @@ from workbench.study.identity import stable_environment
 HISTORY_FORMAT = "workbench-history"
 HISTORY_VERSION = 1
 ALPHA = 0.01            # significance of one split (binary segmentation searches a side only after a find)
-SIMULATIONS = 2000      # draws of the null distribution
+SIMULATIONS = 1000      # draws of the null distribution
 MIN_SIZE = 2            # entries on each side of a change
+PAIR_LIMIT = 150        # series up to this length also try the two-split (up-then-down) model
+CHUNK = 250             # null draws simulated at once
 IQR_TO_SD = 1.349       # a normal distribution's IQR in standard deviations
 MEDIAN_SE = math.sqrt(math.pi / 2)   # a median's standard error over the mean's, for normal samples
 
@@ -190,23 +193,48 @@ def _levels(entries: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(med), np.asarray(noise)
 
 
-def _best_split(y: np.ndarray, floor: float, min_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """For each row of ``y`` (shape [draws, n]): the best split's statistic and index."""
-    n = y.shape[1]
+def _segment_ss(csum: np.ndarray, csq: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sum and sum of squared deviations of y[a:b] per draw (``csum``/``csq`` with a leading 0)."""
+    s = csum[:, b] - csum[:, a]
+    q = csq[:, b] - csq[:, a]
+    return s, q - s ** 2 / (b - a)
+
+
+def _best_split(y: np.ndarray, floor: float, min_size: int) -> tuple[np.ndarray, list[tuple[int, ...]]]:
+    """For each row of ``y`` (shape [draws, n]): the largest likelihood-ratio statistic of a step
+    model against one level, and its split(s). Two models: one step (split k), and a segment that
+    differs from both sides (splits i < j: up, then down again, which one step cannot fit; as in
+    circular binary segmentation); the latter for series up to ``PAIR_LIMIT`` entries. The noise
+    variance is the pooled within-segment one, at least ``floor**2``."""
+    draws, n = y.shape
+    csum = np.concatenate([np.zeros((draws, 1)), np.cumsum(y, axis=1)], axis=1)
+    csq = np.concatenate([np.zeros((draws, 1)), np.cumsum(y * y, axis=1)], axis=1)
+    _, ss0 = _segment_ss(csum, csq, np.array(0), np.array(n))
+    floor2 = floor ** 2
     ks = np.arange(min_size, n - min_size + 1)
-    csum = np.cumsum(y, axis=1)
-    csq = np.cumsum(y * y, axis=1)
-    total, total_sq = csum[:, -1:], csq[:, -1:]
-    left_sum, left_sq = csum[:, ks - 1], csq[:, ks - 1]
-    right_sum, right_sq = total - left_sum, total_sq - left_sq
-    nl, nr = ks.astype(float), (n - ks).astype(float)
-    ss = (left_sq - left_sum ** 2 / nl) + (right_sq - right_sum ** 2 / nr)
-    dof = max(n - 2, 1)
-    var = np.maximum(ss / dof, floor ** 2)
-    diff = left_sum / nl - right_sum / nr
-    stat = diff ** 2 / (var * (1 / nl + 1 / nr))
-    best = np.argmax(stat, axis=1)
-    return stat[np.arange(len(stat)), best], ks[best]
+    _, ssl = _segment_ss(csum, csq, np.zeros_like(ks), ks)
+    _, ssr = _segment_ss(csum, csq, ks, np.full_like(ks, n))
+    ss1 = ssl + ssr
+    stat1 = (ss0[:, None] - ss1) / np.maximum(ss1 / max(n - 2, 1), floor2)
+    best1 = np.argmax(stat1, axis=1)
+    stat = stat1[np.arange(draws), best1]
+    where: list[tuple[int, ...]] = [(int(ks[b]),) for b in best1]
+    if n <= PAIR_LIMIT and n >= 3 * min_size:
+        ii, jj = np.meshgrid(np.arange(min_size, n + 1), np.arange(min_size, n + 1), indexing="ij")
+        ok = (jj - ii >= min_size) & (n - jj >= min_size)
+        ii, jj = ii[ok], jj[ok]
+        _, s_a = _segment_ss(csum, csq, np.zeros_like(ii), ii)
+        _, s_b = _segment_ss(csum, csq, ii, jj)
+        _, s_c = _segment_ss(csum, csq, jj, np.full_like(jj, n))
+        ss2 = s_a + s_b + s_c
+        # two more parameters than one level: per parameter, comparable with the one-step statistic
+        stat2 = (ss0[:, None] - ss2) / 2 / np.maximum(ss2 / max(n - 3, 1), floor2)
+        best2 = np.argmax(stat2, axis=1)
+        top2 = stat2[np.arange(draws), best2]
+        for d in np.nonzero(top2 > stat)[0]:
+            where[d] = (int(ii[best2[d]]), int(jj[best2[d]]))
+        stat = np.maximum(stat, top2)
+    return stat, where
 
 
 def _search(y: np.ndarray, noise: np.ndarray, offset: int, *, alpha: float, simulations: int, min_size: int,
@@ -215,19 +243,32 @@ def _search(y: np.ndarray, noise: np.ndarray, offset: int, *, alpha: float, simu
     if n < 2 * min_size:
         return
     floor = float(np.median(noise)) if len(noise) else 0.0
-    stat, k = _best_split(y[None, :], floor, min_size)
-    stat, k = float(stat[0]), int(k[0])
-    # the null: one level, Gaussian noise at the scale the data (or the runs' own spread) show
+    stat, where = _best_split(y[None, :], floor, min_size)
+    observed, splits = float(stat[0]), where[0]
+    # the null: one level, Gaussian noise at the scale the data (or the runs' own noise) show
     scale = max(float(np.std(y, ddof=1)) if n > 1 else 0.0, floor, 1e-12)
-    null = rng.normal(0.0, scale, size=(simulations, n))
-    null_stat, _ = _best_split(null, floor, min_size)
-    p = (1 + int(np.sum(null_stat >= stat))) / (1 + simulations)
+    exceed = 0
+    for start in range(0, simulations, CHUNK):
+        draws = min(CHUNK, simulations - start)
+        null_stat, _ = _best_split(rng.normal(0.0, scale, size=(draws, n)), floor, min_size)
+        exceed += int(np.sum(null_stat >= observed))
+    p = (1 + exceed) / (1 + simulations)
     if p >= alpha:
         return
+    # one split per step (binary segmentation): of the best model's splits, the one a single step
+    # fits best; the segments either side are searched again (up-then-down is found in two steps)
+    k = splits[0] if len(splits) == 1 else max(splits, key=lambda s: _one_step(y, s, floor))
     found.append(offset + k)
     _search(y[:k], noise[:k], offset, alpha=alpha, simulations=simulations, min_size=min_size, rng=rng, found=found)
     _search(y[k:], noise[k:], offset + k, alpha=alpha, simulations=simulations, min_size=min_size, rng=rng,
             found=found)
+
+
+def _one_step(y: np.ndarray, k: int, floor: float) -> float:
+    left, right = y[:k], y[k:]
+    ss1 = float(np.sum((left - left.mean()) ** 2) + np.sum((right - right.mean()) ** 2))
+    ss0 = float(np.sum((y - y.mean()) ** 2))
+    return (ss0 - ss1) / max(ss1 / max(len(y) - 2, 1), floor ** 2, 1e-300)
 
 
 def change_points(entries: Iterable[Any], *, alpha: float = ALPHA, simulations: int = SIMULATIONS,

@@ -147,7 +147,7 @@ def combine(h: Hypothesis, residuals: list[Residual]) -> dict[str, Any]:
     if not tested:
         return {"key": hypothesis_key(h), "residual": "untested", "status_before": before_status,
                 "status_after": before_status, "confidence_before": before_conf, "confidence_after": before_conf,
-                "change": "unchanged", "variant": None,
+                "change": f"{before_conf} (unchanged: not tested)", "variant": None,
                 "reason": "; ".join(r.explanation for r in residuals) or "no variant of this round tested it"}
     best = max(tested, key=lambda r: (STRENGTH[r.residual], r.measured_speedup or 0.0))
     residual = best.residual
@@ -160,7 +160,11 @@ def combine(h: Hypothesis, residuals: list[Residual]) -> dict[str, Any]:
         conf = step_confidence(before_conf, -1)
     else:
         conf = before_conf
-    change = "unchanged" if conf == before_conf else f"{before_conf} -> {conf}"
+    if conf != before_conf:
+        change = f"{before_conf} -> {conf}"
+    else:
+        change = f"{before_conf} -> {conf} (already the {'highest' if residual == 'supported' else 'lowest'})" \
+            if residual == "supported" or status in ("rejected", "weakened") else f"{before_conf} (unchanged)"
     return {"key": hypothesis_key(h), "residual": residual, "status_before": before_status, "status_after": status,
             "confidence_before": before_conf, "confidence_after": conf, "change": change, "variant": best.variant,
             "reason": best.explanation}

@@ -375,7 +375,10 @@ class Study:
         try:
             with measure.restored(base.settings):
                 measure.seed_everything(base.seed)
-                cmp = measure.compare_variants({BASE: baseline_obj, **variants}, make_inputs, BASE, compare_options)
+                options = dict(compare_options)
+                if predictions and "hypothesis" not in options:   # the round's lead hypothesis, for the record
+                    options["hypothesis"] = next(h for h in hyps if hypothesis_key(h) == predictions[0]["key"])
+                cmp = measure.compare_variants({BASE: baseline_obj, **variants}, make_inputs, BASE, options)
         except BaseException as exc:
             files.append_line(self.folder / ROUNDS, {"event": "aborted", "round": index, "at": _now(),
                                                      "reason": f"{type(exc).__name__}: {exc}"})
@@ -407,7 +410,9 @@ class Study:
                                     "confidence": update["confidence_after"], "residual": update["residual"],
                                     "reason": update["reason"], "at": at,
                                     "evidence_scope": {"round": index, "variants": tested}})
-        decisions = {n: self._decision(cmp, base_row, rows[n]) for n in names}
+        lead = {n: next((by_key[p["key"]] for p in predictions if n in p["variants"]), hyps[0] if hyps else None)
+                for n in names}
+        decisions = {n: self._decision(cmp, base_row, rows[n], lead[n]) for n in names}
         summary = RoundSummary(
             study=self.name, round=index, baseline_id=base.baseline_id, reset_procedure=base.reset_procedure,
             hypotheses=tuple(predictions), variants=tuple(described),
@@ -426,13 +431,16 @@ class Study:
         return rnd
 
     @staticmethod
-    def _decision(cmp: Any, base_row: Any, row: Any) -> DecisionRecord:
+    def _decision(cmp: Any, base_row: Any, row: Any, hypothesis: Hypothesis | None) -> DecisionRecord:
+        """The comparison's own record for the variant it picked; for every other variant a record
+        of its row against the baseline's, on the hypothesis it tested (else the baseline's lead)."""
         if cmp.decision.variant == row.name:
             return cmp.decision
         from workbench.variants.record import build_record
 
         settings = dict(cmp.settings or {})
-        return build_record([base_row, row], base_row.name, problem=str(settings.get("problem", "") or ""),
+        return build_record([base_row, row], base_row.name, hypothesis=hypothesis,
+                            problem=str(settings.get("problem", "") or ""),
                             notes=list(settings.get("notes", ()) or ()), settings=settings)
 
     # -- accept -------------------------------------------------------------------------------

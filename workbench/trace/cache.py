@@ -96,7 +96,7 @@ class TraceCache:
         if not meta_path.exists():
             return None
         try:
-            stored = msgspec.msgpack.decode(meta_path.read_bytes())
+            stored = _unpack(meta_path.read_bytes())
             if stored.get("format") != FORMAT_VERSION or stored.get("schema") != SCHEMA_VERSION:
                 self._discard(f"it is from another version of the cache (format {stored.get('format')}, "
                               f"schema {stored.get('schema')}; this is format {FORMAT_VERSION}, schema "
@@ -104,7 +104,7 @@ class TraceCache:
                 return None
             if stored.get("identities") != self.identities or stored.get("options") != self.options:
                 return None  # the file changed: a miss, the entry is rewritten
-            tables = {name: self._read_table(name, rows, stored["columns"][name])
+            tables = {name: self._read_table(name, rows, stored["columns"][name], stored["dtypes"][name])
                       for name, rows in stored["rows"].items()}
             meta = _meta_from(stored["meta"])
         except Exception as exc:  # noqa: BLE001 (any damage to an entry is a miss, said once)
@@ -113,13 +113,21 @@ class TraceCache:
         _touch(self.entry)
         return TraceData(tables, meta)
 
-    def _read_table(self, name: str, rows: int, columns: list[str]) -> pd.DataFrame:
+    def _read_table(self, name: str, rows: int, columns: list[str], dtypes: list[str]) -> pd.DataFrame:
         with pa.memory_map(str(self.entry / f"{name}.arrow"), "r") as source:
             table = pa.ipc.open_file(source).read_all()
         frame = table.to_pandas()
         if len(frame) != rows or list(frame.columns) != columns:
             raise ValueError(f"table {name} holds {len(frame)} rows and columns {list(frame.columns)[:4]}..., "
                              f"not the {rows} rows written")
+        for column, dtype in zip(columns, dtypes):
+            if _dtype_text(frame[column]) != dtype and isinstance(frame[column].dtype, pd.CategoricalDtype):
+                # an empty dictionary comes back with object categories: give them their own dtype
+                values = frame[column].array
+                frame[column] = pd.Categorical.from_codes(
+                    values.codes, categories=values.categories.astype(dtype.split(":", 1)[1]))
+            if _dtype_text(frame[column]) != dtype:
+                raise ValueError(f"column {name}.{column} is {_dtype_text(frame[column])}, {dtype} was written")
         return frame
 
     def _discard(self, why: str) -> None:
@@ -135,7 +143,7 @@ class TraceCache:
         tmp = self.root / f".{self.entry.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
         try:
             tmp.mkdir(parents=True)
-            rows, columns = {}, {}
+            rows, columns, dtypes = {}, {}, {}
             for name, frame in data._tables.items():
                 table = pa.Table.from_pandas(frame, preserve_index=False)
                 with pa.OSFile(str(tmp / f"{name}.arrow"), "wb") as sink:
@@ -143,13 +151,19 @@ class TraceCache:
                         writer.write_table(table)
                 rows[name] = len(frame)
                 columns[name] = [str(c) for c in frame.columns]
+                dtypes[name] = [_dtype_text(frame[c]) for c in frame.columns]
             stored = {"format": FORMAT_VERSION, "schema": SCHEMA_VERSION, "identities": self.identities,
-                      "options": self.options, "rows": rows, "columns": columns, "meta": _meta_to(data.meta),
+                      "options": self.options, "rows": rows, "columns": columns, "dtypes": dtypes, "meta": _meta_to(data.meta),
                       "written": time.time()}
-            (tmp / _META).write_bytes(msgspec.msgpack.encode(stored))
+            (tmp / _META).write_bytes(_pack(stored))
             if self.entry.exists():
                 shutil.rmtree(self.entry, ignore_errors=True)
-            os.replace(tmp, self.entry)
+            try:
+                os.replace(tmp, self.entry)
+            except OSError:
+                if not (self.entry / _META).exists():
+                    raise
+                shutil.rmtree(tmp, ignore_errors=True)  # another process wrote the same entry first
         except Exception as exc:  # noqa: BLE001 (a cache that cannot be written must not fail the load)
             shutil.rmtree(tmp, ignore_errors=True)
             warnings.warn(f"the trace cache could not be written to {self.root} ({type(exc).__name__}: "
@@ -158,6 +172,13 @@ class TraceCache:
             return None
         evict(self.root, max_bytes(), keep=self.entry)
         return self.entry
+
+
+def _dtype_text(column: pd.Series) -> str:
+    """A column's dtype as text, a categorical's with the dtype of its categories ("category:str")."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return f"category:{column.dtype.categories.dtype}"
+    return str(column.dtype)
 
 
 def _touch(entry: Path) -> None:
@@ -190,6 +211,50 @@ def evict(root: Path, limit: int, keep: Path | None = None) -> list[Path]:
         total -= sizes[entry]
         removed.append(entry)
     return removed
+
+
+_SURROGATE_TEXT, _BIG_INT, _PAIRS = 1, 2, 3  # msgpack extension codes: what msgpack itself cannot hold
+
+
+def _safe(value):
+    """``value`` with what msgpack cannot hold as extensions: text that is not UTF-8 (a file name
+    with undecodable bytes) and integers beyond 64 bits (a ``distributedInfo`` of 2**70)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return msgspec.msgpack.Ext(_SURROGATE_TEXT, value.encode("utf-8", "surrogateescape"))
+    if isinstance(value, bool) or value is None or isinstance(value, float):
+        return value
+    if isinstance(value, int):
+        return value if -(2**63) <= value < 2**64 else msgspec.msgpack.Ext(_BIG_INT, str(value).encode())
+    if isinstance(value, dict):
+        pairs = [(_safe(k), _safe(v)) for k, v in value.items()]
+        if any(isinstance(k, msgspec.msgpack.Ext) for k, _ in pairs):  # a key that is not UTF-8 text
+            return msgspec.msgpack.Ext(_PAIRS, msgspec.msgpack.encode([list(p) for p in pairs]))
+        return dict(pairs)
+    if isinstance(value, (list, tuple)):
+        return [_safe(v) for v in value]
+    return value
+
+
+def _ext(code: int, data: memoryview):
+    if code == _SURROGATE_TEXT:
+        return bytes(data).decode("utf-8", "surrogateescape")
+    if code == _BIG_INT:
+        return int(bytes(data))
+    if code == _PAIRS:
+        return {k: v for k, v in msgspec.msgpack.decode(data, ext_hook=_ext)}
+    raise ValueError(f"unknown msgpack extension {code}")
+
+
+def _pack(stored: dict) -> bytes:
+    return msgspec.msgpack.encode(_safe(stored))
+
+
+def _unpack(data: bytes) -> dict:
+    return msgspec.msgpack.decode(data, ext_hook=_ext)
 
 
 _TUPLE_FIELDS = ("files", "ranks", "warnings", "notes")

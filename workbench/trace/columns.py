@@ -24,7 +24,8 @@ _PAIR_CACHE: dict[tuple[str, str], int] = {}
 _INSTANT = 100  # an "i" event: a [memory] event or other, decided by name
 EDGE = 99  # a "B" or "E" event: paired into a span per thread once the file is read (pair_spans)
 LARGEST_US = 9.2e15  # a larger 'ts' does not fit int64 ns (epoch ns read as µs is ~1.7e18)
-# categories the tables deliberately do not read (no warning): the profiler's own span and overhead
+# categories the tables deliberately do not read (no warning): the profiler's own span and overhead,
+# instants and Kineto's category-less events (a span "X" without a category is counted, though)
 IGNORED_CATEGORIES = frozenset({"", "Trace", "overhead", "cpu_instant_event"})
 
 
@@ -106,7 +107,7 @@ class Chunk:
         out = {}
         for (p, c), n in zip(pairs.T.tolist(), counts.tolist()):
             ph, cat = ph_labels[p], cat_labels[c]
-            if ph != SKIPPED_PH and ph != "M" and cat not in IGNORED_CATEGORIES:
+            if ph != SKIPPED_PH and ph != "M" and (cat not in IGNORED_CATEGORIES or (ph == "X" and not cat)):
                 out[(ph, cat)] = n
         return out
 

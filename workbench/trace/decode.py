@@ -59,7 +59,6 @@ class DecodedFile(msgspec.Struct):
 CHUNK_BYTES = 4 << 20
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
-_INDEX = re.compile(r"\[(\d+)\]")
 # reading is bounded: a file is judged from its first bytes, and no piece of it grows past these
 HEADER_LIMIT = 64 << 20  # bytes searched for the start of the "traceEvents" array
 WHOLE_LIMIT = 256 << 20  # a file of an unusual layout is read whole only up to this size

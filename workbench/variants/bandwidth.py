@@ -6,8 +6,9 @@ moves ``total_bytes``: the same working set as the variant, so the same cache le
 (the fair roof for a variant's bandwidth share).  ``machine_copy_gbps()`` copies a large tensor
 (256 MB moved): the roof for data that does not fit in the caches (on CPUs with a last-level
 cache of hundreds of MB, even this copy is partly served from it).  Both are measured with the
-caller's torch thread count, and cached per thread count; the measuring itself is
-``devices.copy_bandwidth`` (the roofline's CPU ceiling uses it too, taking the best sample).
+caller's torch thread count, and cached per thread count.  On CPU the copy is timed like the
+variants (``timing.CpuTimer``, run-queue wait taken out); on a GPU by ``devices.copy_bandwidth``
+(the roofline's CPU ceiling uses that too, taking the best sample).
 """
 from __future__ import annotations
 
@@ -22,8 +23,28 @@ LARGE_COPY_BYTES = 256 * 2 ** 20
 
 @lru_cache(maxsize=64)
 def _copy_gbps_cached(bucket_bytes: int, device: str, repeats: int, threads: int) -> float:
-    samples = copy_seconds_samples(bucket_bytes, device=device, repeats=repeats)
+    if device == "cpu":
+        samples = _cpu_copy_seconds(bucket_bytes, repeats)
+    else:
+        samples = copy_seconds_samples(bucket_bytes, device=device, repeats=repeats)
     return gbps(bucket_bytes, float(np.median(samples)))
+
+
+def _cpu_copy_seconds(moved_bytes: int, repeats: int) -> list[float]:
+    """Seconds per copy, timed like the variants (``timing.CpuTimer``: run-queue wait taken
+    out), so that on a loaded machine the roof and the variants are measured alike."""
+    import torch
+
+    from workbench.variants.timing import CpuTimer, Timed, calibrate
+
+    n_floats = max(1024, moved_bytes // 2 // 4)
+    src = torch.ones(n_floats, dtype=torch.float32)
+    dst = torch.empty_like(src)
+    timer = CpuTimer()
+    item = Timed("copy", lambda: dst.copy_(src), ())
+    dst.copy_(src)
+    calibrate(item, timer, 1e-3)
+    return [timer.sample_ms(item) / 1e3 for _ in range(repeats)]
 
 
 def copy_gbps(total_bytes: int, device: str = "cpu", repeats: int = 7) -> float:

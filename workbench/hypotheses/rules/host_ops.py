@@ -110,15 +110,26 @@ def windows(f: TraceFacts, ops: pd.DataFrame) -> list[tuple[float, float]]:
 
 
 def gaps_in_windows(ops: pd.DataFrame, wins: list[tuple[float, float]]) -> pd.DataFrame:
-    """Host time inside the windows not covered by any top-level op."""
-    out = []
-    for a, b in wins:
-        w = ops[(ops["end_us"] > a) & (ops["ts_us"] < b)]
-        s = np.concatenate([[a - 1e-9], np.clip(w["ts_us"], a, b), [b]])
-        e = np.concatenate([[a], np.clip(w["end_us"], a, b), [b + 1e-9]])
-        us, ue = union(s, e)
-        out.append(pd.DataFrame({"gap_start_us": ue[:-1], "gap_us": us[1:] - ue[:-1]}))
-    return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=["gap_start_us", "gap_us"])
+    """Host time inside the windows not covered by any top-level op, window by window.
+
+    Linear in ops + windows (a trace of 20,000 steps has 20,000 windows): the ops' union is taken
+    once, and each window's gaps are the pieces of its complement that the window overlaps, found
+    by binary search, not by filtering every op for every window."""
+    if not wins:
+        return pd.DataFrame(columns=["gap_start_us", "gap_us"])
+    us, ue = union(ops["ts_us"].to_numpy(dtype=float), ops["end_us"].to_numpy(dtype=float))
+    free_start, free_end = np.r_[-np.inf, ue], np.r_[us, np.inf]  # the complement of the union
+    a = np.array([w[0] for w in wins], dtype=float)
+    b = np.array([w[1] for w in wins], dtype=float)
+    lo = np.searchsorted(free_end, a, side="right")  # first free piece ending after the window starts
+    hi = np.searchsorted(free_start, b, side="left")  # first free piece starting at or after its end
+    counts = np.maximum(hi - lo, 0)
+    window = np.repeat(np.arange(len(wins)), counts)
+    piece = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(lo, counts)
+    start = np.maximum(free_start[piece], a[window])
+    end = np.minimum(free_end[piece], b[window])
+    keep = end > start
+    return pd.DataFrame({"gap_start_us": start[keep], "gap_us": (end - start)[keep]})
 
 
 CACHE_LOOKUP = "TorchDynamo Cache Lookup"

@@ -2,6 +2,8 @@
 optimizers (foreach off), gradients zeroed instead of set to None."""
 from __future__ import annotations
 
+import numpy as np
+
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.model import Evidence, Hypothesis
 from workbench.hypotheses.registry import NotJudged, rule
@@ -40,11 +42,24 @@ def single_tensor_optimizer(f: TraceFacts, t):
     if steps.empty:
         raise NotJudged("no optimizer step in the trace")
     out_ops = []
-    for _, s in steps.iterrows():
-        inside = ops[(ops["ts_us"] >= s["ts_us"]) & (ops["end_us"] <= s["end_us"]) & (ops["tid"] == s["tid"])]
-        if inside["name"].astype(str).str.contains("_foreach_|_fused_").any():
+    # per thread, ops sorted by start: a step's ops are one slice (binary search), so the work is linear
+    # in ops + steps, not ops x steps
+    tids = ops["tid"].astype(str).to_numpy()
+    fused_all = names.str.contains("_foreach_|_fused_").to_numpy(dtype=bool)
+    by_tid = {}
+    for s_ts, s_end, s_tid in zip(steps["ts_us"].to_numpy(float), steps["end_us"].to_numpy(float),
+                                  steps["tid"].astype(str)):
+        if s_tid not in by_tid:
+            mine = np.flatnonzero(tids == s_tid)
+            order = mine[np.argsort(ops["ts_us"].to_numpy(float)[mine], kind="stable")]
+            by_tid[s_tid] = (ops["ts_us"].to_numpy(float)[order], ops["end_us"].to_numpy(float)[order],
+                             fused_all[order])
+        ts, end, fused = by_tid[s_tid]
+        lo, hi = np.searchsorted(ts, s_ts, side="left"), np.searchsorted(ts, s_end, side="right")
+        inside = end[lo:hi] <= s_end
+        if fused[lo:hi][inside].any():
             return None
-        out_ops.append(len(inside))
+        out_ops.append(int(inside.sum()))
     per_step = sum(out_ops) / len(out_ops)
     if per_step < t["min_ops_per_step"]:
         return None
