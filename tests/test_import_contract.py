@@ -58,6 +58,7 @@ MODULE_LAYERS = {
     "workbench.magics": "face",
     "workbench.widgets": "face",
     "workbench.facade": "face",
+    "workbench.distributed": "face",
     "workbench.demo": "workloads",
     "workbench.errors": EVERYWHERE,
     "workbench.units": EVERYWHERE,

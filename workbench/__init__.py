@@ -33,6 +33,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "errors": ("workbench.errors", None),
     "widgets": ("workbench.widgets", None),
     "Study": ("workbench.study", "Study"),
+    "profile_distributed": ("workbench.distributed", "profile_distributed"),
 }
 
 __all__ = sorted(_LAZY) + ["__version__", "load_ipython_extension", "unload_ipython_extension"]

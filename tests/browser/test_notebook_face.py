@@ -14,7 +14,6 @@ Screenshots are kept in test-artifacts/ (jupyterlab_face*.png, jupyterlab_charts
 from __future__ import annotations
 
 import json
-import re
 import urllib.request
 
 import nbformat

@@ -13,10 +13,6 @@ import sys
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import torch  # noqa: E402
-
-torch.set_num_threads(1)
-
 HELPER = ("def helper_with_profiler(t):\n"
           "    with torch.profiler.profile():\n"
           "        return t.sin()\n")
@@ -55,9 +51,11 @@ CASES: dict[str, tuple[str, bool, str | None]] = {
 
 
 def main(out_path: str) -> None:
+    import torch
     from IPython.core.interactiveshell import InteractiveShell
     from IPython.utils.capture import capture_output
 
+    torch.set_num_threads(1)
     shell = InteractiveShell.instance()
     shell.run_cell("%load_ext workbench", store_history=True).raise_error()
     shell.run_cell("import torch\nx = torch.randn(20_000)\nsentinel = object()\nn_calls = 0\n" + HELPER,

@@ -4,7 +4,8 @@ The chain (eight full passes, a sine and an exponential among them) is sized so 
 torch.compile's fused pass is several times faster than eager (x3-x4 on one core), and far from
 the copy bandwidth (its transcendental math keeps the fused pass below the roofline check even
 when a loaded machine measures a slow copy). Only decisions with wide margins are asserted:
-compiled kept, an identical copy undecided (its interval includes 1, at 99 % confidence), a
+compiled kept, an identical copy undecided (its interval includes 1, at 99 % confidence; the
+budget is not extended, so the copy cannot narrow its interval at length), a
 subtly wrong variant (one constant off by 4e-3) rejected as incorrect before any timing."""
 import json
 import os
@@ -18,7 +19,9 @@ import torch
 
 import workbench as wb
 
-pytestmark = pytest.mark.slow
+# the timing budget is the timing thread's own CPU time (run-queue waits taken out): on a loaded
+# shared machine its wall time is several times longer, hence the generous timeout
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -58,7 +61,7 @@ def study(tmp_path_factory):
         first = s.set_baseline(chain, make_inputs, warmup=2, repeat=15)
         copy = types.FunctionType(chain.__code__, chain.__globals__, "chain_copy")
         rnd = s.run_round({"compiled": wb.variants.compiled(chain), "copy": copy, "wrong": wrong},
-                          checks=2, budget_s=2.0, confidence=0.99)
+                          checks=2, budget_s=1.5, max_budget_s=1.5, confidence=0.99)
         second = s.accept("compiled")
         yield s, first, rnd, second
     finally:

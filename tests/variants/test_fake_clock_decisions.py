@@ -47,6 +47,7 @@ def test_rounds_are_added_while_the_interval_is_too_wide_up_to_the_stated_budget
     assert not short.settings["timing"]["extensions"]
     assert short["slow"].decision == "need_more_evidence"
     assert short["slow"].speedup.min_detectable > 0.04
+    assert "the timing budget ended before it could decide" in short["slow"].decision_reason
 
 
 def test_a_clear_difference_is_not_extended():

@@ -80,3 +80,34 @@ def test_block_medians_keep_bursty_interference_from_calling_identical_variants_
     assert rank_only / trials > 0.2           # the signed-rank interval alone is far too narrow here
     assert reported / trials <= 0.1
     assert detected == trials                 # a 10% slowdown is still found every time
+
+
+def test_the_p_value_is_dual_to_the_interval():
+    from workbench.variants.stats import PairedEvidence
+
+    rng = np.random.default_rng(7)
+    for n, shift in ((8, 1.05), (25, 1.02), (80, 1.01), (80, 1.0)):
+        e = PairedEvidence(rng.lognormal(0, 0.03, n), shift * rng.lognormal(0, 0.03, n))
+        p = e.p_value()
+        if 1e-15 < p < 1.0:                    # 1e-15: excluded at every level (the floor)
+            assert e.excludes_one(1 - p * 1.001) and not e.excludes_one(1 - p * 0.999)
+        elif p <= 1e-15:
+            assert e.excludes_one(1 - 1e-12)
+        else:
+            assert not e.excludes_one(0.5)
+
+
+def test_holm_steps_down_and_never_contradicts_an_interval():
+    from workbench.variants.stats import holm
+
+    out = holm({"a": 0.001, "b": 0.015, "c": 0.03, "d": 0.5})
+    assert out["a"] == (True, pytest.approx(1 - 0.05 / 4)) and out["b"] == (True, pytest.approx(1 - 0.05 / 3))
+    assert out["c"] == (False, pytest.approx(1 - 0.05 / 4)) and out["d"][0] is False
+    assert holm({"only": 0.04}) == {"only": (True, pytest.approx(0.95))}
+
+
+def test_smallest_detectable_effect_grows_with_the_interval():
+    from workbench.variants.stats import min_detectable_effect
+
+    narrow, wide = min_detectable_effect(0.99, 1.01), min_detectable_effect(0.9, 1.1)
+    assert 0.01 < narrow < 0.02 and wide > 5 * narrow

@@ -14,11 +14,11 @@ from workbench.units import format_ms
 
 TOP_ROWS = 10
 # per clean call: (column, header, formatter)
-_OP_COLUMNS = (("name", "op", str), ("calls_per_call", "calls / call", lambda v: f"{v:.3g}"),
+OP_COLUMNS = (("name", "op", str), ("calls_per_call", "calls / call", lambda v: f"{v:.3g}"),
                ("self_ms_per_call", "self / call", format_ms), ("total_ms_per_call", "total / call", format_ms),
                ("pct", "% of self time", lambda v: f"{v:.1f} %"), ("top_input_dims", "input dims", str),
                ("top_input_types", "input types", str))
-_KERNEL_COLUMNS = (("rank", "rank", str), ("name", "kernel", str), ("kernel_type", "type", str),
+KERNEL_COLUMNS = (("rank", "rank", str), ("name", "kernel", str), ("kernel_type", "type", str),
                    ("calls_per_call", "launches / call", lambda v: f"{v:.3g}"),
                    ("sum_ms_per_call", "time / call", format_ms), ("pct", "% of kernel time", lambda v: f"{v:.1f} %"))
 
@@ -103,10 +103,10 @@ def _trace_sections(run: Any) -> str:
     trace = run.trace
     if trace is None:
         return ""
-    parts = [_table_section(f"Top {TOP_ROWS} CPU ops by self time", run, "per_call_ops", _OP_COLUMNS)]
+    parts = [_table_section(f"Top {TOP_ROWS} CPU ops by self time", run, "per_call_ops", OP_COLUMNS)]
     if getattr(trace, "has_gpu", False):
         parts.append(_table_section(f"Top {TOP_ROWS} GPU kernels by time", run, "per_call_kernels",
-                                    _KERNEL_COLUMNS))
+                                    KERNEL_COLUMNS))
     return "".join(parts)
 
 

@@ -370,7 +370,12 @@ class GateVerdict:
 
 
 def _quantile_name(q: float) -> str:
-    return "median" if q == 0.5 else "minimum" if q == 0 else f"{100 * q:g}th percentile"
+    if q in (0, 0.5):
+        return "minimum" if q == 0 else "median"
+    pct = f"{100 * q:g}"
+    suffix = "th" if pct.endswith(("11", "12", "13")) or not pct.isdigit() else \
+        {"1": "st", "2": "nd", "3": "rd"}.get(pct[-1], "th")
+    return f"{pct}{suffix} percentile"
 
 
 def check_threshold(threshold_pct: Any) -> float:
@@ -395,9 +400,10 @@ def gate(old: SampleSet, new: SampleSet, threshold_pct: float = math.inf, *,
     if isinstance(quantile, bool) or not isinstance(quantile, (int, float)) or not 0 <= quantile < 1:
         raise InvalidArgumentError(f"quantile must be a number in [0, 1) (0.1: each process's 10th "
                                    f"percentile; 0.5: its median); got {quantile!r}")
-    base: dict[str, Any] = {"quantile": float(quantile), "threshold_pct": threshold, "confidence": confidence, "old_report": old_report,
-            "old_processes": old.n_processes, "new_processes": new.n_processes,
-            "old_cpu_wait_pct": old.max_cpu_wait_pct, "new_cpu_wait_pct": new.max_cpu_wait_pct}
+    base: dict[str, Any] = {
+        "quantile": float(quantile), "threshold_pct": threshold, "confidence": confidence, "old_report": old_report,
+        "old_processes": old.n_processes, "new_processes": new.n_processes,
+        "old_cpu_wait_pct": old.max_cpu_wait_pct, "new_cpu_wait_pct": new.max_cpu_wait_pct}
     diffs = environment_differences(old.environment, new.environment) + workload_difference(old.workload, new.workload)
     if diffs and not allow_environment_change:
         return GateVerdict(status=REFUSED, environment_differences=diffs, **base, reason=(
@@ -442,8 +448,8 @@ def gate(old: SampleSet, new: SampleSet, threshold_pct: float = math.inf, *,
                      f"the {_quantile_name(quantile)} resists that better than a median would"
                      if quantile < 0.5 else f"the {_quantile_name(quantile)} moves with such load")
                  + ". An idle machine, with no more threads than cores, gives a narrower interval") if busy else ""
-    return GateVerdict(busy_note=busy_note,
-        status=status, reason=reason, ratio=math.exp(point), ratio_low=low, ratio_high=high,
+    return GateVerdict(
+        status=status, reason=reason, busy_note=busy_note, ratio=math.exp(point), ratio_low=low, ratio_high=high,
         detectable_pct=100 * (math.exp(below) - 1), flagged_above_pct=100 * (limit * math.exp(below) - 1),
         old_ms=old_ms, new_ms=new_ms, old_spread_pct=old.spread_at(quantile),
         new_spread_pct=new.spread_at(quantile), environment_differences=diffs, **base)

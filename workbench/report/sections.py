@@ -99,12 +99,12 @@ def top_ops_html(run: Any, n: int = 15) -> str:
     if table.empty:
         note = getattr(run, "trace_note", "") or "the run has no trace"
         return f"<p>No op table: {_esc(note)}.</p>"
-    from workbench.capture.display import _OP_COLUMNS, readable_table
+    from workbench.capture.display import OP_COLUMNS, readable_table
 
     calls = getattr(run, "traced_calls", 0) or 1
     note = (f"<p class='wb-note'>Per clean call: the trace's totals over {calls} traced call(s), scaled by "
             f"the clean / traced time ({getattr(run, 'trace_scale', 1.0):.2f}).</p>")
-    return note + readable_table(table, _OP_COLUMNS).to_html(escape=True, index=False, classes="wb-top-ops",
+    return note + readable_table(table, OP_COLUMNS).to_html(escape=True, index=False, classes="wb-top-ops",
                                                               border=0)
 
 

@@ -1,7 +1,8 @@
 """Every name pattern the reader relies on, in one module (testable on its own).
 
 - which table an event goes to (by phase ``ph`` and category ``cat``, 2021 names included);
-- kernel type: communication / memory / computation, ours and Holistic Trace Analysis's;
+- kernel type: communication / memory / computation, ours and Holistic Trace Analysis's; on a trace
+  with no GPU, the same split of CPU work (gloo collectives are communication);
 - copy direction and pageable/pinned memory from "Memcpy HtoD (Pageable -> Device)";
 - runtime calls that launch GPU work and that synchronise the host with the device.
 """
@@ -63,8 +64,13 @@ COMMUNICATION_KERNEL = re.compile(
     r"|reduce_scatter_kernel|all_gather_kernel",
     re.IGNORECASE,
 )
-# A launching CPU op or annotation that is a collective.
-COLLECTIVE_OP = re.compile(r"^(?:c10d::|nccl:|gloo:|record_param_comms|c10d_functional::|_c10d_functional::)")
+# A launching CPU op or annotation that is a collective: the c10d dispatcher ops (``c10d::allreduce_``),
+# the backends' record_function annotations (``nccl:all_reduce``, ``gloo:all_reduce``, which gloo records on
+# its worker threads for the whole exchange, waits included), ProcessGroup methods, and the functional
+# collectives of torch.compile / DTensor.
+COLLECTIVE_OP = re.compile(
+    r"^(?:c10d::|nccl:|gloo:|mpi:|ucc:|record_param_comms|c10d_functional::|_c10d_functional::"
+    r"|ProcessGroup(?:Gloo|NCCL|MPI|UCC|Wrapper)?::)")
 MEMORY_KERNEL = re.compile(r"^(?:Memcpy|Memset|dma)", re.IGNORECASE)
 HTA_COMMUNICATION = re.compile(r"^nccl.*Kernel")
 HTA_MEMORY = re.compile(r"^(?:Memcpy|Memset|dma)")
@@ -85,6 +91,18 @@ def kernel_types(names: pd.Categorical, launching_ops: pd.Categorical) -> tuple[
     ours = np.where((ours == "computation") & (collective == "yes"), "communication", ours)
     hta = _per_category(names, _hta_by_name)
     return ours, hta
+
+
+def is_collective(name: str) -> bool:
+    """A CPU op or annotation name that is a collective (``c10d::allreduce_``, ``gloo:all_reduce``)."""
+    return bool(COLLECTIVE_OP.search(name))
+
+
+def host_activity_types(names: pd.Categorical) -> np.ndarray:
+    """Type of CPU-side work on a trace with no GPU: a collective op or annotation is "communication"
+    (on gloo the exchange runs on the CPU and its worker thread's ``gloo:*`` span includes the wait for the
+    peers), any other op "computation". The CPU counterpart of ``kernel_types`` for CPU-only jobs."""
+    return _per_category(names, lambda s: "communication" if COLLECTIVE_OP.search(s) else "computation")
 
 
 def _ours_by_name(name: str) -> str:

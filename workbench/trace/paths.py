@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from workbench.errors import TraceFormatError
 
 TRACE_SUFFIXES = (".json", ".json.gz")
+RUN_SUMMARY = "summary.json"   # the run summary ``workbench profile`` writes beside its rank traces: not a trace
 _SOURCE_HINT = "pass a trace file, a folder of rank files, or a list of trace files (str or pathlib.Path)"
 
 
@@ -157,7 +158,7 @@ def _folder(path: str) -> list[str]:
         raise _os_error(path, exc) from None
     found = []
     for name in sorted(names):
-        if not name.endswith(TRACE_SUFFIXES):
+        if not name.endswith(TRACE_SUFFIXES) or name == RUN_SUMMARY:
             continue
         full = os.path.join(path, name)
         try:
@@ -168,7 +169,31 @@ def _folder(path: str) -> list[str]:
     if not found:
         raise TraceFormatError("the folder has no .json or .json.gz trace files; pass a "
                                "trace file or a folder of rank files", path=_shown(path))
+    if RUN_SUMMARY in names:
+        _warn_if_incomplete(os.path.join(path, RUN_SUMMARY))
     return found
+
+
+def _warn_if_incomplete(summary_path: str) -> None:
+    """A folder written by ``workbench profile`` / ``wb.profile_distributed`` holds its run summary
+    (written last): say so when the run did not finish on every rank, so a partial folder is not taken
+    for a whole one."""
+    import json
+    import warnings
+
+    from workbench.errors import TraceWarning
+
+    try:
+        with open(summary_path, encoding="utf-8") as fh:
+            summary = json.load(fh)
+    except (OSError, ValueError):
+        return
+    if not isinstance(summary, dict) or summary.get("complete", True) is not False:
+        return
+    why = summary.get("reason") or "not every rank finished"
+    warnings.warn(f"{_shown(os.path.dirname(summary_path))}: an incomplete profiled run ({why}); "
+                  "the traces of the ranks that finished are loaded, the others are missing or partial",
+                  TraceWarning, stacklevel=4)
 
 
 def open_checked(path: str):

@@ -91,7 +91,7 @@ def run(variants: Mapping[str, Any], inputs: Any, settings: CompareSettings, *, 
     phases.start("the timed rounds")
     say("timing", "")
     timing_args = make_inputs()
-    timed, bytes_moved, roofs, summary = time_all(lives, base, timing_args, settings, notes, phases)
+    timed, bytes_moved, roofs, summary = time_all(lives, base, timing_args, settings, notes, phases, say)
     phases.finish(f"timing ({summary['rounds']} rounds)")
     footprints = {}
     if settings.profile:
@@ -159,7 +159,7 @@ def _mark_incorrect(lives: list[Live], precision: str, checks: int) -> None:
 
 # -- timing -------------------------------------------------------------------------------------
 def time_all(lives: list[Live], base: Live, args: tuple[Any, ...], settings: CompareSettings, notes: list[str],
-             phases: Phases) -> tuple[Any, int, dict[str, Any], dict[str, Any]]:
+             phases: Phases, say: Progress | None = None) -> tuple[Any, int, dict[str, Any], dict[str, Any]]:
     """Calibrate, run the rounds, extend them while undecided; returns (result, compulsory bytes,
     roofs, a summary of the rounds for the record)."""
     ok, out = guarded_call(base, args, settings.time_limit_s)
@@ -178,7 +178,7 @@ def time_all(lives: list[Live], base: Live, args: tuple[Any, ...], settings: Com
     with StateGuard():
         _calibrate(session, {lv.name: lv for lv in runnable}, timer)
         session.run(min_rounds=settings.min_rounds, max_rounds=settings.round_cap, budget_s=settings.budget_s)
-        extensions = _extend(session, base.name, settings, phases, settled)
+        extensions = _extend(session, base.name, settings, phases, settled, say)
     result = session.result()
     _apply_timing_failures(lives, result, base)
     if any(_inputs_changed(pristine, pooled) for pooled in session.pool):
@@ -266,7 +266,7 @@ def undecided(session: TimingSession, base_name: str, settings: CompareSettings)
 
 
 def _extend(session: TimingSession, base_name: str, settings: CompareSettings, phases: Phases,
-            settled: set[str] = frozenset()) -> list[dict]:
+            settled: set[str] = frozenset(), say: Progress | None = None) -> list[dict]:
     """More rounds while a candidate is undecided (those whose verdict does not rest on the
     timing, ``settled``, do not count), up to the settings' cap."""
     extensions = []
@@ -281,6 +281,8 @@ def _extend(session: TimingSession, base_name: str, settings: CompareSettings, p
             break
         chunk_s = min(left_s, max(settings.budget_s / 2, session.spent_s / 2, 1e-3))
         phases.start(f"the timed rounds (extension {len(extensions) + 1}: {', '.join(wide)} undecided)")
+        if say is not None:
+            say("timing", f"more rounds: {', '.join(wide)} undecided after {session.rounds} rounds")
         before = session.rounds
         session.run(min_rounds=1, max_rounds=left_rounds, budget_s=chunk_s)
         session.looks.append(session.rounds)

@@ -38,14 +38,16 @@ def before_collectives(k) -> "pd.DataFrame":
     """Per rank, what it did before it reached its collectives: compute_before_us (computation kernel
     time between the rank's first GPU event and the start of its last collective, outside collectives)
     and idle_before_us (the GPU idle in that window: the host had not issued the work yet). An
-    all-reduce makes every rank's wall time the same, so a rank's lateness shows only here."""
+    all-reduce makes every rank's wall time the same, so a rank's lateness shows only here. On a CPU-only
+    trace ``k`` is the CPU activity (``collective_activity``): idle is then time in no op at all (Python,
+    waits outside PyTorch)."""
     import numpy as np
     import pandas as pd
 
     from workbench.analysis.intervals import union_length
 
     out = []
-    for rank, g in k[k["kind"].isin(["kernel", "memcpy", "memset"])].groupby("rank"):
+    for rank, g in k[k["kind"].isin(["kernel", "memcpy", "memset", "cpu_op", "annotation"])].groupby("rank"):
         comm = g[g["kernel_type"] == "communication"]
         if comm.empty:
             out.append({"rank": int(rank), "n_collectives": 0, "compute_before_us": np.nan, "idle_before_us": np.nan})
@@ -65,12 +67,21 @@ def before_collectives(k) -> "pd.DataFrame":
 def straggler_rank(f: TraceFacts, t):
     """Ranks the stragglers table flags hold the others back: they wait for them in collectives. Judged on
     what each rank did before its collectives (compute vs GPU idle), not on wall time."""
-    result = f.stragglers
+    from workbench.analysis.stragglers import collective_activity, stragglers
+
+    if f.has_gpu:
+        result = f.stragglers
+    elif not f.cpu_ops.empty:  # a CPU-only job (gloo): the stragglers analysis reads its CPU ops and collectives
+        result = stragglers(f.subject)
+    else:
+        raise NotJudged("no GPU kernels or CPU ops in the trace")
     table = result.table
     if len(table) < 2:
         raise NotJudged(result.reason or "only one rank in the trace: stragglers need two or more")
     no_kernels = sorted(set(f.ranks) - {int(r) for r in table["rank"]})
-    before = before_collectives(f.kernels).set_index("rank")
+    activity, device = collective_activity(f.kernels, f.cpu_ops, f.annotations)
+    dev = "GPU" if device == "gpu" else "CPU"
+    before = before_collectives(activity).set_index("rank")
     # a rank with no collective at all has no communication to fall short of: it is not judged, not flagged
     no_comm = sorted(int(r) for r in before.index[before["n_collectives"] == 0])
     table = table[~table["rank"].isin(no_comm)]
@@ -95,32 +106,40 @@ def straggler_rank(f: TraceFacts, t):
     worst = [int(r) for r in slow["rank"]]
     s_compute = merged.loc[worst, "compute_before_us"]
     s_idle = merged.loc[worst, "idle_before_us"]
-    excess_pct = pct(float(s_compute.max()) - med_compute, med_compute)
-    by_compute = excess_pct >= t["min_excess_compute_pct"]
+    excess_compute_us = float(s_compute.max()) - med_compute
+    excess_pct = pct(excess_compute_us, med_compute)
     excess_idle_us = float(s_idle.max()) - med_idle
-    by_host = not by_compute and excess_idle_us >= t["min_explained_fraction"] * wait_us
+    # the cause named is the one that explains the wait: more compute (by share, and enough of it to account
+    # for a good part of the wait), else more idle before the collectives (the host arrives late)
+    explains = t["min_explained_fraction"] * wait_us
+    by_compute = excess_pct >= t["min_excess_compute_pct"] and (
+        excess_compute_us >= explains or excess_idle_us < explains) and not (
+        excess_idle_us >= explains and excess_idle_us > excess_compute_us)
+    by_host = not by_compute and excess_idle_us >= explains
     names = ", ".join(str(r) for r in worst)
     who = f"Rank {names} is a straggler" if len(worst) == 1 else f"Ranks {names} are stragglers"
     if by_compute:
         cause = (f"computing {float(s_compute.max()) / 1e3:.2f} ms before their collectives against a median rank's "
                  f"{med_compute / 1e3:.2f} ms (+{excess_pct:.0f}%): more work on them")
-        mechanism = ("Every collective waits for the slowest rank; the stragglers do more GPU work before each collective "
+        mechanism = (f"Every collective waits for the slowest rank; the stragglers do more {dev} work before each collective "
                      "(uneven shards, sequence lengths, embedding tables), so the others wait in it.")
         predicted = "balancing the work (shards, sequence lengths, table placement) brings the stragglers to the median and removes the others' wait"
     elif not by_host:
-        cause = (f"with GPU compute ({float(s_compute.max()) / 1e3:.2f} ms vs {med_compute / 1e3:.2f} ms) and GPU idle "
+        cause = (f"with {dev} compute ({float(s_compute.max()) / 1e3:.2f} ms vs {med_compute / 1e3:.2f} ms) and {dev} idle "
                  f"({float(s_idle.max()) / 1e3:.2f} ms vs {med_idle / 1e3:.2f} ms) before their collectives near the median "
                  f"rank's: neither explains the {wait_us / 1e3:.2f} ms the others wait within the traced window")
         mechanism = ("Every collective waits for the slowest rank to reach it; these ranks reach the collectives last, but "
-                     "the lateness is not in the GPU work or idle the trace shows (it lies before the traced window, "
+                     f"the lateness is not in the {dev} work or idle the trace shows (it lies before the traced window, "
                      "or the ranks' traces cover different windows).")
         predicted = "tracing all ranks over the same steps (and from the job's start) shows where the stragglers lose the time"
     else:
-        cause = (f"with GPU compute before their collectives at the median ({float(s_compute.max()) / 1e3:.2f} ms vs "
-                 f"{med_compute / 1e3:.2f} ms) but {float(s_idle.max()) / 1e3:.2f} ms of GPU idle before them against a "
+        cause = (f"with {dev} compute before their collectives at the median ({float(s_compute.max()) / 1e3:.2f} ms vs "
+                 f"{med_compute / 1e3:.2f} ms) but {float(s_idle.max()) / 1e3:.2f} ms of {dev} idle before them against a "
                  f"median {med_idle / 1e3:.2f} ms: their hosts issue the work late")
-        mechanism = ("Every collective waits for the slowest rank to reach it; these ranks' GPUs do no more work than the "
-                     "others but wait longer on their host (data loading, Python, CPU contention), so they arrive late.")
+        mechanism = ("Every collective waits for the slowest rank to reach it; these ranks' "
+                     + ("GPUs do no more work than the others but wait longer on their host" if device == "gpu" else
+                        "CPU ops do no more work than the others' but they spend longer outside any op before each collective")
+                     + " (data loading, Python, CPU contention), so they arrive late.")
         predicted = "removing the host-side delay on the stragglers (data loading, CPU pinning, fewer host syncs) removes the others' wait"
     rows_table = merged.reset_index()
     return Hypothesis(
@@ -134,10 +153,11 @@ def straggler_rank(f: TraceFacts, t):
                   Evidence("max_wait_caused_us", wait_us, "us", source="stragglers analysis (comm_deficit_us)"),
                   Evidence("straggler_excess_compute_pct", excess_pct, "%", t["min_excess_compute_pct"],
                            ">" if by_compute else "<",
-                           "computation kernels before each rank's collectives (straggler vs median rank)"),
+                           "computation kernels before each rank's collectives (straggler vs median rank)"
+                           if device == "gpu" else "CPU ops before each rank's collectives (straggler vs median rank)"),
                   Evidence("straggler_excess_idle_fraction_of_wait", excess_idle_us / wait_us if wait_us > 0 else 0.0,
                            "fraction", t["min_explained_fraction"], ">" if by_host else "<",
-                           "GPU idle before each rank's collectives (straggler - median rank) / the others' wait")),
+                           f"{dev} idle before each rank's collectives (straggler - median rank) / the others' wait")),
         time_at_stake_ms=bounded_ms(wait_us, span),
         predicted_effect=predicted,
         falsifier="give the slow rank the same input as a fast one: if the others still wait for it, the hardware or its host (not the data) is the cause",
