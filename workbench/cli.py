@@ -12,7 +12,7 @@ import sys
 from typing import Sequence
 
 EXIT_USAGE = 2
-COMMAND_MODULES = ("workbench.commands.report", "workbench.commands.analyze")
+COMMAND_MODULES = ("workbench.commands.report", "workbench.commands.analyze", "workbench.commands.profile")
 
 
 def build_parser() -> argparse.ArgumentParser:

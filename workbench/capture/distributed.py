@@ -293,7 +293,8 @@ def profiled_call(out: str, rank: int, world_size: int, window: Window | None,
                  f"was not reached in {session.steps} step(s); call workbench.distributed.step() once per step")
     record = {"rank": rank, "status": status, "exit_code": code, "wall_s": wall_s,
               "trace": os.path.basename(trace_path) if trace_path else None, "steps": session.steps,
-              "backend": session.backend, "error": error, "pid": os.getpid(), "host": socket.gethostname()}
+              "backend": session.backend, "error": error, "pid": os.getpid(), "host": socket.gethostname(),
+              "ended_unix": time.time(), "partial": status != "ok"}
     _write_json(os.path.join(out, STATUS_NAME.format(rank=rank)), record)
     return record
 
@@ -371,9 +372,15 @@ def summarise(out: str, *, command: Sequence[str] | str, world_size: int, ranks:
         reasons.append(f"timed out after {timeout_s:g} s")
     for r in bad:
         what = r.get("status")
+        if timed_out and what in ("terminated", "missing"):
+            what = "was still running at the timeout and was stopped"
         code = r.get("exit_code")
         reasons.append(f"rank {r['rank']} {what}" + (f" (exit code {code})" if code not in (None, 0) else "")
                        + ("" if r.get("trace") else ", no trace"))
+    failed = [r for r in ranks if r.get("status") == "failed" and r.get("ended_unix")]
+    first_failed = min(failed, key=lambda r: r["ended_unix"])["rank"] if failed else None
+    if len(failed) > 1:
+        reasons.append(f"rank {first_failed} failed first")
     backends = {r.get("backend") for r in ranks if r.get("backend")}
     summary = {
         "tool": tool, "command": list(command) if not isinstance(command, str) else command,
@@ -382,7 +389,10 @@ def summarise(out: str, *, command: Sequence[str] | str, world_size: int, ranks:
         "wall_s": wall_s, "exit_code": exit_code, "timed_out": timed_out, "timeout_s": timeout_s,
         "window": window.to_dict() if window else None,
         "complete": not bad and not timed_out and not exit_code, "reason": "; ".join(reasons),
-        "traces": [r["trace"] for r in ranks if r.get("trace")], "ranks": ranks, **(extra or {}),
+        "first_failed_rank": first_failed,
+        "traces": [r["trace"] for r in ranks if r.get("trace")],
+        "partial_traces": [r["trace"] for r in ranks if r.get("trace") and r.get("status") != "ok"],
+        "ranks": ranks, **(extra or {}),
     }
     _write_json(os.path.join(out, SUMMARY), summary)
     return summary

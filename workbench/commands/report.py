@@ -41,6 +41,8 @@ examples:
   workbench report --out reports/demo
   workbench report --workload mypkg.bench:step --repeat 50
   workbench report --bundle reports/demo/run --out reports/again
+  workbench report --trace traces/ --out reports/cluster-job     # a folder of rank files
+  workbench report --trace trace.json.gz --out reports/one-trace
   workbench report --out reports/new --compare-to reports/main --fail-on-regression 5
   workbench report --workload bench:step --time-limit 300 --processes 5
 
@@ -68,6 +70,11 @@ def register(subparsers: Any) -> None:
                           "takes arguments, else with none")
     src.add_argument("--bundle", metavar="PATH", help="report on a saved run bundle (a folder written by "
                      "ProfileRun.save or an earlier report's run/) instead of profiling")
+    src.add_argument("--trace", metavar="PATH", nargs="+", help="report on a saved trace instead of profiling: "
+                     "a trace file (.json, .json.gz), a folder of rank files, or several paths (one rank "
+                     "each); writes report.ipynb, report.html and summary.json (what was loaded, the "
+                     "hypotheses' categories) with its own template, templates/trace_report.ipynb. "
+                     "No timing: --compare-to is refused")
     p.add_argument("--template", metavar="NOTEBOOK", help="parameterised template notebook "
                    "(default: templates/report.ipynb; it receives the parameters bundle and title)")
     p.add_argument("--repeat", type=int, default=20, help="timed calls (default: %(default)s)")
@@ -115,6 +122,8 @@ def run(args: argparse.Namespace) -> int:
     from workbench.report.regression import check_threshold
     from workbench.report.workload import WorkloadError
 
+    if getattr(args, "trace", None):
+        return _run_trace(args)
     if args.repeat < 1 or args.warmup < 0 or args.processes < 0:
         raise InvalidArgumentError(f"--repeat must be >= 1, --warmup >= 0 and --processes >= 0; got "
                                    f"{args.repeat}, {args.warmup}, {args.processes}")
@@ -147,4 +156,25 @@ def run(args: argparse.Namespace) -> int:
     if result.regression is not None:
         print(result.regression.message())
         return result.regression.exit_code
+    return 0
+
+
+def _run_trace(args: argparse.Namespace) -> int:
+    """``--trace PATH...``: the trace report; options that only mean something for a workload are refused."""
+    from workbench.errors import InvalidArgumentError
+    from workbench.report.trace_report import NO_GATE, build_trace_report
+
+    if args.compare_to:
+        raise InvalidArgumentError(f"--trace cannot be used with --compare-to: {NO_GATE}")
+    if math.isfinite(args.fail_on_regression) or args.allow_environment_change:
+        raise InvalidArgumentError("--fail-on-regression and --allow-environment-change need --compare-to, "
+                                   "which a --trace report cannot use (there is no timing to gate)")
+    result = build_trace_report(args.out or _default_out(), args.trace, template=args.template, title=args.title,
+                                progress=_phase)
+    s = result.summary
+    print(f"trace: {len(s['ranks'])} rank(s), {', '.join(s['devices']) or ('GPU' if s['has_gpu'] else 'CPU only')}, "
+          f"span {s['span_us'] / 1000:.3f} ms, {len(s['hypotheses'])} hypothes"
+          f"{'is' if len(s['hypotheses']) == 1 else 'es'}"
+          + (f" ({', '.join(s['categories'])})" if s['categories'] else ""))
+    print(f"report: {result.html_path}")
     return 0
