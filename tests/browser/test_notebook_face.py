@@ -19,7 +19,7 @@ import urllib.request
 import nbformat
 import pytest
 
-from tests.browser.test_jupyterlab import (  # noqa: F401 - `lab` is a fixture used by the tests below
+from tests.browser.lab import (  # noqa: F401 - `lab` is a fixture used by the tests below
     ARTIFACTS, NOTEBOOK_READY, ROOT, LabVisit, _run_all_cells, _wait_kernel_connected, lab,
 )
 

@@ -111,7 +111,7 @@ def test_trace_stakes_are_per_clean_call_and_bounded_by_it(matmul_run):
     slow = dataclasses.replace(matmul_run, traced_timing=Measurement(tuple(2 * s for s in clean.samples_ms)))
     assert same.trace_scale == pytest.approx(1.0) and slow.trace_scale == pytest.approx(0.5)
     from workbench.hypotheses import diagnose_run
-    from workbench.hypotheses.registry import list_rules
+    from workbench.hypotheses.catalog import list_rules
 
     trace_rules = {r.name for r in list_rules("trace")}
     at_one = {h.rule: h.time_at_stake_ms for h in diagnose_run(same) if h.rule in trace_rules}

@@ -154,7 +154,7 @@ def test_torchrun_gets_the_rendezvous_options():
 
     one = build_parser().parse_args(["profile", "--nproc-per-node", "2", "--out", "o", "s.py", "--lr", "1"])
     cmd = torchrun_command(one)
-    assert "--standalone" in cmd and cmd[-4:] == ["workbench.capture.distributed", "s.py", "--lr", "1"]
+    assert "--standalone" in cmd and cmd[-4:] == ["workbench.capture.rank_entry", "s.py", "--lr", "1"]
     many = build_parser().parse_args(["profile", "--nproc-per-node", "8", "--nnodes", "2", "--node-rank", "1",
                                       "--rdzv-backend", "c10d", "--rdzv-endpoint", "head:29400", "--rdzv-id", "j",
                                       "--master-addr", "head", "--master-port", "29500", "--out", "o", "s.py"])

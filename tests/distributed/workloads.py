@@ -33,17 +33,25 @@ def straggler_job(steps: int = STEPS, slow_rank: int = STRAGGLER_RANK, extra_s: 
 
 
 def crash_on_rank_1() -> None:
+    import torch
     import torch.distributed as dist
 
+    t = torch.ones(4)
+    dist.all_reduce(t)
     if dist.get_rank() == 1:
         raise RuntimeError("planted failure on rank 1")
+    t.add_(1.0)
 
 
 def hang_on_rank_1() -> None:
+    import torch
     import torch.distributed as dist
 
+    t = torch.ones(4)
+    dist.all_reduce(t)
     if dist.get_rank() == 1:
         time.sleep(3600)
+    t.add_(1.0)
 
 
 def pid() -> int:

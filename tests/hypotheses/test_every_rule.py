@@ -22,7 +22,7 @@ from tests.hypotheses.builders import (
 from workbench.capture.compile_diag import CompileDiagnostics, GraphBreak, Recompile
 from workbench.capture.measurement import Measurement
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.registry import get_rule, list_rules
+from workbench.hypotheses.catalog import get_rule, list_rules
 from workbench.hypotheses.run_facts import RunFacts
 from workbench.trace.schema import frame
 

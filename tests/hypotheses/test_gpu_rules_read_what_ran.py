@@ -11,7 +11,8 @@ from workbench.hypotheses import diagnose_trace_full
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.fold_ranks import fold, fold_ranks, scope_ranks
 from workbench.hypotheses.model import Evidence, Hypothesis
-from workbench.hypotheses.registry import NotJudged, get_rule
+from workbench.hypotheses.catalog import get_rule
+from workbench.hypotheses.registry import NotJudged
 from workbench.trace.schema import frame
 
 BF16_GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"

@@ -38,8 +38,6 @@ def test_run_hypotheses_display_readably():
 
     run = wb.profile(lambda: torch.ones(8, 8) @ torch.ones(8, 8), warmup=0, repeat=3, trace=False)
     hyps = run.hypotheses
-    if not isinstance(hyps, HypothesisList):
-        pytest.skip("ProfileRun.hypotheses (workbench/capture/run.py) does not return HypothesisList yet: "
-                    "`return HypothesisList.from_diagnosis(diagnose_run_full(self))` there wires it")
+    assert isinstance(hyps, HypothesisList)
     assert isinstance(hyps, list) and "Hypothesis(" not in repr(hyps)
     assert "wb-diagnosis" in hyps._repr_html_()

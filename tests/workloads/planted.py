@@ -104,6 +104,28 @@ def batched_attention_scores():
     return (lambda: torch.bmm(q, k)), {}
 
 
+def fresh_buffer_cost_ratio(n_floats: int = 9_000_000, samples: int = 7) -> float:
+    """How much more filling a freshly allocated buffer costs than filling a reused one, in this
+    process now (median of interleaved samples). The allocation-churn workloads plant the cost of
+    fresh pages (mmap, first-touch faults, zeroing); whether the OS charges it depends on the state of
+    the process and the machine (a freed block served again from the heap, a host that already backs
+    the guest's pages). Below ~1.5x the planted problem is absent, and no diagnosis can be judged on it."""
+    reused = torch.empty(n_floats)
+    fresh_ns, reused_ns = [], []
+    for _ in range(samples):
+        t0 = time.perf_counter_ns()
+        torch.empty(n_floats).fill_(1.0)
+        t1 = time.perf_counter_ns()
+        reused.fill_(1.0)
+        t2 = time.perf_counter_ns()
+        fresh_ns.append(t1 - t0)
+        reused_ns.append(t2 - t1)
+    return float(np.median(fresh_ns) / max(np.median(reused_ns), 1.0))
+
+
+PLANTED_COST_MIN_RATIO = 1.5
+
+
 # -- allocation_churn: a large buffer allocated afresh on every call --------------------------
 @planted("allocation_churn")
 def clone_large_buffer():

@@ -20,6 +20,7 @@ torch = pytest.importorskip("torch")
 
 import workbench as wb  # noqa: E402
 from tests.workloads.corpus import workloads  # noqa: E402
+from tests.workloads.planted import PLANTED_COST_MIN_RATIO, fresh_buffer_cost_ratio  # noqa: E402
 
 TOP_K = 2
 ATTEMPTS = 2
@@ -65,6 +66,9 @@ CLEAN = [w for w in workloads("tuning") if w.category is None]
 @pytest.mark.slow
 @pytest.mark.parametrize("w", PLANTED, ids=[f"{w.category}-{w.name}" for w in PLANTED])
 def test_planted_category_within_top_k(w):
+    if w.category == "allocation_churn" and fresh_buffer_cost_ratio() < PLANTED_COST_MIN_RATIO:
+        pytest.skip("not applicable: in this process a fresh 36 MB buffer costs no more than a reused one "
+                    f"({fresh_buffer_cost_ratio():.2f}x), so the planted allocation cost is absent")
     run, noisy = _profile_quietly(w)
     ranked = list(run.hypotheses)
     listing = [(h.category, h.rule, h.confidence, round(h.time_at_stake_ms, 4)) for h in ranked[:4]]

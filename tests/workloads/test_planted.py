@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 
 import workbench as wb  # noqa: E402
 from workbench.hypotheses import diagnose  # noqa: E402
-from tests.workloads.planted import CLEAN, PLANTED  # noqa: E402
+from tests.workloads.planted import CLEAN, PLANTED, PLANTED_COST_MIN_RATIO, fresh_buffer_cost_ratio  # noqa: E402
 
 ATTEMPTS = 3
 COMPILED = {"graph_break", "recompilation"}
@@ -59,6 +59,9 @@ def _fresh_dynamo():
 
 @pytest.mark.parametrize("category, builder", list(_cases()))
 def test_planted_category_ranks_first(category, builder):
+    if category == "allocation_churn" and fresh_buffer_cost_ratio() < PLANTED_COST_MIN_RATIO:
+        pytest.skip("not applicable: in this process a fresh 36 MB buffer costs no more than a reused one "
+                    f"({fresh_buffer_cost_ratio():.2f}x), so the planted allocation cost is absent")
     run, noisy = _profile_quietly(builder)
     ranked = run.hypotheses
     assert ranked, f"{builder.__name__}: no hypothesis at all; not judged: {diagnose(run).statements()}"

@@ -72,10 +72,11 @@ def collective_activity(kernels: pd.DataFrame, cpu_ops: "pd.DataFrame | None" = 
                         annotations: "pd.DataFrame | None" = None) -> tuple[pd.DataFrame, str]:
     """(activity, device): the work that ranks' collectives wait for, with a kernel_type per row.
 
-    With GPU activity, the GPU kernels as they are (device "gpu"). With none (a CPU-only job, gloo), the CPU
-    work (device "cpu"): top-level CPU ops that are not collectives as computation; collective CPU ops and
-    annotations (``c10d::allreduce_``, ``gloo:all_reduce``) as communication. Columns: rank, name, kind,
-    kernel_type, ts_us, end_us."""
+    With GPU activity, the GPU kernels as they are (device "gpu"). With none but collectives on the CPU (a
+    CPU-only job, gloo), the CPU work (device "cpu"): top-level CPU ops that are not collectives as
+    computation; collective CPU ops and annotations (``c10d::allreduce_``, ``gloo:all_reduce``) as
+    communication. Columns: rank, name, kind, kernel_type, ts_us, end_us. A CPU trace without any collective
+    gets the (empty) kernels: there is no communication to analyse."""
     if len(kernels) or cpu_ops is None or not len(cpu_ops):
         return kernels, "gpu"
     parts = []
@@ -99,12 +100,15 @@ def collective_activity(kernels: pd.DataFrame, cpu_ops: "pd.DataFrame | None" = 
                                        "end_us": (a["ts_us"] + a["dur_us"]).to_numpy(np.float64)}))
     out = pd.concat(parts, ignore_index=True)
     out = out[np.isfinite(out["ts_us"].to_numpy()) & np.isfinite(out["end_us"].to_numpy())]
+    if not (out["kernel_type"] == "communication").any():
+        return kernels, "gpu"   # one process on the CPU, no collective: nothing waits for anyone
     return out.sort_values(["rank", "ts_us"], kind="stable").reset_index(drop=True), "cpu"
 
 
 def _no_analysis_reason(table: pd.DataFrame, median_comm: float) -> str:
     if len(table) == 0:
-        return "no GPU kernels or CPU ops in this trace: stragglers are found from each rank's kernel (or CPU op) time"
+        return ("no GPU kernels in this trace, nor collectives on its CPU ops: stragglers are found from each "
+                "rank's kernel (or, on a CPU job, CPU op) time around its collectives")
     if len(table) < 2:
         return f"stragglers need two or more ranks; this trace has {len(table)}"
     if median_comm <= 0:

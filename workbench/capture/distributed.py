@@ -4,7 +4,7 @@ Two ways in, one folder layout out (``DIR/rank-{rank}.pt.trace.json``, ``DIR/ran
 written last, ``DIR/summary.json`` with ``complete``):
 
 - ``workbench profile`` runs a script under torchrun; torchrun starts this module on every rank
-  (``python -m workbench.capture.distributed SCRIPT ARGS``, configured through ``WORKBENCH_PROFILE_*``
+  (``python -m workbench.capture.rank_entry SCRIPT ARGS``, configured through ``WORKBENCH_PROFILE_*``
   environment variables), which starts the profiler, runs the script with ``runpy`` and its own argv,
   stops the profiler and exports the rank's trace (``rank_main``);
 - ``run_local`` spawns N local processes for a picklable function (``wb.profile_distributed``), each with
@@ -305,7 +305,7 @@ def rank_main(argv: Sequence[str] | None = None) -> int:
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
-        print("usage: python -m workbench.capture.distributed SCRIPT [ARGS...] (run by workbench profile)",
+        print("usage: python -m workbench.capture.rank_entry SCRIPT [ARGS...] (run by workbench profile)",
               file=sys.stderr)
         return 2
     out = os.environ.get(ENV_OUT)
@@ -522,10 +522,3 @@ def raise_if_no_trace(summary: dict, out: str) -> None:
                             for r in summary["ranks"])
         raise ProfileError(f"no rank left a trace in {out}: {details}")
 
-
-if __name__ == "__main__":
-    # run the canonical module, not this __main__ copy, so that workbench.distributed.step() in the
-    # user's script reaches the profiler this rank started
-    from workbench.capture import distributed as _canonical
-
-    sys.exit(_canonical.rank_main())

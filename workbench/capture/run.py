@@ -107,9 +107,9 @@ class ProfileRun:
     def hypotheses(self) -> list[Any]:
         """Ranked hypotheses, best first: run-level rules (cold start, compile, measurement) and
         the trace's rules with time at stake per call (``workbench.hypotheses.diagnose_run``)."""
-        from workbench.hypotheses import diagnose_run
+        from workbench.hypotheses import HypothesisList, diagnose_run_full
 
-        return list(diagnose_run(self))
+        return HypothesisList.from_diagnosis(diagnose_run_full(self))
 
     # -- persistence ---------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:

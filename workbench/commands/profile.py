@@ -117,7 +117,7 @@ def torchrun_command(args: argparse.Namespace) -> list[str]:
     for flag, value in passed.items():
         if value is not None:
             cmd += [flag, str(value)]
-    return cmd + ["-m", "workbench.capture.distributed", args.script, *args.script_args]
+    return cmd + ["-m", "workbench.capture.rank_entry", args.script, *args.script_args]
 
 
 def _expected_ranks(args: argparse.Namespace) -> list[int]:

@@ -13,8 +13,9 @@ from workbench.hypotheses.diagnose import (
     Diagnosis, NotJudgedNote, diagnose_run, diagnose_run_full, diagnose_trace, diagnose_trace_full, rank,
 )
 from workbench.hypotheses.model import CATEGORIES, CONFIDENCES, STATUSES, Evidence, Hypothesis
-from workbench.hypotheses.registry import NotJudged, Rule, get_rule, list_rules
-from workbench.hypotheses.render import render_html, render_markdown, render_text
+from workbench.hypotheses.catalog import get_rule, list_rules
+from workbench.hypotheses.registry import NotJudged, Rule
+from workbench.hypotheses.render import HypothesisList, render_html, render_markdown, render_text
 
 
 def diagnose(subject: Any, **kw: Any) -> Diagnosis:
@@ -25,7 +26,7 @@ def diagnose(subject: Any, **kw: Any) -> Diagnosis:
 
 
 __all__ = [
-    "CATEGORIES", "CONFIDENCES", "STATUSES", "Diagnosis", "Evidence", "Hypothesis", "NotJudged",
+    "CATEGORIES", "CONFIDENCES", "STATUSES", "Diagnosis", "Evidence", "Hypothesis", "HypothesisList", "NotJudged",
     "NotJudgedNote", "Rule", "diagnose", "diagnose_run", "diagnose_run_full", "diagnose_trace",
     "diagnose_trace_full", "get_rule", "list_rules", "rank", "render_html", "render_markdown", "render_text",
 ]

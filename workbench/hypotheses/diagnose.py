@@ -26,7 +26,8 @@ from typing import Any, Iterable
 
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.model import Hypothesis
-from workbench.hypotheses.registry import NotJudged, list_rules
+from workbench.hypotheses.catalog import list_rules
+from workbench.hypotheses.registry import NotJudged
 from workbench.hypotheses.run_facts import RunFacts, field_of
 
 CONFIDENCE_ORDER = {"high": 0, "medium": 1, "low": 2}
@@ -156,7 +157,7 @@ RULE_FAILED = "the rule raised "
 def diagnose_trace_full(trace: Any, *, rules: Iterable[str] | None = None) -> Diagnosis:
     facts = trace if isinstance(trace, TraceFacts) else TraceFacts(trace)
     if rules is not None:
-        from workbench.hypotheses.registry import get_rule
+        from workbench.hypotheses.catalog import get_rule
         for name in rules:
             get_rule(name)   # unknown name -> RegistryError
     found, notes = _run_rules("trace", facts, rules)

@@ -69,8 +69,8 @@ def rule(name: str, *, category: str, scope: str, **thresholds: float) -> Callab
     return register
 
 
-def get_rule(name: str) -> Rule:
-    _load_catalog()
+def registered_rule(name: str) -> Rule:
+    """A rule registered so far (``workbench.hypotheses.catalog.get_rule`` loads the catalog first)."""
     try:
         return _RULES[name]
     except KeyError:
@@ -78,12 +78,8 @@ def get_rule(name: str) -> Rule:
         raise RegistryError(f"no rule named {name!r}; known rules: {known}") from None
 
 
-def list_rules(scope: str | None = None) -> list[Rule]:
-    _load_catalog()
+def registered_rules(scope: str | None = None) -> list[Rule]:
+    """The rules registered so far (``workbench.hypotheses.catalog.list_rules`` loads the catalog first)."""
     if scope is not None and scope not in SCOPES:
         raise InvalidArgumentError(f"scope must be one of {SCOPES} or None; got {scope!r}")
     return [r for r in _RULES.values() if scope is None or r.scope == scope]
-
-
-def _load_catalog() -> None:
-    import workbench.hypotheses.rules  # noqa: F401  (registers every rule on import)

@@ -26,6 +26,7 @@ from workbench.errors import InvalidArgumentError, ReportError
 from workbench.units import format_ms
 
 MAX_CHART_RANKS = 8     # a per-rank-and-stream chart draws the worst ranks only (the table lists the rest)
+MAX_TEXT = 72            # characters of a name a cell shows (the whole name is its tooltip)
 MAX_ROWS = 24            # rows a folded table shows; the rest are counted, not listed
 TEMPLATE_NAME = "trace_report.ipynb"
 NOTEBOOK_FILE = "report.ipynb"
@@ -173,7 +174,7 @@ def _cell(column: str, value: Any) -> str:
             return f"<td class='wb-num'>{100 * v:.1f} %</td>"
         return f"<td class='wb-num'>{int(v):,}</td>" if v.is_integer() else f"<td class='wb-num'>{v:.3g}</td>"
     text = str(value) if value is not None else ""
-    short = text if len(text) <= 90 else text[:87] + "…"
+    short = text if len(text) <= MAX_TEXT else text[:MAX_TEXT - 1] + "…"
     return f"<td title='{_esc(text)}'>{_esc(short)}</td>" if short != text else f"<td>{_esc(text)}</td>"
 
 
@@ -352,8 +353,11 @@ def idle_html(trace: Any) -> str:
     t = idle_table(trace)
     if t.empty:
         return "<p>No idle gaps between kernels.</p>"
+    n_ranks = int(t["rank"].nunique()) if "rank" in t.columns else 1
+    charted = (f" The chart above draws the {MAX_CHART_RANKS} most idle of the {n_ranks} ranks; this table lists "
+               "them all." if n_ranks > MAX_CHART_RANKS else "")
     return (_note("Idle time between kernels on each stream, split by cause (host wait: the next launch had not "
-                  "been issued; kernel wait: back-to-back launch latency), the most idle rank first.")
+                  "been issued; kernel wait: back-to-back launch latency), the most idle rank first." + charted)
             + table_html(t, hidden_what="streams"))
 
 
@@ -574,12 +578,12 @@ PAGE_CSS = """<style>
 .wb-trace-table thead th { background: #f4f4f4; position: sticky; top: 0; }
 .wb-trace-table th, .wb-trace-table td, .wb-trace-summary th, .wb-trace-summary td { text-align: left !important; }
 .wb-trace-table td.wb-num { text-align: right !important; font-variant-numeric: tabular-nums; white-space: nowrap; }
-.wb-trace-table td { max-width: 46em; overflow-wrap: anywhere; }
+.wb-trace-table td { max-width: 46em; overflow-wrap: break-word; word-break: normal; }
 .wb-note, .wb-hidden { color: #555; font-size: 12px; margin: 2px 0; }
 .wb-hidden { font-style: italic; }
 .wb-diagnosis table.wb-evidence { font-size: 11px; border-collapse: collapse; }
 .wb-diagnosis table.wb-evidence td, .wb-diagnosis table.wb-evidence th { padding: 1px 6px; border-bottom: 1px solid #eee;
-  text-align: left !important; max-width: 40em; overflow-wrap: anywhere; }
+  text-align: left !important; max-width: 40em; overflow-wrap: break-word; word-break: normal; }
 .wb-diagnosis li.wb-hyp { margin-bottom: 10px; }
 </style>"""
 
@@ -587,3 +591,49 @@ PAGE_CSS = """<style>
 def page_style() -> str:
     """The report's table styles (one ``<style>`` block, no external stylesheet)."""
     return PAGE_CSS
+
+
+ROOF_COLUMNS = ("name", "kernel_type", "family", "placed_by", "work_op", "count", "dur_us", "roof_us", "roof_pct")
+
+
+def kernel_roofline_table(trace: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Computation kernels (not collectives, copies or sets) placed against the device's roofline (``hypotheses.gpu_roofline``):
+    time per (family, placed_by), and per kernel name its roof time (the least time its work can
+    take at the GPU's peaks) as a share of its measured time, most time first."""
+    from workbench.hypotheses.gpu_roofline import place_kernels
+
+    k = trace.kernels
+    if k.empty:
+        return pd.DataFrame(), pd.DataFrame()
+    k = k[k["kind"] == "kernel"] if "kind" in k.columns else k
+    if "kernel_type" in k.columns:    # collectives are bound by the network, not by this roofline
+        k = k[k["kernel_type"] == "computation"]
+    placed = place_kernels(k, trace.cpu_ops, trace.device_properties)
+    if placed.empty:
+        return pd.DataFrame(), pd.DataFrame()
+    placed = placed.assign(work_op=placed["work_op"].fillna("").astype(str))
+    by_family = (placed.groupby(["family", "placed_by"]).agg(kernels=("name", "size"), dur_us=("dur_us", "sum"))
+                 .reset_index().sort_values("dur_us", ascending=False))
+    total = by_family["dur_us"].sum()
+    by_family["pct"] = 100 * by_family["dur_us"] / total if total > 0 else math.nan
+    per_name = (placed.groupby(["name", "kernel_type", "family", "placed_by", "work_op"], dropna=False)
+                .agg(count=("dur_us", "size"), dur_us=("dur_us", "sum"), roof_us=("roof_us", "sum"))
+                .reset_index())
+    per_name.loc[per_name["roof_us"] <= 0, "roof_us"] = math.nan
+    per_name["roof_pct"] = 100 * per_name["roof_us"] / per_name["dur_us"].where(per_name["dur_us"] > 0)
+    return by_family.reset_index(drop=True), per_name.sort_values("dur_us", ascending=False).reset_index(drop=True)
+
+
+def kernel_roofline_html(trace: Any) -> str:
+    if not len(trace.kernels):
+        return "<p>No GPU kernels: the roofline above places the CPU ops.</p>"
+    by_family, per_name = kernel_roofline_table(trace)
+    if by_family.empty:
+        return "<p>No kernel to place on the roofline.</p>"
+    return ("<h4>Kernels against the roofline</h4>"
+            + _note("Each kernel is memory- or compute-bound ('memory' / 'matrix') from the analytic work of the op "
+                    "that launched it where its input shapes are known ('analytic work'), else from its name "
+                    "('kernel name'); 'uncertain' kernels sit near the ridge. roof %: the least time the work can "
+                    "take at the device's peaks, as a share of the time the kernel took (100 % is on the roof).")
+            + table_html(by_family, hidden_what="groups")
+            + table_html(per_name, columns=ROOF_COLUMNS, max_rows=15, hidden_what="kernels"))

@@ -1,0 +1,12 @@
+"""What torchrun runs on each rank for ``workbench profile``: ``python -m workbench.capture.rank_entry
+SCRIPT [ARGS...]`` (see ``workbench.capture.distributed.rank_main``). A module of its own so that the
+profiler state lives in ``workbench.capture.distributed``, where the script's
+``workbench.distributed.step()`` finds it (not in a ``__main__`` copy)."""
+from __future__ import annotations
+
+import sys
+
+from workbench.capture.distributed import rank_main
+
+if __name__ == "__main__":
+    sys.exit(rank_main())
