@@ -1,11 +1,11 @@
 """Helpers shared by the chart builders: tables out of result objects, a chart that explains."""
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import pandas as pd
 
-from workbench.errors import InvalidArgumentError
+from workbench.errors import InvalidArgumentError, NotApplicableError, WorkbenchError
 
 MAX_CHART_ROWS = 5000  # altair's default limit; every builder stays under it
 
@@ -66,3 +66,13 @@ def finite_rows(table: pd.DataFrame, columns: Iterable[str]) -> tuple[pd.DataFra
 def shorten(name: Any, limit: int = 60) -> str:
     text = "" if name is None or (isinstance(name, float) and pd.isna(name)) else str(name)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def guarded_chart(build: Callable[[], Any], title: str) -> Any:
+    """Build a chart; what the data cannot give becomes a chart that says why, in words."""
+    try:
+        return build()
+    except NotApplicableError as exc:
+        return message_chart(f"not applicable: {exc.reason}", title=title)
+    except WorkbenchError as exc:
+        return message_chart(f"cannot draw {title.lower()}: {exc}", title=title)

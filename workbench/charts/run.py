@@ -1,39 +1,28 @@
 """The charts shown for a profiled run (``ProfileRun``), a loaded Trace, or a variant Comparison."""
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from workbench.charts.breakdowns import (
     idle_chart, kernel_types_chart, per_rank_chart, top_kernels_chart, top_ops_chart,
 )
-from workbench.charts.common import message_chart
+from workbench.charts.common import guarded_chart, message_chart
 from workbench.charts.comparison import comparison_chart
 from workbench.charts.roofline import trace_roofline_chart
 from workbench.charts.timeline import timeline_chart
-from workbench.errors import NotApplicableError, WorkbenchError
 
 PER_RANK_PARTS = ("compute", "non_compute", "idle")
 
 
-def _guarded(build: Callable[[], Any], title: str) -> Any:
-    """Build a chart; what the data cannot give becomes a chart that says why, in words."""
-    try:
-        return build()
-    except NotApplicableError as exc:
-        return message_chart(f"not applicable: {exc.reason}", title=title)
-    except WorkbenchError as exc:
-        return message_chart(f"cannot draw {title.lower()}: {exc}", title=title)
-
-
 def _gpu_charts(trace: Any) -> list[Any]:
     kernels = trace.kernel_breakdown()
-    charts = [_guarded(lambda: top_kernels_chart(kernels), "Top kernels")]
+    charts = [guarded_chart(lambda: top_kernels_chart(kernels), "Top kernels")]
     types = getattr(kernels, "types", None)
     if types is not None:
-        charts.append(_guarded(lambda: kernel_types_chart(types), "Kernel types"))
-    charts.append(_guarded(lambda: idle_chart(trace.idle_breakdown()), "Idle time"))
+        charts.append(guarded_chart(lambda: kernel_types_chart(types), "Kernel types"))
+    charts.append(guarded_chart(lambda: idle_chart(trace.idle_breakdown()), "Idle time"))
     if len(getattr(trace, "ranks", ())) > 1:
-        charts.append(_guarded(lambda: per_rank_chart(trace.temporal_breakdown(), parts=PER_RANK_PARTS,
+        charts.append(guarded_chart(lambda: per_rank_chart(trace.temporal_breakdown(), parts=PER_RANK_PARTS,
                                                       title="Time per rank"), "Time per rank"))
     return charts
 
@@ -43,14 +32,14 @@ def trace_charts(trace: Any, *, timeline: bool = True, roofline: bool = True,
     """Top ops; on GPU traces top kernels, kernel types, the idle split and time per rank; the
     roofline of the ops with known work (``measure_ceiling``: measure this CPU's ceilings if
     they are not cached); then the timeline."""
-    charts = [_guarded(lambda: top_ops_chart(trace.op_breakdown()), "Top ops")]
+    charts = [guarded_chart(lambda: top_ops_chart(trace.op_breakdown()), "Top ops")]
     if getattr(trace, "has_gpu", False):
         charts.extend(_gpu_charts(trace))
     if roofline:
-        charts.append(_guarded(lambda: trace_roofline_chart(trace, environment=environment,
+        charts.append(guarded_chart(lambda: trace_roofline_chart(trace, environment=environment,
                                                             measure=measure_ceiling), "Roofline"))
     if timeline:
-        charts.append(_guarded(lambda: timeline_chart(trace), "Timeline"))
+        charts.append(guarded_chart(lambda: timeline_chart(trace), "Timeline"))
     return charts
 
 

@@ -232,13 +232,14 @@ def ceiling_for(trace: Any, environment: Mapping[str, Any] | None = None, *, mea
         found = gpu_ceilings(props)
         if found is not None:
             return found
-        names = sorted({str(d.get("name")) for d in _flat(props) if isinstance(d, dict)})
+        names = sorted({str(d.get("name")) for d in device_property_dicts(props) if isinstance(d, dict)})
         raise NotApplicableError(f"no peak figures known for the trace's GPU {names or '(unnamed)'}; "
                                  "pass ceilings=Ceiling(...) with its datasheet numbers")
     return cpu_ceilings(environment, measure=measure)
 
 
-def _flat(props: Any):
+def device_property_dicts(props: Any):
+    """Each device's properties dict in a trace's ``deviceProperties`` (a list, a dict of them, nested)."""
     if isinstance(props, dict):
         if "name" in props or "computeMajor" in props:
             yield props
@@ -246,4 +247,4 @@ def _flat(props: Any):
         props = list(props.values())
     if isinstance(props, (list, tuple)):
         for item in props:
-            yield from _flat(item)
+            yield from device_property_dicts(item)

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from workbench import analysis
+from workbench.devices.ceilings import device_property_dicts
 from workbench.hypotheses.registry import NotJudged
 from workbench.trace import schema
 
@@ -26,17 +27,6 @@ def _table(trace: Any, name: str) -> pd.DataFrame:
     if isinstance(value, pd.DataFrame) and (len(value.columns) or name not in schema.TABLES):
         return value
     return schema.empty(name)
-
-
-def _flatten_devices(props: Any):
-    if isinstance(props, dict):
-        if "name" in props or "computeMajor" in props:
-            yield props
-            return
-        props = list(props.values())
-    if isinstance(props, (list, tuple)):
-        for item in props:
-            yield from _flatten_devices(item)
 
 
 class TraceFacts:
@@ -58,7 +48,7 @@ class TraceFacts:
     @property
     def device_list(self) -> list[dict]:
         """Every device's properties as one flat list of dicts (the trace holds {rank: [devices]})."""
-        return list(_flatten_devices(self.device_properties))
+        return list(device_property_dicts(self.device_properties))
 
     # -- presence -------------------------------------------------------------------------
     @property

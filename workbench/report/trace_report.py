@@ -505,28 +505,23 @@ def environment_html(trace: Any) -> str:
 
 
 # --- charts -----------------------------------------------------------------------------------
-def _guard(build: Callable[[], Any], title: str) -> Any:
-    from workbench.charts.common import message_chart
-    from workbench.errors import NotApplicableError, WorkbenchError
+def guarded_chart(build: Callable[[], Any], title: str) -> Any:
+    """``workbench.charts.common.guarded_chart``, imported when a chart is drawn (altair stays unloaded until then)."""
+    from workbench.charts.common import guarded_chart as guard
 
-    try:
-        return build()
-    except NotApplicableError as exc:
-        return message_chart(f"not applicable: {exc.reason}", title=title)
-    except WorkbenchError as exc:
-        return message_chart(f"cannot draw {title.lower()}: {exc}", title=title)
+    return guard(build, title)
 
 
 def kernel_charts(trace: Any) -> list[Any]:
     from workbench.charts import kernel_types_chart, top_kernels_chart, top_ops_chart
 
     if not len(trace.kernels):
-        return [_guard(lambda: top_ops_chart(trace.op_breakdown()), "Top ops")]
+        return [guarded_chart(lambda: top_ops_chart(trace.op_breakdown()), "Top ops")]
     kb = trace.kernel_breakdown()
     folded = kernel_table(trace)   # one bar per kernel, summed over the ranks
-    charts = [_guard(lambda: top_kernels_chart(folded, value="sum_us"), "Top kernels")]
+    charts = [guarded_chart(lambda: top_kernels_chart(folded, value="sum_us"), "Top kernels")]
     if kb.types is not None and not kb.types.empty:
-        charts.append(_guard(lambda: kernel_types_chart(kb.types), "Kernel types"))
+        charts.append(guarded_chart(lambda: kernel_types_chart(kb.types), "Kernel types"))
     return charts
 
 
@@ -538,13 +533,13 @@ def rank_charts(trace: Any) -> list[Any]:
         return []
     charts = []
     if len(trace.ranks) > 1:
-        charts.append(_guard(lambda: per_rank_chart(trace.temporal_breakdown(), parts=("compute", "non_compute", "idle"),
+        charts.append(guarded_chart(lambda: per_rank_chart(trace.temporal_breakdown(), parts=("compute", "non_compute", "idle"),
                                                     title="Time per rank"), "Time per rank"))
     idle = trace.idle_breakdown().table
     worst = idle.groupby("rank")["idle_us"].sum().sort_values(ascending=False).index[:MAX_CHART_RANKS] \
         if "rank" in idle.columns and len(idle) else []
     shown = idle[idle["rank"].isin(worst)] if len(worst) else idle
-    charts.append(_guard(lambda: idle_chart(shown), "Idle time"))
+    charts.append(guarded_chart(lambda: idle_chart(shown), "Idle time"))
     return charts
 
 
@@ -554,7 +549,7 @@ def overlap_charts(trace: Any) -> list[Any]:
     t = trace.comm_overlap().table
     if t.empty or not (t["comm_us"] > 0).any():
         return []
-    return [_guard(lambda: per_rank_chart(t, parts=("overlap", "exposed_comm"),
+    return [guarded_chart(lambda: per_rank_chart(t, parts=("overlap", "exposed_comm"),
                                           title="Communication per rank: hidden under compute / exposed"),
                    "Communication per rank")]
 
@@ -562,13 +557,13 @@ def overlap_charts(trace: Any) -> list[Any]:
 def roofline_charts(trace: Any) -> list[Any]:
     from workbench.charts import trace_roofline_chart
 
-    return [_guard(lambda: trace_roofline_chart(trace), "Roofline")]
+    return [guarded_chart(lambda: trace_roofline_chart(trace), "Roofline")]
 
 
 def timeline_charts(trace: Any) -> list[Any]:
     from workbench.charts import timeline_chart
 
-    return [_guard(lambda: timeline_chart(trace), "Timeline")]
+    return [guarded_chart(lambda: timeline_chart(trace), "Timeline")]
 
 
 PAGE_CSS = """<style>
