@@ -377,6 +377,9 @@ def summarise(out: str, *, command: Sequence[str] | str, world_size: int, ranks:
         code = r.get("exit_code")
         reasons.append(f"rank {r['rank']} {what}" + (f" (exit code {code})" if code not in (None, 0) else "")
                        + ("" if r.get("trace") else ", no trace"))
+    if exit_code and not bad and not timed_out:
+        reasons.append(f"the job exited with code {exit_code} although every rank reported success "
+                       "(a rank's process failed at exit, after its trace was written)")
     failed = [r for r in ranks if r.get("status") == "failed" and r.get("ended_unix")]
     first_failed = min(failed, key=lambda r: r["ended_unix"])["rank"] if failed else None
     if len(failed) > 1:
@@ -419,15 +422,34 @@ def _spawned_rank(rank: int, world_size: int, backend: str, port: int, fn: Calla
         torch.cuda.set_device(rank)
     dist.init_process_group(backend, rank=rank, world_size=world_size,
                             timeout=_dt.timedelta(seconds=max(30.0, float(timeout_s))))
+    code = 1
     try:
         _first_session()
         dist.barrier()   # connect the ranks before the profiler starts: setup is not the job's time
-        profiled_call(out, rank, world_size, Window.from_env(window_env), lambda: fn(*args))
+        code = int(profiled_call(out, rank, world_size, Window.from_env(window_env), lambda: fn(*args))["exit_code"])
     finally:
         try:
             dist.destroy_process_group()
         except Exception:  # noqa: BLE001
             pass
+    exit_now(code)
+
+
+def exit_now(code: int) -> None:
+    """End a rank's process once its trace and status are written: run the atexit handlers, flush, and
+    leave without the interpreter's teardown, where C++ threads left by the collective backend or the
+    profiler can abort the process ("terminate called without an active exception") after the job is done."""
+    import atexit
+
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001
+                pass
+        os._exit(code)
 
 
 def _first_session() -> None:
@@ -490,7 +512,7 @@ def run_local(fn: Callable, *, world_size: int, backend: str = "gloo", args: tup
             rec["exit_code"] = p.exitcode
             rec["error"] = (f"the process ended with exit code {p.exitcode} before it wrote its status "
                             "(it failed in process-group setup, or was killed)")
-        if rec["status"] == "terminated" and timed_out:
+        if rec["status"] in ("terminated", "missing") and timed_out:
             rec["error"] = f"still running after timeout_s={timeout_s:g} s: stopped (a hang?)"
     codes = [p.exitcode for p in procs]
     exit_code = next((c for c in codes if c not in (0, None)), 0)

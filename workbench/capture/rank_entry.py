@@ -4,9 +4,7 @@ profiler state lives in ``workbench.capture.distributed``, where the script's
 ``workbench.distributed.step()`` finds it (not in a ``__main__`` copy)."""
 from __future__ import annotations
 
-import sys
-
-from workbench.capture.distributed import rank_main
+from workbench.capture.distributed import exit_now, rank_main
 
 if __name__ == "__main__":
-    sys.exit(rank_main())
+    exit_now(rank_main())

@@ -14,6 +14,7 @@ from workbench.trace import classify as C
 from workbench.trace import columns as K
 from workbench.trace.decode import DecodedFile, TraceHeader
 from workbench.trace.issues import Issues
+from workbench.trace.events import Event
 
 TIMED_TABLES = ("cpu_ops", "python_calls", "runtime", "kernels", "gpu_syncs", "memory",
                 "annotations", "gpu_annotations", "flows")
@@ -46,7 +47,7 @@ def build_file(header: TraceHeader, chunks: Iterator[DecodedFile], options: Load
     names: dict[str, dict[str, str]] = {"process": {}, "thread": {}}
     path = ""
     interners = K.Interners()
-    edges: list[tuple[int, int, object]] = []  # B/E events, paired once the file is read
+    edges: list[tuple[int, int, Event]] = []  # B/E events, paired once the file is read
     for decoded in chunks:
         path = decoded.path
         issues.skipped(decoded.skipped)

@@ -288,7 +288,7 @@ def concat_parts(parts: list[dict]) -> dict:
 
 
 
-def pair_spans(edges: list[tuple[int, int, object]], path: str, issues: Issues) -> DecodedFile | None:
+def pair_spans(edges: list[tuple[int, int, Event]], path: str, issues: Issues) -> DecodedFile | None:
     """``B``/``E`` events (file index, ts ns, event) -> one span per pair, as "X" events would be.
 
     Per (pid, tid), in time order, an ``E`` closes the latest open ``B`` (the Chrome trace format's

@@ -9,7 +9,10 @@ Pieces are decoded with the fast per-category structs where they can be (events.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
 from typing import Any
 
 import msgspec
@@ -239,6 +242,26 @@ class _FastState:
         self.failures += failed
 
 
+DEPTH_MARGIN = 16  # frames msgspec and this module use around an event's own nesting
+
+
+@contextmanager
+def _bounded_depth() -> Iterator[None]:
+    """msgspec counts JSON nesting against Python's recursion limit, which other libraries raise
+    (torch._dynamo does): decode with a fixed budget above the current depth, so that which events
+    are too deeply nested to read depends on the file only, not on what else the process imported."""
+    depth = 0
+    frame: FrameType | None = sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(depth + MAX_EVENT_DEPTH + DEPTH_MARGIN)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
 def _decode_piece(text: bytes | memoryview, path: str, first: int, fast: _FastState) -> DecodedFile | None:
     """The events of one piece ("[...]"); None if the piece is not valid JSON (a cut inside a string).
 
@@ -248,7 +271,8 @@ def _decode_piece(text: bytes | memoryview, path: str, first: int, fast: _FastSt
     """
     if fast.use():
         try:
-            events = FAST_DECODER.decode(text)
+            with _bounded_depth():
+                events = FAST_DECODER.decode(text)
             fast.record(failed=False)
             return DecodedFile(path, events, text, first)
         except (msgspec.ValidationError, RecursionError):  # an unknown or absent cat, or a bad value
@@ -258,7 +282,9 @@ def _decode_piece(text: bytes | memoryview, path: str, first: int, fast: _FastSt
         except UnicodeDecodeError as exc:
             raise _not_utf8(exc, path) from None
     try:
-        return DecodedFile(path, GENERIC_DECODER.decode(text), text, first)
+        with _bounded_depth():
+            events = GENERIC_DECODER.decode(text)
+        return DecodedFile(path, events, text, first)
     except (msgspec.ValidationError, RecursionError):
         return _one_by_one(text, 0, path, first)
     except msgspec.DecodeError:
@@ -294,7 +320,9 @@ def _decode_nan(text: bytes | memoryview, path: str, first: int) -> DecodedFile 
         return None
     clean, count = fixed
     try:
-        piece = DecodedFile(path, GENERIC_DECODER.decode(clean), clean, first)
+        with _bounded_depth():
+            events = GENERIC_DECODER.decode(clean)
+        piece = DecodedFile(path, events, clean, first)
     except (msgspec.ValidationError, RecursionError):
         piece = _one_by_one(clean, 0, path, first)
     except _BAD_TEXT:
@@ -378,7 +406,9 @@ def _decode_tail(body: bytes, path: str, first: int) -> tuple[_Tail, bytes, list
     """The last events and the header keys after them; (tail, its text, skipped events, NaNs)."""
     nans = 0
     try:
-        return msgspec.json.decode(body, type=_Tail), body, [], 0
+        with _bounded_depth():
+            tail = msgspec.json.decode(body, type=_Tail)
+        return tail, body, [], 0
     except (msgspec.ValidationError, RecursionError):
         pass
     except _BAD_TEXT as exc:
@@ -387,7 +417,9 @@ def _decode_tail(body: bytes, path: str, first: int) -> tuple[_Tail, bytes, list
             raise TraceFormatError(f"not valid JSON, or truncated ({exc}); {_HINT}", path=shown(path)) from None
         body, nans = fixed
         try:
-            return msgspec.json.decode(body, type=_Tail), body, [], nans
+            with _bounded_depth():
+                tail = msgspec.json.decode(body, type=_Tail)
+            return tail, body, [], nans
         except (msgspec.ValidationError, RecursionError):
             pass
         except _BAD_TEXT as exc2:

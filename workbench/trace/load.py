@@ -80,8 +80,8 @@ def _load(paths: list[str], options: LoadOptions) -> TraceData:
         headers.append(header)
         files.append(file)
     if not files:
-        first, exc = left_out[0]
-        raise TraceFormatError(f"none of the {len(paths)} rank files could be read; the first: {exc}",
+        first, first_error = left_out[0]
+        raise TraceFormatError(f"none of the {len(paths)} rank files could be read; the first: {first_error}",
                                path=shown(first))
     messages = [f"{shown(path)}: rank file left out, it cannot be read ({exc}); the other "
                 f"{len(files)} rank file(s) were loaded" for path, exc in left_out]

@@ -36,7 +36,7 @@ def trace_paths(source: object) -> list[str]:
     if not isinstance(source, Sequence):
         raise TraceFormatError(f"load_trace got {type(source).__name__} ({_short(source)}), not a path; "
                                f"{_SOURCE_HINT}")
-    items = list(source)  # type: ignore[call-overload]
+    items = list(source)
     if not items:
         raise TraceFormatError(f"load_trace got an empty list of trace paths; {_SOURCE_HINT}")
     paths = []
