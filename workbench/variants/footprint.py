@@ -28,13 +28,17 @@ def profile_footprint(fn: Callable[..., Any], args: tuple[Any, ...]) -> dict[str
     import torch
     from torch.profiler import ProfilerActivity, profile
 
+    from workbench.capture.quiet import captured_native_stderr
+
     on_cuda = torch.cuda.is_available()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_cuda else [])
     if on_cuda:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         base_mem = torch.cuda.memory_allocated()
-    with profile(activities=activities, profile_memory=True) as prof:
+    # the profiler's native start/stop lines (USDT ... profiler_start) are kept out of the user's output;
+    # they are shown only when the call fails
+    with captured_native_stderr(), profile(activities=activities, profile_memory=True) as prof:
         fn(*args)
         if on_cuda:
             torch.cuda.synchronize()
