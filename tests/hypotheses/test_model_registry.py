@@ -88,3 +88,13 @@ def test_hypotheses_layer_imports_no_torch_ipython_or_altair():
     code = ("import sys, workbench.hypotheses as h; h.list_rules(); "
             "bad=[m for m in ('torch','IPython','altair') if m in sys.modules]; assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_evidence_reads_in_adaptive_time_units_and_never_in_scientific_notation():
+    from workbench.hypotheses.model import Evidence
+
+    assert Evidence("long_host_wait_us", 523_600.0, "us").describe() == "long_host_wait_us = 524 ms"
+    assert Evidence("excess_ms", 0.0004, "ms", 0.01).describe() == "excess_ms = 400 ns (> threshold 10 µs)"
+    assert Evidence("alloc_bytes", 12_345_678.0, "bytes").describe() == "alloc_bytes = 12,345,678 bytes"
+    assert Evidence("idle_pct", 50.08, "%", 20.0).describe() == "idle_pct = 50.08 % (> threshold 20 %)"
+    assert "e+" not in Evidence("events", 2.5e9, "").describe()

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from workbench.errors import InvalidArgumentError
+from workbench.units import format_ms
 
 CATEGORIES: tuple[str, ...] = (
     "launch_overhead", "host_bound", "memory_bound", "compute_bound", "host_sync", "transfer",
@@ -64,9 +65,9 @@ class Evidence:
             raise InvalidArgumentError(f"evidence {self.metric!r} needs a finite value; got {self.value}")
 
     def describe(self) -> str:
-        text = f"{self.metric} = {_fmt(self.value)} {self.unit}".rstrip()
+        text = f"{self.metric} = {_fmt(self.value, self.unit)}"
         if self.threshold is not None:
-            text += f" ({self.comparison} threshold {_fmt(self.threshold)})"
+            text += f" ({self.comparison} threshold {_fmt(self.threshold, self.unit)})"
         return text
 
     def to_dict(self) -> dict[str, Any]:
@@ -85,10 +86,19 @@ class Evidence:
         )
 
 
-def _fmt(x: float) -> str:
-    if x == 0 or 1e-3 <= abs(x) < 1e6:
-        return f"{x:,.4g}" if abs(x) >= 1000 else f"{x:.4g}"
-    return f"{x:.3e}"
+_TIME_UNITS = {"us": 1e-3, "µs": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+def _fmt(x: float, unit: str = "") -> str:
+    """A value with its unit for people: times in adaptive units (``workbench.units``), large counts
+    with thousands separators, never scientific notation between 1e-3 and 1e12."""
+    if unit in _TIME_UNITS:
+        return format_ms(x * _TIME_UNITS[unit])
+    if x == 0 or 1e-3 <= abs(x) < 1e12:
+        number = f"{x:,.0f}" if abs(x) >= 1e4 else f"{x:,.4g}" if abs(x) >= 1000 else f"{x:.4g}"
+    else:
+        number = f"{x:.3e}"
+    return f"{number} {unit}".rstrip()
 
 
 @dataclass(frozen=True)
