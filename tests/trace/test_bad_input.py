@@ -159,3 +159,16 @@ def test_odd_but_loadable_traces_raise_no_numeric_warnings():
                         pass  # "not available" for this trace: said, not a warning
             failed = [n for n in trace.diagnosis().not_judged if "the rule raised" in n.reason]
             assert not failed, (name, failed)
+
+
+def test_what_is_too_deep_to_read_does_not_depend_on_a_raised_recursion_limit():
+    import sys
+
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(20_000)  # torch._dynamo and others raise it; msgspec counts nesting against it
+    try:
+        trace, messages = _load_warned(BAD / "nested_args_1k.json")
+    finally:
+        sys.setrecursionlimit(old)
+    assert any("event #3: nested 1002 levels deep" in m for m in messages)
+    assert len(trace.cpu_ops) == 39 and sys.getrecursionlimit() == old

@@ -242,7 +242,7 @@ class _FastState:
         self.failures += failed
 
 
-DEPTH_MARGIN = 16  # frames msgspec and this module use around an event's own nesting
+DEPTH_MARGIN = 200  # frames above the events array: the decoder's own, and room for other threads while it runs
 
 
 @contextmanager
