@@ -16,7 +16,7 @@ import pandas as pd
 from workbench.analysis.intervals import union_length_by
 from workbench.analysis.result import AnalysisResult
 from workbench.analysis.view import prepare
-from workbench.trace import classify as C
+import workbench.trace.classify as C
 
 STRAGGLER_MIN_WAIT_FRACTION = 0.10  # the others' median extra comm time, as a fraction of the median comm time
 

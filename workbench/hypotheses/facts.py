@@ -17,7 +17,7 @@ import pandas as pd
 from workbench import analysis
 from workbench.devices.ceilings import device_property_dicts
 from workbench.hypotheses.registry import NotJudged
-from workbench.trace import schema
+import workbench.trace.schema as schema
 
 TABLES = ("cpu_ops", "kernels", "runtime", "annotations", "memory")
 
@@ -201,7 +201,7 @@ class TraceFacts:
     @cached_property
     def ceiling(self):
         """The roof ops are placed against: given, the GPU's vendor peak, or the CPU ceiling."""
-        from workbench.hypotheses import roofline
+        import workbench.hypotheses.roofline as roofline
 
         if self._ceiling is not None:
             return self._ceiling

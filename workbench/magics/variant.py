@@ -44,7 +44,7 @@ def suggesting_hypothesis(name: str) -> Any:
     one that suggests ``name`` (``compiled``, ``cuda_graph``, ...); for a rewrite of your own, the
     top-ranked finding that is not about the measurement itself (None without one)."""
     from workbench.magics.gpuprofile import last_run
-    from workbench.variants import registry
+    import workbench.variants.registry as registry
     from workbench.widgets.variant_panel import pick_hypothesis
 
     try:

@@ -22,7 +22,7 @@ BUDGET_S = 4.0
 
 def suggested_variants(hypotheses: Iterable[Any], limit: int = MAX_VARIANTS) -> tuple[list[str], Any]:
     """Registry names the hypotheses suggest, in rank order, and the first hypothesis suggesting one."""
-    from workbench.variants import registry
+    import workbench.variants.registry as registry
 
     known, names, first = set(registry.names()) - NOT_FROM_FUNCTION, [], None
     for h in hypotheses:

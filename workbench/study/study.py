@@ -31,7 +31,9 @@ from typing import Any, Callable, Mapping
 
 from workbench.errors import InvalidArgumentError, StudyError
 from workbench.hypotheses.model import Hypothesis
-from workbench.study import files, identity, measure
+import workbench.study.files as files
+import workbench.study.identity as identity
+import workbench.study.measure as measure
 from workbench.study.baseline import Baseline
 from workbench.study.ledger import (LedgerEntry, fold, held_back, hypothesis_key, proposal_event, reopen_when,
                                     same_scope)

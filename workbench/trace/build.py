@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from workbench.trace import classify as C
-from workbench.trace import columns as K
+import workbench.trace.classify as C
+import workbench.trace.columns as K
 from workbench.trace.decode import DecodedFile, TraceHeader
 from workbench.trace.issues import Issues
 from workbench.trace.events import Event

@@ -30,7 +30,7 @@ import pandas as pd
 import pyarrow as pa
 
 from workbench.errors import TraceWarning
-from workbench.trace import schema as S
+import workbench.trace.schema as S
 from workbench.trace.data import TraceData, TraceMeta
 
 FORMAT_VERSION = 1

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from workbench.trace import args as A
-from workbench.trace import classify as C
+import workbench.trace.args as A
+import workbench.trace.classify as C
 from workbench.trace.decode import DecodedFile
 from workbench.trace.events import SKIPPED_PH, Event
 from workbench.trace.intern import Interner, KeyInterner

@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from workbench.errors import TraceFormatError
-from workbench.trace import stream
+import workbench.trace.stream as stream
 from workbench.trace.events import FAST_DECODER, GENERIC_DECODER, ONE_EVENT_DECODER, SKIPPED_PH, Event
 from workbench.trace.paths import shown
 

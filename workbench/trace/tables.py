@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from workbench.trace import classify as C
-from workbench.trace import schema as S
+import workbench.trace.classify as C
+import workbench.trace.schema as S
 from workbench.trace.build import FileTables
 from workbench.trace.nesting import nest
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from workbench.errors import InvalidArgumentError
-from workbench.variants import cheats
+import workbench.variants.cheats as cheats
 from workbench.variants.correctness import CorrectnessResult, OutputCheck, check_outputs
 from workbench.variants.isolation import StateGuard, VariantTimeout, call_with_limit
 from workbench.variants.spec import Variant

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from workbench.variants import engine, record
+import workbench.variants.engine as engine
+import workbench.variants.record as record
 from workbench.variants.engine import ComparisonInterrupted, Progress
 from workbench.variants.isolation import stop_worker
 from workbench.variants.results import Comparison

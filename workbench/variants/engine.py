@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from workbench.errors import InvalidArgumentError
-from workbench.variants import cheats, registry
+import workbench.variants.cheats as cheats
+import workbench.variants.registry as registry
 from workbench.variants.bandwidth import copy_gbps, machine_copy_gbps
 from workbench.variants.checking import (Live, describe_exception, guarded_call, run_checks,
                                          state_change_flags)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from workbench.errors import InvalidArgumentError, RegistryError
-from workbench.variants import builders
+import workbench.variants.builders as builders
 from workbench.variants.cuda_graph import cuda_graph
 from workbench.variants.spec import Variant
 

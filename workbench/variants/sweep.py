@@ -53,7 +53,7 @@ def _case_inputs(sweep: ShapeSweep, shape: tuple[int, ...], dtype: str) -> Calla
 def run_case(variants: dict[str, Any], baseline: str, sweep: ShapeSweep, shape, dtype, **kw: Any) -> dict[str, dict]:
     """One case: {variant: {"case", "ok", "status", "speedup", "reason"}} for each candidate;
     ``kw``: CompareSettings fields (tolerances, time_limit_s)."""
-    from workbench.variants import engine
+    import workbench.variants.engine as engine
     from workbench.variants.settings import CompareSettings
 
     label = f"{shape} {dtype}"

@@ -17,7 +17,7 @@ import html
 import inspect
 from typing import Any, Callable, Iterable, Mapping
 
-from workbench.variants import registry
+import workbench.variants.registry as registry
 from workbench.variants.spec import Variant
 
 COLUMNS = ("variant", "status", "correct", "median_ms", "speedup", "speedup_ci_low", "speedup_ci_high",
