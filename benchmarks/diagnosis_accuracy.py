@@ -42,7 +42,9 @@ def profile_workload(w, overrides: dict):
 
 
 def judge(w, run, k: int) -> dict:
-    hyps = list(run.hypotheses)
+    from workbench.hypotheses import diagnose
+
+    hyps = list(diagnose(run).hypotheses)     # what run.hypotheses ranks, from the run's record
     top = [(h.category, h.rule, h.confidence, round(h.time_at_stake_ms, 4)) for h in hyps[:3]]
     cats = [h.category for h in hyps]
     out = {"workload": w.name, "category": w.category, "half": w.half, "kind": w.kind, "top3": top,

@@ -49,6 +49,8 @@ def _contain_global_state():
 def _trace_cache_in_tmp(tmp_path_factory, monkeypatch):
     """No test writes to the user's real trace cache (~/.cache/workbench): each test gets its own."""
     monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path_factory.mktemp("trace-cache")))
+    # nor to a history file in the repository (a profiled run records its history by default)
+    monkeypatch.setenv("WORKBENCH_HISTORY", str(tmp_path_factory.mktemp("history") / "history.jsonl"))
 
 
 @pytest.fixture

@@ -5,7 +5,8 @@ An ast walk reads every import: at module level, inside functions, and the modul
 under ``if TYPE_CHECKING:`` are annotations only and are excepted. Each import is checked against
 the table below (a package may import the packages its row names, and what those may import in
 turn: data flows one way, so reaching further down never closes a circle; ``workbench.errors`` and
-``workbench.units``, leaves of the standard library only, may be imported by every module) and
+``workbench.units`` and ``workbench.measurement``, leaves of the standard library (and numpy for
+the measurement), may be imported by every module) and
 against the third-party rules (``trace``, ``analysis`` and ``hypotheses`` import neither torch,
 IPython nor altair; ``trace`` reads with numpy, pandas, msgspec and a columnar format only;
 ``devices`` imports torch lazily, inside functions). Circles are counted over the module graph of
@@ -45,8 +46,9 @@ LAYER_TABLE: dict[str, frozenset[str]] = {
     "face": frozenset({"trace", "analysis", "devices", "hypotheses", "capture", "variants", "study",
                        "render", "charts", "workloads", "report"}),
 }
-# Leaves every layer may import: the one error hierarchy (workbench.errors) and the one time
-# formatter of every view (workbench.units). A leaf imports the standard library only.
+# Leaves every layer may import: the one error hierarchy (workbench.errors), the one time
+# formatter of every view (workbench.units) and the timing value (workbench.measurement). A leaf
+# imports the standard library only (and LEAF_THIRD_PARTY below).
 EVERYWHERE = "leaf"
 
 # module (or package) name inside workbench -> its layer, where the name is not itself a package
@@ -58,10 +60,20 @@ MODULE_LAYERS = {
     "workbench.magics": "face",
     "workbench.widgets": "face",
     "workbench.facade": "face",
+    "workbench.profile_run": "face",   # the public ProfileRun (on capture's RunRecord) and load_run
+    "workbench.profiling": "face",     # wb.profile: capture measures, devices fingerprint
+    "workbench.rank_folder": "face",   # a folder of rank traces behind the facade (load_trace)
     "workbench.distributed": "face",
     "workbench.demo": "workloads",
     "workbench.errors": EVERYWHERE,
     "workbench.units": EVERYWHERE,
+    "workbench.measurement": EVERYWHERE,
+}
+# A leaf imports the standard library only, except these value leaves, which may also import the
+# numeric library the bottom layer (trace) itself reads with: Measurement (raw timing samples and
+# their statistics) is a value every layer holds, from capture up to the charts.
+LEAF_THIRD_PARTY: dict[str, frozenset[str]] = {
+    "workbench.measurement": frozenset({"numpy"}),
 }
 
 # ROOT_NOTE: every import of a submodule imports the package root first, so naming the bare root
@@ -84,27 +96,9 @@ ONLY_LAZILY: dict[str, frozenset[str]] = {
 
 # Edges not cut yet (importer -> imported module), each with who cuts it. The test fails on any
 # forbidden edge or circle not listed here AND on any entry here that is no longer forbidden nor on
-# a circle, so this set can only shrink; it is empty when issue 13 is done. A circle is listed by
-# one of its edges: the circles are counted with the listed edges left out.
-KNOWN_VIOLATIONS: frozenset[str] = frozenset({
-    # values reach views through workbench.render, not by importing chart modules (notebook work)
-    "workbench.capture.display -> workbench.charts.notebook",
-    "workbench.capture.run -> workbench.charts.export",
-    "workbench.variants.results -> workbench.charts",
-    "workbench.variants.results -> workbench.charts.export",
-    # Measurement must live where every layer may import it (numbers work)
-    "workbench.charts.comparison -> workbench.capture.measurement",
-    # ProfileRun (capture) carries the public run.trace (a facade Trace) and run.hypotheses: the run's
-    # face methods move above hypotheses, or DESIGN's table changes (lead to decide)
-    "workbench.capture.run -> workbench.hypotheses",
-    "workbench.capture.trace_link -> workbench.facade",
-    # DESIGN's capture and variants rows name no devices; capture records the environment fingerprint
-    # and variants the copy bandwidth (lead: the table's rows, or the code, change)
-    "workbench.capture.profile -> workbench.devices.fingerprint",
-    "workbench.variants.bandwidth -> workbench.devices.copy_bandwidth",
-    # circles, each listed by one edge
-    "workbench.capture.run -> workbench.capture.bundle",  # two load_run (lead assigns)
-})
+# a circle, so this set can only shrink; issue 13 emptied it. A circle is listed by one of its
+# edges: the circles are counted with the listed edges left out.
+KNOWN_VIOLATIONS: frozenset[str] = frozenset()
 
 
 # --- the checker ---------------------------------------------------------------------------------
@@ -277,6 +271,8 @@ def _forbidden_because(imp: Import, top: str) -> str | None:
             return None
         return f"{source} may not import {target}"
     if imp.target in sys.stdlib_module_names or imp.target == "__future__":
+        return None
+    if source == EVERYWHERE and imp.target in LEAF_THIRD_PARTY.get(imp.importer, ()):
         return None
     if source == EVERYWHERE:
         return f"{imp.importer} is imported by every layer: the standard library only"
@@ -483,6 +479,40 @@ def test_an_added_circle_fails_at_module_and_at_function_level(tmp_path: Path) -
     found = violations(_tree(tmp_path, files))
     assert ("circle of 2 module(s): workbench.trace.build -> workbench.trace.tables ~> workbench.trace.build "
             "(all: workbench.trace.build, workbench.trace.tables)") in found
+
+
+def test_the_real_tree_fails_on_an_added_forbidden_import_and_an_added_circle(tmp_path: Path) -> None:
+    """The package as it is, copied, with one forbidden edge (capture drawing a chart) and one
+    circle (the bundle importing the run record that imports it) added: both are reported."""
+    root = tmp_path / "workbench"
+    for path in PACKAGE_ROOT.rglob("*.py"):
+        target = root / path.relative_to(PACKAGE_ROOT)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    assert violations(root, KNOWN_VIOLATIONS) == violations(PACKAGE_ROOT, KNOWN_VIOLATIONS)
+    with open(root / "capture" / "run.py", "a", encoding="utf-8") as run_module:
+        run_module.write("\ndef _chart():\n    from workbench.charts.export import save_charts\n")
+    with open(root / "capture" / "bundle.py", "a", encoding="utf-8") as bundle_module:
+        bundle_module.write("\nfrom workbench.capture.run import RunRecord\n")
+    found = "\n".join(violations(root, KNOWN_VIOLATIONS))
+    assert "workbench.capture.run -> workbench.charts.export (capture may not import charts" in found
+    assert "circle of 2 module(s): workbench.capture.bundle -> workbench.capture.run" in found
+
+
+@pytest.mark.parametrize("module, text, expected", [
+    ("units.py", "import numpy\n",
+     "workbench.units -> numpy (workbench.units is imported by every layer: the standard library only, line 1)"),
+    ("measurement.py", "import pandas\n",
+     "workbench.measurement -> pandas (workbench.measurement is imported by every layer: the standard library "
+     "only, line 1)"),
+])
+def test_a_leaf_imports_the_standard_library_only_and_the_measurement_numpy(tmp_path: Path, module: str, text: str,
+                                                                             expected: str) -> None:
+    files = dict(CLEAN_TREE, **{"units.py": "import math\n", "measurement.py": "import numpy\n"})
+    assert violations(_tree(tmp_path, files)) == []
+    files[module] += text.replace("line 1", "")
+    found = violations(_tree(tmp_path / "b", files))
+    assert found == [expected.replace("line 1", "line 2")]
 
 
 def test_known_violations_excuse_only_what_still_occurs(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from workbench.capture.measurement import Measurement, ratio_ci
+from workbench.measurement import Measurement, ratio_ci
 from workbench.errors import InvalidArgumentError
 
 

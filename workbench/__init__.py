@@ -19,12 +19,13 @@ __version__ = "0.1.0"
 
 # public name -> (module, attribute); attribute None means the module itself
 _LAZY: dict[str, tuple[str, str | None]] = {
-    "profile": ("workbench.capture.profile", "profile"),
-    "ProfileRun": ("workbench.capture.run", "ProfileRun"),
-    "load_run": ("workbench.capture.run", "load_run"),
+    "profile": ("workbench.profiling", "profile"),
+    "ProfileRun": ("workbench.profile_run", "ProfileRun"),
+    "load_run": ("workbench.profile_run", "load_run"),
     "load_trace": ("workbench.facade", "load_trace"),
     "Trace": ("workbench.facade", "Trace"),
-    "Measurement": ("workbench.capture.measurement", "Measurement"),
+    "Measurement": ("workbench.measurement", "Measurement"),
+    "render": ("workbench.render", None),
     "compare": ("workbench.variants", "compare"),
     "variants": ("workbench.variants", None),
     "charts": ("workbench.charts", None),
@@ -55,9 +56,12 @@ def __dir__() -> list[str]:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext workbench``: register ``%%gpuprofile`` and friends."""
+    """``%load_ext workbench``: register ``%%gpuprofile`` and friends, and the HTML display of
+    the results whose own layer has none (``workbench.render.ipython``)."""
     from workbench.magics import load_ipython_extension as _load
+    from workbench.render.ipython import register_display_formatters
 
+    register_display_formatters(ipython)
     _load(ipython)
 
 
@@ -65,3 +69,13 @@ def unload_ipython_extension(ipython: Any) -> None:
     from workbench.magics import unload_ipython_extension as _unload
 
     _unload(ipython)
+
+
+def _register_display() -> None:
+    """Inside an IPython shell, results display through ``workbench.render`` from the start."""
+    from workbench.render.ipython import register_in_running_shell
+
+    register_in_running_shell()
+
+
+_register_display()

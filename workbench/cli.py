@@ -12,7 +12,8 @@ import sys
 from typing import Sequence
 
 EXIT_USAGE = 2
-COMMAND_MODULES = ("workbench.commands.report", "workbench.commands.analyze", "workbench.commands.profile")
+COMMAND_MODULES = ("workbench.commands.report", "workbench.commands.analyze", "workbench.commands.profile",
+                   "workbench.commands.history")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -15,16 +15,24 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from workbench import analysis
+from workbench import analysis, render
 from workbench.analysis import (
     CommOverlap, CopyStats, IdleBreakdown, KernelBreakdown, LaunchStats, OpBreakdown, Semantics, StepBreakdown,
     Stragglers, SyncAudit, TemporalBreakdown,
 )
+import workbench.analysis.attribution as attribution
+from workbench.analysis.attribution import ModuleBreakdown, SourceBreakdown
 from workbench.analysis.idle import KERNEL_WAIT_THRESHOLD_US
 from workbench.analysis.stragglers import STRAGGLER_MIN_WAIT_FRACTION
 from workbench.hypotheses import Diagnosis, Hypothesis, diagnose
 from workbench.trace import TraceData, read_trace
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+    from workbench.rank_folder import RankFolder
 
 __all__ = ["Trace", "load_trace"]
 
@@ -32,7 +40,8 @@ TraceSource = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
 
 def load_trace(source: TraceSource, *, hta_compat: bool = False, round_ns: bool | None = None,
-               drop_last_step: bool | None = None, cache: bool = True) -> Trace:
+               drop_last_step: bool | None = None, cache: bool = True, workers: int | None = None,
+               client: Client | None = None, partial: bool = False) -> Trace | RankFolder:
     """Load a Kineto/Chrome trace: a ``.json``/``.json.gz`` file, a folder of rank files, or a list.
 
     Args:
@@ -44,13 +53,27 @@ def load_trace(source: TraceSource, *, hta_compat: bool = False, round_ns: bool 
         cache: read the tables from the columnar cache when the files are unchanged since they
             were cached, and write them there after a fresh read (``$WORKBENCH_CACHE_DIR``, else
             ``~/.cache/workbench``; ``workbench.trace.cache``). ``False`` always decodes the files.
+        workers: for many rank files, worker processes that each read and analyse ranks (``None``: one
+            per core, at most one per rank, bounded by free memory); ``1``: one process, every table here.
+        client: a ``distributed.Client``: the ranks are read and analysed on that Dask cluster.
+        partial: keep the other ranks when a worker dies or its analysis fails (named in a warning).
 
     Returns:
-        Trace: the tables (``cpu_ops``, ``runtime``, ``kernels``, ...) and the analyses over them.
+        Trace: the tables (``cpu_ops``, ``runtime``, ``kernels``, ...) and the analyses over them;
+        for rank files read by workers a ``workbench.rank_folder.RankFolder`` with the same methods,
+        answered from per-rank summaries (``trace.rank(r)`` reads one rank's tables).
 
     Raises ``TraceFormatError`` for a file that cannot be read as a trace; warns (``TraceWarning``)
     where the trace is usable but something was odd, saying what was done.
     """
+    from workbench.rank_folder import mapped_load
+
+    options = {"round_ns": hta_compat if round_ns is None else round_ns,
+               "drop_last_step": hta_compat if drop_last_step is None else drop_last_step}
+    mapped = mapped_load(source, options=options, cache=cache, workers=workers, client=client, partial=partial,
+                         trace_class=Trace)
+    if mapped is not None:
+        return mapped
     return Trace.of(read_trace(source, hta_compat=hta_compat, round_ns=round_ns, drop_last_step=drop_last_step,
                                cache=cache))
 
@@ -188,6 +211,50 @@ class Trace(TraceData):
         """
         return analysis.step_breakdown(self, semantics)
 
+    def module_breakdown(self, *, basis: str = "auto", calls: int | None = None, scale: float = 1.0,
+                         top: int = attribution.TOP_ITEMS) -> ModuleBreakdown:
+        """Op and kernel time per ``nn.Module`` path, inclusive and self (TensorBoard's module view).
+
+        Needs the trace's Python events (``torch.profiler.profile(with_stack=True,
+        with_modules=True)``; ``wb.profile`` records them); without them ``.not_recorded`` says why.
+
+        Args:
+            basis: what is attributed: ``"kernel"`` (GPU time, through each kernel's launch),
+                ``"cpu_op"`` (CPU op self time) or ``"auto"`` (kernel time when the trace has any).
+            calls: profiled calls the trace covers, for the per-call columns (default: its
+                ``ProfilerStep#`` annotations, else 1).
+            scale: factor from the trace's times to clean times (``run.trace_scale``).
+            top: ops or kernels kept per module in ``.items``.
+
+        Returns:
+            ModuleBreakdown: ``.table``, one row per module path in tree order (path, depth,
+            count, inclusive_us, self_us, their pct and ms per call, cpu_op_us, kernel_us,
+            wall_us); ``.items``, the top ops or kernels under each path; ``.outside_us``.
+        """
+        return attribution.module_breakdown(self, basis=basis, calls=calls, scale=scale, top=top)
+
+    def source_breakdown(self, *, basis: str = "auto", calls: int | None = None, scale: float = 1.0,
+                         top: int = attribution.TOP_ITEMS,
+                         user_paths: Sequence[str] | None = None) -> SourceBreakdown:
+        """Op and kernel time per line of the user's code: the innermost frame in the user's files
+        (not torch's, the standard library's or a site-package's), as ``group_by_stack_n`` grouped.
+
+        Args:
+            basis: ``"kernel"``, ``"cpu_op"`` or ``"auto"``, as for ``module_breakdown``.
+            calls: profiled calls the trace covers, for the per-call columns.
+            scale: factor from the trace's times to clean times (``run.trace_scale``).
+            top: ops or kernels kept per source location in ``.items``.
+            user_paths: file path prefixes or suffixes that are the user's code; by default
+                every file outside torch, the standard library and site-packages is.
+
+        Returns:
+            SourceBreakdown: ``.table``, one row per location (``file.py:123 in fn``; the line is
+            the function's first line) with self_us, inclusive_us, their pct and ms per call;
+            ``.items``; ``.not_recorded`` when the trace has no Python events.
+        """
+        return attribution.source_breakdown(self, basis=basis, calls=calls, scale=scale, top=top,
+                                            user_paths=user_paths)
+
     # --- diagnosis (workbench.hypotheses) -------------------------------------------------
     def hypotheses(self, rules: Iterable[str] | None = None) -> list[Hypothesis]:
         """Ranked hypotheses about where the time goes, best first; only rules with evidence fire.
@@ -229,7 +296,5 @@ class Trace(TraceData):
         return save_charts(self, Path(folder), formats=formats, scale=scale)
 
     def _repr_html_(self) -> str:
-        """Notebook display: the summary, the warnings and the charts."""
-        from workbench.charts.notebook import trace_html  # altair only when displayed
-
-        return trace_html(self)
+        """Notebook display: the summary card, the warnings and the charts (``workbench.render``)."""
+        return render.html(self)

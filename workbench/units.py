@@ -12,7 +12,11 @@ per call in adaptive units, the way ``%timeit`` and torch.profiler's tables prin
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MICRO = "µs"
 # (upper bound in ms, divisor from ms, unit): the first row whose bound the value is under
@@ -83,3 +87,80 @@ def format_ratio(ratio: Any, *, digits: int = 2) -> str:
     except (TypeError, ValueError):
         return "n/a"
     return "n/a" if not math.isfinite(value) else f"{value:.{digits}g}x"
+
+
+# --- breakdown tables as text (the CLI's `workbench analyze`, any text view) -----------------------------------
+
+# ``*_us`` columns of the analysis tables: per call (one event) or a total over the traced calls
+PER_CALL_COLUMNS = frozenset({"mean_us", "min_us", "max_us", "std_us", "mean_self_us", "runtime_us", "gpu_us",
+                              "launch_delay_us", "blocked_us"})
+TOTAL_COLUMNS = frozenset({"sum_us", "self_us", "total_us", "idle_us", "compute_us", "non_compute_us",
+                           "kernel_time_us", "gpu_busy_us", "gpu_idle_us", "comm_us", "memory_us", "overlap_us",
+                           "exposed_comm_us"})
+TIMESTAMP_COLUMNS = frozenset({"ts_us", "launch_ts_us", "gpu_start_us", "gpu_end_us"})
+MAX_TEXT_CELL = 72   # characters of a text cell shown (C++ template names run to 1,000+)
+
+
+def time_column_kind(column: str, columns: Iterable[str] = ()) -> str | None:
+    """``"per call"``, ``"total"``, ``"at"`` (a timestamp), ``"time"`` (a time of neither kind) or None
+    (not a time) for a table column.
+    ``dur_us`` is a total where the table counts events per row (``count``), else one event's."""
+    if not column.endswith("_us"):
+        return None
+    if column in TIMESTAMP_COLUMNS:
+        return "at"
+    if column in TOTAL_COLUMNS or (column == "dur_us" and "count" in set(columns)):
+        return "total"
+    return "per call" if column in PER_CALL_COLUMNS else "time"
+
+
+def column_header(column: str, columns: Iterable[str] = ()) -> str:
+    """A table column's header for people: ``sum_us`` -> ``sum (total)``, ``mean_us`` -> ``mean (per call)``."""
+    kind = time_column_kind(column, columns)
+    if kind is None:
+        return "%" if column == "pct" else (column[:-4] + " %" if column.endswith("_pct") else column)
+    base = {"total_us": "inclusive"}.get(column, column[:-3])
+    return {"total": f"{base} (total)", "per call": f"{base} (per call)", "at": f"{base} (from start)",
+            "time": base}[kind]
+
+
+def _cell(value: Any, kind: str | None, column: str, max_cell: int) -> str:
+    if kind is not None:
+        return format_us(value)
+    if column == "pct" or column.endswith("_pct"):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            return "n/a"
+        return "n/a" if not math.isfinite(number) else f"{number:.1f} %"
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float):
+        return _number(value, 4) if abs(value) < 1e15 else f"{value:.3g}"
+    text = str(value).replace("\n", " ")
+    return text if len(text) <= max_cell else text[: max_cell - 1] + "…"
+
+
+def format_table(table: "pd.DataFrame", *, names: Callable[[Iterable[Any]], list[str]] | None = None,
+                 max_cell: int = MAX_TEXT_CELL) -> str:
+    """A breakdown table as aligned text: times in adaptive units (``format_us``), headers that say
+    which are per call and which are totals over the traced calls, ``pct`` as percentages, long texts
+    cut. ``names`` (e.g. ``workbench.analysis.labels.unique_labels``) turns the ``name`` column into the
+    labels every view shows."""
+    columns = [str(c) for c in table.columns]
+    records = table.to_dict("records")
+    if names is not None and "name" in columns:
+        for record, label in zip(records, names([r["name"] for r in records])):
+            record["name"] = label
+    kinds = {c: time_column_kind(c, columns) for c in columns}
+    header = [column_header(c, columns) for c in columns]
+    body = [[_cell(r[c], kinds[c], c, max_cell) for c in columns] for r in records]
+    widths = [max([len(h)] + [len(row[i]) for row in body]) for i, h in enumerate(header)]
+    left = [c in ("name", "kernel_type", "kind", "api", "op", "cause_op", "top_op") or not body
+            or not any(ch.isdigit() for row in body for ch in row[i][:1]) for i, c in enumerate(columns)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(cell.ljust(w) if is_left else cell.rjust(w)
+                         for cell, w, is_left in zip(cells, widths, left)).rstrip()
+
+    return "\n".join([line(header)] + [line(row) for row in body])

@@ -62,6 +62,19 @@ def test_work_formulas():
     assert math.isnan(f) and "no work formula" in r
 
 
+def test_fills_in_place_and_out_ops_count_what_they_move():
+    # a fill writes its tensor once and reads nothing: no FLOPs, one pass of bytes
+    assert op_work("aten::fill_", [[1024], []], ["float", "Scalar"])[:2] == (0.0, 4 * 1024)
+    assert op_work("aten::zero_", [[1024]], ["float"])[:2] == (0.0, 4 * 1024)
+    # in place: reads self and other, writes self back
+    assert op_work("aten::add_", [[256], [256]], ["float", "float"])[:2] == (256.0, 4 * 3 * 256)
+    # an out= buffer past the op's arity is written, not read
+    assert op_work("aten::add", [[256], [256], [], [256]], ["float", "float", "Scalar", "float"])[:2] == (256.0, 4 * 3 * 256)
+    assert op_work("aten::relu", [[64], [64]], ["float", "float"])[:2] == (64.0, 4 * 2 * 64)
+    # a ternary op reads its three tensors
+    assert op_work("aten::addcmul", [[8], [8], [8]], ["float"] * 3)[:2] == (8.0, 4 * 4 * 8)
+
+
 def test_analysis_does_not_import_torch_ipython_or_altair():
     code = ("import sys, workbench.analysis; "
             "print([m for m in ('torch', 'IPython', 'altair') if m in sys.modules])")

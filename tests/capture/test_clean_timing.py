@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import workbench as wb
-from workbench.capture.measurement import Measurement
+from workbench.measurement import Measurement
 from workbench.hypotheses.diagnose import ONE_TIME_RULES
 
 timing_module = importlib.import_module("workbench.capture.timing")
@@ -110,18 +110,18 @@ def test_trace_stakes_are_per_clean_call_and_bounded_by_it(matmul_run):
     same = dataclasses.replace(matmul_run, traced_timing=Measurement(clean.samples_ms))
     slow = dataclasses.replace(matmul_run, traced_timing=Measurement(tuple(2 * s for s in clean.samples_ms)))
     assert same.trace_scale == pytest.approx(1.0) and slow.trace_scale == pytest.approx(0.5)
-    from workbench.hypotheses import diagnose_run
+    from workbench.hypotheses import diagnose
     from workbench.hypotheses.catalog import list_rules
 
     trace_rules = {r.name for r in list_rules("trace")}
-    at_one = {h.rule: h.time_at_stake_ms for h in diagnose_run(same) if h.rule in trace_rules}
-    at_half = {h.rule: h.time_at_stake_ms for h in diagnose_run(slow) if h.rule in trace_rules}
+    at_one = {h.rule: h.time_at_stake_ms for h in diagnose(same).hypotheses if h.rule in trace_rules}
+    at_half = {h.rule: h.time_at_stake_ms for h in diagnose(slow).hypotheses if h.rule in trace_rules}
     assert at_one, "the matmul chain's trace gave no finding to scale"
     for rule_name, stake in at_half.items():
         assert stake <= clean.median_ms + 1e-12
         if rule_name in at_one and at_one[rule_name] < clean.median_ms:
             assert stake == pytest.approx(at_one[rule_name] / 2)   # share kept, magnitude from the clean time
-    for h in list(diagnose_run(same)) + list(diagnose_run(slow)):
+    for h in list(diagnose(same).hypotheses) + list(diagnose(slow).hypotheses):
         assert h.time_at_stake_ms > 0
         if h.rule not in ONE_TIME_RULES:
             assert h.time_at_stake_ms <= clean.median_ms + 1e-12

@@ -9,7 +9,7 @@ import pytest
 from workbench.capture.health import (
     MAX_PROFILER_OVERHEAD, MachineState, ProfileHealth, check_health, read_machine_state,
 )
-from workbench.capture.measurement import Measurement
+from workbench.measurement import Measurement
 
 QUIET = MachineState(load_avg_1m=0.5, usable_cores=8, torch_threads=4, omp_wait_policy="PASSIVE",
                      cpu_governor="performance", cpu_cur_mhz=3000.0, cpu_max_mhz=3000.0)

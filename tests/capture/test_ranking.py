@@ -9,10 +9,10 @@ import types
 import pytest
 
 from workbench.capture.compile_diag import CompileDiagnostics
-from workbench.capture.measurement import Measurement
+from workbench.measurement import Measurement
 from workbench.hypotheses import get_rule
 from workbench.hypotheses.diagnose import qualify, rank
-from workbench.hypotheses.model import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.run_facts import ONE_TIME_COST_CALLS, RunFacts
 
 
@@ -30,14 +30,16 @@ def test_a_finding_above_the_noise_outranks_a_high_confidence_caveat():
     assert ranked[0].confidence == "medium"       # above the uncertainty: not qualified
 
 
-def test_a_finding_within_the_noise_ranks_below_the_caveat_one_step_lower():
+def test_a_finding_within_the_noise_loses_one_step_and_the_caveat_ranks_after_the_findings_as_confident():
     noisy = _h("noisy_timing", "measurement", 1.0, "high")
     gaps = _h("cpu_host_gaps", "host_bound", 1.0, "high")      # tied with the uncertainty
     small = _h("frequent_sequences", "launch_overhead", 0.3, "medium")
     ranked = rank(qualify([gaps, small, noisy]))
-    assert [h.rule for h in ranked] == ["noisy_timing", "cpu_host_gaps", "frequent_sequences"]
-    assert ranked[1].confidence == "medium" and ranked[2].confidence == "low"
-    assert any("within the timing's uncertainty" in c for c in ranked[1].confounders)
+    # a caveat qualifies the findings (one confidence step less), is never "high", and outranks only the
+    # findings held less confidently than itself
+    assert [h.rule for h in ranked] == ["cpu_host_gaps", "noisy_timing", "frequent_sequences"]
+    assert ranked[0].confidence == "medium" and ranked[1].confidence == "medium" and ranked[2].confidence == "low"
+    assert any("within the timing's uncertainty" in c for c in ranked[0].confounders)
 
 
 def test_nothing_at_stake_is_not_shown():
@@ -86,7 +88,7 @@ def test_trace_scale_reads_the_traced_pass():
 
 
 def test_stake_text_says_once_for_one_time_costs_and_per_call_otherwise():
-    from workbench.capture.display import stake_text
+    from workbench.render.run import stake_text
 
     cold = get_rule("cold_start")(RunFacts(_run([4.0] * 20, cold_ms=204.0)))[0]
     assert stake_text(cold).startswith("200 ms once; ranked as 2 ms a call over 100 calls")

@@ -1,4 +1,5 @@
-"""ProfileRun round trips (to_dict, save/load_run), bad bundles, notebook display."""
+"""ProfileRun round trips (to_dict, save/load_run), bad bundles, notebook display; the capture
+record under it (``RunRecord``) and the face run over it."""
 from __future__ import annotations
 
 import gzip
@@ -30,6 +31,31 @@ def test_save_and_load_reparses_the_trace(matmul_run, tmp_path):
     assert reloaded == original
     assert loaded.trace is not None and loaded.trace is not matmul_run.trace
     assert len(loaded.trace.cpu_ops) == len(matmul_run.trace.cpu_ops)
+
+
+def test_the_face_run_is_the_capture_record_with_the_facade_trace(matmul_run, tmp_path):
+    from workbench.capture.run import RunRecord
+    from workbench.trace import TraceData
+
+    assert isinstance(matmul_run, RunRecord) and type(matmul_run.trace) is wb.Trace
+    assert matmul_run.environment["torch"]           # the face's profile attached the fingerprint
+    folder = matmul_run.save(tmp_path / "bundle")
+    record = RunRecord.load(folder)                  # one reader: the record's, which the face inherits
+    assert type(record) is RunRecord and type(record.trace) is TraceData and not hasattr(record, "hypotheses")
+    face = wb.ProfileRun.from_record(record)
+    assert type(face.trace) is wb.Trace and face.timing == matmul_run.timing
+    assert [h.rule for h in face.hypotheses] == [h.rule for h in wb.load_run(folder).hypotheses]
+
+
+def test_history_is_assignable_and_saved_with_the_run(matmul_run, tmp_path):
+    from workbench.study.history import History, HistoryEntry
+
+    run = wb.load_run(matmul_run.save(tmp_path / "a"))
+    run.history = History(key="k", entries=(HistoryEntry(key="k", time="t", median_ms=1.0, spread_ms=0.1),),
+                          change_points=())
+    assert wb.load_run(run.save(tmp_path / "b")).history == run.history
+    with pytest.raises(AttributeError):
+        run.cold_ms = 1.0                            # the measured fields stay frozen
 
 
 def test_untraced_run_saves_without_trace(tmp_path):

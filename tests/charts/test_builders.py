@@ -51,7 +51,10 @@ def test_kernel_charts_use_sum_us_and_kernel_type():
     table = pd.DataFrame({"name": ["gemm", "nccl", "memcpy"], "kernel_type": ["computation", "communication", "memory"],
                           "sum_us": [50.0, 30.0, 20.0]})
     spec = charts.top_kernels_chart(table).to_dict()
-    assert spec["encoding"]["color"]["field"] == "kernel_type"
+    compute, communication = spec["vconcat"]               # communication kernels apart, below
+    assert compute["encoding"]["color"]["field"] == "kernel_type"
+    assert compute["encoding"]["x"]["field"] == "sum_us"
+    assert {r["name"] for r in _values(spec) if r["kernel_type"] == "communication"} == {"nccl"}
     types = charts.kernel_types_chart(table).to_dict()
     pct = {r["kernel_type"]: r["pct"] for r in _values(types)}
     assert pct == pytest.approx({"computation": 50.0, "communication": 30.0, "memory": 20.0})

@@ -39,7 +39,7 @@ def test_a_comparison_writes_its_samples_and_speedup_chart(tmp_path):
     x = torch.randn(20_000)
     cmp = wb.compare({"eager": lambda t: t * 2 + 1, "rewrite": lambda t: torch.addcmul(torch.ones_like(t), t, torch.full_like(t, 2.0))},
                      inputs=(x,), budget_s=0.3, min_rounds=10, max_rounds=20, profile=False)
-    paths = cmp.save_charts(tmp_path, formats=("svg",))
+    paths = charts.save_charts(cmp, tmp_path, formats=("svg",))
     assert len(paths) == len(charts.result_charts(cmp)) >= 1
     svg = paths[0].read_text()
     assert "eager" in svg and "rewrite" in svg and svg.count("<path") > 5

@@ -1,5 +1,6 @@
 """Offline HTML: vega inlined once, specs that cannot break out of their script, static export."""
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -126,3 +127,56 @@ def test_one_bundle_per_notebook_where_the_front_end_names_cells(monkeypatch):
     assert offline.bundle_storage_key() in later                       # loads the browser's copy
     cell["id"] = "first"                                               # the first cell re-run: carries it again
     assert offline.BUNDLE_OPEN in offline.OfflineChart(chart)._repr_html_()
+
+
+class _Kernel:
+    def __init__(self):
+        self.parent = {}
+
+    def get_parent(self, channel):
+        return self.parent
+
+
+def test_a_kernel_that_names_no_cells_still_gets_one_bundle_per_notebook(monkeypatch):
+    # nbclient / papermill send no cell id: a cell is known by its code, so a saved notebook of many
+    # chart outputs carries one copy of vega (issue 12: ~0.9 MB per chart output before)
+    import IPython
+
+    from workbench.charts import offline
+
+    kernel = _Kernel()
+    monkeypatch.setattr(IPython, "get_ipython", lambda: type("Shell", (), {"kernel": kernel})())
+    monkeypatch.setattr(offline, "_bundle_cells", set())
+
+    def run_cell(code):
+        kernel.parent = {"header": {"msg_type": "execute_request"}, "content": {"code": code}, "metadata": {}}
+        return offline.notebook_html(_chart(), include_bundle=None)
+
+    assert offline.BUNDLE_OPEN in run_cell("charts.top_ops_chart(t)")
+    later = [run_cell("charts.top_ops_chart(t, n=1)"), run_cell("charts.comparison_chart(s)")]
+    assert all(offline.BUNDLE_OPEN not in html and len(html) < 20_000 for html in later)
+    assert all(offline.bundle_storage_key() in html for html in later)     # they load the stored copy
+    assert offline.BUNDLE_OPEN in run_cell("charts.top_ops_chart(t)")       # the first cell re-run: carries it
+    kernel.parent = {"header": {"msg_type": "execute_request"}, "content": {"code": "x"},
+                     "metadata": {"cellId": "lab-cell-1"}}
+    assert offline._current_cell_id() == "lab-cell-1"                      # a front end's own id wins
+
+
+def test_a_notebook_executed_by_nbclient_with_three_charts_carries_vega_once(tmp_path):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    root = str(Path(__file__).resolve().parents[2])
+    cells = [f"import sys; sys.path.insert(0, {root!r})\nimport pandas as pd\nfrom workbench import charts\n"
+             "t = pd.DataFrame({'name': ['aten::mm', 'aten::add'], 'self_us': [3.0, 2.0]})",
+             "charts.top_ops_chart(t)", "charts.top_ops_chart(t, n=1)",
+             "charts.comparison_chart({'a': [1.0, 1.1], 'b': [0.5, 0.6]}, baseline='a')"]
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3").execute()
+    path = tmp_path / "three_charts.ipynb"
+    nbformat.write(nb, path)
+    text = path.read_text(encoding="utf-8")
+    assert text.count('class=\\"workbench-chart\\"') == 3
+    assert text.count(offline.BUNDLE_OPEN.split("\n")[0].split(">", 1)[1]) == 1
+    assert path.stat().st_size < 1_200_000, path.stat().st_size     # one copy (~0.9 MB), was ~2.8 MB

@@ -153,7 +153,7 @@ def test_run_charts_for_a_gpu_trace_include_kernels_and_idle():
     trace = wb.load_trace(DATA / "gpu" / "a100_alexnet.json.gz")
     specs = [c.to_dict() for c in charts.trace_charts(trace)]
     titles = [str(s.get("title", "")) for s in specs]
-    assert any("Top 15 kernels" in t for t in titles) and any("Idle" in t for t in titles)
+    assert any("Top 15 compute kernels" in t for t in titles) and any("Idle" in t for t in titles)
     assert any("Timeline" in t for t in titles)
 
 

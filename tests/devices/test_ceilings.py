@@ -52,3 +52,46 @@ def test_an_unknown_gpu_is_not_applicable():
     with pytest.raises(NotApplicableError, match="Mystery X1"):
         ceiling_for(trace)
     assert gpu_ceilings([]) is None
+
+
+def _cache_here(tmp_path, monkeypatch, threads: int, copy_gbps: float) -> dict:
+    """A cached measurement of this machine at ``threads`` torch threads, in a temporary cache; the
+    environment of a run recorded here at that thread count."""
+    import json
+    import os
+    import platform
+
+    torch = pytest.importorskip("torch")
+    from workbench.devices.cpu_ceiling import CACHE_FILE_NAME, CACHE_FORMAT_VERSION
+    from workbench.devices.fingerprint import cpu_model
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    entry = dict(RECORDED, cpu_model=cpu_model(), threads=threads, torch_version=torch.__version__,
+                 copy_gbps=copy_gbps)
+    key = f"{cpu_model()}|threads={threads}|torch={torch.__version__}"
+    (tmp_path / "workbench").mkdir()
+    (tmp_path / "workbench" / CACHE_FILE_NAME).write_text(
+        json.dumps({"format_version": CACHE_FORMAT_VERSION, "entries": {key: entry}}))
+    return {"host": {"cpu_model": cpu_model(), "logical_cpus": os.cpu_count(), "platform": platform.platform()},
+            "torch": {"num_threads": threads}}
+
+
+def test_a_run_recorded_here_is_judged_against_this_machines_measured_ceiling_at_its_threads(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from workbench.charts.roofline_data import ceilings_for
+    from workbench.devices.ceilings import resolve_cpu_ceiling
+    from workbench.hypotheses.run_facts import RunFacts
+
+    env = _cache_here(tmp_path, monkeypatch, threads=3, copy_gbps=31.5)
+    here = resolve_cpu_ceiling(env)
+    assert here.kind == "measured" and here.memory_gbps == 31.5
+    # the rules of the run and its roofline chart resolve the same ceiling
+    run = SimpleNamespace(timing=None, cold_ms=None, compile=None, environment=env, name="r",
+                          trace=SimpleNamespace(kernels=__import__("pandas").DataFrame()))
+    assert RunFacts(run).trace_facts.ceiling == ceilings_for(SimpleNamespace(has_gpu=False), env) == here
+    # another thread count has no measurement: the default, labelled, never a guess
+    assert resolve_cpu_ceiling(dict(env, torch={"num_threads": 5})).kind == "default"
+    # a run recorded on another machine is never judged against this machine's numbers
+    elsewhere = dict(env, host=dict(env["host"], cpu_model="Some Other CPU 9000"))
+    assert resolve_cpu_ceiling(elsewhere).kind == "default"

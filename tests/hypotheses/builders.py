@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.capture.measurement import Measurement
+from workbench.measurement import Measurement
 from workbench.hypotheses import get_rule
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.run_facts import RunFacts

@@ -100,3 +100,40 @@ def test_recompiles_suggest_dynamic_shapes():
     assert h.suggested_variants == ("compiled_dynamic",)
     with pytest.raises(Exception):
         fires("recompiles", run([1.0] * 20))   # no compile diagnostics: not judged
+
+
+def _backward_step(mm_dims: str, mm_us: float):
+    """A training step's shape on the host: ``aten::linear`` (forward; its ``aten::addmm`` under it) then
+    the autograd node ``autograd::engine::evaluate_function: MmBackward0`` -> ``MmBackward0`` -> two
+    ``aten::mm`` (the gradients), none of the wrappers with a work formula of their own."""
+    rows = [  # name, ts, dur, depth, parent, dims
+        ("aten::linear", 0.0, mm_us + 4, 0, -1, "[[1024,1024],[1024,1024],[1024]]"),
+        ("aten::addmm", 1.0, mm_us, 1, 0, "[[1024],[1024,1024],[1024,1024]]"),
+        ("autograd::engine::evaluate_function: MmBackward0", mm_us + 10, 2 * mm_us + 8, 0, -1, ""),
+        ("MmBackward0", mm_us + 11, 2 * mm_us + 6, 1, 2, ""),
+        ("aten::mm", mm_us + 12, mm_us, 2, 3, mm_dims),
+        ("aten::mm", 2 * mm_us + 14, mm_us, 2, 3, mm_dims),
+    ]
+    n = len(rows)
+    ts = np.array([r[1] for r in rows]); dur = np.array([r[2] for r in rows], dtype=float)
+    return frame("cpu_ops", {"rank": [0] * n, "tid": ["1"] * n, "name": [r[0] for r in rows], "ts_us": ts,
+                             "dur_us": dur, "end_us": ts + dur, "depth": [r[3] for r in rows],
+                             "parent": [r[4] for r in rows], "input_dims": [r[5] for r in rows],
+                             "input_types": ['["float","float","float"]'] * n})
+
+
+def test_backward_nodes_get_the_work_of_the_ops_under_them_counted_once():
+    from workbench.hypotheses.rules.host_ops import placed_main_ops
+
+    ops = _backward_step("[[1024,1024],[1024,1024]]", 20_000.0)
+    placed = placed_main_ops(facts(cpu_ops=ops)).set_index("name")
+    node = placed.loc["autograd::engine::evaluate_function: MmBackward0"]
+    assert node["flops"] == pytest.approx(2 * 2.0 * 1024 ** 3)          # both gradient matmuls, once each
+    assert node["bound"] == "compute"
+    assert placed.loc["aten::linear", "bound"] == "compute"               # its own formula, not its addmm again
+    h = fires("cpu_compute_bound_ops", facts(cpu_ops=ops))
+    assert h and h[0].category == "compute_bound"
+    # a backward node whose children's work is unknown and long: nothing is guessed
+    unknown = _backward_step("", 20_000.0)
+    placed = placed_main_ops(facts(cpu_ops=unknown)).set_index("name")
+    assert placed.loc["autograd::engine::evaluate_function: MmBackward0", "bound"] == "unknown"

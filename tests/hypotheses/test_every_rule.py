@@ -20,7 +20,7 @@ from tests.hypotheses.builders import (
     A100, conv_bn, cpu_ops, facts, fill_and_copy, gpu, gpu_run, half_gpu, memory_events, mm_run, run, steps,
 )
 from workbench.capture.compile_diag import CompileDiagnostics, GraphBreak, Recompile
-from workbench.capture.measurement import Measurement
+from workbench.measurement import Measurement
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.catalog import get_rule, list_rules
 from workbench.hypotheses.run_facts import RunFacts

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.hypotheses import diagnose_trace_full
+from workbench.hypotheses import diagnose
 from workbench.hypotheses.diagnose import RULE_FAILED
 from workbench.hypotheses.fold_ranks import scope_ranks
 
@@ -55,7 +55,7 @@ def test_expected_categories_and_evidence(expected_path):
     from workbench.hypotheses.facts import TraceFacts
 
     facts = TraceFacts(wb.load_trace(folder))
-    diag = diagnose_trace_full(facts)
+    diag = diagnose(facts)
     assert not [n for n in diag.not_judged if n.reason.startswith(RULE_FAILED)], diag.statements()
     top3 = [h.category for h in diag.hypotheses[:3]]
     for category in spec["expected_in_top3"]:
@@ -137,7 +137,7 @@ def test_must_not_lines_catch_the_wrong_leads():
     from types import SimpleNamespace
 
     from workbench.hypotheses.diagnose import Diagnosis
-    from workbench.hypotheses.model import Evidence, Hypothesis
+    from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 
     def hyp(category, rule, title="t", stake=1.0, rows=(), unit="%", value=50.0, scope="all ranks", observed="o"):
         return Hypothesis(category=category, title=title, observed=observed, mechanism="m",

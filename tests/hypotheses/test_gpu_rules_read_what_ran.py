@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 
 from tests.hypotheses.builders import A100, facts, fires, gpu, half_gpu
-from workbench.hypotheses import diagnose_trace_full
+from workbench.hypotheses import diagnose
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.fold_ranks import fold, fold_ranks, scope_ranks
-from workbench.hypotheses.model import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.catalog import get_rule
 from workbench.hypotheses.registry import NotJudged
 from workbench.trace.schema import frame
@@ -118,7 +118,7 @@ def test_a_finding_on_every_rank_is_one_hypothesis():
     parts = [_host_wait_rank(r, gap) for r, gap in ((0, 200.0), (1, 300.0), (2, 250.0))]
     f = facts(kernels=pd.concat([p[0] for p in parts], ignore_index=True),
               runtime=pd.concat([p[1] for p in parts], ignore_index=True))
-    diag = diagnose_trace_full(f)
+    diag = diagnose(f)
     idle = [h for h in diag.hypotheses if h.rule == "device_idle_host_wait"]
     assert len(idle) == 1 and scope_ranks(idle[0].scope)[0] == 1 and set(scope_ranks(idle[0].scope)) == {0, 1, 2}
 

@@ -43,16 +43,35 @@ def test_rank_orders_by_stake_and_drops_hypotheses_without_evidence():
     assert [h.title for h in rank([a, b, c])] == ["b", "a"]
 
 
-def test_timing_caveats_rank_by_their_stake_and_do_not_outrank_larger_findings():
+def test_caveats_stand_after_the_findings_held_as_confidently_and_before_the_weaker_ones():
     from dataclasses import replace
 
-    few = replace(hyp("measurement", stake=0.1, confidence="high", title="few"), rule="too_few_samples")
-    noise = replace(hyp("measurement", stake=0.5, confidence="high", title="noise"), rule="noisy_timing")
+    few = replace(hyp("measurement", stake=0.1, confidence="low", title="few"), rule="too_few_samples")
+    noise = replace(hyp("measurement", stake=50.0, confidence="medium", title="noise"), rule="noisy_timing")
     big = hyp("host_bound", stake=100.0, title="big")
     small = hyp("host_bound", stake=0.2, title="small")
-    # caveats qualify findings (workbench.hypotheses.diagnose.qualify), never outrank a larger stake
-    assert [h.title for h in rank([big, noise, small, few])] == ["big", "noise", "small", "few"]
+    weak = hyp("memory_bound", stake=80.0, confidence="low", title="weak")
+    # a caveat removes no time: its uncertainty "stake" does not compete with the findings' stakes, even
+    # when it is larger than theirs; a medium caveat stands above the low-confidence findings only
+    assert [h.title for h in rank([weak, big, noise, small, few])] == ["big", "small", "noise", "few", "weak"]
+    # a low-confidence caveat (an interval exists, the findings within it qualified) outranks nothing
+    assert [h.title for h in rank([few, weak, small])] == ["weak", "small", "few"]
+    assert [h.title for h in rank([few, noise])] == ["noise", "few"]          # alone, they lead
     assert [h.title for h in rank([hyp("host_bound", stake=0.0, title="zero"), small])] == ["small"]
+
+
+def test_a_timing_caveat_is_never_high_confidence_and_weakens_the_findings_within_it():
+    from dataclasses import replace
+
+    from workbench.hypotheses.diagnose import qualify
+
+    noise = replace(hyp("measurement", stake=1.0, confidence="high", title="noise"), rule="noisy_timing")
+    inside = hyp("host_bound", stake=0.5, confidence="high", title="inside")
+    clear = hyp("host_bound", stake=5.0, confidence="high", title="clear")
+    by_title = {h.title: h for h in qualify([noise, inside, clear])}
+    assert by_title["noise"].confidence == "medium"
+    assert by_title["inside"].confidence == "medium" and "cannot be told from noise" in by_title["inside"].confounders[-1]
+    assert by_title["clear"].confidence == "high"
 
 
 def test_unknown_rule_is_a_registry_error_naming_the_known_ones():
@@ -91,7 +110,7 @@ def test_hypotheses_layer_imports_no_torch_ipython_or_altair():
 
 
 def test_evidence_reads_in_adaptive_time_units_and_never_in_scientific_notation():
-    from workbench.hypotheses.model import Evidence
+    from workbench.hypotheses.hypothesis import Evidence
 
     assert Evidence("long_host_wait_us", 523_600.0, "us").describe() == "long_host_wait_us = 524 ms"
     assert Evidence("excess_ms", 0.0004, "ms", 0.01).describe() == "excess_ms = 400 ns (> threshold 10 µs)"

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import workbench as wb
-from workbench.hypotheses import diagnose_trace
+from workbench.hypotheses import diagnose
 from workbench.hypotheses.rules.sequences import best_sequence, primitive_period
 
 
@@ -12,7 +12,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _rules(run):
-    return {h.rule: h for h in diagnose_trace(run.trace)}
+    return {h.rule: h for h in diagnose(run.trace).hypotheses}
 
 
 def test_conv_with_bias_before_batch_norm_is_found_and_not_without_bias():

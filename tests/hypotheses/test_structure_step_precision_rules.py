@@ -75,7 +75,7 @@ def test_first_profiler_session():
 
 
 def test_faster_than_roofline():
-    from workbench.hypotheses import diagnose_run
+    from workbench.hypotheses import diagnose
     from workbench.hypotheses.registry import NotJudged
 
     measured = {"copy_gbps": 6.5, "matmul_fp32_gflops": 157.0, "threads": 1}
@@ -85,7 +85,7 @@ def test_faster_than_roofline():
     assert fires("faster_than_roofline", mm_run(150.0, measured)) == []
     with pytest.raises(NotJudged, match="documented default"):
         fires("faster_than_roofline", mm_run(10.0, None))
-    assert diagnose_run(mm_run(10.0, measured).run)[0].rule == "faster_than_roofline"   # it gates the ranking
+    assert diagnose(mm_run(10.0, measured).run).hypotheses[0].rule == "faster_than_roofline"   # it gates the ranking
 
 
 def test_launch_delay_outliers():

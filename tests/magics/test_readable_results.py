@@ -7,7 +7,7 @@ from workbench.hypotheses.render import HypothesisList, render_html, render_text
 
 
 def _hypothesis(title: str, stake: float):
-    from workbench.hypotheses.model import Hypothesis
+    from workbench.hypotheses.hypothesis import Hypothesis
 
     fields = Hypothesis.__dataclass_fields__
     values = dict(category="launch_overhead", title=title, observed="300 ops per call <b>",

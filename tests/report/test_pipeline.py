@@ -22,7 +22,7 @@ def test_report_shows_timing_top_ops_and_charts_offline(demo_report):
     summary = load_summary(demo_report)
     assert f"{summary['timing']['median_ms']:.3f} ms" in html
     assert f"{summary['timing']['p95_ms']:.3f} ms" in html
-    top_ops = html[html.index('class="dataframe wb-top-ops"'):]
+    top_ops = html[html.index('class="wb-top-ops"'):]
     assert "aten::mm" in top_ops[:20000] and "aten::clamp" in top_ops[:20000]  # matmul and the elementwise chain
     assert html.count('class="workbench-chart"') >= 2
     assert html.count("if (!window.vegaEmbed) { (function") == 1  # vega inlined once

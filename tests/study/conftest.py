@@ -12,9 +12,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from workbench.capture.compile_diag import CompileDiagnostics  # noqa: E402
-from workbench.capture.measurement import Measurement  # noqa: E402
-from workbench.capture.run import ProfileRun  # noqa: E402
-from workbench.hypotheses.model import Evidence, Hypothesis  # noqa: E402
+from workbench.measurement import Measurement  # noqa: E402
+from workbench.profile_run import ProfileRun  # noqa: E402
+from workbench.hypotheses.hypothesis import Evidence, Hypothesis  # noqa: E402
 from workbench.study import identity, measure  # noqa: E402
 
 ENVIRONMENT = {"recorded_at": "2026-01-01T00:00:00+00:00", "workbench_version": "0.1.0",
@@ -109,3 +109,34 @@ def workload_module(tmp_path, monkeypatch):
     module = importlib.import_module(name)
     yield module
     sys.modules.pop(name, None)
+
+
+# -- a started study and one after a round (fake profiles, a seeded fake clock) --------------
+FAKE = dict(checks=1, profile=False, budget_s=0.5, min_rounds=10)
+
+
+def _timer(**ms):
+    from workbench.variants.clock import FakeTimer
+
+    return FakeTimer({"baseline": 2.0, **ms}, noise=0.02, seed=0, call=False)
+
+
+@pytest.fixture
+def started(lab, workload_module, tmp_path):
+    mod = workload_module
+    lab.hypotheses["base"] = [hypothesis("memory_bound", suggested=("fused",), stake=1.2),
+                              hypothesis("launch_overhead", rule="cpu_dispatch_overhead", suggested=("other",),
+                                         stake=0.8, confidence="high")]
+    from workbench.study import Study
+
+    study = Study("chain", folder=tmp_path / "study")
+    base = study.set_baseline(mod.base, mod.make_inputs, seed=7)
+    return study, base, mod
+
+
+@pytest.fixture
+def after_round(started):
+    study, base, mod = started
+    rnd = study.run_round({"fused": mod.fused, "other": mod.other, "wrong": mod.wrong},
+                          timer=_timer(fused=1.0, other=2.0, wrong=1.0), **FAKE)
+    return study, base, mod, rnd

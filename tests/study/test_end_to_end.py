@@ -123,3 +123,17 @@ def test_reopened_in_a_fresh_process_both_baselines_and_the_ledger_are_there(stu
     assert all(row[3] for row in got["ledger"])          # every entry says when to reopen it
     assert got["rounds"] == [1]
     assert got["decisions"] == {"compiled": "keep", "copy": "need_more_evidence", "wrong": "reject"}
+
+
+def test_workbench_report_study_writes_the_whole_study_as_offline_html(study, tmp_path):
+    from workbench.cli import main
+    from workbench.report import external_sources
+
+    s, first, _, second = study
+    out = tmp_path / "report"
+    assert main(["report", "--study", str(s.folder), "--out", str(out)]) == 0
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert first.baseline_id in page and second.baseline_id in page
+    assert "memory_bound" in page and "after accepting compiled (round 1)" in page
+    assert "Decision record: <code>keep</code> for compiled" in page
+    assert external_sources(page) == []

@@ -11,35 +11,8 @@ import workbench as wb
 from workbench.errors import InvalidArgumentError, StudyError
 from workbench.study import Study, StudyWarning
 from workbench.study.summary import RoundSummary
-from workbench.variants.clock import FakeTimer
 
-from tests.study.conftest import hypothesis
-
-FAKE = dict(checks=1, profile=False, budget_s=0.5, min_rounds=10)
-
-
-def _timer(**ms):
-    return FakeTimer({"baseline": 2.0, **ms}, noise=0.02, seed=0, call=False)
-
-
-@pytest.fixture
-def started(lab, workload_module, tmp_path):
-    mod = workload_module
-    lab.hypotheses["base"] = [hypothesis("memory_bound", suggested=("fused",), stake=1.2),
-                              hypothesis("launch_overhead", rule="cpu_dispatch_overhead", suggested=("other",),
-                                         stake=0.8, confidence="high")]
-    study = Study("chain", folder=tmp_path / "study")
-    base = study.set_baseline(mod.base, mod.make_inputs, seed=7)
-    return study, base, mod
-
-
-@pytest.fixture
-def after_round(started):
-    study, base, mod = started
-    rnd = study.run_round({"fused": mod.fused, "other": mod.other, "wrong": mod.wrong},
-                          timer=_timer(fused=1.0, other=2.0, wrong=1.0), **FAKE)
-    return study, base, mod, rnd
-
+from tests.study.conftest import FAKE, _timer, hypothesis
 
 def test_baseline_has_an_id_a_reset_procedure_and_ranked_hypotheses(started, lab):
     study, base, mod = started
@@ -271,3 +244,37 @@ def test_a_line_cut_short_at_the_end_stays_apart_from_the_next_record(after_roun
     assert "line 5: not valid JSON" in only
     memory = next(e for e in reread.ledger if e.category == "memory_bound")
     assert memory.status == "supported" and memory.round == 2
+
+
+def test_a_keep_wrong_only_at_a_non_power_of_two_size_gets_that_failure_case_and_a_guard(started):
+    study, base, mod = started
+
+    def pow2_only(x):
+        n = x.shape[0]
+        return (x * 2.0 + 1.0).relu() * 0.5 + (0.0 if n & (n - 1) == 0 else 1e-2)
+
+    def make(shape, dtype):
+        return (torch.randn(*shape, dtype=dtype),)
+
+    rnd = study.run_round({"fused": pow2_only}, sweep=make, dtypes=("float32", "float64"),
+                          timer=_timer(fused=1.0), **FAKE)
+    record = rnd.decisions["fused"]
+    assert record.decision == "keep_guarded", record.reason
+    odd = [c for c in record.failure_cases if "(17,)" in c or "(65,)" in c]
+    assert len(odd) == 4 and all("outside tolerance" in c for c in odd), record.failure_cases   # 2 sizes x 2 dtypes
+    assert not any(c.startswith(("(64,)", "(256,)", "(8,)")) for c in record.failure_cases)
+    assert record.guard.startswith("use only on the swept cases where it won") and "(64,) float32" in record.guard
+    assert "none" not in record.guard
+    assert rnd.summary.results[0]["decision"] == "keep_guarded"
+    assert study.accept("fused").accepted_from["guard"] == record.guard
+
+
+def test_a_sweep_that_finds_nothing_says_none_and_a_keep_without_one_says_not_swept(started):
+    study, base, mod = started
+    rnd = study.run_round({"fused": mod.fused}, sweep=lambda shape, dtype: (torch.randn(*shape, dtype=dtype),),
+                          timer=_timer(fused=1.0), **FAKE)
+    record = rnd.decisions["fused"]
+    assert record.decision == "keep" and record.failure_cases == ()
+    assert "none" in record.to_markdown().split("## Failure cases")[1].split("##")[0]
+    plain = study.run_round({"fused": mod.fused}, timer=_timer(fused=1.0), **FAKE)
+    assert plain.decisions["fused"].failure_cases[0].startswith("not swept")

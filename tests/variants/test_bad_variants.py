@@ -91,7 +91,7 @@ def test_comparison_roundtrips_and_renders(cmp):
     c = cmp[0]
     again = type(c).from_dict(c.to_dict())
     assert again.to_dict() == c.to_dict()
-    assert "<table" in c._repr_html_()
+    assert "<table" in wb.render.html(c)
     assert c.decision.variant in {r.name for r in c.results}
 
 

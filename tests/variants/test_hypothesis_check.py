@@ -108,7 +108,7 @@ def test_end_to_end_launch_overhead_is_supported():
 
 
 def test_the_real_hypothesis_model_gets_a_status_copy():
-    model = pytest.importorskip("workbench.hypotheses.model")
+    model = pytest.importorskip("workbench.hypotheses.hypothesis")
     h = model.Hypothesis(category="launch_overhead", title="many tiny ops", observed="60 adds per call",
                          mechanism="dispatch cost per op", evidence=(), time_at_stake_ms=1.0,
                          predicted_effect="fusing the adds removes most of the time", falsifier="fuse them",

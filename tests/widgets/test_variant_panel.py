@@ -80,7 +80,7 @@ def test_a_part_of_a_profiled_cell_is_judged_against_the_whole_run(shell):
 
 
 def _hypothesis():
-    from workbench.hypotheses.model import Evidence, Hypothesis
+    from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 
     fields = Hypothesis.__dataclass_fields__
     values = dict(category="launch_overhead", title="many short ops: dispatch cost dominates",

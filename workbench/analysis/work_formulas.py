@@ -2,7 +2,8 @@
 ``(flops, bytes, reason)``; where the shapes recorded cannot determine the work, flops/bytes are NaN and
 ``reason`` says why. Conventions: a multiply-add is 2 FLOPs; an elementwise or transcendental function
 is 1 FLOP per output element (fvcore's convention); bytes are each input read once plus the output
-written once (the minimum traffic, what the roofline needs)."""
+written once (the minimum traffic, what the roofline needs): an in-place op reads and writes its
+tensor, an ``out=`` buffer is written and not read, a fill writes and reads nothing."""
 from __future__ import annotations
 
 import math
@@ -69,14 +70,31 @@ def linear(shapes, esize) -> Result:  # input [..., K], weight [N, K], bias [N]?
     return flops, float(esize * (numel(x) + numel(w) + rows * w[0] + (w[0] if bias else 0))), ""
 
 
-def elementwise(shapes, esize) -> Result:
+def elementwise(shapes, esize, reads: int | None = None) -> Result:
+    """``reads``: how many leading tensor arguments the op reads (its arity); a tensor argument past
+    them is an ``out=`` buffer, written, not read. None: every tensor argument is read."""
     tensors = [s for s in shapes if s]
     if not tensors:
         return NAN, NAN, "no tensor input shapes recorded"
-    out = broadcast(*tensors)
+    read = tensors if reads is None else tensors[:reads]
+    out = broadcast(*read) if read else tensors[0]
     if out is None:
         return NAN, NAN, f"input shapes do not broadcast: {tensors}"
-    return float(numel(out)), float(esize * (sum(numel(s) for s in tensors) + numel(out))), ""
+    return float(numel(out)), float(esize * (sum(numel(s) for s in read) + numel(out))), ""
+
+
+def fill(shapes, esize) -> Result:
+    """``fill_`` / ``zero_``: writes every element of its tensor once, reads nothing (the fill value
+    is a scalar or a one-element tensor) and does no arithmetic."""
+    x = shapes[0] if shapes else []
+    return (0.0, float(esize * numel(x)), "") if x else (NAN, NAN, "no input shape recorded")
+
+
+def _arity(n: int) -> Callable[[list, int], Result]:
+    def formula(shapes, esize) -> Result:
+        return elementwise(shapes, esize, reads=n)
+    formula.__name__ = f"elementwise_{n}"
+    return formula
 
 
 def reduction(shapes, esize) -> Result:
@@ -116,10 +134,14 @@ def conv(shapes, esize) -> Result:
     return NAN, NAN, "convolution output size needs stride/padding/dilation, which the trace does not record"
 
 
-ELEMENTWISE = ("add", "sub", "mul", "div", "relu", "gelu", "silu", "sigmoid", "tanh", "exp", "log", "neg",
-               "abs", "sqrt", "rsqrt", "pow", "clamp", "maximum", "minimum", "threshold_backward", "where",
-               "reciprocal", "sin", "cos", "hardtanh", "leaky_relu", "gelu_backward", "silu_backward",
-               "sigmoid_backward", "tanh_backward", "fill", "addcmul", "addcdiv", "lerp", "mish")
+# elementwise ops by the tensors they read (their arity); a further tensor argument is an out= buffer
+UNARY = ("relu", "gelu", "silu", "sigmoid", "tanh", "exp", "log", "neg", "abs", "sqrt", "rsqrt", "clamp",
+         "reciprocal", "sin", "cos", "hardtanh", "leaky_relu", "mish")
+BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "threshold_backward", "gelu_backward",
+          "silu_backward", "sigmoid_backward", "tanh_backward")
+TERNARY = ("where", "addcmul", "addcdiv", "lerp")
+ELEMENTWISE = UNARY + BINARY + TERNARY
+FILLS = ("fill_", "zero_")
 FORMULAS: dict[str, Callable[[list, int], Result]] = {
     "aten::mm": mm, "aten::bmm": mm, "aten::matmul": mm, "aten::addmm": addmm, "aten::baddbmm": addmm,
     "aten::linear": linear,
@@ -136,6 +158,9 @@ FORMULAS: dict[str, Callable[[list, int], Result]] = {
     "aten::conv1d": conv, "aten::conv2d": conv, "aten::conv3d": conv, "aten::convolution": conv,
     "aten::_convolution": conv, "aten::cudnn_convolution": conv, "aten::mkldnn_convolution": conv,
 }
-for _op in ELEMENTWISE:
-    FORMULAS[f"aten::{_op}"] = elementwise
-    FORMULAS[f"aten::{_op}_"] = elementwise
+for _ops, _reads in ((UNARY, 1), (BINARY, 2), (TERNARY, 3)):
+    for _op in _ops:
+        FORMULAS[f"aten::{_op}"] = _arity(_reads)
+        FORMULAS[f"aten::{_op}_"] = _arity(_reads)   # in place: reads self and writes it back
+for _op in FILLS:
+    FORMULAS[f"aten::{_op}"] = fill

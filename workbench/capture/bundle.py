@@ -1,14 +1,20 @@
-"""Run bundles: a folder with run.json (format version), environment.json and trace.json.gz."""
+"""Run bundles: a folder with run.json (format version), environment.json and trace.json.gz.
+
+This module reads and writes the folder only; the run record that the folder holds is built by
+its class (``workbench.capture.run.RunRecord.load``), so that the bundle knows no run type.
+"""
 from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from workbench.capture.profiler_session import TRACE_FILE_NAME
 from workbench.capture.trace_link import load_trace
 from workbench.errors import BundleError
+from workbench.trace import TraceData
 
 BUNDLE_FORMAT = "workbench.run"
 BUNDLE_FORMAT_VERSION = 1
@@ -16,15 +22,26 @@ RUN_FILE = "run.json"
 ENVIRONMENT_FILE = "environment.json"
 
 
-def save_run(run: Any, path: str | Path) -> Path:
+@dataclass(frozen=True)
+class BundleContents:
+    """What a bundle folder holds: the run's record (``RunRecord.to_dict``'s layout, the
+    environment back in it, ``trace_path`` made absolute) and its parsed trace data."""
+
+    folder: Path
+    record: dict[str, Any]
+    trace: TraceData | None
+
+
+def save_bundle(record: dict[str, Any], trace_path: str | None, path: str | Path) -> Path:
+    """Write ``record`` (a run's ``to_dict``) and a copy of its trace file into the folder ``path``."""
     folder = Path(path)
     if folder.exists() and not folder.is_dir():
         raise BundleError(f"cannot save a run bundle to {str(folder)!r}: it is a file; give a folder path")
     folder.mkdir(parents=True, exist_ok=True)
-    record = run.to_dict()
-    has_trace = run.trace_path is not None
-    if has_trace:
-        source = Path(run.trace_path)
+    record = dict(record)
+    has_trace = trace_path is not None
+    if trace_path is not None:
+        source = Path(trace_path)
         if not source.exists():
             raise BundleError(f"the run's trace file {str(source)!r} is gone; profile again to save a bundle")
         target = folder / TRACE_FILE_NAME
@@ -54,9 +71,9 @@ def _read_json(path: Path, what: str) -> Any:
         raise BundleError(f"{what} {str(path)!r} is not readable JSON ({exc}); save the run again") from exc
 
 
-def load_run(path: str | Path) -> Any:
-    from workbench.capture.run import ProfileRun
-
+def read_bundle(path: str | Path) -> BundleContents:
+    """The record and the parsed trace of the bundle folder ``path``; a ``BundleError`` saying what
+    is wrong for a folder that is not a readable bundle."""
     folder = Path(path)
     if not folder.is_dir():
         raise BundleError(f"no run bundle at {str(folder)!r}: not a folder. Pass the folder that "
@@ -75,11 +92,13 @@ def load_run(path: str | Path) -> Any:
         record["trace_path"] = str(trace_file)
         trace, note = load_trace(trace_file, strict=True)
     record["trace_note"] = note
-    try:
-        return ProfileRun.from_dict(record, trace=trace)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise BundleError(f"run record in {str(folder)!r} is incomplete ({type(exc).__name__}: {exc}); "
-                          "save the run again") from exc
+    return BundleContents(folder=folder, record=record, trace=trace)
+
+
+def incomplete_record(folder: Path, exc: Exception) -> BundleError:
+    """The error for a bundle whose record lacks or mistypes a field."""
+    return BundleError(f"run record in {str(folder)!r} is incomplete ({type(exc).__name__}: {exc}); "
+                       "save the run again")
 
 
 def _check_fields(record: dict[str, Any], folder: Path) -> None:

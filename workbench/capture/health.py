@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from workbench.capture.measurement import FEW_SAMPLES, NOISY_RELATIVE_IQR, Measurement
+from workbench.measurement import FEW_SAMPLES, NOISY_RELATIVE_IQR, Measurement
 
 # Thresholds, named so that the text and the docs can cite them.
 MAX_PROFILER_OVERHEAD = 0.20     # traced median above clean median by more than this: inflated trace

@@ -22,14 +22,14 @@ import weakref
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, TypeVar
 
 from workbench.capture.compile_diag import CompileDiagnostics, CompileWatcher
 from workbench.capture.health import MAX_WAIT_SHARE, health_for, read_run_delay_ns, wait_share
-from workbench.capture.measurement import Measurement
+from workbench.measurement import Measurement
 from workbench.capture.profiler_session import ProfilerSession, warm_up_profiler
 from workbench.capture.quiet import captured_native_stderr
-from workbench.capture.run import ProfileRun
+from workbench.capture.run import RunRecord
 from workbench.capture.timing import (
     CUDA_EVENT_RESOLUTION_MS, PERF_COUNTER_RESOLUTION_MS, WAIT_TIMER_NAME, TimingRecord, time_cold_ms,
     time_repeats_ms, uses_cuda_timer,
@@ -39,6 +39,7 @@ from workbench.capture.trace_link import load_trace
 from workbench.errors import InvalidArgumentError
 
 DEVICES = ("auto", "cpu", "cuda")
+RecordT = TypeVar("RecordT", bound=RunRecord)
 # The traced pass: a few calls, more when calls are short, so that one preemption or timer tick
 # inside the trace cannot dominate its shares; ``trace_repeat=None`` picks the count this way.
 MIN_TRACE_REPEAT = 3            # steps to compare (the first against the others) and to average over
@@ -186,7 +187,9 @@ def _default_name(fn: Any) -> str:
 def profile(fn: Callable[..., Any], *args: Any, warmup: int = 3, repeat: int = 20,
             trace: bool = True, name: str | None = None, threads: int | None = None,
             grad_enabled: bool | None = None, device: str = "auto",
-            trace_repeat: int | None = None, expected_calls: int | None = None, **kwargs: Any) -> ProfileRun:
+            trace_repeat: int | None = None, expected_calls: int | None = None,
+            record_type: type[RecordT] = RunRecord,  # type: ignore[assignment]
+            environment: Mapping[str, Any] | None = None, **kwargs: Any) -> RecordT:
     """Profile ``fn(*args, **kwargs)``: cold call, ``warmup`` calls, ``repeat`` clean timed calls,
     then (``trace=True``) ``trace_repeat`` calls traced apart under torch.profiler (``None``: a
     few, enough to cover ``TRACE_TARGET_MS`` of clean time, 3 to 20). ``expected_calls``: how many
@@ -201,6 +204,10 @@ def profile(fn: Callable[..., Any], *args: Any, warmup: int = 3, repeat: int = 2
     available, "cpu" forces ``perf_counter_ns``, "cuda" requires a GPU. These keyword names are
     taken by profile itself; pass a callable with them bound (functools.partial) if ``fn``
     needs arguments of the same names.
+
+    ``record_type`` is the class the run is built as (``RunRecord`` here; the face's
+    ``wb.profile`` builds its ``ProfileRun``), ``environment`` the environment facts it carries
+    (the face passes the device fingerprint; this layer measures, it does not fingerprint).
     """
     __tracebackhide__ = True
     validate_options(fn, warmup, repeat, threads, device, trace_repeat)
@@ -217,20 +224,17 @@ def profile(fn: Callable[..., Any], *args: Any, warmup: int = 3, repeat: int = 2
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
         raise
-    run = _build_run(outcome, name or _default_name(fn), warmup, repeat, cuda, torch)
-    if expected_calls is not None:
-        import dataclasses
-
-        run = dataclasses.replace(run, expected_calls=int(expected_calls))
+    run = record_type(**_run_fields(outcome, name or _default_name(fn), warmup, repeat, cuda, torch),
+                      environment=dict(environment or {}),
+                      expected_calls=int(expected_calls) if expected_calls is not None else None)
     if folder is not None:  # the temporary trace goes with the run; run.save keeps a copy
         weakref.finalize(run, shutil.rmtree, str(folder), True)
     return run
 
 
-def _build_run(outcome: _Outcome, name: str, warmup: int, repeat: int, cuda: bool,
-               torch: Any) -> ProfileRun:
-    from workbench.devices.fingerprint import environment_fingerprint
-
+def _run_fields(outcome: _Outcome, name: str, warmup: int, repeat: int, cuda: bool,
+                torch: Any) -> dict[str, Any]:
+    """The run's fields from what was measured (all but ``environment`` and ``expected_calls``)."""
     device = f"cuda:{torch.cuda.current_device()}" if cuda else "cpu"
     traced = outcome.trace_path is not None
     waits_out = not cuda and outcome.clean_wait_share is not None   # the run-queue wait taken out
@@ -254,9 +258,9 @@ def _build_run(outcome: _Outcome, name: str, warmup: int, repeat: int, cuda: boo
                         torch_threads=outcome.settings.get("num_threads"),
                         clean_wait_share=outcome.clean_wait_share, traced_wait_share=outcome.traced_wait_share,
                         trace_attempts=outcome.trace_attempts)
-    return ProfileRun(
+    return dict(
         name=name, timing=timing, cold_ms=outcome.cold_ms, warmup=warmup, repeat=repeat,
-        device=device, compile=outcome.compile, environment=environment_fingerprint(),
+        device=device, compile=outcome.compile,
         settings=outcome.settings, memory=outcome.memory, profiler_warmup=outcome.profiler_warmup,
         trace_path=str(outcome.trace_path) if traced else None, trace_note=note,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), trace=parsed,

@@ -8,14 +8,26 @@ CPU activity always, CUDA activity when a GPU is present; ``record_shapes`` and
 ``profiler.step()`` uses) so step-based analyses see one step per traced call. The first profiler
 session in a process can mis-time or drop GPU events (pytorch issues 175790, 192021), so a short
 warm-up session on a trivial op runs once per process before the first measured one.
+
+The traced pass also records the Python stack (``with_stack=True``, ``with_modules=True``): its
+``python_function`` events name each ``nn.Module`` scope and each Python function, which is what
+``workbench.analysis.attribution`` needs to give time by module and by the user's source line.
+The Python tracer adds its cost to the traced calls only (``run.profiler_overhead`` includes it);
+the clean timing never runs under it. Where the profiler refuses the Python tracer, the session
+starts without it, records module scopes with forward hooks instead
+(``workbench.capture.module_scopes``) and says so (``stack_note``): module time is still there,
+source lines are not.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, ContextManager
 
+from workbench.capture.module_scopes import ModuleScopes
+
 TRACE_FILE_NAME = "trace.json.gz"
 STEP_NAME = "ProfilerStep#{}"
+RECORD_STACK = True   # the traced pass records Python frames and nn.Module scopes (attribution)
 
 _warmed_up_in_process = False
 
@@ -53,32 +65,69 @@ def warm_up_profiler(torch: Any, cuda: bool) -> str:
     return f"ran: one short session on a {device} op before the measured one"
 
 
+def _stop_quietly(prof: Any) -> None:
+    """Stop a profiler whose start failed part way; one that never started has nothing to stop."""
+    try:
+        with _quiet_native_stderr():
+            prof.__exit__(None, None, None)
+    except Exception:   # noqa: BLE001 - nothing was running: the start failed before it began
+        pass
+
+
 class ProfilerSession:
     """``with ProfilerSession(torch, cuda, folder) as s:`` … ``s.step(i)`` per repeat.
 
+    ``record_stack`` (default ``RECORD_STACK``): record the Python stack and module scopes for
+    attribution. ``s.records_stack`` says whether it was recorded, ``s.stack_note`` why not.
     The profiler is stopped on every exit path; the trace is exported only on success.
     """
 
-    def __init__(self, torch: Any, cuda: bool, folder: Path) -> None:
+    def __init__(self, torch: Any, cuda: bool, folder: Path, record_stack: bool | None = None) -> None:
         self._torch = torch
         self._cuda = cuda
         self.trace_path = Path(folder) / TRACE_FILE_NAME
         self._prof: Any = None
+        self._scopes: ModuleScopes | None = None   # the fallback's module scopes, when in use
+        self._record_stack = RECORD_STACK if record_stack is None else bool(record_stack)
+        self.records_stack = False
+        self.stack_note = "" if self._record_stack else "not asked for (record_stack=False)"
 
     def step(self, index: int) -> ContextManager[Any]:
         return self._torch.profiler.record_function(STEP_NAME.format(index))
 
-    def __enter__(self) -> "ProfilerSession":
-        self._prof = self._torch.profiler.profile(
+    def _profiler(self, with_stack: bool) -> Any:
+        return self._torch.profiler.profile(
             activities=activities(self._torch, self._cuda), record_shapes=True,
-            profile_memory=True)
-        with _quiet_native_stderr():
-            self._prof.__enter__()
+            profile_memory=True, with_stack=with_stack, with_modules=with_stack)
+
+    def __enter__(self) -> "ProfilerSession":
+        prof = self._profiler(self._record_stack)
+        try:
+            with _quiet_native_stderr():
+                prof.__enter__()
+        except RuntimeError as error:   # the Python tracer refused (another tracer active, say)
+            if not self._record_stack:
+                raise
+            _stop_quietly(prof)   # whatever the failed start left running
+            self.stack_note = (f"the profiler did not start with the Python stack ({error}): module scopes "
+                               "recorded with forward hooks instead; source lines not recorded")
+            prof = self._profiler(False)
+            with _quiet_native_stderr():
+                prof.__enter__()
+            self._scopes = ModuleScopes(self._torch).__enter__()
+        else:
+            self.records_stack = self._record_stack
+        self._prof = prof
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         prof, self._prof = self._prof, None
-        with _quiet_native_stderr():
-            prof.__exit__(exc_type, exc, tb)
+        scopes, self._scopes = self._scopes, None
+        try:
+            if scopes is not None:
+                scopes.__exit__(exc_type, exc, tb)
+        finally:
+            with _quiet_native_stderr():
+                prof.__exit__(exc_type, exc, tb)
         if exc_type is None:
             prof.export_chrome_trace(str(self.trace_path))

@@ -1,27 +1,34 @@
-"""ProfileRun: what one ``wb.profile`` / ``%%gpuprofile`` measured, as a frozen value.
+"""RunRecord: what one profile measured, as a frozen value of the capture layer.
 
-The run holds its clean timing (raw samples, no profiler running), the cold first call, the
+The record holds the clean timing (raw samples, no profiler running), the cold first call, the
 samples of the separate traced pass and the profiler's overhead, a health check of the
-measurement, compile diagnostics, the environment and the parsed trace; it saves itself as a
-bundle folder and reloads from one (``load_run``). Times read from the trace are stated per clean
-call: their shares come from the trace, their magnitude from the clean timing
-(``trace_scale``, ``per_call_ops``).
+measurement, compile diagnostics, the environment facts and the parsed trace data
+(``workbench.trace.TraceData``); it saves itself as a bundle folder and reloads from one
+(``RunRecord.load``, ``workbench.capture.bundle``). Times read from the trace are stated per clean
+call: their shares come from the trace, their magnitude from the clean timing (``trace_scale``).
+
+The public run (``wb.profile``, ``%%gpuprofile``, ``wb.load_run``) is ``workbench.profile_run.
+ProfileRun``, the face object built on this record: it adds the facade Trace, the hypotheses, the
+history, the per-call tables, charts and the notebook display.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from workbench.capture.bundle import read_bundle, save_bundle
 from workbench.capture.compile_diag import CompileDiagnostics
 from workbench.capture.health import ProfileHealth, check_health
-from workbench.capture.measurement import Measurement
+from workbench.measurement import Measurement
+from workbench.trace import TraceData
 from workbench.units import format_ms
+
+RecordT = TypeVar("RecordT", bound="RunRecord")
 
 
 @dataclass(frozen=True)
-class ProfileRun:
+class RunRecord:
     name: str
     timing: Measurement            # clean warm repeats (no profiler running), one sample per call
     cold_ms: float                 # the first call, timed apart (compile, autotune, lazy init)
@@ -36,7 +43,7 @@ class ProfileRun:
     trace_path: str | None         # the exported Chrome trace (gzipped JSON), None when trace off
     trace_note: str                # why there is no parsed trace, "" when there is one
     created_at: str
-    trace: Any = field(default=None, compare=False, repr=False)
+    trace: TraceData | None = field(default=None, compare=False, repr=False)
     traced_timing: Measurement | None = None   # the traced pass's calls, timed under the profiler
     trace_repeat: int = 0          # calls in the traced pass (0: trace off)
     health: ProfileHealth = field(default_factory=ProfileHealth.not_recorded, compare=False)
@@ -93,30 +100,16 @@ class ProfileRun:
         """Calls of the profiled function the trace covers (the traced pass), 0 without one."""
         return self.trace_repeat if self.trace_path is not None else 0
 
-    def per_call_ops(self, top: int | None = 15) -> Any:
-        """The trace's CPU ops by self time, per clean call: ``self_ms_per_call`` and
-        ``total_ms_per_call`` are the trace's totals / traced calls x ``trace_scale``, ``pct``
-        their share; empty (with the columns) without a trace."""
-        return _per_call_table(self, "op_breakdown", "self_us", "total_us", top)
-
-    def per_call_kernels(self, top: int | None = 15) -> Any:
-        """The trace's GPU kernels by time, per clean call (``sum_ms_per_call``)."""
-        return _per_call_table(self, "kernel_breakdown", "sum_us", None, top)
-
-    @cached_property
-    def hypotheses(self) -> list[Any]:
-        """Ranked hypotheses, best first: run-level rules (cold start, compile, measurement) and
-        the trace's rules with time at stake per call (``workbench.hypotheses.diagnose_run``)."""
-        from workbench.hypotheses import HypothesisList, diagnose_run_full
-
-        return HypothesisList.from_diagnosis(diagnose_run_full(self))
-
     # -- persistence ---------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
         """Write the run as a bundle folder (run.json, environment.json, trace.json.gz)."""
-        from workbench.capture.bundle import save_run
+        return save_bundle(self.to_dict(), self.trace_path, path)
 
-        return save_run(self, path)
+    @classmethod
+    def load(cls: type[RecordT], path: str | Path) -> RecordT:
+        """Read a bundle folder written by ``save``; the trace is parsed again from its file."""
+        contents = read_bundle(path)
+        return cls.from_dict(contents.record, trace=contents.trace, folder=contents.folder)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -133,22 +126,23 @@ class ProfileRun:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any], *, trace: Any = None) -> "ProfileRun":
-        """Also reads records written before the traced pass was separated: no ``traced_timing``
-        (the trace then covered the ``repeat`` timed calls), no ``health`` (checked again from
-        the samples; the machine's state reads "not recorded")."""
+    def fields_from_dict(cls, d: dict[str, Any], *, trace: TraceData | None = None) -> dict[str, Any]:
+        """The constructor's keywords from a ``to_dict`` record. Also reads records written before
+        the traced pass was separated: no ``traced_timing`` (the trace then covered the ``repeat``
+        timed calls), no ``health`` (checked again from the samples; the machine's state reads
+        "not recorded")."""
         timing = Measurement.from_dict(d["timing"])
-        traced = d.get("traced_timing")
-        traced = Measurement.from_dict(traced) if traced else None
+        traced_doc = d.get("traced_timing")
+        traced = Measurement.from_dict(traced_doc) if traced_doc else None
         repeat = int(d["repeat"])
         trace_repeat = d.get("trace_repeat")
         if trace_repeat is None:   # older record: the trace covered the timed repeats
             trace_repeat = repeat if d.get("trace_path") else 0
-        health = d.get("health")
-        health = (ProfileHealth.from_dict(health) if health else
+        health_doc = d.get("health")
+        health = (ProfileHealth.from_dict(health_doc) if health_doc else
                   check_health(timing, traced=traced, profiler_warmup=str(d.get("profiler_warmup", "")),
                                legacy_under_profiler=bool(timing.metadata.get("under_profiler", False))))
-        return cls(
+        return dict(
             name=d["name"], timing=timing, cold_ms=float(d["cold_ms"]),
             warmup=int(d["warmup"]), repeat=repeat, device=d["device"],
             compile=CompileDiagnostics.from_dict(d["compile"]), environment=dict(d["environment"]),
@@ -160,79 +154,28 @@ class ProfileRun:
             expected_calls=int(d["expected_calls"]) if d.get("expected_calls") else None,
         )
 
-    # -- display -------------------------------------------------------------------------
-    def save_charts(self, folder: Any, *, formats: Any = ("svg",), scale: float = 1.0) -> list:
-        """Write the charts the notebook shows for this result to ``folder`` (svg, png, html,
-        json; see ``workbench.charts.save_charts``); returns the paths written."""
-        from workbench.charts.export import save_charts
+    @classmethod
+    def from_dict(cls: type[RecordT], d: dict[str, Any], *, trace: TraceData | None = None,
+                  folder: Path | None = None) -> RecordT:
+        """The record from ``to_dict``'s output; ``folder``: the bundle it was read from, if any
+        (a wrong record there becomes a ``BundleError`` naming it)."""
+        from workbench.capture.bundle import incomplete_record
 
-        return save_charts(self, folder, formats=formats, scale=scale)
+        try:
+            return cls(**cls.fields_from_dict(d, trace=trace))
+        except (KeyError, TypeError, ValueError) as exc:
+            if folder is None:
+                raise
+            raise incomplete_record(folder, exc) from exc
 
-    def _repr_html_(self) -> str:
-        from workbench.capture.display import run_html
-
-        return run_html(self)
-
+    # -- text ----------------------------------------------------------------------------
     def __repr__(self) -> str:
         lo, hi = self.timing.median_ci_ms()
         overhead = self.profiler_overhead
         traced = (f"; traced {self.traced_calls} calls, profiler overhead {overhead:.2f}x" if overhead
                   else "")
-        return (f"ProfileRun({self.name!r} on {self.device}: clean median {format_ms(self.timing.median_ms)} "
-                f"per call [95% CI {format_ms(lo)}-{format_ms(hi)}], p95 {format_ms(self.timing.p95_ms)}, "
-                f"n={self.timing.n}; cold {format_ms(self.cold_ms)} once{traced}; "
-                f"trace {'parsed' if self.trace is not None else 'none'}; {self.health.headline()})")
-
-    def to_text(self) -> str:
-        """The run as plain text: clean timing per call, the traced pass, the health check."""
-        t = self.timing
-        lo, hi = t.median_ci_ms()
-        lines = [f"{self.name} on {self.device}",
-                 f"  clean median  {format_ms(t.median_ms)} per call (95% CI {format_ms(lo)}-{format_ms(hi)}), "
-                 f"p95 {format_ms(t.p95_ms)}, {t.n} calls after {self.warmup} warm-up, no profiler running",
-                 f"  first call    {format_ms(self.cold_ms)} once ({self.cold_over_warm:.1f}x the clean median)"]
-        if self.traced_timing is not None:
-            lines.append(f"  traced pass   {format_ms(self.traced_timing.median_ms)} per call over "
-                         f"{self.traced_timing.n} calls under torch.profiler: overhead "
-                         f"{self.profiler_overhead:.2f}x; trace times below are scaled to the clean call")
-        lines += ["  " + line for line in self.health.lines()]
-        lines += ["  note: " + n for n in self.notes]
-        return "\n".join(lines)
-
-
-def _per_call_table(run: ProfileRun, method: str, time_col: str, total_col: str | None,
-                    top: int | None) -> Any:
-    import pandas as pd
-
-    out_cols = {time_col: time_col.replace("_us", "_ms_per_call")}
-    if total_col:
-        out_cols[total_col] = total_col.replace("_us", "_ms_per_call")
-    empty = pd.DataFrame(columns=["name", "calls_per_call", *out_cols.values(), "pct"])
-    analysis = getattr(run.trace, method, None) if run.trace is not None else None
-    if analysis is None:
-        return empty
-    table = analysis().table
-    if table is None or len(table) == 0 or time_col not in table.columns:
-        return empty
-    calls = max(1, run.traced_calls or 1)
-    scale = run.trace_scale / calls / 1e3          # µs over the traced calls -> ms per clean call
-    table = table.sort_values(time_col, ascending=False)
-    out = table.copy()
-    whole = float(table[time_col].sum())
-    for src, dst in out_cols.items():
-        if src in out.columns:
-            out[dst] = out[src].astype(float) * scale
-    if "count" in out.columns:
-        out["calls_per_call"] = out["count"].astype(float) / calls
-    out["pct"] = out[time_col].astype(float) / whole * 100 if whole > 0 else float("nan")
-    keep = ["rank", "name", "kernel_type", "calls_per_call", *out_cols.values(), "pct"]
-    keep += [c for c in out.columns if "dims" in c or "types" in c or "shape" in c]
-    out = out[[c for c in dict.fromkeys(keep) if c in out.columns]]
-    return (out.head(top) if top else out).reset_index(drop=True)
-
-
-def load_run(path: str | Path) -> ProfileRun:
-    """Load a run bundle written by ``ProfileRun.save``; the trace is parsed again from its file."""
-    from workbench.capture.bundle import load_run as _load
-
-    return _load(path)
+        return (f"{type(self).__name__}({self.name!r} on {self.device}: clean median "
+                f"{format_ms(self.timing.median_ms)} per call [95% CI {format_ms(lo)}-{format_ms(hi)}], "
+                f"p95 {format_ms(self.timing.p95_ms)}, n={self.timing.n}; cold {format_ms(self.cold_ms)} "
+                f"once{traced}; trace {'parsed' if self.trace is not None else 'none'}; "
+                f"{self.health.headline()})")

@@ -1,22 +1,21 @@
-"""The one place where capture turns an exported trace file into a Trace (``wb.load_trace``)."""
+"""The one place where capture turns an exported trace file into trace data (``workbench.trace``)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from workbench.errors import BundleError
-from workbench.facade import Trace
-from workbench.facade import load_trace as _load
+from workbench.trace import TraceData, read_trace
 
 
-def load_trace(path: str | Path, *, strict: bool = False) -> tuple[Trace | None, str]:
-    """(Trace or None, note).
+def load_trace(path: str | Path, *, strict: bool = False) -> tuple[TraceData | None, str]:
+    """(TraceData or None, note).
 
     Not strict (right after profiling): a failed parse becomes the note, so the timing, which
     stands on its own, is not lost, and the raw file stays with the run. Strict (loading a saved
     bundle): a parse failure raises BundleError.
     """
     try:
-        return _load(str(path)), ""
+        return read_trace(str(path), cache=True), ""
     except Exception as exc:
         if strict:
             raise BundleError(

@@ -9,17 +9,48 @@ from typing import Any, Sequence
 
 import pandas as pd
 
+from workbench.analysis.labels import unique_labels
 from workbench.charts.common import (
-    as_table, finite_rows, first_present, message_chart, require_columns, shorten,
+    as_table, finite_rows, first_present, message_chart, require_columns,
 )
 from workbench.errors import InvalidArgumentError
+from workbench.units import time_column_kind
 
 TOOLTIP_CANDIDATES = (
     "count", "self_us", "total_us", "dur_us", "mean_us", "pct", "kernel_type",
-    "input_dims", "top_input_dims", "input_shapes", "shapes",
+    "input_dims", "top_input_dims", "input_shapes", "shapes", "calls_per_call", "total_ms_per_call",
 )
-TIME_COLUMNS = ("self_us", "total_us", "dur_us", "sum_us", "time_us")
+TIME_COLUMNS = ("self_us", "total_us", "dur_us", "sum_us", "time_us", "sum_ms_per_call", "self_ms_per_call")
 IDLE_PARTS = ("host_wait", "kernel_wait", "other")
+IDLE_TICKS = 5
+
+
+def _per_call_base(value: str) -> str:
+    base = value.removesuffix("_ms_per_call")
+    return "" if base == "sum" else base.replace("_", " ") + " "
+
+
+def value_title(value: str) -> str:
+    """An axis title that says the unit and whether a time is per call or a total over the trace:
+    ``self_ms_per_call`` -> ``self time per call (ms)``, ``sum_us`` -> ``sum (µs, total over the trace)``."""
+    if value.endswith("_ms_per_call"):
+        return f"{_per_call_base(value)}time per call (ms)"
+    if value.endswith("_us"):
+        base = {"sum_us": "time", "total_us": "inclusive"}.get(value, value.removesuffix("_us").replace("_", " "))
+        kind = time_column_kind(value)
+        return {"total": f"{base} (µs, total over the trace)", "per call": f"{base} (µs per call)"}.get(
+            kind or "", f"{base} (µs)")
+    return value.replace("_", " ")
+
+
+def _what(value: str) -> str:
+    """What a chart is ranked by, for its title: ``self time per call``, ``self time (total)``."""
+    if value.endswith("_ms_per_call"):
+        return f"{_per_call_base(value)}time per call"
+    if value == "sum_us":
+        return "total time"
+    total = " (total)" if time_column_kind(value) == "total" else ""
+    return {"total_us": "inclusive time"}.get(value, value.replace("_us", " time")) + total
 
 
 def _top_bars(table: pd.DataFrame, value: str, n: int, title: str, color: str | None) -> Any:
@@ -30,16 +61,16 @@ def _top_bars(table: pd.DataFrame, value: str, n: int, title: str, color: str | 
     if rows.empty:
         why = f"{dropped} rows without a finite {value}" if dropped else "the table is empty"
         return message_chart(f"nothing to draw: {why}", title=title)
-    rows["label"] = [shorten(v) for v in rows["name"]]
+    rows["label"] = unique_labels(rows["name"])   # the function name; the full name in the tooltip
     tips = [alt.Tooltip("name:N", title="name")]
     tips += [alt.Tooltip(f"{c}:{'Q' if pd.api.types.is_numeric_dtype(rows[c]) else 'N'}")
              for c in TOOLTIP_CANDIDATES if c in rows.columns and c != value]
     rows = rows[[c for c in rows.columns if c in {"name", "label", value, color} or
                  c in TOOLTIP_CANDIDATES]]
     enc = dict(
-        x=alt.X(f"{value}:Q", title=value.replace("_us", " (µs)")),
-        y=alt.Y("label:N", sort="-x", title=None),
-        tooltip=[alt.Tooltip(f"{value}:Q", format=",.1f")] + tips,
+        x=alt.X(f"{value}:Q", title=value_title(value)),
+        y=alt.Y("label:N", sort="-x", title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT_PX)),
+        tooltip=[alt.Tooltip(f"{value}:Q", format=",.4g")] + tips,
     )
     if color and color in rows.columns:
         enc["color"] = alt.Color(f"{color}:N")
@@ -52,16 +83,83 @@ def top_ops_chart(op_breakdown: Any, *, n: int = 15, value: str = "self_us") -> 
     """The ``n`` CPU ops with the most ``value`` (self time by default), as horizontal bars."""
     table = as_table(op_breakdown, "top_ops_chart")
     require_columns(table, ["name", value], "top_ops_chart")
-    return _top_bars(table, value, n, f"Top {n} ops by {value.replace('_us', ' time')}", None)
+    return _top_bars(table, value, n, f"Top {n} ops by {_what(value)}", None)
+
+
+COMMUNICATION = "communication"
+COMMUNICATION_SHOWN = 3   # communication kernels drawn apart, beside the top compute kernels
+FACET_COLUMNS = 2
+LABEL_LIMIT_PX = 340      # a label's width on the axis (vega's default, 180 px, cuts function names)
+
+
+def _per_rank_top(rows: pd.DataFrame, value: str, limit: int) -> pd.DataFrame:
+    ordered = rows.sort_values(value, ascending=False, kind="stable")
+    return ordered.groupby("rank", sort=False).head(limit) if "rank" in rows.columns else ordered.head(limit)
+
+
+def _kernel_bars(alt: Any, rows: pd.DataFrame, value: str, *, width: int) -> Any:
+    keep = ["name", "label", value, "kernel_type"] + [c for c in ("rank", "count", "mean_us", "pct")
+                                                      if c in rows.columns and c != value]
+    tips = [alt.Tooltip("name:N", title="name"), alt.Tooltip(f"{value}:Q", format=",.4g"), "kernel_type:N"]
+    tips += ["rank:O" if c == "rank" else alt.Tooltip(f"{c}:Q", format=",.4g") for c in keep[4:]]
+    return alt.Chart(rows[keep]).mark_bar().encode(
+        x=alt.X(f"{value}:Q", title=value_title(value)),
+        y=alt.Y("label:N", sort="-x", title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT_PX)),
+        color=alt.Color("kernel_type:N", title="kernel type"),
+        tooltip=tips,
+    ).properties(width=width)
 
 
 def top_kernels_chart(kernel_breakdown: Any, *, n: int = 15, value: str | None = None) -> Any:
-    """The ``n`` kernels with the most total time, coloured by kernel type when known."""
+    """The ``n`` compute kernels (computation and memory) with the most total time, coloured by kernel
+    type; communication kernels (NCCL: they run as long as the step and would hide every compute
+    kernel) in a chart of their own below, up to COMMUNICATION_SHOWN per rank. On a trace of several
+    ranks one panel per rank, each with its own top ``n``. Labels are the kernels' function names
+    (unique); the full name is in the tooltip."""
+    import altair as alt
+
     table = as_table(kernel_breakdown, "top_kernels_chart")
     require_columns(table, ["name"], "top_kernels_chart")
     value = value or first_present(table, TIME_COLUMNS, "top_kernels_chart")
-    return _top_bars(table, value, n, f"Top {n} kernels by {value.replace('_us', ' time')}",
-                     "kernel_type")
+    many_ranks = "rank" in table.columns and table["rank"].nunique() > 1
+    what = _what(value)
+    if not many_ranks and "kernel_type" not in table.columns:
+        return _top_bars(table, value, n, f"Top {n} kernels by {what}", None)
+    rows, dropped = finite_rows(table, [value])
+    rows = rows.copy()
+    if "kernel_type" not in rows.columns:
+        rows["kernel_type"] = ""
+    comm = rows["kernel_type"].astype(str) == COMMUNICATION
+    compute = _per_rank_top(rows[~comm], value, n)
+    communication = _per_rank_top(rows[comm], value, COMMUNICATION_SHOWN)
+    title = f"Top {n} compute kernels by {what}" + (" per rank" if many_ranks else "")
+    if compute.empty and communication.empty:
+        why = f"{dropped} rows without a finite {value}" if dropped else "the table is empty"
+        return message_chart(f"nothing to draw: {why}", title=title)
+    labels = dict(zip(pd.concat([compute, communication])["name"],
+                      unique_labels(pd.concat([compute, communication])["name"])))
+    compute = compute.assign(label=compute["name"].map(labels))
+    communication = communication.assign(label=communication["name"].map(labels))
+    subtitle = [s for s in (
+        f"communication kernels apart, below (top {COMMUNICATION_SHOWN}{' per rank' if many_ranks else ''})"
+        if len(communication) else "", "no compute kernel in this trace" if compute.empty else "",
+        f"{dropped} rows without a finite {value} left out" if dropped else "") if s]
+    chart_title = alt.TitleParams(title, subtitle=subtitle) if subtitle else title
+    parts = []
+    if not compute.empty:
+        bars = _kernel_bars(alt, compute, value, width=360 if many_ranks else 420)
+        parts.append(bars.facet(facet=alt.Facet("rank:O", title="rank"), columns=FACET_COLUMNS)
+                     .resolve_scale(y="independent") if many_ranks else bars)
+    if not communication.empty:
+        comm_bars = _kernel_bars(alt, communication, value, width=420).properties(
+            title=f"Communication kernels{' per rank' if many_ranks else ''}")
+        if many_ranks:
+            comm_bars = comm_bars.encode(y=alt.Y("label:N", title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT_PX)),
+                                         yOffset="rank:O", color=alt.Color("rank:O", title="rank"))
+        parts.append(comm_bars)
+    if len(parts) == 1:
+        return parts[0].properties(title=chart_title)
+    return alt.vconcat(*parts, title=chart_title).resolve_scale(x="independent")
 
 
 def kernel_types_chart(table_or_result: Any, *, value: str | None = None) -> Any:
@@ -112,11 +210,18 @@ def idle_chart(idle_breakdown: Any) -> Any:
         return message_chart("nothing to draw: no idle time between kernels", title="Idle time")
     long = long.copy()
     long["lane"] = long.apply(lambda r: " ".join(f"{k} {r[k]}" for k in keys) or "all", axis=1)
-    return alt.Chart(long[["lane", "part", "time_us"]], title="Idle time by cause").mark_bar().encode(
-        x=alt.X("sum(time_us):Q", title="idle (µs)"),
-        y=alt.Y("lane:N", title=None),
+    # the axis in ms once a lane's idle time runs past 10 ms (no six-digit µs labels), few ticks that skip
+    # rather than collide
+    in_ms = long.groupby("lane")["time_us"].sum().max() >= 1e4
+    long["time"] = long["time_us"] / 1e3 if in_ms else long["time_us"]
+    unit = "ms" if in_ms else "µs"
+    return alt.Chart(long[["lane", "part", "time_us", "time"]], title="Idle time by cause").mark_bar().encode(
+        x=alt.X("sum(time):Q", title=f"idle ({unit})",
+                axis=alt.Axis(tickCount=IDLE_TICKS, format="~s", labelOverlap="greedy", labelAngle=0,
+                              labelFlush=True)),
+        y=alt.Y("lane:N", title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT_PX)),
         color=alt.Color("part:N", title="cause", sort=list(IDLE_PARTS)),
-        tooltip=["lane:N", "part:N", alt.Tooltip("sum(time_us):Q", format=",.1f")],
+        tooltip=["lane:N", "part:N", alt.Tooltip("sum(time_us):Q", title="idle (µs)", format=",.1f")],
     ).properties(width=420)
 
 

@@ -64,8 +64,11 @@ def finite_rows(table: pd.DataFrame, columns: Iterable[str]) -> tuple[pd.DataFra
 
 
 def shorten(name: Any, limit: int = 60) -> str:
-    text = "" if name is None or (isinstance(name, float) and pd.isna(name)) else str(name)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """Any text cut to ``limit`` characters (the one cut, ``labels.cut``). Kernel and op names go through
+    ``workbench.analysis.labels.unique_labels`` instead (the function name, never two under one label)."""
+    from workbench.analysis.labels import as_text, cut
+
+    return cut(as_text(name), limit)
 
 
 def guarded_chart(build: Callable[[], Any], title: str) -> Any:

@@ -6,7 +6,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from workbench.capture.measurement import ratio_ci
+from workbench.measurement import ratio_ci
 from workbench.charts.common import message_chart
 from workbench.errors import InvalidArgumentError
 

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from workbench.charts.safe_names import xml_safe  # noqa: F401 - every export cleans names with it
 from workbench.errors import InvalidArgumentError
 
 FORMATS = ("svg", "png", "html", "json")

@@ -11,6 +11,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from workbench.analysis.labels import unique_labels
 from workbench.charts.common import as_table, finite_rows, message_chart, require_columns, shorten
 from workbench.errors import InvalidArgumentError
 
@@ -37,10 +38,11 @@ def roofline_points(points: Any, ceiling: Any = None) -> pd.DataFrame:
     table["intensity"] = table["flops"] / table["bytes"]
     table["achieved_flops"] = table["flops"] / (table["dur_us"] * 1e-6)
     table["achieved_tflops"] = table["achieved_flops"] / 1e12
+    names = unique_labels(table["name"])        # the function name, two ops never under one label
     if "shapes" in table.columns:
-        table["label"] = [shorten(f"{n} {s}".strip(), 80) for n, s in zip(table["name"], table["shapes"].fillna(""))]
+        table["label"] = [shorten(f"{n} {s}".strip(), 80) for n, s in zip(names, table["shapes"].fillna(""))]
     else:
-        table["label"] = [shorten(n, 50) for n in table["name"]]
+        table["label"] = names
     if "variant" not in table.columns:
         table["variant"] = "baseline"
     table["variant"] = table["variant"].astype(str)
@@ -98,7 +100,8 @@ def _reference_layers(alt: Any, reference: Any, intensity_range: tuple[float, fl
     lines, ridges = roof_lines(reference.memory_gbps, reference.peak_flops, intensity_range)
     ridges["text"] = ridges["text"].map(lambda t: f"{t} (reference, not used for judging)")
     roof = alt.Chart(lines).mark_line(color=REFERENCE_COLOR).encode(
-        x="intensity:Q", y="ceiling_flops:Q", strokeDash="dtype:N", tooltip=["dtype:N"])
+        x="intensity:Q", y="ceiling_flops:Q", tooltip=["dtype:N"],
+        strokeDash=alt.StrokeDash("dtype:N", legend=alt.Legend(orient="bottom", title="roof")))
     ridge = alt.Chart(ridges).mark_point(shape="diamond", size=60, color=REFERENCE_COLOR, filled=False).encode(
         x="intensity:Q", y="ceiling_flops:Q", tooltip=["text:N"])
     return [roof, ridge]
@@ -132,16 +135,21 @@ def roofline_chart(points: Any, *, memory_gbps: float, peak_flops: Mapping[str, 
     lines, ridges = roof_lines(memory_gbps, peak_flops, (lo / 4, hi * 4))
     x = alt.X("intensity:Q", scale=alt.Scale(type="log"), title="arithmetic intensity (FLOP/byte)")
     y = alt.Y("ceiling_flops:Q", scale=alt.Scale(type="log"), title="FLOP/s", axis=alt.Axis(format="~s"))
-    roof = alt.Chart(lines).mark_line(color="#444").encode(x=x, y=y, strokeDash="dtype:N")
+    roof = alt.Chart(lines).mark_line(color="#444").encode(
+        x=x, y=y, strokeDash=alt.StrokeDash("dtype:N", legend=alt.Legend(orient="bottom", title="roof")))
     ridge = alt.Chart(ridges).mark_point(shape="diamond", size=80, color="#444", filled=True).encode(
         x="intensity:Q", y="ceiling_flops:Q", tooltip=["text:N"])
-    ridge_text = ridge.mark_text(align="left", dx=6, dy=-6, fontSize=10).encode(text="text:N")
+    # the ridge's label sits left of and above its diamond, inside the plot (the ridge is the roof's corner,
+    # often the chart's right edge), and the legends go below the plot: a label never runs into a legend
+    ridge_text = ridge.mark_text(align="right", baseline="bottom", dx=-8, dy=-6, fontSize=10).encode(text="text:N")
     placed = placed.assign(flag=np.where(placed["above_roof"], "ABOVE THE ROOF: an anomaly (wrong counts, caches, "
                                                                "or a measurement fault), not a win", ""))
-    dots = alt.Chart(placed[["label", "variant", "intensity", "achieved_flops", "achieved_tflops",
+    dots = alt.Chart(placed[["label", "name", "variant", "intensity", "achieved_flops", "achieved_tflops",
                              "dur_us", "flops", "bytes", "bound", "work_source", "flag"]]).mark_circle(size=70).encode(
-        x="intensity:Q", y=alt.Y("achieved_flops:Q"), color="variant:N",
-        tooltip=["label:N", "variant:N", alt.Tooltip("intensity:Q", format=".3g"),
+        x="intensity:Q", y=alt.Y("achieved_flops:Q"),
+        color=alt.Color("variant:N", legend=alt.Legend(orient="bottom", columns=4)),
+        tooltip=["label:N", alt.Tooltip("name:N", title="full name"), "variant:N",
+                 alt.Tooltip("intensity:Q", format=".3g"),
                  alt.Tooltip("achieved_tflops:Q", format=".3g"), alt.Tooltip("dur_us:Q", format=",.1f"),
                  "bound:N", "work_source:N", "flag:N"])
     layers = [roof, ridge, ridge_text, dots]

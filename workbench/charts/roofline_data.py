@@ -50,8 +50,9 @@ def _row_work(ops: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
     sig = pd.DataFrame({"n": ops["name"].astype(str).to_numpy(), "d": _text(ops, "input_dims"),
                         "t": _text(ops, "input_types")})
-    codes, uniques = pd.factorize(sig["n"] + "\x00" + sig["d"] + "\x00" + sig["t"])
-    work = [op_work(*u.split("\x00")) for u in uniques]
+    # grouped on the three columns themselves: a name may hold any character (NUL too)
+    codes, uniques = pd.MultiIndex.from_frame(sig).factorize()
+    work = [op_work(*u) for u in uniques]
     flops = np.array([w[0] for w in work], dtype=float)[codes] if work else np.zeros(0)
     nbytes = np.array([w[1] for w in work], dtype=float)[codes] if work else np.zeros(0)
     return flops, nbytes

@@ -12,11 +12,16 @@ from workbench.charts.roofline import trace_roofline_chart
 from workbench.charts.timeline import timeline_chart
 
 PER_RANK_PARTS = ("compute", "non_compute", "idle")
+PER_CALL_OP_TIME = "self_ms_per_call"       # ProfileRun.per_call_ops()
+PER_CALL_KERNEL_TIME = "sum_ms_per_call"    # ProfileRun.per_call_kernels()
 
 
-def _gpu_charts(trace: Any) -> list[Any]:
+def _gpu_charts(trace: Any, kernel_table: Any = None) -> list[Any]:
     kernels = trace.kernel_breakdown()
-    charts = [guarded_chart(lambda: top_kernels_chart(kernels), "Top kernels")]
+    if kernel_table is not None:
+        charts = [guarded_chart(lambda: top_kernels_chart(kernel_table, value=PER_CALL_KERNEL_TIME), "Top kernels")]
+    else:
+        charts = [guarded_chart(lambda: top_kernels_chart(kernels), "Top kernels")]
     types = getattr(kernels, "types", None)
     if types is not None:
         charts.append(guarded_chart(lambda: kernel_types_chart(types), "Kernel types"))
@@ -28,13 +33,19 @@ def _gpu_charts(trace: Any) -> list[Any]:
 
 
 def trace_charts(trace: Any, *, timeline: bool = True, roofline: bool = True,
-                 environment: Mapping[str, Any] | None = None, measure_ceiling: bool = False) -> list[Any]:
+                 environment: Mapping[str, Any] | None = None, measure_ceiling: bool = False,
+                 op_table: Any = None, kernel_table: Any = None) -> list[Any]:
     """Top ops; on GPU traces top kernels, kernel types, the idle split and time per rank; the
     roofline of the ops with known work (``measure_ceiling``: measure this CPU's ceilings if
-    they are not cached); then the timeline."""
-    charts = [guarded_chart(lambda: top_ops_chart(trace.op_breakdown()), "Top ops")]
+    they are not cached); then the timeline. The top ops and kernels are totals over the traced
+    calls, or per call where ``op_table`` / ``kernel_table`` (a run's ``per_call_ops()`` /
+    ``per_call_kernels()``) are given."""
+    if op_table is not None:
+        charts = [guarded_chart(lambda: top_ops_chart(op_table, value=PER_CALL_OP_TIME), "Top ops")]
+    else:
+        charts = [guarded_chart(lambda: top_ops_chart(trace.op_breakdown()), "Top ops")]
     if getattr(trace, "has_gpu", False):
-        charts.extend(_gpu_charts(trace))
+        charts.extend(_gpu_charts(trace, kernel_table))
     if roofline:
         charts.append(guarded_chart(lambda: trace_roofline_chart(trace, environment=environment,
                                                             measure=measure_ceiling), "Roofline"))
@@ -57,12 +68,24 @@ def run_charts(run: Any, *, timeline: bool = True, roofline: bool = True,
         charts.append(timing_chart(timing, label=getattr(run, "name", None) or "run"))
     trace = getattr(run, "trace", None)
     if trace is not None:
+        op_table, kernel_table = _per_call_tables(run)
         charts.extend(trace_charts(trace, timeline=timeline, roofline=roofline,
                                    environment=getattr(run, "environment", None),
-                                   measure_ceiling=measure_ceiling))
+                                   measure_ceiling=measure_ceiling, op_table=op_table, kernel_table=kernel_table))
     if not charts:
         charts.append(message_chart("this run has neither timing samples nor a trace"))
     return charts
+
+
+def _per_call_tables(run: Any) -> tuple[Any, Any]:
+    """A run's op and kernel tables per clean call (the run states its times per call), or None each where
+    the run cannot give them (then the charts show the trace's totals, and say so)."""
+    tables = []
+    for method, column in (("per_call_ops", PER_CALL_OP_TIME), ("per_call_kernels", PER_CALL_KERNEL_TIME)):
+        build = getattr(run, method, None)
+        table = build(top=None) if callable(build) else None
+        tables.append(table if table is not None and column in table.columns and len(table) else None)
+    return tables[0], tables[1]
 
 
 def comparison_charts(cmp: Any) -> list[Any]:

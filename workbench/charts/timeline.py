@@ -43,6 +43,19 @@ def _lanes(frame: pd.DataFrame, key: str, label: str) -> pd.Series:
     return pd.Series(names[pair_codes], index=frame.index)
 
 
+def _op_lanes(ops: pd.DataFrame) -> pd.Series:
+    """A thread's lane for its top-level ops; ``… · depth D`` for ops nested D calls deep (a nested op
+    runs inside its parent: in the parent's lane it would hide behind it)."""
+    lanes = _lanes(ops, "tid", "thread")
+    if "depth" not in ops.columns:
+        return lanes
+    depth = ops["depth"].fillna(0).astype(np.int64)
+    nested = depth > 0
+    if not nested.any():
+        return lanes
+    return lanes.where(~nested, lanes + " · depth " + depth.astype(str))
+
+
 def _fmt(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
@@ -69,7 +82,7 @@ def timeline_events(trace: Any, *, op_max_depth: int = 0) -> pd.DataFrame:
     if ops is not None and len(ops):
         if "depth" in ops.columns:
             ops = ops[ops["depth"].fillna(0) <= op_max_depth]
-        parts.append(_part(ops, _lanes(ops, "tid", "thread"), "op", "input_dims"))
+        parts.append(_part(ops, _op_lanes(ops), "op", "input_dims"))
     runtime = getattr(trace, "runtime", None)
     if runtime is not None and len(runtime):
         syncs = runtime[runtime["name"].astype(str).str.contains(SYNC_PATTERN, regex=True)]

@@ -6,12 +6,21 @@ import json
 import sys
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from workbench.analysis.labels import unique_labels
 from workbench.analysis.result import AnalysisResult
 from workbench.errors import InvalidArgumentError, WorkbenchError
 from workbench.facade import Trace, load_trace
-from workbench.hypotheses import Hypothesis, render_text
+from workbench.units import format_table
+from workbench.rank_folder import connect
+from workbench import render
+from workbench.hypotheses import Hypothesis, HypothesisList
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+    from workbench.rank_folder import RankFolder
 
 # the analyses printed, in order: name -> the Trace method that runs it
 ANALYSES: dict[str, Callable[[Trace, str], AnalysisResult]] = {
@@ -34,6 +43,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--no-cache", action="store_true",
                    help="decode the trace files even if the columnar cache holds their tables (the cache is in "
                         "$WORKBENCH_CACHE_DIR, else ~/.cache/workbench; entries of changed files are never used)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="worker processes reading a folder's rank files, each rank analysed where it is read "
+                        "(default: one per core, at most one per rank, bounded by free memory; 1: one process)")
+    p.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="run the per-rank map on the Dask cluster whose scheduler is at ADDRESS "
+                        "(tcp://HOST:8786; needs pip install 'workbench[dask]')")
     p.add_argument("--hta-compat", action="store_true",
                    help="count as Holistic Trace Analysis 0.5 does (sub-µs rounding, last "
                         "ProfilerStep dropped, nccl*Kernel-only communication) to hold numbers against it")
@@ -45,12 +60,21 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    client = connect(args.scheduler) if args.scheduler else None  # --scheduler: the map runs on that Dask cluster
+    try:
+        return _run(args, client)
+    finally:
+        if client is not None:
+            client.close()
+
+
+def _run(args: argparse.Namespace, client: Client | None) -> int:
     if args.top <= 0:
         raise InvalidArgumentError(f"--top must be a positive number of rows, got {args.top}")
     source = args.trace[0] if len(args.trace) == 1 else args.trace
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        trace = load_trace(source, cache=not getattr(args, "no_cache", False))
+        trace = load_trace(source, cache=not getattr(args, "no_cache", False), workers=args.workers, client=client)
     if args.rank is not None:
         trace = trace.rank(args.rank)
     results = _analyses(trace, "hta" if args.hta_compat else "workbench")
@@ -64,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_charts(trace: Trace, folder: str, chart_format: str, *, quiet: bool) -> None:
+def _write_charts(trace: Trace | RankFolder, folder: str, chart_format: str, *, quiet: bool) -> None:
     paths = trace.save_charts(folder, formats=[f.strip() for f in chart_format.split(",") if f.strip()])
     if not quiet:
         print(f"\nwrote {len(paths)} chart file(s) to {folder}")
@@ -72,18 +96,18 @@ def _write_charts(trace: Trace, folder: str, chart_format: str, *, quiet: bool) 
         print(f"wrote {len(paths)} chart file(s) to {folder}", file=sys.stderr)
 
 
-def _analyses(trace: Trace, semantics: str) -> dict[str, AnalysisResult | str]:
+def _analyses(trace: Trace | RankFolder, semantics: str) -> dict[str, AnalysisResult | str]:
     """Each analysis: its result, or why it could not run on this trace."""
     out: dict[str, AnalysisResult | str] = {}
     for name, method in ANALYSES.items():
         try:
-            out[name] = method(trace, semantics)
+            out[name] = getattr(trace, method.__name__)(semantics)  # a Trace, or a RankFolder (same methods)
         except WorkbenchError as exc:
             out[name] = f"not available: {exc}"
     return out
 
 
-def _as_json(trace: Trace, results: dict[str, AnalysisResult | str], hypotheses: list[Hypothesis]) -> dict:
+def _as_json(trace: Trace | RankFolder, results: dict[str, AnalysisResult | str], hypotheses: list[Hypothesis]) -> dict:
     return {
         "trace": {"summary": trace.summary(), "files": list(trace.meta.files), "ranks": trace.ranks,
                   "warnings": list(trace.meta.warnings)},
@@ -92,22 +116,13 @@ def _as_json(trace: Trace, results: dict[str, AnalysisResult | str], hypotheses:
     }
 
 
-MAX_TEXT_CELL = 72   # characters of a kernel name shown in a text table (C++ template names run to 1,000+)
-
-
 def _table_text(table: Any) -> str:
-    """A text table whose long string cells (kernel signatures) are cut with an ellipsis."""
-    def cut(value: Any) -> Any:
-        return value if not isinstance(value, str) or len(value) <= MAX_TEXT_CELL \
-            else value[:MAX_TEXT_CELL - 1] + "…"
-    shown = table.copy()
-    for column in shown.columns:
-        if shown[column].dtype == object or str(shown[column].dtype) in ("string", "category", "str"):
-            shown[column] = shown[column].map(cut)
-    return shown.to_string(index=False)
+    """A breakdown table as text: per-call times and totals in adaptive units, each header saying which
+    (``workbench.units.format_table``), kernel and op names as every view shows them."""
+    return format_table(table, names=unique_labels)
 
 
-def _as_text(trace: Trace, results: dict[str, AnalysisResult | str], hypotheses: list[Hypothesis], top: int,
+def _as_text(trace: Trace | RankFolder, results: dict[str, AnalysisResult | str], hypotheses: list[Hypothesis], top: int,
              warned: list[str]) -> str:
     lines = [trace.summary()]
     lines += [f"warning: {w}" for w in warned]
@@ -121,5 +136,5 @@ def _as_text(trace: Trace, results: dict[str, AnalysisResult | str], hypotheses:
         if len(table) > top:
             lines.append(f"... {len(table) - top} more row(s); --top N shows more")
     lines += ["", "== hypotheses (ranked) =="]
-    lines.append(render_text(hypotheses, limit=top) or "(no hypothesis has evidence)")
+    lines.append(render.text(HypothesisList(hypotheses), limit=top) or "(no hypothesis has evidence)")
     return "\n".join(lines)

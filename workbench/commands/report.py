@@ -43,6 +43,7 @@ examples:
   workbench report --bundle reports/demo/run --out reports/again
   workbench report --trace traces/ --out reports/cluster-job     # a folder of rank files
   workbench report --trace trace.json.gz --out reports/one-trace
+  workbench report --study studies/chain --out reports/chain-study
   workbench report --out reports/new --compare-to reports/main --fail-on-regression 5
   workbench report --workload bench:step --time-limit 300 --processes 5
 
@@ -75,6 +76,11 @@ def register(subparsers: Any) -> None:
                      "each); writes report.ipynb, report.html and summary.json (what was loaded, the "
                      "hypotheses' categories) with its own template, templates/trace_report.ipynb. "
                      "No timing: --compare-to is refused")
+    src.add_argument("--study", metavar="FOLDER", help="report on an optimization study (a folder written by "
+                     "wb.Study) instead of profiling: its baselines in order, the bottleneck after each accepted "
+                     "change, every round with its summary and decision records, and the ledger; writes "
+                     "report.ipynb, report.html and summary.json with templates/study_report.ipynb. Nothing in "
+                     "the study folder is written; --compare-to is refused")
     p.add_argument("--template", metavar="NOTEBOOK", help="parameterised template notebook "
                    "(default: templates/report.ipynb; it receives the parameters bundle and title)")
     p.add_argument("--repeat", type=int, default=20, help="timed calls (default: %(default)s)")
@@ -124,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
 
     if getattr(args, "trace", None):
         return _run_trace(args)
+    if getattr(args, "study", None):
+        return _run_study(args)
     if args.repeat < 1 or args.warmup < 0 or args.processes < 0:
         raise InvalidArgumentError(f"--repeat must be >= 1, --warmup >= 0 and --processes >= 0; got "
                                    f"{args.repeat}, {args.warmup}, {args.processes}")
@@ -176,5 +184,26 @@ def _run_trace(args: argparse.Namespace) -> int:
           f"span {s['span_us'] / 1000:.3f} ms, {len(s['hypotheses'])} hypothes"
           f"{'is' if len(s['hypotheses']) == 1 else 'es'}"
           + (f" ({', '.join(s['categories'])})" if s['categories'] else ""))
+    print(f"report: {result.html_path}")
+    return 0
+
+
+def _run_study(args: argparse.Namespace) -> int:
+    """``--study FOLDER``: the study report; options that only mean something for a workload are refused."""
+    from workbench.errors import InvalidArgumentError
+    from workbench.report.study_report import build_study_report
+
+    if args.compare_to or math.isfinite(args.fail_on_regression) or args.allow_environment_change:
+        raise InvalidArgumentError("--study cannot be used with --compare-to, --fail-on-regression or "
+                                   "--allow-environment-change: a study report gates nothing (its rounds hold "
+                                   "their own decisions)")
+    result = build_study_report(args.out or _default_out(), args.study, template=args.template, title=args.title,
+                                progress=_phase)
+    s = result.summary
+    kept = sum(1 for r in s["rounds"] for d in r["decisions"].values() if d in ("keep", "keep_guarded"))
+    print(f"study {s['study']!r}: {len(s['baselines'])} baseline(s), {len(s['rounds'])} round(s), {kept} kept "
+          f"variant(s), {len(s['ledger'])} ledger entr{'y' if len(s['ledger']) == 1 else 'ies'}")
+    for warning in s.get("warnings", ()):
+        print(f"workbench report: warning: {warning}", file=sys.stderr)
     print(f"report: {result.html_path}")
     return 0

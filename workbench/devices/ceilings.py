@@ -10,11 +10,11 @@ it describes, where the numbers come from, and which *kind* they are, each label
   not judge "faster than the roof".
 
 Resolution: a GPU trace's ceiling is its GPU's datasheet peaks (unknown GPU: not applicable, said
-plainly). A CPU's is the measured ceiling a run recorded (``environment["cpu_ceiling"]``); else, with
-no environment (a live trace on this machine) or ``measure=True``, this machine's cached (or fresh)
-measurement; else the default. Given the same environment, the chart, the rules and the reports get
-the same ceiling from ``ceiling_for`` / ``cpu_ceilings``; a run that should be judged against a
-measured ceiling records it in its environment, and then every reader names it. A CPU's datasheet peaks ride along as ``reference``:
+plainly). A CPU's is ``resolve_cpu_ceiling``, the one function the rules, the roofline chart and the
+reports call: the measured ceiling a run recorded (``environment["cpu_ceiling"]``); else, for a run
+recorded on this machine (or no environment: a live trace here), this machine's cached measurement
+at the run's thread count (``measure=True``: measured now when none is cached); else the default.
+Given the same environment every reader gets, and names, the same ceiling. A CPU's datasheet peaks ride along as ``reference``:
 drawn beside the judged ceiling, never judged against.
 
 Standard library only at import time; torch is imported where a measurement needs it.
@@ -155,23 +155,68 @@ def recorded_cpu_ceiling(environment: Mapping[str, Any] | None) -> Ceiling | Non
                    f"{model}, {recorded.get('threads', '?')} thread(s)", detail, True, kind=MEASURED)
 
 
-def _machine_cpu_ceiling(measure: bool) -> Ceiling | None:
-    """This machine's cached (or, ``measure``, fresh) measured ceiling; None if none or torch is absent."""
+def _machine_cpu_ceiling(measure: bool, threads: int | None = None) -> Ceiling | None:
+    """This machine's cached (or, ``measure``, fresh) measured ceiling at ``threads`` torch threads (None:
+    the current count); None if none or torch is absent."""
     try:
         from workbench.devices.cpu_ceiling import cached_cpu_ceiling, measure_cpu_ceiling
 
-        found = measure_cpu_ceiling() if measure else cached_cpu_ceiling()
+        found = cached_cpu_ceiling(threads=threads)
+        if found is None and measure:
+            found = _measured_at(measure_cpu_ceiling, threads)
     except ImportError:
         return None
     return recorded_cpu_ceiling({"cpu_ceiling": found.to_dict()}) if found is not None else None
+
+
+def resolve_cpu_ceiling(environment: Mapping[str, Any] | None = None, *, measure: bool = False) -> Ceiling:
+    """**The** CPU ceiling of a run or trace: the one function the rules (``TraceFacts``/``RunFacts``),
+    the roofline chart and the reports call, so they judge against, and name, the same ceiling.
+
+    Resolution, each labelled (``Ceiling.kind``):
+
+    1. measured, recorded with the run (``environment["cpu_ceiling"]``);
+    2. measured, this machine's cached measurement (``workbench.devices.measure_cpu_ceiling``) for the
+       run's torch thread count, when the run was recorded on this machine (same CPU model, logical
+       CPUs and platform; ``environment=None`` is a live trace on this machine); ``measure=True``
+       measures it (and caches it) when none is cached. A run recorded elsewhere is never judged
+       against this machine's numbers;
+    3. the documented default (it places ops; it cannot judge "faster than the roof").
+
+    The CPU model's datasheet peaks ride along as ``reference`` (drawn, never judged against: a few
+    threads cannot reach a socket's DRAM peak)."""
+    return cpu_ceilings(environment, measure=measure)
+
+
+def _recorded_here(environment: Mapping[str, Any] | None) -> tuple[bool, int | None]:
+    """(whether the environment was recorded on this machine, its torch thread count or None)."""
+    if environment is None:
+        return True, None
+    if not isinstance(environment, Mapping):
+        return False, None
+    host = environment.get("host") or {}
+    threads = (environment.get("torch") or {}).get("num_threads")
+    threads = threads if isinstance(threads, int) and threads > 0 else None
+    if not host.get("cpu_model"):
+        return False, threads
+    import os
+    import platform
+
+    from workbench.devices.fingerprint import cpu_model
+
+    same = (str(host.get("cpu_model")) == cpu_model() and host.get("logical_cpus") in (None, os.cpu_count())
+            and host.get("platform") in (None, platform.platform()))
+    return same, threads
 
 
 def cpu_ceilings(environment: Mapping[str, Any] | None = None, *, measure: bool = False) -> Ceiling:
     """A run's recorded CPU ceiling; else, on this machine, its cached (or ``measure``: fresh) one; else
     the documented default; with the CPU model's datasheet peaks as ``reference`` where it has a row."""
     primary = recorded_cpu_ceiling(environment)
-    if primary is None and (measure or environment is None):
-        primary = _machine_cpu_ceiling(measure)
+    if primary is None:
+        here, threads = _recorded_here(environment)
+        if here:
+            primary = _machine_cpu_ceiling(measure, threads)
     if primary is not None:
         model, threads = primary.device.rsplit(", ", 1)[0], _threads(primary.device)
     else:
@@ -179,6 +224,20 @@ def cpu_ceilings(environment: Mapping[str, Any] | None = None, *, measure: bool 
         model, threads = _run_cpu_and_threads(environment)
     reference = datasheet_ceilings(model, threads) if model else None
     return replace(primary, reference=reference) if reference is not None else primary
+
+
+def _measured_at(measure_cpu_ceiling: Any, threads: int | None) -> Any:
+    """``measure_cpu_ceiling()`` with torch set to ``threads`` threads for the measurement (then restored)."""
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        if threads and threads != before:
+            torch.set_num_threads(threads)
+        return measure_cpu_ceiling()
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
 
 
 def _threads(device: str) -> int:
@@ -226,7 +285,7 @@ def datasheet_ceilings(model: str | None, threads: int) -> Ceiling | None:
 
 def ceiling_for(trace: Any, environment: Mapping[str, Any] | None = None, *, measure: bool = False) -> Ceiling:
     """The ceiling a trace is judged against: its GPU's datasheet peaks on GPU traces (unknown GPU:
-    ``NotApplicableError``), else ``cpu_ceilings(environment)``."""
+    ``NotApplicableError``), else ``resolve_cpu_ceiling(environment)``."""
     if getattr(trace, "has_gpu", False):
         props = getattr(trace, "device_properties", None)
         found = gpu_ceilings(props)
@@ -235,7 +294,7 @@ def ceiling_for(trace: Any, environment: Mapping[str, Any] | None = None, *, mea
         names = sorted({str(d.get("name")) for d in device_property_dicts(props) if isinstance(d, dict)})
         raise NotApplicableError(f"no peak figures known for the trace's GPU {names or '(unnamed)'}; "
                                  "pass ceilings=Ceiling(...) with its datasheet numbers")
-    return cpu_ceilings(environment, measure=measure)
+    return resolve_cpu_ceiling(environment, measure=measure)
 
 
 def device_property_dicts(props: Any):

@@ -53,8 +53,8 @@ def cache_dir() -> Path:
     return Path(base) / "workbench"
 
 
-def _cache_key(torch: Any) -> str:
-    return f"{cpu_model()}|threads={torch.get_num_threads()}|torch={torch.__version__}"
+def _cache_key(torch: Any, threads: int | None = None) -> str:
+    return f"{cpu_model()}|threads={threads or torch.get_num_threads()}|torch={torch.__version__}"
 
 
 def _best_seconds(fn, repeats: int) -> float:
@@ -99,12 +99,13 @@ def measure_cpu_ceiling(*, copy_bytes: int = 256 * 2**20, matmul_n: int = 1024, 
     return ceiling
 
 
-def cached_cpu_ceiling(*, cache_path: Path | None = None) -> CpuCeiling | None:
-    """The cached ceiling for this CPU, thread count and torch version; None if never measured."""
+def cached_cpu_ceiling(*, threads: int | None = None, cache_path: Path | None = None) -> CpuCeiling | None:
+    """The cached ceiling for this CPU, thread count (``threads``, default torch's current one) and
+    torch version; None if never measured."""
     import torch
 
     path = cache_path or cache_dir() / CACHE_FILE_NAME
-    entry = _read_cache(path).get(_cache_key(torch))
+    entry = _read_cache(path).get(_cache_key(torch, threads))
     return CpuCeiling.from_dict(entry) if entry else None
 
 

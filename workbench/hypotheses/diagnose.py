@@ -1,6 +1,6 @@
 """Run every rule of a scope, collect what fired and what could not be judged, rank.
 
-Ranking: by time at stake, largest first. A hypothesis with no evidence, or with nothing at
+Ranking: by time at stake, largest first (caveats apart, below). A hypothesis with no evidence, or with nothing at
 stake (``time_at_stake_ms <= 0``), is not shown.
 
 Stakes of a run are per clean call. Trace rules read a separate, short traced pass: their stakes
@@ -10,25 +10,32 @@ one call. Run rules' per-call stakes are bounded the same way. Stakes holding on
 (``ONE_TIME_RULES``: cold start; the compile time of recompiles and of the extra graphs of graph
 breaks) are amortised over a stated number of calls by their rules and are not bounded by one call.
 
-Measurement caveats about the timing (``TIMING_CAVEATS``) qualify the findings instead of
-outranking them: a caveat's stake is the timing's uncertainty (the half-width of the median's 95 %
-interval; the whole median where no such interval exists). A finding whose stake is larger stands
-above the caveat with its confidence intact; one whose stake is within the uncertainty cannot be
-told from noise: it ranks below the caveat, one confidence step lower, and says why. The run's
-health check qualifies the findings it touches the same way: on a loaded or oversubscribed machine
-a preempted process shows idle stretches between its ops, so host-gap findings
+Measurement caveats (``MEASUREMENT_CAVEATS``: about the timing, ``TIMING_CAVEATS``, or about the
+traced window) qualify the findings instead of outranking them: a caveat is about the measurement, not the workload, so it is never of high
+confidence and removes no time. Its "stake" is the timing's uncertainty (the half-width of the
+median's 95 % interval; the whole median where no such interval exists). A finding whose stake is
+larger keeps its confidence; one whose stake is within the uncertainty cannot be told from noise:
+it loses one confidence step and says why. In the ranking the caveats stand after every finding
+held at least as confidently as they are (and before the weaker ones, ``rank``), and
+``Diagnosis.banner`` states them once above the list. The run's health check qualifies the findings it touches the same way: on a
+loaded or oversubscribed machine a preempted process shows idle stretches between its ops, so
+host-gap findings
 (``LOAD_SENSITIVE_RULES``) lose one confidence step and say why.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.model import Hypothesis
+from workbench.hypotheses.hypothesis import Hypothesis
 from workbench.hypotheses.catalog import list_rules
 from workbench.hypotheses.registry import NotJudged
 from workbench.hypotheses.run_facts import RunFacts, field_of
+
+if TYPE_CHECKING:
+    from workbench.capture.run import RunRecord
+    from workbench.trace import TraceData
 
 CONFIDENCE_ORDER = {"high": 0, "medium": 1, "low": 2}
 
@@ -65,6 +72,19 @@ class Diagnosis:
     def categories(self) -> list[str]:
         return [h.category for h in self.hypotheses]
 
+    @property
+    def caveats(self) -> tuple[Hypothesis, ...]:
+        """The measurement caveats among the hypotheses: they qualify the run, they are not findings."""
+        return tuple(h for h in self.hypotheses if h.rule in MEASUREMENT_CAVEATS)
+
+    @property
+    def banner(self) -> str:
+        """One line qualifying the run by its timing caveats ("" when there are none)."""
+        if not self.caveats:
+            return ""
+        return ("The timing qualifies these findings: " + "; ".join(f"{h.title} ({h.observed})" for h in self.caveats)
+                + ". Findings within that uncertainty carry one confidence step less.")
+
     def statements(self) -> list[str]:
         """One line per reason, naming the rules it stopped: "no GPU activity ...: rules not judged"."""
         by_reason: dict[str, list[str]] = {}
@@ -95,18 +115,33 @@ class Diagnosis:
 
 
 def rank(hypotheses: Iterable[Hypothesis]) -> list[Hypothesis]:
-    """Best first: largest stake; on equal stakes a timing caveat before the findings it
-    qualifies, then higher confidence, then the rule's name (deterministic)."""
+    """Best first. Findings by time at stake, largest first (then higher confidence, then the rule's
+    name: deterministic). A measurement caveat (``MEASUREMENT_CAVEATS``: the timing caveats, one-time
+    work inside the traced window, the profiler's first session) is about the measurement, not the
+    workload, and removes no time: its "stake" (the timing's uncertainty) does not compete with the
+    findings' stakes. The caveats stand after every finding held at least as confidently as the most
+    confident caveat (such a finding's evidence stands in the trace or the run, the caveat qualifies
+    it), and before the findings held less confidently than that (those the measurement leaves too
+    weak to lead: four samples with no interval at all outrank a 0.7 µs low-confidence pattern; a
+    low-confidence caveat outranks nothing). They lead only where nothing else stands."""
     shown = [h for h in hypotheses if h.has_evidence and h.time_at_stake_ms > 0]
+    caveats = [h for h in shown if h.rule in MEASUREMENT_CAVEATS]
+    strongest = min((CONFIDENCE_ORDER[h.confidence] for h in caveats), default=len(CONFIDENCE_ORDER))
 
     def key(h: Hypothesis):
-        return (-h.time_at_stake_ms, 0 if h.rule in TIMING_CAVEATS else 1, CONFIDENCE_ORDER[h.confidence], h.rule)
+        if h.rule in MEASUREMENT_CAVEATS:
+            return (1, CONFIDENCE_ORDER[h.confidence], -h.time_at_stake_ms, h.rule)
+        weaker = CONFIDENCE_ORDER[h.confidence] > strongest
+        return (2 if weaker else 0, -h.time_at_stake_ms, CONFIDENCE_ORDER[h.confidence], h.rule)
 
     return sorted(shown, key=key)
 
 
 # caveats about the clean timing itself: they qualify findings, never outrank a larger stake
 TIMING_CAVEATS = frozenset({"too_few_samples", "noisy_timing", "timer_resolution"})
+# caveats about the measurement (the timing, or one-time work inside the traced window, or the profiler's
+# first session): ranked after the findings they qualify
+MEASUREMENT_CAVEATS = TIMING_CAVEATS | frozenset({"first_step_outlier", "first_profiler_session"})
 # stakes holding one-time costs (the cold call; compile time of repeated compiles or of the extra
 # graphs a break makes), spread over a number of calls their rules state: not bounded by one call
 ONE_TIME_RULES = frozenset({"cold_start", "recompiles", "graph_breaks"})
@@ -118,7 +153,8 @@ def qualify(hypotheses: Iterable[Hypothesis]) -> list[Hypothesis]:
     confidence step and say so; the rest are unchanged."""
     from dataclasses import replace
 
-    hyps = list(hypotheses)
+    hyps = [replace(h, confidence="medium") if h.rule in MEASUREMENT_CAVEATS and h.confidence == "high" else h
+            for h in hypotheses]   # a caveat about the measurement is never a high-confidence finding
     caveats = [h for h in hyps if h.rule in TIMING_CAVEATS and h.has_evidence and h.time_at_stake_ms > 0]
     if not caveats:
         return hyps
@@ -154,7 +190,7 @@ def _run_rules(scope: str, facts: Any, only: Iterable[str] | None = None) -> tup
 RULE_FAILED = "the rule raised "
 
 
-def diagnose_trace_full(trace: Any, *, rules: Iterable[str] | None = None) -> Diagnosis:
+def _diagnose_trace(trace: "TraceData | TraceFacts", *, rules: Iterable[str] | None = None) -> Diagnosis:
     facts = trace if isinstance(trace, TraceFacts) else TraceFacts(trace)
     if rules is not None:
         from workbench.hypotheses.catalog import get_rule
@@ -166,7 +202,7 @@ def diagnose_trace_full(trace: Any, *, rules: Iterable[str] | None = None) -> Di
     return Diagnosis(tuple(rank(found)), tuple(notes), facts.source)
 
 
-def diagnose_run_full(run: Any) -> Diagnosis:
+def _diagnose_run(run: "RunRecord") -> Diagnosis:
     facts = RunFacts(run)
     run_found, notes = _run_rules("run", facts)
     cap_ms = facts.clean_ms    # the clean time of one call: no per-call stake above it
@@ -239,11 +275,15 @@ PER_CALL_RULES = frozenset({"cpu_dispatch_overhead", "cpu_host_gaps", "cpu_memor
                             "large_allocations_repeat"})
 
 
-def diagnose_trace(trace: Any, **kw) -> list[Hypothesis]:
-    """Ranked hypotheses for a Trace (``Trace.hypotheses()`` calls this)."""
-    return list(diagnose_trace_full(trace, **kw).hypotheses)
-
-
-def diagnose_run(run: Any) -> list[Hypothesis]:
-    """Ranked hypotheses for a ProfileRun (``ProfileRun.hypotheses`` calls this)."""
-    return list(diagnose_run_full(run).hypotheses)
+def diagnose(subject: "RunRecord | TraceData | TraceFacts", *, rules: Iterable[str] | None = None) -> Diagnosis:
+    """The one entry point: the ``Diagnosis`` of a profiled run (it has ``timing``: run rules and its
+    trace's rules, stakes per clean call) or of a trace (``Trace``, its tables, or ``TraceFacts``:
+    trace rules, stakes over the whole trace; ``rules`` names a subset). ``.hypotheses`` are ranked,
+    best first; ``.statements()`` say what could not be judged and why."""
+    if hasattr(subject, "timing"):
+        if rules is not None:
+            from workbench.errors import InvalidArgumentError
+            raise InvalidArgumentError("diagnose(run, rules=...): a subset of rules applies to a trace; "
+                                       "pass run.trace to judge a subset of its rules")
+        return _diagnose_run(subject)
+    return _diagnose_trace(subject, rules=rules)

@@ -200,7 +200,10 @@ class TraceFacts:
     # -- roofline ---------------------------------------------------------------------------
     @cached_property
     def ceiling(self):
-        """The roof ops are placed against: given, the GPU's vendor peak, or the CPU ceiling."""
+        """The roof ops are placed against: given (a run passes its own, ``RunFacts``), the GPU's vendor
+        peak, or the CPU ceiling the roofline chart resolves for the same trace
+        (``devices.ceilings.resolve_cpu_ceiling``: measured, else the default, labelled). Tables built
+        by hand (no trace) are judged against the documented default, independent of this machine."""
         import workbench.hypotheses.roofline as roofline
 
         if self._ceiling is not None:
@@ -210,7 +213,11 @@ class TraceFacts:
             if found is None:
                 raise NotJudged("the trace's GPU has no known spec (peak bandwidth and FLOP/s unknown)")
             return found
-        return roofline.DEFAULT_CPU_CEILING
+        if self.trace is None:
+            return roofline.DEFAULT_CPU_CEILING
+        from workbench.devices.ceilings import resolve_cpu_ceiling
+
+        return resolve_cpu_ceiling(None)
 
     # -- CPU side ---------------------------------------------------------------------------
     @cached_property

@@ -13,7 +13,7 @@ import re
 from dataclasses import replace
 from typing import Iterable, Sequence
 
-from workbench.hypotheses.model import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 
 RANK_SCOPE = re.compile(r"^rank (\d+)$")
 RANKS_SCOPE = re.compile(r"^ranks ([\d, ]+)(?: \(of \d+\))?$")

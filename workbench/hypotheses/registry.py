@@ -11,7 +11,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping
 
 from workbench.errors import InvalidArgumentError, NotJudged, RegistryError  # NotJudged: rules import it here
-from workbench.hypotheses.model import CATEGORIES, Hypothesis
+from workbench.hypotheses.hypothesis import CATEGORIES, Hypothesis
 
 SCOPES = ("trace", "run")
 

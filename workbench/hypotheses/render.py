@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from typing import Any, Iterable
 
-from workbench.hypotheses.model import Hypothesis
+from workbench.hypotheses.hypothesis import Hypothesis
 
 
 class HypothesisList(list):

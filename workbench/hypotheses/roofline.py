@@ -42,12 +42,12 @@ STREAMING_OPS = re.compile(r"^aten::(copy_|clone|contiguous|_to_copy|to|zeros|ze
 
 
 def cpu_ceiling_from(environment: Mapping[str, Any] | None) -> Ceiling:
-    """The CPU ceiling a run is judged against: the one it recorded (``environment["cpu_ceiling"]``), else
-    the documented default; the same resolution the roofline chart uses for that environment
-    (``workbench.devices.ceilings.cpu_ceilings``)."""
-    from workbench.devices.ceilings import cpu_ceilings
+    """The CPU ceiling a run is judged against: ``workbench.devices.ceilings.resolve_cpu_ceiling``, the
+    resolution the roofline chart uses for the same environment (recorded, else this machine's measured
+    one when the run was recorded here, else the documented default; each labelled)."""
+    from workbench.devices.ceilings import resolve_cpu_ceiling
 
-    return cpu_ceilings(environment if isinstance(environment, Mapping) else {})
+    return resolve_cpu_ceiling(environment if isinstance(environment, Mapping) else {})
 
 
 def gpu_ceiling(device_properties: Any, dtype: str = "fp32") -> Ceiling | None:
@@ -86,7 +86,12 @@ def place_ops(ops: pd.DataFrame, ceiling: Ceiling) -> pd.DataFrame:
     from workbench.analysis.roofline import ROOF_TOLERANCE, bound_of
 
     by_work = bound_of(np.nan_to_num(flops, nan=-1.0), np.nan_to_num(nbytes, nan=0.0), ceiling)
-    bound = [_bound(n, f, b, r, d, w) for n, f, b, r, d, w in zip(names, flops, nbytes, roof, dur, by_work)]
+    # the bound is a property of the work and its typical time: judged on the median time of the op's
+    # signature (name, shapes, dtypes), so that a call preempted on a loaded machine (ten times its usual
+    # time) does not turn a matmul into "overhead"
+    typical = pd.Series(dur).groupby([names, dims, types], sort=False).transform("median").to_numpy(dtype=float) \
+        if len(dur) else dur
+    bound = [_bound(n, f, b, r, d, w) for n, f, b, r, d, w in zip(names, flops, nbytes, roof, typical, by_work)]
     known = ~np.isnan(flops) & ~np.isnan(nbytes)
     fraction = np.where(known & (dur > 0), roof / np.maximum(dur, 1e-9), np.nan)
     return ops.assign(flops=flops, bytes=nbytes, roof_us=np.where(known, roof, np.nan), roof_fraction=fraction,

@@ -47,12 +47,29 @@ class RunFacts:
         return self.timing
 
     def require_compile(self):
-        used = field_of(self.compile, "compiled_anything", None)
-        if used is None:
-            used = field_of(self.compile, "enabled", True)
-        if self.compile is None or not used:
-            raise NotJudged("the run did not use torch.compile (no compile diagnostics)")
+        """The compile diagnostics of a run that used torch.compile. Use is read from everything dynamo
+        recorded, not from compiled graphs only: a graph break inside a loop can make dynamo skip the
+        whole frame (no graph compiled), yet the breaks, recompiles and compile time it recorded show
+        that torch.compile ran."""
+        if self.compile is None or not self.used_compile:
+            raise NotJudged("the run did not use torch.compile (no compiled graph, graph break, recompile or "
+                            "compile time recorded)")
         return self.compile
+
+    @property
+    def used_compile(self) -> bool:
+        diag = self.compile
+        if diag is None:
+            return False
+        recorded = (field_of(diag, "compiled_anything", False), field_of(diag, "graph_break_count", 0),
+                    field_of(diag, "graph_breaks", ()), field_of(diag, "break_reasons", ()),
+                    field_of(diag, "recompile_count", 0), field_of(diag, "recompiles", ()),
+                    field_of(diag, "recompile_limit_hit", False), field_of(diag, "compile_time_ms", 0.0),
+                    field_of(diag, "frames_compiled", 0), field_of(diag, "graph_count", 0))
+        if any(bool(v) for v in recorded):
+            return True
+        # an older or hand-written record with none of those fields: its own "enabled" flag
+        return field_of(diag, "compiled_anything", None) is None and bool(field_of(diag, "enabled", True))
 
     @cached_property
     def trace_facts(self) -> TraceFacts:
@@ -82,6 +99,14 @@ class RunFacts:
             return max(1, int(stated)) if stated else ONE_TIME_COST_CALLS
         except (TypeError, ValueError):
             return ONE_TIME_COST_CALLS
+
+    @property
+    def one_time_basis(self) -> str:
+        """The basis every one-time cost (cold start, compile, autotune) is ranked on, in words."""
+        n = self.one_time_cost_calls
+        if field_of(self.run, "expected_calls"):
+            return f"spread over {n} calls (expected_calls={n}, as stated)"
+        return f"spread over {n} calls (the stated default; pass expected_calls= to give yours)"
 
     @property
     def clean_ms(self) -> float | None:

@@ -12,6 +12,7 @@ from workbench.magics.gpuprofile import LAST_RUN_NAME, last_run
 MAGICS: list[str] = [
     "workbench.magics.gpuprofile:GpuProfileMagics",
     "workbench.magics.variant:GpuVariantMagics",
+    "workbench.magics.study:GpuStudyMagics",
 ]
 
 

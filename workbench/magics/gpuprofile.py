@@ -104,19 +104,40 @@ def trace_plan(guard: Any, code: str, opts: Any) -> tuple[bool, str | None]:
 def _profile_cell(runner: Any, opts: Any, trace: bool = True) -> Any:
     """Call the library (the magic's ShellGuard restores the shell around this)."""
     __tracebackhide__ = True
-    from workbench.capture.profile import profile
+    from workbench.profiling import profile
 
     try:
         return profile(runner, warmup=opts.warmup, repeat=opts.repeat, trace=trace and not opts.no_trace,
                        name=opts.name or runner.__name__, threads=opts.threads,
                        grad_enabled=False if opts.no_grad else None,
-                       trace_repeat=getattr(opts, "trace_repeat", None))
+                       trace_repeat=getattr(opts, "trace_repeat", None),
+                       history=False)       # the magic records the cell's own source (record_history)
     except SystemExit as exc:
         raise ProfileError(
             f"the cell called sys.exit({exc.code!r}) in execution {runner.calls + 1} (1 cold + "
             f"{opts.warmup} warm-up + {opts.repeat} timed" + ("" if opts.no_trace else ", then a traced pass")
             + "); profiling stopped and no run was kept. A profiled cell must finish normally: remove "
             "the exit call") from None
+
+
+def notebook_of(shell: Any) -> str | None:
+    """The notebook the shell runs in, where the front end says (JupyterLab's ``__session__``,
+    ``JPY_SESSION_NAME``, VS Code's ``__vsc_ipynb_file__``); None in a plain shell or script."""
+    import os
+
+    ns = getattr(shell, "user_ns", {}) or {}
+    for value in (ns.get("__vsc_ipynb_file__"), ns.get("__session__"), os.environ.get("JPY_SESSION_NAME")):
+        if isinstance(value, str) and value.endswith(".ipynb"):
+            return value
+    return None
+
+
+def record_history(shell: Any, run: Any, source: str) -> None:
+    """Append the run to the cell's history and set ``run.history``; a history that cannot be
+    written is a warning, never a failed profile."""
+    from workbench.study.history import record_profile
+
+    run.history = record_profile(run, source, notebook=notebook_of(shell), where="%gpuprofile")
 
 
 def _keep(shell: Any, run: Any, output: str | None, source: str) -> None:
@@ -146,6 +167,9 @@ class GpuProfileMagics(Magics):
     @argument("--no-grad", action="store_true",
               help="run with autograd off (torch.set_grad_enabled(False)), restored afterwards")
     @argument("-q", "--quiet", action="store_true", help="keep the run but do not display it")
+    @argument("--no-history", action="store_true",
+              help="do not append this run to the cell's history (workbench-history.jsonl beside the "
+                   "notebook, .workbench/history.jsonl in the current folder otherwise)")
     @argument("--explain", action="store_true",
               help="line form only (%%gpuprofile --explain f(x)): after profiling, run "
                    "torch._dynamo.explain on the call (graph count, graph breaks and their reasons); "
@@ -162,7 +186,8 @@ class GpuProfileMagics(Magics):
         (timed calls, default 20), --trace-repeat N (calls traced apart after the clean timed ones;
         default 3 to 20, enough to cover 50 ms), -T/--no-trace (timing only), -n/--name NAME, -o/--output VAR
         (bind the run), -t/--threads N (torch threads while profiling), --no-grad, -q/--quiet
-        (keep, do not display), --explain (line form: torch._dynamo.explain of the call).
+        (keep, do not display), --explain (line form: torch._dynamo.explain of the call),
+        --no-history (do not append the run to the cell's history; ``run.history`` holds it).
 
         The code executes 1 + warmup + repeat times in your namespace: assignments persist, side
         effects repeat; output shows once (from the first execution). The last run is
@@ -230,6 +255,8 @@ class GpuProfileMagics(Magics):
         finally:
             for line in guard.notes:
                 print(f"%gpuprofile: {line}")
+        if not opts.no_history:
+            record_history(self.shell, run, code)
         _keep(self.shell, run, opts.output, code)
         return run, runner.last_value
 

@@ -39,7 +39,11 @@ def run_experiments(spec: str, run: Any, *, budget_s: float = BUDGET_S) -> Any:
     from workbench.report.workload import workload_inputs
     from workbench.variants.compare import compare
 
-    names, hypothesis = suggested_variants(getattr(run, "hypotheses", ()) or ())
+    from workbench.hypotheses import diagnose
+
+    # the public ProfileRun carries its ranked hypotheses; the report's RunRecord is diagnosed here
+    ranked = run.hypotheses if hasattr(run, "hypotheses") else diagnose(run).hypotheses
+    names, hypothesis = suggested_variants(ranked)
     if not names:
         return None
     func, inputs = workload_inputs(spec)

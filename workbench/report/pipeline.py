@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from workbench.capture.run import RunRecord
 from workbench.errors import BundleError, InvalidArgumentError, ReportError
 from workbench.report.execute import check_template, execute_template
 from workbench.report.experiments import write_experiments
@@ -70,24 +71,26 @@ class ReportResult:
 
 
 def profile_workload(spec: str, *, warmup: int, repeat: int, time_limit_s: float | None = None,
-                     resolved: tuple[Callable[..., Any], tuple[Any, ...]] | None = None) -> Any:
+                     resolved: tuple[Callable[..., Any], tuple[Any, ...]] | None = None) -> RunRecord:
     """Profile ``module:function`` with ``wb.profile`` (trace on) in this process; the workload's
     own failures become a ``WorkloadError``, ``time_limit_s`` a ``WorkloadTimeout``. ``resolved``:
-    the (function, args) ``resolve_workload(spec)`` already returned."""
+    the (function, args) ``resolve_workload(spec)`` already returned. The report keeps the run's
+    record (``RunRecord``, with the environment fingerprint); the template reads the bundle back as
+    the public ``ProfileRun`` (``wb.load_run``)."""
     from workbench.capture.profile import profile
+    from workbench.devices.fingerprint import environment_fingerprint
 
     func, args = resolved or resolve_workload(spec)
-    return run_guarded(lambda: profile(func, *args, warmup=warmup, repeat=repeat, trace=True, name=spec),
+    return run_guarded(lambda: profile(func, *args, warmup=warmup, repeat=repeat, trace=True, name=spec,
+                                       environment=environment_fingerprint()),
                        f"the workload {spec!r}", time_limit_s)
 
 
-def _load_bundle(path: Path) -> Any:
-    from workbench.capture.run import load_run
-
+def _load_bundle(path: Path) -> RunRecord:
     if not path.exists():
         raise BundleError(f"run bundle {str(path)!r} does not exist; pass a folder written by "
                           "ProfileRun.save() or by an earlier `workbench report` (its run/ folder)")
-    return load_run(path)
+    return RunRecord.load(path)
 
 
 def _check_positive_count(name: str, value: Any, minimum: int) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.hypotheses.model import Hypothesis
+from workbench.hypotheses.hypothesis import Hypothesis
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,7 @@ class Baseline:
     parent_id: str | None = None
     accepted_from: dict[str, Any] | None = None
     notes: tuple[str, ...] = field(default=(), compare=False)
+    mode: str = "inference"              # "training": rounds check gradients and time forward + backward
 
     @property
     def seed(self) -> int:
@@ -56,7 +57,7 @@ class Baseline:
             "median_ms": self.median_ms, "p95_ms": self.p95_ms, "iqr_ms": self.iqr_ms, "n": self.n,
             "hypotheses": [h.to_dict() for h in self.hypotheses], "held_back": [dict(h) for h in self.held_back],
             "parent_id": self.parent_id, "accepted_from": dict(self.accepted_from) if self.accepted_from else None,
-            "notes": list(self.notes),
+            "notes": list(self.notes), "mode": self.mode,
         }
 
     @classmethod
@@ -73,6 +74,7 @@ class Baseline:
             hypotheses=tuple(Hypothesis.from_dict(h) for h in d.get("hypotheses", ())),
             held_back=tuple(d.get("held_back", ())), parent_id=d.get("parent_id"),
             accepted_from=d.get("accepted_from"), notes=tuple(d.get("notes", ())),
+            mode="training" if d.get("mode") == "training" else "inference",
         )
 
     def describe(self) -> str:
@@ -81,5 +83,6 @@ class Baseline:
             git = f", commit {str(self.git.get('commit', ''))[:10]}{' (dirty)' if self.git.get('dirty') else ''}"
         origin = (f", accepted from round {self.accepted_from.get('round')} ({self.accepted_from.get('variant')})"
                   if self.accepted_from else "")
-        return (f"{self.baseline_id} [{self.label}]: median {self.median_ms:.4g} ms (p95 {self.p95_ms:.4g} ms, "
+        mode = ", training path" if self.mode == "training" else ""
+        return (f"{self.baseline_id} [{self.label}{mode}]: median {self.median_ms:.4g} ms (p95 {self.p95_ms:.4g} ms, "
                 f"n={self.n}) on {self.device}{git}{origin}")

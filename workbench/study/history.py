@@ -10,9 +10,13 @@ Change points (``change_points``): binary segmentation with a step fit and a noi
 entry is a run's median on the log scale; within a segment the medians scatter around one level
 with Gaussian noise whose scale is the larger of the scatter the data show and the runs' own
 uncertainty (the standard error of each run's median, from the IQR and the count of its samples):
-a shift smaller than the runs' own noise is not called a change, however steady the medians. The best split is the one with the largest likelihood-ratio
-statistic of a step model against one level (one step, or a stretch that differs from both sides,
-as circular binary segmentation tests, so that up-then-down is found too); its significance is the
+a shift smaller than the runs' own noise is not called a change, however steady the medians.
+Each run's noise also holds the machine's run-to-run noise (``RUN_NOISE``, 1 %: cache state,
+clock frequency, placement move a run's median by about that much between runs even when each
+run's own samples sit still), so a half-percent wobble between two very steady runs is not a
+change. The best split is the one with the largest likelihood-ratio statistic of a step model
+against one level (one step, or a stretch that differs from both sides, as circular binary
+segmentation tests, so that up-then-down is found too); its significance is the
 share of seeded simulations of the null (one level, the same noise) whose best split is as large
 (a parametric bootstrap, ``simulations`` draws, ``seed``). A significant split is kept and every
 segment it leaves is searched again. Each side of a change holds at least ``min_size`` entries, so one
@@ -42,6 +46,7 @@ PAIR_LIMIT = 150        # series up to this length also try the two-split (up-th
 CHUNK = 250             # null draws simulated at once
 IQR_TO_SD = 1.349       # a normal distribution's IQR in standard deviations
 MEDIAN_SE = math.sqrt(math.pi / 2)   # a median's standard error over the mean's, for normal samples
+RUN_NOISE = 0.01        # run-to-run noise of one machine (relative), beyond a run's own sampling error
 
 
 @dataclass(frozen=True)
@@ -174,9 +179,103 @@ def load_history(path: str | Path, key: str, **change_point_options: Any) -> His
     return History(key, entries, tuple(change_points(entries, **change_point_options)), str(p))
 
 
+DEFAULT_FOLDER = ".workbench"
+DEFAULT_FILE = "history.jsonl"
+NOTEBOOK_FILE = "workbench-history.jsonl"
+
+
+HISTORY_ENV = "WORKBENCH_HISTORY"     # a history file to use instead of the default one
+
+
+def default_history_path(notebook: str | Path | None = None) -> Path:
+    """Where a run's history goes by default: ``workbench-history.jsonl`` beside the notebook,
+    or ``.workbench/history.jsonl`` in the current folder for a plain script or shell; the
+    environment variable ``WORKBENCH_HISTORY`` names another file (for CI, or a test suite)."""
+    import os
+
+    chosen = os.environ.get(HISTORY_ENV, "").strip()
+    if chosen and chosen.lower() not in HISTORY_OFF:
+        return Path(chosen).expanduser()
+    if notebook:
+        return Path(notebook).expanduser().resolve().parent / NOTEBOOK_FILE
+    return Path.cwd() / DEFAULT_FOLDER / DEFAULT_FILE
+
+
+def record_run(run: Any, *, source: str, notebook: str | None = None, path: str | Path | None = None,
+               **change_point_options: Any) -> History:
+    """Append one profiled run (a ProfileRun) to its history and return the history with its
+    change points: keyed by ``source`` (the cell's, or the callable's, source), the run's stable
+    environment fingerprint and the notebook's name, so that two notebooks sharing one file keep
+    apart. ``path``: the history file (default: ``default_history_path(notebook)``)."""
+    if not isinstance(source, str):
+        raise StudyError(f"record_run needs the profiled code's source as a string; got {type(source).__name__}")
+    target = Path(path) if path is not None else default_history_path(notebook)
+    nb = Path(notebook).name if notebook else ""
+    key = history_key(source, dict(run.environment or {}), notebook=nb)
+    append_run(target, run, key, notebook=nb)
+    return load_history(target, key, **change_point_options)
+
+
+HISTORY_OFF = ("0", "off", "false", "no")
+
+
+def history_enabled() -> bool:
+    """False when ``WORKBENCH_HISTORY`` is set to off (0, off, false, no): no run is recorded."""
+    import os
+
+    return os.environ.get(HISTORY_ENV, "").strip().lower() not in HISTORY_OFF
+
+
+def callable_source(fn: Any) -> str:
+    """The source a callable's history is keyed by: its code where Python can read it, else its
+    module and qualified name (a builtin, a C extension, a lambda typed at a prompt)."""
+    import inspect
+
+    target = inspect.unwrap(fn) if callable(fn) else fn
+    try:
+        return inspect.getsource(target)
+    except (OSError, TypeError):
+        mod = getattr(target, "__module__", "") or type(target).__module__
+        name = getattr(target, "__qualname__", "") or type(target).__qualname__
+        return f"{mod}.{name}"
+
+
+def record_profile(run: Any, source: str, *, notebook: str | None = None, where: str = "wb.profile") -> History | None:
+    """``record_run`` for the profilers (``wb.profile``, ``%%gpuprofile``): the history, or None
+    with a warning when it cannot be written (a profile never fails for its history) or when
+    ``WORKBENCH_HISTORY=off``."""
+    import warnings
+
+    from workbench.errors import WorkbenchError
+
+    if not history_enabled():
+        return None
+    try:
+        return record_run(run, source=source, notebook=notebook)
+    except (WorkbenchError, OSError, ValueError, TypeError, AttributeError) as exc:
+        warnings.warn(f"{where}: the run was not added to its history ({type(exc).__name__}: {exc}); the profile "
+                      f"itself is fine (history=False / --no-history turns the history off)", stacklevel=3)
+        return None
+
+
+def history_keys(path: str | Path) -> list[tuple[str, int, str]]:
+    """The keys in a history file, in first-seen order: (key, entries, the run name last written)."""
+    p = Path(path)
+    _check_file(p)
+    seen: dict[str, list[Any]] = {}
+    for line in read_lines(p, "history file") if p.exists() else ():
+        rec = line.record.get("entry")
+        if isinstance(rec, dict) and isinstance(rec.get("key"), str):
+            slot = seen.setdefault(rec["key"], [0, ""])
+            slot[0] += 1
+            slot[1] = str(rec.get("name", "") or rec.get("notebook", ""))
+    return [(k, int(v[0]), str(v[1])) for k, v in seen.items()]
+
+
 # -- change points -----------------------------------------------------------------------------
-def _levels(entries: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
-    """(log medians, each run's own noise on the log scale)."""
+def _levels(entries: Sequence[Any], run_noise: float = RUN_NOISE) -> tuple[np.ndarray, np.ndarray]:
+    """(log medians, each run's noise on the log scale: its median's standard error and the
+    machine's run-to-run noise ``run_noise``, added in quadrature)."""
     med, noise = [], []
     for e in entries:
         if isinstance(e, (int, float)):
@@ -189,7 +288,8 @@ def _levels(entries: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
             raise StudyError(f"a history entry needs a positive finite median; got {m!r}")
         med.append(math.log(m))
         # the standard error of a median of n samples: sqrt(pi/2) sd / sqrt(n), sd from the IQR
-        noise.append(MEDIAN_SE * s / IQR_TO_SD / m / math.sqrt(n) if s > 0 and n > 0 and math.isfinite(s) else 0.0)
+        own = MEDIAN_SE * s / IQR_TO_SD / m / math.sqrt(n) if s > 0 and n > 0 and math.isfinite(s) else 0.0
+        noise.append(math.sqrt(own ** 2 + run_noise ** 2))
     return np.asarray(med), np.asarray(noise)
 
 
@@ -272,7 +372,7 @@ def _one_step(y: np.ndarray, k: int, floor: float) -> float:
 
 
 def change_points(entries: Iterable[Any], *, alpha: float = ALPHA, simulations: int = SIMULATIONS,
-                  min_size: int = MIN_SIZE, seed: int = 0) -> list[int]:
+                  min_size: int = MIN_SIZE, seed: int = 0, run_noise: float = RUN_NOISE) -> list[int]:
     """Indices where a significant shift in the runs' median begins (sorted; [] when none).
 
     ``entries``: HistoryEntry values, dicts with ``median_ms`` (and ``spread_ms``), or plain
@@ -285,7 +385,9 @@ def change_points(entries: Iterable[Any], *, alpha: float = ALPHA, simulations: 
         raise StudyError("change_points needs min_size >= 1 and simulations >= 99")
     if len(entries) < 2 * min_size:
         return []
-    y, noise = _levels(entries)
+    if not (0 <= run_noise < 1 and math.isfinite(run_noise)):
+        raise StudyError(f"run_noise is a relative noise level between 0 and 1; got {run_noise!r}")
+    y, noise = _levels(entries, run_noise)
     found: list[int] = []
     _search(y, noise, 0, alpha=alpha, simulations=simulations, min_size=min_size,
             rng=np.random.default_rng(seed), found=found)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from workbench.hypotheses.model import Hypothesis
+from workbench.hypotheses.hypothesis import Hypothesis
 
 LEDGER_STATUSES = ("proposed", "supported", "weakened", "rejected", "reopenable")
 CONFIDENCE_LADDER = ("low", "medium", "high")

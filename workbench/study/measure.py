@@ -13,13 +13,16 @@ RESTORED_SETTINGS = ("num_threads", "grad_enabled")
 def profile_callable(fn: Callable[..., Any], args: tuple[Any, ...], options: Mapping[str, Any]) -> Any:
     """``wb.profile(fn, *args, **options)``: the baseline's clean timing, traced pass, environment."""
     from workbench.capture.profile import profile
+    from workbench.devices.fingerprint import environment_fingerprint
 
-    return profile(fn, *args, **dict(options))
+    return profile(fn, *args, environment=environment_fingerprint(), **dict(options))
 
 
 def ranked_hypotheses(run: Any) -> list[Any]:
-    """The run's hypotheses, ranked best first (``run.hypotheses``)."""
-    return list(run.hypotheses)
+    """The run's hypotheses, ranked best first (``workbench.hypotheses.diagnose``)."""
+    from workbench.hypotheses import diagnose
+
+    return list(diagnose(run).hypotheses)
 
 
 def compare_variants(variants: Mapping[str, Any], make_inputs: Callable[[], Any], baseline: str,

@@ -33,7 +33,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.hypotheses.model import Hypothesis
+from workbench.hypotheses.hypothesis import Hypothesis
 from workbench.study.ledger import hypothesis_key, step_confidence
 from workbench.variants.hypothesis_check import MECHANISM_BY_CATEGORY, judge
 

@@ -9,6 +9,13 @@
     study.ledger, study.baselines
     wb.Study.open("studies/chain")                           # in a fresh kernel: all of it back
 
+A training path (``set_baseline(..., mode="training")``, or a baseline whose output requires
+grad) has every round check the gradients of each input and parameter as well as the outputs,
+and time forward and backward (``wb.compare(mode=...)``); its records say ``mode="training"``.
+``run_round(..., sweep=make(shape, dtype), dtypes=...)`` (or ``set_baseline(..., sweep_inputs=)``)
+sweeps a keep over small, target, large and non-power-of-two sizes before it is decided: what
+fails there becomes its failure cases and guard; a keep without a sweep says "not swept".
+
 The folder::
 
     study.json          the header: format, version, name, created
@@ -27,10 +34,10 @@ import dataclasses
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from workbench.errors import InvalidArgumentError, StudyError
-from workbench.hypotheses.model import Hypothesis
+from workbench.hypotheses.hypothesis import Hypothesis
 import workbench.study.files as files
 import workbench.study.identity as identity
 import workbench.study.measure as measure
@@ -39,6 +46,7 @@ from workbench.study.ledger import (LedgerEntry, fold, held_back, hypothesis_key
                                     same_scope)
 from workbench.study.residuals import classify_pair, combine, prediction
 from workbench.study.summary import RoundSummary
+from workbench.variants.correctness import check_mode, resolve_mode
 from workbench.variants.decision import DecisionRecord
 
 STUDY_FORMAT = "workbench-study"
@@ -102,6 +110,7 @@ class Study:
         self.folder = Path(folder) if folder is not None else Path("studies") / name
         self._live: dict[str, tuple[Callable[..., Any], Callable[[], Any] | None]] = {}
         self._round_variants: dict[int, dict[str, Any]] = {}
+        self._sweeps: dict[str, Any] = {}       # baseline ID -> its sweep factory (live only, like callables)
         header = self.folder / HEADER
         if header.exists():
             data = files.read_json(header, "study header")
@@ -202,27 +211,39 @@ class Study:
 
     def run_of(self, baseline: Baseline | None = None) -> Any:
         """The baseline's run bundle, loaded (``wb.load_run``)."""
-        from workbench.capture.run import load_run
+        from workbench.capture.run import RunRecord
 
         base = baseline or self._require_baseline()
-        return load_run(self.folder / base.run_path)
+        return RunRecord.load(self.folder / base.run_path)
 
     # -- baselines ----------------------------------------------------------------------------
     def set_baseline(self, fn: Callable[..., Any], make_inputs: Callable[[], Any] | None = None, *, seed: int = 0,
-                     label: str | None = None, **profile_options: Any) -> Baseline:
+                     label: str | None = None, mode: str | None = None, sweep_inputs: Any = None,
+                     **profile_options: Any) -> Baseline:
         """Profile ``fn(*make_inputs())`` (``wb.profile``; ``profile_options`` go to it) and record
-        it as the new baseline, with its ID, reset procedure and ranked hypotheses."""
+        it as the new baseline, with its ID, reset procedure and ranked hypotheses.
+
+        ``mode``: "training" (every round checks the gradients of each input and parameter as
+        well as the outputs, and times forward and backward), "inference", or None: training
+        when the baseline's output requires grad. ``sweep_inputs``: ``make(shape, dtype) -> args``
+        (or a ``ShapeSweep``), the shape sweep every round of this baseline (and of the baselines
+        accepted from it) runs before a keep."""
         if not callable(fn):
             raise InvalidArgumentError(f"set_baseline needs the callable itself; got {type(fn).__name__}")
         if make_inputs is not None and not callable(make_inputs):
             raise InvalidArgumentError("make_inputs must be a zero-argument callable returning the argument tuple "
                                        "(fresh values each call), e.g. lambda: (torch.randn(1024, 1024),)")
-        return self._new_baseline(fn, make_inputs, seed=seed, label=label, options=profile_options)
+        check_mode(mode)
+        base = self._new_baseline(fn, make_inputs, seed=seed, label=label, options=profile_options, mode=mode)
+        if sweep_inputs is not None:
+            self._sweeps[base.baseline_id] = sweep_inputs
+        return base
 
     def _new_baseline(self, fn: Callable[..., Any], make_inputs: Callable[[], Any] | None, *, seed: int,
                       label: str | None, options: Mapping[str, Any], parent: Baseline | None = None,
-                      accepted_from: dict[str, Any] | None = None) -> Baseline:
+                      accepted_from: dict[str, Any] | None = None, mode: str | None = None) -> Baseline:
         args = measure.seeded_inputs(make_inputs, seed)
+        mode = resolve_mode(mode, fn, args)
         run = measure.profile_callable(fn, args, options)
         ranked = measure.ranked_hypotheses(run)
         env = dict(getattr(run, "environment", {}) or {})
@@ -234,7 +255,10 @@ class Study:
                   "inputs_ref": identity.callable_ref(make_inputs) if make_inputs is not None else None}
         git = identity.git_state(ref.get("file"))
         src = identity.source_hash(fn)
-        bid = identity.baseline_id(source=src, variant={k: variant.get(k) for k in ("kind", "options", "on")},
+        identity_variant = {k: variant.get(k) for k in ("kind", "options", "on")}
+        if mode == "training":           # the same code as a training path is another baseline
+            identity_variant["mode"] = mode
+        bid = identity.baseline_id(source=src, variant=identity_variant,
                                    inputs={"seed": inputs["seed"], "signature": inputs["signature"]},
                                    environment=env, git=git, parent=parent.baseline_id if parent else None)
         existing = next((b for b in self._baselines if b.baseline_id == bid), None)
@@ -271,7 +295,7 @@ class Study:
             run_path=run_rel, median_ms=float(timing.median_ms), p95_ms=float(timing.p95_ms),
             iqr_ms=float(timing.iqr_ms), n=int(timing.n), hypotheses=tuple(proposed), held_back=tuple(held),
             parent_id=parent.baseline_id if parent else None, accepted_from=accepted_from,
-            notes=tuple(getattr(run, "notes", ()) or ()))
+            notes=tuple(getattr(run, "notes", ()) or ()), mode=mode)
         at = _now()
         for entry in entries:       # a rejection under another scope may now be tried again
             if entry.status != "rejected":
@@ -346,13 +370,20 @@ class Study:
 
     # -- rounds -------------------------------------------------------------------------------
     def run_round(self, variants: Mapping[str, Any], *, tests: Mapping[str, Any] | None = None,
-                  **compare_options: Any) -> StudyRound:
+                  sweep: Any = None, dtypes: Sequence[str] | None = None, **compare_options: Any) -> StudyRound:
         """Run one-factor ``variants`` (name -> callable, ``Variant`` or registry name) against the
         current baseline through ``wb.compare`` (the baseline first: every variant is timed
         interleaved with a fresh baseline check). ``tests``: variant name -> the hypotheses
         (keys, categories or rule names) it tests, besides those whose ``suggested_variants``
-        name it. ``compare_options`` go to ``wb.compare`` (``budget_s=``, ``checks=``, ...)."""
+        name it. ``compare_options`` go to ``wb.compare`` (``budget_s=``, ``checks=``, ...).
+
+        Before a keep, a short shape sweep: ``sweep`` is a ``make(shape, dtype) -> args`` factory
+        (swept over small, target, large and non-power-of-two sizes of the first input's leading
+        dimension, in ``dtypes``, default the first input's dtype), or a ``wb.variants.ShapeSweep``;
+        default: the one given to ``set_baseline(..., sweep_inputs=)``. Its failures become the
+        keep's failure cases and guard (a keep_guarded); a keep with no sweep says "not swept"."""
         base = self._require_baseline()
+        sweep = sweep if sweep is not None else self._sweeps.get(base.baseline_id)
         if not isinstance(variants, Mapping) or not variants:
             raise InvalidArgumentError("run_round needs a non-empty dict of name -> callable, e.g. "
                                        "{'compiled': wb.variants.compiled(fn)}")
@@ -378,6 +409,10 @@ class Study:
             with measure.restored(base.settings):
                 measure.seed_everything(base.seed)
                 options = dict(compare_options)
+                options.setdefault("mode", base.mode)
+                if sweep is not False and sweep is not None:
+                    options["sweep"] = _shape_sweep(sweep, make_inputs, dtypes)
+                    options["sweep_kept_only"] = True
                 if predictions and "hypothesis" not in options:   # the round's lead hypothesis, for the record
                     options["hypothesis"] = next(h for h in hyps if hypothesis_key(h) == predictions[0]["key"])
                 cmp = measure.compare_variants({BASE: baseline_obj, **variants}, make_inputs, BASE, options)
@@ -386,12 +421,14 @@ class Study:
                                                      "reason": f"{type(exc).__name__}: {exc}"})
             self._aborted[index] = {"reason": f"{type(exc).__name__}: {exc}"}
             raise
-        rnd = self._close_round(index, base, cmp, hyps, predictions, described, started)
+        rnd = self._close_round(index, base, cmp, hyps, predictions, described, started,
+                                swept=bool(options.get("sweep")))
         self._round_variants[index] = dict(variants)
         return rnd
 
     def _close_round(self, index: int, base: Baseline, cmp: Any, hyps: list[Hypothesis],
-                     predictions: list[dict[str, Any]], described: list[dict[str, Any]], started: str) -> StudyRound:
+                     predictions: list[dict[str, Any]], described: list[dict[str, Any]], started: str,
+                     swept: bool = False) -> StudyRound:
         base_row = cmp[BASE]
         names = [d["name"] for d in described]
         rows = {n: cmp[n] for n in names}
@@ -414,7 +451,7 @@ class Study:
                                     "evidence_scope": {"round": index, "variants": tested}})
         lead = {n: next((by_key[p["key"]] for p in predictions if n in p["variants"]), hyps[0] if hyps else None)
                 for n in names}
-        decisions = {n: self._decision(cmp, base_row, rows[n], lead[n]) for n in names}
+        decisions = {n: _unswept(self._decision(cmp, base_row, rows[n], lead[n]), swept) for n in names}
         summary = RoundSummary(
             study=self.name, round=index, baseline_id=base.baseline_id, reset_procedure=base.reset_procedure,
             hypotheses=tuple(predictions), variants=tuple(described),
@@ -480,8 +517,11 @@ class Study:
                     "speedup": results[name].get("speedup"), "from": base.baseline_id}
         if decision == "keep_guarded":
             accepted["guard"] = rnd.decisions[name].guard if name in rnd.decisions else ""
-        return self._new_baseline(target, make_inputs, seed=base.seed, label=name, options=base.profile_options,
-                                  parent=base, accepted_from=accepted)
+        new = self._new_baseline(target, make_inputs, seed=base.seed, label=name, options=base.profile_options,
+                                 parent=base, accepted_from=accepted, mode=base.mode)
+        if base.baseline_id in self._sweeps:
+            self._sweeps.setdefault(new.baseline_id, self._sweeps[base.baseline_id])
+        return new
 
     def _rebuild_variant(self, rnd: StudyRound, name: str) -> Any:
         info = next((v for v in rnd.summary.variants if v.get("name") == name), {})
@@ -532,6 +572,36 @@ def _variant_info(obj: Any) -> dict[str, Any]:
         return {"kind": obj.kind, "options": _plain_options(obj.options), "description": obj.description,
                 "numerical_class": obj.numerical_class, "requires": list(obj.requires)}
     return {"kind": "function", "options": {}, "description": getattr(obj, "__qualname__", "") or type(obj).__name__}
+
+
+NOT_SWEPT = ("not swept: no shape sweep ran before this keep, so where it stops helping is unknown; pass "
+             "run_round(..., sweep=make(shape, dtype)) or set_baseline(..., sweep_inputs=...)")
+
+
+def _unswept(record: DecisionRecord, swept: bool) -> DecisionRecord:
+    """A keep decided without a sweep says so in its failure cases, rather than "none"."""
+    if swept or record.decision != "keep" or record.failure_cases:
+        return record
+    return dataclasses.replace(record, failure_cases=(NOT_SWEPT,))
+
+
+def _shape_sweep(sweep: Any, make_inputs: Callable[[], Any] | None, dtypes: Sequence[str] | None) -> Any:
+    """A ``ShapeSweep`` from a ``make(shape, dtype)`` factory: small, target, large and
+    non-power-of-two sizes of the first input's leading dimension, in ``dtypes``."""
+    from workbench.variants.sweep import ShapeSweep, sweep_shapes
+
+    if isinstance(sweep, ShapeSweep):
+        return sweep if not dtypes else dataclasses.replace(sweep, dtypes=tuple(dtypes))
+    if not callable(sweep):
+        raise InvalidArgumentError(f"sweep= takes make(shape, dtype) -> the argument tuple, or a "
+                                   f"wb.variants.ShapeSweep; got {type(sweep).__name__}")
+    args = measure.seeded_inputs(make_inputs, 0)
+    first = next((a for a in args if hasattr(a, "shape") and len(a.shape) > 0), None)
+    if first is None:
+        raise InvalidArgumentError("a shape sweep needs a tensor input with at least one dimension to vary; "
+                                   "pass a wb.variants.ShapeSweep with explicit shapes instead")
+    names = tuple(dtypes) if dtypes else (str(first.dtype).replace("torch.", ""),)
+    return ShapeSweep(sweep, sweep_shapes(tuple(int(s) for s in first.shape)), names)
 
 
 def _plain_options(options: Mapping[str, Any]) -> dict[str, Any]:

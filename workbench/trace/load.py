@@ -96,6 +96,25 @@ def _load(paths: list[str], options: LoadOptions) -> TraceData:
 
 
 def _load_file(path: str, options: LoadOptions) -> tuple[TraceHeader, FileTables]:
+    try:
+        return _read_file(path, options)
+    except TraceFormatError:
+        # torch's exporter leaves quotes in names unescaped (record_function('attn "qkv"')): read a mended copy
+        from workbench.trace.repair import repair_unescaped_quotes
+
+        repaired = repair_unescaped_quotes(path)
+        if repaired is None:
+            raise
+    try:
+        header, file = _read_file(str(repaired.path), options)
+    finally:
+        repaired.path.unlink(missing_ok=True)
+    file.path = path
+    file.notes.append(repaired.note(shown(path)))
+    return header, file
+
+
+def _read_file(path: str, options: LoadOptions) -> tuple[TraceHeader, FileTables]:
     header, chunks = decode_file(path)
     issues = Issues(path)
     file = build_file(header, chunks, options, issues)

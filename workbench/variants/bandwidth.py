@@ -6,9 +6,10 @@ moves ``total_bytes``: the same working set as the variant, so the same cache le
 (the fair roof for a variant's bandwidth share).  ``machine_copy_gbps()`` copies a large tensor
 (256 MB moved): the roof for data that does not fit in the caches (on CPUs with a last-level
 cache of hundreds of MB, even this copy is partly served from it).  Both are measured with the
-caller's torch thread count, and cached per thread count.  On CPU the copy is timed like the
-variants (``timing.CpuTimer``, run-queue wait taken out); on a GPU by ``devices.copy_bandwidth``
-(the roofline's CPU ceiling uses that too, taking the best sample).
+caller's torch thread count, and cached per thread count.  The copy is timed like the variants,
+by the variants' own timer (``timing.pick_timer``): on CPU ``CpuTimer`` (run-queue wait taken
+out), on a GPU ``CudaTimer`` (CUDA events after an L2 flush), so that the roof and the variants
+are measured alike. (The roofline's ceilings are the devices layer's own measurement.)
 """
 from __future__ import annotations
 
@@ -17,35 +18,42 @@ from functools import lru_cache
 
 import numpy as np
 
-from workbench.devices.copy_bandwidth import copy_seconds_samples, gbps
-
 LARGE_COPY_BYTES = 256 * 2 ** 20
+BYTES_PER_GB = 1e9
+MIN_COPY_BYTES = 2 * 1024 * 4      # the copied tensor is at least 1024 floats, read and written
+
+
+def gbps(moved_bytes: int, seconds: float) -> float:
+    """GB/s (10^9 bytes per second) of ``moved_bytes`` in ``seconds``; tiny requests are counted at
+    the size actually copied (``MIN_COPY_BYTES``)."""
+    return max(moved_bytes, MIN_COPY_BYTES) / seconds / BYTES_PER_GB if seconds > 0 else float("inf")
 
 
 @lru_cache(maxsize=64)
 def _copy_gbps_cached(bucket_bytes: int, device: str, repeats: int, threads: int) -> float:
-    if device == "cpu":
-        samples = _cpu_copy_seconds(bucket_bytes, repeats)
-    else:
-        samples = copy_seconds_samples(bucket_bytes, device=device, repeats=repeats)
-    return gbps(bucket_bytes, float(np.median(samples)))
+    return gbps(bucket_bytes, float(np.median(_copy_seconds(bucket_bytes, repeats, device))))
 
 
-def _cpu_copy_seconds(moved_bytes: int, repeats: int) -> list[float]:
-    """Seconds per copy, timed like the variants (``timing.CpuTimer``: run-queue wait taken
-    out), so that on a loaded machine the roof and the variants are measured alike."""
+def _copy_seconds(moved_bytes: int, repeats: int, device: str) -> list[float]:
+    """Seconds per copy of a float32 tensor moving ``moved_bytes`` (read + write) on ``device``,
+    timed like the variants (``timing.pick_timer``: calibrated calls per sample on CPU)."""
     import torch
 
-    from workbench.variants.timing import CpuTimer, Timed, calibrate
+    from workbench.variants.timing import Timed, calibrate, pick_timer
 
+    on_cuda = str(device).startswith("cuda")
     n_floats = max(1024, moved_bytes // 2 // 4)
-    src = torch.ones(n_floats, dtype=torch.float32)
+    src = torch.ones(n_floats, dtype=torch.float32, device=device)
     dst = torch.empty_like(src)
-    timer = CpuTimer()
+    timer = pick_timer(on_cuda)
     item = Timed("copy", lambda: dst.copy_(src), ())
     dst.copy_(src)
+    if on_cuda:
+        torch.cuda.synchronize()
     start = time.perf_counter()
     dst.copy_(src)
+    if on_cuda:
+        torch.cuda.synchronize()
     calibrate(item, timer, (time.perf_counter() - start) * 1e3)    # the first guess: one copy's time
     return [timer.sample_ms(item) / 1e3 for _ in range(repeats)]
 

@@ -14,6 +14,7 @@ from workbench.variants.engine import ComparisonInterrupted, Progress
 from workbench.variants.isolation import stop_worker
 from workbench.variants.results import Comparison
 from workbench.variants.settings import CompareSettings, settings_from
+from workbench.variants.tolerances import gradient_tolerance_overrides
 
 __all__ = ["compare", "CompareSettings", "ComparisonInterrupted"]
 
@@ -21,7 +22,8 @@ __all__ = ["compare", "CompareSettings", "ComparisonInterrupted"]
 def compare(
     variants: Mapping[str, Any], inputs: Any = None, *, baseline: str | None = None,
     settings: CompareSettings | None = None, reference: Callable[..., Any] | None = None,
-    hypothesis: Any = None, sweep: Any = None, progress: Progress | None = None, **options: Any,
+    hypothesis: Any = None, sweep: Any = None, progress: Progress | None = None, mode: str | None = None,
+    sweep_kept_only: bool = False, **options: Any,
 ) -> Comparison:
     """Compare variants of one computation; see the package docstring for every step.
 
@@ -35,6 +37,13 @@ def compare(
     ``end_to_end_ms=``, ``seed=``, ``problem=``, ``timer=``), which override it.
     ``end_to_end_ms``: the whole program's (a profiled cell's) median time when the variants
     replace only part of it; a variant whose saving is under 2% of it is ``micro_only``.
+    ``mode``: "training" checks the gradients of every input that requires grad and every
+    parameter of a module baseline, as well as the outputs (``tolerances.GRADIENT_TOLERANCES``),
+    and times each variant as a training step (forward and backward), so a forward-only speedup
+    is never a keep; "inference" checks outputs only; None (default): training when the
+    baseline's output requires grad. The DecisionRecord states the mode.
+    ``sweep``: a ``ShapeSweep`` run before the decisions (its failures become failure cases
+    and a guard); ``sweep_kept_only``: sweep only the variants the main inputs decided keep.
 
     A KeyboardInterrupt stops the comparison: ``ComparisonInterrupted`` (a KeyboardInterrupt)
     says which phases had finished.
@@ -43,7 +52,7 @@ def compare(
     phases = engine.Phases()
     try:
         return _compare(variants, inputs, spec, baseline=baseline, reference=reference, hypothesis=hypothesis,
-                        sweep=sweep, progress=progress, phases=phases)
+                        sweep=sweep, progress=progress, phases=phases, mode=mode, sweep_kept_only=sweep_kept_only)
     except ComparisonInterrupted:
         raise
     except KeyboardInterrupt as exc:
@@ -53,17 +62,19 @@ def compare(
 
 
 def _compare(variants, inputs, spec: CompareSettings, *, baseline, reference, hypothesis, sweep, progress,
-             phases) -> Comparison:
+             phases, mode=None, sweep_kept_only=False) -> Comparison:
     say = progress or (lambda stage, name: None)
     out = engine.run(variants, inputs, spec, baseline=baseline, reference=reference, progress=progress,
-                     phases=phases)
+                     phases=phases, mode=mode)
     results, base = out.results, out.base
     if sweep is not None:
         from workbench.variants.sweep import apply_sweep
 
         phases.start("the shape sweep")
+        only = {r.name for r in results if r.decision == "keep"} if sweep_kept_only else None
         results = apply_sweep(results, out.lives, base, sweep, tolerances=spec.tolerance_overrides,
-                              time_limit_s=spec.time_limit_s, end_to_end_ms=spec.end_to_end_ms, say=say)
+                              time_limit_s=spec.time_limit_s, end_to_end_ms=spec.end_to_end_ms, say=say,
+                              only=only, timer=spec.timer)
         phases.finish("the shape sweep")
     verdict, updated = (None, hypothesis)
     if hypothesis is not None:
@@ -72,7 +83,9 @@ def _compare(variants, inputs, spec: CompareSettings, *, baseline, reference, hy
         verdict, updated = judge(hypothesis, results, base.name)
     settings = {**spec.to_dict(), "reference_precision": out.precision,
                 "tolerances": record.tolerance_table(spec.tolerance_overrides), "notes": out.notes,
-                "fresh_inputs": out.fresh, "timing": out.timing}
+                "fresh_inputs": out.fresh, "timing": out.timing, "mode": out.mode}
+    if out.mode == "training":
+        settings["gradient_tolerances"] = record.tolerance_table(gradient_tolerance_overrides(spec.tolerance_overrides))
     decision = record.build_record(results, base.name, hypothesis=updated, problem=spec.problem, notes=out.notes,
                                    settings=settings, verdict=verdict)
     say("done", "")

@@ -8,12 +8,15 @@ from zero.  Structure, shape and dtype mismatches fail with the reason.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from workbench.variants.tolerances import Tolerance, dtype_name, tolerance_for
 from workbench.variants.tree import leaves_with_paths, structure
+
+if TYPE_CHECKING:
+    from workbench.variants.checking import Live
 
 BASELINE_ERROR_FACTOR = 4.0   # a variant may err up to 4x what the baseline errs (plus tolerance)
 
@@ -197,3 +200,240 @@ def _leaf_reason(n_out: int, size: int, mismatch: int, below: bool, tol: Toleran
                      f"{tol.atol:g}, so the check cannot tell it from zero; scale the inputs up or pass "
                      f"tolerances={smaller}")
     return "; ".join(parts)
+
+
+# -- training paths: gradients ---------------------------------------------------------------
+TRAINING, INFERENCE = "training", "inference"
+MODES = (TRAINING, INFERENCE)
+COTANGENT_SEED = 20261201       # the fixed random cotangent every variant's backward receives
+
+
+def check_mode(mode: str | None) -> str | None:
+    if mode is not None and mode not in MODES:
+        from workbench.errors import InvalidArgumentError
+
+        raise InvalidArgumentError(f"mode must be 'training', 'inference' or None (decided from the baseline: "
+                                   f"training when its output requires grad); got {mode!r}")
+    return mode
+
+
+def needs_grad(out: Any) -> bool:
+    """Whether an output takes part in autograd (a floating leaf that requires grad)."""
+    from workbench.variants.tree import tensor_leaves
+
+    return any(getattr(t, "requires_grad", False) for _, t in tensor_leaves(out, "out"))
+
+
+def grad_paths(args: Any) -> list[str]:
+    """Paths of the floating inputs that require grad (the leaves whose gradients are checked)."""
+    from workbench.variants.tree import tensor_leaves
+
+    return [p for p, t in tensor_leaves(args) if t.requires_grad and (t.is_floating_point() or t.is_complex())]
+
+
+def module_parameters(fn: Any) -> dict[str, Any]:
+    """The trainable parameters of ``fn`` when it is an ``nn.Module`` (a compiled one included)
+    or a bound method of one, by name; {} for a plain function."""
+    import torch
+
+    owner = fn if isinstance(fn, torch.nn.Module) else getattr(fn, "__self__", None)
+    if not isinstance(owner, torch.nn.Module):
+        inner = getattr(fn, "_torchdynamo_orig_callable", None) or getattr(fn, "__wrapped__", None)
+        return module_parameters(inner) if inner is not None and inner is not fn else {}
+    return {name.replace("_orig_mod.", ""): p for name, p in owner.named_parameters() if p.requires_grad}
+
+
+def _with_grad_inputs(args: Any, paths: list[str], cast: Any = None) -> Any:
+    """A copy of the inputs (cast by ``cast``, e.g. to float64): the tensors at ``paths`` fresh
+    leaves that require grad."""
+    from workbench.variants.tree import map_tensors, tensor_leaves
+
+    wanted = set(paths)
+    order = iter([p for p, _ in tensor_leaves(args)])
+
+    def copy(t: Any) -> Any:
+        path = next(order, None)
+        c = t.detach().clone() if cast is None else cast(t)
+        if path in wanted:
+            c.requires_grad_(True)
+        return c
+
+    return map_tensors(args, copy)
+
+
+def backward_grads(fn: Any, args: Any, paths: list[str], *, cotangent_dtype: Any = None) -> tuple[Any, dict[str, Any]]:
+    """Run ``fn`` on ``args`` (already holding grad leaves at ``paths``), backpropagate a fixed
+    random cotangent through every floating output that requires grad, and return (outputs,
+    {"grad <input path>" / "grad <parameter>": gradient or None}). Parameter gradients are
+    cleared before and after, so variants sharing a module do not add to each other's."""
+    import torch
+
+    from workbench.variants.tree import tensor_leaves
+
+    params = module_parameters(fn)
+    saved = {n: p.grad for n, p in params.items()}
+    for p in params.values():
+        p.grad = None
+    try:
+        with torch.enable_grad():
+            out = fn(*args)
+            outs = [t for _, t in tensor_leaves(out, "out") if t.requires_grad]
+            gen = torch.Generator().manual_seed(COTANGENT_SEED)
+            cots = [torch.randn(tuple(t.shape), generator=gen, dtype=torch.float64).to(device=t.device, dtype=t.dtype)
+                    for t in outs]
+            if outs:
+                torch.autograd.backward(outs, cots)
+        leaves = dict(tensor_leaves(args))
+        grads: dict[str, Any] = {f"grad {p}": (leaves[p].grad.detach().clone() if leaves[p].grad is not None
+                                               else None) for p in paths}
+        grads.update({f"grad {n}": (p.grad.detach().clone() if p.grad is not None else None)
+                      for n, p in params.items()})
+        return out, grads
+    finally:
+        for n, p in params.items():
+            p.grad = saved[n]
+
+
+def compare_gradients(got: dict[str, Any], ref: dict[str, Any] | None, native: dict[str, Any],
+                      overrides: dict[str, tuple[float, float]] | None = None) -> list[OutputCheck]:
+    """Each of the baseline's gradients (inputs and parameters) against the variant's, as outputs
+    are checked (the float64 reference, the baseline's own error allowed); a gradient the
+    variant does not produce, or produces where the baseline has none, fails."""
+    from workbench.variants.tolerances import gradient_tolerance_overrides
+
+    tol = gradient_tolerance_overrides(overrides)
+    checks = []
+    for path, expected in native.items():
+        if path not in got:
+            continue        # a parameter of the baseline's module the variant does not hold (a plain function)
+        mine = got[path]
+        if expected is None and mine is None:
+            continue
+        if expected is None:
+            checks.append(OutputCheck(path, False, "a gradient where the baseline has none"))
+            continue
+        if mine is None:
+            checks.append(OutputCheck(path, False, "no gradient reached it (the baseline's does): the variant "
+                                                   "cuts the autograd graph (detach, no_grad, a forward-only "
+                                                   "kernel); a training path needs its backward too",
+                                      dtype=dtype_name(expected)))
+            continue
+        reference = ref.get(path) if ref is not None else None
+        checks += [c.with_path(path) for c in check_outputs(mine, expected if reference is None else reference,
+                                                             expected, tol)]
+    return checks
+
+
+def resolve_mode(mode: str | None, baseline_fn: Callable[..., Any], args: tuple[Any, ...]) -> str:
+    """The comparison's mode: as given, else training when the baseline's output requires grad."""
+    if check_mode(mode) is not None:
+        return mode
+    out = baseline_fn(*_with_grad_inputs(args, grad_paths(args)))     # under the caller's grad mode
+    return TRAINING if needs_grad(out) else INFERENCE
+
+
+def check_training(lives: list["Live"], base: "Live", make_inputs: Callable[[], tuple[Any, ...]], *, checks: int,
+                   tolerances: dict[str, tuple[float, float]] | None, reference: Callable[..., Any] | None,
+                   reference_fn: Callable[[Any, Any], tuple[Callable[..., Any], str]]) -> list[str]:
+    """The gradient checks of a training path: on ``checks`` fresh inputs, every runnable
+    candidate's gradients of each input that requires grad and each parameter of its module
+    against the baseline's (and a float64 reference's, where one runs). A candidate whose
+    gradient differs is failed as incorrect, the gradient named in its reason. Returns notes."""
+    from workbench.variants.tree import to_reference_precision
+
+    notes: list[str] = []
+    for _ in range(max(1, checks)):
+        args = make_inputs()
+        paths = training_paths(base.variant.fn, args)
+        try:
+            _, native = backward_grads(base.variant.fn, _with_grad_inputs(args, paths), paths)
+        except Exception as exc:  # noqa: BLE001
+            from workbench.errors import InvalidArgumentError
+
+            raise InvalidArgumentError(f"the baseline {base.name!r} has no backward on a training path "
+                                       f"({type(exc).__name__}: {str(exc)[:160]}); pass mode='inference' "
+                                       f"if only the forward matters") from None
+        if not any(g is not None for g in native.values()):
+            notes.append("training mode, but the baseline's output reaches no input or parameter through "
+                         "autograd: there are no gradients to compare")
+            return notes
+        ref = None
+        ref_fn, note = reference_fn(base.variant, reference)
+        try:
+            _, ref = backward_grads(ref_fn, _with_grad_inputs(args, paths, to_reference_precision), paths)
+        except Exception as exc:  # noqa: BLE001 - no float64 backward: the baseline's own gradients
+            note = note or (f"gradients compared with the baseline's own (the float64 backward failed: "
+                            f"{type(exc).__name__})")
+        if note and note not in notes:
+            notes.append(note)
+        for live in lives:
+            if live is base or not live.runnable:
+                continue
+            try:
+                _, got = backward_grads(live.variant.fn, _with_grad_inputs(args, paths), paths)
+            except Exception as exc:  # noqa: BLE001 - the variant's backward failed: its failure
+                live.checks.append(OutputCheck("grad", False, f"its backward raised {type(exc).__name__}: "
+                                                              f"{str(exc)[:160]}"))
+                live.fail("incorrect", f"gradient: its backward raised {type(exc).__name__}: {str(exc)[:160]}")
+                continue
+            found = compare_gradients(_as_baseline_names(got, live.variant.fn, base.variant.fn), ref, native,
+                                      tolerances)
+            live.checks += found
+            bad = [c for c in found if not c.passed]
+            if bad:
+                live.fail("incorrect", "; ".join(f"{c.path}: {c.reason}" for c in bad[:3]))
+    return notes
+
+
+def _as_baseline_names(grads: dict[str, Any], fn: Any, baseline_fn: Any) -> dict[str, Any]:
+    """The variant's parameter gradients under the baseline's parameter names: a parameter the
+    two share (a compiled or wrapped module) by identity, else by the same name."""
+    mine = module_parameters(fn)
+    theirs = module_parameters(baseline_fn)
+    renamed = {}
+    for name, p in mine.items():
+        shared = next((n for n, q in theirs.items() if q is p), name)
+        renamed[f"grad {name}"] = f"grad {shared}"
+    return {renamed.get(k, k): v for k, v in grads.items()}
+
+
+def training_paths(fn: Any, args: Any) -> list[str]:
+    """The inputs a training path takes gradients of: those that require grad; with none, and no
+    parameters in ``fn``'s module (mode="training" on plain inputs), every floating input."""
+    paths = grad_paths(args)
+    if not paths and not module_parameters(fn):
+        paths = [p for p, _ in _float_leaves(args)]
+    return paths
+
+
+def _float_leaves(args: Any) -> list[tuple[str, Any]]:
+    from workbench.variants.tree import tensor_leaves
+
+    return [(p, t) for p, t in tensor_leaves(args) if t.is_floating_point() or t.is_complex()]
+
+
+def training_step(fn: Callable[..., Any], paths: list[str]) -> Callable[..., Any]:
+    """``fn`` as a training path is timed: forward, then backward of every output that requires
+    grad (a forward-only speedup is not a training step's speedup). The tensors at ``paths``
+    are made grad leaves on each call; their gradients are dropped after it."""
+    import torch
+
+    from workbench.variants.tree import tensor_leaves
+
+    def step(*args: Any) -> Any:
+        leaves = dict(tensor_leaves(args))
+        for p in paths:
+            if p in leaves and leaves[p].is_leaf:
+                leaves[p].requires_grad_(True)
+        with torch.enable_grad():
+            out = fn(*args)
+            outs = [t for _, t in tensor_leaves(out, "out") if t.requires_grad]
+            if outs:
+                torch.autograd.backward(outs, [torch.ones_like(t) for t in outs])
+        for p in paths:
+            if p in leaves:
+                leaves[p].grad = None
+        return out
+
+    step.__name__ = getattr(fn, "__name__", "step")
+    return step

@@ -97,6 +97,7 @@ class DecisionRecord:
     failure_cases: tuple[str, ...]
     environment: dict[str, Any] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)   # the CompareSettings it was decided under
+    mode: str = "inference"      # "training": gradients checked too, forward and backward timed
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -115,7 +116,9 @@ class DecisionRecord:
         return json.dumps(self.to_dict(), indent=kw.pop("indent", 2), default=str, **kw)
 
     def to_markdown(self) -> str:
-        lines = [f"# Decision: `{self.decision}` — {self.variant}", "", self.reason, ""]
+        lines = [f"# Decision: `{self.decision}` — {self.variant}", "", self.reason, "",
+                 f"**Mode:** {self.mode}" + (" (gradients of every input and parameter checked; forward and "
+                                             "backward timed)" if self.mode == "training" else "") + "  "]
         for title, value in (("Problem", self.problem), ("Bottleneck", self.bottleneck),
                              ("Change", self.change), ("Numerical class", self.numerical_class),
                              ("Why it is safe", self.why_safe), ("Guard", self.guard),

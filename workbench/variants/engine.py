@@ -18,8 +18,10 @@ from workbench.errors import InvalidArgumentError
 import workbench.variants.cheats as cheats
 import workbench.variants.registry as registry
 from workbench.variants.bandwidth import copy_gbps, machine_copy_gbps
-from workbench.variants.checking import (Live, describe_exception, guarded_call, run_checks,
+from workbench.variants.checking import (Live, describe_exception, guarded_call, reference_callable, run_checks,
                                          state_change_flags)
+from workbench.variants.correctness import (TRAINING, check_mode, check_training, resolve_mode, training_paths,
+                                            training_step)
 from workbench.variants.decision import CHEAT_PREFIXES, classify
 from workbench.variants.footprint import footprint_delta, profile_footprint
 from workbench.variants.isolation import StateGuard
@@ -72,12 +74,14 @@ class Outcome:
     timing: dict[str, Any]
     roofs: dict[str, Any]
     fresh: bool
+    mode: str = "inference"             # "training": gradients checked, forward + backward timed
 
 
 def run(variants: Mapping[str, Any], inputs: Any, settings: CompareSettings, *, baseline: str | None = None,
         reference: Callable[..., Any] | None = None, progress: Progress | None = None,
-        phases: Phases | None = None) -> Outcome:
+        phases: Phases | None = None, mode: str | None = None) -> Outcome:
     phases = phases or Phases()
+    check_mode(mode)
     say = progress or (lambda stage, name: None)
     lives, base = prepare(variants, baseline)
     make_inputs, fresh = input_factory(inputs)
@@ -89,10 +93,23 @@ def run(variants: Mapping[str, Any], inputs: Any, settings: CompareSettings, *, 
         notes.append("fixed inputs: every check used the same values; pass a callable for fresh ones")
     _mark_incorrect(lives, precision, settings.checks)
     phases.finish(f"correctness checks of {', '.join(lv.name for lv in lives)}")
+    timing_args = make_inputs()
+    mode = resolve_mode(mode, base.variant.fn, timing_args)
+    train_paths: list[str] | None = None
+    if mode == TRAINING:
+        phases.start("the gradient checks (training path)")
+        say("gradients", "")
+        notes += [n for n in check_training(lives, base, make_inputs, checks=settings.checks,
+                                            tolerances=settings.tolerance_overrides, reference=reference,
+                                            reference_fn=reference_callable) if n not in notes]
+        train_paths = training_paths(base.variant.fn, timing_args)
+        notes.append("training path: every input's and parameter's gradient was checked against the baseline's, "
+                     "and each variant is timed as a training step (forward and backward)")
+        phases.finish("the gradient checks")
     phases.start("the timed rounds")
     say("timing", "")
-    timing_args = make_inputs()
-    timed, bytes_moved, roofs, summary = time_all(lives, base, timing_args, settings, notes, phases, say)
+    timed, bytes_moved, roofs, summary = time_all(lives, base, timing_args, settings, notes, phases, say,
+                                                  train_paths=train_paths)
     phases.finish(f"timing ({summary['rounds']} rounds)")
     footprints = {}
     if settings.profile:
@@ -103,7 +120,7 @@ def run(variants: Mapping[str, Any], inputs: Any, settings: CompareSettings, *, 
     results = [_result(lv, base, timed, speedups, footprints, bytes_moved, roofs, precision, settings)
                for lv in lives]
     results = [_say_budget(r, summary) for r in results]
-    return Outcome(results, lives, base, precision, notes, summary, roofs, fresh)
+    return Outcome(results, lives, base, precision, notes, summary, roofs, fresh, mode)
 
 
 def prepare(variants: Mapping[str, Any], baseline: str | None) -> tuple[list[Live], Live]:
@@ -160,9 +177,11 @@ def _mark_incorrect(lives: list[Live], precision: str, checks: int) -> None:
 
 # -- timing -------------------------------------------------------------------------------------
 def time_all(lives: list[Live], base: Live, args: tuple[Any, ...], settings: CompareSettings, notes: list[str],
-             phases: Phases, say: Progress | None = None) -> tuple[Any, int, dict[str, Any], dict[str, Any]]:
+             phases: Phases, say: Progress | None = None,
+             train_paths: list[str] | None = None) -> tuple[Any, int, dict[str, Any], dict[str, Any]]:
     """Calibrate, run the rounds, extend them while undecided; returns (result, compulsory bytes,
-    roofs, a summary of the rounds for the record)."""
+    roofs, a summary of the rounds for the record). ``train_paths``: a training path, timed as
+    forward and backward (the inputs at those paths take gradients)."""
     ok, out = guarded_call(base, args, settings.time_limit_s)
     if not ok:
         raise InvalidArgumentError(f"the baseline {base.name!r} failed before timing ({base.status}: "
@@ -171,7 +190,8 @@ def time_all(lives: list[Live], base: Live, args: tuple[Any, ...], settings: Com
     timer = settings.make_timer() or pick_timer(on_cuda)
     runnable = [lv for lv in lives if lv.runnable]
     mutating = tuple(lv.name for lv in runnable if lv.mutated)
-    items = [Timed(lv.name, lv.variant.fn, clone_tensors(args)) for lv in runnable]
+    items = [Timed(lv.name, lv.variant.fn if train_paths is None else training_step(lv.variant.fn, train_paths),
+                   clone_tensors(args)) for lv in runnable]
     session = TimingSession(items, timer, seed=settings.seed, limit_s=settings.time_limit_s, mutating=mutating)
     pristine = clone_tensors(args)
     settled = {lv.name for lv in runnable if not lv.variant.timing_meaningful

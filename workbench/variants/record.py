@@ -109,7 +109,7 @@ def build_record(results: list[VariantResult], baseline: str, *, hypothesis: Any
         return DecisionRecord("need_more_evidence", baseline, "no candidate variant to compare", problem or "",
                               "", "none", base.numerical_class, "", "", baseline,
                               tuple(_evidence(base, base, verdict, notes, timing_text)),
-                              _ms(base), (), (), (), environment(), shown)
+                              _ms(base), (), (), (), environment(), shown, mode=_mode(settings))
     good = win.decision in ("keep", "keep_guarded", "micro_only")
     return DecisionRecord(
         decision=win.decision, variant=win.name, reason=win.decision_reason,
@@ -121,17 +121,23 @@ def build_record(results: list[VariantResult], baseline: str, *, hypothesis: Any
         result=_result_line(base, win),
         rejected_alternatives=tuple(f"{r.name}: {r.decision} — {r.decision_reason}" for r in candidates if r is not win),
         remaining_risk=tuple(_risks(win)), failure_cases=win.failure_cases, environment=environment(),
-        settings=shown)
+        settings=shown, mode=_mode(settings))
+
+
+def _mode(settings: dict[str, Any]) -> str:
+    return "training" if settings.get("mode") == "training" else "inference"
 
 
 def _record_settings(settings: dict[str, Any]) -> dict[str, Any]:
     """The CompareSettings fields (and the reference precision) as the record states them."""
     keep = ("checks", "time_limit_s", "budget_s", "max_budget_s", "timing_cap_s", "min_rounds", "max_rounds",
             "confidence", "interim_confidence", "min_effect", "profile", "end_to_end_ms", "seed", "timer",
-            "reference_precision", "fresh_inputs")
+            "reference_precision", "fresh_inputs", "mode")
     out = {k: settings[k] for k in keep if k in settings}
     if settings.get("tolerances"):
         out["tolerances"] = settings["tolerances"]
+    if settings.get("gradient_tolerances"):
+        out["gradient_tolerances"] = settings["gradient_tolerances"]
     return out
 
 
@@ -164,7 +170,9 @@ def _why_safe(win: VariantResult, base: VariantResult, settings: dict[str, Any])
     if win.numerical_class == "exact" and c.reference_precision == "float64" and c.max_abs_err > 0:
         errors = (f"bit-identical to {base.name}'s output; both differ from float64 by at most "
                   f"{c.max_abs_err:.3g} abs, {c.max_rel_err:.3g} rel (the dtype's own rounding)")
-    return f"matches {ref} on {c.checks} checks {inputs} ({errors}; tolerances by dtype in settings)"
+    grads = ("; on this training path the gradients of every input and parameter match too (gradient "
+             "tolerances in settings)" if settings.get("mode") == "training" else "")
+    return f"matches {ref} on {c.checks} checks {inputs} ({errors}; tolerances by dtype in settings){grads}"
 
 
 def _guard(win: VariantResult) -> str:

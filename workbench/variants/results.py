@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from workbench.capture.measurement import Measurement
+from workbench.measurement import Measurement
 from workbench.variants.correctness import CorrectnessResult
 from workbench.variants.decision import DecisionRecord
 from workbench.variants.stats import Speedup
@@ -80,7 +80,11 @@ class VariantResult:
 
 @dataclass(frozen=True)
 class Comparison:
-    """``table`` (one row per variant), ``decision`` (DecisionRecord), raw samples, hypothesis verdict."""
+    """``table`` (one row per variant), ``decision`` (DecisionRecord), raw samples, hypothesis verdict.
+
+    Displayed in a notebook through ``workbench.render`` (its HTML is registered with IPython by
+    type name); its charts are ``workbench.charts.comparison_charts(cmp)`` and
+    ``workbench.charts.save_charts(cmp, folder)``."""
 
     baseline: str
     results: tuple[VariantResult, ...]
@@ -122,26 +126,3 @@ class Comparison:
                    decision=DecisionRecord.from_dict(d["decision"]),
                    hypothesis_verdict=d.get("hypothesis_verdict"), copy_gbps=d.get("copy_gbps"),
                    settings=dict(d.get("settings", {})), working_set_copy_gbps=d.get("working_set_copy_gbps"))
-
-    def save_charts(self, folder: Any, *, formats: Any = ("svg",), scale: float = 1.0) -> list:
-        """Write the charts the notebook shows for this result to ``folder`` (svg, png, html,
-        json; see ``workbench.charts.save_charts``); returns the paths written."""
-        from workbench.charts.export import save_charts
-
-        return save_charts(self, folder, formats=formats, scale=scale)
-
-    def _repr_html_(self) -> str:
-        """The table (every text escaped), the decision, and the comparison chart (offline)."""
-        import html
-
-        from workbench.charts import comparison_html
-
-        cols = ["variant", "status", "correct", "median_ms", "p95_ms", "speedup", "speedup_ci_low",
-                "speedup_ci_high", "setup_ms", "decision", "reason"]
-        table = self.table[cols].to_html(index=False, escape=True, float_format=lambda x: f"{x:.4g}",
-                                         na_rep="—", classes="workbench-comparison")
-        d = self.decision
-        return (f"<div class='workbench-comparison'><b>Comparison against {html.escape(self.baseline)}</b>"
-                f"<div style='overflow-x:auto'>{table}</div>"
-                f"<p>Decision: <code>{html.escape(d.decision)}</code> for {html.escape(d.variant)}: "
-                f"{html.escape(d.reason)}</p>{comparison_html(self)}</div>")

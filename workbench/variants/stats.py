@@ -5,7 +5,7 @@ cancels drift that affects a whole round.  The speedup is the Hodges-Lehmann est
 per-round log ratios baseline/candidate with its Wilcoxon signed-rank interval (robust to the
 interference spikes of a shared machine, and more efficient than the sign test); under ten
 pairs, the median ratio with its order-statistic (binomial) interval.  The bootstrap interval of the
-ratio of medians (``ratio_ci`` from capture.measurement) is kept beside it as a cross-check.
+ratio of medians (``ratio_ci`` from workbench.measurement) is kept beside it as a cross-check.
 Interference on a shared machine comes in bursts that last many rounds, so neighbouring pairs
 are not independent and the signed-rank interval alone is too narrow (identical variants were
 called different in 7.5% of trials under load). From 30 pairs on, the rounds are also cut into
@@ -29,7 +29,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from workbench.capture.measurement import ratio_ci
+from workbench.measurement import ratio_ci
 
 CONFIDENCE = 0.95
 NOISY_CI_WIDTH = 0.20       # the speedup interval spans more than 20% of the point: noisy

@@ -73,21 +73,28 @@ def run_case(variants: dict[str, Any], baseline: str, sweep: ShapeSweep, shape, 
 
 
 def apply_sweep(results: list[VariantResult], lives: list[Any], base: Any, sweep: ShapeSweep, *,
-                tolerances: Any, time_limit_s: float, end_to_end_ms: float | None, say: Any) -> list[VariantResult]:
-    """Run every case for the candidates that passed; fold failures into their decisions."""
+                tolerances: Any, time_limit_s: float, end_to_end_ms: float | None, say: Any,
+                only: Any = None, timer: Any = None) -> list[VariantResult]:
+    """Run every case for the candidates that passed (``only``: those names among them, e.g. the
+    ones decided keep); fold failures into their decisions. ``timer``: the comparison's timer."""
     from workbench.variants.engine import decide
 
     if not isinstance(sweep, ShapeSweep):
         raise InvalidArgumentError("sweep= takes a wb.variants.ShapeSweep(make_inputs, shapes, dtypes)")
-    live_ok = {lv.name: lv.variant for lv in lives[1:] if lv.runnable}
+    live_ok = {lv.name: lv.variant for lv in lives[1:] if lv.runnable and (only is None or lv.name in only)}
     if not live_ok:
         return results
     variants = {base.name: base.variant, **live_ok}
     per_variant: dict[str, list[dict]] = {name: [] for name in live_ok}
     for shape, dtype in sweep.cases():
         say("sweep", f"{shape} {dtype}")
-        for name, entry in run_case(variants, base.name, sweep, shape, dtype, tolerances=tolerances,
-                                    time_limit_s=time_limit_s).items():
+        try:
+            found = run_case(variants, base.name, sweep, shape, dtype, tolerances=tolerances,
+                             time_limit_s=time_limit_s, timer=timer)
+        except InvalidArgumentError as exc:      # the baseline itself cannot run this case
+            found = {name: {"case": f"{shape} {dtype}", "ok": True, "status": "not_applicable", "speedup": None,
+                            "reason": f"the baseline cannot run this case ({exc})"} for name in live_ok}
+        for name, entry in found.items():
             per_variant[name].append(entry)
     base_timing = next(r.timing for r in results if r.name == base.name)
     out = []

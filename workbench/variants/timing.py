@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from workbench.capture.measurement import Measurement
+from workbench.measurement import Measurement
 
 _ns = time.perf_counter_ns          # our own reference: immune to monkeypatching
 MIN_SAMPLE_MS = 2.0                 # CPU: calls per sample chosen so a sample lasts this long

@@ -57,3 +57,22 @@ def tolerance_for(dtype_name: str, overrides: dict[str, tuple[float, float]] | N
 
 def dtype_name(t: Any) -> str:
     return str(t.dtype).replace("torch.", "")
+
+
+# gradients (training paths): backward sums over the batch and reduction dims, so float32 and
+# lower precisions get twice the output tolerance; each gradient is also allowed 4x the
+# baseline's own error against float64 (correctness.BASELINE_ERROR_FACTOR), as outputs are
+GRADIENT_TOLERANCES: dict[str, tuple[float, float]] = {
+    "float64": (1e-8, 1e-8),
+    "float32": (2e-4, 2e-5),
+    "float16": (1e-2, 2e-3),
+    "bfloat16": (6e-2, 2e-2),
+    "complex128": (1e-8, 1e-8),
+    "complex64": (2e-4, 2e-5),
+}
+
+
+def gradient_tolerance_overrides(
+        overrides: dict[str, tuple[float, float]] | None = None) -> dict[str, tuple[float, float]]:
+    """The table gradients are checked against: GRADIENT_TOLERANCES, then the user's overrides."""
+    return {**GRADIENT_TOLERANCES, **(overrides or {})}

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.model import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 
@@ -15,21 +15,21 @@ MALLOC_NAMES = ("cudaMalloc", "cudaFree", "cudaMallocHost", "cudaFreeHost", "hip
 
 
 @rule("device_malloc_in_loop", category="allocation_churn", scope="trace", min_calls=2, min_time_pct=1.0)
-def device_malloc_in_loop(f: TraceFacts, t):
+def device_malloc_in_loop(f: TraceFacts, limits):
     """cudaMalloc/cudaFree are called repeatedly while the program runs (caching allocator misses)."""
     rt = f.require_runtime()
     calls = rt[rt["name"].astype(str).isin(MALLOC_NAMES)]
     total = float(calls["dur_us"].sum())
-    if len(calls) < t["min_calls"] or pct(total, f.window_us) < t["min_time_pct"]:
+    if len(calls) < limits["min_calls"] or pct(total, f.window_us) < limits["min_time_pct"]:
         return None
     by = calls.groupby("name", as_index=False, observed=True).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
     return Hypothesis(
         category="allocation_churn", title=f"{len(calls)} device malloc/free calls during the run",
         observed=f"{total / 1e3:.2f} ms ({pct(total, f.window_us):.1f}% of the trace) in {', '.join(by['name'].astype(str))}",
         mechanism="The caching allocator cannot reuse blocks (fragmentation, changing sizes, empty_cache) and calls the driver, which synchronises.",
-        evidence=(Evidence("malloc_time_pct", pct(total, f.window_us), "%", t["min_time_pct"], source="runtime",
+        evidence=(Evidence("malloc_time_pct", pct(total, f.window_us), "%", limits["min_time_pct"], source="runtime",
                            rows=rows(by, ["name", "n", "dur_us"], by="dur_us")),
-                  Evidence("malloc_calls", len(calls), "calls", t["min_calls"], ">=", "runtime")),
+                  Evidence("malloc_calls", len(calls), "calls", limits["min_calls"], ">=", "runtime")),
         time_at_stake_ms=bounded_ms(total, f.window_us),
         predicted_effect="preallocating buffers, fixed shapes, or no torch.cuda.empty_cache() in the loop removes these calls",
         falsifier="run two more steps and count calls: if they do not repeat after warm-up, it was a one-time cost",
@@ -85,33 +85,33 @@ def allocation_excess_us(f: TraceFacts, large_bytes: float = 32 << 20) -> pd.Ser
 # from the heap, larger ones are mapped (and page-faulted) afresh on every allocation.
 @rule("large_allocations_repeat", category="allocation_churn", scope="trace",
       large_bytes=32 << 20, min_per_call=1.0, min_time_pct=10.0)
-def large_allocations_repeat(f: TraceFacts, t):
+def large_allocations_repeat(f: TraceFacts, limits):
     """Large host buffers are allocated afresh on every call, and the ops making them run far below their roof."""
     mem = f.memory
     if mem.empty:
         raise NotJudged("no allocator events in the trace (profile with profile_memory=True)")
     host = mem[mem["device_type"] == 0] if "device_type" in mem else mem
-    big = host[host["bytes"] >= t["large_bytes"]]
+    big = host[host["bytes"] >= limits["large_bytes"]]
     calls = max(1, f.n_steps)
     per_call = len(big) / calls
-    if per_call < t["min_per_call"] or len(big) < 2:
+    if per_call < limits["min_per_call"] or len(big) < 2:
         return None
     found = allocating_ops(f, big)
     stake_us = float(found["excess_us"].sum())
     share = pct(stake_us, f.window_us)
-    if share < t["min_time_pct"]:
+    if share < limits["min_time_pct"]:
         return None
     by = found.groupby("name", as_index=False, observed=True).agg(
         n=("dur_us", "size"), alloc_bytes=("alloc_bytes", "sum"), dur_us=("dur_us", "sum"), excess_us=("excess_us", "sum"))
     return Hypothesis(
-        category="allocation_churn", title=f"{len(big)} allocations of >= {t['large_bytes'] / 2**20:.0f} MiB repeat during the run",
+        category="allocation_churn", title=f"{len(big)} allocations of >= {limits['large_bytes'] / 2**20:.0f} MiB repeat during the run",
         observed=f"{per_call:.1f} large allocations per call; the ops that make them take {stake_us / 1e3:.2f} ms more than "
                  f"moving their bytes at the ceiling needs ({share:.0f}% of the trace)",
         mechanism="Fresh large buffers each call pay for allocation and first-touch page faults (on CPU, mmap/munmap "
                   "and zeroing of every page), on top of the op's work.",
-        evidence=(Evidence("large_allocs_per_call", per_call, "allocs", t["min_per_call"], ">=", "memory",
+        evidence=(Evidence("large_allocs_per_call", per_call, "allocs", limits["min_per_call"], ">=", "memory",
                            rows=rows(big, ["ts_us", "bytes", "total_allocated"], by="bytes")),
-                  Evidence("allocation_excess_pct", share, "%", t["min_time_pct"], source="cpu_ops containing them + analytic work",
+                  Evidence("allocation_excess_pct", share, "%", limits["min_time_pct"], source="cpu_ops containing them + analytic work",
                            rows=rows(by, ["name", "n", "alloc_bytes", "dur_us", "excess_us"], by="excess_us"))),
         time_at_stake_ms=bounded_ms(stake_us / calls, f.window_us / calls),
         predicted_effect="reusing a preallocated buffer (out= arguments, in-place ops) removes the allocation and fault cost",
@@ -122,7 +122,7 @@ def large_allocations_repeat(f: TraceFacts, t):
 
 
 @rule("memory_near_capacity", category="allocation_churn", scope="trace", max_fraction=0.9)
-def memory_near_capacity(f: TraceFacts, t):
+def memory_near_capacity(f: TraceFacts, limits):
     """Reserved device memory comes close to the device's capacity."""
     mem = f.memory
     caps = [int(p.get("totalGlobalMem", 0) or 0) for p in f.device_list]
@@ -131,7 +131,7 @@ def memory_near_capacity(f: TraceFacts, t):
     gpu = mem[mem["device_type"] != 0]
     peak = float(gpu["total_reserved"].max()) if not gpu.empty else 0.0
     frac = peak / max(caps)
-    if frac < t["max_fraction"]:
+    if frac < limits["max_fraction"]:
         return None
     # what near-capacity costs is the allocator's frees and retries: the driver calls the trace shows
     calls = f.runtime[f.runtime["name"].astype(str).isin(MALLOC_NAMES)]
@@ -142,7 +142,7 @@ def memory_near_capacity(f: TraceFacts, t):
         observed=f"peak reserved {peak / 2**30:.2f} GiB of {max(caps) / 2**30:.2f} GiB; "
                  f"{len(calls)} device malloc/free calls, {retry_us / 1e3:.2f} ms",
         mechanism="Near capacity the caching allocator frees and retries (cudaFree + cudaMalloc, synchronising).",
-        evidence=(Evidence("peak_reserved_fraction", frac, "fraction", t["max_fraction"], ">=", "memory"),
+        evidence=(Evidence("peak_reserved_fraction", frac, "fraction", limits["max_fraction"], ">=", "memory"),
                   Evidence("allocator_driver_us", retry_us, "us", source="runtime (device malloc/free calls)",
                            rows=rows(by, ["name", "n", "dur_us"], by="dur_us"))),
         time_at_stake_ms=bounded_ms(retry_us, f.window_us), predicted_effect="a smaller batch or activation checkpointing leaves headroom; allocator retries disappear",

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.model import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 
 
 @rule("exposed_communication", category="communication", scope="trace", min_comm_pct=10.0, max_overlap_pct=50.0)
-def exposed_communication(f: TraceFacts, t):
+def exposed_communication(f: TraceFacts, limits):
     """Collective kernels take a large share of the span and little of it overlaps compute."""
     ranks = f.gpu_ranks
     if ranks["comm_us"].sum() <= 0:
@@ -17,15 +17,15 @@ def exposed_communication(f: TraceFacts, t):
     for _, r in ranks.iterrows():
         comm_pct = pct(r.comm_us, r.span_us)
         overlap_pct = pct(r.comm_overlap_us, r.comm_us)
-        if comm_pct < t["min_comm_pct"] or overlap_pct > t["max_overlap_pct"]:
+        if comm_pct < limits["min_comm_pct"] or overlap_pct > limits["max_overlap_pct"]:
             continue
         exposed = r.comm_us - r.comm_overlap_us
         out.append(Hypothesis(
             category="communication", title=f"Collectives take {comm_pct:.0f}% of the span, {overlap_pct:.0f}% overlapped",
             observed=f"rank {int(r['rank'])}: {r.comm_us / 1e3:.2f} ms of communication kernels, {exposed / 1e3:.2f} ms exposed",
             mechanism="Collectives that do not overlap compute put network time on the critical path.",
-            evidence=(Evidence("comm_pct", comm_pct, "%", t["min_comm_pct"], source="kernels (communication)"),
-                      Evidence("comm_overlap_pct", overlap_pct, "%", t["max_overlap_pct"], "<", "kernels (communication)")),
+            evidence=(Evidence("comm_pct", comm_pct, "%", limits["min_comm_pct"], source="kernels (communication)"),
+                      Evidence("comm_overlap_pct", overlap_pct, "%", limits["max_overlap_pct"], "<", "kernels (communication)")),
             time_at_stake_ms=bounded_ms(exposed, r.span_us),
             predicted_effect="bucketing gradients earlier (DDP bucket_cap_mb) or overlapping with backward hides most exposed time",
             falsifier="run the step on one rank (no collectives): if the step shortens by less than the exposed time, the collectives were not critical",
@@ -64,7 +64,7 @@ def before_collectives(k) -> "pd.DataFrame":
 
 @rule("straggler_rank", category="load_imbalance", scope="trace", min_wait_pct=5.0, min_excess_compute_pct=10.0,
       min_explained_fraction=0.5)
-def straggler_rank(f: TraceFacts, t):
+def straggler_rank(f: TraceFacts, limits):
     """Ranks the stragglers table flags hold the others back: they wait for them in collectives. Judged on
     what each rank did before its collectives (compute vs GPU idle), not on wall time."""
     from workbench.analysis.stragglers import collective_activity, stragglers
@@ -98,7 +98,7 @@ def straggler_rank(f: TraceFacts, t):
     # the others wait for the slowest straggler; waits for several stragglers overlap, they do not add
     wait_us = float(slow["comm_deficit_us"].max())
     wait_pct = pct(wait_us, span)
-    if wait_pct < t["min_wait_pct"]:
+    if wait_pct < limits["min_wait_pct"]:
         return None
     merged = table.set_index("rank").join(before, how="left")
     med_compute = float(merged["compute_before_us"].median())
@@ -111,8 +111,8 @@ def straggler_rank(f: TraceFacts, t):
     excess_idle_us = float(s_idle.max()) - med_idle
     # the cause named is the one that explains the wait: more compute (by share, and enough of it to account
     # for a good part of the wait), else more idle before the collectives (the host arrives late)
-    explains = t["min_explained_fraction"] * wait_us
-    by_compute = excess_pct >= t["min_excess_compute_pct"] and (
+    explains = limits["min_explained_fraction"] * wait_us
+    by_compute = excess_pct >= limits["min_excess_compute_pct"] and (
         excess_compute_us >= explains or excess_idle_us < explains) and not (
         excess_idle_us >= explains and excess_idle_us > excess_compute_us)
     by_host = not by_compute and excess_idle_us >= explains
@@ -147,16 +147,16 @@ def straggler_rank(f: TraceFacts, t):
         observed=f"rank(s) {names} (worst first) spend {float(slow['comm_us'].min()) / 1e3:.2f}-{float(slow['comm_us'].max()) / 1e3:.2f} ms "
                  f"in collectives against a median of {float(table['comm_us'].median()) / 1e3:.2f} ms, {cause}",
         mechanism=mechanism,
-        evidence=(Evidence("wait_caused_pct", wait_pct, "%", t["min_wait_pct"], source="stragglers analysis (of the longest rank's span)",
+        evidence=(Evidence("wait_caused_pct", wait_pct, "%", limits["min_wait_pct"], source="stragglers analysis (of the longest rank's span)",
                            rows=rows(rows_table, ["rank", "compute_before_us", "idle_before_us", "comm_us", "comm_deficit_us",
                                                   "is_straggler"], n=len(rows_table), by="comm_deficit_us")),
                   Evidence("max_wait_caused_us", wait_us, "us", source="stragglers analysis (comm_deficit_us)"),
-                  Evidence("straggler_excess_compute_pct", excess_pct, "%", t["min_excess_compute_pct"],
+                  Evidence("straggler_excess_compute_pct", excess_pct, "%", limits["min_excess_compute_pct"],
                            ">" if by_compute else "<",
                            "computation kernels before each rank's collectives (straggler vs median rank)"
                            if device == "gpu" else "CPU ops before each rank's collectives (straggler vs median rank)"),
                   Evidence("straggler_excess_idle_fraction_of_wait", excess_idle_us / wait_us if wait_us > 0 else 0.0,
-                           "fraction", t["min_explained_fraction"], ">" if by_host else "<",
+                           "fraction", limits["min_explained_fraction"], ">" if by_host else "<",
                            f"{dev} idle before each rank's collectives (straggler - median rank) / the others' wait")),
         time_at_stake_ms=bounded_ms(wait_us, span),
         predicted_effect=predicted,

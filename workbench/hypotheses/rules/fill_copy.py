@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.model import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 
@@ -63,7 +63,7 @@ def htod_copies(f: TraceFacts) -> pd.DataFrame:
 
 
 @rule("cpu_fill_then_copy", category="transfer", scope="trace", min_pct=1.0, max_lookback_us=1e6)
-def cpu_fill_then_copy(f: TraceFacts, t):
+def cpu_fill_then_copy(f: TraceFacts, limits):
     """A tensor is filled on the CPU and then copied, at the same size, to the device."""
     copies = htod_copies(f)
     if copies.empty:
@@ -79,11 +79,11 @@ def cpu_fill_then_copy(f: TraceFacts, t):
         columns={"ts_us": "fill_ts_us", "dur_us": "fill_us", "name": "fill_op", "tid": "op_tid"})
     right = right.assign(op_tid=right["op_tid"].astype(str)).sort_values("fill_ts_us")
     m = pd.merge_asof(left, right, left_on="op_ts_us", right_on="fill_ts_us", by=["rank", "op_tid", "bytes"],
-                      direction="backward", tolerance=t["max_lookback_us"])
+                      direction="backward", tolerance=limits["max_lookback_us"])
     m = m[m["fill_op"].notna()]
     stake_us = float(m["dur_us"].sum() + m["fill_us"].sum())
     share = pct(stake_us, f.window_us)
-    if m.empty or share < t["min_pct"]:
+    if m.empty or share < limits["min_pct"]:
         return None
     by = m.groupby(["fill_op", "name", "bytes"], as_index=False, observed=True).agg(
         n=("dur_us", "size"), copy_us=("dur_us", "sum"), fill_us=("fill_us", "sum"))
@@ -93,7 +93,7 @@ def cpu_fill_then_copy(f: TraceFacts, t):
                  f"host fill op wrote just before ({m['fill_us'].sum() / 1e3:.2f} ms of host fills)",
         mechanism="Creating the tensor on the host and moving it costs a host fill, a PCIe copy and (from pageable "
                   "memory) a blocked host; a factory call with device= fills it on the GPU in microseconds.",
-        evidence=(Evidence("fill_and_copy_pct", share, "%", t["min_pct"], source="cpu_ops (fills) + kernels (HtoD copies)",
+        evidence=(Evidence("fill_and_copy_pct", share, "%", limits["min_pct"], source="cpu_ops (fills) + kernels (HtoD copies)",
                            rows=rows(by, ["fill_op", "name", "bytes", "n", "copy_us", "fill_us"], by="copy_us")),
                   Evidence("matched_copies", len(m), "copies", source="same rank, thread and byte count")),
         time_at_stake_ms=bounded_ms(stake_us, f.window_us),

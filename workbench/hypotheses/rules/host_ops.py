@@ -13,7 +13,7 @@ import pandas as pd
 
 from workbench.analysis.intervals import union
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.model import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import NotJudged, rule
 from workbench.hypotheses.roofline import OVERHEAD_ROOF_FRACTION
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
@@ -67,38 +67,93 @@ def placed_main_ops(f: TraceFacts) -> pd.DataFrame:
 
 
 def _composites_by_children(f: TraceFacts, placed: pd.DataFrame) -> pd.DataFrame:
-    """A top-level op with no work formula of its own (``aten::gru_cell``, a module's composite op) is
-    judged by the ops it called: when their work (roof time summed over its direct children) is far
-    below its measured time, per-op dispatch of those children, not work, sets its time (``overhead``).
-    A child with no known work counts only when it is short (``SHORT_OP_US``); a long one leaves the
-    op ``unknown``."""
+    """A top-level op with no work formula of its own (an autograd backward node such as
+    ``autograd::engine::evaluate_function: MmBackward0``, ``aten::gru_cell``, a module's composite op)
+    is judged by the work of the ops it called: its *work frontier*, the descendants that have a
+    formula with no ancestor below it that has one (so nothing is counted twice: ``aten::linear`` is
+    counted, not also its ``aten::addmm``). The op keeps its inclusive time (the time that did that
+    work). A frontier-less leaf descendant with no known work counts only when it is short
+    (``SHORT_OP_US``); a long one leaves the op ``unknown`` (nothing is guessed).
+
+    With the work summed: ``overhead`` when the roof time of that work is far below the op's time and
+    it made at least two calls (per-op dispatch of the children sets its time), else memory /
+    compute / uncertain from the summed FLOPs and bytes (``analysis.roofline.bound_of``)."""
+    from workbench.analysis.roofline import ROOF_TOLERANCE, bound_of
     from workbench.hypotheses.roofline import SHORT_OP_US, place_ops
 
     unknown = placed["bound"].to_numpy() == "unknown"
     every = f.cpu_ops
     if not unknown.any() or "parent" not in every or not isinstance(every.index, pd.RangeIndex):
         return placed
-    rows = placed.index.to_numpy()[unknown]
-    children = every[every["parent"].isin(rows)]
-    if children.empty:
+    tops = placed.index.to_numpy()[unknown]
+    frontier = _work_frontier(every, tops)
+    if frontier.empty:
         return placed
-    kids = place_ops(children, f.ceiling)
+    kids = place_ops(every.loc[frontier["row"].to_numpy()], f.ceiling)
     known = kids["roof_us"].notna().to_numpy()
     short = kids["dur_us"].to_numpy(dtype=float) < SHORT_OP_US
-    judged = pd.DataFrame({"parent": kids["parent"].to_numpy(), "roof_us": np.where(known, kids["roof_us"], 0.0),
-                           "ok": known | short, "n": 1})
-    per = judged.groupby("parent").agg(roof_us=("roof_us", "sum"), ok=("ok", "all"), n=("n", "sum"))
-    dur = placed.loc[rows, "dur_us"].to_numpy(dtype=float)
-    roof = per["roof_us"].reindex(rows).to_numpy(dtype=float)
-    ok = per["ok"].reindex(rows).fillna(False).to_numpy(dtype=bool) & (per["n"].reindex(rows).fillna(0).to_numpy() >= 2)
-    overhead = ok & (roof < OVERHEAD_ROOF_FRACTION * dur)
-    if not overhead.any():
+    judged = pd.DataFrame({"top": frontier["top"].to_numpy(), "roof_us": np.where(known, kids["roof_us"], 0.0),
+                           "flops": np.where(known, kids["flops"], 0.0), "bytes": np.where(known, kids["bytes"], 0.0),
+                           "ok": known | short, "n": 1, "work": known.astype(int)})
+    per = judged.groupby("top").agg(roof_us=("roof_us", "sum"), flops=("flops", "sum"), bytes=("bytes", "sum"),
+                                    ok=("ok", "all"), n=("n", "sum"), work=("work", "sum"))
+    per = per.reindex(tops)
+    dur = placed.loc[tops, "dur_us"].to_numpy(dtype=float)
+    ok = per["ok"].fillna(False).to_numpy(dtype=bool)
+    roof = per["roof_us"].to_numpy(dtype=float)
+    calls = per["n"].fillna(0).to_numpy()
+    with_work = ok & (per["work"].fillna(0).to_numpy() > 0)
+    overhead = ok & (calls >= 2) & (roof < OVERHEAD_ROOF_FRACTION * dur)
+    by_work = with_work & ~overhead
+    if not (overhead.any() or by_work.any()):
         return placed
     out = placed.copy()
-    hit = rows[overhead]
+    hit = tops[overhead]
     out.loc[hit, "bound"] = "overhead"
     out.loc[hit, "roof_us"] = roof[overhead]
+    if by_work.any():
+        sel = tops[by_work]
+        flops, nbytes = per.loc[sel, "flops"].to_numpy(float), per.loc[sel, "bytes"].to_numpy(float)
+        out.loc[sel, "flops"] = flops
+        out.loc[sel, "bytes"] = nbytes
+        out.loc[sel, "roof_us"] = roof[by_work]
+        fraction = roof[by_work] / np.maximum(dur[by_work], 1e-9)
+        out.loc[sel, "roof_fraction"] = fraction
+        out.loc[sel, "above_roof"] = fraction > 1 + ROOF_TOLERANCE
+        out.loc[sel, "bound"] = bound_of(flops, nbytes, f.ceiling)
     return out
+
+
+def _work_frontier(every: pd.DataFrame, tops: np.ndarray) -> pd.DataFrame:
+    """For each op of ``tops``: its descendants that carry the work (``row``, ``top``, ``leaf``): those
+    with a work formula and no formula-bearing ancestor below the top op, and the leaves under no such
+    op (their work is unknown). ``every`` has a RangeIndex and ``parent`` (row of the parent, -1 none)."""
+    from workbench.analysis.work_formulas import FORMULAS
+
+    parent = every["parent"].to_numpy()
+    n = len(every)
+    has_formula = every["name"].astype(str).map(lambda name: name in FORMULAS).to_numpy(dtype=bool)
+    depth = every["depth"].to_numpy() if "depth" in every else np.zeros(n)
+    top_of = np.full(n, -1)
+    covered = np.zeros(n, dtype=bool)      # some ancestor below the top op has a formula
+    is_top = np.zeros(n, dtype=bool)
+    is_top[tops] = True
+    has_child = np.zeros(n, dtype=bool)
+    valid = (parent >= 0) & (parent < n)
+    has_child[parent[valid]] = True
+    for i in np.argsort(depth, kind="stable"):   # parents before children
+        p = parent[i]
+        if not (0 <= p < n):
+            continue
+        if is_top[p]:
+            top_of[i] = p
+        elif top_of[p] >= 0:
+            top_of[i] = top_of[p]
+            covered[i] = covered[p] or has_formula[p]
+    under = (top_of >= 0) & ~covered
+    carries = under & (has_formula | ~has_child)
+    rows = np.flatnonzero(carries)
+    return pd.DataFrame({"row": rows, "top": top_of[rows], "leaf": ~has_child[rows] & ~has_formula[rows]})
 
 
 def windows(f: TraceFacts, ops: pd.DataFrame) -> list[tuple[float, float]]:
@@ -152,7 +207,7 @@ def _window_total(wins) -> float:
 
 @rule("cpu_dispatch_overhead", category="launch_overhead", scope="trace",
       min_ops_per_call=20, min_share_pct=30.0, short_gap_us=50.0)
-def cpu_dispatch_overhead(f: TraceFacts, t):
+def cpu_dispatch_overhead(f: TraceFacts, limits):
     """Many ops take many times their roof time: per-op dispatch cost, not the work, fills the time."""
     ops = placed_main_ops(f)
     wins = windows(f, ops)
@@ -160,11 +215,11 @@ def cpu_dispatch_overhead(f: TraceFacts, t):
     calls = max(1, len(wins) if not f.steps.empty else f.n_steps)
     short = ops[ops["bound"] == "overhead"]
     g = gaps_in_windows(ops, wins)
-    small_gaps = g[g["gap_us"] < t["short_gap_us"]]
+    small_gaps = g[g["gap_us"] < limits["short_gap_us"]]
     # the small gaps between ops are dispatch too (Python, argument parsing): the overhead ops' share of them
     stake_us = float(short["dur_us"].sum() + small_gaps["gap_us"].sum() * len(short) / max(1, len(ops)))
     share = pct(stake_us, total)
-    if len(short) / calls < t["min_ops_per_call"] or share < t["min_share_pct"]:
+    if len(short) / calls < limits["min_ops_per_call"] or share < limits["min_share_pct"]:
         return None
     by = short.groupby("name", as_index=False, observed=True).agg(
         n=("dur_us", "size"), median_us=("dur_us", "median"), roof_us=("roof_us", "median"))
@@ -174,9 +229,9 @@ def cpu_dispatch_overhead(f: TraceFacts, t):
                  f"(median {short['dur_us'].median():.1f} µs); they and the gaps between them are {share:.0f}% of the measured time",
         mechanism="Each PyTorch op pays a fixed dispatch cost (Python, dispatcher, allocation, and on GPU a kernel launch) "
                   "that is larger than its work at these sizes.",
-        evidence=(Evidence("overhead_ops_per_call", len(short) / calls, "ops", t["min_ops_per_call"], ">=", "cpu_ops + analytic work",
+        evidence=(Evidence("overhead_ops_per_call", len(short) / calls, "ops", limits["min_ops_per_call"], ">=", "cpu_ops + analytic work",
                            rows=rows(by, ["name", "n", "median_us", "roof_us"], by="n")),
-                  Evidence("overhead_time_pct", share, "%", t["min_share_pct"], source="cpu_ops")),
+                  Evidence("overhead_time_pct", share, "%", limits["min_share_pct"], source="cpu_ops")),
         time_at_stake_ms=bounded_ms(stake_us / calls, total / calls),
         predicted_effect="fusing the ops (torch.compile) or batching them into fewer, larger ops removes most of the per-op cost",
         falsifier="compile the function: if time per call does not fall, dispatch was not the cost",
@@ -185,27 +240,27 @@ def cpu_dispatch_overhead(f: TraceFacts, t):
 
 
 @rule("cpu_host_gaps", category="host_bound", scope="trace", long_gap_us=50.0, min_share_pct=30.0)
-def cpu_host_gaps(f: TraceFacts, t):
+def cpu_host_gaps(f: TraceFacts, limits):
     """Long stretches of host time inside the measured call where no PyTorch op runs."""
     ops = main_thread_ops(f)
     wins = windows(f, ops)
     total = _window_total(wins)
     calls = max(1, len(wins) if not f.steps.empty else f.n_steps)
     g = gaps_in_windows(ops, wins)
-    long_gaps = g[g["gap_us"] >= t["long_gap_us"]]
+    long_gaps = g[g["gap_us"] >= limits["long_gap_us"]]
     # a long gap right after dynamo's cache lookup is a compile (a miss), not host work of the program:
     # the compile rules (recompiles, cold start) carry that time
     compiling = _after_cache_lookup(ops, long_gaps["gap_start_us"].to_numpy(dtype=float))
     compile_us = float(long_gaps.loc[compiling, "gap_us"].sum())
     long_gaps = long_gaps[~compiling]
     share = pct(long_gaps["gap_us"].sum(), total)
-    if long_gaps.empty or share < t["min_share_pct"]:
+    if long_gaps.empty or share < limits["min_share_pct"]:
         return None
     return Hypothesis(
         category="host_bound", title=f"{share:.0f}% of the time is host work outside PyTorch ops",
-        observed=f"{len(long_gaps)} gaps of >= {t['long_gap_us']:.0f} µs between ops, {long_gaps['gap_us'].sum() / 1e3:.2f} ms in total",
+        observed=f"{len(long_gaps)} gaps of >= {limits['long_gap_us']:.0f} µs between ops, {long_gaps['gap_us'].sum() / 1e3:.2f} ms in total",
         mechanism="Python code, data preparation or other libraries run between tensor ops; the device (or the op stream) waits.",
-        evidence=(Evidence("host_gap_pct", share, "%", t["min_share_pct"], source="cpu_ops (gaps between top-level ops)",
+        evidence=(Evidence("host_gap_pct", share, "%", limits["min_share_pct"], source="cpu_ops (gaps between top-level ops)",
                            rows=rows(long_gaps, ["gap_start_us", "gap_us"], by="gap_us")),),
         time_at_stake_ms=bounded_ms(long_gaps["gap_us"].sum() / calls, total / calls),
         predicted_effect="moving that host work out of the loop (precompute, vectorise, DataLoader workers) removes up to the gap time",

@@ -8,7 +8,7 @@ import pandas as pd
 
 from workbench.analysis.roofline import ROOF_TOLERANCE
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.model import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 from workbench.hypotheses.rules.host_ops import placed_main_ops, windows
@@ -25,7 +25,7 @@ def _by_op(ops: pd.DataFrame) -> pd.DataFrame:
 
 
 @rule("cpu_memory_bound_ops", category="memory_bound", scope="trace", min_share_pct=50.0, min_ops_per_call=1.0)
-def cpu_memory_bound_ops(f: TraceFacts, t):
+def cpu_memory_bound_ops(f: TraceFacts, limits):
     """Most operator time is in ops whose roof time comes from bytes moved, not FLOPs."""
     ops = placed_main_ops(f)
     total = sum(b - a for a, b in windows(f, ops))
@@ -38,7 +38,7 @@ def cpu_memory_bound_ops(f: TraceFacts, t):
     share = pct(mem["dur_us"].sum(), total)
     calls = max(1, f.n_steps)
     per_call = len(mem) / calls
-    if mem.empty or share < t["min_share_pct"] or per_call < t["min_ops_per_call"]:
+    if mem.empty or share < limits["min_share_pct"] or per_call < limits["min_ops_per_call"]:
         return None
     # fusing a chain of n passes over the same data leaves about one pass
     saveable = float(mem["dur_us"].sum()) * (1 - 1 / max(1.0, per_call))
@@ -49,9 +49,9 @@ def cpu_memory_bound_ops(f: TraceFacts, t):
         mechanism="Each op reads and writes whole tensors doing little arithmetic per byte (below the ridge of "
                   f"{f.ceiling.ridge_flops_per_byte:.0f} FLOP/byte): bandwidth sets their time, and a chain re-reads "
                   "what the previous op wrote.",
-        evidence=(Evidence("memory_bound_time_pct", share, "%", t["min_share_pct"], source="cpu_ops + analytic work",
+        evidence=(Evidence("memory_bound_time_pct", share, "%", limits["min_share_pct"], source="cpu_ops + analytic work",
                            rows=rows(_by_op(mem), ["name", "n", "dur_us", "roof_us"], by="dur_us")),
-                  Evidence("memory_ops_per_call", per_call, "ops", t["min_ops_per_call"], ">=", "cpu_ops"),
+                  Evidence("memory_ops_per_call", per_call, "ops", limits["min_ops_per_call"], ">=", "cpu_ops"),
                   Evidence("ridge_flop_per_byte", f.ceiling.ridge_flops_per_byte, "FLOP/byte",
                            source="device ceiling", rows=_ceiling_row(f))),
         time_at_stake_ms=bounded_ms(saveable / calls, total / calls),
@@ -65,20 +65,20 @@ def cpu_memory_bound_ops(f: TraceFacts, t):
 
 
 @rule("cpu_compute_bound_ops", category="compute_bound", scope="trace", min_share_pct=50.0)
-def cpu_compute_bound_ops(f: TraceFacts, t):
+def cpu_compute_bound_ops(f: TraceFacts, limits):
     """Most operator time is in ops whose roof time comes from FLOPs (matrix work above the ridge)."""
     ops = placed_main_ops(f)
     total = sum(b - a for a, b in windows(f, ops))
     comp = ops[ops["bound"] == "compute"]
     share = pct(comp["dur_us"].sum(), total)
-    if comp.empty or share < t["min_share_pct"]:
+    if comp.empty or share < limits["min_share_pct"]:
         return None
     by = comp.groupby(["name", "input_dims"], as_index=False, observed=True).agg(
         n=("dur_us", "size"), dur_us=("dur_us", "sum"), roof_us=("roof_us", "sum"))
     calls = max(1, f.n_steps)
     known = comp["flops"].notna()
     achieved = (comp.loc[known, "flops"].sum() / comp.loc[known, "dur_us"].sum() / 1e3) if known.any() else float("nan")
-    ev = [Evidence("compute_bound_time_pct", share, "%", t["min_share_pct"], source="cpu_ops + analytic work",
+    ev = [Evidence("compute_bound_time_pct", share, "%", limits["min_share_pct"], source="cpu_ops + analytic work",
                    rows=rows(by, ["name", "input_dims", "n", "dur_us", "roof_us"], by="dur_us"))]
     above = achieved == achieved and achieved > f.ceiling.peak_gflops * (1 + ROOF_TOLERANCE)
     if achieved == achieved:

@@ -10,7 +10,7 @@ import pandas as pd
 
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.gpu_roofline import PLACED_BY_WORK, family_by_name, place_kernels
-from workbench.hypotheses.model import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, per_rank_max_us, rows, summed_over
 
@@ -37,15 +37,15 @@ def _placement(k: pd.DataFrame) -> Evidence:
 
 
 @rule("memory_bound_kernels", category="memory_bound", scope="trace", min_share_pct=40.0, min_chain=3)
-def memory_bound_kernels(f: TraceFacts, t):
+def memory_bound_kernels(f: TraceFacts, limits):
     """Most kernel time is in memory-bound families; chains of them on a stream are fusion candidates."""
     k = _compute_kernels(f)
     busy = float(k["dur_us"].sum())
     mem = k[k["fusable"]]
     share = pct(mem["dur_us"].sum(), busy)
-    if k.empty or share < t["min_share_pct"]:
+    if k.empty or share < limits["min_share_pct"]:
         return None
-    chains = _chains(k, int(t["min_chain"]))
+    chains = _chains(k, int(limits["min_chain"]))
     stake_us = per_rank_max_us(chains, "saveable_us") if not chains.empty else 0.0
     if stake_us <= 0:
         stake_us = per_rank_max_us(mem) / 2
@@ -55,10 +55,10 @@ def memory_bound_kernels(f: TraceFacts, t):
         observed=f"{len(mem)} elementwise/reduction/normalisation kernels, {mem['dur_us'].sum() / 1e3:.2f} ms of "
                  f"{busy / 1e3:.2f} ms computation-kernel time{summed_over(k)} (GEMM, convolution and attention kernels "
                  f"excluded); "
-                 f"{len(chains)} chains of >= {int(t['min_chain'])} in a row",
+                 f"{len(chains)} chains of >= {int(limits['min_chain'])} in a row",
         mechanism="Each of these kernels streams its tensors through memory doing little arithmetic per byte; "
                   "back-to-back ones re-read what the previous one wrote.",
-        evidence=(Evidence("memory_bound_share_pct", share, "%", t["min_share_pct"], source="kernels (roofline placement)",
+        evidence=(Evidence("memory_bound_share_pct", share, "%", limits["min_share_pct"], source="kernels (roofline placement)",
                            rows=rows(by_name, ["name", "work_op", "placed_by", "n", "dur_us"], by="dur_us")),
                   Evidence("fusable_chain_us", stake_us, "us", source="kernels (chains on a stream)",
                            rows=rows(chains, ["first", "length", "chain_us", "saveable_us"], by="saveable_us")),
@@ -87,7 +87,7 @@ def _chains(k: pd.DataFrame, min_len: int) -> pd.DataFrame:
 
 
 @rule("matrix_kernels_dominate", category="compute_bound", scope="trace", min_share_pct=60.0, max_idle_pct=15.0)
-def matrix_kernels_dominate(f: TraceFacts, t):
+def matrix_kernels_dominate(f: TraceFacts, limits):
     """The GPU is busy and most of its time is in matrix kernels (GEMM, convolution, attention)."""
     k = _compute_kernels(f)
     busy = float(k["dur_us"].sum())
@@ -95,16 +95,16 @@ def matrix_kernels_dominate(f: TraceFacts, t):
     share = pct(mat["dur_us"].sum(), busy)
     ranks = f.gpu_ranks
     idle_pct = pct(ranks["idle_us"].sum(), ranks["span_us"].sum())
-    if k.empty or share < t["min_share_pct"] or idle_pct > t["max_idle_pct"]:
+    if k.empty or share < limits["min_share_pct"] or idle_pct > limits["max_idle_pct"]:
         return None
     by_name = mat.groupby(["name", "work_op", "placed_by"], as_index=False).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
     return Hypothesis(
         category="compute_bound", title=f"{share:.0f}% of kernel time is matrix work on a busy GPU",
         observed=f"{len(mat)} GEMM/convolution kernels, {mat['dur_us'].sum() / 1e3:.2f} ms{summed_over(mat)}; GPU idle {idle_pct:.1f}%",
         mechanism="Time is in arithmetic-heavy kernels; only less arithmetic or faster arithmetic (tensor cores, lower precision) helps.",
-        evidence=(Evidence("matrix_share_pct", share, "%", t["min_share_pct"], source="kernels (roofline placement)",
+        evidence=(Evidence("matrix_share_pct", share, "%", limits["min_share_pct"], source="kernels (roofline placement)",
                            rows=rows(by_name, ["name", "work_op", "placed_by", "n", "dur_us"], by="dur_us")),
-                  Evidence("idle_pct", idle_pct, "%", t["max_idle_pct"], "<", "temporal breakdown"),
+                  Evidence("idle_pct", idle_pct, "%", limits["max_idle_pct"], "<", "temporal breakdown"),
                   _placement(k)),
         time_at_stake_ms=bounded_ms(per_rank_max_us(mat) / 2, f.window_us),
         predicted_effect="bf16/fp16 autocast or TF32 on tensor-core GPUs can about halve matrix time; host changes cannot",

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.model import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 
@@ -62,13 +62,13 @@ def _conv_bn_pairs(ops: pd.DataFrame) -> pd.DataFrame:
 
 
 @rule("conv_bias_before_batch_norm", category="memory_bound", scope="trace", min_pairs=1)
-def conv_bias_before_batch_norm(f: TraceFacts, t):
+def conv_bias_before_batch_norm(f: TraceFacts, limits):
     """A convolution adds a bias that the batch norm right after it subtracts again (with the mean)."""
     ops = f.require_cpu_ops()
     if (ops["input_dims"].astype(str) == "").all():
         raise NotJudged("input shapes were not recorded (profile with record_shapes=True): conv biases cannot be seen")
     pairs = _conv_bn_pairs(ops)
-    if len(pairs) < t["min_pairs"]:
+    if len(pairs) < limits["min_pairs"]:
         return None
     try:
         gbps = float(f.ceiling.memory_gbps)
@@ -83,7 +83,7 @@ def conv_bias_before_batch_norm(f: TraceFacts, t):
         observed=f"{len(pairs)} conv calls with a bias input are followed directly by batch_norm over the same channels",
         mechanism="Batch norm subtracts the per-channel mean, so a per-channel bias before it changes nothing but "
                   "costs an extra pass over the output (and a bias gradient in training).",
-        evidence=(Evidence("conv_bias_then_bn", len(pairs), "pairs", t["min_pairs"], ">=", "cpu_ops (names, input dims)",
+        evidence=(Evidence("conv_bias_then_bn", len(pairs), "pairs", limits["min_pairs"], ">=", "cpu_ops (names, input dims)",
                            rows=rows(pairs, ["conv", "out_channels", "output_elements", "conv_us"], by="output_elements")),
                   Evidence("bias_pass_us", stake_us, "us", source="analytic: read + write of the output at the ceiling's bandwidth")),
         time_at_stake_ms=bounded_ms(stake_us, f.window_us),
@@ -102,7 +102,7 @@ def _union_us(ev: pd.DataFrame) -> float:
 
 
 @rule("data_parallel_not_ddp", category="communication", scope="trace", min_pct=1.0)
-def data_parallel_not_ddp(f: TraceFacts, t):
+def data_parallel_not_ddp(f: TraceFacts, limits):
     """A single process drives several GPUs with nn.DataParallel (replicate/scatter/gather each step)."""
     if len(f.ranks) > 1:
         raise NotJudged("the trace has several ranks: DataParallel is a single-process pattern")
@@ -117,7 +117,7 @@ def data_parallel_not_ddp(f: TraceFacts, t):
         return None
     dp_us = _union_us(dp)
     share = pct(dp_us, f.window_us)
-    if share < t["min_pct"]:
+    if share < limits["min_pct"]:
         return None
     devices = sorted(int(d) for d in f.kernels["device"].unique()) if f.has_gpu and "device" in f.kernels else []
     by = dp.groupby("name", as_index=False).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
@@ -127,7 +127,7 @@ def data_parallel_not_ddp(f: TraceFacts, t):
                  + (f" driving devices {devices}" if devices else ""),
         mechanism="DataParallel copies the model to every GPU each step, scatters inputs and gathers outputs on GPU 0, "
                   "all from one Python process (GIL-bound); DDP keeps one process per GPU and overlaps gradient all-reduce.",
-        evidence=(Evidence("data_parallel_pct", share, "%", t["min_pct"], source="cpu_ops + python_calls (names)",
+        evidence=(Evidence("data_parallel_pct", share, "%", limits["min_pct"], source="cpu_ops + python_calls (names)",
                            rows=rows(by, ["name", "n", "dur_us"], by="dur_us")),),
         time_at_stake_ms=bounded_ms(dp_us, f.window_us),
         predicted_effect="DistributedDataParallel (one process per GPU) removes replicate/scatter/gather and scales better",

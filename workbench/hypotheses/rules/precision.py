@@ -15,7 +15,7 @@ import pandas as pd
 from workbench.analysis.kernel_precision import FP32, HALF_TYPES, kernel_precisions, launching_op_rows
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.gpu_roofline import family_by_name
-from workbench.hypotheses.model import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, per_rank_max_us, rows, summed_over
 
@@ -42,10 +42,10 @@ def matrix_kernels(f: TraceFacts) -> pd.DataFrame:
 
 
 @rule("fp32_matmul_without_tf32", category="precision", scope="trace", min_compute_major=8, min_share_pct=10.0)
-def fp32_matmul_without_tf32(f: TraceFacts, t):
+def fp32_matmul_without_tf32(f: TraceFacts, limits):
     """fp32 matrix kernels (the kernel's name says fp32 on the CUDA cores) on a GPU with TF32 tensor cores."""
     k = f.require_gpu()
-    if _compute_major(f) < t["min_compute_major"]:
+    if _compute_major(f) < limits["min_compute_major"]:
         return None
     mat = matrix_kernels(f)
     if mat.empty:
@@ -59,7 +59,7 @@ def fp32_matmul_without_tf32(f: TraceFacts, t):
                         "(or no TF32 / fp32 kernel) and their launching ops record no lower-precision dtype")
     total = float(k.loc[(k["kind"] == "kernel") & (k["kernel_type"] == "computation"), "dur_us"].sum())
     share = pct(fp32["dur_us"].sum(), total)
-    if fp32.empty or share < t["min_share_pct"]:
+    if fp32.empty or share < limits["min_share_pct"]:
         return None
     by_name = fp32.groupby("name", as_index=False).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
     stake_us = per_rank_max_us(fp32) / 2
@@ -71,9 +71,9 @@ def fp32_matmul_without_tf32(f: TraceFacts, t):
         category="precision", title=f"fp32 GEMMs without TF32 take {share:.0f}% of kernel time",
         observed=f"{len(fp32)} fp32 matrix kernels on the CUDA cores (by their names: sgemm / scudnn / simt), "
                  f"{fp32['dur_us'].sum() / 1e3:.2f} ms of {total / 1e3:.2f} ms computation-kernel time{summed_over(k)}, "
-                 f"on compute capability >= {int(t['min_compute_major'])}",
+                 f"on compute capability >= {int(limits['min_compute_major'])}",
         mechanism="Full-fp32 GEMMs use the CUDA cores; TF32 tensor cores run them several times faster at ~10-bit mantissa.",
-        evidence=(Evidence("fp32_gemm_share_pct", share, "%", t["min_share_pct"], source="kernels (type named in the kernel name)",
+        evidence=(Evidence("fp32_gemm_share_pct", share, "%", limits["min_share_pct"], source="kernels (type named in the kernel name)",
                            rows=rows(by_name, ["name", "n", "dur_us"], by="dur_us")),),
         time_at_stake_ms=bounded_ms(stake_us, f.window_us),
         predicted_effect="torch.backends.cuda.matmul.allow_tf32 = True (or bf16 autocast) cuts these kernels' time by about half or more",
@@ -104,7 +104,7 @@ def matmul_kn(name: str, input_dims: str) -> tuple[int, int] | None:
 
 
 @rule("half_matmul_unaligned", category="precision", scope="trace", alignment=8, min_share_pct=5.0)
-def half_matmul_unaligned(f: TraceFacts, t):
+def half_matmul_unaligned(f: TraceFacts, limits):
     """fp16/bf16 matrix kernels that ran unaligned: the kernel says ``_alignN`` below 16 bytes, or (no tag)
     the launching matmul's K or N is not a multiple of 8."""
     mat = matrix_kernels(f)
@@ -114,7 +114,7 @@ def half_matmul_unaligned(f: TraceFacts, t):
             raise NotJudged(f"the precision of {len(mat)} matrix kernels is unknown: their names state no type and "
                             "their launching ops record no dtype (profile with record_shapes=True)")
         return None
-    align = int(t["alignment"])
+    align = int(limits["alignment"])
     tag = half["alignment"].to_numpy(np.int64)
     ops = f.cpu_ops
     is_mm = ops["name"].astype(str).isin(MATMUL_OPS).to_numpy() if not ops.empty else np.zeros(0, bool)
@@ -136,7 +136,7 @@ def half_matmul_unaligned(f: TraceFacts, t):
         judged_by=np.where(by_tag, "kernel name (_alignN)", "op shapes (K, N)")[unaligned & judged])
     whole = float(half.loc[judged, "dur_us"].sum())
     share = pct(bad["dur_us"].sum(), whole)
-    if bad.empty or share < t["min_share_pct"]:
+    if bad.empty or share < limits["min_share_pct"]:
         return None
     by_kernel = bad.groupby(["name", "kernel_align", "op", "input_dims", "judged_by"], as_index=False).agg(
         n=("dur_us", "size"), dur_us=("dur_us", "sum"))
@@ -147,7 +147,7 @@ def half_matmul_unaligned(f: TraceFacts, t):
                  f"({share:.0f}%){summed_over(half)} is in kernels that ran unaligned",
         mechanism="Tensor-core GEMM kernels load 16-byte vectors (8 half elements); a K or N that is not a multiple of 8 "
                   "forces narrower loads (an _align2/_align4 kernel) or padding.",
-        evidence=(Evidence("unaligned_matmul_share_pct", share, "%", t["min_share_pct"],
+        evidence=(Evidence("unaligned_matmul_share_pct", share, "%", limits["min_share_pct"],
                            source="matrix kernels (alignment in the kernel name; else the launching op's K, N)",
                            rows=rows(by_kernel, ["name", "kernel_align", "op", "input_dims", "judged_by", "n", "dur_us"],
                                      by="dur_us")),),

@@ -8,7 +8,7 @@ import pandas as pd
 from numpy.lib.stride_tricks import sliding_window_view
 
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.model import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct
 
@@ -78,14 +78,14 @@ def best_sequence(names: np.ndarray, min_len: int, max_len: int, min_repeats: in
 
 @rule("frequent_sequences", category="launch_overhead", scope="trace",
       min_len=3, max_len=10, min_repeats=5, min_stake_pct=1.0)
-def frequent_sequences(f: TraceFacts, t):
+def frequent_sequences(f: TraceFacts, limits):
     """The same sequence of kernels (or ops) repeats many times: a fusion or CUDA-graph candidate."""
     if not f.has_gpu and f.cpu_ops.empty:
         raise NotJudged("no GPU kernels and no CPU operator events in the trace")
     found = []
     for where, ev in _streams(f):
         names = ev["name"].astype(str).to_numpy()
-        hit = best_sequence(names, int(t["min_len"]), int(t["max_len"]), int(t["min_repeats"]))
+        hit = best_sequence(names, int(limits["min_len"]), int(limits["max_len"]), int(limits["min_repeats"]))
         if hit is not None:
             found.append((where, ev, names, *hit))
     if not found:
@@ -98,7 +98,7 @@ def frequent_sequences(f: TraceFacts, t):
     seq_us = float(np.sum(end[starts + n - 1] - ts[starts]))
     window = f.window_us
     share = pct(inside_us, window)
-    if share < t["min_stake_pct"]:
+    if share < limits["min_stake_pct"]:
         return None
     seq = [str(x)[:70] for x in names[starts[0]:starts[0] + n]]
     unit = "kernels" if f.has_gpu else "ops"
@@ -108,10 +108,10 @@ def frequent_sequences(f: TraceFacts, t):
                  f"occurs {len(starts)} times ({seq_us / 1e3:.2f} ms), with {inside_us / 1e3:.2f} ms idle between its {unit}",
         mechanism=f"Each repeat launches the same {n} {unit} one by one, paying a launch/dispatch each and leaving "
                   "gaps between them; one fused kernel or one CUDA-graph replay pays it once.",
-        evidence=(Evidence("gap_inside_repeats_pct", share, "%", t["min_stake_pct"], source=f"{unit} in time order",
+        evidence=(Evidence("gap_inside_repeats_pct", share, "%", limits["min_stake_pct"], source=f"{unit} in time order",
                            rows=tuple({"position": i, "name": s} for i, s in enumerate(seq))),
-                  Evidence("repeats", len(starts), "times", t["min_repeats"], ">=", f"{unit} (non-overlapping n-grams)"),
-                  Evidence("sequence_length", n, unit, t["min_len"], ">=", f"{unit} (non-overlapping n-grams)")),
+                  Evidence("repeats", len(starts), "times", limits["min_repeats"], ">=", f"{unit} (non-overlapping n-grams)"),
+                  Evidence("sequence_length", n, unit, limits["min_len"], ">=", f"{unit} (non-overlapping n-grams)")),
         time_at_stake_ms=bounded_ms(inside_us, window),
         predicted_effect="capturing the sequence as a CUDA graph or fusing it (torch.compile) removes the gaps between its "
                          f"{unit}; fusion may also cut the memory traffic between them",

@@ -3,7 +3,7 @@ each traced to the op that caused it (``workbench.analysis.sync_audit``)."""
 from __future__ import annotations
 
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.model import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 
@@ -16,7 +16,7 @@ def _by_cause(table):
 
 
 @rule("host_sync_calls", category="host_sync", scope="trace", min_sync_pct=5.0, min_calls=1)
-def host_sync_calls(f: TraceFacts, t):
+def host_sync_calls(f: TraceFacts, limits):
     """The host blocks on the device in synchronize calls or synchronous copies/memsets (one finding per
     rank: its blocked time as a share of that rank's own window, its calls per step of that rank)."""
     audit = f.sync_audit
@@ -30,7 +30,7 @@ def host_sync_calls(f: TraceFacts, t):
         window = windows.get(rank, f.window_us)
         total = float(mine["blocked_us"].sum())
         share = pct(total, window)
-        if len(mine) < t["min_calls"] or share < t["min_sync_pct"]:
+        if len(mine) < limits["min_calls"] or share < limits["min_sync_pct"]:
             continue
         by_op = _by_cause(mine)
         worst = by_op.sort_values("blocked_us", ascending=False).iloc[0]
@@ -42,14 +42,14 @@ def host_sync_calls(f: TraceFacts, t):
                      f"in synchronising calls; most from {worst['cause_op']} -> {worst['api']} ({worst['kind'].replace('_', ' ')})",
             mechanism="A synchronising call (.item(), .cpu(), .tolist(), torch.cuda.synchronize, a blocking copy) "
                       "waits for all queued GPU work, so the host cannot run ahead and the GPU then starves.",
-            evidence=(Evidence("sync_time_pct", share, "%", t["min_sync_pct"], source="sync audit (of the rank's window)",
+            evidence=(Evidence("sync_time_pct", share, "%", limits["min_sync_pct"], source="sync audit (of the rank's window)",
                                rows=rows(by_op, ["cause_op", "op", "api", "kind", "n", "blocked_us"], by="blocked_us")),
-                      Evidence("sync_calls", len(mine), "calls", t["min_calls"], ">=", "sync audit")),
+                      Evidence("sync_calls", len(mine), "calls", limits["min_calls"], ">=", "sync audit")),
             time_at_stake_ms=bounded_ms(total, window),
             predicted_effect="keeping values on the device (or reading them once per N steps) removes most of the blocked time",
             falsifier="remove the named call (or move it out of the loop): if the step time does not fall, the wait was hidden behind GPU work anyway",
             confounders=("a sync at the end of a step is only as costly as the GPU work it waits for",
                          "profilers add their own synchronisation"),
-            confidence="high" if share > 3 * t["min_sync_pct"] else "medium",
+            confidence="high" if share > 3 * limits["min_sync_pct"] else "medium",
             suggested_variants=("cuda_graph", "eager"), scope=f"rank {rank}"))
     return out

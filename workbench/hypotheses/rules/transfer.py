@@ -5,7 +5,7 @@ import pandas as pd
 
 from workbench.analysis.intervals import intersection_length, union_length
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.model import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 
@@ -20,13 +20,13 @@ def _host_copies(f: TraceFacts) -> pd.DataFrame:
 
 def _copy_rows(f: TraceFacts, rank: int) -> tuple[dict, ...]:
     """Copy statistics of one rank per direction and host memory: count, bytes, time, GB/s."""
-    t = f.copies.table
-    t = t[(t["rank"] == rank) & (t["kind"] == "memcpy")]
-    return rows(t, ["direction", "host_memory", "count", "bytes", "dur_us", "gbps"], by="dur_us")
+    table = f.copies.table
+    table = table[(table["rank"] == rank) & (table["kind"] == "memcpy")]
+    return rows(table, ["direction", "host_memory", "count", "bytes", "dur_us", "gbps"], by="dur_us")
 
 
 @rule("transfer_share", category="transfer", scope="trace", min_share_pct=10.0)
-def transfer_share(f: TraceFacts, t):
+def transfer_share(f: TraceFacts, limits):
     """Host<->device copies take a large share of the GPU's span, not hidden under compute."""
     copies = _host_copies(f)
     out = []
@@ -39,14 +39,14 @@ def transfer_share(f: TraceFacts, t):
         copy_us = union_length(*copy_i)
         exposed = copy_us - intersection_length(copy_i, (k["ts_us"].to_numpy(float), k["end_us"].to_numpy(float)))
         share = pct(exposed, r.span_us)
-        if share < t["min_share_pct"]:
+        if share < limits["min_share_pct"]:
             continue
         by_dir = _copy_rows(f, r["rank"])
         out.append(Hypothesis(
             category="transfer", title=f"Host<->device copies take {share:.0f}% of the GPU span",
             observed=f"rank {int(r['rank'])}: {len(c)} copies, {copy_us / 1e3:.2f} ms, {exposed / 1e3:.2f} ms not overlapped with compute",
             mechanism="Copies over PCIe/NVLink on the critical path stall the kernels that need their data.",
-            evidence=(Evidence("exposed_transfer_pct", share, "%", t["min_share_pct"], source="kernels (memcpy) + copy stats",
+            evidence=(Evidence("exposed_transfer_pct", share, "%", limits["min_share_pct"], source="kernels (memcpy) + copy stats",
                                rows=by_dir),
                       Evidence("transfer_us", copy_us, "us", source="kernels (memcpy)")),
             time_at_stake_ms=bounded_ms(exposed, r.span_us),
@@ -58,13 +58,13 @@ def transfer_share(f: TraceFacts, t):
 
 
 @rule("pageable_memcpy", category="transfer", scope="trace", min_pageable_pct=1.0)
-def pageable_memcpy(f: TraceFacts, t):
+def pageable_memcpy(f: TraceFacts, limits):
     """Async copies from pageable host memory (staged through a bounce buffer, not truly async)."""
     copies = _host_copies(f)
     pageable = copies[copies["name"].astype(str).str.contains("Pageable")]
     window = f.window_us
     total = float(pageable["dur_us"].sum())
-    if pageable.empty or pct(total, window) < t["min_pageable_pct"]:
+    if pageable.empty or pct(total, window) < limits["min_pageable_pct"]:
         return None
     stats = f.copies.table
     paged = stats[(stats["kind"] == "memcpy") & (stats["host_memory"] == "pageable")]
@@ -73,7 +73,7 @@ def pageable_memcpy(f: TraceFacts, t):
         category="transfer", title=f"{len(pageable)} copies from pageable host memory",
         observed=f"{total / 1e3:.2f} ms of pageable copies" + (f" at {gbps:.1f} GB/s" if gbps == gbps else ""),
         mechanism="A copy from pageable memory is staged through a pinned buffer by the driver: slower, and it blocks the host.",
-        evidence=(Evidence("pageable_copy_pct", pct(total, window), "%", t["min_pageable_pct"], source="kernels (memcpy)",
+        evidence=(Evidence("pageable_copy_pct", pct(total, window), "%", limits["min_pageable_pct"], source="kernels (memcpy)",
                            rows=rows(pageable, ["name", "ts_us", "dur_us", "bytes"], by="dur_us")),
                   Evidence("pageable_copies", len(pageable), "copies", source="copy stats",
                            rows=rows(paged, ["rank", "direction", "count", "bytes", "dur_us", "gbps"], by="dur_us")),

@@ -7,7 +7,7 @@ The diagnostics come from the capture layer (``run.compile``), object or dict, w
 """
 from __future__ import annotations
 
-from workbench.hypotheses.model import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import NotJudged, rule
 from workbench.hypotheses.run_facts import RunFacts, field_of
 
@@ -55,30 +55,34 @@ def _median(f: RunFacts) -> float:
 
 
 @rule("graph_breaks", category="graph_break", scope="run", min_breaks=1)
-def graph_breaks(f: RunFacts, t):
+def graph_breaks(f: RunFacts, limits):
     """torch.compile split the function into several graphs with eager code between them."""
     diag = f.require_compile()
     n_breaks = int(field_of(diag, "graph_break_count", 0) or 0)
-    if n_breaks < t["min_breaks"]:
+    if n_breaks < limits["min_breaks"]:
         return None
     n_graphs = int(field_of(diag, "graph_count", n_breaks + 1) or n_breaks + 1)
     reasons = _break_reasons(diag)
     median = _median(f)
     # Between graphs the code runs eagerly and each graph is a separate call: the share of a
     # call the breaks can cost is bounded by the call itself; spread evenly over the segments.
-    # The extra graphs' compile time is a one-time cost, spread over the calls profiled.
+    # The extra graphs' compile time is a one-time cost, on the one basis every one-time cost is
+    # ranked on (the run's expected_calls, else the stated default), as cold start is.
     extra_compile_ms = break_compile_ms(f)
-    stake = median * n_breaks / (n_breaks + 1) + extra_compile_ms / f.calls_profiled
+    calls = f.one_time_cost_calls
+    stake = median * n_breaks / (n_breaks + 1) + extra_compile_ms / calls
     rows = tuple({"reason": r[:200]} for r in dict.fromkeys(reasons))[:5]
     return Hypothesis(
         category="graph_break", title=f"torch.compile breaks the function into {n_graphs} graphs",
-        observed=f"{n_breaks} graph break(s), {n_graphs} graph(s); first reason: {reasons[0][:120] if reasons else 'not recorded'}",
+        observed=f"{n_breaks} graph break(s), {n_graphs} graph(s); first reason: {reasons[0][:120] if reasons else 'not recorded'}"
+                 + (f"; the extra graphs' {extra_compile_ms:.3g} ms of compilation is one-time, {f.one_time_basis}"
+                    if extra_compile_ms > 0 else ""),
         mechanism="At each break dynamo returns to Python: the code between graphs runs eagerly, "
                   "and fusion cannot cross the break.",
-        evidence=(Evidence("graph_break_count", n_breaks, "breaks", t["min_breaks"], ">=", "run.compile", rows),
+        evidence=(Evidence("graph_break_count", n_breaks, "breaks", limits["min_breaks"], ">=", "run.compile", rows),
                   Evidence("graph_count", n_graphs, "graphs", source="run.compile"),
                   Evidence("extra_graph_compile_ms", extra_compile_ms, "ms", source="run.compile (compile time x breaks / graphs)",
-                           rows=({"calls_profiled": f.calls_profiled},))),
+                           rows=({"one_time_cost_calls": calls},))),
         time_at_stake_ms=stake,
         predicted_effect="removing the breaks (fullgraph=True passes) fuses across them; the gain is at most the eager time between graphs",
         falsifier="compile with fullgraph=True after removing the reported cause: if the time per call does not drop, the breaks "
@@ -89,12 +93,12 @@ def graph_breaks(f: RunFacts, t):
 
 
 @rule("recompiles", category="recompilation", scope="run", min_recompiles=1)
-def recompiles(f: RunFacts, t):
+def recompiles(f: RunFacts, limits):
     """torch.compile recompiled during the steady state (guard failures, changing shapes)."""
     diag = f.require_compile()
     n = int(field_of(diag, "recompile_count", 0) or 0)
     limit_hit = bool(field_of(diag, "recompile_limit_hit", False)) or "recompile_limit" in str(field_of(diag, "note", ""))
-    if n < t["min_recompiles"] and not limit_hit:
+    if n < limits["min_recompiles"] and not limit_hit:
         return None
     reasons = _recompile_reasons(diag)
     compile_ms = float(field_of(diag, "compile_time_ms", 0.0) or 0.0)
@@ -103,13 +107,15 @@ def recompiles(f: RunFacts, t):
     stake = per_compile * n / f.calls_profiled if per_compile and n else _median(f)
     title = ("torch.compile hit its recompile limit and fell back to eager" if limit_hit
              else f"torch.compile recompiled {n} time(s)")
-    ev = [Evidence("recompile_count", n, "recompiles", t["min_recompiles"], ">=", "run.compile",
+    ev = [Evidence("recompile_count", n, "recompiles", limits["min_recompiles"], ">=", "run.compile",
                    tuple({"reason": r[:200]} for r in dict.fromkeys(reasons))[:5])]
     if limit_hit:
         ev.append(Evidence("recompile_limit_hit", 1, "flag", source="run.compile"))
     return Hypothesis(
         category="recompilation", title=title,
-        observed=f"{n} recompile(s){' and the limit was reached' if limit_hit else ''}; reason: {reasons[0][:120] if reasons else 'not recorded'}",
+        observed=f"{n} recompile(s){' and the limit was reached' if limit_hit else ''}; reason: {reasons[0][:120] if reasons else 'not recorded'}"
+                 + (f"; not a one-time cost: they recur in the steady state, so their compile time is ranked at the rate "
+                    f"seen ({n} in {f.calls_profiled} calls profiled)" if per_compile and n else ""),
         mechanism="A guard (shape, dtype, Python value) failed, so dynamo compiled again; each compile costs "
                   "compile time, and past the limit the function silently runs eagerly.",
         evidence=tuple(ev), time_at_stake_ms=stake,
@@ -123,17 +129,17 @@ def recompiles(f: RunFacts, t):
 
 
 @rule("cudagraph_skipped", category="launch_overhead", scope="run", min_skips=1)
-def cudagraph_skipped(f: RunFacts, t):
+def cudagraph_skipped(f: RunFacts, limits):
     """Inductor wanted CUDA graphs (mode=reduce-overhead) but skipped them, with reasons."""
     diag = f.require_compile()
     reasons = _reasons(diag, "cudagraph_skip_reasons")
-    if not reasons or len(reasons) < t["min_skips"]:
+    if not reasons or len(reasons) < limits["min_skips"]:
         return None
     return Hypothesis(
         category="launch_overhead", title="CUDA graphs were skipped for the compiled function",
         observed=f"{len(reasons)} skip reason(s): {reasons[0][:120]}",
         mechanism="Without the CUDA graph every kernel is launched from the host, paying launch cost per kernel.",
-        evidence=(Evidence("cudagraph_skips", len(reasons), "skips", t["min_skips"], ">=", "run.compile",
+        evidence=(Evidence("cudagraph_skips", len(reasons), "skips", limits["min_skips"], ">=", "run.compile",
                            rows=tuple({"reason": r[:200]} for r in reasons[:5])),),
         time_at_stake_ms=_median(f) / 2, predicted_effect="removing the skip reason lets the graph replay: launch gaps shrink",
         falsifier="capture with torch.cuda.graphs directly (cuda_graph variant): if it is not faster, launches were not the cost",
@@ -142,17 +148,17 @@ def cudagraph_skipped(f: RunFacts, t):
 
 
 @rule("fallback_kernels", category="graph_break", scope="run", min_fallback_ops=1)
-def fallback_kernels(f: RunFacts, t):
+def fallback_kernels(f: RunFacts, limits):
     """Inductor left ops as eager fallback kernels inside the compiled graph."""
     diag = f.require_compile()
     ops = _reasons(diag, "fallback_kernels")
-    if not ops or len(ops) < t["min_fallback_ops"]:
+    if not ops or len(ops) < limits["min_fallback_ops"]:
         return None
     return Hypothesis(
         category="graph_break", title=f"Inductor fell back to eager kernels for {len(ops)} op(s)",
         observed=f"fallback ops: {', '.join(dict.fromkeys(ops))[:160]}",
         mechanism="A fallback op runs its eager kernel: no fusion with its neighbours, an extra pass over memory.",
-        evidence=(Evidence("fallback_kernel_count", len(ops), "ops", t["min_fallback_ops"], ">=", "run.compile",
+        evidence=(Evidence("fallback_kernel_count", len(ops), "ops", limits["min_fallback_ops"], ">=", "run.compile",
                            rows=tuple({"op": o} for o in list(dict.fromkeys(ops))[:5])),),
         time_at_stake_ms=_median(f) * min(1.0, len(ops) / 10), predicted_effect="rewriting the op in lowerable terms lets inductor fuse it",
         falsifier="replace the fallback op with an equivalent lowered op: if the time per call does not drop, the fallback was cheap",

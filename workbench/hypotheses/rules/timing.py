@@ -1,13 +1,13 @@
 """Rules over ProfileRun-level facts: cold start, measurement validity, torch.compile."""
 from __future__ import annotations
 
-from workbench.hypotheses.model import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import NotJudged, rule
 from workbench.hypotheses.run_facts import RunFacts, field_of
 
 
 @rule("cold_start", category="cold_start", scope="run", min_ratio=5.0, min_excess_ms=20.0)
-def cold_start(f: RunFacts, t):
+def cold_start(f: RunFacts, limits):
     """The first call costs much more than a steady-state call."""
     timing = f.require_timing()
     if f.cold_ms is None:
@@ -15,18 +15,18 @@ def cold_start(f: RunFacts, t):
     median = timing.median_ms
     excess = float(f.cold_ms) - median
     ratio = float(f.cold_ms) / median if median > 0 else float("inf")
-    if ratio <= t["min_ratio"] or excess <= t["min_excess_ms"]:
+    if ratio <= limits["min_ratio"] or excess <= limits["min_excess_ms"]:
         return None
     compile_ms = field_of(f.compile, "compile_time_ms")
-    from workbench.hypotheses.rules.compile_rules import break_compile_ms
+    from workbench.hypotheses.rules.torch_compile import break_compile_ms
 
     owed_elsewhere = break_compile_ms(f)   # the graph-break hypothesis carries the extra graphs' compile
     # a one-time cost: stated once; ranked against per-call costs by what it costs spread over a
     # stated number of calls (the run's expected_calls, else ONE_TIME_COST_CALLS)
     calls = f.one_time_cost_calls
     once_ms = max(0.0, excess - owed_elsewhere)
-    ev = [Evidence("cold_over_median", min(ratio, 1e12), "x", t["min_ratio"], source="run.cold_ms"),
-          Evidence("cold_excess_ms", excess, "ms", t["min_excess_ms"], source="run.cold_ms",
+    ev = [Evidence("cold_over_median", min(ratio, 1e12), "x", limits["min_ratio"], source="run.cold_ms"),
+          Evidence("cold_excess_ms", excess, "ms", limits["min_excess_ms"], source="run.cold_ms",
                    rows=({"cold_ms": round(float(f.cold_ms), 3), "median_ms": round(median, 4),
                           "one_time_ms": round(once_ms, 3), "spread_over_calls": calls},))]
     cause = "lazy initialisation, caches or autotuning"
@@ -36,7 +36,7 @@ def cold_start(f: RunFacts, t):
     return Hypothesis(
         category="cold_start", title=f"First call costs {ratio:.0f}x a steady-state call",
         observed=f"cold call {f.cold_ms:.1f} ms vs clean median {median:.3g} ms: {excess:.1f} ms extra, one-time "
-                 f"(once per process, not per call); ranked as {once_ms / calls:.3g} ms a call spread over {calls} calls",
+                 f"(once per process, not per call); ranked as {once_ms / calls:.3g} ms a call, {f.one_time_basis}",
         mechanism=f"One-time work on the first call: {cause}.",
         evidence=tuple(ev), time_at_stake_ms=once_ms / calls,
         predicted_effect=f"warming up (or caching compiled artefacts) removes up to {excess:.1f} ms from the first call; steady state unchanged",
@@ -47,33 +47,33 @@ def cold_start(f: RunFacts, t):
         scope=f"first call (one-time: {once_ms:.3g} ms once)")
 
 
-def _noise(f: RunFacts, t):
+def _noise(f: RunFacts, limits):
     timing = f.require_timing()
     if timing.n < 4:
         return None
     rel = timing.relative_iqr
-    if rel <= t["max_relative_iqr"]:
+    if rel <= limits["max_relative_iqr"]:
         return None
     lo, hi = timing.median_ci_ms()
     half_ci_ms = max(hi - lo, 0.0) / 2
     rel_ci = half_ci_ms / timing.median_ms if timing.median_ms > 0 else float("inf")
     # outliers (a shared machine's preemptions) widen the IQR; only a wide interval on the
-    # median makes the number itself untrustworthy
-    confidence = ("high" if rel_ci > 2 * t["max_relative_ci"] else
-                  "medium" if rel_ci > t["max_relative_ci"] else "low")
+    # median makes the number itself untrustworthy. A caveat about the measurement is never of
+    # high confidence as a finding about the workload: at most medium.
+    confidence = "medium" if rel_ci > limits["max_relative_ci"] else "low"
     recompiled = int(field_of(f.compile, "recompile_count", 0) or 0) > 0
-    if recompiled and confidence == "high":
-        confidence = "medium"   # the spread is explained by compiles during the timed calls
+    if recompiled:
+        confidence = "low"   # the spread is explained by compiles during the timed calls
     return Hypothesis(
         category="measurement", title=f"Timing is noisy: IQR is {rel:.0%} of the median",
         observed=f"median {timing.median_ms:.4g} ms (95% interval {lo:.4g}-{hi:.4g} ms), IQR {timing.iqr_ms:.3g} ms, "
                  f"p95 {timing.p95_ms:.4g} ms over {timing.n} samples",
         mechanism="Run-to-run variation (other processes, frequency scaling, data-dependent work, "
                   "Python garbage collection) is large against the signal, so differences under it are not real.",
-        evidence=(Evidence("relative_iqr", rel, "fraction", t["max_relative_iqr"], source="run.timing",
+        evidence=(Evidence("relative_iqr", rel, "fraction", limits["max_relative_iqr"], source="run.timing",
                            rows=({"min_ms": timing.min_ms, "median_ms": timing.median_ms,
                                   "p95_ms": timing.p95_ms, "max_ms": timing.max_ms},)),
-                  Evidence("median_ci_half_width_rel", min(rel_ci, 1e12), "fraction", t["max_relative_ci"],
+                  Evidence("median_ci_half_width_rel", min(rel_ci, 1e12), "fraction", limits["max_relative_ci"],
                            source="run.timing (95% interval of the median)")),
         time_at_stake_ms=min(half_ci_ms, timing.median_ms),
         predicted_effect="a quiet machine or more samples shrinks the interval; the median may move by up to its half-width",
@@ -83,19 +83,19 @@ def _noise(f: RunFacts, t):
 
 
 @rule("noisy_timing", category="measurement", scope="run", max_relative_iqr=0.10, max_relative_ci=0.05)
-def noisy_timing(f: RunFacts, t):
+def noisy_timing(f: RunFacts, limits):
     """The spread of the timing samples is large against their median."""
-    return _noise(f, t)
+    return _noise(f, limits)
 
 
 NO_INTERVAL_BELOW = 6   # 2 * 0.5**n > 0.05 for n < 6: no order-statistic 95 % interval of the median
 
 
 @rule("too_few_samples", category="measurement", scope="run", min_samples=10)
-def too_few_samples(f: RunFacts, t):
+def too_few_samples(f: RunFacts, limits):
     """Too few timed samples for a tight interval on the median."""
     timing = f.require_timing()
-    if timing.n >= t["min_samples"]:
+    if timing.n >= limits["min_samples"]:
         return None
     lo, hi = timing.median_ci_ms()
     if timing.n < NO_INTERVAL_BELOW:
@@ -111,27 +111,29 @@ def too_few_samples(f: RunFacts, t):
         observed=observed,
         mechanism="With few samples the median's interval is wide; any comparison inherits that width, and "
                   "findings whose stake is within it cannot be told from noise.",
-        evidence=(Evidence("n_samples", timing.n, "samples", t["min_samples"], "<", "run.timing"),),
+        evidence=(Evidence("n_samples", timing.n, "samples", limits["min_samples"], "<", "run.timing"),),
         time_at_stake_ms=stake + 1e-9,
         predicted_effect="more repeats narrow the interval; the median itself should stay inside it",
         falsifier="profile again with repeat >= 20: if the median moves outside this interval, the first result was not trustworthy",
-        confounders=(), confidence="high", scope="timing")
+        # about the measurement, not the workload: never high; with an interval (n >= 6) the
+        # interval's width says how much, and the findings within it are qualified
+        confounders=(), confidence="medium" if timing.n < NO_INTERVAL_BELOW else "low", scope="timing")
 
 
 @rule("timer_resolution", category="measurement", scope="run", min_ticks=100.0, min_call_us=5.0)
-def timer_resolution(f: RunFacts, t):
+def timer_resolution(f: RunFacts, limits):
     """A sample is so short that the timer's resolution and call overhead dominate it."""
     timing = f.require_timing()
     ticks = timing.median_ms / timing.timer_resolution_ms if timing.timer_resolution_ms > 0 else float("inf")
     per_call_us = timing.median_ms * 1e3 / max(1, timing.calls_per_sample)
-    if ticks >= t["min_ticks"] and per_call_us >= t["min_call_us"]:
+    if ticks >= limits["min_ticks"] and per_call_us >= limits["min_call_us"]:
         return None
     return Hypothesis(
         category="measurement", title=f"Each timed call takes only {per_call_us:.2f} µs",
         observed=f"median {timing.median_ms * 1e3:.3f} µs per sample, {timing.calls_per_sample} call(s) per sample",
         mechanism="Timer overhead and resolution (and, on GPU, launch latency) are a large part of so short a sample.",
-        evidence=(Evidence("per_call_us", per_call_us, "us", t["min_call_us"], "<", "run.timing"),
-                  Evidence("timer_ticks", min(ticks, 1e12), "ticks", t["min_ticks"], "<", "run.timing")),
+        evidence=(Evidence("per_call_us", per_call_us, "us", limits["min_call_us"], "<", "run.timing"),
+                  Evidence("timer_ticks", min(ticks, 1e12), "ticks", limits["min_ticks"], "<", "run.timing")),
         time_at_stake_ms=timing.median_ms, predicted_effect="timing many calls per sample gives a per-call time that does not depend on the timer",
         falsifier="time 100 calls per sample: if the per-call time stays the same, the single-call samples were fine",
         confounders=("very short calls may be legitimately this fast",), confidence="medium", scope="timing")

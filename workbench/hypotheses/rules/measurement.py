@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.model import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, rows
 from workbench.hypotheses.run_facts import RunFacts, field_of
@@ -14,11 +14,11 @@ from workbench.hypotheses.run_facts import RunFacts, field_of
 
 def first_step_excess(f: TraceFacts, min_steps: int) -> tuple[float, float, float, int]:
     """(first step µs, median of the others µs, excess µs, steps) on the rank where the excess is largest."""
-    t = f.step_breakdown.table
-    if t.empty:
+    table = f.step_breakdown.table
+    if table.empty:
         raise NotJudged("no ProfilerStep annotations in the trace: steps cannot be compared")
     best = None
-    for _, g in t.sort_values("ts_us").groupby("rank"):
+    for _, g in table.sort_values("ts_us").groupby("rank"):
         if len(g) < min_steps:
             continue
         first, others = float(g["dur_us"].iloc[0]), float(g["dur_us"].iloc[1:].median())
@@ -30,11 +30,11 @@ def first_step_excess(f: TraceFacts, min_steps: int) -> tuple[float, float, floa
 
 
 @rule("first_step_outlier", category="measurement", scope="trace", min_ratio=2.0, min_steps=3)
-def first_step_outlier(f: TraceFacts, t):
+def first_step_outlier(f: TraceFacts, limits):
     """The first profiled step takes far longer than the others (warm-up or profiler start-up inside the window)."""
-    first, median, excess, n = first_step_excess(f, int(t["min_steps"]))
+    first, median, excess, n = first_step_excess(f, int(limits["min_steps"]))
     ratio = first / median if median > 0 else float("inf")
-    if ratio < t["min_ratio"]:
+    if ratio < limits["min_ratio"]:
         return None
     steps = f.step_breakdown.table
     return Hypothesis(
@@ -42,7 +42,7 @@ def first_step_outlier(f: TraceFacts, t):
         observed=f"first step {first / 1e3:.3f} ms against a median of {median / 1e3:.3f} ms over the other {n - 1}",
         mechanism="One-time work (lazy initialisation, allocator growth, autotuning, the profiler's own start-up) fell "
                   "inside the profiled window, so per-step averages over the trace overstate the steady state.",
-        evidence=(Evidence("first_over_median_step", min(ratio, 1e12), "x", t["min_ratio"], source="step breakdown",
+        evidence=(Evidence("first_over_median_step", min(ratio, 1e12), "x", limits["min_ratio"], source="step breakdown",
                            rows=rows(steps.sort_values("ts_us").head(4), ["rank", "step", "dur_us", "n_kernels"])),
                   Evidence("first_step_excess_us", excess, "us", source="step breakdown")),
         time_at_stake_ms=bounded_ms(excess, f.window_us),
@@ -59,7 +59,7 @@ def _warmed_up(record: object) -> bool:
 
 
 @rule("first_profiler_session", category="measurement", scope="run", min_ratio=2.0)
-def first_profiler_session(f: RunFacts, t):
+def first_profiler_session(f: RunFacts, limits):
     """The trace came from the process's first profiler session, which can mis-time or drop GPU events."""
     record = field_of(f.run, "profiler_warmup", None)
     tf = f.trace_facts
@@ -72,11 +72,11 @@ def first_profiler_session(f: RunFacts, t):
         ratio = first / median if median > 0 else float("inf")
     except NotJudged:
         first = median = excess = ratio = float("nan")
-    outlier = ratio == ratio and ratio >= t["min_ratio"]
+    outlier = ratio == ratio and ratio >= limits["min_ratio"]
     ev = [Evidence("warm_up_session", 0.0, "sessions", 1.0, "<", "run.profiler_warmup",
                    rows=({"profiler_warmup": str(record or "not recorded")},))]
     if outlier:
-        ev.append(Evidence("first_over_median_step", min(ratio, 1e12), "x", t["min_ratio"], source="step breakdown"))
+        ev.append(Evidence("first_over_median_step", min(ratio, 1e12), "x", limits["min_ratio"], source="step breakdown"))
     return Hypothesis(
         category="measurement", title="The trace comes from the first profiler session in this process",
         observed=f"no warm-up profiler session was recorded ({record or 'not recorded'})"
@@ -91,7 +91,7 @@ def first_profiler_session(f: RunFacts, t):
 
 
 @rule("faster_than_roofline", category="measurement", scope="run", margin=0.9, min_streaming_bytes=256 << 20)
-def faster_than_roofline(f: RunFacts, t):
+def faster_than_roofline(f: RunFacts, limits):
     """The time per call is below the least time its FLOPs (and large streamed bytes) need at the device's ceilings."""
     timing = f.require_timing()
     tf = f.trace_facts
@@ -106,11 +106,11 @@ def faster_than_roofline(f: RunFacts, t):
     top = place_ops(ops[_under_wrappers_only(ops)], ceiling)
     calls = max(1, f.calls_in_trace)
     flops = float(np.nansum(top["flops"])) / calls
-    big = top["bytes"] >= t["min_streaming_bytes"]           # smaller working sets may stay in cache
+    big = top["bytes"] >= limits["min_streaming_bytes"]           # smaller working sets may stay in cache
     nbytes = float(np.nansum(top.loc[big, "bytes"])) / calls
     roof_ms = max(flops / (ceiling.peak_gflops * 1e6), nbytes / (ceiling.memory_gbps * 1e6))
     per_call_ms = timing.median_ms / max(1, timing.calls_per_sample)
-    if roof_ms <= 0 or per_call_ms >= t["margin"] * roof_ms:
+    if roof_ms <= 0 or per_call_ms >= limits["margin"] * roof_ms:
         return None
     return Hypothesis(
         category="measurement", title=f"Measured {per_call_ms:.4g} ms per call, below the {roof_ms:.4g} ms the work needs",
@@ -118,7 +118,7 @@ def faster_than_roofline(f: RunFacts, t):
                  f"at {ceiling.peak_gflops:.0f} GFLOP/s and {ceiling.memory_gbps:.0f} GB/s; the median call took {per_call_ms:.4g} ms",
         mechanism="No call can beat the roofline: the timer missed work (asynchronous GPU work not synchronised, a "
                   "cached result returned), or the timed calls did less work than the traced ones.",
-        evidence=(Evidence("per_call_over_roof", per_call_ms / roof_ms, "x", t["margin"], "<", "run.timing + analytic work",
+        evidence=(Evidence("per_call_over_roof", per_call_ms / roof_ms, "x", limits["margin"], "<", "run.timing + analytic work",
                            rows=({"per_call_ms": per_call_ms, "roof_ms": roof_ms, "gflop_per_call": flops / 1e9,
                                   "streamed_mib_per_call": nbytes / 2**20, "ceiling": ceiling.source},)),),
         time_at_stake_ms=timing.median_ms,

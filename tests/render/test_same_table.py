@@ -1,0 +1,42 @@
+"""The report and the notebook card render a run with the same code: the same tables, columns and
+escaping for the same run (``workbench.render.run``, used by ``ProfileRun._repr_html_`` and by the
+report's sections, which the template displays)."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from workbench import render
+from workbench.report import sections
+
+TEMPLATE = Path(__file__).resolve().parents[2] / "workbench" / "templates" / "report.ipynb"
+
+
+def _table(page: str, css_class: str) -> str:
+    match = re.search(rf'<table class="{css_class}">.*?</table>', page, re.S)
+    assert match, f"no table {css_class!r} in the page"
+    return match.group(0)
+
+
+def test_the_report_and_the_card_show_the_same_timing_and_op_and_hypothesis_tables(hostile_run):
+    card = render.html(hostile_run, charts=False)
+    for css_class in ("wb-timing", "wb-top-ops"):
+        assert _table(card, css_class) == _table(sections.timing_html(hostile_run) + sections.top_ops_html(hostile_run, 10),
+                                                 css_class)
+    report_hypotheses = sections.hypotheses_html(hostile_run)
+    card_items = re.findall(r"<li><b>.*?</li>", card, re.S)
+    assert card_items and all(item in report_hypotheses for item in card_items)
+
+
+def test_the_report_table_has_the_same_columns_with_more_rows(hostile_run):
+    card_head = re.search(r"<thead>.*?</thead>", _table(render.html(hostile_run, charts=False), "wb-top-ops")).group(0)
+    assert card_head in _table(sections.top_ops_html(hostile_run, 15), "wb-top-ops")
+    assert "self / call" in card_head and "% of self time" in card_head
+
+
+def test_the_template_displays_the_shared_sections():
+    cells = "".join("".join(c["source"]) for c in json.loads(TEMPLATE.read_text(encoding="utf-8"))["cells"])
+    for name in ("sections.timing_html(run)", "sections.top_ops_html(run", "sections.hypotheses_html(run)",
+                 "sections.environment_html(run)", "wb.load_run(bundle)"):
+        assert name in cells, name

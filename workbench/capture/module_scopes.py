@@ -1,0 +1,75 @@
+"""``nn.Module`` scopes recorded with forward hooks, for a traced pass without the Python tracer.
+
+Where the profiler will not start with ``with_stack=True``, the traced pass can still say which
+module ran which ops: global forward pre/post hooks open a ``record_function`` scope named as
+the Python tracer names a module call (``"nn.Module: <Class>_<k>"``, ``k`` numbering the
+instances of a class in the order they first run) and close it when the forward returns. The
+scopes reach the trace as user annotations; ``workbench.analysis.attribution`` reads them as
+module scopes. Source lines need the tracer's frames and are not recorded this way.
+
+A forward that raises skips its post hook: its scope (and any opened inside it) is closed when
+the next outer forward returns, or when the block ends.
+"""
+from __future__ import annotations
+
+import threading
+from types import TracebackType
+from typing import Any
+
+MODULE_SCOPE = "nn.Module: {}_{}"
+
+
+class ModuleScopes:
+    """``with ModuleScopes(torch): ...``: every module forward in the block runs in its own scope."""
+
+    def __init__(self, torch: Any) -> None:
+        self._torch = torch
+        self._handles: list[Any] = []
+        self._numbers: dict[int, str] = {}       # id(module) -> its scope name
+        self._per_class: dict[type, int] = {}
+        self._local = threading.local()
+        self._lock = threading.Lock()
+
+    def _open(self) -> list[tuple[int, Any]]:
+        stack = getattr(self._local, "stack", None)
+        if stack is None:
+            stack = self._local.stack = []
+        return stack
+
+    def _name(self, module: Any) -> str:
+        with self._lock:
+            name = self._numbers.get(id(module))
+            if name is None:
+                cls = type(module)
+                index = self._per_class.get(cls, 0)
+                self._per_class[cls] = index + 1
+                name = self._numbers[id(module)] = MODULE_SCOPE.format(cls.__name__, index)
+            return name
+
+    def _before(self, module: Any, args: Any) -> None:
+        scope = self._torch.profiler.record_function(self._name(module))
+        scope.__enter__()
+        self._open().append((id(module), scope))
+
+    def _after(self, module: Any, args: Any, output: Any) -> None:
+        stack = self._open()
+        while stack:                        # close scopes a raising inner forward left open
+            owner, scope = stack.pop()
+            scope.__exit__(None, None, None)
+            if owner == id(module):
+                break
+
+    def __enter__(self) -> ModuleScopes:
+        hooks = self._torch.nn.modules.module
+        self._handles = [hooks.register_module_forward_pre_hook(self._before),
+                         hooks.register_module_forward_hook(self._after)]
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+        stack = self._open()
+        while stack:
+            stack.pop()[1].__exit__(None, None, None)

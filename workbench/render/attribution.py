@@ -1,0 +1,180 @@
+"""Time by ``nn.Module`` and by the user's source line (``workbench.analysis.attribution``), as
+HTML, plain text and Markdown: the run card's and the report's attribution section.
+
+Two compact tables from the same rows in every format: the module tree (each module indented
+under its parent, per-call inclusive and self time, share, its top ops or kernels) and the
+user's source lines (``file.py:123 in fn``, per-call self and inclusive time, share, top ops or
+kernels). A result that was not recorded says so, with its reason. Every name passes through
+``workbench.render.escape`` (via ``workbench.render.tables``): a module or kernel named
+``<script>`` shows as text.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from workbench.analysis.attribution import Attribution, ModuleBreakdown, SourceBreakdown
+from workbench.analysis.labels import unique_labels
+from workbench.render.escape import html_text, markdown_text, plain
+from workbench.render.tables import Cell, Row, html_table, markdown_table, text_table
+from workbench.units import format_ms
+
+MAX_MODULE_ROWS = 25        # module rows shown (in tree order, the largest kept)
+MAX_SOURCE_ROWS = 10        # source lines shown (by self time)
+MIN_SHARE_PCT = 0.5         # a module or line with less inclusive share is left out (counted below)
+ITEM_CHARS = 48             # an op or kernel name in the "top" column is cut to this
+INDENT = "\u00a0\u00a0"     # one tree level (a no-break space pair: HTML keeps it)
+CSS_CLASS = "wb-attribution"
+
+AttributionResult = Attribution | ModuleBreakdown | SourceBreakdown
+_MODULE_HEADERS = ("module", "per call", "self per call", "share", "top ops / kernels")
+_SOURCE_HEADERS = ("source line", "self per call", "with callees", "share", "top ops / kernels")
+
+
+# --- the public renderings -----------------------------------------------------------------------
+
+def html(result: AttributionResult) -> str:
+    """The attribution section as an HTML fragment (headings, notes and tables)."""
+    parts = ["<div class='wb-attribution-section'>"]
+    for title, section in _sections(result):
+        parts.append(f"<h5>{html_text(title)}</h5>")
+        if section.reason:
+            parts.append(f"<p><i>{html_text('not recorded: ' + section.reason)}</i></p>")
+            continue
+        parts.append(f"<p>{html_text(section.caption)}</p>")
+        parts.append(html_table(section.headers, section.rows, CSS_CLASS))
+        if section.footer:
+            parts.append(f"<p><small>{html_text(section.footer)}</small></p>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def text(result: AttributionResult) -> str:
+    """The attribution section as plain text (the CLI)."""
+    lines: list[str] = []
+    for title, section in _sections(result):
+        lines.append(plain(title))
+        if section.reason:
+            lines.append("  " + plain("not recorded: " + section.reason))
+            continue
+        lines.append("  " + plain(section.caption))
+        lines.append(text_table(section.headers, section.rows))
+        if section.footer:
+            lines.append("  " + plain(section.footer))
+    return "\n".join(lines)
+
+
+def markdown(result: AttributionResult) -> str:
+    """The attribution section as Markdown (the report)."""
+    blocks: list[str] = []
+    for title, section in _sections(result):
+        blocks.append(f"##### {markdown_text(title)}")
+        if section.reason:
+            blocks.append(f"*{markdown_text('not recorded: ' + section.reason)}*")
+            continue
+        blocks.append(markdown_text(section.caption))
+        blocks.append(markdown_table(section.headers, section.rows))
+        if section.footer:
+            blocks.append(markdown_text(section.footer))
+    return "\n\n".join(blocks)
+
+
+# --- the rows, once for every format -----------------------------------------------------------
+
+class _Section:
+    def __init__(self, headers: Sequence[str], rows: list[Row], caption: str, footer: str = "",
+                 reason: str = "") -> None:
+        self.headers, self.rows, self.caption, self.footer, self.reason = headers, rows, caption, footer, reason
+
+
+def _sections(result: AttributionResult) -> list[tuple[str, _Section]]:
+    if isinstance(result, Attribution):
+        return [("Time by nn.Module", _modules(result.modules)), ("Time by source line", _sources(result.sources))]
+    if isinstance(result, ModuleBreakdown):
+        return [("Time by nn.Module", _modules(result))]
+    if isinstance(result, SourceBreakdown):
+        return [("Time by source line", _sources(result))]
+    from workbench.errors import InvalidArgumentError
+
+    raise InvalidArgumentError(f"workbench.render.attribution renders an Attribution, ModuleBreakdown or "
+                               f"SourceBreakdown; got {type(result).__name__}")
+
+
+def _basis(basis: str) -> str:
+    return "GPU kernel time (each kernel through its launch)" if basis == "kernel" else "CPU op self time"
+
+
+def _per_call(result: ModuleBreakdown | SourceBreakdown) -> str:
+    calls = f"{result.calls} traced call{'s' if result.calls != 1 else ''}"
+    scaled = f", scaled to the clean time (x{result.scale:.2f})" if abs(result.scale - 1.0) > 1e-9 else ""
+    return f"per call over {calls}{scaled}"
+
+
+def _share(pct: float) -> Cell:
+    return Cell(f"{pct:.1f} %", numeric=True)
+
+
+def _time(ms: float, us: float) -> Cell:
+    return Cell(format_ms(ms), title=f"{us:.3f} µs in the trace", numeric=True)
+
+
+def _labels(items: pd.DataFrame) -> dict[str, str]:
+    """One short label per op or kernel name of a section, two names never under one label."""
+    names = list(dict.fromkeys(str(n) for n in items["name"]))
+    return dict(zip(names, unique_labels(names, ITEM_CHARS)))
+
+
+def _top(items: pd.DataFrame, labels: dict[str, str]) -> Cell:
+    if not len(items):
+        return Cell("")
+    shown = ", ".join(f"{labels.get(str(name), str(name))} {pct:.0f} %"
+                      for name, pct in zip(items["name"], items["pct_of_key"]))
+    return Cell(shown, title="; ".join(str(n) for n in items["name"]))
+
+
+def _modules(result: ModuleBreakdown) -> _Section:
+    if result.not_recorded:
+        return _Section(_MODULE_HEADERS, [], "", reason=result.not_recorded)
+    table = result.table
+    kept = table[table["inclusive_pct"] >= MIN_SHARE_PCT]
+    if len(kept) > MAX_MODULE_ROWS:   # the largest, still in tree order
+        kept = kept.loc[kept["inclusive_us"].nlargest(MAX_MODULE_ROWS).index].sort_index()
+    rows: list[Row] = []
+    labels = _labels(result.items)
+    for row in kept.itertuples(index=False):
+        rows.append((Cell(INDENT * int(row.depth) + str(row.module), title=str(row.path)),
+                     _time(row.inclusive_ms_per_call, row.inclusive_us), _time(row.self_ms_per_call, row.self_us),
+                     _share(row.inclusive_pct), _top(result.top_items(str(row.path)), labels)))
+    caption = (f"{_basis(result.basis)}, {_per_call(result)}; a module includes the time of its children, "
+               f"share is of all {format_ms(result.total_us / 1e3, total=True)} in the trace.")
+    footer = []
+    if len(table) > len(kept):
+        footer.append(f"{len(table) - len(kept)} smaller module(s) not shown")
+    if result.outside_us > 0:
+        footer.append(f"outside any module: {100 * result.outside_us / result.total_us:.1f} %"
+                      if result.total_us > 0 else "")
+    if result.unlinked_us > 0:
+        footer.append(f"GPU time with no launch in the trace: {format_ms(result.unlinked_us / 1e3, total=True)}")
+    return _Section(_MODULE_HEADERS, rows, caption, "; ".join(f for f in footer if f))
+
+
+def _sources(result: SourceBreakdown) -> _Section:
+    if result.not_recorded:
+        return _Section(_SOURCE_HEADERS, [], "", reason=result.not_recorded)
+    table = result.table
+    kept = table[(table["self_pct"] >= MIN_SHARE_PCT)].head(MAX_SOURCE_ROWS)
+    rows: list[Row] = []
+    labels = _labels(result.items)
+    for row in kept.itertuples(index=False):
+        rows.append((Cell(str(row.location), title=f"{row.file}, line {row.line} (the function's first line)"),
+                     _time(row.self_ms_per_call, row.self_us), _time(row.inclusive_ms_per_call, row.inclusive_us),
+                     _share(row.self_pct), _top(result.top_items(str(row.location)), labels)))
+    caption = (f"{_basis(result.basis)} by the innermost frame in your files, {_per_call(result)}; "
+               "with callees: the time of the lines it called added.")
+    footer = []
+    if len(table) > len(kept):
+        footer.append(f"{len(table) - len(kept)} other line(s) not shown")
+    if result.outside_us > 0 and result.total_us > 0:
+        footer.append(f"with no frame of yours on the stack: {100 * result.outside_us / result.total_us:.1f} %")
+    return _Section(_SOURCE_HEADERS, rows, caption, "; ".join(footer))

@@ -1,0 +1,51 @@
+"""What a renderer is, and which renderer draws which result type.
+
+A renderer is a module with three functions over one result type, as pyinstrument's renderers
+are classes with one ``render`` each: ``html(value) -> str``, ``text(value) -> str`` and
+``markdown(value) -> str`` (keyword options allowed). The table below maps a result type, by its
+module and class name, to its renderer's module: the render layer imports the capture, variants
+and study layers for type checking only, so types are matched by name here, and the IPython
+display formatter is told the same names (``workbench.render.ipython``).
+"""
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class Renderer(Protocol):
+    """One result type's renderings (a module of ``workbench.render``)."""
+
+    def html(self, value: Any, /) -> str: ...
+
+    def text(self, value: Any, /) -> str: ...
+
+    def markdown(self, value: Any, /) -> str: ...
+
+
+FORMATS = ("html", "text", "markdown")
+
+# (module, class name) of a result type -> the module of its renderer
+RENDERERS: dict[tuple[str, str], str] = {
+    ("workbench.profile_run", "ProfileRun"): "workbench.render.run",
+    ("workbench.facade", "Trace"): "workbench.render.trace",
+    ("workbench.trace.data", "TraceData"): "workbench.render.trace",
+    ("workbench.hypotheses.diagnose", "Diagnosis"): "workbench.render.diagnosis",
+    ("workbench.hypotheses.render", "HypothesisList"): "workbench.render.diagnosis",
+    ("workbench.variants.results", "Comparison"): "workbench.render.comparison",
+    ("workbench.variants.decision", "DecisionRecord"): "workbench.render.decision",
+    ("workbench.study.study", "Study"): "workbench.render.study",
+    ("workbench.study.study", "StudyRound"): "workbench.render.study",
+    ("workbench.study.summary", "RoundSummary"): "workbench.render.study",
+}
+
+# the types whose HTML the IPython display formatter gets from here, because their own layer may
+# not import the render layer (they have no ``_repr_html_`` of their own)
+DISPLAYED_BY_NAME: tuple[tuple[str, str], ...] = (
+    ("workbench.hypotheses.diagnose", "Diagnosis"),
+    ("workbench.hypotheses.render", "HypothesisList"),
+    ("workbench.variants.results", "Comparison"),
+    ("workbench.variants.decision", "DecisionRecord"),
+    ("workbench.study.study", "Study"),
+    ("workbench.study.study", "StudyRound"),
+    ("workbench.study.summary", "RoundSummary"),
+)

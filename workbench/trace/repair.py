@@ -1,0 +1,108 @@
+"""Repair of the one known way torch's own exporter writes invalid JSON: unescaped quotes in names.
+
+Kineto writes each event one field per line and puts names in quotes without escaping them, so a
+``record_function('attn "qkv"')`` label comes out as ``"name": "attn "qkv"",`` and the whole file is
+no longer JSON. Such a file is not lost for a label: :func:`repair_unescaped_quotes` writes a
+copy in which every line of that shape (one ``"key": "text"`` pair that does not parse as it
+stands) has the inner quotes escaped, and the copy is read in its place. Nothing else is changed:
+a line that is valid stays byte for byte, and a file the repair does not make valid is reported
+as it was (the caller raises its own error).
+"""
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import workbench.trace.stream as stream
+
+# a Kineto field line: indentation, "key": "text", an optional comma; the text may hold bare quotes
+_FIELD_LINE = re.compile(rb'^(?P<head>\s*"[^"\\]+"\s*:\s*")(?P<text>.*)(?P<tail>"\s*,?\s*)$')
+_BARE_QUOTE = re.compile(rb'(?<!\\)"')
+REPAIR_LIMIT_BYTES = 4 << 30  # a copy is written only for files up to this size (decompressed)
+
+
+@dataclass(frozen=True)
+class Repaired:
+    """A repaired copy of a trace file (delete it when read) and how many lines were mended."""
+
+    path: Path
+    lines: int
+
+    def note(self, original: str) -> str:
+        return (f"{self.lines} event field(s) with unescaped quotes (torch's exporter does not escape quotes in "
+                f"names, e.g. record_function labels) were repaired while reading {original}")
+
+
+def _valid_pair(line: bytes) -> bool:
+    body = line.strip().rstrip(b",")
+    try:
+        json.loads(b"{" + body + b"}")
+    except ValueError:
+        return False
+    return True
+
+
+def repair_line(line: bytes) -> bytes | None:
+    """The line with its text's bare quotes escaped, or None where it needs no repair (or cannot have it)."""
+    match = _FIELD_LINE.match(line.rstrip(b"\r\n"))
+    if match is None or b'"' not in match.group("text") or _valid_pair(line):
+        return None
+    fixed = match.group("head") + _BARE_QUOTE.sub(rb'\\"', match.group("text")) + match.group("tail")
+    if not _valid_pair(fixed):
+        return None
+    return fixed + line[len(line.rstrip(b"\r\n")):]
+
+
+def _lines(path: str) -> Iterator[bytes]:
+    """The file's (decompressed, UTF-8) lines, each with its newline."""
+    pending = b""
+    for block in stream.blocks(path):
+        pending += block
+        *whole, pending = pending.split(b"\n")
+        for line in whole:
+            yield line + b"\n"
+    if pending:
+        yield pending
+
+
+def repair_unescaped_quotes(path: str, folder: str | None = None) -> Repaired | None:
+    """A copy of ``path`` (plain JSON, in ``folder`` or the temp folder) with the names torch's
+    exporter left unescaped mended; None when no line needed it (the file is broken some other
+    way, or not at all) or the file is larger than ``REPAIR_LIMIT_BYTES``."""
+    mended = 0
+    size = 0
+    handle = tempfile.NamedTemporaryFile("wb", suffix=".json", prefix="workbench-repaired-", dir=folder,
+                                         delete=False)
+    target = Path(handle.name)
+    try:
+        with handle:
+            for line in _lines(path):
+                size += len(line)
+                if size > REPAIR_LIMIT_BYTES:
+                    raise _TooLarge
+                fixed = repair_line(line) if b'"' in line else None
+                if fixed is not None:
+                    mended += 1
+                    line = fixed
+                handle.write(line)
+    except _TooLarge:
+        target.unlink(missing_ok=True)
+        return None
+    except BaseException:
+        target.unlink(missing_ok=True)
+        raise
+    if not mended:
+        target.unlink(missing_ok=True)
+        return None
+    return Repaired(target, mended)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+__all__ = ["REPAIR_LIMIT_BYTES", "Repaired", "repair_line", "repair_unescaped_quotes"]
