@@ -287,8 +287,9 @@ CASES: dict[str, Case] = {
     "first_profiler_session": Case(lambda: gpu_run(""),
                                    lambda: gpu_run("ran: one short session on a cuda op before the measured one"),
                                    "first_over_median_step", "min_ratio"),
-    "faster_than_roofline": Case(lambda: mm_run(0.85 * MM_ROOF_MS, MEASURED_CPU), lambda: mm_run(0.92 * MM_ROOF_MS, MEASURED_CPU),
-                                 "per_call_over_roof", "margin"),
+    # against a measured ceiling the margin is measured_margin (0.5): the best this machine reached once
+    "faster_than_roofline": Case(lambda: mm_run(0.45 * MM_ROOF_MS, MEASURED_CPU), lambda: mm_run(0.55 * MM_ROOF_MS, MEASURED_CPU),
+                                 "per_call_over_roof", "measured_margin"),
     "launch_delay_outliers": Case(lambda: _late_launches(5), lambda: _late_launches(2), "delayed_launches", "min_outliers"),
 }
 

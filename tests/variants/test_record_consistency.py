@@ -7,7 +7,7 @@ import torch
 
 import workbench as wb
 from workbench.variants.clock import FakeTimer
-from workbench.variants.record import describe_delta, readable_bytes
+from workbench.variants.record_builder import describe_delta, readable_bytes
 
 from tests.variants.variant_workloads import chain
 

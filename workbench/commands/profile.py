@@ -12,7 +12,7 @@ import time
 import warnings
 from typing import Any
 
-from workbench.capture import distributed as D
+import workbench.capture.distributed as distributed
 from workbench.errors import InvalidArgumentError, WorkbenchError
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_RANK_FAILED, EXIT_TIMEOUT = 0, 2, 3, 4
@@ -42,8 +42,8 @@ rendezvous on a free local port). --nnodes and the rendezvous options pass throu
 same command runs on each node of a cluster job; each node writes the traces of its own ranks into its
 DIR.
 
-A node runs at most {D.MAX_RANKS_PER_CPU} ranks per CPU core ({D.MAX_RANKS_PER_CPU} x os.cpu_count()), and
-needs {D.RANK_MEMORY_BYTES // 2**20} MiB of available memory per rank: more is refused before anything runs.
+A node runs at most {distributed.MAX_RANKS_PER_CPU} ranks per CPU core ({distributed.MAX_RANKS_PER_CPU} x os.cpu_count()), and
+needs {distributed.RANK_MEMORY_BYTES // 2**20} MiB of available memory per rank: more is refused before anything runs.
 """
 
 EPILOG = """\
@@ -135,10 +135,10 @@ def _world_size(args: argparse.Namespace, ranks: list[dict]) -> int | None:
     return None
 
 
-def _check(args: argparse.Namespace) -> D.Window | None:
+def _check(args: argparse.Namespace) -> distributed.Window | None:
     if not os.path.isfile(args.script):
         raise InvalidArgumentError(f"the script {args.script!r} does not exist or is not a file")
-    D.check_world_size(args.nproc_per_node)
+    distributed.check_world_size(args.nproc_per_node)
     if args.timeout is not None and not args.timeout > 0:
         raise InvalidArgumentError(f"--timeout must be a positive number of seconds, got {args.timeout}")
     if args.top < 0:
@@ -148,23 +148,23 @@ def _check(args: argparse.Namespace) -> D.Window | None:
             raise InvalidArgumentError("--wait and --warmup shape a step window: give --active STEPS too "
                                        "(without --active the whole script is profiled)")
         return None
-    return D.Window(args.wait, args.warmup, args.active)
+    return distributed.Window(args.wait, args.warmup, args.active)
 
 
 def run(args: argparse.Namespace) -> int:
     window = _check(args)
-    removed = D.prepare_out(args.out, force=args.force)
+    removed = distributed.prepare_out(args.out, force=args.force)
     if removed:
         print(f"workbench profile: --force: removed {len(removed)} file(s) of an earlier run from {args.out}",
               file=sys.stderr)
     cmd = torchrun_command(args)
     env = dict(os.environ)
-    env[D.ENV_OUT] = os.path.abspath(args.out)
-    env.pop(D.ENV_SCHEDULE, None)
+    env[distributed.ENV_OUT] = os.path.abspath(args.out)
+    env.pop(distributed.ENV_SCHEDULE, None)
     if window is not None:
-        env[D.ENV_SCHEDULE] = window.to_env()
+        env[distributed.ENV_SCHEDULE] = window.to_env()
     # the ranks import workbench from wherever this command runs it
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(D.__file__))))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(distributed.__file__))))
     env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     started = time.perf_counter()
@@ -178,12 +178,12 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         code = _stop(proc)
     wall_s = time.perf_counter() - started
-    ranks = D.rank_statuses(args.out, _expected_ranks(args))
+    ranks = distributed.rank_statuses(args.out, _expected_ranks(args))
     if timed_out:
         for r in ranks:
             if r["status"] in ("terminated", "missing"):
                 r["error"] = f"still running after --timeout {args.timeout:g} s: stopped (a hang?)"
-    summary = D.summarise(args.out, command=["workbench", "profile", *sys.argv[2:]] if sys.argv[1:2] == ["profile"]
+    summary = distributed.summarise(args.out, command=["workbench", "profile", *sys.argv[2:]] if sys.argv[1:2] == ["profile"]
                           else cmd, world_size=_world_size(args, ranks) or len(ranks), ranks=ranks, wall_s=wall_s,
                           exit_code=code, timed_out=timed_out, timeout_s=args.timeout, window=window,
                           tool="workbench profile", extra={"torchrun": cmd, "node_ranks": [r["rank"] for r in ranks]})
@@ -197,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _stop(proc: subprocess.Popen) -> int:
     """SIGTERM the whole job (torchrun and its ranks: each rank exports what it recorded), then SIGKILL."""
-    for sig, wait_s in ((signal.SIGTERM, D.TERMINATE_GRACE_S), (signal.SIGKILL, 5.0)):
+    for sig, wait_s in ((signal.SIGTERM, distributed.TERMINATE_GRACE_S), (signal.SIGKILL, 5.0)):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
@@ -214,7 +214,7 @@ def _print_outcome(args: argparse.Namespace, summary: dict) -> None:
     print()
     if summary["complete"]:
         print(f"workbench profile: {len(summary['traces'])} rank trace(s) in {out} "
-              f"(summary: {os.path.join(out, D.SUMMARY)}, {summary['wall_s']:.1f} s)")
+              f"(summary: {os.path.join(out, distributed.SUMMARY)}, {summary['wall_s']:.1f} s)")
     else:
         print(f"workbench profile: the run is INCOMPLETE: {summary['reason']}")
         for r in summary["ranks"]:
@@ -231,7 +231,7 @@ def _print_outcome(args: argparse.Namespace, summary: dict) -> None:
                      if partial else ""))
         else:
             print(f"  no rank left a trace in {out}")
-        print(f"  summary: {os.path.join(out, D.SUMMARY)} (complete: false)")
+        print(f"  summary: {os.path.join(out, distributed.SUMMARY)} (complete: false)")
     print(f"  analyse: workbench analyze {shlex.quote(out)}")
 
 

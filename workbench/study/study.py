@@ -46,7 +46,7 @@ from workbench.study.ledger import (LedgerEntry, fold, held_back, hypothesis_key
                                     same_scope)
 from workbench.study.residuals import classify_pair, combine, prediction
 from workbench.study.summary import RoundSummary
-from workbench.variants.correctness import check_mode, resolve_mode
+from workbench.variants.output_check import check_mode, resolve_mode
 from workbench.variants.decision import DecisionRecord
 
 STUDY_FORMAT = "workbench-study"
@@ -475,7 +475,7 @@ class Study:
         of its row against the baseline's, on the hypothesis it tested (else the baseline's lead)."""
         if cmp.decision.variant == row.name:
             return cmp.decision
-        from workbench.variants.record import build_record
+        from workbench.variants.record_builder import build_record
 
         settings = dict(cmp.settings or {})
         return build_record([base_row, row], base_row.name, hypothesis=hypothesis,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 import workbench.variants.engine as engine
-import workbench.variants.record as record
+import workbench.variants.record_builder as record_builder
 from workbench.variants.engine import ComparisonInterrupted, Progress
 from workbench.variants.isolation import stop_worker
 from workbench.variants.results import Comparison
@@ -82,11 +82,11 @@ def _compare(variants, inputs, spec: CompareSettings, *, baseline, reference, hy
 
         verdict, updated = judge(hypothesis, results, base.name)
     settings = {**spec.to_dict(), "reference_precision": out.precision,
-                "tolerances": record.tolerance_table(spec.tolerance_overrides), "notes": out.notes,
+                "tolerances": record_builder.tolerance_table(spec.tolerance_overrides), "notes": out.notes,
                 "fresh_inputs": out.fresh, "timing": out.timing, "mode": out.mode}
     if out.mode == "training":
-        settings["gradient_tolerances"] = record.tolerance_table(gradient_tolerance_overrides(spec.tolerance_overrides))
-    decision = record.build_record(results, base.name, hypothesis=updated, problem=spec.problem, notes=out.notes,
+        settings["gradient_tolerances"] = record_builder.tolerance_table(gradient_tolerance_overrides(spec.tolerance_overrides))
+    decision = record_builder.build_record(results, base.name, hypothesis=updated, problem=spec.problem, notes=out.notes,
                                    settings=settings, verdict=verdict)
     say("done", "")
     return Comparison(base.name, tuple(results), decision, verdict, updated, out.roofs.get("machine_gbps"), settings,

@@ -18,9 +18,9 @@ from workbench.errors import InvalidArgumentError
 import workbench.variants.cheats as cheats
 import workbench.variants.registry as registry
 from workbench.variants.bandwidth import copy_gbps, machine_copy_gbps
-from workbench.variants.checking import (Live, describe_exception, guarded_call, reference_callable, run_checks,
+from workbench.variants.correctness_phase import (Live, describe_exception, guarded_call, reference_callable, run_checks,
                                          state_change_flags)
-from workbench.variants.correctness import (TRAINING, check_mode, check_training, resolve_mode, training_paths,
+from workbench.variants.output_check import (TRAINING, check_mode, check_training, resolve_mode, training_paths,
                                             training_step)
 from workbench.variants.decision import CHEAT_PREFIXES, classify
 from workbench.variants.footprint import footprint_delta, profile_footprint
@@ -337,7 +337,7 @@ def _summary_text(s: dict[str, Any]) -> str:
 
 
 def _inputs_changed(a: Any, b: Any) -> bool:
-    from workbench.variants.checking import changed_inputs
+    from workbench.variants.correctness_phase import changed_inputs
 
     return bool(changed_inputs(a, b))
 

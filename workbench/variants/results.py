@@ -5,7 +5,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from workbench.measurement import Measurement
-from workbench.variants.correctness import CorrectnessResult
+from workbench.variants.output_check import CorrectnessResult
 from workbench.variants.decision import DecisionRecord
 from workbench.variants.stats import Speedup
 

@@ -68,7 +68,7 @@ class VariantPanel:
                  hypotheses: Iterable[Any] = (), user_variants: Mapping[str, Any] | None = None, shell: Any = None,
                  fn_name: str | None = None, compare_options: Mapping[str, Any] | None = None,
                  end_to_end_ms: float | None = None):
-        import ipywidgets as w
+        import ipywidgets as widgets
 
         self.fn, self.inputs, self.shell = fn, inputs, shell
         self.fn_name = fn_name or getattr(fn, "__name__", "fn")
@@ -86,23 +86,23 @@ class VariantPanel:
         self.rows: dict[str, dict[str, Any]] = {}
         self.comparisons: dict[str, Any] = {}
         self.checkboxes = {n: self._checkbox(n, v, checked=n in self.suggested) for n, v in self.candidates.items()}
-        self.run_button = w.Button(description="Run selected", button_style="primary", icon="play",
-                                   layout=w.Layout(width="auto"))
+        self.run_button = widgets.Button(description="Run selected", button_style="primary", icon="play",
+                                   layout=widgets.Layout(width="auto"))
         self.in_front_end = self._in_front_end()
         label = "Show the winner's code" if self.in_front_end else "Insert winner in a new cell"
-        self.insert_button = w.Button(description=label, disabled=True, layout=w.Layout(width="auto"),
+        self.insert_button = widgets.Button(description=label, disabled=True, layout=widgets.Layout(width="auto"),
                                       tooltip="in a notebook: shows the code; run panel.insert_winner() in a "
                                               "cell to put it in a new cell" if self.in_front_end else label)
-        self.progress = w.IntProgress(value=0, min=0, max=1, description="progress")
-        self.status = w.HTML("")
-        self.table = w.HTML(self._table_html())
-        self.chart = w.HTML("")
-        self.records = w.HTML("")
-        self.code = w.Textarea(value="", layout=w.Layout(width="100%", height="8em", display="none"))
+        self.progress = widgets.IntProgress(value=0, min=0, max=1, description="progress")
+        self.status = widgets.HTML("")
+        self.table = widgets.HTML(self._table_html())
+        self.chart = widgets.HTML("")
+        self.records = widgets.HTML("")
+        self.code = widgets.Textarea(value="", layout=widgets.Layout(width="100%", height="8em", display="none"))
         self.run_button.on_click(lambda _: self.run())
         self.insert_button.on_click(lambda _: self.insert_winner())
-        self.widget = w.VBox([w.HTML("<b>Variants</b>"), w.VBox(list(self.checkboxes.values())),
-                              w.HBox([self.run_button, self.insert_button]), self.progress, self.status,
+        self.widget = widgets.VBox([widgets.HTML("<b>Variants</b>"), widgets.VBox(list(self.checkboxes.values())),
+                              widgets.HBox([self.run_button, self.insert_button]), self.progress, self.status,
                               self.table, self.chart, self.records, self.code])
 
     # -- building ----------------------------------------------------------------------
@@ -117,14 +117,14 @@ class VariantPanel:
         return out
 
     def _checkbox(self, name: str, variant: Variant, *, checked: bool = False) -> Any:
-        import ipywidgets as w
+        import ipywidgets as widgets
 
         reason = variant.applicability()
         label = name if reason is None else f"{name} — not applicable: {reason}"
         if reason is None and checked:
             label = f"{name} (suggested by the diagnosis)"
-        return w.Checkbox(value=checked and reason is None, description=label, disabled=reason is not None,
-                          indent=False, layout=w.Layout(width="auto"))
+        return widgets.Checkbox(value=checked and reason is None, description=label, disabled=reason is not None,
+                          indent=False, layout=widgets.Layout(width="auto"))
 
     def _shell(self) -> Any:
         if self.shell is not None:

@@ -16,7 +16,7 @@ from workbench.variants.tolerances import Tolerance, dtype_name, tolerance_for
 from workbench.variants.tree import leaves_with_paths, structure
 
 if TYPE_CHECKING:
-    from workbench.variants.checking import Live
+    from workbench.variants.correctness_phase import Live
 
 BASELINE_ERROR_FACTOR = 4.0   # a variant may err up to 4x what the baseline errs (plus tolerance)
 

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from workbench.variants.correctness import CorrectnessResult, OutputCheck, check_outputs
+from workbench.variants.output_check import CorrectnessResult, OutputCheck, check_outputs
 from workbench.variants.tree import poison_tensors, to_reference_precision
 
 

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from workbench.errors import InvalidArgumentError
 import workbench.variants.cheats as cheats
-from workbench.variants.correctness import CorrectnessResult, OutputCheck, check_outputs
+from workbench.variants.output_check import CorrectnessResult, OutputCheck, check_outputs
 from workbench.variants.isolation import StateGuard, VariantTimeout, call_with_limit
 from workbench.variants.spec import Variant
 from workbench.variants.tree import (clone_tensors, poison_allocator, poison_tensors, tensor_leaves,
