@@ -27,6 +27,7 @@ from typing import Any, Callable, Mapping, TypeVar
 from workbench.capture.compile_diag import CompileDiagnostics, CompileWatcher
 from workbench.capture.health import MAX_WAIT_SHARE, health_for, read_run_delay_ns, wait_share
 from workbench.measurement import Measurement
+from workbench.capture.profiler_check import ProfilerStartWatch, profiler_running
 from workbench.capture.profiler_session import ProfilerSession, warm_up_profiler
 from workbench.capture.quiet import captured_native_stderr
 from workbench.capture.run import RunRecord
@@ -74,6 +75,15 @@ class _Outcome:
     clean_wait_share: float | None = None
     traced_wait_share: float | None = None
     trace_attempts: int = 0
+    trace_skipped: str = ""        # why the traced pass did not run although a trace was asked for
+
+
+PROFILER_ALREADY_RUNNING = (
+    "no trace: a torch profiler was already recording when the profile began (two profilers at once "
+    "crash torch); the run is timed only. Stop the other profiler, or profile outside it, for a trace")
+CODE_STARTS_PROFILER = (
+    "no trace: the profiled code starts a torch profiler of its own (two profilers at once crash torch); "
+    "the run is timed only. Remove the code's own profiler session for a trace")
 
 
 def _check_count(name: str, value: Any, minimum: int) -> None:
@@ -114,25 +124,29 @@ def _measure(torch: Any, call: Callable[[], Any], cuda: bool, warmup: int, repea
              trace_repeat: int | None = None) -> _Outcome:
     __tracebackhide__ = True
     trace_path, traced, warm_note, native = None, [], "not needed: trace off", ""
+    skipped = (PROFILER_ALREADY_RUNNING if folder is not None and profiler_running() else "")
     with applied_torch_settings(torch, threads=threads, grad_enabled=grad_enabled) as settings, \
             CompileWatcher() as watcher:
-        cold_ms = time_cold_ms(call, torch, cuda)
-        for _ in range(warmup):
-            call()
-        if cuda:
-            torch.cuda.reset_peak_memory_stats()
-        samples, clean_wait = _timed_with_waits(call, repeat, torch, cuda)   # clean: no profiler running
+        with ProfilerStartWatch() as own_starts:      # does the code start a profiler of its own?
+            cold_ms = time_cold_ms(call, torch, cuda)
+            for _ in range(warmup):
+                call()
+            if cuda:
+                torch.cuda.reset_peak_memory_stats()
+            samples, clean_wait = _timed_with_waits(call, repeat, torch, cuda)   # clean: no profiler running
         memory = _memory_stats(torch, cuda)
+        if folder is not None and own_starts.starts and not skipped:
+            skipped = CODE_STARTS_PROFILER
         traced_wait, attempts = None, 0
-        if folder is not None:                                   # the traced pass, apart
+        if folder is not None and not skipped:                   # the traced pass, apart
             if trace_repeat is None:
                 trace_repeat = auto_trace_repeat(statistics.median(samples))
-            with captured_native_stderr() as held:
+            with captured_native_stderr() as held, ProfilerStartWatch(refuse=True):
                 warm_note = warm_up_profiler(torch, cuda)
                 traced, trace_path, traced_wait, attempts = _traced_passes(torch, call, cuda, folder, trace_repeat)
             native = held.text
     return _Outcome(cold_ms, samples, traced, settings, watcher.result, memory, warm_note, trace_path,
-                    native, clean_wait, traced_wait, attempts)
+                    native, clean_wait, traced_wait, attempts, skipped)
 
 
 def _traced_passes(torch: Any, call: Callable[[], Any], cuda: bool, folder: Path,
@@ -249,7 +263,7 @@ def _run_fields(outcome: _Outcome, name: str, warmup: int, repeat: int, cuda: bo
                                  metadata={"under_profiler": True, "device": device,
                                            "run_queue_wait_share": outcome.traced_wait_share})
                      if traced and outcome.traced_samples_ms else None)
-    parsed, note = load_trace(outcome.trace_path) if traced else (None, "trace off")
+    parsed, note = load_trace(outcome.trace_path) if traced else (None, outcome.trace_skipped or "trace off")
     if traced and note and outcome.profiler_stderr.strip():   # something failed: show what it said
         from workbench.capture.quiet import surface
 

@@ -23,6 +23,7 @@ import io
 import sys
 from typing import Any
 
+from workbench.capture.profiler_check import profiler_running
 from workbench.errors import ProfileError
 
 PROFILER_CONFLICT = (
@@ -78,17 +79,6 @@ class _QuietPublisher:
 # -- the profiler check: installed by the outermost guard, removed by it -------------------------
 _patch_depth = 0
 _saved_entry_points: dict[str, Any] = {}
-
-
-def profiler_running() -> bool:
-    """Whether a torch (autograd/kineto) profiler is recording now."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return False
-    try:
-        return bool(torch.autograd._profiler_enabled())
-    except Exception:  # noqa: BLE001 - an old or odd torch: assume not
-        return False
 
 
 def _refusing(original: Any) -> Any:
