@@ -31,7 +31,7 @@ OUT = ingest.OUT
 SMALL_SOURCE = ROOT / "tests" / "data" / "gpu" / "h100_bert_small.json.gz"
 
 OURS = """
-import sys, time, json, resource, warnings, pickle
+import sys, time, json, resource, warnings
 warnings.simplefilter("ignore")
 import workbench as wb
 paths = json.loads(sys.argv[1]) if sys.argv[1].startswith("[") else sys.argv[1]
@@ -41,10 +41,9 @@ trace = wb.load_trace(paths, workers=workers, cache=False)
 t1 = time.perf_counter()
 results = [trace.kernel_breakdown(), trace.temporal_breakdown(), trace.idle_breakdown()]
 t2 = time.perf_counter()
-summaries = trace.summaries() if hasattr(trace, "summaries") else []
 print(json.dumps({"load_s": t1 - t0, "load_cpu_s": time.process_time(), "analyses_s": t2 - t1,
                   "kind": type(trace).__name__, "ranks": len(trace.ranks),
-                  "summary_bytes": len(pickle.dumps(summaries)),
+                  "summary_bytes": trace.summary_bytes() if hasattr(trace, "summary_bytes") else 0,
                   "self_peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 

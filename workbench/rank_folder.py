@@ -29,7 +29,7 @@ import dataclasses
 import html
 import os
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -41,7 +41,7 @@ from workbench.analysis import (
     Stragglers, SyncAudit, TemporalBreakdown,
 )
 from workbench.analysis.idle import KERNEL_WAIT_THRESHOLD_US
-from workbench.analysis.rank_summary import RankSummary, relabeled_meta
+from workbench.analysis.rank_summary import PackedSummary, RankSummary, relabeled_meta
 from workbench.analysis.stragglers import STRAGGLER_MIN_WAIT_FRACTION
 from workbench.errors import InvalidArgumentError, TraceFormatError, TraceWarning, require_package
 from workbench.hypotheses import Diagnosis, Hypothesis
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 
     from workbench.facade import Trace
 
-SUMMARY_FUNCTION = "workbench.analysis.rank_summary:summarize_rank_file"
+SUMMARY_FUNCTION = "workbench.analysis.rank_summary:packed_rank_file"
 DIAGNOSIS_FUNCTION = "workbench.rank_folder:diagnose_rank_file"
 CROSS_RANK_RULES = ("straggler_rank",)  # rules that need every rank's tables at once
 SMALL_FOLDER_BYTES = 32 << 20  # JSON in all below which workers=None reads in this process
@@ -84,11 +84,11 @@ def mapped_load(source: object, *, options: dict[str, bool], cache: bool, worker
 class RankFolder:
     """A multi-rank trace held as per-rank summaries; the ``Trace`` methods answered from them."""
 
-    def __init__(self, summaries: Sequence[RankSummary], *, options: dict[str, bool], cache: bool,
+    def __init__(self, summaries: Sequence[PackedSummary], *, options: dict[str, bool], cache: bool,
                  workers: int | None, client: Client | None, trace_class: type[Trace],
                  failures: Sequence[RankFailure] = (), where: str = "processes", messages: Sequence[str] = ()):
         self._summaries = {(summaries[0].semantics, summaries[0].kernel_wait_threshold_us):
-                           rank_summary.by_rank(summaries)}
+                           sorted(summaries, key=lambda s: s.rank)}
         self._options, self._cache, self._workers, self._client = dict(options), cache, workers, client
         self._ranks_by_path = {s.path: s.rank for s in summaries}
         self.failures = tuple(failures)
@@ -106,7 +106,7 @@ class RankFolder:
         broken = [f for f in outcome.failures if f.kind != "unreadable"]
         if broken and not partial:
             raise RankMapError(broken, len(paths))
-        summaries = _of_type(outcome.results, RankSummary)
+        summaries = _of_type(outcome.results, PackedSummary)
         if not summaries:
             first = outcome.failures[0]
             raise TraceFormatError(f"none of the {len(paths)} rank files could be read; the first: {first.message}",
@@ -127,8 +127,18 @@ class RankFolder:
 
     # --- summaries ------------------------------------------------------------------------
     def summaries(self, semantics: Semantics | str = "workbench",
-                  kernel_wait_threshold_us: float = KERNEL_WAIT_THRESHOLD_US) -> list[RankSummary]:
-        """Every rank's summary for these semantics (mapped again over the ranks the first time asked)."""
+                  kernel_wait_threshold_us: float = KERNEL_WAIT_THRESHOLD_US) -> Iterator[RankSummary]:
+        """Every rank's summary for these semantics, in rank order, unpacked one at a time (mapped again over
+        the ranks the first time these semantics are asked for)."""
+        return (packed.unpack() for packed in self.packed(semantics, kernel_wait_threshold_us))
+
+    def summary_bytes(self, semantics: Semantics | str = "workbench") -> int:
+        """Bytes the ranks' summaries take here (packed)."""
+        return sum(len(packed.payload) for packed in self.packed(semantics))
+
+    def packed(self, semantics: Semantics | str = "workbench",
+               kernel_wait_threshold_us: float = KERNEL_WAIT_THRESHOLD_US) -> list[PackedSummary]:
+        """Every rank's packed summary for these semantics, in rank order."""
         name = semantics if isinstance(semantics, str) else semantics.name
         key = (name, float(kernel_wait_threshold_us))
         if key not in self._summaries:
@@ -136,8 +146,8 @@ class RankFolder:
                                 {"options": self._options, "cache": self._cache, "semantics": semantics,
                                  "kernel_wait_threshold_us": kernel_wait_threshold_us},
                                 workers=self._workers, client=self._client)
-            self._summaries[key] = rank_summary.by_rank(
-                [s.relabeled(self._ranks_by_path[s.path]) for s in _of_type(outcome.results, RankSummary)])
+            self._summaries[key] = sorted((s.relabeled(self._ranks_by_path[s.path])
+                                           for s in _of_type(outcome.results, PackedSummary)), key=lambda s: s.rank)
         return self._summaries[key]
 
     # --- analyses, from the summaries ----------------------------------------------------------
@@ -182,8 +192,8 @@ class RankFolder:
     def op_breakdown(self, semantics: Semantics | str = "workbench") -> OpBreakdown:
         """As ``Trace.op_breakdown``, from each rank's totals per op name and input signature."""
         order = {path: i for i, path in enumerate(self._ranks_by_path)}  # the files' order: rows of one-pass tables
-        files = sorted(self.summaries(semantics), key=lambda s: order[s.path])
-        return rank_summary.combine_ops(files)
+        files = sorted(self.packed(semantics), key=lambda s: order[s.path])
+        return rank_summary.combine_ops(packed.unpack() for packed in files)
 
     # --- diagnosis ------------------------------------------------------------------------------
     def hypotheses(self, rules: Iterable[str] | None = None) -> list[Hypothesis]:
@@ -291,7 +301,7 @@ class RankFolder:
     def has_gpu(self) -> bool:
         return any(s.gpu_event_count for s in self._first())
 
-    def _first(self) -> list[RankSummary]:
+    def _first(self) -> list[PackedSummary]:
         return self._summaries[next(iter(self._summaries))]
 
     def span_us(self) -> float:
@@ -332,7 +342,7 @@ def _of_type(results: dict[str, object], kind: type[Value]) -> list[Value]:
     return out
 
 
-def _meta(summaries: list[RankSummary], options: dict[str, bool], messages: Sequence[str]) -> TraceMeta:
+def _meta(summaries: list[PackedSummary], options: dict[str, bool], messages: Sequence[str]) -> TraceMeta:
     metas = [s.meta for s in summaries]
 
     def merged(name: str) -> dict:

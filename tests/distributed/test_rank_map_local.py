@@ -47,11 +47,11 @@ def raise_on(path: str, *, victim: str) -> int:
 
 def summarize_or_die(path: str, **kw):
     """The folder's per-rank summary, but the worker reading worker3 is killed."""
-    from workbench.analysis.rank_summary import summarize_rank_file
+    from workbench.analysis.rank_summary import packed_rank_file
 
     if os.path.basename(path) == "worker3.json.gz":
         os.kill(os.getpid(), signal.SIGKILL)
-    return summarize_rank_file(path, **kw)
+    return packed_rank_file(path, **kw)
 
 
 def _quiet_load(source, **kw):

@@ -117,3 +117,14 @@ def test_evidence_reads_in_adaptive_time_units_and_never_in_scientific_notation(
     assert Evidence("alloc_bytes", 12_345_678.0, "bytes").describe() == "alloc_bytes = 12,345,678 bytes"
     assert Evidence("idle_pct", 50.08, "%", 20.0).describe() == "idle_pct = 50.08 % (> threshold 20 %)"
     assert "e+" not in Evidence("events", 2.5e9, "").describe()
+
+
+def test_the_diagnosis_states_its_measurement_caveats_once_in_a_banner():
+    from dataclasses import replace
+
+    noise = replace(hyp("measurement", stake=1.0, confidence="medium", title="Timing is noisy"), rule="noisy_timing")
+    finding = hyp("host_bound", stake=5.0, title="host")
+    diag = Diagnosis(tuple(rank([noise, finding])))
+    assert [h.rule for h in diag.caveats] == ["noisy_timing"]
+    assert diag.banner.startswith("The timing qualifies these findings: Timing is noisy")
+    assert Diagnosis((finding,)).banner == ""

@@ -29,7 +29,7 @@ CASES: dict[str, tuple[str, bool, str | None]] = {
                                        "y = x.sin()", False, None),
     "own_profiler_in_cell": ("%%gpuprofile -w 1 -r 3 -q\nwith torch.profiler.profile() as p:\n"
                              "    y = x.sin()", True, "timed only"),
-    "own_profiler_in_a_function": ("%%gpuprofile -w 1 -r 3 -q\nhelper_with_profiler(x)", False,
+    "own_profiler_in_a_function": ("%%gpuprofile -w 1 -r 3 -q\nhelper_with_profiler(x)", True,
                                    "two profilers at once"),
     "leaves_a_profiler_running": ("%%gpuprofile -w 1 -r 3 -q\nleft = torch.profiler.profile()\nleft.start()\n"
                                   "y = x.sin()", None, "profiler"),

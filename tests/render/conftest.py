@@ -108,3 +108,43 @@ def make_comparison() -> Comparison:
                                          bootstrap_high=1.58, n_pairs=4),
                          decision="keep", decision_reason='faster "end to end"')
     return Comparison(baseline="eager", results=(base, fast), decision=decision_record())
+
+
+# --- a traced run with Python events (time by module and source line) ---------------------------
+HOSTILE_MODULE = 'Chain<script "x">'   # an nn.Module named like markup (no "/": that separates a module path)
+
+
+def _x(cat: str, name: str, ts: float, dur: float, tid: int = 1, **args: object) -> dict:
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+
+def python_events() -> list[dict]:
+    """One ProfilerStep: Model_0 > (model.py:5 forward) > Block_0 > (model.py:20 forward) >
+    [aten::mm 100 µs, <HOSTILE_MODULE>_0 > (model.py:40 forward) > [aten::tanh 50, aten::pow 40]];
+    aten::add 30 µs in Model's forward; aten::copy_ 20 µs outside any module (CPU ops only)."""
+    py = "python_function"
+    return [
+        _x("user_annotation", "ProfilerStep#0", 0, 1000),
+        _x(py, "nn.Module: Model_0", 10, 900), _x(py, "model.py(5): forward", 12, 880),
+        _x(py, "nn.Module: Block_0", 20, 500), _x(py, "model.py(20): forward", 22, 496),
+        _x("cpu_op", "aten::mm", 30, 100),
+        _x(py, f"nn.Module: {HOSTILE_MODULE}_0", 200, 300), _x(py, "model.py(40): forward", 201, 298),
+        _x("cpu_op", "aten::tanh", 210, 50), _x("cpu_op", "aten::pow", 300, 40),
+        _x("cpu_op", "aten::add", 600, 30), _x("cpu_op", "aten::copy_", 950, 20),
+    ]
+
+
+def write_python_trace(path: Path) -> Path:
+    path.write_text(json.dumps({"traceEvents": python_events()}), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def python_trace_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_python_trace(tmp_path_factory.mktemp("render") / "python_events.json")
+
+
+@pytest.fixture()
+def attributed_run(python_trace_path: Path) -> ProfileRun:
+    """A run whose trace recorded Python events: 3 traced calls, clean / traced = 0.8."""
+    return make_run(python_trace_path, name="attributed")

@@ -3,6 +3,7 @@ and the escaping of hostile names (markup, quotes, control characters)."""
 from __future__ import annotations
 
 import html
+import re
 
 import pytest
 
@@ -17,6 +18,11 @@ from .conftest import HOSTILE_KERNEL, HOSTILE_OP, HOSTILE_RUN, HOSTILE_VARIANT, 
 
 OP_HEADERS = ("op", "calls / call", "self / call", "total / call", "% of self time")
 KERNEL_HEADERS = ("kernel", "type", "launches / call", "time / call", "% of kernel time")
+
+
+def _no_tag(md: str) -> bool:
+    """No markup a Markdown renderer would pass through as a tag: every ``<`` is backslash-escaped."""
+    return re.search(r"(?<!\\)<[A-Za-z/!?]", md) is None
 
 
 def _no_raw(page: str, *names: str) -> None:
@@ -57,7 +63,8 @@ def test_run_markdown_tables_escape_markup(hostile_run):
     out = render.markdown(hostile_run)
     assert out == hostile_run.to_markdown()
     assert "| " + " | ".join(OP_HEADERS) in out
-    assert "<script>" not in out and "<img" not in out and "&lt;script&gt;" in out
+    assert "\\<script\\>" in out and "\\<img" in out           # backslash-escaped: shown as text, never a tag
+    assert "&lt;" not in out and "&#" not in out and _no_tag(out)  # no HTML entity (it would show literally)
     assert "#### Hypotheses (ranked)" in out
 
 
@@ -81,8 +88,9 @@ def test_history_is_shown_saved_and_loaded(hostile_run, tmp_path):
                     for i, m in enumerate((2.0, 2.0, 2.8, 2.8)))
     run.history = History(key="k", entries=entries, change_points=(2,))
     page = render.html(run, charts=False)
-    assert "History of this cell" in page and "runs recorded" in page and "run 3 (2026-01-03)" in page
-    assert "runs recorded  4" in render.text(run) and "| change points | run 3 (2026-01-03) |" in render.markdown(run)
+    assert "History of this cell" in page and "runs recorded" in page and "run 2 (2026-01-03)" in page
+    assert "runs recorded  4" in render.text(run)
+    assert "| change points | run 2 (2026-01-03): 2 ms → 2.8 ms (+40%) |" in render.markdown(run)
     again = wb.load_run(run.save(tmp_path / "bundle"))
     assert again.history == run.history and isinstance(again, wb.ProfileRun)
     assert make_run(None).history is None and "History" not in render.html(make_run(None), charts=False)
@@ -97,7 +105,7 @@ def test_diagnosis_and_run_hypotheses_in_three_formats(diagnosis):
         assert out.startswith("1. [memory_bound] " + diagnosis.hypotheses[0].title)
         assert "refute by: fuse it & time it" in out
         md = render.markdown(value)
-        assert md.startswith("### 1.") and "<script>" not in md and "**Next experiment (falsifier):**" in md
+        assert md.startswith("### 1.") and "<script>" not in md and _no_tag(md) and "**Next experiment (falsifier):**" in md
 
 
 def test_comparison_in_three_formats(comparison):
@@ -111,7 +119,7 @@ def test_comparison_in_three_formats(comparison):
     assert HOSTILE_VARIANT in out and "decision: keep for " + HOSTILE_VARIANT in out
     assert out.splitlines()[1].split()[:3] == ["variant", "status", "correct"]
     md = render.markdown(comparison)
-    assert "| variant | status | correct |" in md and "<script>" not in md
+    assert "| variant | status | correct |" in md and _no_tag(md)
     assert markdown_text(HOSTILE_VARIANT) in md
 
 
@@ -131,7 +139,9 @@ def test_decision_record_in_three_formats():
     out = render.text(record)
     assert out.startswith("decision: keep for " + HOSTILE_VARIANT) and "Numerical class  reordered" in out
     md = render.markdown(record)
-    assert md.startswith("### Decision: `keep`") and "**Numerical class:** reordered" in md and "<script>" not in md
+    assert md.startswith("### Decision: `keep`") and "**Numerical class:** reordered" in md and _no_tag(md)
+    assert "**Mode:** inference: outputs checked, forward timed (no gradient checked)" in md
+    assert "Gradient checks" not in md and "Gradient checks" not in page   # an inference record checked none
 
 
 def test_trace_summary_card_in_three_formats(hostile_run):
@@ -143,7 +153,7 @@ def test_trace_summary_card_in_three_formats(hostile_run):
     out = render.text(trace)
     assert out.startswith("Trace: 1 rank(s)") and HOSTILE_KERNEL in out and "90 µs" in out  # 3 kernels x 30 µs
     md = render.markdown(trace)
-    assert "| kernel | type | launches | total |" in md and "<img" not in md
+    assert "| kernel | type | launches | total |" in md and _no_tag(md) and "onerror='k'\\>\\&kernel" in md
 
 
 def test_an_unknown_type_is_a_clear_error():

@@ -38,5 +38,18 @@ def test_the_report_table_has_the_same_columns_with_more_rows(hostile_run):
 def test_the_template_displays_the_shared_sections():
     cells = "".join("".join(c["source"]) for c in json.loads(TEMPLATE.read_text(encoding="utf-8"))["cells"])
     for name in ("sections.timing_html(run)", "sections.top_ops_html(run", "sections.hypotheses_html(run)",
+                 "sections.attribution_html(run)", "sections.history_html(run)",
                  "sections.environment_html(run)", "wb.load_run(bundle)"):
         assert name in cells, name
+    assert "## Time by module and source line" in cells and "## History" in cells
+
+
+def test_the_report_and_the_card_show_the_same_attribution_and_history(attributed_run):
+    from workbench.study.history import History, HistoryEntry
+
+    attributed_run.history = History("k", tuple(HistoryEntry("k", f"2026-01-0{i + 1}", m, 0.01, n=20)
+                                                for i, m in enumerate((2.0, 2.0, 2.8, 2.8))), (2,))
+    card = render.html(attributed_run, charts=False)
+    assert sections.attribution_html(attributed_run) in card
+    assert _table(sections.history_html(attributed_run), "wb-history-summary") == _table(card, "wb-history-summary")
+    assert _table(sections.history_html(attributed_run), "wb-history-runs") == _table(card, "wb-history-runs")

@@ -28,7 +28,7 @@ def test_the_template_runs_and_the_page_holds_every_section_offline(eight_rank_r
     nb = json.loads((eight_rank_report / "report.ipynb").read_text(encoding="utf-8"))
     assert not [o for c in nb["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
     html = (eight_rank_report / "report.html").read_text(encoding="utf-8")
-    for heading in ("Trace summary", "Hypotheses", "Kernels", "CPU ops", "Time per rank", "Timeline", "Roofline",
+    for heading in ("Trace summary", "Hypotheses", "Time by module and source line", "Kernels", "CPU ops", "Time per rank", "Timeline", "Roofline",
                     "Communication and compute overlap", "Stragglers", "Launches", "Copies", "Synchronisation",
                     "Environment", "distributedInfo", "Device properties"):
         assert f">{heading}<" in html or f">{heading}</" in html, heading
@@ -36,6 +36,9 @@ def test_the_template_runs_and_the_page_holds_every_section_offline(eight_rank_r
     assert html.count("if (!window.vegaEmbed) { (function") == 1   # vega inlined once per page
     assert external_sources(html) == []
     assert "Tesla V100-SXM2-32GB" in html and "nccl" in html
+    # no Python events in these rank files: the attribution section says why, in one sentence
+    assert "No time by module or source line: the trace has no Python events" in html or \
+        "report on its file alone" in html
 
 
 @pytest.mark.timeout(120)
@@ -96,7 +99,7 @@ def test_a_single_h100_trace_gets_every_section_without_error():
     trace = wb.load_trace(H100)
     for build in (tr.summary_html, tr.kernels_html, tr.ops_html, tr.temporal_html, tr.idle_html, tr.overlap_html,
                   tr.stragglers_html, tr.launch_html, tr.copies_html, tr.syncs_html, tr.steps_html,
-                  tr.hypotheses_html, tr.environment_html, tr.kernel_roofline_html):
+                  tr.hypotheses_html, tr.attribution_html, tr.environment_html, tr.kernel_roofline_html):
         assert isinstance(build(trace), str)
     assert "NVIDIA H100 80GB HBM3" in tr.environment_html(trace)
     assert "One rank" in tr.stragglers_html(trace)

@@ -58,3 +58,16 @@ def test_a_profiled_function_with_a_quoted_label_keeps_its_trace():
     names = set(run.trace.annotations["name"].astype(str))
     assert LABEL in names, sorted(names)[:20]
     assert "aten::mm" in set(run.trace.cpu_ops["name"].astype(str))
+
+
+def test_a_gzipped_export_is_mended_too_and_no_copy_is_left(tmp_path, monkeypatch):
+    import gzip
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    packed = tmp_path / "rank0.json.gz"
+    packed.write_bytes(gzip.compress((BAD / "unescaped_quotes.json").read_bytes(), mtime=0))
+    trace = wb.load_trace(str(packed), cache=False)
+    assert LABEL in set(trace.annotations["name"].astype(str))
+    assert list((tmp_path / "tmp").iterdir()) == []                 # the mended copy is deleted once read

@@ -15,8 +15,9 @@ one-pass sum in the last bits of a float; tables of per-rank rows are exactly eq
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -154,6 +155,51 @@ def summarize_rank_file(path: str, *, options: dict[str, bool], cache: bool,
     return dataclasses.replace(summary, warnings=tuple(trace.meta.warnings) + extra)
 
 
+@dataclass(frozen=True, eq=False)
+class PackedSummary:
+    """A ``RankSummary`` kept as its pickled bytes (a few tens of KB where the objects take hundreds), with
+    what a folder reads without unpacking it. ``unpack()`` gives the summary, as rank ``rank``."""
+
+    path: str
+    rank: int  # the number the folder gave the file; the summary inside is relabeled to it when unpacked
+    declared_rank: int | None
+    semantics: str
+    kernel_wait_threshold_us: float
+    meta: TraceMeta
+    warnings: tuple[str, ...]
+    event_count: int
+    cpu_op_count: int
+    runtime_count: int
+    gpu_event_count: int
+    span_us: float
+    payload: bytes
+
+    def unpack(self) -> RankSummary:
+        summary = pickle.loads(self.payload)
+        if not isinstance(summary, RankSummary):
+            raise TypeError(f"a packed rank summary of {self.path} holds {type(summary).__name__}")
+        return summary.relabeled(self.rank)
+
+    def relabeled(self, rank: int) -> PackedSummary:
+        if rank == self.rank:
+            return self
+        return dataclasses.replace(self, rank=rank, meta=relabeled_meta(self.meta, self.rank, rank))
+
+
+def pack(summary: RankSummary) -> PackedSummary:
+    return PackedSummary(path=summary.path, rank=summary.rank, declared_rank=summary.declared_rank,
+                         semantics=summary.semantics, kernel_wait_threshold_us=summary.kernel_wait_threshold_us,
+                         meta=summary.meta, warnings=summary.warnings, event_count=summary.event_count,
+                         cpu_op_count=summary.cpu_op_count, runtime_count=summary.runtime_count,
+                         gpu_event_count=summary.gpu_event_count, span_us=summary.span_us,
+                         payload=pickle.dumps(summary, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def packed_rank_file(path: str, **kwargs: Any) -> PackedSummary:
+    """``summarize_rank_file``, packed: what the folder's workers send back."""
+    return pack(summarize_rank_file(path, **kwargs))
+
+
 def _op_parts(ops: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per op name (first-seen order): count, self and total time; and counts per (name, input signature)."""
     if not len(ops):
@@ -203,87 +249,94 @@ def concat_frames(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame(columns, columns=list(frames[0].columns))
 
 
-def _semantics_of(summaries: Sequence[RankSummary]) -> str:
-    return summaries[0].semantics if summaries else "workbench"
+def _parts(summaries: Iterable[RankSummary], pick: Callable[[RankSummary], tuple]) -> tuple[list[tuple], str, float]:
+    """One pass over the summaries (they may be unpacked one at a time): ``pick``'s parts of each, in rank
+    order, the semantics and the idle threshold. Only the parts are kept, not the summaries."""
+    collected, semantics, threshold = [], "workbench", KERNEL_WAIT_THRESHOLD_US
+    for summary in summaries:
+        collected.append((summary.rank, pick(summary)))
+        semantics, threshold = summary.semantics, summary.kernel_wait_threshold_us
+    collected.sort(key=lambda item: item[0])
+    return [parts for _, parts in collected], semantics, threshold
 
 
-def combine_kernel(summaries: Sequence[RankSummary]) -> KernelBreakdown:
-    ranks = by_rank(summaries)
-    types = concat_frames([s.kernel.types for s in ranks])
-    return KernelBreakdown(table=concat_frames([s.kernel.table for s in ranks]), types=types,
-                           total_kernel_us=float(sum(s.kernel.total_kernel_us for s in ranks)),
-                           busy_us=float(types["dur_us"].sum()) if len(types) else 0.0,
-                           semantics=_semantics_of(ranks))
+def combine_kernel(summaries: Iterable[RankSummary]) -> KernelBreakdown:
+    parts, semantics, _ = _parts(summaries, lambda s: (s.kernel.table, s.kernel.types, s.kernel.total_kernel_us))
+    types = concat_frames([p[1] for p in parts])
+    return KernelBreakdown(table=concat_frames([p[0] for p in parts]), types=types,
+                           total_kernel_us=float(sum(p[2] for p in parts)),
+                           busy_us=float(types["dur_us"].sum()) if len(types) else 0.0, semantics=semantics)
 
 
-def combine_temporal(summaries: Sequence[RankSummary]) -> TemporalBreakdown:
-    ranks = by_rank(summaries)
-    return TemporalBreakdown(table=concat_frames([s.temporal.table for s in ranks]), semantics=_semantics_of(ranks))
+def combine_temporal(summaries: Iterable[RankSummary]) -> TemporalBreakdown:
+    parts, semantics, _ = _parts(summaries, lambda s: (s.temporal.table,))
+    return TemporalBreakdown(table=concat_frames([p[0] for p in parts]), semantics=semantics)
 
 
-def combine_idle(summaries: Sequence[RankSummary]) -> IdleBreakdown:
-    ranks = by_rank(summaries)
-    threshold = ranks[0].kernel_wait_threshold_us if ranks else KERNEL_WAIT_THRESHOLD_US
-    return IdleBreakdown(table=concat_frames([s.idle.table for s in ranks]),
-                         gaps=concat_frames([s.idle.gaps for s in ranks]),
-                         kernel_wait_threshold_us=threshold, semantics=_semantics_of(ranks))
+def combine_idle(summaries: Iterable[RankSummary]) -> IdleBreakdown:
+    parts, semantics, threshold = _parts(summaries, lambda s: (s.idle.table, s.idle.gaps))
+    return IdleBreakdown(table=concat_frames([p[0] for p in parts]), gaps=concat_frames([p[1] for p in parts]),
+                         kernel_wait_threshold_us=threshold, semantics=semantics)
 
 
-def combine_comm(summaries: Sequence[RankSummary]) -> CommOverlap:
-    ranks = by_rank(summaries)
-    return CommOverlap(table=concat_frames([s.comm.table for s in ranks]), semantics=_semantics_of(ranks))
+def combine_comm(summaries: Iterable[RankSummary]) -> CommOverlap:
+    parts, semantics, _ = _parts(summaries, lambda s: (s.comm.table,))
+    return CommOverlap(table=concat_frames([p[0] for p in parts]), semantics=semantics)
 
 
-def combine_copies(summaries: Sequence[RankSummary]) -> CopyStats:
-    ranks = by_rank(summaries)
-    return CopyStats(table=concat_frames([s.copies.table for s in ranks]),
-                     pageable_bytes=int(sum(s.copies.pageable_bytes for s in ranks)),
-                     total_copy_us=float(sum(s.copies.total_copy_us for s in ranks)), semantics=_semantics_of(ranks))
+def combine_copies(summaries: Iterable[RankSummary]) -> CopyStats:
+    parts, semantics, _ = _parts(summaries, lambda s: (s.copies.table, s.copies.pageable_bytes, s.copies.total_copy_us))
+    return CopyStats(table=concat_frames([p[0] for p in parts]), pageable_bytes=int(sum(p[1] for p in parts)),
+                     total_copy_us=float(sum(p[2] for p in parts)), semantics=semantics)
 
 
-def combine_syncs(summaries: Sequence[RankSummary]) -> SyncAudit:
-    ranks = by_rank(summaries)
-    table = concat_frames([s.syncs.table for s in ranks])
+def combine_syncs(summaries: Iterable[RankSummary]) -> SyncAudit:
+    parts, semantics, _ = _parts(summaries, lambda s: (s.syncs.table, s.syncs.by_cause))
+    table = concat_frames([p[0] for p in parts])
     if len(table) and {"kind", "cause_op"} <= set(table.columns):
         by_cause = (table.groupby(["kind", "cause_op"]).agg(count=("blocked_us", "size"),
                                                               blocked_us=("blocked_us", "sum"))
                     .reset_index().sort_values("blocked_us", ascending=False, ignore_index=True))
         by_cause["count"] = by_cause["count"].astype("int64")
     else:
-        by_cause = ranks[0].syncs.by_cause if ranks else pd.DataFrame()
+        by_cause = parts[0][1] if parts else pd.DataFrame()
     return SyncAudit(table=table, by_cause=by_cause,
-                     blocked_us=float(table["blocked_us"].sum()) if len(table) else 0.0, semantics=_semantics_of(ranks))
+                     blocked_us=float(table["blocked_us"].sum()) if len(table) else 0.0, semantics=semantics)
 
 
-def combine_steps(summaries: Sequence[RankSummary]) -> StepBreakdown:
-    ranks = by_rank(summaries)
-    table = concat_frames([s.steps.table for s in ranks])
+def combine_steps(summaries: Iterable[RankSummary]) -> StepBreakdown:
+    parts, semantics, _ = _parts(summaries, lambda s: (s.steps.table,))
+    table = concat_frames([p[0] for p in parts])
     median = float(table["dur_us"].median()) if len(table) else float("nan")
-    return StepBreakdown(table=table, median_step_us=median, semantics=_semantics_of(ranks))
+    return StepBreakdown(table=table, median_step_us=median, semantics=semantics)
 
 
-def combine_launches(summaries: Sequence[RankSummary]) -> LaunchStats:
-    ranks = by_rank(summaries)
-    table = concat_frames([s.launches.table for s in ranks])
+def combine_launches(summaries: Iterable[RankSummary]) -> LaunchStats:
+    parts, semantics, _ = _parts(summaries, lambda s: (s.launches.table,))
+    table = concat_frames([p[0] for p in parts])
     return LaunchStats(table=table, by_api=_by_api(table), n_launches=len(table),
                        n_shorter_than_launch=int(table["shorter_than_launch"].sum()) if len(table) else 0,
-                       semantics=_semantics_of(ranks))
+                       semantics=semantics)
 
 
-def combine_ops(summaries: Sequence[RankSummary]) -> OpBreakdown:
-    """Op totals per name over every rank (ranks in file order, as the rows of one-pass tables are)."""
-    files = list(summaries)
-    totals = pd.concat([s.op_totals for s in files], ignore_index=True)
+def combine_ops(summaries: Iterable[RankSummary]) -> OpBreakdown:
+    """Op totals per name over every rank; pass the summaries in the order of the files (the order of the
+    rows of one-pass tables), not of the ranks."""
+    pairs, semantics = [], "workbench"
+    for summary in summaries:
+        pairs.append((summary.op_totals, summary.op_signatures))
+        semantics = summary.semantics
+    totals = pd.concat([p[0] for p in pairs], ignore_index=True) if pairs else pd.DataFrame()
     if not len(totals):
         return OpBreakdown(table=pd.DataFrame({c: pd.Series(dtype="float64") for c in OP_COLUMNS}),
-                           total_self_us=0.0, semantics=_semantics_of(files))
+                           total_self_us=0.0, semantics=semantics)
     t = totals.groupby("name", sort=False).agg(count=("count", "sum"), self_us=("self_us", "sum"),
                                                total_us=("total_us", "sum")).reset_index()
     t["mean_us"] = t["total_us"] / t["count"]
     t["mean_self_us"] = t["self_us"] / t["count"]
     total_self = float(t["self_us"].sum())
     t["pct"] = 100.0 * t["self_us"] / total_self if total_self > 0 else 0.0
-    sig = pd.concat([s.op_signatures for s in files], ignore_index=True)
+    sig = pd.concat([p[1] for p in pairs], ignore_index=True)
     counts = sig.groupby(["name", "input_dims", "input_types"], sort=False)["n"].sum().reset_index()
     counts = counts.sort_values("n", ascending=False, kind="stable").drop_duplicates("name")
     top = pd.DataFrame({"name": counts["name"].to_numpy(), "top_input_dims": counts["input_dims"].to_numpy(),
@@ -292,15 +345,15 @@ def combine_ops(summaries: Sequence[RankSummary]) -> OpBreakdown:
     t["count"] = t["count"].astype("int64")
     t["top_shape_count"] = t["top_shape_count"].fillna(0).astype("int64")
     t = t.sort_values("self_us", ascending=False, ignore_index=True)
-    return OpBreakdown(table=t[OP_COLUMNS], total_self_us=total_self, semantics=_semantics_of(files))
+    return OpBreakdown(table=t[OP_COLUMNS], total_self_us=total_self, semantics=semantics)
 
 
-def combine_stragglers(summaries: Sequence[RankSummary],
+def combine_stragglers(summaries: Iterable[RankSummary],
                        min_wait_fraction: float = STRAGGLER_MIN_WAIT_FRACTION) -> Stragglers:
     """The stragglers analysis (``workbench.analysis.stragglers``) from each rank's busy, compute and
     communication time: the cross-rank half of it, on the per-rank rows."""
-    ranks = by_rank(summaries)
-    rows = [s.straggler_inputs for s in ranks if len(s.straggler_inputs)]
+    parts, semantics, _ = _parts(summaries, lambda s: (s.straggler_inputs,))
+    rows = [p[0] for p in parts if len(p[0])]
     table = (pd.concat(rows, ignore_index=True) if rows else
              pd.DataFrame({c: pd.Series(dtype="float64") for c in STRAGGLER_INPUTS}))
     table = table[["rank", "busy_us", "compute_us", "comm_us", "device", "kernel_time_us"]]
@@ -314,6 +367,5 @@ def combine_stragglers(summaries: Sequence[RankSummary],
     if not reason and not found:
         reason = f"no rank's communication time is more than {min_wait_fraction:.0%} below the median"
     wait = float(table.loc[table["is_straggler"], "comm_deficit_us"].sum())
-    return Stragglers(table=table, stragglers=found, wait_caused_us=wait, reason=reason,
-                      semantics=_semantics_of(ranks))
+    return Stragglers(table=table, stragglers=found, wait_caused_us=wait, reason=reason, semantics=semantics)
 

@@ -8,6 +8,7 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from workbench.analysis.attribution import Attribution
 from workbench.analysis.labels import unique_labels
 from workbench.analysis.result import AnalysisResult
 from workbench.errors import InvalidArgumentError, WorkbenchError
@@ -135,6 +136,17 @@ def _as_text(trace: Trace | RankFolder, results: dict[str, AnalysisResult | str]
         lines.append(_table_text(table.head(top)) if len(table) else "(no rows)")
         if len(table) > top:
             lines.append(f"... {len(table) - top} more row(s); --top N shows more")
+    lines += _attribution_text(trace)
     lines += ["", "== hypotheses (ranked) =="]
     lines.append(render.text(HypothesisList(hypotheses), limit=top) or "(no hypothesis has evidence)")
     return "\n".join(lines)
+
+
+def _attribution_text(trace: Trace | RankFolder) -> list[str]:
+    """Time by nn.Module and by source line (``workbench.render``), where the trace recorded the
+    Python events they need; [] otherwise, and for rank files read by workers (per-rank summaries
+    hold no Python events: analyze one rank's file for its attribution)."""
+    if not isinstance(trace, Trace):
+        return []
+    result = Attribution(trace.module_breakdown(), trace.source_breakdown())
+    return ["", "== time by module and source line ==", render.text(result)] if result.recorded else []

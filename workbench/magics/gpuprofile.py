@@ -249,6 +249,8 @@ class GpuProfileMagics(Magics):
                 try:
                     run = _profile_cell(runner, opts, trace)
                     done = "done"
+                    if trace and run.trace is None and run.trace_note:   # asked for, not taken: say why
+                        guard.notes.append(run.trace_note)
                 finally:
                     status.close(f"%gpuprofile {name}: {done}, {runner.calls} calls in "
                                  f"{status.elapsed_s():.1f} s")

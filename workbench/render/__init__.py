@@ -8,7 +8,8 @@
 Result types and their renderers (``workbench.render.base.RENDERERS``): ProfileRun
 (``render.run``), Trace (``render.trace``, a summary card), Diagnosis and ``run.hypotheses``
 (``render.diagnosis``), Comparison (``render.comparison``), DecisionRecord (``render.decision``),
-Study and its rounds (``render.study``). Every text from the data is escaped in one place
+Study and its rounds (``render.study``), ``run.attribution`` and the module / source-line
+breakdowns (``render.attribution``). Every text from the data is escaped in one place
 (``render.escape``); charts inside HTML draw offline (``workbench.charts``). Importing this package
 imports no chart library: a renderer's module is loaded when it is first asked for.
 """

@@ -36,6 +36,10 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("workbench.study.study", "Study"): "workbench.render.study",
     ("workbench.study.study", "StudyRound"): "workbench.render.study",
     ("workbench.study.summary", "RoundSummary"): "workbench.render.study",
+    ("workbench.analysis.attribution", "Attribution"): "workbench.render.attribution",
+    ("workbench.analysis.attribution", "ModuleBreakdown"): "workbench.render.attribution",
+    ("workbench.analysis.attribution", "SourceBreakdown"): "workbench.render.attribution",
+    ("workbench.study.history", "History"): "workbench.render.history",
 }
 
 # the types whose HTML the IPython display formatter gets from here, because their own layer may
@@ -48,4 +52,17 @@ DISPLAYED_BY_NAME: tuple[tuple[str, str], ...] = (
     ("workbench.study.study", "Study"),
     ("workbench.study.study", "StudyRound"),
     ("workbench.study.summary", "RoundSummary"),
+    ("workbench.analysis.attribution", "Attribution"),       # run.attribution: its own class has no view
+    ("workbench.analysis.attribution", "ModuleBreakdown"),   # trace.module_breakdown(): replaces the bare
+    ("workbench.analysis.attribution", "SourceBreakdown"),   # table of AnalysisResult._repr_html_
+    ("workbench.study.history", "History"),                  # run.history: the trend chart, change points
+)
+
+# the types whose plain-text display (a terminal IPython, the text/plain copy a notebook saves)
+# is their text rendering, where the default would be a dataclass repr holding whole DataFrames
+PLAIN_TEXT_BY_NAME: tuple[tuple[str, str], ...] = (
+    ("workbench.analysis.attribution", "Attribution"),
+    ("workbench.analysis.attribution", "ModuleBreakdown"),
+    ("workbench.analysis.attribution", "SourceBreakdown"),
+    ("workbench.study.history", "History"),
 )

@@ -7,7 +7,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from workbench.render import decision as decision_render
-from workbench.render.escape import html_text, markdown_text, plain
+from workbench.render.escape import html_text, markdown_code, markdown_text, plain
 from workbench.render.tables import Cell, html_table, markdown_table, text_table
 from workbench.units import format_ms
 
@@ -79,7 +79,7 @@ def text(cmp: Comparison, **_: Any) -> str:
 def markdown(cmp: Comparison) -> str:
     d = cmp.decision
     out = [f"### Comparison against {markdown_text(cmp.baseline)}", "", markdown_table(HEADERS, rows(cmp)), "",
-           f"**Decision:** `{plain(d.decision)}` for {markdown_text(d.variant)}: {markdown_text(d.reason)}"]
+           f"**Decision:** {markdown_code(d.decision)} for {markdown_text(d.variant)}: {markdown_text(d.reason)}"]
     verdict = _verdict(cmp)
     if verdict:
         out += ["", f"**Hypothesis held against the measurement:** {markdown_text(verdict)}"]

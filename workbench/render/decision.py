@@ -1,11 +1,21 @@
-"""The DecisionRecord rendering: the decision, its reason, DESIGN.md's fields and the lists
-(evidence, rejected alternatives, remaining risk, failure cases), environment and settings."""
+"""The DecisionRecord rendering: the decision, its reason, the mode it was decided in (training:
+gradients checked and forward + backward timed; inference: forward only), DESIGN.md's fields, the
+gradient checks the record carries, the lists (evidence, rejected alternatives, remaining risk,
+failure cases), environment and settings.
+
+The gradient checks are read from the record's own fields: its mode, the gradient tolerances in
+its settings (``settings["gradient_tolerances"]``, dtype -> rtol / atol) and every line of its
+evidence, rejected alternatives, remaining risk and failure cases that speaks of a gradient (a
+candidate rejected for a wrong gradient says which one, ``grad arg[0]``); an inference record says
+that no gradient was checked.
+"""
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from workbench.render.escape import html_text, markdown_text, plain
+from workbench.render.escape import html_text, markdown_code, markdown_text, plain
 
 if TYPE_CHECKING:
     from workbench.variants.decision import DecisionRecord
@@ -15,14 +25,54 @@ FIELDS = (("Problem", "problem"), ("Bottleneck", "bottleneck"), ("Change", "chan
           ("Fallback", "fallback"), ("Result", "result"))
 LISTS = (("Evidence", "evidence"), ("Rejected alternatives", "rejected_alternatives"),
          ("Remaining risk", "remaining_risk"), ("Failure cases", "failure_cases"))
-SETTINGS_LEFT_OUT = ("notes", "tolerances", "timing")
+SETTINGS_LEFT_OUT = ("notes", "tolerances", "gradient_tolerances", "timing")
+MODES = {"training": "training: the gradients of every input and parameter that requires grad were checked "
+                     "as well as the outputs; forward and backward timed",
+         "inference": "inference: outputs checked, forward timed (no gradient checked)"}
+_GRADIENT = re.compile(r"\b(grad|grads|gradient|gradients|backward|autograd)\b", re.IGNORECASE)
+
+
+def mode_text(record: Mapping[str, Any]) -> str:
+    """The record's mode in words (a record from before modes were recorded is an inference one)."""
+    mode = str(record.get("mode") or "inference")
+    return MODES.get(mode, mode)
+
+
+def gradient_checks(record: Mapping[str, Any]) -> list[str]:
+    """The gradient checks the record carries (``DecisionRecord.to_dict()`` layout): the gradient
+    tolerances per dtype, then each line of the record's lists that speaks of a gradient; [] for an
+    inference record that mentions none."""
+    lines = []
+    tolerances = (record.get("settings") or {}).get("gradient_tolerances") or {}
+    if tolerances:
+        lines.append("gradient tolerances: " + ", ".join(f"{dtype} {_tolerance(t)}" for dtype, t in tolerances.items()))
+    for title, key in LISTS:
+        lines += [f"{title.lower()}: {item}" for item in record.get(key) or () if _GRADIENT.search(str(item))]
+    return lines
+
+
+def _tolerance(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return " ".join(f"{k} {v:.3g}" if isinstance(v, (int, float)) else f"{k} {v}" for k, v in value.items())
+    return str(value)
+
+
+def _gradient_lines(record: Mapping[str, Any]) -> list[str]:
+    checks = gradient_checks(record)
+    if checks or record.get("mode") == "training":
+        return checks or ["none listed in the record"]
+    return []
 
 
 def record_html(record: Mapping[str, Any]) -> str:
     """A decision record's fields (``DecisionRecord.to_dict()`` layout) as HTML, every text escaped."""
     rows = "".join(f"<tr><th style='text-align:left'>{title}</th><td style='text-align:left'>"
-                   f"{html_text(record.get(key) or '—')}</td></tr>" for title, key in FIELDS)
-    lists = ""
+                   f"{html_text(value)}</td></tr>"
+                   for title, value in [("Mode", mode_text(record))]
+                   + [(title, record.get(key) or "—") for title, key in FIELDS])
+    gradients = _gradient_lines(record)
+    lists = ("<h4>Gradient checks</h4><ul class='wb-gradient-checks'>"
+             + "".join(f"<li>{html_text(x)}</li>" for x in gradients) + "</ul>") if gradients else ""
     for title, key in LISTS:
         items = "".join(f"<li>{html_text(x)}</li>" for x in record.get(key) or ()) or "<li>none</li>"
         lists += f"<h4>{title}</h4><ul>{items}</ul>"
@@ -43,7 +93,12 @@ def text(record: DecisionRecord) -> str:
     fields = record.to_dict()
     lines = [plain(f"decision: {record.decision} for {record.variant}"), "  " + plain(record.reason)]
     width = max(len(title) for title, _ in FIELDS)
+    lines.append(f"  {'Mode'.ljust(width)}  {plain(mode_text(fields))}")
     lines += [f"  {title.ljust(width)}  {plain(fields[key] or '—')}" for title, key in FIELDS]
+    gradients = _gradient_lines(fields)
+    if gradients:
+        lines.append("  Gradient checks:")
+        lines += [f"    - {plain(x)}" for x in gradients]
     for title, key in LISTS:
         items = fields[key]
         lines.append(f"  {title}:")
@@ -55,9 +110,12 @@ def text(record: DecisionRecord) -> str:
 
 def markdown(record: DecisionRecord) -> str:
     fields = record.to_dict()
-    lines = [f"### Decision: `{plain(record.decision)}` — {markdown_text(record.variant)}", "",
-             markdown_text(record.reason), ""]
+    lines = [f"### Decision: {markdown_code(record.decision)} — {markdown_text(record.variant)}", "",
+             markdown_text(record.reason), "", f"**Mode:** {markdown_text(mode_text(fields))}  "]
     lines += [f"**{title}:** {markdown_text(fields[key] or '—')}  " for title, key in FIELDS]
+    gradients = _gradient_lines(fields)
+    if gradients:
+        lines += ["", "#### Gradient checks", ""] + [f"- {markdown_text(x)}" for x in gradients]
     for title, key in LISTS:
         lines += ["", f"#### {title}", ""] + ([f"- {markdown_text(x)}" for x in fields[key]] or ["- none"])
     if record.environment:

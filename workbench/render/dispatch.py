@@ -29,7 +29,7 @@ def renderer_for(value: Any) -> Renderer:
     raise UnknownResultError(
         f"workbench.render has no rendering for a {type(value).__module__}.{type(value).__qualname__}; it "
         f"renders {', '.join(known)}. Pass one of those (a ProfileRun, a Trace, a Diagnosis or "
-        "run.hypotheses, a Comparison, a DecisionRecord), or display the value itself")
+        "run.hypotheses, a Comparison, a DecisionRecord, run.attribution), or display the value itself")
 
 
 def html(value: Any, **options: Any) -> str:

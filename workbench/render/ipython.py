@@ -1,7 +1,10 @@
 """Tell IPython's display formatter how to show the results whose own layer may not import the
-render layer (a Comparison, a DecisionRecord, a Diagnosis, ``run.hypotheses``, a Study): their
-HTML is registered by type name (``for_type_by_name``), so neither their modules nor any chart
-library is imported until such a value is displayed.
+render layer (a Comparison, a DecisionRecord, a Diagnosis, ``run.hypotheses``, a Study,
+``run.attribution`` and the module / source-line breakdowns): their HTML is registered by type
+name (``for_type_by_name``), so neither their modules nor any chart library is imported until
+such a value is displayed. A registered printer comes before a type's own ``_repr_html_``. The
+attribution results' plain text (a terminal shell, the ``text/plain`` copy in a saved notebook)
+is their text rendering too, not a dataclass repr.
 
 Done when ``workbench`` is imported inside an IPython shell and by ``%load_ext workbench``.
 """
@@ -9,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from workbench.render.base import DISPLAYED_BY_NAME, RENDERERS
+from workbench.render.base import DISPLAYED_BY_NAME, PLAIN_TEXT_BY_NAME, RENDERERS
 
 
 def display_html(value: Any) -> str:
@@ -19,15 +22,26 @@ def display_html(value: Any) -> str:
     return html(value)
 
 
+def display_text(value: Any, printer: Any, cycle: bool) -> None:
+    """The plain-text formatter's function (IPython's pretty-printer protocol): the value's text
+    rendering (``workbench.render.text``)."""
+    from workbench.render.dispatch import text
+
+    printer.text(f"<{type(value).__name__}>" if cycle else text(value))
+
+
 def register_display_formatters(shell: Any) -> None:
     """Register ``display_html`` with ``shell``'s ``text/html`` formatter for each type of
-    ``workbench.render.base.DISPLAYED_BY_NAME`` whose renderer is installed."""
+    ``workbench.render.base.DISPLAYED_BY_NAME``, and ``display_text`` with its ``text/plain``
+    formatter for each of ``PLAIN_TEXT_BY_NAME``, where the type's renderer is installed."""
     import importlib.util
 
-    formatter = shell.display_formatter.formatters["text/html"]
-    for module, name in DISPLAYED_BY_NAME:
-        if importlib.util.find_spec(RENDERERS[(module, name)]) is not None:
-            formatter.for_type_by_name(module, name, display_html)
+    formatters = shell.display_formatter.formatters
+    for mime, types, function in (("text/html", DISPLAYED_BY_NAME, display_html),
+                                  ("text/plain", PLAIN_TEXT_BY_NAME, display_text)):
+        for module, name in types:
+            if importlib.util.find_spec(RENDERERS[(module, name)]) is not None:
+                formatters[mime].for_type_by_name(module, name, function)
 
 
 def register_in_running_shell() -> bool:

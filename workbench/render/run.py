@@ -3,11 +3,12 @@
 One set of sections, each built once as rows (``workbench.render.tables``) and laid out per format:
 the clean timing with its health check and notes, torch.compile's diagnostics, the top CPU ops and
 GPU kernels per clean call, the ranked hypotheses, the attribution to the user's code
-(``run.attribution``, drawn by ``workbench.render.attribution``), the cell's history
-(``run.history``, its trend chart from ``workbench.charts.history``), the environment and, in
-HTML, the charts (offline, ``workbench.charts.notebook``). The notebook card
-(``ProfileRun._repr_html_``) and the report template call the same section functions, so they show
-the same tables with the same columns.
+(``run.attribution``: time by module and by source line, ``workbench.render.run_attribution``), the
+cell's history (``run.history`` with 2+ runs: its trend chart, ``workbench.charts.history``, and
+change points, ``workbench.render.history``), the environment and, in HTML, the charts (offline,
+``workbench.charts.notebook``). The notebook card (``ProfileRun._repr_html_``) and the report
+template call the same section functions, so they show the same tables with the same columns; the
+text and Markdown renderings hold the same sections, compact.
 """
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import workbench.render.attribution as attribution_render
+import workbench.render.history as history_render
+import workbench.render.run_attribution as run_attribution
 from workbench.render.escape import html_text, markdown_text, plain
 from workbench.render.tables import (
-    Cell, html_pairs, html_table, markdown_pairs, markdown_table, text_pairs, text_table,
+    Cell, html_pairs, html_table, markdown_pairs, markdown_table, text_table,
 )
 from workbench.units import format_ms
 
@@ -28,7 +30,6 @@ if TYPE_CHECKING:
     from workbench.capture.run import RunRecord
     from workbench.hypotheses import Hypothesis
     from workbench.profile_run import ProfileRun
-    from workbench.study.history import History
 
 CARD_TOP_ROWS = 10          # rows of the op and kernel tables in the notebook card
 CARD_HYPOTHESES = 5         # hypotheses listed in the card (all of them: run.hypotheses)
@@ -158,17 +159,6 @@ def flatten_environment(env: Mapping[str, Any], prefix: str = "") -> list[tuple[
     return rows
 
 
-def history_rows(history: History) -> list[tuple[str, Cell]]:
-    """The cell's history: how many runs, where the median shifted, the last runs' medians."""
-    entries = history.entries
-    points = ", ".join(f"run {i + 1} ({entries[i].time})" for i in history.change_points if i < len(entries))
-    rows = [("runs recorded", Cell(str(len(entries)))), ("change points", Cell(points or "none"))]
-    if entries:
-        last = entries[-1]
-        rows.append(("latest median", _ms(last.median_ms, f" ({last.time})")))
-    return rows
-
-
 def _per_call_note(run: ProfileRun) -> str:
     return (f"per clean call: the trace's totals over {run.traced_calls or 1} traced call(s), scaled by the "
             f"clean / traced time ({run.trace_scale:.2f})")
@@ -248,24 +238,19 @@ def environment_html(run: RunRecord) -> str:
     return f"<table class='wb-environment'>{rows}</table>"
 
 
-def history_html(run: ProfileRun) -> str:
-    """The cell's history (``run.history``) with its trend chart; "" when the run has none."""
+def history_html(run: ProfileRun, *, charts: bool = True) -> str:
+    """The cell's history (``run.history``): with 2+ runs its summary, trend chart (offline, the
+    change points marked) and latest runs; one line for a first run; "" without a history."""
     if run.history is None:
         return ""
-    try:
-        from workbench.charts.history import history_chart
-        from workbench.charts.notebook import charts_html
-
-        chart = charts_html([history_chart(run.history)])
-    except Exception as exc:  # altair missing, or the chart failed: say so, a display must not raise
-        chart = f"<p>history chart not drawn: {html_text(type(exc).__name__)}: {html_text(exc)}</p>"
-    return _section("History of this cell", html_pairs(history_rows(run.history), "wb-history") + chart)
+    return _section("History of this cell", history_render.html(run.history, charts=charts))
 
 
 def attribution_html(run: ProfileRun) -> str:
-    """Time by nn.Module and by source line (``run.attribution``); "" when the run has none."""
-    result = run.attribution
-    return _section("Time by module and source line", attribution_render.html(result)) if result is not None else ""
+    """Time by module and by source line (``run.attribution``); why not, where it was not
+    recorded; "" for a run without a trace."""
+    body = run_attribution.html(run)
+    return _section(run_attribution.TITLE, body) if body else ""
 
 
 def charts_html(run: ProfileRun) -> str:
@@ -283,7 +268,7 @@ def html(run: ProfileRun, *, charts: bool = True) -> str:
     return (f"<div class='workbench-run'><h3>{html_text(run.name)} — {html_text(run.device)}</h3>"
             + timing_html(run) + compile_html(run) + ops_html(run) + kernels_html(run)
             + _section("Hypotheses (ranked)", hypotheses_html(run, CARD_HYPOTHESES))
-            + attribution_html(run) + history_html(run) + (charts_html(run) if charts else "")
+            + attribution_html(run) + history_html(run, charts=charts) + (charts_html(run) if charts else "")
             + f"<p style='font-size:smaller'>settings: {html_text(settings)}; profiler warm-up: "
             f"{html_text(run.profiler_warmup)}; recorded {html_text(run.created_at)}</p></div>")
 
@@ -315,7 +300,8 @@ def timing_lines(run: ProfileRun) -> list[str]:
 
 
 def text(run: ProfileRun, *, top: int = CARD_TOP_ROWS) -> str:
-    """The run as plain text: timing, health, notes, top ops and kernels, hypotheses, history."""
+    """The run as plain text: timing, health, notes, top ops and kernels, hypotheses, time by module
+    and source line (compact), history."""
     lines = [plain(f"{run.name} on {run.device}"), *timing_lines(run)]
     lines += ["  " + plain(line) for line in run.health.lines()]
     lines += ["  note: " + plain(n) for n in run.notes]
@@ -326,10 +312,11 @@ def text(run: ProfileRun, *, top: int = CARD_TOP_ROWS) -> str:
             if body:
                 lines += ["", f"top {top} {title} ({_per_call_note(run)})", text_table(headers, body)]
     lines += ["", "hypotheses (ranked):"] + _hypothesis_lines(run.hypotheses, CARD_HYPOTHESES)
-    if run.attribution is not None:
-        lines += ["", "time by module and source line:", attribution_render.text(run.attribution)]
+    attribution = run_attribution.text_lines(run)
+    if attribution:
+        lines += ["", *attribution]
     if run.history is not None:
-        lines += ["", "history of this cell:", text_pairs(history_rows(run.history))]
+        lines += ["", "history of this cell:", history_render.text(run.history)]
     return "\n".join(lines)
 
 
@@ -351,8 +338,9 @@ def markdown(run: ProfileRun, *, top: int = CARD_TOP_ROWS) -> str:
     hyps = list(run.hypotheses)
     out += [f"{i}. [{markdown_text(h.category)}] {markdown_text(h.title)} ({markdown_text(stake_text(h))})"
             for i, h in enumerate(hyps[:CARD_HYPOTHESES], 1)] or ["_none: no rule found evidence in this run_"]
-    if run.attribution is not None:
-        out += ["", "#### Time by module and source line", "", attribution_render.markdown(run.attribution)]
+    attribution = run_attribution.markdown_lines(run)
+    if attribution:
+        out += ["", f"#### {run_attribution.TITLE}", "", *attribution]
     if run.history is not None:
-        out += ["", "#### History of this cell", "", markdown_pairs(history_rows(run.history))]
+        out += ["", "#### History of this cell", "", history_render.markdown(run.history).rstrip("\n")]
     return "\n".join(out) + "\n"

@@ -3,7 +3,9 @@
 
 The template notebook only displays these, so the logic is tested without papermill. Times are
 per clean call in adaptive units (``workbench.units``); the exact millisecond figure rides along as
-the cell's tooltip. The timing section carries the run's health check. ``timing_summary`` is the
+the cell's tooltip. The timing section carries the run's health check. The attribution section
+(time by module and by source line, ``run.attribution``) and the history section (the trend chart
+with its change points, ``run.history``) are the card's own sections too. ``timing_summary`` is the
 record of the numbers that ``summary.json`` keeps for a later report's gate.
 """
 from __future__ import annotations
@@ -69,6 +71,28 @@ def top_ops_html(run: ProfileRun, n: int = 15) -> str:
 def hypotheses_html(run: ProfileRun) -> str:
     """Every ranked hypothesis, as the run card lists them (``workbench.render.run.hypotheses_html``)."""
     return render_run.hypotheses_html(run)
+
+
+def attribution_html(run: ProfileRun) -> str:
+    """Time by nn.Module and by source line (``run.attribution``, as the card shows it): the
+    tables where the trace recorded Python events, else one line saying why not; a sentence for a
+    run without a trace."""
+    body = render_run.attribution_html(run)
+    if body:
+        return body
+    return f"<p>No attribution: {html_text(run.trace_note or 'the run has no trace')}.</p>"
+
+
+def history_html(run: ProfileRun) -> str:
+    """The history of the profiled code (``run.history``, as the card shows it): with 2+ runs its
+    summary, the trend chart (offline) with the change points marked, and the latest runs; a
+    sentence where the run has no history."""
+    body = render_run.history_html(run)
+    if body:
+        return body
+    return ("<p>No history in this run bundle: a run from wb.profile or %%gpuprofile carries the history of "
+            "its code (unless WORKBENCH_HISTORY=off); a workload profiled by `workbench report --workload` "
+            "is not added to one.</p>")
 
 
 flatten_environment = render_run.flatten_environment

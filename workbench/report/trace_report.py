@@ -8,6 +8,8 @@ a file that is not a trace) is found by loading the trace here, before any noteb
 Many ranks are summarised, not listed one table per rank: a per-rank table is one table with a
 ``rank`` column, the worst ranks first (by the section's own measure of "worst"), capped at
 ``MAX_ROWS`` rows with the number of hidden rows said. Every text from the trace is escaped.
+Results that have a rendering (the diagnosis, the time by module and source line) are drawn by
+``workbench.render``, as the notebook and the CLI draw them.
 """
 from __future__ import annotations
 
@@ -18,12 +20,16 @@ import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import pandas as pd
 
 from workbench.errors import InvalidArgumentError, ReportError
 from workbench.units import format_ms
+
+if TYPE_CHECKING:
+    from workbench.facade import Trace
+    from workbench.rank_folder import RankFolder
 
 MAX_CHART_RANKS = 8     # a per-rank-and-stream chart draws the worst ranks only (the table lists the rest)
 MAX_TEXT = 72            # characters of a name a cell shows (the whole name is its tooltip)
@@ -445,8 +451,33 @@ def steps_html(trace: Any) -> str:
                                      "memory_us", "n_kernels"], hidden_what="steps"))
 
 
-def hypotheses_html(trace: Any) -> str:
-    return trace.diagnosis()._repr_html_()
+def hypotheses_html(trace: Trace | RankFolder) -> str:
+    """The ranked hypotheses and the rules that could not judge the trace (``workbench.render``)."""
+    from workbench import render
+
+    return render.html(trace.diagnosis())
+
+
+NO_RANK_ATTRIBUTION = ("The rank files were read by worker processes, which keep per-rank summaries, not the "
+                       "Python events: for the time by module and source line of one rank, report on its file "
+                       "alone (or trace.rank(r).module_breakdown() in a notebook).")
+
+
+def attribution_html(trace: Trace | RankFolder) -> str:
+    """Time by nn.Module and by the user's source line (``Trace.module_breakdown`` /
+    ``source_breakdown``, one pass over the Python events), drawn by ``workbench.render``, where
+    the trace recorded Python events; else one sentence saying why not."""
+    from workbench import render
+    from workbench.analysis.attribution import attribution
+    from workbench.trace import TraceData
+
+    if not isinstance(trace, TraceData):    # a RankFolder: summaries, no event tables here
+        return _note(NO_RANK_ATTRIBUTION)
+    result = attribution(trace)
+    if not result.recorded:
+        reasons = dict.fromkeys(part.not_recorded for part in (result.modules, result.sources))
+        return "".join(f"<p>No time by module or source line: {_esc(reason)}.</p>" for reason in reasons)
+    return render.html(result)
 
 
 def devices_table(trace: Any) -> pd.DataFrame:
@@ -580,6 +611,9 @@ PAGE_CSS = """<style>
 .wb-diagnosis table.wb-evidence td, .wb-diagnosis table.wb-evidence th { padding: 1px 6px; border-bottom: 1px solid #eee;
   text-align: left !important; max-width: 40em; overflow-wrap: break-word; word-break: normal; }
 .wb-diagnosis li.wb-hyp { margin-bottom: 10px; }
+.wb-attribution { border-collapse: collapse; font-size: 12px; margin: 4px 0 8px 0; }
+.wb-attribution th, .wb-attribution td { padding: 2px 8px; border-bottom: 1px solid #e3e3e3; text-align: left !important; }
+.wb-attribution td.wb-num { text-align: right !important; font-variant-numeric: tabular-nums; white-space: nowrap; }
 </style>"""
 
 

@@ -69,10 +69,27 @@ def _lines(path: str) -> Iterator[bytes]:
         yield pending
 
 
+_KINETO_FIELD = re.compile(rb'\n[ \t]*"(?:ph|cat|name)"\s*:\s*"')
+
+
+def _kineto_layout(path: str) -> bool:
+    """Whether the file's first block reads like torch's exporter wrote it (a ``traceEvents`` array,
+    one field per line): only such a file is scanned, so a file broken another way (a log, 8 GB of
+    zeros) is judged from its first block, as the reader judges it."""
+    try:
+        head = next(iter(stream.blocks(path)), b"")
+    except Exception:  # noqa: BLE001 - unreadable: the reader's own error stands
+        return False
+    return b'"traceEvents"' in head and _KINETO_FIELD.search(head) is not None
+
+
 def repair_unescaped_quotes(path: str, folder: str | None = None) -> Repaired | None:
     """A copy of ``path`` (plain JSON, in ``folder`` or the temp folder) with the names torch's
     exporter left unescaped mended; None when no line needed it (the file is broken some other
-    way, or not at all) or the file is larger than ``REPAIR_LIMIT_BYTES``."""
+    way, or not at all), the file does not have the exporter's layout, or it is larger than
+    ``REPAIR_LIMIT_BYTES``."""
+    if not _kineto_layout(path) or not _needs_repair(path):
+        return None
     mended = 0
     size = 0
     handle = tempfile.NamedTemporaryFile("wb", suffix=".json", prefix="workbench-repaired-", dir=folder,
@@ -103,6 +120,19 @@ def repair_unescaped_quotes(path: str, folder: str | None = None) -> Repaired | 
 
 class _TooLarge(Exception):
     pass
+
+
+def _needs_repair(path: str) -> bool:
+    """Whether some line of the file (within ``REPAIR_LIMIT_BYTES``) is a field the repair mends; read
+    without writing anything."""
+    size = 0
+    for line in _lines(path):
+        size += len(line)
+        if size > REPAIR_LIMIT_BYTES:
+            return False
+        if b'"' in line and repair_line(line) is not None:
+            return True
+    return False
 
 
 __all__ = ["REPAIR_LIMIT_BYTES", "Repaired", "repair_line", "repair_unescaped_quotes"]
