@@ -7,8 +7,9 @@ returns for many rank files when it maps them over processes or a Dask cluster).
     trace.rank(3).kernels                               # one rank's full tables, read on demand
 
 ``workers=None`` maps a folder of many rank files over one worker process per core (at most one per rank,
-bounded by free memory); a folder under SMALL_FOLDER_BYTES of JSON in all, or a single file, is read in this
-process (starting workers would cost more than it saves), as is everything with ``workers=1``.
+bounded by free memory); a single file, a folder under SMALL_FOLDER_BYTES of JSON in all, or one of ranks
+under SMALL_RANK_BYTES on average and under LARGE_FOLDER_BYTES in all, is read in this process (workers would
+cost more than they save: each pays the analyses' fixed cost per rank), as is everything with ``workers=1``.
 
 Each worker reads one rank file, runs the per-rank analyses (``workbench.analysis.rank_summary``) and
 sends back only the summary; the caller combines the summaries (cross-rank results such as stragglers
@@ -60,6 +61,8 @@ SUMMARY_FUNCTION = "workbench.analysis.rank_summary:packed_rank_file"
 DIAGNOSIS_FUNCTION = "workbench.rank_folder:diagnose_rank_file"
 CROSS_RANK_RULES = ("straggler_rank",)  # rules that need every rank's tables at once
 SMALL_FOLDER_BYTES = 32 << 20  # JSON in all below which workers=None reads in this process
+SMALL_RANK_BYTES = 4 << 20  # ranks smaller than this on average: read in this process too ...
+LARGE_FOLDER_BYTES = 1 << 30  # ... unless the folder holds more JSON than this in all
 
 
 def mapped_load(source: object, *, options: dict[str, bool], cache: bool, workers: int | None,
@@ -75,10 +78,18 @@ def mapped_load(source: object, *, options: dict[str, bool], cache: bool, worker
     paths = trace_paths(source)
     if client is None and (len(paths) == 1 or worker_count(paths, workers) == 1):
         return None
-    if client is None and workers is None and sum(json_bytes(p) for p in paths) < SMALL_FOLDER_BYTES:
-        return None  # starting workers (about a second each) would cost more than it saves
+    if client is None and workers is None and _better_here(paths):
+        return None
     return RankFolder.load(paths, options=options, cache=cache, workers=workers, client=client, partial=partial,
                            trace_class=trace_class)
+
+
+def _better_here(paths: list[str]) -> bool:
+    """Whether one process reads these rank files faster than workers, at a memory that is no concern: little
+    JSON in all (starting workers costs about a second), or many small ranks (each worker pays the analyses'
+    fixed cost per rank, one process pays it once for all) that are not many GB together."""
+    total = sum(json_bytes(p) for p in paths)
+    return total < SMALL_FOLDER_BYTES or (total / len(paths) < SMALL_RANK_BYTES and total < LARGE_FOLDER_BYTES)
 
 
 class RankFolder:

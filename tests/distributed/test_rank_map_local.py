@@ -147,6 +147,27 @@ def test_the_estimate_reads_a_gzip_files_stated_size():
         assert rank_map.json_bytes(path) == len(fh.read())
 
 
+def test_workers_none_reads_here_where_workers_would_cost_more(monkeypatch):
+    import workbench.rank_folder as rank_folder
+
+    trace, _ = _quiet_load(DLRM, cache=False)  # 8 ranks, 8 MB of JSON in all: one process
+    assert type(trace) is wb.Trace
+    paths = [f"rank{i}.json" for i in range(256)]
+    sizes = {"small": 1 << 20, "large": 130 << 20}
+    monkeypatch.setattr(rank_folder, "json_bytes", lambda path: sizes["small"])
+    assert rank_folder._better_here(paths)  # 256 small ranks, 256 MB: the analyses' fixed cost per rank dominates
+    monkeypatch.setattr(rank_folder, "json_bytes", lambda path: sizes["large"])
+    assert not rank_folder._better_here(paths[:8])  # 8 x 130 MB: workers
+    monkeypatch.setattr(rank_folder, "json_bytes", lambda path: sizes["small"])
+    assert not rank_folder._better_here(paths * 8)  # 2,048 small ranks, 2 GB: workers, for the memory
+
+
+def test_the_folder_keeps_packed_summaries_far_smaller_than_the_tables(dlrm_one, dlrm_two):
+    table_bytes = sum(int(t.memory_usage(deep=True).sum()) for t in dlrm_one._tables.values())
+    assert 0 < dlrm_two.summary_bytes() < table_bytes
+    assert all(isinstance(p.payload, bytes) for p in dlrm_two.packed())
+
+
 def test_workers_1_is_the_one_process_path_exactly():
     trace, _ = _quiet_load(DLRM, workers=1, cache=False)
     assert type(trace) is wb.Trace

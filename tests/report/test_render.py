@@ -84,3 +84,32 @@ def test_report_kernel_talks_over_unix_sockets_so_ipykernel_has_nothing_to_warn_
     assert nbf.read(out, 4).cells[-1].outputs[0]["text"] == "42\n"
     captured = capfd.readouterr()
     assert "without encryption" not in captured.err + captured.out
+
+
+def test_a_markdown_rendering_reads_as_its_original_characters_on_the_rendered_page(tmp_path):
+    """A ``text/markdown`` output (``render.markdown``, ``_repr_markdown_``) goes through nbconvert's
+    Markdown renderer: quotes, markup and NUL show as the characters they are, no entity shows
+    literally (``&\\#x27;``) and nothing runs."""
+    import html as html_module
+    import re
+
+    import nbformat
+
+    from workbench.render.escape import markdown_text
+    from workbench.render.tables import markdown_table
+
+    name = "it's \"q\" <script>alert(1)</script> a|b *x* #h nul\x00"
+    md = f"**{markdown_text(name)}**\n\n" + markdown_table(["op", "n"], [[name, "1"]])
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
+    cell = nbformat.v4.new_code_cell("x")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"text/markdown": md})]
+    nb.cells = [cell]
+    nbformat.write(nb, tmp_path / "m.ipynb")
+    page = render_html(tmp_path / "m.ipynb", tmp_path / "m.html").read_text(encoding="utf-8")
+    shown = name.replace("\x00", "\ufffd")
+    strong = re.search(r"<strong>(.*?)</strong>", page, re.S)
+    assert strong is not None and html_module.unescape(strong.group(1)) == shown
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", page, re.S)
+    assert [html_module.unescape(c.strip()) for c in cells] == [shown, "1"]     # one cell, its text intact
+    assert "<script>alert(1)" not in page and "&amp;#x27;" not in page and "&amp;\\#" not in page

@@ -24,6 +24,8 @@ from workbench.measurement import Measurement
 from workbench.trace import TraceData
 from workbench.units import format_ms
 
+STEP_PREFIX = "ProfilerStep#"   # each traced call's annotation (capture.profiler_session.STEP_NAME)
+
 RecordT = TypeVar("RecordT", bound="RunRecord")
 
 
@@ -76,10 +78,28 @@ class RunRecord:
 
     @property
     def trace_scale(self) -> float:
-        """Factor from the trace's per-call times to the clean per-call time (1 / overhead; 1.0
-        where there is no separate traced pass, as in older bundles)."""
-        overhead = self.profiler_overhead
-        return 1.0 / overhead if overhead and overhead > 0 else 1.0
+        """Factor from the trace's per-call times to the clean per-call time: the clean median over
+        the traced call's time as the trace itself measured it (the mean of its ``ProfilerStep#``
+        spans, at least the traced median), so that shares come from the trace and magnitudes from
+        the clean timing and no op's per-call time exceeds the clean call. Spans, not the traced
+        samples alone: a preempted traced call is long in the trace even when its sample had the
+        run-queue wait taken out. 1.0 where there is no separate traced pass (older bundles)."""
+        if self.traced_timing is None or self.timing.median_ms <= 0:
+            return 1.0
+        traced_ms = max(float(self.traced_timing.median_ms), self.trace_step_mean_ms or 0.0)
+        return self.timing.median_ms / traced_ms if traced_ms > 0 else 1.0
+
+    @property
+    def trace_step_mean_ms(self) -> float | None:
+        """Mean span of the traced calls in the trace (its ``ProfilerStep#`` annotations, one per
+        traced call), None without a trace or steps."""
+        if self.trace is None or self.trace_path is None:
+            return None
+        steps = self.trace.annotations
+        if len(steps) == 0:
+            return None
+        steps = steps[steps["name"].astype(str).str.startswith(STEP_PREFIX)]
+        return float(steps["dur_us"].mean()) / 1e3 if len(steps) else None
 
     @property
     def notes(self) -> tuple[str, ...]:

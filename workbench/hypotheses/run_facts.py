@@ -119,6 +119,9 @@ class RunFacts:
     def trace_scale(self) -> float:
         """Clean per-call time / traced per-call time: 1.0 where the run has no separate traced
         pass (an older bundle, whose trace covered the timed calls themselves)."""
+        own = field_of(self.run, "trace_scale")      # a run record knows its trace's call spans
+        if isinstance(own, (int, float)) and own > 0:
+            return float(own)
         traced = field_of(self.run, "traced_timing")
         clean = self.clean_ms
         if traced is None or not clean or clean <= 0:

@@ -229,7 +229,7 @@ def _ranks_text(ranks: Sequence[Any]) -> str:
     for v in values + [None]:
         if start is None:
             start = prev = v
-        elif v is not None and v == prev + 1:
+        elif v is not None and prev is not None and v == prev + 1:
             prev = v
         else:
             runs.append(str(start) if start == prev else f"{start}-{prev}")
