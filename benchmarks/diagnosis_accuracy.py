@@ -1,6 +1,7 @@
 """How often the diagnosis names the planted problem, on the planted CPU corpus (tests/workloads/corpus.py).
 
-For every workload: ``wb.profile(fn, **options)`` then ``run.hypotheses``. Per half (tuning, held-out)
+For every workload: ``wb.profile(fn, **options)`` then ``run.hypotheses``. Per half (tuning, held-out,
+and fresh: tests/workloads/corpus_fresh.py, written without reading the rules)
 it prints the share of planted workloads whose category is first, and within the top K (K=2 by
 default), at the workload's own settings ("default") and with ``repeat=8`` (a user asking for 8 timed
 calls); and the share of clean workloads with no high-confidence hypothesis. Misses are listed with
@@ -9,8 +10,10 @@ their top 3.
     .venv/bin/python benchmarks/diagnosis_accuracy.py                   # both halves, both settings
     .venv/bin/python benchmarks/diagnosis_accuracy.py --half tuning     # tune on this half only
     .venv/bin/python benchmarks/diagnosis_accuracy.py --half heldout --json out.json
+    .venv/bin/python benchmarks/diagnosis_accuracy.py --half fresh      # the batch nobody tuned on
+    .venv/bin/python benchmarks/diagnosis_accuracy.py --half all        # tuning, held-out and fresh
 
-The held-out half is for scoring, never for tuning thresholds.
+The held-out and fresh halves are for scoring, never for tuning thresholds.
 """
 from __future__ import annotations
 
@@ -25,6 +28,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 SETTINGS = {"default": {}, "repeat=8": {"repeat": 8}}
 CAVEATS = frozenset({"too_few_samples", "noisy_timing", "timer_resolution"})   # about the timing itself
+HALVES = ("tuning", "heldout", "fresh")
+
+
+def half_workloads(half: str) -> list:
+    """The workloads of one half: corpus.py's tuning or held-out half, or corpus_fresh.py's fresh batch."""
+    if half == "fresh":
+        from tests.workloads.corpus_fresh import workloads as fresh_workloads
+        return fresh_workloads("fresh")
+    from tests.workloads.corpus import workloads
+    return workloads(half)
 
 
 def profile_workload(w, overrides: dict):
@@ -78,7 +91,8 @@ def _pct(a: int, b: int) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--half", choices=("tuning", "heldout", "both"), default="both")
+    ap.add_argument("--half", choices=(*HALVES, "both", "all"), default="both",
+                    help="both: tuning and heldout (corpus.py); fresh: corpus_fresh.py; all: the three")
     ap.add_argument("--setting", choices=(*SETTINGS, "both"), default="both")
     ap.add_argument("--k", type=int, default=2, help="a planted category within the top K counts as found (default 2)")
     ap.add_argument("--only", nargs="*", help="workload names to run (default: all of the half)")
@@ -86,13 +100,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-    from tests.workloads.corpus import workloads
-
-    halves = ("tuning", "heldout") if args.half == "both" else (args.half,)
+    halves = {"both": ("tuning", "heldout"), "all": HALVES}.get(args.half, (args.half,))
     settings = list(SETTINGS) if args.setting == "both" else [args.setting]
     every = []
     for half in halves:
-        chosen = [w for w in workloads(half) if not args.only or w.name in args.only]
+        chosen = [w for w in half_workloads(half) if not args.only or w.name in args.only]
         for setting in settings:
             t0 = time.perf_counter()
             results = []

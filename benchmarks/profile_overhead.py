@@ -17,7 +17,8 @@ with ``history=False`` (no history file written, no change-point search timed).
    annotation per call, the trace exported to ``.json.gz``. Compared: the clean per-call medians
    (goal: within 3%), the traced per-call medians, ``run.traced_timing`` against the calls under
    the hand-run profiler (goal: within 10%: the same profiler options, so the Python tracer's cost
-   is on both sides), and the wall time of the whole call, where wb.profile also warms the profiler
+   is on both sides; wb.profile takes the run-queue wait out of these samples too, so on a loaded
+   machine it reads lower), and the wall time of the whole call, where wb.profile also warms the profiler
    up, parses the trace into tables and builds the run.
 
 Run:  .venv/bin/python benchmarks/profile_overhead.py [--rounds 15] [--repeat 50] [--trace-repeat 10]

@@ -229,7 +229,7 @@ class CompileWatcher:
             self._capture_note = f"torch.compile log reasons not captured: {exc!r}"
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         try:
             self._capture.restore()
         finally:

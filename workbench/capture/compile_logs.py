@@ -63,7 +63,7 @@ def _handlers_reached(log: logging.Logger) -> list[logging.Handler]:
         handlers.extend(current.handlers)
         if not current.propagate:
             break
-        current = current.parent  # type: ignore[assignment]
+        current = current.parent
     return handlers
 
 

@@ -27,6 +27,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from types import FrameType
 from typing import Any
 
 from workbench.errors import InvalidArgumentError, ProfileError
@@ -237,11 +238,11 @@ def _write_json(path: str, data: dict) -> None:
     os.replace(part, path)
 
 
-def _on_sigterm(signum: int, frame: Any) -> None:
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise _Terminated()
 
 
-def _exit_code(code: Any) -> int:
+def _exit_code(code: object) -> int:
     if code is None:
         return 0
     if isinstance(code, int):

@@ -18,6 +18,7 @@ import os
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Mapping
 
 from workbench.measurement import FEW_SAMPLES, NOISY_RELATIVE_IQR, Measurement
@@ -188,7 +189,7 @@ def _read_number(path: Path) -> float | None:
         return None
 
 
-def read_machine_state(torch: Any = None, *, environ: Mapping[str, str] | None = None,
+def read_machine_state(torch: ModuleType | None = None, *, environ: Mapping[str, str] | None = None,
                        cpufreq: Path = Path("/sys/devices/system/cpu/cpu0/cpufreq")) -> MachineState:
     env = os.environ if environ is None else environ
     try:
@@ -416,7 +417,7 @@ def check_health(timing: Measurement, *, traced: Measurement | None = None, prof
 
 
 def health_for(timing: Measurement, traced: Measurement | None, profiler_warmup: str,
-               torch: Any = None, *, torch_threads: int | None = None,
+               torch: ModuleType | None = None, *, torch_threads: int | None = None,
                environ: Mapping[str, str] | None = None, clean_wait_share: float | None = None,
                traced_wait_share: float | None = None, trace_attempts: int = 1) -> ProfileHealth:
     """The health of a run just profiled: reads the machine now (``torch_threads``: the thread

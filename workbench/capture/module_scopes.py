@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from types import TracebackType
+from types import ModuleType
 from typing import Any
 
 MODULE_SCOPE = "nn.Module: {}_{}"
@@ -22,7 +23,7 @@ MODULE_SCOPE = "nn.Module: {}_{}"
 class ModuleScopes:
     """``with ModuleScopes(torch): ...``: every module forward in the block runs in its own scope."""
 
-    def __init__(self, torch: Any) -> None:
+    def __init__(self, torch: ModuleType) -> None:
         self._torch = torch
         self._handles: list[Any] = []
         self._numbers: dict[int, str] = {}       # id(module) -> its scope name

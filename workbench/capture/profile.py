@@ -22,6 +22,7 @@ import weakref
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Callable, Mapping, TypeVar
 
 from workbench.capture.compile_diag import CompileDiagnostics, CompileWatcher
@@ -110,7 +111,7 @@ def validate_options(fn: Any, warmup: Any, repeat: Any, threads: Any, device: An
         raise InvalidArgumentError(f"device must be one of {DEVICES}; got {device!r}")
 
 
-def _memory_stats(torch: Any, cuda: bool) -> dict[str, Any]:
+def _memory_stats(torch: ModuleType, cuda: bool) -> dict[str, Any]:
     if not cuda:
         return {"not_applicable": "no CUDA device; host allocations are in the trace "
                                   "(profile_memory=True)"}
@@ -119,11 +120,13 @@ def _memory_stats(torch: Any, cuda: bool) -> dict[str, Any]:
             "allocated_bytes_after": int(torch.cuda.memory_allocated())}
 
 
-def _measure(torch: Any, call: Callable[[], Any], cuda: bool, warmup: int, repeat: int,
+def _measure(torch: ModuleType, call: Callable[[], Any], cuda: bool, warmup: int, repeat: int,
              folder: Path | None, threads: int | None, grad_enabled: bool | None,
              trace_repeat: int | None = None) -> _Outcome:
     __tracebackhide__ = True
-    trace_path, traced, warm_note, native = None, [], "not needed: trace off", ""
+    trace_path: Path | None = None
+    traced: list[float] = []
+    warm_note, native = "not needed: trace off", ""
     skipped = (PROFILER_ALREADY_RUNNING if folder is not None and profiler_running() else "")
     with applied_torch_settings(torch, threads=threads, grad_enabled=grad_enabled) as settings, \
             CompileWatcher() as watcher:
@@ -149,7 +152,7 @@ def _measure(torch: Any, call: Callable[[], Any], cuda: bool, warmup: int, repea
                     native, clean_wait, traced_wait, attempts, skipped)
 
 
-def _traced_passes(torch: Any, call: Callable[[], Any], cuda: bool, folder: Path,
+def _traced_passes(torch: ModuleType, call: Callable[[], Any], cuda: bool, folder: Path,
                    trace_repeat: int) -> tuple[list[float], Path, float | None, int]:
     """Trace ``trace_repeat`` calls; again (up to ``TRACE_ATTEMPTS`` passes) while the thread waited
     for a CPU more than ``MAX_WAIT_SHARE`` of the pass. Returns the least-waiting pass's samples,
@@ -174,7 +177,7 @@ def _traced_passes(torch: Any, call: Callable[[], Any], cuda: bool, folder: Path
     return best[1], best[2], (best[0] if share is not None else None), attempt
 
 
-def _timed_with_waits(call: Callable[[], Any], repeat: int, torch: Any, cuda: bool,
+def _timed_with_waits(call: Callable[[], Any], repeat: int, torch: ModuleType, cuda: bool,
                       annotate: Any = None) -> tuple[list[float], float | None]:
     """Samples (CPU: the run-queue wait taken out of each) and the share of the wall time the
     thread waited for a CPU (None where it cannot be read)."""
@@ -247,7 +250,7 @@ def profile(fn: Callable[..., Any], *args: Any, warmup: int = 3, repeat: int = 2
 
 
 def _run_fields(outcome: _Outcome, name: str, warmup: int, repeat: int, cuda: bool,
-                torch: Any) -> dict[str, Any]:
+                torch: ModuleType) -> dict[str, Any]:
     """The run's fields from what was measured (all but ``environment`` and ``expected_calls``)."""
     device = f"cuda:{torch.cuda.current_device()}" if cuda else "cpu"
     traced = outcome.trace_path is not None
@@ -263,7 +266,7 @@ def _run_fields(outcome: _Outcome, name: str, warmup: int, repeat: int, cuda: bo
                                  metadata={"under_profiler": True, "device": device,
                                            "run_queue_wait_share": outcome.traced_wait_share})
                      if traced and outcome.traced_samples_ms else None)
-    parsed, note = load_trace(outcome.trace_path) if traced else (None, outcome.trace_skipped or "trace off")
+    parsed, note = load_trace(outcome.trace_path) if outcome.trace_path is not None else (None, outcome.trace_skipped or "trace off")
     if traced and note and outcome.profiler_stderr.strip():   # something failed: show what it said
         from workbench.capture.quiet import surface
 

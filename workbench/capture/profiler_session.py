@@ -21,6 +21,7 @@ source lines are not.
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType, TracebackType
 from typing import Any, ContextManager
 
 from workbench.capture.module_scopes import ModuleScopes
@@ -32,7 +33,7 @@ RECORD_STACK = True   # the traced pass records Python frames and nn.Module scop
 _warmed_up_in_process = False
 
 
-def activities(torch: Any, cuda: bool) -> list[Any]:
+def activities(torch: ModuleType, cuda: bool) -> list[Any]:
     acts = [torch.profiler.ProfilerActivity.CPU]
     if cuda and torch.profiler.ProfilerActivity.CUDA in torch.profiler.supported_activities():
         acts.append(torch.profiler.ProfilerActivity.CUDA)
@@ -48,7 +49,7 @@ def _quiet_native_stderr() -> ContextManager[Any]:
     return captured_native_stderr()
 
 
-def warm_up_profiler(torch: Any, cuda: bool) -> str:
+def warm_up_profiler(torch: ModuleType, cuda: bool) -> str:
     """Run the once-per-process warm-up session; returns what was done, for the run's record."""
     global _warmed_up_in_process
     if _warmed_up_in_process:
@@ -82,7 +83,7 @@ class ProfilerSession:
     The profiler is stopped on every exit path; the trace is exported only on success.
     """
 
-    def __init__(self, torch: Any, cuda: bool, folder: Path, record_stack: bool | None = None) -> None:
+    def __init__(self, torch: ModuleType, cuda: bool, folder: Path, record_stack: bool | None = None) -> None:
         self._torch = torch
         self._cuda = cuda
         self.trace_path = Path(folder) / TRACE_FILE_NAME
@@ -120,7 +121,8 @@ class ProfilerSession:
         self._prof = prof
         return self
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         prof, self._prof = self._prof, None
         scopes, self._scopes = self._scopes, None
         try:

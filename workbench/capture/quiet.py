@@ -13,6 +13,7 @@ import os
 import sys
 import tempfile
 from types import TracebackType
+from typing import IO
 
 MAX_KEPT_CHARS = 20_000   # a runaway writer must not fill the run record
 
@@ -25,7 +26,7 @@ class CapturedStderr:
         self.text = ""
         self.redirected = False
         self._saved: int | None = None
-        self._file = None
+        self._file: IO[bytes] | None = None
 
     def __enter__(self) -> "CapturedStderr":
         try:
@@ -33,13 +34,13 @@ class CapturedStderr:
             self._saved = os.dup(2)
         except (OSError, ValueError, AttributeError):
             return self
-        self._file = tempfile.TemporaryFile(mode="w+b")
+        self._file = scratch = tempfile.TemporaryFile(mode="w+b")
         try:
-            os.dup2(self._file.fileno(), 2)
+            os.dup2(scratch.fileno(), 2)
         except OSError:
             os.close(self._saved)
             self._saved = None
-            self._file.close()
+            scratch.close()
             self._file = None
             return self
         self.redirected = True
@@ -47,7 +48,7 @@ class CapturedStderr:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        if not self.redirected:
+        if not self.redirected or self._saved is None or self._file is None:
             return
         try:
             sys.stderr.flush()

@@ -22,6 +22,7 @@ import threading
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any, Callable, ContextManager
 
 PERF_COUNTER_RESOLUTION_MS = 1e-6   # perf_counter_ns ticks in ns
@@ -116,7 +117,7 @@ def _no_annotation(_: int) -> ContextManager[Any]:
     return nullcontext()
 
 
-def uses_cuda_timer(torch: Any, device: str) -> bool:
+def uses_cuda_timer(torch: ModuleType, device: str) -> bool:
     """``device`` is "auto" (CUDA when available), "cpu" or "cuda"."""
     if device == "cpu":
         return False
@@ -128,7 +129,7 @@ def uses_cuda_timer(torch: Any, device: str) -> bool:
     return available
 
 
-def time_cold_ms(call: Callable[[], Any], torch: Any, cuda: bool, clock: Clock | None = None,
+def time_cold_ms(call: Callable[[], Any], torch: ModuleType, cuda: bool, clock: Clock | None = None,
                  record: TimingRecord | None = None) -> float:
     """Time of one call, the device drained before and after (compile, autotune, lazy init); on
     CPU without the run-queue wait, as the repeats."""
@@ -173,7 +174,7 @@ def time_repeats_cpu_ms(call: Callable[[], Any], repeat: int,
     return [(w - q) / 1e6 for w, q in zip(wall_ns, waited_ns)]
 
 
-def time_repeats_cuda_ms(call: Callable[[], Any], repeat: int, torch: Any,
+def time_repeats_cuda_ms(call: Callable[[], Any], repeat: int, torch: ModuleType,
                          annotate: Annotate = _no_annotation) -> list[float]:
     __tracebackhide__ = True
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(repeat)]
@@ -189,7 +190,7 @@ def time_repeats_cuda_ms(call: Callable[[], Any], repeat: int, torch: Any,
     return [float(s.elapsed_time(e)) for s, e in zip(starts, ends)]
 
 
-def time_repeats_ms(call: Callable[[], Any], repeat: int, torch: Any, cuda: bool,
+def time_repeats_ms(call: Callable[[], Any], repeat: int, torch: ModuleType, cuda: bool,
                     annotate: Annotate = _no_annotation, clock: Clock | None = None,
                     record: TimingRecord | None = None) -> list[float]:
     __tracebackhide__ = True

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
+from types import ModuleType
 from typing import Any, Iterator
 
 
 @contextmanager
-def applied_torch_settings(torch: Any, *, threads: int | None = None,
+def applied_torch_settings(torch: ModuleType, *, threads: int | None = None,
                            grad_enabled: bool | None = None) -> Iterator[dict[str, Any]]:
     """Apply the requested thread count / grad mode for the block; restore the previous values.
 

@@ -22,9 +22,27 @@ Standard library only at import time; torch is imported where a measurement need
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Protocol
 
 from workbench.errors import NotApplicableError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike
+
+    from workbench.devices.cpu_ceiling import CpuCeiling
+
+
+class TracedDevices(Protocol):
+    """What ``ceiling_for`` reads of a trace (``TraceData``, ``RankFolder``): whether it ran on a GPU and
+    its ``deviceProperties``."""
+
+    @property
+    def has_gpu(self) -> bool: ...
+
+    @property
+    def device_properties(self) -> object: ...
+
 
 MEASURED, DATASHEET, DEFAULT = "measured", "datasheet", "default"
 KINDS = (MEASURED, DATASHEET, DEFAULT)
@@ -93,7 +111,7 @@ class Ceiling:
     def ridge_flops_per_byte(self) -> float:
         return self.ridge()
 
-    def roof_us(self, flops: Any, nbytes: Any, dtype: str | None = None) -> Any:
+    def roof_us(self, flops: ArrayLike, nbytes: ArrayLike, dtype: str | None = None) -> np.ndarray:
         """Least time (µs) for that work: bytes at the bandwidth or FLOPs at the peak."""
         import numpy as np
 
@@ -124,7 +142,7 @@ DEFAULT_CPU_CEILING = Ceiling(DEFAULT_CPU_COPY_GBPS, {"fp32": DEFAULT_CPU_FP32_G
 
 
 # -- GPUs -------------------------------------------------------------------------------------
-def gpu_ceilings(device_properties: Any) -> Ceiling | None:
+def gpu_ceilings(device_properties: object) -> Ceiling | None:
     """Datasheet peaks of the trace's GPU (fp32 and the tensor-core dtypes it has), None if unknown."""
     from workbench.devices.specs import spec_for_device_properties
 
@@ -226,7 +244,7 @@ def cpu_ceilings(environment: Mapping[str, Any] | None = None, *, measure: bool 
     return replace(primary, reference=reference) if reference is not None else primary
 
 
-def _measured_at(measure_cpu_ceiling: Any, threads: int | None) -> Any:
+def _measured_at(measure_cpu_ceiling: Callable[[], CpuCeiling], threads: int | None) -> CpuCeiling:
     """``measure_cpu_ceiling()`` with torch set to ``threads`` threads for the measurement (then restored)."""
     import torch
 
@@ -283,11 +301,11 @@ def datasheet_ceilings(model: str | None, threads: int) -> Ceiling | None:
     return Ceiling(spec.memory_gbps, peaks, device, f"datasheet-derived: {spec.source}", True, kind=DATASHEET)
 
 
-def ceiling_for(trace: Any, environment: Mapping[str, Any] | None = None, *, measure: bool = False) -> Ceiling:
+def ceiling_for(trace: TracedDevices, environment: Mapping[str, Any] | None = None, *, measure: bool = False) -> Ceiling:
     """The ceiling a trace is judged against: its GPU's datasheet peaks on GPU traces (unknown GPU:
     ``NotApplicableError``), else ``resolve_cpu_ceiling(environment)``."""
-    if getattr(trace, "has_gpu", False):
-        props = getattr(trace, "device_properties", None)
+    if trace.has_gpu:
+        props = trace.device_properties
         found = gpu_ceilings(props)
         if found is not None:
             return found
@@ -297,7 +315,7 @@ def ceiling_for(trace: Any, environment: Mapping[str, Any] | None = None, *, mea
     return resolve_cpu_ceiling(environment, measure=measure)
 
 
-def device_property_dicts(props: Any):
+def device_property_dicts(props: object) -> Iterator[dict[str, Any]]:
     """Each device's properties dict in a trace's ``deviceProperties`` (a list, a dict of them, nested)."""
     if isinstance(props, dict):
         if "name" in props or "computeMajor" in props:

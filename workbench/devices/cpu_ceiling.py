@@ -12,6 +12,7 @@ import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from workbench.devices.copy_bandwidth import copy_seconds_samples, gbps
@@ -53,7 +54,7 @@ def cache_dir() -> Path:
     return Path(base) / "workbench"
 
 
-def _cache_key(torch: Any, threads: int | None = None) -> str:
+def _cache_key(torch: ModuleType, threads: int | None = None) -> str:
     return f"{cpu_model()}|threads={threads or torch.get_num_threads()}|torch={torch.__version__}"
 
 
@@ -67,7 +68,7 @@ def _best_seconds(fn, repeats: int) -> float:
     return best
 
 
-def _measure(torch: Any, copy_bytes: int, matmul_n: int, repeats: int) -> tuple[float, float]:
+def _measure(torch: ModuleType, copy_bytes: int, matmul_n: int, repeats: int) -> tuple[float, float]:
     moved_bytes = 2 * (copy_bytes // 4) * 4    # a copy of copy_bytes reads them and writes them
     copy_gbps = gbps(moved_bytes, min(copy_seconds_samples(moved_bytes, repeats=repeats)))
     a = torch.randn(matmul_n, matmul_n, dtype=torch.float32)

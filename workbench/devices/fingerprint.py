@@ -11,6 +11,7 @@ import platform
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 _THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY", "CUDA_VISIBLE_DEVICES",
@@ -51,7 +52,7 @@ def nvidia_driver_version() -> str | None:
     return None
 
 
-def math_mode(torch: Any) -> dict[str, Any]:
+def math_mode(torch: ModuleType) -> dict[str, Any]:
     """Settings that change what a matmul or convolution computes and how fast."""
     return {
         "float32_matmul_precision": torch.get_float32_matmul_precision(),
@@ -69,7 +70,7 @@ def math_mode(torch: Any) -> dict[str, Any]:
     }
 
 
-def gpu_section(torch: Any) -> dict[str, Any]:
+def gpu_section(torch: ModuleType) -> dict[str, Any]:
     """GPUs torch sees; ``available: False`` with the reason where there are none."""
     if not torch.cuda.is_available():
         return {"available": False, "reason": "torch.cuda.is_available() is False "

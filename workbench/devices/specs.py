@@ -12,9 +12,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Protocol, TypeVar
 
 from workbench.errors import RegistryError
+
+class _Patterned(Protocol):
+    @property
+    def patterns(self) -> tuple[str, ...]: ...
+
+
+_Row = TypeVar("_Row", bound=_Patterned)
 
 DTYPES = ("fp64", "fp64_tensor", "fp32", "tf32_tensor", "fp16_tensor", "bf16_tensor",
           "fp8_tensor", "int8_tensor")
@@ -142,7 +149,7 @@ def _normalise(name: str) -> str:
     return re.sub(r"[_\s]+", " ", name.strip().lower())
 
 
-def find_by_patterns(name: str | None, rows: Iterable[Any]) -> Any:
+def find_by_patterns(name: str | None, rows: Iterable[_Row]) -> _Row | None:
     """The first of ``rows`` (each with regex ``patterns``) matching ``name``, case and
     white-space insensitive; None when ``name`` is empty or nothing matches."""
     if not name:
@@ -172,7 +179,7 @@ def device_spec(name: str) -> DeviceSpec:
     return spec
 
 
-def spec_for_device_properties(props: Any) -> DeviceSpec | None:
+def spec_for_device_properties(props: object) -> DeviceSpec | None:
     """Spec for a trace's ``deviceProperties``: a dict with ``name``, a list of them, a mapping
     rank -> list (``Trace.device_properties``), or a table with a ``name`` column.
 

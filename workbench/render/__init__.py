@@ -9,7 +9,8 @@ Result types and their renderers (``workbench.render.base.RENDERERS``): ProfileR
 (``render.run``), Trace (``render.trace``, a summary card), Diagnosis and ``run.hypotheses``
 (``render.diagnosis``), Comparison (``render.comparison``), DecisionRecord (``render.decision``),
 Study and its rounds (``render.study``), ``run.attribution`` and the module / source-line
-breakdowns (``render.attribution``). Every text from the data is escaped in one place
+breakdowns (``render.attribution``), ``run.history`` (``render.history``: the trend chart and
+its change points). Every text from the data is escaped in one place
 (``render.escape``); charts inside HTML draw offline (``workbench.charts``). Importing this package
 imports no chart library: a renderer's module is loaded when it is first asked for.
 """

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+import workbench.render.history as history_render
 import workbench.render.run as render_run
+import workbench.render.run_attribution as run_attribution
 from workbench import render
 from workbench.render.decision import record_html
 from workbench.render.escape import html_text
@@ -77,7 +79,7 @@ def attribution_html(run: ProfileRun) -> str:
     """Time by nn.Module and by source line (``run.attribution``, as the card shows it): the
     tables where the trace recorded Python events, else one line saying why not; a sentence for a
     run without a trace."""
-    body = render_run.attribution_html(run)
+    body = run_attribution.html(run)     # the card's section body (the template gives the heading)
     if body:
         return body
     return f"<p>No attribution: {html_text(run.trace_note or 'the run has no trace')}.</p>"
@@ -87,9 +89,8 @@ def history_html(run: ProfileRun) -> str:
     """The history of the profiled code (``run.history``, as the card shows it): with 2+ runs its
     summary, the trend chart (offline) with the change points marked, and the latest runs; a
     sentence where the run has no history."""
-    body = render_run.history_html(run)
-    if body:
-        return body
+    if run.history is not None:          # the card's section body (the template gives the heading)
+        return history_render.html(run.history)
     return ("<p>No history in this run bundle: a run from wb.profile or %%gpuprofile carries the history of "
             "its code (unless WORKBENCH_HISTORY=off); a workload profiled by `workbench report --workload` "
             "is not added to one.</p>")

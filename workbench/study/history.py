@@ -29,13 +29,19 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence, Union
 
 import numpy as np
 
 from workbench.errors import StudyError
 from workbench.study.files import append_line, check_format, read_lines
 from workbench.study.identity import stable_environment
+
+if TYPE_CHECKING:
+    from workbench.capture.run import RunRecord
+
+# What the change-point search reads per run: an entry, its median (ms), or an entry's dict.
+EntryLike = Union["HistoryEntry", float, dict[str, Any]]
 
 HISTORY_FORMAT = "workbench-history"
 HISTORY_VERSION = 1
@@ -127,7 +133,7 @@ def _check_file(path: Path) -> None:
     check_format(header, kind=HISTORY_FORMAT, version=HISTORY_VERSION, path=path)
 
 
-def append_run(history_path: str | Path, run: Any, key: str, *, notebook: str = "") -> HistoryEntry:
+def append_run(history_path: str | Path, run: RunRecord, key: str, *, notebook: str = "") -> HistoryEntry:
     """Append one profiled run (a ProfileRun: ``timing``, ``created_at``) to the history under ``key``.
 
     A key already written by another notebook in this file is refused (StudyError): build the key
@@ -144,10 +150,10 @@ def append_run(history_path: str | Path, run: Any, key: str, *, notebook: str = 
                              f"history_key(source, environment, notebook=...) so each keeps its own history "
                              f"(nothing was written)")
     timing = run.timing
-    env = getattr(run, "environment", {}) or {}
-    entry = HistoryEntry(key=key, time=str(getattr(run, "created_at", "")), median_ms=float(timing.median_ms),
+    env = run.environment or {}
+    entry = HistoryEntry(key=key, time=str(run.created_at), median_ms=float(timing.median_ms),
                          spread_ms=float(timing.iqr_ms), p95_ms=float(timing.p95_ms), n=int(timing.n),
-                         name=str(getattr(run, "name", "")), notebook=notebook,
+                         name=str(run.name), notebook=notebook,
                          source_hash=key.split("-")[0],
                          environment_key=hashlib.sha256(json.dumps(stable_environment(env), sort_keys=True,
                                                                    default=str).encode()).hexdigest()[:16])
@@ -201,7 +207,7 @@ def default_history_path(notebook: str | Path | None = None) -> Path:
     return Path.cwd() / DEFAULT_FOLDER / DEFAULT_FILE
 
 
-def record_run(run: Any, *, source: str, notebook: str | None = None, path: str | Path | None = None,
+def record_run(run: RunRecord, *, source: str, notebook: str | None = None, path: str | Path | None = None,
                **change_point_options: Any) -> History:
     """Append one profiled run (a ProfileRun) to its history and return the history with its
     change points: keyed by ``source`` (the cell's, or the callable's, source), the run's stable
@@ -240,7 +246,7 @@ def callable_source(fn: Any) -> str:
         return f"{mod}.{name}"
 
 
-def record_profile(run: Any, source: str, *, notebook: str | None = None, where: str = "wb.profile") -> History | None:
+def record_profile(run: RunRecord, source: str, *, notebook: str | None = None, where: str = "wb.profile") -> History | None:
     """``record_run`` for the profilers (``wb.profile``, ``%%gpuprofile``): the history, or None
     with a warning when it cannot be written (a profile never fails for its history) or when
     ``WORKBENCH_HISTORY=off``."""
@@ -273,7 +279,7 @@ def history_keys(path: str | Path) -> list[tuple[str, int, str]]:
 
 
 # -- change points -----------------------------------------------------------------------------
-def _levels(entries: Sequence[Any], run_noise: float = RUN_NOISE) -> tuple[np.ndarray, np.ndarray]:
+def _levels(entries: Sequence[EntryLike], run_noise: float = RUN_NOISE) -> tuple[np.ndarray, np.ndarray]:
     """(log medians, each run's noise on the log scale: its median's standard error and the
     machine's run-to-run noise ``run_noise``, added in quadrature)."""
     med, noise = [], []
@@ -283,7 +289,7 @@ def _levels(entries: Sequence[Any], run_noise: float = RUN_NOISE) -> tuple[np.nd
         elif isinstance(e, dict):
             m, s, n = float(e["median_ms"]), float(e.get("spread_ms") or 0.0), int(e.get("n") or 0)
         else:
-            m, s, n = float(e.median_ms), float(getattr(e, "spread_ms", 0.0) or 0.0), int(getattr(e, "n", 0) or 0)
+            m, s, n = float(e.median_ms), float(e.spread_ms or 0.0), int(e.n or 0)
         if not (m > 0 and math.isfinite(m)):
             raise StudyError(f"a history entry needs a positive finite median; got {m!r}")
         med.append(math.log(m))
@@ -371,7 +377,7 @@ def _one_step(y: np.ndarray, k: int, floor: float) -> float:
     return (ss0 - ss1) / max(ss1 / max(len(y) - 2, 1), floor ** 2, 1e-300)
 
 
-def change_points(entries: Iterable[Any], *, alpha: float = ALPHA, simulations: int = SIMULATIONS,
+def change_points(entries: Iterable[EntryLike], *, alpha: float = ALPHA, simulations: int = SIMULATIONS,
                   min_size: int = MIN_SIZE, seed: int = 0, run_noise: float = RUN_NOISE) -> list[int]:
     """Indices where a significant shift in the runs' median begins (sorted; [] when none).
 

@@ -107,7 +107,7 @@ def proposal_event(h: Hypothesis, *, baseline_id: str, scope: dict[str, Any], at
 
 def fold(events: Iterable[dict[str, Any]]) -> list[LedgerEntry]:
     """Replay the ledger's events into entries, in the order they were first proposed."""
-    entries: dict[tuple[str, str], dict[str, Any]] = {}
+    entries: dict[tuple[str | None, str | None], dict[str, Any]] = {}
     for e in events:
         ident = (e.get("key"), e.get("baseline_id"))
         if e.get("event") == "proposed":

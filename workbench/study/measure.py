@@ -5,12 +5,18 @@ can be exercised on recorded runs and seeded clocks."""
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
+
+if TYPE_CHECKING:
+    from workbench.capture.run import RunRecord
+    from workbench.hypotheses.hypothesis import Hypothesis
+    from workbench.variants.results import Comparison
+    from workbench.variants.spec import VariantLike
 
 RESTORED_SETTINGS = ("num_threads", "grad_enabled")
 
 
-def profile_callable(fn: Callable[..., Any], args: tuple[Any, ...], options: Mapping[str, Any]) -> Any:
+def profile_callable(fn: Callable[..., Any], args: tuple[Any, ...], options: Mapping[str, Any]) -> RunRecord:
     """``wb.profile(fn, *args, **options)``: the baseline's clean timing, traced pass, environment."""
     from workbench.capture.profile import profile
     from workbench.devices.fingerprint import environment_fingerprint
@@ -18,15 +24,15 @@ def profile_callable(fn: Callable[..., Any], args: tuple[Any, ...], options: Map
     return profile(fn, *args, environment=environment_fingerprint(), **dict(options))
 
 
-def ranked_hypotheses(run: Any) -> list[Any]:
+def ranked_hypotheses(run: RunRecord) -> list[Hypothesis]:
     """The run's hypotheses, ranked best first (``workbench.hypotheses.diagnose``)."""
     from workbench.hypotheses import diagnose
 
     return list(diagnose(run).hypotheses)
 
 
-def compare_variants(variants: Mapping[str, Any], make_inputs: Callable[[], Any], baseline: str,
-                     options: Mapping[str, Any]) -> Any:
+def compare_variants(variants: Mapping[str, VariantLike], make_inputs: Callable[[], Any] | None, baseline: str,
+                     options: Mapping[str, Any]) -> Comparison:
     """``wb.compare`` with the baseline first: every variant timed interleaved with it."""
     from workbench.variants.compare import compare
 
@@ -79,7 +85,7 @@ def restored(settings: Mapping[str, Any]) -> Iterator[list[str]]:
         if torch.get_num_threads() != before["num_threads"]:
             torch.set_num_threads(before["num_threads"])
         if torch.is_grad_enabled() != before["grad_enabled"]:
-            torch.set_grad_enabled(before["grad_enabled"])
+            torch.set_grad_enabled(bool(before["grad_enabled"]))
 
 
 def reset_procedure(seed: int, make_inputs: Callable[[], Any] | None, settings: Mapping[str, Any]) -> tuple[str, ...]:

@@ -31,11 +31,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.hypotheses.hypothesis import Hypothesis
 from workbench.study.ledger import hypothesis_key, step_confidence
 from workbench.variants.hypothesis_check import MECHANISM_BY_CATEGORY, judge
+
+if TYPE_CHECKING:
+    from workbench.variants.results import VariantResult
 
 RESIDUALS = ("supported", "weakened", "rejected", "mechanism_moved_not_target", "target_moved_without_mechanism",
              "opposite_sign", "untested")
@@ -102,12 +105,12 @@ class Residual:
                 "speedup_bound": self.speedup_bound, "explanation": self.explanation, "verdict": dict(self.verdict)}
 
 
-def _precisely_no_gain(result: Any, min_effect: float) -> bool:
+def _precisely_no_gain(result: VariantResult, min_effect: float) -> bool:
     s = result.speedup
     return s is not None and not s.faster and s.ci_high < 1 + min_effect
 
 
-def classify_pair(h: Hypothesis, base: Any, result: Any, pred: dict[str, Any], *, min_effect: float) -> Residual:
+def classify_pair(h: Hypothesis, base: VariantResult, result: VariantResult, pred: dict[str, Any], *, min_effect: float) -> Residual:
     """Judge one variant's row against one hypothesis's prediction."""
     key = hypothesis_key(h)
     probe = _Probe(h.category, (result.name,), {"text": h.predicted_effect}, h.status)
@@ -117,7 +120,8 @@ def classify_pair(h: Hypothesis, base: Any, result: Any, pred: dict[str, Any], *
     explanation = verdict.get("explanation", "")
     if result.status != "ok":
         residual, explanation = "untested", f"{result.name} did not run correctly ({result.status}: {result.reason})"
-    elif case == "untested_mechanism_unmeasured" and _precisely_no_gain(result, min_effect):
+    elif (case == "untested_mechanism_unmeasured" and result.speedup is not None
+          and _precisely_no_gain(result, min_effect)):
         residual = "rejected"
         explanation = (f"rejected by its falsifier: {result.name} is not faster ({result.speedup.describe()}), and "
                        f"the interval rules out a gain of {min_effect:.0%}; the mechanism was not measured")

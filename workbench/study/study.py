@@ -34,7 +34,7 @@ import dataclasses
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Sequence, TypeGuard
 
 from workbench.errors import InvalidArgumentError, StudyError
 from workbench.hypotheses.hypothesis import Hypothesis
@@ -48,6 +48,12 @@ from workbench.study.residuals import classify_pair, combine, prediction
 from workbench.study.summary import RoundSummary
 from workbench.variants.output_check import check_mode, resolve_mode
 from workbench.variants.decision import DecisionRecord
+
+if TYPE_CHECKING:
+    from workbench.capture.run import RunRecord
+    from workbench.variants.results import Comparison, VariantResult
+    from workbench.variants.spec import Variant, VariantLike
+    from workbench.variants.sweep import ShapeSweep, SweepFactory
 
 STUDY_FORMAT = "workbench-study"
 STUDY_VERSION = 1
@@ -73,7 +79,7 @@ class StudyRound:
     baseline_id: str
     summary: RoundSummary
     decisions: dict[str, DecisionRecord]
-    comparison: Any = dataclasses.field(default=None, compare=False, repr=False)
+    comparison: Comparison | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "baseline_id": self.baseline_id, "summary": self.summary.to_dict(),
@@ -109,8 +115,8 @@ class Study:
         self.name = name
         self.folder = Path(folder) if folder is not None else Path("studies") / name
         self._live: dict[str, tuple[Callable[..., Any], Callable[[], Any] | None]] = {}
-        self._round_variants: dict[int, dict[str, Any]] = {}
-        self._sweeps: dict[str, Any] = {}       # baseline ID -> its sweep factory (live only, like callables)
+        self._round_variants: dict[int, dict[str, VariantLike]] = {}
+        self._sweeps: dict[str, ShapeSweep | SweepFactory] = {}       # baseline ID -> its sweep factory (live only, like callables)
         header = self.folder / HEADER
         if header.exists():
             data = files.read_json(header, "study header")
@@ -209,7 +215,7 @@ class Study:
             out.append(h)
         return tuple(out)
 
-    def run_of(self, baseline: Baseline | None = None) -> Any:
+    def run_of(self, baseline: Baseline | None = None) -> RunRecord:
         """The baseline's run bundle, loaded (``wb.load_run``)."""
         from workbench.capture.run import RunRecord
 
@@ -218,7 +224,7 @@ class Study:
 
     # -- baselines ----------------------------------------------------------------------------
     def set_baseline(self, fn: Callable[..., Any], make_inputs: Callable[[], Any] | None = None, *, seed: int = 0,
-                     label: str | None = None, mode: str | None = None, sweep_inputs: Any = None,
+                     label: str | None = None, mode: str | None = None, sweep_inputs: ShapeSweep | SweepFactory | None = None,
                      **profile_options: Any) -> Baseline:
         """Profile ``fn(*make_inputs())`` (``wb.profile``; ``profile_options`` go to it) and record
         it as the new baseline, with its ID, reset procedure and ranked hypotheses.
@@ -246,7 +252,7 @@ class Study:
         mode = resolve_mode(mode, fn, args)
         run = measure.profile_callable(fn, args, options)
         ranked = measure.ranked_hypotheses(run)
-        env = dict(getattr(run, "environment", {}) or {})
+        env = dict(run.environment or {})
         ref = identity.callable_ref(fn)
         variant = _variant_info(fn)
         if parent is not None and parent.variant.get("kind") == "compiled" and variant.get("kind") != "compiled":
@@ -265,7 +271,7 @@ class Study:
         if existing is not None and existing is self.baseline:
             self._live[bid] = (fn, make_inputs)      # the same baseline again (a rerun cell): attach, nothing new
             return existing
-        device = identity.device_of(env) if env else getattr(run, "device", "")
+        device = identity.device_of(env) if env else run.device
         scope_base = {"inputs": identity.digest(inputs["signature"]), "device": device,
                       "environment_key": identity.environment_key(env), "baseline_id": bid}
         proposed, held = [], []
@@ -290,12 +296,12 @@ class Study:
             baseline_id=bid, index=index, label=label or getattr(fn, "__name__", None) or variant.get("kind", "fn"),
             created_at=_now(), source_hash=src, callable_ref=ref, variant=variant, inputs=inputs,
             environment_key=scope_base["environment_key"], device=device, git=git,
-            reset_procedure=measure.reset_procedure(seed, make_inputs, getattr(run, "settings", {}) or {}),
-            settings=dict(getattr(run, "settings", {}) or {}), profile_options=_plain_options(options),
+            reset_procedure=measure.reset_procedure(seed, make_inputs, run.settings or {}),
+            settings=dict(run.settings or {}), profile_options=_plain_options(options),
             run_path=run_rel, median_ms=float(timing.median_ms), p95_ms=float(timing.p95_ms),
             iqr_ms=float(timing.iqr_ms), n=int(timing.n), hypotheses=tuple(proposed), held_back=tuple(held),
             parent_id=parent.baseline_id if parent else None, accepted_from=accepted_from,
-            notes=tuple(getattr(run, "notes", ()) or ()), mode=mode)
+            notes=tuple(run.notes or ()), mode=mode)
         at = _now()
         for entry in entries:       # a rejection under another scope may now be tried again
             if entry.status != "rejected":
@@ -369,8 +375,8 @@ class Study:
         return live
 
     # -- rounds -------------------------------------------------------------------------------
-    def run_round(self, variants: Mapping[str, Any], *, tests: Mapping[str, Any] | None = None,
-                  sweep: Any = None, dtypes: Sequence[str] | None = None, **compare_options: Any) -> StudyRound:
+    def run_round(self, variants: Mapping[str, VariantLike], *, tests: Mapping[str, str | Sequence[str]] | None = None,
+                  sweep: ShapeSweep | SweepFactory | Literal[False] | None = None, dtypes: Sequence[str] | None = None, **compare_options: Any) -> StudyRound:
         """Run one-factor ``variants`` (name -> callable, ``Variant`` or registry name) against the
         current baseline through ``wb.compare`` (the baseline first: every variant is timed
         interleaved with a fresh baseline check). ``tests``: variant name -> the hypotheses
@@ -426,7 +432,7 @@ class Study:
         self._round_variants[index] = dict(variants)
         return rnd
 
-    def _close_round(self, index: int, base: Baseline, cmp: Any, hyps: list[Hypothesis],
+    def _close_round(self, index: int, base: Baseline, cmp: Comparison, hyps: list[Hypothesis],
                      predictions: list[dict[str, Any]], described: list[dict[str, Any]], started: str,
                      swept: bool = False) -> StudyRound:
         base_row = cmp[BASE]
@@ -470,7 +476,7 @@ class Study:
         return rnd
 
     @staticmethod
-    def _decision(cmp: Any, base_row: Any, row: Any, hypothesis: Hypothesis | None) -> DecisionRecord:
+    def _decision(cmp: Comparison, base_row: VariantResult, row: VariantResult, hypothesis: Hypothesis | None) -> DecisionRecord:
         """The comparison's own record for the variant it picked; for every other variant a record
         of its row against the baseline's, on the hypothesis it tested (else the baseline's lead)."""
         if cmp.decision.variant == row.name:
@@ -523,7 +529,7 @@ class Study:
             self._sweeps.setdefault(new.baseline_id, self._sweeps[base.baseline_id])
         return new
 
-    def _rebuild_variant(self, rnd: StudyRound, name: str) -> Any:
+    def _rebuild_variant(self, rnd: StudyRound, name: str) -> VariantLike:
         info = next((v for v in rnd.summary.variants if v.get("name") == name), {})
         if info.get("kind") == "compiled":
             from workbench.variants.builders import compiled
@@ -561,11 +567,11 @@ class Study:
 
 
 # -- helpers ------------------------------------------------------------------------------------
-def _is_variant(obj: Any) -> bool:
+def _is_variant(obj: object) -> TypeGuard[Variant]:
     return type(obj).__name__ == "Variant" and dataclasses.is_dataclass(obj) and hasattr(obj, "fn")
 
 
-def _variant_info(obj: Any) -> dict[str, Any]:
+def _variant_info(obj: VariantLike | None) -> dict[str, Any]:
     if isinstance(obj, str):
         return {"kind": obj, "registry": obj, "options": {}, "description": f"registry variant {obj!r}"}
     if _is_variant(obj):
@@ -585,7 +591,8 @@ def _unswept(record: DecisionRecord, swept: bool) -> DecisionRecord:
     return dataclasses.replace(record, failure_cases=(NOT_SWEPT,))
 
 
-def _shape_sweep(sweep: Any, make_inputs: Callable[[], Any] | None, dtypes: Sequence[str] | None) -> Any:
+def _shape_sweep(sweep: ShapeSweep | SweepFactory, make_inputs: Callable[[], Any] | None,
+                 dtypes: Sequence[str] | None) -> ShapeSweep:
     """A ``ShapeSweep`` from a ``make(shape, dtype)`` factory: small, target, large and
     non-power-of-two sizes of the first input's leading dimension, in ``dtypes``."""
     from workbench.variants.sweep import ShapeSweep, sweep_shapes
@@ -608,7 +615,7 @@ def _plain_options(options: Mapping[str, Any]) -> dict[str, Any]:
     return {str(k): (v if isinstance(v, (int, float, str, bool)) or v is None else repr(v)) for k, v in options.items()}
 
 
-def _testing(hyps: list[Hypothesis], variants: Mapping[str, Any], tests: Mapping[str, Any]) -> dict[str, list[str]]:
+def _testing(hyps: list[Hypothesis], variants: Mapping[str, VariantLike], tests: Mapping[str, str | Sequence[str]]) -> dict[str, list[str]]:
     """hypothesis key -> the variants of this round that test it."""
     unknown = [n for n in tests if n not in variants]
     if unknown:
@@ -621,8 +628,8 @@ def _testing(hyps: list[Hypothesis], variants: Mapping[str, Any], tests: Mapping
             kinds.add(obj)
         elif _is_variant(obj):
             kinds.add(obj.kind)
-        wanted = tests.get(name, ())
-        wanted = {wanted} if isinstance(wanted, str) else set(wanted)
+        asked = tests.get(name, ())
+        wanted = {asked} if isinstance(asked, str) else set(asked)
         for h in hyps:
             key = hypothesis_key(h)
             if kinds & set(h.suggested_variants) or wanted & {key, h.category, h.rule}:
@@ -635,7 +642,7 @@ def _testing(hyps: list[Hypothesis], variants: Mapping[str, Any], tests: Mapping
     return out
 
 
-def _result(row: Any) -> dict[str, Any]:
+def _result(row: VariantResult) -> dict[str, Any]:
     s, t, c = row.speedup, row.timing, row.correctness
     parts = []
     if c is not None:
@@ -651,7 +658,7 @@ def _result(row: Any) -> dict[str, Any]:
             "decision": row.decision, "reason": row.decision_reason or row.reason, "text": "; ".join(p for p in parts if p)}
 
 
-def _baseline_check(base: Baseline, base_row: Any, row: Any) -> dict[str, Any]:
+def _baseline_check(base: Baseline, base_row: VariantResult, row: VariantResult) -> dict[str, Any]:
     """The baseline as measured alongside this variant: the paired rounds and its drift from the
     recorded baseline median."""
     bt = base_row.timing
@@ -672,7 +679,7 @@ def _baseline_check(base: Baseline, base_row: Any, row: Any) -> dict[str, Any]:
             "recorded_median_ms": base.median_ms, "drift": ratio, "text": text}
 
 
-def _disposition(row: Any) -> dict[str, Any]:
+def _disposition(row: VariantResult) -> dict[str, Any]:
     d = row.decision
     action = {
         "keep": f"kept: accept it with study.accept({row.name!r}); it becomes the new baseline, re-profiled",
@@ -684,10 +691,10 @@ def _disposition(row: Any) -> dict[str, Any]:
     return {"variant": row.name, "decision": d, "action": action}
 
 
-def _next_step(rows: Mapping[str, Any], names: list[str]) -> str:
+def _next_step(rows: Mapping[str, VariantResult], names: list[str]) -> str:
     kept = [n for n in names if rows[n].decision in KEPT]
     if kept:
-        best = max(kept, key=lambda n: rows[n].speedup.point if rows[n].speedup else 0.0)
+        best = max(kept, key=lambda n: speedup.point if (speedup := rows[n].speedup) else 0.0)
         return (f"accept {best!r} (study.accept({best!r})): the study re-profiles it as the new baseline and ranks "
                 f"its hypotheses afresh before the next round")
     undecided = [n for n in names if rows[n].decision == "need_more_evidence"]

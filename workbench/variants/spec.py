@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Union
 
 from workbench.errors import InvalidArgumentError
 
@@ -100,7 +100,11 @@ class Variant:
         return self.not_applicable_reason or missing_requirement(self.requires)
 
 
-def as_variant(name: str, obj: Any) -> Variant:
+# What ``compare`` and ``Study.run_round`` take per name: a callable, a ``Variant`` or a registry name.
+VariantLike = Union[Callable[..., Any], Variant, str]
+
+
+def as_variant(name: str, obj: object) -> Variant:
     """Wrap a plain callable as a user variant; a Variant keeps its own settings (renamed)."""
     if isinstance(obj, Variant):
         if obj.name != name:

@@ -31,9 +31,13 @@ def sweep_shapes(target: int | Sequence[int]) -> tuple[tuple[int, ...], ...]:
     return tuple(out)
 
 
+# ``make(shape, dtype) -> the argument tuple``: the user's factory of a sweep's inputs (dtype a torch dtype).
+SweepFactory = Callable[[tuple[int, ...], Any], Any]
+
+
 @dataclass(frozen=True)
 class ShapeSweep:
-    make_inputs: Callable[[tuple[int, ...], Any], Any]
+    make_inputs: SweepFactory
     shapes: tuple[tuple[int, ...], ...]
     dtypes: tuple[str, ...] = ("float32",)
     budget_s: float = 0.5

@@ -15,25 +15,34 @@ from __future__ import annotations
 
 import html
 import inspect
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import workbench.variants.registry as registry
 from workbench.variants.spec import Variant
+
+if TYPE_CHECKING:
+    import ipywidgets
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from workbench.hypotheses.hypothesis import Hypothesis
+    from workbench.profile_run import ProfileRun
+    from workbench.variants.results import Comparison
 
 COLUMNS = ("variant", "status", "correct", "median_ms", "speedup", "speedup_ci_low", "speedup_ci_high",
            "setup_ms", "decision", "reason")
 
 
-def pick_hypothesis(hypotheses: Iterable[Any], name: str, *, registry_variant: bool) -> Any:
+def pick_hypothesis(hypotheses: Iterable[Hypothesis], name: str, *, registry_variant: bool) -> Hypothesis | None:
     """The hypothesis that suggests ``name``; else, for a user's own variant, the first that is
     not about the measurement itself (``measurement`` / ``cold_start``); else None."""
     hypotheses = list(hypotheses)
     for h in hypotheses:
-        if name in (getattr(h, "suggested_variants", ()) or ()):
+        if name in (h.suggested_variants or ()):
             return h
     if registry_variant:
         return None
     for h in hypotheses:
+        # a hypothesis passed by hand may carry only ``suggested_variants``: no category, no pick
         if getattr(h, "category", None) not in (None, "measurement", "cold_start"):
             return h
     return None
@@ -46,7 +55,7 @@ def _markdown_html(text: str) -> str:
         import mistune
     except ImportError:
         return f"<pre style='white-space:pre-wrap'>{html.escape(text)}</pre>"
-    return mistune.create_markdown(escape=True, plugins=["table"])(text)
+    return str(mistune.create_markdown(escape=True, plugins=["table"])(text))
 
 
 def _fmt(value: Any) -> str:
@@ -64,8 +73,9 @@ class VariantPanel:
     Candidates: the registry variants the hypotheses (or ``suggested``) name, then the user's.
     """
 
-    def __init__(self, fn: Callable[..., Any], inputs: Any, *, run: Any = None, suggested: Iterable[str] = (),
-                 hypotheses: Iterable[Any] = (), user_variants: Mapping[str, Any] | None = None, shell: Any = None,
+    def __init__(self, fn: Callable[..., Any], inputs: Any, *, run: ProfileRun | None = None, suggested: Iterable[str] = (),
+                 hypotheses: Iterable[Hypothesis] = (), user_variants: Mapping[str, Callable[..., Any] | Variant] | None = None,
+                 shell: InteractiveShell | None = None,
                  fn_name: str | None = None, compare_options: Mapping[str, Any] | None = None,
                  end_to_end_ms: float | None = None):
         import ipywidgets as widgets
@@ -74,17 +84,16 @@ class VariantPanel:
         self.fn_name = fn_name or getattr(fn, "__name__", "fn")
         self.compare_options = dict(compare_options or {})
         if end_to_end_ms is None and run is not None:
-            end_to_end_ms = getattr(getattr(run, "timing", None), "median_ms", None)
+            end_to_end_ms = run.timing.median_ms
         if end_to_end_ms is not None:
             self.compare_options.setdefault("end_to_end_ms", float(end_to_end_ms))
-        self.hypotheses = list(hypotheses) + list(getattr(run, "hypotheses", None) or ())
-        named = list(suggested) + [v for h in self.hypotheses
-                                   for v in (getattr(h, "suggested_variants", ()) or ())]
+        self.hypotheses = list(hypotheses) + list((run.hypotheses if run is not None else None) or ())
+        named = list(suggested) + [v for h in self.hypotheses for v in (h.suggested_variants or ())]
         self.suggested = [n for n in dict.fromkeys(named) if n not in ("eager", "triton")]
         self.user_names = set(user_variants or {})
         self.candidates = self._candidates(named, user_variants or {})
         self.rows: dict[str, dict[str, Any]] = {}
-        self.comparisons: dict[str, Any] = {}
+        self.comparisons: dict[str, Comparison] = {}
         self.checkboxes = {n: self._checkbox(n, v, checked=n in self.suggested) for n, v in self.candidates.items()}
         self.run_button = widgets.Button(description="Run selected", button_style="primary", icon="play",
                                    layout=widgets.Layout(width="auto"))
@@ -106,7 +115,7 @@ class VariantPanel:
                               self.table, self.chart, self.records, self.code])
 
     # -- building ----------------------------------------------------------------------
-    def _candidates(self, suggested: Iterable[str], user: Mapping[str, Any]) -> dict[str, Variant]:
+    def _candidates(self, suggested: Iterable[str], user: Mapping[str, Callable[..., Any] | Variant]) -> dict[str, Variant]:
         out: dict[str, Variant] = {}
         for name in suggested:
             if name in ("eager", "triton") or name in out or name in user:
@@ -116,7 +125,7 @@ class VariantPanel:
             out[name] = obj if isinstance(obj, Variant) else Variant(name=name, fn=obj)
         return out
 
-    def _checkbox(self, name: str, variant: Variant, *, checked: bool = False) -> Any:
+    def _checkbox(self, name: str, variant: Variant, *, checked: bool = False) -> ipywidgets.Checkbox:
         import ipywidgets as widgets
 
         reason = variant.applicability()
@@ -126,7 +135,7 @@ class VariantPanel:
         return widgets.Checkbox(value=checked and reason is None, description=label, disabled=reason is not None,
                           indent=False, layout=widgets.Layout(width="auto"))
 
-    def _shell(self) -> Any:
+    def _shell(self) -> InteractiveShell | None:
         if self.shell is not None:
             return self.shell
         try:
@@ -150,7 +159,7 @@ class VariantPanel:
             return False
         return (parent.get("header") or {}).get("msg_type") == "execute_request"
 
-    def hypothesis_for(self, name: str) -> Any:
+    def hypothesis_for(self, name: str) -> Hypothesis | None:
         """The hypothesis variant ``name`` is judged against: the first (highest-ranked) one that
         suggests it; for a variant of yours that none names, the top-ranked finding that is not a
         caveat about the measurement (the bottleneck a rewrite most likely addresses; pass
@@ -197,11 +206,18 @@ class VariantPanel:
 
                 options = dict(self.compare_options)
                 user_say = options.pop("progress", None)
+
+                def both(stage: str, detail: str, _say: Callable[[str, str], None] = say,
+                         _user: Callable[[str, str], None] | None = user_say) -> None:
+                    _say(stage, detail)
+                    if _user is not None:
+                        _user(stage, detail)
+
                 if "hypothesis" not in options:
                     options["hypothesis"] = self.hypothesis_for(name)
                 with captured_native_stderr():    # the profiler's native lines, shown only on a failure
                     cmp = compare({"eager": self.fn, name: self.candidates[name]}, self.inputs,
-                                  progress=(lambda st, d: (say(st, d), user_say(st, d))) if user_say else say,
+                                  progress=both,
                                   **options)
                 self.comparisons[name] = cmp
                 for row in cmp.table.to_dict("records"):
@@ -228,9 +244,7 @@ class VariantPanel:
         """Each comparison's decision record under the table (Markdown rendered, escaped)."""
         parts = []
         for name, cmp in self.comparisons.items():
-            record = getattr(cmp, "decision", None)
-            if record is None:
-                continue
+            record = cmp.decision
             parts.append(f"<details open class='workbench-decision'><summary><b>Decision record: "
                          f"{html.escape(name)}</b></summary>{_markdown_html(record.to_markdown())}</details>")
         self.records.value = "".join(parts)
