@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 import warnings
-from typing import Any
 
 import workbench.capture.distributed as distributed
 from workbench.errors import InvalidArgumentError, WorkbenchError
@@ -64,7 +63,7 @@ exit status:
 """
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("profile", help="profile every rank of a torchrun job (one trace per rank)",
                               description=DESCRIPTION, epilog=EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -5,7 +5,6 @@ import argparse
 import math
 import os
 import sys
-from typing import Any
 
 from workbench.report.regression import GATE_QUANTILE
 from workbench.report.workload import DEFAULT_WORKLOAD, EXIT_TIME_LIMIT, EXIT_WORKLOAD_FAILED
@@ -58,7 +57,7 @@ exit status:
 """
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("report", help="profile a workload and render an offline HTML report",
                               description=DESCRIPTION, epilog=EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -152,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
             progress=_phase)
     except WorkloadError as exc:
         print(f"workbench report: error: {exc}", file=sys.stderr)
-        return getattr(exc, "exit_code", EXIT_WORKLOAD_FAILED)
+        return exc.exit_code
     t = result.summary["timing"]
     print(f"median {t['median_ms']:.3f} ms (p95 {t['p95_ms']:.3f} ms, n={t['n']}, "
           f"first call {t['cold_ms']:.3f} ms)")

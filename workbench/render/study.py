@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard, Union
 
-from workbench.render.escape import html_text, markdown_text, plain
+from workbench.render.escape import html_text, markdown_code, markdown_text, plain
 from workbench.units import format_ms
 
 if TYPE_CHECKING:
@@ -220,11 +220,11 @@ def _study_text(study: "Study") -> str:
 
 
 def _study_markdown(study: "Study") -> str:
-    lines = [f"## Study `{markdown_text(study.name)}`", ""]
+    lines = [f"## Study {markdown_code(study.name)}", ""]
     base = study.baseline
     if base is None:
         return "\n".join(lines + ["No baseline yet."])
-    lines += [f"**Baseline** `{markdown_text(base.baseline_id)}`: {markdown_text(baseline_line(base))}", ""]
+    lines += [f"**Baseline** {markdown_code(base.baseline_id)}: {markdown_text(baseline_line(base))}", ""]
     if study.hypotheses:
         lines += ["**Top hypotheses**", ""] + _md_table(HYPOTHESIS_HEADER, _hypothesis_rows(study)) + [""]
     if study.rounds:
@@ -254,7 +254,7 @@ def markdown(value: "StudyValue") -> str:
     if _is_study(value):
         return _study_markdown(value)
     summary = _summary_of(value)
-    lines = [f"## Round {summary.round} of study `{markdown_text(summary.study)}` against baseline "
-             f"`{markdown_text(summary.baseline_id)}`", ""] + _md_table(RESULT_HEADER, _result_rows(summary))
+    lines = [f"## Round {summary.round} of study {markdown_code(summary.study)} against baseline "
+             f"{markdown_code(summary.baseline_id)}", ""] + _md_table(RESULT_HEADER, _result_rows(summary))
     lines += ["", f"Next: {markdown_text(summary.next_step)}"]
     return "\n".join(lines) + "\n"

@@ -12,7 +12,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
+
+if TYPE_CHECKING:
+    from workbench.capture.run import RunRecord
+    from workbench.hypotheses.hypothesis import Hypothesis
+    from workbench.variants.results import Comparison
 
 EXPERIMENTS_FILE = "experiments.json"
 MAX_VARIANTS = 4
@@ -20,20 +25,22 @@ NOT_FROM_FUNCTION = {"eager", "triton"}   # the baseline itself; a Triton varian
 BUDGET_S = 4.0
 
 
-def suggested_variants(hypotheses: Iterable[Any], limit: int = MAX_VARIANTS) -> tuple[list[str], Any]:
+def suggested_variants(hypotheses: Iterable[Hypothesis], limit: int = MAX_VARIANTS
+                       ) -> tuple[list[str], Hypothesis | None]:
     """Registry names the hypotheses suggest, in rank order, and the first hypothesis suggesting one."""
     import workbench.variants.registry as registry
 
-    known, names, first = set(registry.names()) - NOT_FROM_FUNCTION, [], None
+    known, names = set(registry.names()) - NOT_FROM_FUNCTION, []
+    first: Hypothesis | None = None
     for h in hypotheses:
-        for name in getattr(h, "suggested_variants", ()) or ():
+        for name in h.suggested_variants or ():
             if name in known and name not in names:
                 names.append(name)
                 first = first or h
     return names[:limit], first
 
 
-def run_experiments(spec: str, run: Any, *, budget_s: float = BUDGET_S) -> Any:
+def run_experiments(spec: str, run: RunRecord, *, budget_s: float = BUDGET_S) -> Comparison | None:
     """The comparison of the suggested variants with ``spec`` as written; None when no hypothesis
     suggests a variant that can be built from the function alone."""
     from workbench.report.workload import workload_inputs
@@ -47,19 +54,19 @@ def run_experiments(spec: str, run: Any, *, budget_s: float = BUDGET_S) -> Any:
     if not names:
         return None
     func, inputs = workload_inputs(spec)
-    problem = f"{spec}: {getattr(hypothesis, 'title', '')}".rstrip(": ")
+    problem = f"{spec}: {hypothesis.title if hypothesis is not None else ''}".rstrip(": ")
     return compare({"eager": func, **{n: n for n in names}}, inputs=inputs, hypothesis=hypothesis,
                    budget_s=budget_s, problem=problem)
 
 
-def write_experiments(out_dir: Path, spec: str, run: Any, *, enabled: bool = True
+def write_experiments(out_dir: Path, spec: str, run: RunRecord, *, enabled: bool = True
                       ) -> tuple[Path, dict[str, Any]]:
     """Run the experiments and write ``experiments.json`` (the comparison, or why there is none);
     returns its path and a short summary. A failure is written down, not raised: the report
     still shows the profile, and says what went wrong with the experiments."""
     path = out_dir / EXPERIMENTS_FILE
     if not enabled:
-        doc = {"none": "they were turned off (workbench report --no-experiments)"}
+        doc: dict[str, Any] = {"none": "they were turned off (workbench report --no-experiments)"}
         path.write_text(json.dumps(doc, indent=1), encoding="utf-8")
         return path, doc
     try:

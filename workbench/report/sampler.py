@@ -191,13 +191,14 @@ def worker_main(argv: list[str]) -> int:
         _write(out, {"error": {"kind": "bad_input", "message": str(exc)}})
         return WORKER_BAD_INPUT
     from workbench.capture.profile import profile
+    from workbench.capture.run import RunRecord
     from workbench.devices.fingerprint import environment_fingerprint
 
     import time
 
     before, started = schedstat_ns(), time.perf_counter_ns()
     try:
-        run = profile(func, *args, warmup=request["warmup"], repeat=request["repeat"], trace=False,
+        run: RunRecord = profile(func, *args, warmup=request["warmup"], repeat=request["repeat"], trace=False,
                       name=request["workload"], environment=environment_fingerprint())
     except SystemExit as exc:
         _write(out, {"error": {"kind": "exit", "code": exc.code}})

@@ -15,12 +15,14 @@ import warnings
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from workbench.errors import ReportError
 from workbench.render.escape import html_text
 
 if TYPE_CHECKING:
+    import altair
+
     from workbench.study.study import Study
 
 TEMPLATE_NAME = "study_report.ipynb"
@@ -134,7 +136,7 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def overview_html(study: "Study", read_warnings: list[str] = ()) -> str:
+def overview_html(study: "Study", read_warnings: Sequence[str] = ()) -> str:
     from workbench import render
 
     warned = "".join(f"<li>{html_text(w)}</li>" for w in read_warnings)
@@ -209,7 +211,7 @@ def ledger_html(study: "Study") -> str:
                          "reopen when"], rows))
 
 
-def baseline_chart(study: "Study") -> Any:
+def baseline_chart(study: "Study") -> altair.Chart | None:
     """The baselines' medians in order (a bar per baseline), or None before the second baseline."""
     if len(study.baselines) < 2:
         return None

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import pandas as pd
 
+from workbench.analysis.labels import unique_labels
 from workbench.errors import InvalidArgumentError, ReportError
 from workbench.units import format_ms
 
@@ -184,6 +185,11 @@ def _cell(column: str, value: Any) -> str:
     return f"<td title='{_esc(text)}'>{_esc(short)}</td>" if short != text else f"<td>{_esc(text)}</td>"
 
 
+def _name_cell(name: Any, label: str) -> str:
+    text = str(name) if name is not None else ""
+    return f"<td title='{_esc(text)}'>{_esc(label)}</td>" if label != text else f"<td>{_esc(text)}</td>"
+
+
 def _header(column: str) -> str:
     name = column
     for suffix, unit in (("_us", ""), ("_pct", " %")):
@@ -199,8 +205,13 @@ def table_html(table: pd.DataFrame, *, columns: Sequence[str] | None = None, max
     cols = [c for c in (columns or list(table.columns)) if c in table.columns]
     shown = table.head(max_rows)
     head = "".join(f"<th>{_esc(_header(c))}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(_cell(c, row[c]) for c in cols) + "</tr>"
-                   for row in shown[cols].to_dict("records"))
+    rows = shown[cols].to_dict("records")
+    if "name" in cols:   # kernel and op names as the charts and the CLI show them (the full name on hover)
+        labels = unique_labels([row["name"] for row in rows], MAX_TEXT)
+        body = "".join("<tr>" + "".join(_name_cell(row[c], label) if c == "name" else _cell(c, row[c])
+                                        for c in cols) + "</tr>" for row, label in zip(rows, labels))
+    else:
+        body = "".join("<tr>" + "".join(_cell(c, row[c]) for c in cols) + "</tr>" for row in rows)
     hidden = len(table) - len(shown)
     note = (f"<p class='wb-hidden'>{hidden:,} more {hidden_what} not shown (of {len(table):,}).</p>"
             if hidden > 0 else "")

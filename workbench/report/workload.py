@@ -17,6 +17,7 @@ import signal
 import sys
 import threading
 import traceback
+from types import FrameType
 from typing import Any, Callable, Iterator
 
 from workbench.errors import InvalidArgumentError, ReportError
@@ -137,7 +138,7 @@ def time_limit(seconds: float | None, what: str) -> Iterator[None]:
         yield
         return
 
-    def expire(signum: int, frame: Any) -> None:
+    def expire(signum: int, frame: FrameType | None) -> None:
         raise WorkloadTimeout(f"{what} ran past the time limit of {seconds:g} s and was stopped; "
                               "raise --time-limit or lower --repeat")
 
