@@ -76,7 +76,7 @@ def profile_distributed(fn: Callable[..., Any], world_size: int = 2, backend: st
                       f"({', '.join(summary['traces'])})", TraceWarning, stacklevel=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TraceWarning)   # the incomplete-run warning was just given
-        trace = DistributedTrace.of(load_trace(folder, cache=False))
+        trace = DistributedTrace.of(load_trace(folder, cache=False, workers=1))   # every table is wanted here
     trace.timings = timings_table(summary)
     trace.summary_info = summary
     trace.folder = os.path.abspath(folder)

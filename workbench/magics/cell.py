@@ -13,7 +13,12 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from types import CodeType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from workbench.magics.guard import ShellGuard
 
 
 @dataclass(frozen=True)
@@ -23,7 +28,7 @@ class CompiledCell:
     filename: str
 
 
-def compile_cell(shell: Any, cell: str) -> CompiledCell:
+def compile_cell(shell: InteractiveShell, cell: str) -> CompiledCell:
     """Compile ``cell`` as the shell compiles a cell; a SyntaxError propagates as IPython shows it."""
     source = shell.transform_cell(cell)
     filename = shell.compile.cache(source, shell.execution_count)
@@ -46,8 +51,9 @@ class CellCallable:
     before and after each call (a counter for the status line; nothing slow).
     """
 
-    def __init__(self, shell: Any, compiled: CompiledCell, guard: Any = None, *, show_first: bool = True,
-                 name: str | None = None, on_call: Any = None) -> None:
+    def __init__(self, shell: InteractiveShell, compiled: CompiledCell, guard: ShellGuard | None = None, *,
+                 show_first: bool = True, name: str | None = None,
+                 on_call: Callable[[int, bool], None] | None = None) -> None:
         self._shell = shell
         self._compiled = compiled
         self._guard = guard
@@ -75,7 +81,7 @@ class CellCallable:
         return value
 
 
-def prompt_number(shell: Any) -> int:
+def prompt_number(shell: InteractiveShell | None) -> int:
     """The number in the cell's prompt (``In [4]``) while the cell runs.
 
     IPython 9 counts up before it runs a stored cell, so ``execution_count`` is one ahead

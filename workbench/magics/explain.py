@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,7 @@ def parse_call(code: str) -> ast.Call:
     return tree.body
 
 
-def _evaluate(shell: Any, node: ast.AST) -> Any:
+def _evaluate(shell: InteractiveShell, node: ast.expr) -> Any:
     code = compile(ast.Expression(node), "<gpuprofile --explain>", "eval")
     return eval(code, shell.user_global_ns, shell.user_ns)
 
@@ -67,7 +70,7 @@ def _unwrap(fn: Any) -> Any:
     return fn if inner is None else inner
 
 
-def explain_call(shell: Any, code: str) -> Explanation:
+def explain_call(shell: InteractiveShell, code: str) -> Explanation:
     """Run ``torch._dynamo.explain`` on the call in ``code`` (see the module docstring)."""
     import torch
 

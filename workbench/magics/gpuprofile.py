@@ -8,7 +8,7 @@ its output shows once.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
@@ -16,14 +16,23 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from workbench.errors import ProfileError
 
+if TYPE_CHECKING:
+    import argparse
+
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from workbench.magics.cell import CellCallable
+    from workbench.magics.guard import ShellGuard
+    from workbench.profile_run import ProfileRun
+
 LAST_RUN_NAME = "_gpuprofile"   # the user-namespace name of the last successful run
 EXPLAIN_NAME = "_gpuprofile_explain"   # the user-namespace name of the last --explain result
 
-_last_run: Any = None
+_last_run: ProfileRun | None = None
 _last_source: str | None = None
 
 
-def last_run() -> Any:
+def last_run() -> ProfileRun | None:
     """The ProfileRun of the last ``%%gpuprofile`` that finished (None before the first)."""
     return _last_run
 
@@ -34,7 +43,7 @@ def last_cell_source() -> str | None:
     return _last_source
 
 
-def _check_options(opts: Any) -> None:
+def _check_options(opts: argparse.Namespace) -> None:
     if opts.warmup < 0:
         raise UsageError(f"-w/--warmup must be >= 0 (untimed calls after the cold one); got {opts.warmup}")
     if opts.repeat < 1:
@@ -88,7 +97,7 @@ def starts_own_profiler(code: str) -> bool:
     return False
 
 
-def trace_plan(guard: Any, code: str, opts: Any) -> tuple[bool, str | None]:
+def trace_plan(guard: ShellGuard, code: str, opts: argparse.Namespace) -> tuple[bool, str | None]:
     """``(trace, note)``: trace unless -T, a profiler is already running, or the cell starts one."""
     if opts.no_trace:
         return False, None
@@ -101,7 +110,7 @@ def trace_plan(guard: Any, code: str, opts: Any) -> tuple[bool, str | None]:
     return True, None
 
 
-def _profile_cell(runner: Any, opts: Any, trace: bool = True) -> Any:
+def _profile_cell(runner: CellCallable, opts: argparse.Namespace, trace: bool = True) -> ProfileRun:
     """Call the library (the magic's ShellGuard restores the shell around this)."""
     __tracebackhide__ = True
     from workbench.profiling import profile
@@ -120,7 +129,7 @@ def _profile_cell(runner: Any, opts: Any, trace: bool = True) -> Any:
             "the exit call") from None
 
 
-def notebook_of(shell: Any) -> str | None:
+def notebook_of(shell: InteractiveShell | None) -> str | None:
     """The notebook the shell runs in, where the front end says (JupyterLab's ``__session__``,
     ``JPY_SESSION_NAME``, VS Code's ``__vsc_ipynb_file__``); None in a plain shell or script."""
     import os
@@ -132,7 +141,7 @@ def notebook_of(shell: Any) -> str | None:
     return None
 
 
-def record_history(shell: Any, run: Any, source: str) -> None:
+def record_history(shell: InteractiveShell | None, run: ProfileRun, source: str) -> None:
     """Append the run to the cell's history and set ``run.history``; a history that cannot be
     written is a warning, never a failed profile."""
     from workbench.study.history import record_profile
@@ -140,7 +149,7 @@ def record_history(shell: Any, run: Any, source: str) -> None:
     run.history = record_profile(run, source, notebook=notebook_of(shell), where="%gpuprofile")
 
 
-def _keep(shell: Any, run: Any, output: str | None, source: str) -> None:
+def _keep(shell: InteractiveShell, run: ProfileRun, output: str | None, source: str) -> None:
     global _last_run, _last_source
     _last_run, _last_source = run, source
     shell.user_ns[LAST_RUN_NAME] = run
@@ -175,7 +184,7 @@ class GpuProfileMagics(Magics):
                    "torch._dynamo.explain on the call (graph count, graph breaks and their reasons); "
                    "it resets dynamo's caches, so compiled functions compile again on their next call")
     @line_cell_magic
-    def gpuprofile(self, line: str, cell: str | None = None) -> Any:
+    def gpuprofile(self, line: str, cell: str | None = None) -> ProfileRun | None:
         """Profile this cell: one cold run timed apart, warm-up runs, timed repeats under one
         torch.profiler session; shows timing (median, p95, spread), cold time, compile
         diagnostics, top ops/kernels and hypotheses.
@@ -224,7 +233,7 @@ class GpuProfileMagics(Magics):
             display(last_value)
         return None if opts.quiet else run
 
-    def _profile(self, code: str, opts: Any) -> tuple[Any, Any]:
+    def _profile(self, code: str, opts: argparse.Namespace) -> tuple[ProfileRun, Any]:
         __tracebackhide__ = True
         from workbench.magics.cell import CellCallable, compile_cell, prompt_number
         from workbench.magics.guard import ShellGuard

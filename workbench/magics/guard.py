@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import io
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.capture.profiler_check import profiler_running
 from workbench.errors import ProfileError
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
 
 PROFILER_CONFLICT = (
     "the cell starts a torch profiler while another one is running (this magic's traced pass, "
@@ -126,7 +129,7 @@ class ShellGuard:
     """``with ShellGuard(shell) as guard: ...``; ``guard.silence()`` drops output from then on;
     ``guard.notes`` says what the cell had changed and the guard put back."""
 
-    def __init__(self, shell: Any) -> None:
+    def __init__(self, shell: InteractiveShell | None) -> None:
         self.shell = shell
         self.notes: list[str] = []
         self._silenced = False
@@ -164,7 +167,7 @@ class ShellGuard:
             self.display_pub.publish(data, **kwargs)
 
     # -- leaving -------------------------------------------------------------------------
-    def __exit__(self, *exc: Any) -> bool:
+    def __exit__(self, *exc: object) -> Literal[False]:
         if not self._entered:
             return False
         self._entered = False

@@ -16,7 +16,10 @@ import html
 import threading
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from workbench.magics.guard import ShellGuard
 
 
 def phase(index: int, finished: bool, warmup: int, repeat: int, traced: bool) -> str:
@@ -39,12 +42,12 @@ class StatusLine:
     """``line = StatusLine(guard, "cell[4]", warmup, repeat, traced)``; pass ``line.on_call`` to the
     CellCallable; ``line.start()`` … ``line.close()`` (in a finally)."""
 
-    def __init__(self, guard: Any, label: str, warmup: int, repeat: int, traced: bool, *,
+    def __init__(self, guard: ShellGuard, label: str, warmup: int, repeat: int, traced: bool, *,
                  delay_s: float = 1.0, every_s: float = 0.5, enabled: bool | None = None) -> None:
         self.guard, self.label = guard, label
         self.warmup, self.repeat, self.traced = warmup, repeat, traced
         self.delay_s, self.every_s = delay_s, every_s
-        shell = getattr(guard, "shell", None)
+        shell = guard.shell
         self.enabled = (getattr(shell, "kernel", None) is not None) if enabled is None else enabled
         self.display_id = f"workbench-status-{uuid.uuid4().hex[:12]}"
         self.index, self.finished = -1, False

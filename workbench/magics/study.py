@@ -11,11 +11,14 @@ does the rest (``study.run_round``, ``study.accept``). The round is bound to ``_
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
 
 LAST_ROUND_NAME = "_gpustudy"
 
@@ -28,7 +31,7 @@ def unquote(text: str) -> str:
     return text
 
 
-def _evaluate(shell: Any, expr: str, what: str) -> Any:
+def _evaluate(shell: InteractiveShell, expr: str, what: str) -> Any:
     expr = unquote(expr)
     try:
         return eval(expr, shell.user_global_ns, shell.user_ns)
@@ -36,7 +39,7 @@ def _evaluate(shell: Any, expr: str, what: str) -> Any:
         raise UsageError(f"%gpustudy: {what} {expr!r} could not be evaluated ({type(exc).__name__}: {exc})") from None
 
 
-def parse_variants(shell: Any, items: list[str]) -> dict[str, Any]:
+def parse_variants(shell: InteractiveShell, items: list[str]) -> dict[str, Any]:
     """``NAME=EXPR`` items -> {name: the evaluated callable, Variant or registry name}."""
     out: dict[str, Any] = {}
     for item in items:

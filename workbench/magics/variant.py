@@ -12,11 +12,18 @@ times in your namespace (checks, warm-up, timed rounds): keep them free of side 
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from workbench.hypotheses.hypothesis import Hypothesis
+    from workbench.magics.cell import CellCallable
+    from workbench.magics.guard import ShellGuard
 
 LAST_VARIANT_NAME = "_gpuvariant"
 
@@ -34,12 +41,12 @@ def profiled_median_ms() -> float | None:
     judged (a saving under 2% of it makes the variant ``micro_only``)."""
     from workbench.magics.gpuprofile import last_run
 
-    timing = getattr(last_run(), "timing", None)
-    median = getattr(timing, "median_ms", None)
+    run = last_run()
+    median = run.timing.median_ms if run is not None else None
     return float(median) if median else None
 
 
-def suggesting_hypothesis(name: str) -> Any:
+def suggesting_hypothesis(name: str) -> Hypothesis | None:
     """The hypothesis of the last profiled run this variant is judged against: the highest-ranked
     one that suggests ``name`` (``compiled``, ``cuda_graph``, ...); for a rewrite of your own, the
     top-ranked finding that is not about the measurement itself (None without one)."""
@@ -47,14 +54,16 @@ def suggesting_hypothesis(name: str) -> Any:
     import workbench.variants.registry as registry
     from workbench.widgets.variant_panel import pick_hypothesis
 
+    run = last_run()
     try:
-        hyps = list(getattr(last_run(), "hypotheses", None) or ())
+        hyps = list((run.hypotheses if run is not None else None) or ())
     except Exception:  # noqa: BLE001 - no diagnosis: compare without one
         return None
     return pick_hypothesis(hyps, name, registry_variant=name in registry.names())
 
 
-def _callable(shell: Any, source: str, role: str, guard: Any = None, name: str | None = None) -> Any:
+def _callable(shell: InteractiveShell, source: str, role: str, guard: ShellGuard | None = None,
+              name: str | None = None) -> CellCallable:
     from workbench.magics.cell import CellCallable, compile_cell
     from workbench.magics.gpuprofile import syntax_error_message
 
