@@ -13,9 +13,11 @@ the next outer forward returns, or when the block ends.
 from __future__ import annotations
 
 import threading
-from types import TracebackType
-from types import ModuleType
-from typing import Any
+from types import ModuleType, TracebackType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
 
 MODULE_SCOPE = "nn.Module: {}_{}"
 
@@ -37,7 +39,7 @@ class ModuleScopes:
             stack = self._local.stack = []
         return stack
 
-    def _name(self, module: Any) -> str:
+    def _name(self, module: torch.nn.Module) -> str:
         with self._lock:
             name = self._numbers.get(id(module))
             if name is None:
@@ -47,12 +49,12 @@ class ModuleScopes:
                 name = self._numbers[id(module)] = MODULE_SCOPE.format(cls.__name__, index)
             return name
 
-    def _before(self, module: Any, args: Any) -> None:
+    def _before(self, module: torch.nn.Module, args: tuple[Any, ...]) -> None:
         scope = self._torch.profiler.record_function(self._name(module))
         scope.__enter__()
         self._open().append((id(module), scope))
 
-    def _after(self, module: Any, args: Any, output: Any) -> None:
+    def _after(self, module: torch.nn.Module, args: tuple[Any, ...], output: Any) -> None:
         stack = self._open()
         while stack:                        # close scopes a raising inner forward left open
             owner, scope = stack.pop()

@@ -22,9 +22,12 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import ModuleType, TracebackType
-from typing import Any, ContextManager
+from typing import TYPE_CHECKING, Any, ContextManager
 
 from workbench.capture.module_scopes import ModuleScopes
+
+if TYPE_CHECKING:
+    from torch.profiler import profile as TorchProfiler
 
 TRACE_FILE_NAME = "trace.json.gz"
 STEP_NAME = "ProfilerStep#{}"
@@ -66,7 +69,7 @@ def warm_up_profiler(torch: ModuleType, cuda: bool) -> str:
     return f"ran: one short session on a {device} op before the measured one"
 
 
-def _stop_quietly(prof: Any) -> None:
+def _stop_quietly(prof: TorchProfiler) -> None:
     """Stop a profiler whose start failed part way; one that never started has nothing to stop."""
     try:
         with _quiet_native_stderr():
@@ -87,7 +90,7 @@ class ProfilerSession:
         self._torch = torch
         self._cuda = cuda
         self.trace_path = Path(folder) / TRACE_FILE_NAME
-        self._prof: Any = None
+        self._prof: TorchProfiler | None = None
         self._scopes: ModuleScopes | None = None   # the fallback's module scopes, when in use
         self._record_stack = RECORD_STACK if record_stack is None else bool(record_stack)
         self.records_stack = False
@@ -96,7 +99,7 @@ class ProfilerSession:
     def step(self, index: int) -> ContextManager[Any]:
         return self._torch.profiler.record_function(STEP_NAME.format(index))
 
-    def _profiler(self, with_stack: bool) -> Any:
+    def _profiler(self, with_stack: bool) -> TorchProfiler:
         return self._torch.profiler.profile(
             activities=activities(self._torch, self._cuda), record_shapes=True,
             profile_memory=True, with_stack=with_stack, with_modules=with_stack)
@@ -125,6 +128,7 @@ class ProfilerSession:
                  tb: TracebackType | None) -> None:
         prof, self._prof = self._prof, None
         scopes, self._scopes = self._scopes, None
+        assert prof is not None, "__exit__ follows a successful __enter__"
         try:
             if scopes is not None:
                 scopes.__exit__(exc_type, exc, tb)

@@ -1,11 +1,30 @@
 """Helpers shared by the chart builders: tables out of result objects, a chart that explains."""
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Protocol
 
 import pandas as pd
 
 from workbench.errors import InvalidArgumentError, NotApplicableError, WorkbenchError
+
+
+
+class TraceTables(Protocol):
+    """The event tables a timeline draws (``TraceData``, ``RankFolder``, the ``Trace`` facade); each
+    may be None or empty."""
+
+    @property
+    def kernels(self) -> pd.DataFrame | None: ...
+
+    @property
+    def cpu_ops(self) -> pd.DataFrame | None: ...
+
+    @property
+    def runtime(self) -> pd.DataFrame | None: ...
+
+    @property
+    def annotations(self) -> pd.DataFrame | None: ...
+
 
 MAX_CHART_ROWS = 5000  # altair's default limit; every builder stays under it
 

@@ -155,7 +155,7 @@ def _events_extent(events: pd.DataFrame) -> tuple[float, float]:
     return float(ts_us[finite].min()), float(ends_us[finite].max())
 
 
-def live_timeline(trace_or_events: Any, *, detail_threshold: int = 3000, max_marks: int = 4000,
+def live_timeline(trace_or_events: TraceTables | pd.DataFrame, *, detail_threshold: int = 3000, max_marks: int = 4000,
                   width: int = 900, title: str = "Timeline", debounce_ms: int = 250,
                   offline: bool = True) -> Any:
     """The timeline as an ``altair.JupyterChart`` whose zoom re-queries the trace's tables.
@@ -177,7 +177,7 @@ def live_timeline(trace_or_events: Any, *, detail_threshold: int = 3000, max_mar
         events = timeline_events(trace_or_events)
         deep = timeline_events(trace_or_events, op_max_depth=MAX_OP_DEPTH)
         nested = deep[(deep["kind"] == "op") & deep["lane"].astype(str).str.contains("· depth ", regex=False)]
-    options = {"detail_threshold": detail_threshold, "max_marks": max_marks, "width": width,
+    options: dict[str, Any] = {"detail_threshold": detail_threshold, "max_marks": max_marks, "width": width,
                "title": title, "zoom_name": ZOOM}
     widget = alt.JupyterChart(timeline_chart(events, **options), debounce_wait=debounce_ms,
                               max_wait=False)

@@ -9,7 +9,11 @@ and draws after a reload or in a saved notebook. Every text that comes from the 
 from __future__ import annotations
 
 import html
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
+
+if TYPE_CHECKING:
+    from workbench.profile_run import ProfileRun
+    from workbench.variants.results import Comparison
 
 MAX_WARNINGS_SHOWN = 10
 
@@ -46,7 +50,7 @@ def trace_html(trace: Any, *, timeline: bool = True, roofline: bool = True) -> s
     return "".join(parts)
 
 
-def run_charts_html(run: Any, *, timeline: bool = True) -> str:
+def run_charts_html(run: ProfileRun, *, timeline: bool = True) -> str:
     """The charts of a ProfileRun (timing, breakdowns, roofline, timeline), for its ``_repr_html_``."""
     from workbench.charts.run import run_charts
 
@@ -56,7 +60,7 @@ def run_charts_html(run: Any, *, timeline: bool = True) -> str:
         return _failed("the run's charts", exc)
 
 
-def comparison_html(cmp: Any) -> str:
+def comparison_html(cmp: Comparison) -> str:
     """The charts of a variant Comparison (samples, speedup with its interval, untimed variants)."""
     from workbench.charts.run import comparison_charts
 

@@ -53,7 +53,7 @@ def vega_bundle_js() -> str:
     """
     import vl_convert as vlc
 
-    js = vlc.javascript_bundle(vl_version=_vl_version())
+    js = vlc.javascript_bundle(vl_version=_vl_version())   # type: ignore[call-arg]  # the stub requires the optional snippet
     return "if (!window.vegaEmbed) { (function () {\n" + js + "\n})(); }"
 
 

@@ -6,7 +6,7 @@ devices and analysis layers compute them; this module only places and draws.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -14,6 +14,9 @@ import pandas as pd
 from workbench.analysis.labels import unique_labels
 from workbench.charts.common import as_table, finite_rows, message_chart, require_columns, shorten
 from workbench.errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from workbench.devices.ceilings import Ceiling
 
 POINT_COLUMNS = ("name", "flops", "bytes", "dur_us")
 REFERENCE_COLOR = "#9a9a9a"   # reference roofs (a CPU's datasheet peaks) beside the judged ceilings
@@ -183,13 +186,13 @@ def ceilings_from_spec(spec: Mapping[str, Any]) -> tuple[float, dict[str, float]
     return float(spec["memory_gbps"]), peaks
 
 
-def _ceiling_note(ceilings: Any, info: dict[str, Any]) -> str:
+def _ceiling_note(ceilings: Ceiling, info: dict[str, Any]) -> str:
     kind = "ceiling" if ceilings.measured else "NOT MEASURED: documented default ceiling"
     parts = [f"{kind}: {ceilings.source.split(', http')[0]}"]
     if info.get("left_out"):
         parts.append(f"{info['left_out']} smaller ops left out ({info['time_shown_pct']:.0f}% of op time shown)")
     lines = ["; ".join(shorten(p, 160) for p in parts)]
-    reference = getattr(ceilings, "reference", None)
+    reference = ceilings.reference
     if reference is not None:  # one subtitle line per clause of its description
         clauses = str(reference.device).split("; ")
         lines += [shorten(f"grey roofs, not used for judging: {clauses[0]}", 160)]
@@ -197,7 +200,7 @@ def _ceiling_note(ceilings: Any, info: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def trace_roofline_chart(trace: Any, *, ceilings: Any = None, environment: Mapping[str, Any] | None = None,
+def trace_roofline_chart(trace: Any, *, ceilings: Ceiling | None = None, environment: Mapping[str, Any] | None = None,
                          measure: bool = False, max_points: int = 40, title: str = "Roofline") -> Any:
     """One point per (op, input shapes) with known work, against the trace's device ceilings
     (``roofline_data.ceilings_for``: GPU vendor peaks, measured or cached CPU ceilings, else a default)."""
@@ -211,10 +214,10 @@ def trace_roofline_chart(trace: Any, *, ceilings: Any = None, environment: Mappi
         return message_chart(f"no roofline point: {why}", title=title)
     return roofline_chart(points, memory_gbps=ceilings.memory_gbps, peak_flops=ceilings.peak_flops,
                           title=title, device=ceilings.device, note=_ceiling_note(ceilings, info),
-                          reference=getattr(ceilings, "reference", None))
+                          reference=ceilings.reference)
 
 
-def variants_roofline_chart(traces: Mapping[str, Any], *, ceilings: Any = None, max_points: int = 25,
+def variants_roofline_chart(traces: Mapping[str, Any], *, ceilings: Ceiling | None = None, max_points: int = 25,
                             title: str = "Roofline: variants against the baseline") -> Any:
     """Points of several traces (or runs with ``.trace``), the first one the baseline; an arrow
     from each baseline op to the same op (name and shapes) in every other variant."""
@@ -232,7 +235,7 @@ def variants_roofline_chart(traces: Mapping[str, Any], *, ceilings: Any = None, 
     points = pd.concat([p for p, _ in parts], ignore_index=True)
     return roofline_chart(points, memory_gbps=ceilings.memory_gbps, peak_flops=ceilings.peak_flops, title=title,
                           device=ceilings.device, baseline=str(baseline), note=_ceiling_note(ceilings, parts[0][1]),
-                          reference=getattr(ceilings, "reference", None))
+                          reference=ceilings.reference)
 
 
 __all__: Sequence[str] = ["roofline_chart", "roofline_points", "roof_lines", "ceilings_from_spec",

@@ -134,7 +134,7 @@ def op_roofline_points(trace: Any, *, variant: str = "baseline", max_points: int
         count=("flops", "size"), flops=("flops", "first"), bytes=("bytes", "first"),
         time_us=("time_us", "sum"), dtype=("dtype", "first")).reset_index()
     points = points[points["time_us"] > 0].sort_values("time_us", ascending=False, ignore_index=True)
-    info = {"ops": int(len(ops)), "ops_with_work": int(known.sum()), "points": int(len(points)),
+    info: dict[str, Any] = {"ops": int(len(ops)), "ops_with_work": int(known.sum()), "points": int(len(points)),
             "left_out": max(0, int(len(points)) - max_points)}
     total = float(points["time_us"].sum())
     points = points.head(max_points).copy()

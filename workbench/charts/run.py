@@ -1,7 +1,7 @@
 """The charts shown for a profiled run (``ProfileRun``), a loaded Trace, or a variant Comparison."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from workbench.charts.breakdowns import (
     idle_chart, kernel_types_chart, per_rank_chart, top_kernels_chart, top_ops_chart,
@@ -10,6 +10,13 @@ from workbench.charts.common import guarded_chart, message_chart
 from workbench.charts.comparison import comparison_chart
 from workbench.charts.roofline import trace_roofline_chart
 from workbench.charts.timeline import timeline_chart
+
+if TYPE_CHECKING:
+    import altair
+
+    from workbench.measurement import Measurement
+    from workbench.profile_run import ProfileRun
+    from workbench.variants.results import Comparison
 
 PER_RANK_PARTS = ("compute", "non_compute", "idle")
 PER_CALL_OP_TIME = "self_ms_per_call"       # ProfileRun.per_call_ops()
@@ -54,30 +61,28 @@ def trace_charts(trace: Any, *, timeline: bool = True, roofline: bool = True,
     return charts
 
 
-def timing_chart(timing: Any, *, label: str = "run") -> Any:
+def timing_chart(timing: Measurement, *, label: str = "run") -> altair.Chart:
     """The distribution of a Measurement's samples."""
     return comparison_chart({timing.label or label: list(timing.samples_ms)})
 
 
-def run_charts(run: Any, *, timeline: bool = True, roofline: bool = True,
+def run_charts(run: ProfileRun, *, timeline: bool = True, roofline: bool = True,
                measure_ceiling: bool = False) -> list[Any]:
     """Charts for a ProfileRun: its timing samples, then its trace's charts when it has a trace."""
     charts = []
-    timing = getattr(run, "timing", None)
-    if timing is not None:
-        charts.append(timing_chart(timing, label=getattr(run, "name", None) or "run"))
-    trace = getattr(run, "trace", None)
-    if trace is not None:
+    if run.timing is not None:
+        charts.append(timing_chart(run.timing, label=run.name or "run"))
+    if run.trace is not None:
         op_table, kernel_table = _per_call_tables(run)
-        charts.extend(trace_charts(trace, timeline=timeline, roofline=roofline,
-                                   environment=getattr(run, "environment", None),
+        charts.extend(trace_charts(run.trace, timeline=timeline, roofline=roofline,
+                                   environment=run.environment,
                                    measure_ceiling=measure_ceiling, op_table=op_table, kernel_table=kernel_table))
     if not charts:
         charts.append(message_chart("this run has neither timing samples nor a trace"))
     return charts
 
 
-def _per_call_tables(run: Any) -> tuple[Any, Any]:
+def _per_call_tables(run: ProfileRun) -> tuple[Any, Any]:
     """A run's op and kernel tables per clean call (the run states its times per call), or None each where
     the run cannot give them (then the charts show the trace's totals, and say so)."""
     tables = []
@@ -88,16 +93,16 @@ def _per_call_tables(run: Any) -> tuple[Any, Any]:
     return tables[0], tables[1]
 
 
-def comparison_charts(cmp: Any) -> list[Any]:
+def comparison_charts(cmp: Comparison) -> list[Any]:
     """Charts for a variant ``Comparison``: timing samples and speedup over the baseline with
     its interval; variants that were not timed are named with the reason."""
-    samples = dict(getattr(cmp, "samples_ms", None) or {})
-    baseline = getattr(cmp, "baseline", None)
+    samples = dict(cmp.samples_ms or {})
+    baseline = cmp.baseline
     charts = []
     if samples:
         order = ([baseline] if baseline in samples else []) + [n for n in samples if n != baseline]
         charts.append(comparison_chart({n: samples[n] for n in order}, baseline=order[0]))
-    untimed = [r for r in getattr(cmp, "results", ()) if getattr(r, "timing", None) is None]
+    untimed = [r for r in cmp.results if r.timing is None]
     if untimed:
         text = "; ".join(f"{r.name}: {r.status}" + (f" ({r.reason})" if r.reason else "") for r in untimed)
         charts.append(message_chart(f"not timed: {text}", title="Variants without timing"))

@@ -70,25 +70,25 @@ def _part(frame: pd.DataFrame, lane: pd.Series, kind: Any, shapes: str | None) -
     })
 
 
-def timeline_events(trace: Any, *, op_max_depth: int = 0) -> pd.DataFrame:
+def timeline_events(trace: TraceTables, *, op_max_depth: int = 0) -> pd.DataFrame:
     """One row per drawable event of a Trace: GPU activity, CPU ops (up to ``op_max_depth``),
     synchronize calls and annotations, with columns ``lane, kind, name, ts_us, dur_us, shapes``."""
     parts = []
-    kernels = getattr(trace, "kernels", None)
+    kernels = trace.kernels
     if kernels is not None and len(kernels):
         kind = kernels["kind"] if "kind" in kernels.columns else "kernel"
         parts.append(_part(kernels, _lanes(kernels, "stream", "stream"), kind, None))
-    ops = getattr(trace, "cpu_ops", None)
+    ops = trace.cpu_ops
     if ops is not None and len(ops):
         if "depth" in ops.columns:
             ops = ops[ops["depth"].fillna(0) <= op_max_depth]
         parts.append(_part(ops, _op_lanes(ops), "op", "input_dims"))
-    runtime = getattr(trace, "runtime", None)
+    runtime = trace.runtime
     if runtime is not None and len(runtime):
         syncs = runtime[runtime["name"].astype(str).str.contains(SYNC_PATTERN, regex=True)]
         if len(syncs):
             parts.append(_part(syncs, _lanes(syncs, "tid", "thread"), "sync", None))
-    notes = getattr(trace, "annotations", None)
+    notes = trace.annotations
     if notes is not None and len(notes):
         rank = notes["rank"] if "rank" in notes.columns else pd.Series(0, index=notes.index)
         lane = "rank " + rank.fillna(0).astype(int).astype(str) + " · annotations"
@@ -111,12 +111,12 @@ def _window(events: pd.DataFrame, start_us: float | None, end_us: float | None) 
     return events[(ends >= lo) & (events["ts_us"] <= hi)]
 
 
-def _events_in_view(trace_or_events: Any, start_us: float | None, end_us: float | None
+def _events_in_view(trace_or_events: TraceTables | pd.DataFrame, start_us: float | None, end_us: float | None
                     ) -> tuple[pd.DataFrame, dict[str, Any]]:
     events = (trace_or_events if isinstance(trace_or_events, pd.DataFrame)
               else timeline_events(trace_or_events))
     finite = np.isfinite(events["ts_us"].to_numpy(float)) & np.isfinite(events["dur_us"].to_numpy(float))
-    info = {"events": int(len(events)), "dropped_non_finite": int((~finite).sum()), "aggregated": False}
+    info: dict[str, Any] = {"events": int(len(events)), "dropped_non_finite": int((~finite).sum()), "aggregated": False}
     events = _window(events.loc[finite], start_us, end_us)
     if start_us is not None or end_us is not None:
         info.update(window_us=(start_us, end_us), events_in_window=int(len(events)))
@@ -146,7 +146,7 @@ def _cap_level0(levels: TimelineLevels, info: dict[str, Any]) -> TimelineLevels:
                           levels.span_us, levels.bins_per_tile, levels.factor, levels.levels)
 
 
-def timeline_levels(trace_or_events: Any, *, detail_threshold: int = 3000, max_marks: int = 4000,
+def timeline_levels(trace_or_events: TraceTables | pd.DataFrame, *, detail_threshold: int = 3000, max_marks: int = 4000,
                     start_us: float | None = None, end_us: float | None = None,
                     max_levels: int = 6, marks_per_level: int | None = None,
                     max_rows: int | None = None) -> tuple[TimelineLevels, dict[str, Any]]:
@@ -178,7 +178,7 @@ def timeline_levels(trace_or_events: Any, *, detail_threshold: int = 3000, max_m
     return _cap_level0(levels, info), info
 
 
-def timeline_table(trace_or_events: Any, *, detail_threshold: int = 3000, max_marks: int = 4000,
+def timeline_table(trace_or_events: TraceTables | pd.DataFrame, *, detail_threshold: int = 3000, max_marks: int = 4000,
                    start_us: float | None = None, end_us: float | None = None
                    ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The rows the timeline draws before any zoom (level 0), and what was done to get them."""
@@ -219,7 +219,7 @@ def _subtitle(info: dict[str, Any]) -> str:
     return "; ".join(parts) + ". Drag to pan, scroll to zoom."
 
 
-def timeline_chart(trace_or_events: Any, *, detail_threshold: int = 3000, max_marks: int = 4000,
+def timeline_chart(trace_or_events: TraceTables | pd.DataFrame, *, detail_threshold: int = 3000, max_marks: int = 4000,
                    start_us: float | None = None, end_us: float | None = None,
                    width: int = 900, title: str = "Timeline", zoom_name: str = "zoom") -> Any:
     """Lanes per rank and stream / thread, coloured by kind; tooltips name, duration, shapes.
@@ -243,7 +243,7 @@ def timeline_chart(trace_or_events: Any, *, detail_threshold: int = 3000, max_ma
     # applies its 5,000-row limit (the level filter bounds what is drawn)
     return alt.Chart({"values": [compact_data(levels.table)]},
                      title=alt.TitleParams(title, subtitle=_subtitle(info))).transform_flatten(
-        ROW_FIELDS).transform_filter(lod_filter_expr(levels, zoom_name)).transform_calculate(
+        [*ROW_FIELDS]).transform_filter(lod_filter_expr(levels, zoom_name)).transform_calculate(
         **calculate_fields()).mark_bar(
         height={"band": 0.8}, clip=True).encode(
         x=alt.X("ts_us:Q", title="time (µs)", scale=alt.Scale(domain=domain, zero=False)),

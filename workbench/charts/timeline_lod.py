@@ -145,7 +145,7 @@ def _bins(cols: _Columns, short: np.ndarray, bin_index: np.ndarray, n_bins: int)
             "longest": idx[_first_max(cols.dur_us[idx], inv, len(keys))] if len(keys) else idx[:0]}
 
 
-def _pick_tiles(marks: np.ndarray, weight: np.ndarray, allowed: np.ndarray, budget: int) -> np.ndarray:
+def _pick_tiles(marks: np.ndarray, weight: np.ndarray, allowed: np.ndarray, budget: float) -> np.ndarray:
     """Allowed tiles, heaviest first, while their marks fit the budget (empty ones are free)."""
     stored = allowed & (marks == 0)
     order = np.flatnonzero(allowed & (marks > 0))
@@ -230,7 +230,9 @@ def build_levels(events: pd.DataFrame, *, start_us: float, end_us: float, bins_p
             "max_rows": max_rows or 0}
     n_finest = bins_per_tile * factor ** (max_levels - 1)
     cols = _Columns(events, start_us, spec["span_us"] / n_finest, n_finest)
-    parts, infos, stored = [], [], None
+    parts: list[pd.DataFrame] = []
+    infos: list[Any] = []
+    stored: np.ndarray | None = None
     for k in range(max_levels):
         rows_so_far = sum(len(p) for p in parts)
         rows, now_stored, info, any_short = _level(cols, k, spec, stored, _budget(k, spec, rows_so_far))

@@ -5,9 +5,13 @@ Each entry is "module:MagicsClass"; a new magic adds one line to the list.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING
 
 from workbench.magics.gpuprofile import LAST_RUN_NAME, last_run
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.core.magic import Magics
 
 MAGICS: list[str] = [
     "workbench.magics.gpuprofile:GpuProfileMagics",
@@ -16,12 +20,12 @@ MAGICS: list[str] = [
 ]
 
 
-def _magics_class(entry: str) -> type:
+def _magics_class(entry: str) -> type[Magics]:
     module_name, _, class_name = entry.partition(":")
     return getattr(importlib.import_module(module_name), class_name)
 
 
-def load_ipython_extension(ipython: Any) -> None:
+def load_ipython_extension(ipython: InteractiveShell) -> None:
     try:    # charts shown as a cell's last line draw offline (altair's default loads a CDN)
         from workbench.charts.offline import enable_offline_renderer
 
@@ -32,7 +36,7 @@ def load_ipython_extension(ipython: Any) -> None:
         ipython.register_magics(_magics_class(entry))
 
 
-def unload_ipython_extension(ipython: Any) -> None:
+def unload_ipython_extension(ipython: InteractiveShell) -> None:
     """Remove the magics registered above (IPython has no public call for it)."""
     registry = ipython.magics_manager.magics
     for entry in MAGICS:

@@ -13,10 +13,13 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from types import CodeType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
+
+from IPython.core.error import UsageError
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
+    from IPython.core.magic import Magics
 
     from workbench.magics.guard import ShellGuard
 
@@ -28,6 +31,13 @@ class CompiledCell:
     filename: str
 
 
+def magic_shell(magics: Magics) -> InteractiveShell:
+    """The shell a registered magic runs in (IPython types ``Magics.shell`` as optional)."""
+    if magics.shell is None:
+        raise UsageError("this magic has no IPython shell: load it with %load_ext workbench")
+    return magics.shell
+
+
 def compile_cell(shell: InteractiveShell, cell: str) -> CompiledCell:
     """Compile ``cell`` as the shell compiles a cell; a SyntaxError propagates as IPython shows it."""
     source = shell.transform_cell(cell)
@@ -37,8 +47,9 @@ def compile_cell(shell: InteractiveShell, cell: str) -> CompiledCell:
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
-    body = shell.compile(ast.Module(body=tree.body, type_ignores=[]), filename, "exec")
-    last_code = shell.compile(last, filename, "eval") if last is not None else None
+    compiler: Callable[..., CodeType] = shell.compile     # IPython types its source as str; it takes ASTs too
+    body = compiler(ast.Module(body=tree.body, type_ignores=[]), filename, "exec")
+    last_code = compiler(last, filename, "eval") if last is not None else None
     return CompiledCell(body, last_code, filename)
 
 

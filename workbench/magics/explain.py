@@ -79,7 +79,7 @@ def explain_call(shell: InteractiveShell, code: str) -> Explanation:
         raise UsageError("--explain: write the call's arguments out (no *args / **kwargs unpacking)")
     fn = _unwrap(_evaluate(shell, call.func))
     args = [_evaluate(shell, a) for a in call.args]
-    kwargs = {k.arg: _evaluate(shell, k.value) for k in call.keywords}
+    kwargs = {k.arg: _evaluate(shell, k.value) for k in call.keywords if k.arg is not None}
     out = torch._dynamo.explain(fn)(*args, **kwargs)
     reasons = tuple(str(getattr(r, "reason", r)).strip().splitlines()[0] for r in out.break_reasons)
     return Explanation(ast.unparse(call.func), int(out.graph_count), int(out.graph_break_count),

@@ -15,6 +15,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from workbench.errors import ProfileError
+from workbench.magics.cell import magic_shell
 
 if TYPE_CHECKING:
     import argparse
@@ -48,7 +49,7 @@ def _check_options(opts: argparse.Namespace) -> None:
         raise UsageError(f"-w/--warmup must be >= 0 (untimed calls after the cold one); got {opts.warmup}")
     if opts.repeat < 1:
         raise UsageError(f"-r/--repeat must be >= 1 (timed calls); got {opts.repeat}")
-    if getattr(opts, "trace_repeat", None) is not None and opts.trace_repeat < 1:
+    if opts.trace_repeat is not None and opts.trace_repeat < 1:
         raise UsageError(f"--trace-repeat must be >= 1 (traced calls); got {opts.trace_repeat}")
     if opts.threads is not None and opts.threads < 1:
         raise UsageError(f"-t/--threads must be >= 1; got {opts.threads}")
@@ -119,7 +120,7 @@ def _profile_cell(runner: CellCallable, opts: argparse.Namespace, trace: bool = 
         return profile(runner, warmup=opts.warmup, repeat=opts.repeat, trace=trace and not opts.no_trace,
                        name=opts.name or runner.__name__, threads=opts.threads,
                        grad_enabled=False if opts.no_grad else None,
-                       trace_repeat=getattr(opts, "trace_repeat", None),
+                       trace_repeat=opts.trace_repeat,
                        history=False)       # the magic records the cell's own source (record_history)
     except SystemExit as exc:
         raise ProfileError(
@@ -240,11 +241,11 @@ class GpuProfileMagics(Magics):
         from workbench.magics.progress import StatusLine
 
         try:
-            compiled = compile_cell(self.shell, code)
+            compiled = compile_cell(magic_shell(self), code)
         except SyntaxError as exc:
             raise UsageError(syntax_error_message(exc)) from None
-        name = opts.name or f"cell[{prompt_number(self.shell)}]"
-        guard, note = ShellGuard(self.shell), None
+        name = opts.name or f"cell[{prompt_number(magic_shell(self))}]"
+        guard, note = ShellGuard(magic_shell(self)), None
         try:
             with guard:
                 trace, note = trace_plan(guard, code, opts)
@@ -252,7 +253,7 @@ class GpuProfileMagics(Magics):
                     print(f"%gpuprofile: {note}")
                 status = StatusLine(guard, f"%gpuprofile {name}", opts.warmup, opts.repeat, trace,
                                     enabled=None if not guard.nested else False)
-                runner = CellCallable(self.shell, compiled, guard, name=name, on_call=status.on_call)
+                runner = CellCallable(magic_shell(self), compiled, guard, name=name, on_call=status.on_call)
                 status.start()
                 done = "stopped"
                 try:
@@ -267,13 +268,13 @@ class GpuProfileMagics(Magics):
             for line in guard.notes:
                 print(f"%gpuprofile: {line}")
         if not opts.no_history:
-            record_history(self.shell, run, code)
-        _keep(self.shell, run, opts.output, code)
+            record_history(magic_shell(self), run, code)
+        _keep(magic_shell(self), run, opts.output, code)
         return run, runner.last_value
 
     def _explain(self, code: str) -> None:
         from workbench.magics.explain import explain_call
 
-        explanation = explain_call(self.shell, code)
-        self.shell.user_ns[EXPLAIN_NAME] = explanation
+        explanation = explain_call(magic_shell(self), code)
+        magic_shell(self).user_ns[EXPLAIN_NAME] = explanation
         print(explanation.summary())

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import io
 import sys
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
 
 from workbench.capture.profiler_check import profiler_running
 from workbench.errors import ProfileError
 
 if TYPE_CHECKING:
+    from IPython.core.displaypub import DisplayPublisher
     from IPython.core.interactiveshell import InteractiveShell
 
 PROFILER_CONFLICT = (
@@ -38,7 +40,7 @@ PROFILER_CONFLICT = (
 class _Sink(io.TextIOBase):
     """A text stream that drops what is written (the repeats' prints), never grows."""
 
-    def __init__(self, original: Any) -> None:
+    def __init__(self, original: TextIO) -> None:
         super().__init__()
         self._original = original
         self.chars = 0
@@ -129,7 +131,7 @@ class ShellGuard:
     """``with ShellGuard(shell) as guard: ...``; ``guard.silence()`` drops output from then on;
     ``guard.notes`` says what the cell had changed and the guard put back."""
 
-    def __init__(self, shell: InteractiveShell | None) -> None:
+    def __init__(self, shell: InteractiveShell) -> None:
         self.shell = shell
         self.notes: list[str] = []
         self._silenced = False
@@ -159,7 +161,8 @@ class ShellGuard:
         self._silenced = True
         sys.stdout, sys.stderr = _Sink(self.stdout), _Sink(self.stderr)
         if self.display_pub is not None:
-            self.shell.display_pub = _QuietPublisher(self.display_pub)
+            # a stand-in that forwards all but publishing: duck-typed as the shell's publisher
+            self.shell.display_pub = cast("DisplayPublisher", _QuietPublisher(self.display_pub))
 
     def publish_now(self, data: dict[str, Any], **kwargs: Any) -> None:
         """Publish through the real display publisher even while silenced (progress lines)."""
@@ -214,7 +217,7 @@ class ShellGuard:
                 self.notes[-1] = f"the cell left a torch profiler running and stopping it failed: {exc}"
 
 
-def _torch() -> Any:
+def _torch() -> ModuleType | None:
     try:
         import torch
     except ImportError:

@@ -6,13 +6,13 @@ definition (``store_true`` flags take none), so the split follows the magic's ar
 """
 from __future__ import annotations
 
+import argparse
 import re
-from typing import Any
 
 _TOKEN = re.compile(r"\S+")
 
 
-def split_options(parser: Any, line: str) -> tuple[str, str]:
+def split_options(parser: argparse.ArgumentParser, line: str) -> tuple[str, str]:
     """``(options, code)``: the leading option tokens of ``line`` and the verbatim remainder."""
     actions = parser._option_string_actions          # argparse's map: "-r" / "--repeat" -> action
     tokens = list(_TOKEN.finditer(line))

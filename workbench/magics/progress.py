@@ -16,7 +16,7 @@ import html
 import threading
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from workbench.magics.guard import ShellGuard

@@ -17,8 +17,13 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from workbench.magics.cell import magic_shell
+
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
+
+    from workbench.study.baseline import Baseline
+    from workbench.study.study import Study, StudyRound
 
 LAST_ROUND_NAME = "_gpustudy"
 
@@ -71,14 +76,14 @@ class GpuStudyMagics(Magics):
               help="a dict of further study.run_round / wb.compare options, e.g. \"dict(confidence=0.99)\"")
     @argument("-o", "--output", metavar="VAR", default=None, help="bind the round to this variable too")
     @line_magic
-    def gpustudy(self, line: str) -> Any:
+    def gpustudy(self, line: str) -> Baseline | Study | StudyRound:
         """Run a round of a study (``%gpustudy STUDY NAME=EXPR ...``), accept a kept variant
         (``%gpustudy STUDY --accept NAME``), or show the study (``%gpustudy STUDY``)."""
         __tracebackhide__ = True
         from workbench.study.study import Study
 
         opts = parse_argstring(self.gpustudy, line)
-        study = _evaluate(self.shell, opts.study, "the study")
+        study = _evaluate(magic_shell(self), opts.study, "the study")
         if not isinstance(study, Study):
             raise UsageError(f"%gpustudy: {opts.study!r} is a {type(study).__name__}, not a wb.Study; create one "
                              f"with study = wb.Study(name, folder=...) and study.set_baseline(fn, make_inputs)")
@@ -92,7 +97,7 @@ class GpuStudyMagics(Magics):
             return study
         options: dict[str, Any] = {}
         if opts.options is not None:
-            extra = _evaluate(self.shell, opts.options, "the options")
+            extra = _evaluate(magic_shell(self), opts.options, "the options")
             if not isinstance(extra, dict):
                 raise UsageError(f"%gpustudy: -O/--options must give a dict; got {type(extra).__name__}")
             options.update(extra)
@@ -101,9 +106,9 @@ class GpuStudyMagics(Magics):
         if opts.checks is not None:
             options["checks"] = opts.checks
         if opts.sweep is not None:
-            options["sweep"] = _evaluate(self.shell, opts.sweep, "the sweep")
-        rnd = study.run_round(parse_variants(self.shell, opts.variants), **options)
-        self.shell.user_ns[LAST_ROUND_NAME] = rnd
+            options["sweep"] = _evaluate(magic_shell(self), opts.sweep, "the sweep")
+        rnd = study.run_round(parse_variants(magic_shell(self), opts.variants), **options)
+        magic_shell(self).user_ns[LAST_ROUND_NAME] = rnd
         if opts.output:
-            self.shell.user_ns[opts.output] = rnd
+            magic_shell(self).user_ns[opts.output] = rnd
         return rnd

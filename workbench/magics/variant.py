@@ -12,11 +12,13 @@ times in your namespace (checks, warm-up, timed rounds): keep them free of side 
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from workbench.magics.cell import magic_shell
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -85,7 +87,7 @@ class GpuVariantMagics(Magics):
     @argument("-l", "--time-limit", type=float, default=120.0, help="seconds one run of a cell may take")
     @argument("-o", "--output", default=None, metavar="VAR", help="bind the Comparison to this variable")
     @cell_magic
-    def gpuvariant(self, line: str, cell: str) -> Any:
+    def gpuvariant(self, line: str, cell: str) -> None:
         """Compare this cell (a variant) with the last %%gpuprofile cell: the cells' last values
         are checked against each other, then both are timed in interleaved rounds; shows the
         table, the chart and the decision record.  The comparison is ``_gpuvariant``; the shell's
@@ -107,11 +109,11 @@ class GpuVariantMagics(Magics):
         from workbench.magics.guard import ShellGuard
         from workbench.magics.progress import StatusLine
 
-        guard = ShellGuard(self.shell)
+        guard = ShellGuard(magic_shell(self))
         try:
             with guard:
-                base = _callable(self.shell, source, "the profiled cell", guard, "profiled")
-                variant = _callable(self.shell, cell, "this cell", guard, opts.name)
+                base = _callable(magic_shell(self), source, "the profiled cell", guard, "profiled")
+                variant = _callable(magic_shell(self), cell, "this cell", guard, opts.name)
                 status = StatusLine(guard, f"%gpuvariant {opts.name}", 0, 0, False,
                                     enabled=None if not guard.nested else False)
                 status.start()
@@ -133,9 +135,9 @@ class GpuVariantMagics(Magics):
         finally:
             for line in guard.notes:
                 print(f"%gpuvariant: {line}")
-        self.shell.user_ns[LAST_VARIANT_NAME] = cmp
+        magic_shell(self).user_ns[LAST_VARIANT_NAME] = cmp
         if opts.output:
-            self.shell.user_ns[opts.output] = cmp
+            magic_shell(self).user_ns[opts.output] = cmp
         from IPython.display import display
 
         display(cmp)                 # the table, the one-line decision and the chart

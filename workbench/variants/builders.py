@@ -42,6 +42,6 @@ def compiled(
 def user(fn: Callable[..., Any], *, name: str | None = None, requires: tuple[str, ...] = (),
          numerical_class: str = "exact", description: str = "") -> Variant:
     """Any callable of the user's (a rewrite), with what it needs and its numerical class."""
-    return Variant(name=name or getattr(fn, "__name__", "user"), fn=fn, requires=requires,
+    return Variant(name=str(name or getattr(fn, "__name__", "user")), fn=fn, requires=requires,
                    kind="user", numerical_class=numerical_class,
                    description=description or f"user rewrite {getattr(fn, '__name__', '')}")

@@ -6,23 +6,28 @@ How it runs is one frozen value, ``CompareSettings`` (settings.py); the keyword 
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from workbench.measurement import Measurement
 import workbench.variants.engine as engine
 import workbench.variants.record_builder as record_builder
 from workbench.variants.engine import ComparisonInterrupted, Progress
 from workbench.variants.isolation import stop_worker
-from workbench.variants.results import Comparison
+from workbench.variants.results import Comparison, VariantResult
 from workbench.variants.settings import CompareSettings, settings_from
 from workbench.variants.tolerances import gradient_tolerance_overrides
+
+if TYPE_CHECKING:
+    from workbench.variants.spec import VariantLike
+    from workbench.variants.sweep import ShapeSweep
 
 __all__ = ["compare", "CompareSettings", "ComparisonInterrupted"]
 
 
 def compare(
-    variants: Mapping[str, Any], inputs: Any = None, *, baseline: str | None = None,
+    variants: Mapping[str, VariantLike], inputs: Any = None, *, baseline: str | None = None,
     settings: CompareSettings | None = None, reference: Callable[..., Any] | None = None,
-    hypothesis: Any = None, sweep: Any = None, progress: Progress | None = None, mode: str | None = None,
+    hypothesis: Any = None, sweep: ShapeSweep | None = None, progress: Progress | None = None, mode: str | None = None,
     sweep_kept_only: bool = False, **options: Any,
 ) -> Comparison:
     """Compare variants of one computation; see the package docstring for every step.
@@ -93,6 +98,6 @@ def _compare(variants, inputs, spec: CompareSettings, *, baseline, reference, hy
                       working_set_copy_gbps=out.roofs.get("same_size_gbps"))
 
 
-def decide(res: Any, base_timing: Any, e2e_ms: float | None) -> Any:
+def decide(res: VariantResult, base_timing: Measurement | None, e2e_ms: float | None) -> VariantResult:
     """Kept for callers of the old location; see ``engine.decide``."""
     return engine.decide(res, base_timing, e2e_ms)

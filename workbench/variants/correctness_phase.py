@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from workbench.errors import InvalidArgumentError
 import workbench.variants.cheats as cheats
@@ -151,7 +151,7 @@ def changed_inputs(before: Any, after: Any) -> list[str]:
     return out
 
 
-def _record_state_changes(live: Live, guard: StateGuard | None, extra: list[str] = ()) -> None:
+def _record_state_changes(live: Live, guard: StateGuard | None, extra: Sequence[str] = ()) -> None:
     changed = list(getattr(guard, "changed", None) or []) + [c for c in extra if c not in
                                                           (getattr(guard, "changed", None) or [])]
     live.add_flags(state_change_flags(changed))

@@ -10,7 +10,10 @@ buffers: the next call overwrites them (clone what you keep).
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    import torch
 
 from workbench.errors import NotApplicableError
 from workbench.variants.spec import Variant
@@ -36,7 +39,7 @@ def refuse_cpu_tensors(args: tuple[Any, ...]) -> None:
 def refuse_signature_change(captured: tuple, args: tuple[Any, ...]) -> None:
     now = input_signature(args)
     if now != captured:
-        diff = [(a, b) for a, b in zip(captured, now) if a != b] or [(captured, now)]
+        diff: list[tuple[Any, Any]] = [(a, b) for a, b in zip(captured, now) if a != b] or [(captured, now)]
         raise NotApplicableError(
             f"inputs changed since capture (captured {diff[0][0]}, got {diff[0][1]}); a CUDA graph "
             f"replays fixed shapes: capture one graph per shape, or guard on the captured shape")
@@ -47,7 +50,7 @@ class _GraphedRegion:
 
     def __init__(self, fn: Callable[..., Any], warmup_iters: int):
         self.fn, self.warmup_iters = fn, warmup_iters
-        self.graph = None
+        self.graph: torch.cuda.CUDAGraph | None = None
         self.signature: tuple = ()
         self.static_args: tuple[Any, ...] = ()
         self.static_out: Any = None
@@ -56,10 +59,12 @@ class _GraphedRegion:
     def __call__(self, *args: Any) -> Any:
         if self.graph is None:
             self._capture(args)
+        graph = self.graph
+        assert graph is not None, "_capture sets the graph"
         refuse_signature_change(self.signature, args)
         for (_, dst), (_, src) in zip(tensor_leaves(self.static_args), tensor_leaves(args)):
             dst.copy_(src, non_blocking=True)
-        self.graph.replay()
+        graph.replay()
         return self.static_out
 
     def poison(self) -> None:

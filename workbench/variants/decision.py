@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from workbench.variants.stats import Speedup
 
 DECISIONS = ("keep", "keep_guarded", "micro_only", "reject", "need_more_evidence")
 MICRO_ONLY_SHARE = 0.02          # saving below 2% of the end-to-end time: micro_only
@@ -27,7 +30,7 @@ class Verdict:
     reason: str
 
 
-def classify(*, status: str, reason: str, flags: tuple[str, ...], speedup: Any, timing_meaningful: bool,
+def classify(*, status: str, reason: str, flags: tuple[str, ...], speedup: Speedup | None, timing_meaningful: bool,
              failure_cases: tuple[str, ...] = (), saving_ms: float = 0.0, setup_ms: float = 0.0,
              end_to_end_ms: float | None = None) -> Verdict:
     """The decision for one candidate row (see the module docstring for the classes)."""
@@ -50,10 +53,11 @@ def classify(*, status: str, reason: str, flags: tuple[str, ...], speedup: Any, 
     if not timing_meaningful:
         return Verdict("need_more_evidence", "correct, but its timing here is not meaningful "
                                              "(e.g. Triton's CPU interpreter); time it on a GPU")
+    assert speedup is not None, "a correct row with a meaningful timing has a speedup"
     return _classify_timing(speedup, failure_cases, saving_ms, setup_ms, end_to_end_ms)
 
 
-def _classify_timing(speedup: Any, failure_cases: tuple[str, ...], saving_ms: float, setup_ms: float,
+def _classify_timing(speedup: Speedup, failure_cases: tuple[str, ...], saving_ms: float, setup_ms: float,
                      end_to_end_ms: float | None) -> Verdict:
     s = speedup.describe()
     if speedup.slower:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import AbstractSet, Any, Callable, Mapping
 
 from workbench.errors import InvalidArgumentError
+from workbench.measurement import Measurement
 import workbench.variants.cheats as cheats
 import workbench.variants.registry as registry
 from workbench.variants.bandwidth import copy_gbps, machine_copy_gbps
@@ -29,7 +30,8 @@ from workbench.variants.results import VariantResult
 from workbench.variants.settings import INTERIM_CONFIDENCE, CompareSettings
 from workbench.variants.spec import Variant, as_variant
 from workbench.variants.stats import PairedEvidence, family_speedups, holm
-from workbench.variants.timing import Timed, TimingSession, pick_timer, shared_calls_per_sample
+from workbench.variants.timing import (InterleavedResult, Timed, Timer, TimingSession, pick_timer,
+                                      shared_calls_per_sample)
 from workbench.variants.tree import clone_tensors, tensor_leaves
 
 Progress = Callable[[str, str], None]   # (stage, variant name) -> None
@@ -225,7 +227,7 @@ def time_all(lives: list[Live], base: Live, args: tuple[Any, ...], settings: Com
     return result, nbytes, roofs, summary
 
 
-def _calibrate(session: TimingSession, lives: dict[str, Live], timer: Any) -> None:
+def _calibrate(session: TimingSession, lives: dict[str, Live], timer: Timer) -> None:
     """Calls per sample for each variant (under the same guard as the rounds), then one shared
     count so that every variant's block warms caches alike."""
     from workbench.variants.isolation import CallDeadline, SettingsWatch, VariantTimeout
@@ -287,10 +289,10 @@ def undecided(session: TimingSession, base_name: str, settings: CompareSettings)
 
 
 def _extend(session: TimingSession, base_name: str, settings: CompareSettings, phases: Phases,
-            settled: set[str] = frozenset(), say: Progress | None = None) -> list[dict]:
+            settled: AbstractSet[str] = frozenset(), say: Progress | None = None) -> list[dict]:
     """More rounds while a candidate is undecided (those whose verdict does not rest on the
     timing, ``settled``, do not count), up to the settings' cap."""
-    extensions = []
+    extensions: list[dict] = []
     session.looks.append(session.rounds)
     while True:
         if base_name in session.failures:
@@ -342,7 +344,7 @@ def _inputs_changed(a: Any, b: Any) -> bool:
     return bool(changed_inputs(a, b))
 
 
-def _apply_timing_failures(lives: list[Live], result: Any, base: Live) -> None:
+def _apply_timing_failures(lives: list[Live], result: InterleavedResult, base: Live) -> None:
     for lv in lives:
         changes = list(result.state_changes.get(lv.name, ()))
         if changes:
@@ -374,7 +376,7 @@ def _footprints(lives: list[Live], args: tuple[Any, ...], say: Progress) -> dict
 
 
 # -- rows ---------------------------------------------------------------------------------------
-def _family(timed: Any, base_name: str, settings: CompareSettings) -> dict[str, Any]:
+def _family(timed: InterleavedResult, base_name: str, settings: CompareSettings) -> dict[str, Any]:
     base_timing = timed.measurements.get(base_name)
     cands = {n: m.samples_ms for n, m in timed.measurements.items() if n != base_name}
     if base_timing is None or not cands:
@@ -382,7 +384,7 @@ def _family(timed: Any, base_name: str, settings: CompareSettings) -> dict[str, 
     return family_speedups(base_timing.samples_ms, cands, settings.confidence)
 
 
-def _result(lv: Live, base: Live, timed: Any, speedups: dict, footprints: dict, nbytes: int, roofs: dict,
+def _result(lv: Live, base: Live, timed: InterleavedResult, speedups: dict, footprints: dict, nbytes: int, roofs: dict,
             precision: str, settings: CompareSettings) -> VariantResult:
     v = lv.variant
     timing = timed.measurements.get(lv.name) if lv.runnable else None
@@ -427,7 +429,7 @@ def _numerical_class(lv: Live) -> str:
     return declared
 
 
-def decide(res: VariantResult, base_timing: Any, e2e_ms: float | None) -> VariantResult:
+def decide(res: VariantResult, base_timing: Measurement | None, e2e_ms: float | None) -> VariantResult:
     saving = (base_timing.median_ms - res.timing.median_ms) if (base_timing and res.timing) else 0.0
     verdict = classify(status=res.status, reason=res.reason, flags=res.flags, speedup=res.speedup,
                        timing_meaningful=res.timing_meaningful, failure_cases=res.failure_cases,

@@ -155,6 +155,6 @@ def _finish(h: Any, verdict: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         setattr(h, "status", status)
         return verdict, h
     except (AttributeError, dataclasses.FrozenInstanceError, TypeError):
-        if dataclasses.is_dataclass(h):
+        if dataclasses.is_dataclass(h) and not isinstance(h, type):
             return verdict, dataclasses.replace(h, status=status)
         return verdict, h

@@ -12,6 +12,7 @@ import ctypes
 import queue
 import threading
 import time
+from types import FrameType
 from typing import Any, Callable
 
 from workbench.errors import WorkbenchError
@@ -119,6 +120,7 @@ def stop_worker() -> None:
 
 def _interrupt(worker: threading.Thread, grace_s: float = 1.0) -> bool:
     """Raise VariantTimeout inside the worker (effective once it runs Python bytecode again)."""
+    assert worker.ident is not None, "only a started worker is interrupted"
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(worker.ident), ctypes.py_object(VariantTimeout))
     deadline = time.monotonic() + grace_s
     while worker.is_alive() and time.monotonic() < deadline:
@@ -126,11 +128,11 @@ def _interrupt(worker: threading.Thread, grace_s: float = 1.0) -> bool:
     return not worker.is_alive()
 
 
-def _torch_settings() -> dict[str, tuple[Callable[[], Any], Callable[[Any], None]]]:
+def _torch_settings() -> dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]]:
     import torch
 
     b = torch.backends
-    settings = {
+    settings: dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]] = {
         "torch.get_num_threads": (torch.get_num_threads, torch.set_num_threads),
         "torch.is_grad_enabled": (torch.is_grad_enabled, torch.set_grad_enabled),
         "torch.get_default_dtype": (torch.get_default_dtype, torch.set_default_dtype),
@@ -158,7 +160,7 @@ class StateGuard:
         self.changed: list[str] = []
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         for name, (get, set_) in self._settings.items():
             now = get()
             if now != self._before[name]:
@@ -225,7 +227,7 @@ class CallDeadline:
             self._watchdog.start()
         return self
 
-    def _on_alarm(self, signum: int, frame: Any) -> None:
+    def _on_alarm(self, signum: int, frame: FrameType | None) -> None:
         if self._armed_at is not None:
             self._armed_at = None
             raise VariantTimeout(f"did not return within {self.limit_s:g} s")
@@ -259,7 +261,7 @@ class CallDeadline:
             with self._lock:
                 self._armed_at = None
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._signal:
             import signal
 

@@ -326,8 +326,9 @@ def compare_gradients(got: dict[str, Any], ref: dict[str, Any] | None, native: d
 
 def resolve_mode(mode: str | None, baseline_fn: Callable[..., Any], args: tuple[Any, ...]) -> str:
     """The comparison's mode: as given, else training when the baseline's output requires grad."""
-    if check_mode(mode) is not None:
-        return mode
+    checked = check_mode(mode)
+    if checked is not None:
+        return checked
     out = baseline_fn(*_with_grad_inputs(args, grad_paths(args)))     # under the caller's grad mode
     return TRAINING if needs_grad(out) else INFERENCE
 

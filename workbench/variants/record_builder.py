@@ -185,9 +185,9 @@ def _guard(win: VariantResult) -> str:
 
 
 def _result_line(base: VariantResult, win: VariantResult) -> str:
-    if base.timing is None or win.timing is None:
-        return f"not timed ({win.status}: {win.reason})"
     s = win.speedup
+    if base.timing is None or win.timing is None or s is None:
+        return f"not timed ({win.status}: {win.reason})"
     slower = f", {1 / s.point:.3g}x slower" if s.slower else ""
     return (f"{base.timing.median_ms:.4g} ms -> {win.timing.median_ms:.4g} ms per call "
             f"(x{s.point:.3g}{slower}, {s.confidence:.3g} CI {s.ci_low:.3g}-{s.ci_high:.3g})")

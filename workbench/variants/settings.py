@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from workbench.variants.timing import Timer
 
 INTERIM_CONFIDENCE = 0.999      # an interim look stops early only at this level (Haybittle-Peto)
 EXTEND_FACTOR = 3.0             # default max_budget_s = this x budget_s
@@ -87,7 +90,7 @@ class CompareSettings:
         cap = EXTEND_FACTOR * self.budget_s if self.max_budget_s is None else self.max_budget_s
         return max(cap, self.budget_s)
 
-    def make_timer(self) -> Any:
+    def make_timer(self) -> Timer | None:
         """The timer object for the rounds (None: the default for the device)."""
         if self.timer is None or hasattr(self.timer, "sample_ms"):
             return self.timer

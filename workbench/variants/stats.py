@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -216,7 +216,7 @@ class PairedEvidence:
         lo_log, hi_log = self.log_interval(confidence)
         block = self.block_log_interval(confidence)
         b, c = self.b, self.c
-        _, boot_lo, boot_hi = ratio_ci(b, c, confidence=confidence)
+        _, boot_lo, boot_hi = ratio_ci(b.tolist(), c.tolist(), confidence=confidence)
         p95 = float(np.percentile(b, 95) / max(np.percentile(c, 95), 1e-12))
         return Speedup(point=math.exp(self.centre), ci_low=math.exp(lo_log), ci_high=math.exp(hi_log),
                        p95_ratio=p95, bootstrap_low=boot_lo, bootstrap_high=boot_hi, n_pairs=self.n,
@@ -251,7 +251,7 @@ def holm(p_values: dict[str, float], alpha: float = 1 - CONFIDENCE) -> dict[str,
     return out
 
 
-def family_speedups(baseline_ms: Sequence[float], candidates_ms: dict[str, Sequence[float]],
+def family_speedups(baseline_ms: Sequence[float], candidates_ms: Mapping[str, Sequence[float]],
                     confidence: float = CONFIDENCE) -> dict[str, Speedup]:
     """Each candidate's speedup over the baseline, family-wise error controlled (Holm)."""
     evidence = {name: PairedEvidence(baseline_ms, c) for name, c in candidates_ms.items()}

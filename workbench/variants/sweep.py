@@ -9,10 +9,15 @@ guard, and move a ``keep`` to ``keep_guarded``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Collection, Sequence
 
 from workbench.errors import InvalidArgumentError
 from workbench.variants.results import VariantResult
+
+if TYPE_CHECKING:
+    from workbench.variants.correctness_phase import Live
+    from workbench.variants.engine import Progress
+    from workbench.variants.timing import Timer
 
 
 def sweep_shapes(target: int | Sequence[int]) -> tuple[tuple[int, ...], ...]:
@@ -68,17 +73,18 @@ def run_case(variants: dict[str, Any], baseline: str, sweep: ShapeSweep, shape, 
     for r in results:
         if r.name == baseline:
             continue
-        slower = r.speedup is not None and r.speedup.slower
+        s = r.speedup
+        slower = s is not None and s.slower
         ok = r.status == "ok" and not slower
-        why = r.reason if r.status != "ok" else (f"slower {r.speedup.describe()}" if slower else "")
+        why = r.reason if r.status != "ok" else (f"slower {s.describe()}" if s is not None and slower else "")
         out[r.name] = {"case": label, "ok": ok, "status": r.status,
                        "speedup": r.speedup.point if r.speedup else None, "reason": why}
     return out
 
 
-def apply_sweep(results: list[VariantResult], lives: list[Any], base: Any, sweep: ShapeSweep, *,
-                tolerances: Any, time_limit_s: float, end_to_end_ms: float | None, say: Any,
-                only: Any = None, timer: Any = None) -> list[VariantResult]:
+def apply_sweep(results: list[VariantResult], lives: list[Live], base: Live, sweep: ShapeSweep, *,
+                tolerances: Any, time_limit_s: float, end_to_end_ms: float | None, say: Progress,
+                only: Collection[str] | None = None, timer: Timer | None = None) -> list[VariantResult]:
     """Run every case for the candidates that passed (``only``: those names among them, e.g. the
     ones decided keep); fold failures into their decisions. ``timer``: the comparison's timer."""
     from workbench.variants.engine import decide

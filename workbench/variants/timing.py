@@ -26,11 +26,31 @@ from __future__ import annotations
 import gc
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import numpy as np
 
 from workbench.measurement import Measurement
+
+if TYPE_CHECKING:
+    from workbench.variants.isolation import CallDeadline, SettingsWatch
+
+
+class Timer(Protocol):
+    """What the rounds ask of a timer (``CpuTimer``, ``CudaTimer``, ``clock.FakeTimer`` or one of
+    yours): its name, resolution, one sample of an item (ms per call) and the clock the budget is
+    spent on. Optional, read where present: ``calibrate(item, one_call_ms)``, ``measures``,
+    ``waited_share()``."""
+
+    @property
+    def timer(self) -> str: ...
+
+    @property
+    def resolution_ms(self) -> float: ...
+
+    def sample_ms(self, item: Timed) -> float: ...
+
+    def clock_s(self) -> float: ...
 
 _ns = time.perf_counter_ns          # our own reference: immune to monkeypatching
 MIN_SAMPLE_MS = 2.0                 # CPU: calls per sample chosen so a sample lasts this long
@@ -60,7 +80,7 @@ class RunQueueWait:
         import os
         import threading
 
-        self.fd = None
+        self.fd: int | None = None
         self.tid = threading.get_native_id()
         try:
             self.fd = os.open(f"/proc/self/task/{self.tid}/schedstat", os.O_RDONLY)
@@ -71,6 +91,8 @@ class RunQueueWait:
     def read(self) -> int:
         import os
 
+        if self.fd is None:
+            raise OSError("the schedstat file is not open")
         return int(os.pread(self.fd, 128, 0).split()[1])
 
     def __del__(self) -> None:
@@ -79,9 +101,10 @@ class RunQueueWait:
     def close(self) -> None:
         import os
 
-        if getattr(self, "fd", None) is not None:
+        fd = getattr(self, "fd", None)      # __del__ after a failed __init__: no fd attribute yet
+        if fd is not None:
             try:
-                os.close(self.fd)
+                os.close(fd)
             except OSError:
                 pass
             self.fd = None
@@ -193,7 +216,7 @@ def pick_timer(on_cuda: bool) -> CpuTimer | CudaTimer:
     return CudaTimer() if on_cuda else CpuTimer()
 
 
-def calibrate(item: Timed, timer: Any, one_call_ms: float) -> None:
+def calibrate(item: Timed, timer: Timer, one_call_ms: float) -> None:
     """CPU: double the calls per sample until a sample lasts MIN_SAMPLE_MS (measured here, in
     this thread, not guessed from a slower guarded call); GPU: one flushed call per sample; an
     injected timer: its own ``calibrate``."""
@@ -204,7 +227,7 @@ def calibrate(item: Timed, timer: Any, one_call_ms: float) -> None:
         _calibrate_blocks(item, timer, one_call_ms)
 
 
-def _calibrate_blocks(item: Timed, timer: Any, one_call_ms: float) -> None:
+def _calibrate_blocks(item: Timed, timer: Timer, one_call_ms: float) -> None:
     item.per_call_ms = one_call_ms
     k = int(min(MAX_CALLS_PER_SAMPLE, max(1, MIN_SAMPLE_MS // max(one_call_ms, 1e-3) // 4)))
     while k < MAX_CALLS_PER_SAMPLE:
@@ -248,7 +271,7 @@ class TimingSession:
     inputs (``mutating``) times on a private copy restored before each sample, outside the rotation
     of input copies, so it cannot corrupt the others' inputs."""
 
-    def __init__(self, items: list[Timed], timer: Any, *, seed: int = 0, limit_s: float | None = None,
+    def __init__(self, items: list[Timed], timer: Timer, *, seed: int = 0, limit_s: float | None = None,
                  mutating: tuple[str, ...] = ()) -> None:
         self.items = list(items)
         self.timer = timer
@@ -302,7 +325,7 @@ class TimingSession:
             if gc_was_enabled:
                 gc.enable()
 
-    def _round(self, deadline: Any, watch: Any) -> bool:
+    def _round(self, deadline: CallDeadline, watch: SettingsWatch) -> bool:
         active = self.active
         if not active:
             return False
@@ -318,7 +341,7 @@ class TimingSession:
             self._sample(it, deadline, watch)
         return True
 
-    def _sample(self, it: Timed, deadline: Any, watch: Any) -> None:
+    def _sample(self, it: Timed, deadline: CallDeadline, watch: SettingsWatch) -> None:
         from workbench.variants.isolation import VariantTimeout
 
         deadline.arm()
@@ -374,7 +397,7 @@ def _describe_exit(exc: BaseException) -> str:
     return f"raised {type(exc).__name__}: {text}" if text else f"raised {type(exc).__name__}"
 
 
-def run_interleaved(items: list[Timed], timer: Any, *, min_rounds: int = 10,
+def run_interleaved(items: list[Timed], timer: Timer, *, min_rounds: int = 10,
                     max_rounds: int = 60, budget_s: float = 5.0, seed: int = 0,
                     limit_s: float | None = None) -> InterleavedResult:
     """Rounds until ``budget_s`` is spent (at least ``min_rounds``, at most ``max_rounds``)."""
