@@ -75,7 +75,7 @@ def main() -> None:
     parser.add_argument("--semantics", default="workbench")
     args = parser.parse_args()
     import workbench as wb
-    import workbench.analysis as A
+    import workbench.analysis as wb_analysis
 
     source = SOURCE if SOURCE.exists() else FALLBACK
     with warnings.catch_warnings():
@@ -91,7 +91,7 @@ def main() -> None:
         times = []
         for _ in range(args.repeat):
             t0 = time.perf_counter()
-            getattr(A, name)(trace, args.semantics)
+            getattr(wb_analysis, name)(trace, args.semantics)
             times.append(time.perf_counter() - t0)
         median = statistics.median(times)
         total += median

@@ -37,10 +37,10 @@ t0, c0 = time.perf_counter(), time.process_time()
 from workbench.trace import read_trace
 trace = read_trace(sys.argv[1])
 t1, c1 = time.perf_counter(), time.process_time()
-import workbench.analysis as A
+import workbench.analysis as analysis
 for name in ("kernel_breakdown", "temporal_breakdown", "idle_breakdown", "launch_stats", "comm_overlap",
              "copy_stats", "sync_audit", "op_breakdown"):
-    getattr(A, name)(trace)
+    getattr(analysis, name)(trace)
 t2 = time.perf_counter()
 print(json.dumps({"load_s": t1 - t0, "load_cpu_s": c1 - c0, "analyses_s": t2 - t1, "events": trace.event_count()}))
 """

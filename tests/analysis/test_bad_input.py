@@ -17,7 +17,7 @@ import pytest
 
 import workbench as wb
 from tests.analysis.conftest import GPU_DIR, load_set
-from workbench import analysis as A
+import workbench.analysis as wb_analysis
 from workbench.facade import Trace
 
 FUNCS = ["op_breakdown", "kernel_breakdown", "temporal_breakdown", "idle_breakdown", "launch_stats",
@@ -49,7 +49,7 @@ def _with_nan_durations(trace: Trace) -> Trace:
 
 @functools.lru_cache(maxsize=None)
 def _on_full_trace(func: str, semantics: str):
-    return getattr(A, func)(load_set("param_v100_dlrm_8rank"), semantics)
+    return getattr(wb_analysis, func)(load_set("param_v100_dlrm_8rank"), semantics)
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def test_the_awkward_traces_are_what_they_claim(awkward):
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("func", FUNCS)
 def test_analysis_is_well_formed_on_awkward_traces(awkward, func, kind, semantics):
-    result = getattr(A, func)(awkward[kind], semantics)
+    result = getattr(wb_analysis, func)(awkward[kind], semantics)
     full = _on_full_trace(func, semantics)
     for frame in FRAMES:
         if hasattr(result, frame):
@@ -97,29 +97,29 @@ def test_gpu_tables_are_empty_without_gpu_work_and_say_why(awkward, kind):
     trace = awkward[kind]
     for func in ("kernel_breakdown", "temporal_breakdown", "idle_breakdown", "launch_stats", "comm_overlap",
                  "copy_stats", "stragglers"):
-        assert len(getattr(A, func)(trace).table) == 0, func
-    assert "no GPU kernels" in A.stragglers(trace).reason
-    assert math.isnan(A.temporal_breakdown(trace).idle_pct)
+        assert len(getattr(wb_analysis, func)(trace).table) == 0, func
+    assert "no GPU kernels" in wb_analysis.stragglers(trace).reason
+    assert math.isnan(wb_analysis.temporal_breakdown(trace).idle_pct)
 
 
 def test_nan_durations_are_left_out_not_spread(awkward):
     trace = awkward["nan_durations"]
     k = trace.kernels
-    assert A.kernel_breakdown(trace).total_kernel_us == pytest.approx(float(k["dur_us"].sum(skipna=True)))
-    temporal = A.temporal_breakdown(trace).table
+    assert wb_analysis.kernel_breakdown(trace).total_kernel_us == pytest.approx(float(k["dur_us"].sum(skipna=True)))
+    temporal = wb_analysis.temporal_breakdown(trace).table
     assert np.isfinite(temporal.drop(columns="rank").to_numpy(float)).all()
     assert 0 < temporal.loc[0, "idle_us"] < temporal.loc[0, "kernel_time_us"]
-    idle = A.idle_breakdown(trace).table
+    idle = wb_analysis.idle_breakdown(trace).table
     assert np.isfinite(idle["idle_us"]).all() and idle["idle_us"].sum() > 0
-    ops = A.op_breakdown(trace).table
+    ops = wb_analysis.op_breakdown(trace).table
     assert np.isfinite(ops["self_us"]).all() and np.isfinite(ops["total_us"]).all()
 
 
 def test_one_event_trace_has_one_kernel_and_no_idle(awkward):
     trace = awkward["one_event"]
-    kb = A.kernel_breakdown(trace)
+    kb = wb_analysis.kernel_breakdown(trace)
     assert len(kb.table) == 1 and kb.table.loc[0, "count"] == 1
-    temporal = A.temporal_breakdown(trace).table
+    temporal = wb_analysis.temporal_breakdown(trace).table
     assert temporal.loc[0, "idle_us"] == 0 and temporal.loc[0, "kernel_time_us"] == kb.total_kernel_us
-    assert len(A.idle_breakdown(trace).gaps) == 0
-    assert "two or more ranks" in A.stragglers(trace).reason
+    assert len(wb_analysis.idle_breakdown(trace).gaps) == 0
+    assert "two or more ranks" in wb_analysis.stragglers(trace).reason

@@ -16,7 +16,7 @@ import pytest
 
 import workbench as wb
 from tests.analysis.conftest import GPU_DIR, HTA_DIR, load_set
-from workbench import analysis as A
+import workbench.analysis as analysis
 from workbench.analysis.semantics import WORKBENCH, kernel_type_of
 from workbench.analysis.view import prepare
 from workbench.errors import TraceWarning
@@ -25,7 +25,7 @@ from workbench.errors import TraceWarning
 # --- sync_audit: the alexnet trace's host waits ---------------------------------------------------------
 
 def test_sync_audit_finds_the_blocking_copy_and_its_cause_op():
-    audit = A.sync_audit(load_set("hta_a100_alexnet"))
+    audit = analysis.sync_audit(load_set("hta_a100_alexnet"))
     t = audit.table
     # the 144 MiB pageable HtoD copy: cudaMemcpyAsync of 34,949 µs inside aten::to > _to_copy > copy_
     big = t[t["blocked_us"] == 34949.0]
@@ -47,7 +47,7 @@ def test_sync_audit_finds_the_blocking_copy_and_its_cause_op():
 # --- step_breakdown ----------------------------------------------------------------------------------------
 
 def test_step_breakdown_on_resnet_attributes_gpu_work_through_launch_calls():
-    t = A.step_breakdown(load_set("hta_v100_ddp_resnet_1rank")).table
+    t = analysis.step_breakdown(load_set("hta_v100_ddp_resnet_1rank")).table
     assert t["step"].tolist() == [f"ProfilerStep#{n}" for n in range(101, 106)]
     assert (t["n_kernels"] == 1219).all()
     s = t.set_index("step").loc["ProfilerStep#102"]
@@ -61,7 +61,7 @@ def test_step_breakdown_on_resnet_attributes_gpu_work_through_launch_calls():
 
 
 def test_step_breakdown_on_dlrm_has_one_step_per_rank_with_its_collectives():
-    t = A.step_breakdown(load_set("param_v100_dlrm_8rank")).table
+    t = analysis.step_breakdown(load_set("param_v100_dlrm_8rank")).table
     assert t["rank"].tolist() == list(range(8)) and (t["step"] == "ProfilerStep#10").all()
     r1 = t.set_index("rank").loc[1]
     assert (r1["dur_us"], r1["n_kernels"], r1["comm_us"]) == (19901.0, 262, 11336.0)
@@ -73,7 +73,7 @@ def test_step_breakdown_on_dlrm_has_one_step_per_rank_with_its_collectives():
 def test_op_breakdown_self_time_on_the_2021_format_is_consistent():
     trace = load_set("kineto_v100_resnet50_2021")
     ops = trace.cpu_ops
-    table = A.op_breakdown(trace).table
+    table = analysis.op_breakdown(trace).table
     assert len(table) > 20
     assert (table["self_us"] <= table["total_us"] + 1e-9).all() and (table["self_us"] >= 0).all()
     # self time = duration - children's durations, op by op
@@ -126,25 +126,25 @@ def test_collective_kernel_names_are_communication(name):
 
 def test_unrecognised_collectives_keep_their_overlap_where_hta_loses_it(renamed_dlrm):
     original = load_set("param_v100_dlrm_8rank")
-    ours = A.comm_overlap(renamed_dlrm).table.set_index("rank")
+    ours = analysis.comm_overlap(renamed_dlrm).table.set_index("rank")
     # the renamed job must give what the NCCL-named one gives, which HTA itself reports (its CSV)
     hta_on_original = pd.read_csv(HTA_DIR / "param_v100_dlrm_8rank" / "comm_comp_overlap.csv").set_index("rank")
     assert np.allclose(ours["overlap_pct"], hta_on_original["comp_comm_overlap_pctg"], atol=0.005)
-    pd.testing.assert_frame_equal(A.comm_overlap(original).table, A.comm_overlap(renamed_dlrm).table)
+    pd.testing.assert_frame_equal(analysis.comm_overlap(original).table, analysis.comm_overlap(renamed_dlrm).table)
     assert (ours["comm_us"] > 1000).all()
-    hta = A.comm_overlap(renamed_dlrm, "hta").table
+    hta = analysis.comm_overlap(renamed_dlrm, "hta").table
     assert hta["overlap_pct"].isna().all() and (hta["comm_us"] == 0).all()
 
 
 def test_unrecognised_collectives_keep_their_communication_share(renamed_dlrm):
-    ours = A.kernel_breakdown(renamed_dlrm).type_totals().set_index("kernel_type")["dur_us"]
-    expected = A.kernel_breakdown(load_set("param_v100_dlrm_8rank")).type_totals().set_index("kernel_type")["dur_us"]
+    ours = analysis.kernel_breakdown(renamed_dlrm).type_totals().set_index("kernel_type")["dur_us"]
+    expected = analysis.kernel_breakdown(load_set("param_v100_dlrm_8rank")).type_totals().set_index("kernel_type")["dur_us"]
     pd.testing.assert_series_equal(ours, expected)
     assert ours["COMMUNICATION"] > 40_000
-    hta = A.kernel_breakdown(renamed_dlrm, "hta").type_totals()
+    hta = analysis.kernel_breakdown(renamed_dlrm, "hta").type_totals()
     assert not hta["kernel_type"].str.contains("COMMUNICATION").any()
-    assert A.temporal_breakdown(renamed_dlrm, "hta").table["non_compute_us"].sum() < 0.01 * ours["COMMUNICATION"]
-    assert A.stragglers(renamed_dlrm).stragglers == A.stragglers(load_set("param_v100_dlrm_8rank")).stragglers
+    assert analysis.temporal_breakdown(renamed_dlrm, "hta").table["non_compute_us"].sum() < 0.01 * ours["COMMUNICATION"]
+    assert analysis.stragglers(renamed_dlrm).stragglers == analysis.stragglers(load_set("param_v100_dlrm_8rank")).stragglers
 
 
 # --- two rank files claiming one rank ----------------------------------------------------------------------
@@ -159,14 +159,14 @@ def test_every_rank_file_is_analysed_when_two_claim_the_same_rank(tmp_path):
     with pytest.warns(TraceWarning, match="claims rank 0"):
         merged = wb.load_trace(tmp_path)
     original = load_set("param_v100_dlrm_8rank")
-    temporal = A.temporal_breakdown(merged).table
+    temporal = analysis.temporal_breakdown(merged).table
     assert len(temporal) == 3
-    expected = A.temporal_breakdown(original).table.set_index("rank").loc[[0, 1, 2], "kernel_time_us"]
+    expected = analysis.temporal_breakdown(original).table.set_index("rank").loc[[0, 1, 2], "kernel_time_us"]
     assert sorted(temporal["kernel_time_us"]) == sorted(expected)
-    strag = A.stragglers(merged)
+    strag = analysis.stragglers(merged)
     assert strag.table["rank"].tolist() == [0, 1, 2]
     assert sorted(strag.table["comm_us"]) == sorted(
-        A.stragglers(original).table.set_index("rank").loc[[0, 1, 2], "comm_us"])
+        analysis.stragglers(original).table.set_index("rank").loc[[0, 1, 2], "comm_us"])
 
 
 # --- HTA's rounding -----------------------------------------------------------------------------------------
@@ -179,15 +179,15 @@ def test_hta_rounding_shrinks_kernel_time_and_makes_negative_durations_where_we_
     assert (hta.runtime["dur_us"] < 0).sum() == 33 and (hta.cpu_ops["dur_us"] < 0).sum() == 100
     # HTA's own CSV (rounded): 252 + 2 µs of kernels; the trace holds 309.437 µs, 18 % more
     ref = pd.read_csv(HTA_DIR / "tracelens_h100_bert_small" / "rounded" / "kernel_type_breakdown.csv")
-    assert A.kernel_breakdown(trace, "hta").total_kernel_us == ref["sum"].sum() == 254
-    assert A.kernel_breakdown(trace).total_kernel_us == pytest.approx(309.437, abs=1e-6)
+    assert analysis.kernel_breakdown(trace, "hta").total_kernel_us == ref["sum"].sum() == 254
+    assert analysis.kernel_breakdown(trace).total_kernel_us == pytest.approx(309.437, abs=1e-6)
 
 
 def test_hta_rounding_gives_kernels_negative_length_on_the_owlv2_trace():
     trace = load_set("tracelens_h100_owlv2")   # skips when ../shared is absent
     ref = pd.read_csv(HTA_DIR / "tracelens_h100_owlv2" / "rounded" / "kernel_breakdown_full.csv")
     assert (ref["min (us)"] == -1.0).any()     # HTA's own output: a memcpy of -1 µs
-    hta = A.kernel_breakdown(trace, "hta").table
-    ours = A.kernel_breakdown(trace).table
+    hta = analysis.kernel_breakdown(trace, "hta").table
+    ours = analysis.kernel_breakdown(trace).table
     assert (hta["min_us"] < 0).sum() >= 1 and (ours["min_us"] >= 0).all()
     assert not math.isclose(hta["sum_us"].sum(), ours["sum_us"].sum(), rel_tol=1e-3)

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from tests.analysis.conftest import load_set
-from workbench import analysis as A
+import workbench.analysis as analysis
 from workbench.analysis.intervals import coverage_by_mask, union_length, union_length_by
 from workbench.analysis.work import op_work
 
@@ -29,7 +29,7 @@ def test_union_merges_overlaps_and_groups():
 @pytest.mark.parametrize("func", FUNCS)
 def test_results_round_trip_through_json(func):
     trace = load_set("param_v100_dlrm_8rank")
-    result = getattr(A, func)(trace)
+    result = getattr(analysis, func)(trace)
     again = type(result).from_dict(json.loads(json.dumps(result.to_dict())))
     assert again == result
     assert len(result.table) > 0
@@ -37,15 +37,15 @@ def test_results_round_trip_through_json(func):
 
 def test_hip_launches_are_counted_where_hta_has_none():
     # HTA's cuda_kernel_launch_stats.csv for this MI300X trace is empty (header only)
-    stats = A.launch_stats(load_set("tracelens_mi300x_sglang_prefilldecode"))
+    stats = analysis.launch_stats(load_set("tracelens_mi300x_sglang_prefilldecode"))
     assert {"hipLaunchKernel", "hipExtModuleLaunchKernel"} <= set(stats.by_api["api"])
     assert stats.n_launches > 500
-    assert len(A.launch_stats(load_set("tracelens_mi300x_sglang_prefilldecode"), "hta").table) == 0
+    assert len(analysis.launch_stats(load_set("tracelens_mi300x_sglang_prefilldecode"), "hta").table) == 0
 
 
 def test_graph_launches_carry_all_their_kernels():
     # HTA leaves out cudaGraphLaunch; one graph launch here runs many kernels under one correlation
-    t = A.launch_stats(load_set("hta_a100_torchrec_cudagraph_16rank_r0")).table
+    t = analysis.launch_stats(load_set("hta_a100_torchrec_cudagraph_16rank_r0")).table
     graphs = t[t["api"] == "cudaGraphLaunch"]
     assert len(graphs) == 70 and graphs["n_gpu_events"].max() > 1 and graphs["gpu_us"].gt(0).all()
 

@@ -86,3 +86,52 @@ def test_parsers_read_dynamo_messages():
 def test_diagnostics_round_trip():
     diag = CompileDiagnostics(True, 2, 3, (), (), 12.5, True, "limit")
     assert CompileDiagnostics.from_dict(diag.to_dict()) == diag
+
+
+def test_a_recompile_inside_the_first_call_is_not_a_steady_state_one():
+    """A break on a data-dependent shape inside a helper called three times: the helper's resume
+    function compiles on the first call and meets another stack shape within that same call (a guard
+    failure, logged as a recompile), then never compiles again. That is one-time work of the cold
+    call, so the recompilation rule must not see steady-state recompiles."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    weight = torch.randn(48, 48) * 0.2
+
+    def part(x):
+        y = torch.sin(x @ weight)
+        return y - y[y < 0.1].sum() * 0.01     # data-dependent shape: a graph break
+
+    @torch.compile(backend="eager")
+    def three_parts(x):
+        return part(part(part(x)))
+
+    run = wb.profile(three_parts, torch.randn(48, 48), warmup=2, repeat=12, trace=False)
+    diag = run.compile
+    assert diag.first_call_marked and diag.graph_break_count >= 1
+    assert diag.recompile_count >= 1 and all(r.on_first_call for r in diag.recompiles), diag.recompiles
+    assert diag.steady_frames_compiled == 0 and diag.steady_recompile_count == 0
+    assert diag.steady_compile_time_ms is not None and diag.steady_compile_time_ms < diag.compile_time_ms
+    categories = [h.category for h in run.hypotheses]
+    assert "recompilation" not in categories and "graph_break" in categories, categories
+    assert CompileDiagnostics.from_dict(diag.to_dict()) == diag
+
+
+def test_recompiles_after_the_first_call_are_steady_state_ones():
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda x: x * 2 + 1, backend="eager", dynamic=False)
+    sizes = iter([8, 16, 24, 16] + [16] * 10)     # new shapes in the warm-up calls
+    run = wb.profile(lambda: compiled(torch.ones(next(sizes))), warmup=3, repeat=3, trace=False)
+    diag = run.compile
+    assert diag.first_call_marked and diag.steady_recompile_count >= 2
+    assert not any(r.on_first_call for r in diag.recompiles)
+    assert diag.steady_compile_time_ms is not None and diag.steady_compile_time_ms > 0
+    assert "recompilation" in [h.category for h in run.hypotheses]
+
+
+def test_runs_saved_before_the_first_call_split_load_with_every_recompile_counted():
+    old = {"dynamo_loaded": True, "graph_count": 2, "frames_compiled": 2, "compile_time_ms": 30.0,
+           "recompiles": [{"function": "f", "location": "a.py:1", "guard_failures": ["size mismatch"]}]}
+    diag = CompileDiagnostics.from_dict(old)
+    assert not diag.first_call_marked and diag.steady_frames_compiled is None
+    assert diag.steady_compile_time_ms is None and not diag.recompiles[0].on_first_call
+    assert diag.steady_recompile_count == diag.recompile_count == 1

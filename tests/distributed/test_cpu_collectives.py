@@ -11,21 +11,21 @@ import pytest
 import workbench as wb
 from workbench.analysis.stragglers import collective_activity
 from workbench.errors import TraceWarning
-from workbench.trace import classify as C
+import workbench.trace.classify as classify
 
 
 @pytest.mark.parametrize("name", ["c10d::allreduce_", "c10d::broadcast_", "gloo:all_reduce", "gloo:broadcast",
                                   "nccl:all_reduce", "record_param_comms", "ProcessGroupGloo::allreduce",
                                   "_c10d_functional::all_reduce"])
 def test_collective_names(name):
-    assert C.is_collective(name)
-    assert list(C.host_activity_types(pd.Categorical([name]))) == ["communication"]
+    assert classify.is_collective(name)
+    assert list(classify.host_activity_types(pd.Categorical([name]))) == ["communication"]
 
 
 @pytest.mark.parametrize("name", ["aten::add", "aten::mm", "ProfilerStep#3", "gloo_like_but_not", "my::allreduce"])
 def test_other_ops_are_computation(name):
-    assert not C.is_collective(name)
-    assert list(C.host_activity_types(pd.Categorical([name]))) == ["computation"]
+    assert not classify.is_collective(name)
+    assert list(classify.host_activity_types(pd.Categorical([name]))) == ["computation"]
 
 
 def _rank_file(folder, rank, steps, late_us, world_size=2):

@@ -11,7 +11,7 @@ import pytest
 from workbench.errors import TraceFormatError, WorkbenchError
 from workbench.facade import load_trace
 from workbench.trace import read_trace
-from workbench.trace import paths as P
+import workbench.trace.paths as trace_paths
 from tests.trace.conftest import BAD, CPU
 
 GOOD = CPU / "cpu_mlp_plain.json.gz"
@@ -127,13 +127,13 @@ def test_an_unreadable_file(tmp_path, monkeypatch):
     """We run as root (permission bits do not stop root), so access is denied by patching os.access."""
     path = tmp_path / "secret.json.gz"
     path.write_bytes(GOOD.read_bytes())
-    monkeypatch.setattr(P.os, "access", lambda p, mode: False)
+    monkeypatch.setattr(trace_paths.os, "access", lambda p, mode: False)
     _raises(path, "permission denied", "make it readable", "secret.json.gz")
 
 
 def test_an_unreadable_folder(tmp_path, monkeypatch):
     (tmp_path / "rank0.json.gz").write_bytes(GOOD.read_bytes())
-    monkeypatch.setattr(P.os, "access", lambda p, mode: False)
+    monkeypatch.setattr(trace_paths.os, "access", lambda p, mode: False)
     _raises(tmp_path, "permission denied: no permission to list the folder")
 
 

@@ -16,8 +16,8 @@ import pytest
 
 from workbench.errors import TraceWarning
 from workbench.facade import load_trace
-from workbench.trace import cache as C
-from workbench.trace import load as L
+import workbench.trace.cache as trace_cache
+import workbench.trace.load as trace_load
 from tests.trace.conftest import BAD, CPU, GPU
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,14 +35,14 @@ def _cached_only(monkeypatch, source, **options):
         raise AssertionError(f"decoded {path}: the cache was not used")
 
     with monkeypatch.context() as m:
-        m.setattr(L, "decode_file", no_decode)
+        m.setattr(trace_load, "decode_file", no_decode)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", TraceWarning)
             return load_trace(source, **options)
 
 
 def _entries() -> list[Path]:
-    root = C.cache_dir()
+    root = trace_cache.cache_dir()
     return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.exists() else []
 
 
@@ -144,9 +144,9 @@ def test_an_entry_from_another_version_is_ignored_with_a_warning_and_rewritten(m
     path = GPU / "a100_alexnet.json.gz"
     good = load_trace(path)
     (entry,) = _entries()
-    stored = C._unpack((entry / "meta.msgpack").read_bytes())
-    stored["format"] = C.FORMAT_VERSION + 100
-    (entry / "meta.msgpack").write_bytes(C._pack(stored))
+    stored = trace_cache._unpack((entry / "meta.msgpack").read_bytes())
+    stored["format"] = trace_cache.FORMAT_VERSION + 100
+    (entry / "meta.msgpack").write_bytes(trace_cache._pack(stored))
     with pytest.warns(TraceWarning, match="is ignored: it is from another version of the cache"):
         _same(good, load_trace(path))
     _same(good, _cached_only(monkeypatch, path))
@@ -156,7 +156,7 @@ def test_the_size_limit_evicts_the_least_recently_used(monkeypatch):
     load_trace(GPU / "a100_alexnet.json.gz")
     (first,) = _entries()
     size = sum(f.stat().st_size for f in first.iterdir())
-    monkeypatch.setenv(C.ENV_MAX_BYTES, str(size + 1000))
+    monkeypatch.setenv(trace_cache.ENV_MAX_BYTES, str(size + 1000))
     os.utime(first, (1, 1))  # long unused
     load_trace(GPU / "h100_bert_small.json.gz")
     assert first not in _entries() and len(_entries()) == 1
@@ -168,20 +168,20 @@ def test_cache_false_writes_nothing():
 
 
 def test_the_cache_folder_follows_the_environment(monkeypatch, tmp_path):
-    monkeypatch.setenv(C.ENV_DIR, str(tmp_path / "mine"))
-    assert C.cache_dir() == tmp_path / "mine" / "traces"
-    monkeypatch.delenv(C.ENV_DIR)
+    monkeypatch.setenv(trace_cache.ENV_DIR, str(tmp_path / "mine"))
+    assert trace_cache.cache_dir() == tmp_path / "mine" / "traces"
+    monkeypatch.delenv(trace_cache.ENV_DIR)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert C.cache_dir() == tmp_path / "xdg" / "workbench" / "traces"
+    assert trace_cache.cache_dir() == tmp_path / "xdg" / "workbench" / "traces"
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert C.cache_dir() == tmp_path / "home" / ".cache" / "workbench" / "traces"
+    assert trace_cache.cache_dir() == tmp_path / "home" / ".cache" / "workbench" / "traces"
 
 
 def test_an_unwritable_cache_folder_warns_and_the_load_goes_on(monkeypatch, tmp_path):
     blocker = tmp_path / "a_file"
     blocker.write_text("not a folder")
-    monkeypatch.setenv(C.ENV_DIR, str(blocker / "cache"))
+    monkeypatch.setenv(trace_cache.ENV_DIR, str(blocker / "cache"))
     with pytest.warns(TraceWarning, match="the trace cache could not be written"):
         trace = load_trace(GPU / "a100_alexnet.json.gz")
     assert len(trace.kernels) > 0
@@ -190,11 +190,11 @@ def test_an_unwritable_cache_folder_warns_and_the_load_goes_on(monkeypatch, tmp_
 def test_the_next_process_reads_the_entry(tmp_path):
     """First load in one process, second in a fresh one, with decoding disabled there."""
     path = str(GPU / "mi300x_sglang.json.gz")
-    env = {**os.environ, C.ENV_DIR: str(tmp_path / "shared")}
+    env = {**os.environ, trace_cache.ENV_DIR: str(tmp_path / "shared")}
     first = ("import warnings; warnings.simplefilter('ignore'); import workbench as wb; "
              f"print(len(wb.load_trace({path!r}).python_calls))")
     second = ("import warnings; warnings.simplefilter('ignore'); import workbench as wb; "
-              "import workbench.trace.load as L; L.decode_file = None; "
+              "import workbench.trace.load as trace_load; trace_load.decode_file = None; "
               f"print(len(wb.load_trace({path!r}).python_calls))")
     a = subprocess.run([sys.executable, "-c", first], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     b = subprocess.run([sys.executable, "-c", second], cwd=ROOT, env=env, capture_output=True, text=True, check=True)

@@ -7,7 +7,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workbench.trace import args as A
+import workbench.trace.args as trace_args
 from workbench.trace.nesting import nest
 
 
@@ -71,17 +71,17 @@ def test_deep_chain_and_long_sibling_runs():
 
 
 def test_ints_keep_only_integers():
-    assert A.ints([1, None, 2**40]).tolist() == [1, -1, 2**40]
-    assert A.ints([1.0, 2.5, None, float("nan")]).tolist() == [1, -1, -1, -1]
-    assert A.ints(["12", True, 3, [1]]).tolist() == [-1, -1, 3, -1]
-    assert A.ints([2**63, 5]).tolist() == [-1, 5]
-    assert A.ints([2**60 + 1, None]).tolist() == [2**60 + 1, -1]  # no float rounding
-    assert A.ints([]).tolist() == []
+    assert trace_args.ints([1, None, 2**40]).tolist() == [1, -1, 2**40]
+    assert trace_args.ints([1.0, 2.5, None, float("nan")]).tolist() == [1, -1, -1, -1]
+    assert trace_args.ints(["12", True, 3, [1]]).tolist() == [-1, -1, 3, -1]
+    assert trace_args.ints([2**63, 5]).tolist() == [-1, 5]
+    assert trace_args.ints([2**60 + 1, None]).tolist() == [2**60 + 1, -1]  # no float rounding
+    assert trace_args.ints([]).tolist() == []
 
 
 def test_floats_and_grids():
-    assert np.isnan(A.floats([None, "x"])).all() and A.floats([1, 2.5]).tolist() == [1.0, 2.5]
-    assert A.dim3([[1, 2, 3], None, [7, 8], [1, 2, 3.5]]).tolist() == [
+    assert np.isnan(trace_args.floats([None, "x"])).all() and trace_args.floats([1, 2.5]).tolist() == [1.0, 2.5]
+    assert trace_args.dim3([[1, 2, 3], None, [7, 8], [1, 2, 3.5]]).tolist() == [
         [1, 2, 3], [-1, -1, -1], [7, 8, -1], [1, 2, -1]]
 
 
@@ -89,5 +89,5 @@ def test_compact_json_merges_spellings():
     texts = [b"[[1, 2], []]", b"[[1,2],[]]", b"", b"not json"]
     import msgspec
 
-    values = A.compact_json([msgspec.Raw(t) for t in texts])
+    values = trace_args.compact_json([msgspec.Raw(t) for t in texts])
     assert list(values.astype(str)) == ["[[1,2],[]]", "[[1,2],[]]", "", "not json"]

@@ -16,7 +16,7 @@ import pandas as pd
 from workbench.analysis.intervals import union_length_by
 from workbench.analysis.result import AnalysisResult
 from workbench.analysis.view import prepare
-import workbench.trace.classify as C
+import workbench.trace.classify as classify
 
 STRAGGLER_MIN_WAIT_FRACTION = 0.10  # the others' median extra comm time, as a fraction of the median comm time
 
@@ -80,7 +80,7 @@ def collective_activity(kernels: pd.DataFrame, cpu_ops: "pd.DataFrame | None" = 
     if len(kernels) or cpu_ops is None or not len(cpu_ops):
         return kernels, "gpu"
     parts = []
-    ops_coll = C.host_activity_types(pd.Categorical(cpu_ops["name"].astype(str)))
+    ops_coll = classify.host_activity_types(pd.Categorical(cpu_ops["name"].astype(str)))
     top = cpu_ops["depth"].to_numpy() == 0 if "depth" in cpu_ops.columns else np.ones(len(cpu_ops), bool)
     keep = top | (ops_coll == "communication")
     parts.append(pd.DataFrame({"rank": cpu_ops["rank"].to_numpy()[keep], "name": cpu_ops["name"].astype(str).to_numpy()[keep],
@@ -91,7 +91,7 @@ def collective_activity(kernels: pd.DataFrame, cpu_ops: "pd.DataFrame | None" = 
         names = annotations["name"].astype(str)
         cpu_side = (annotations["kind"].astype(str) != "gpu_user").to_numpy() if "kind" in annotations.columns \
             else np.ones(len(annotations), bool)
-        coll = names.map(C.is_collective).to_numpy(bool) & cpu_side
+        coll = names.map(classify.is_collective).to_numpy(bool) & cpu_side
         a = annotations[coll]
         if len(a):
             parts.append(pd.DataFrame({"rank": a["rank"].to_numpy(), "name": a["name"].astype(str).to_numpy(),

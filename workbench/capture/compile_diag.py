@@ -20,7 +20,7 @@ import logging
 import re
 import sys
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
 from workbench.capture.compile_logs import ArtifactCapture, RecordCollector, artifact_of
@@ -60,17 +60,24 @@ class GraphBreak:
 
 @dataclass(frozen=True)
 class Recompile:
+    """One recompile dynamo logged. ``on_first_call``: it happened inside the first (cold) call,
+    e.g. a resume function after a graph break met again with another stack shape in the same
+    call: a one-time cost of the cold call, not a steady-state recompile. False where the run did
+    not mark its first call (``CompileDiagnostics.first_call_marked``)."""
+
     function: str
     location: str
     guard_failures: tuple[str, ...]   # e.g. "tensor 'x' size mismatch at index 0. expected 8, actual 16"
+    on_first_call: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"function": self.function, "location": self.location,
-                "guard_failures": list(self.guard_failures)}
+                "guard_failures": list(self.guard_failures), "on_first_call": self.on_first_call}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Recompile":
-        return cls(d["function"], d.get("location", ""), tuple(d.get("guard_failures", ())))
+        return cls(d["function"], d.get("location", ""), tuple(d.get("guard_failures", ())),
+                   bool(d.get("on_first_call", False)))
 
 
 @dataclass(frozen=True)
@@ -89,6 +96,15 @@ class CompileDiagnostics:
     graph cache hits. Extern kernels inductor calls on purpose (``extern_kernels.mm``/addmm/bmm,
     mkldnn convolutions) are not fallbacks and are not listed. Custom-op fallbacks on a cache hit
     and fallbacks in a C++ wrapper on a cache hit are not seen.
+
+    The first call compiles every frame it reaches (with graph breaks: the resume functions too,
+    and a resume function met again with another stack shape inside that call recompiles there),
+    so its compiles are one-time. ``first_call_marked``: capture marked the end of the first call
+    (``CompileWatcher.first_call_done``); then ``steady_frames_compiled`` and
+    ``steady_compile_time_ms`` are the frames converted and the compile time after it (warm-up,
+    timed and traced calls), and each ``Recompile`` says whether it was ``on_first_call``. Runs
+    saved before this was recorded load with ``first_call_marked=False`` and the steady fields
+    None: their recompiles cannot be split and all count as steady-state ones.
     """
 
     dynamo_loaded: bool = False
@@ -101,6 +117,9 @@ class CompileDiagnostics:
     note: str = ""
     cudagraph_skip_reasons: tuple[str, ...] = ()
     fallback_kernels: tuple[str, ...] = ()
+    first_call_marked: bool = False
+    steady_frames_compiled: int | None = None      # frames converted after the first call
+    steady_compile_time_ms: float | None = None    # compile time after the first call
 
     @property
     def graph_break_count(self) -> int:
@@ -108,7 +127,16 @@ class CompileDiagnostics:
 
     @property
     def recompile_count(self) -> int:
+        """Every recompile logged, the first call's included."""
         return len(self.recompiles)
+
+    @property
+    def steady_recompile_count(self) -> int:
+        """Compiles that repeat in the steady state (after the first call): the recompiles logged
+        there, or the frames converted there where more (a compile whose log record was not
+        captured). Without a marked first call: every recompile logged."""
+        logged = sum(1 for r in self.recompiles if not r.on_first_call)
+        return max(logged, self.steady_frames_compiled or 0)
 
     @property
     def compiled_anything(self) -> bool:
@@ -122,7 +150,10 @@ class CompileDiagnostics:
                 "compile_time_ms": self.compile_time_ms,
                 "recompile_limit_hit": self.recompile_limit_hit, "note": self.note,
                 "cudagraph_skip_reasons": list(self.cudagraph_skip_reasons),
-                "fallback_kernels": list(self.fallback_kernels)}
+                "fallback_kernels": list(self.fallback_kernels),
+                "first_call_marked": self.first_call_marked,
+                "steady_frames_compiled": self.steady_frames_compiled,
+                "steady_compile_time_ms": self.steady_compile_time_ms}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "CompileDiagnostics":
@@ -134,7 +165,18 @@ class CompileDiagnostics:
                    float(d.get("compile_time_ms", 0.0)), bool(d.get("recompile_limit_hit", False)),
                    d.get("note", ""),
                    tuple(str(r) for r in d.get("cudagraph_skip_reasons", ())),
-                   tuple(str(k) for k in d.get("fallback_kernels", ())))
+                   tuple(str(k) for k in d.get("fallback_kernels", ())),
+                   bool(d.get("first_call_marked", False)),
+                   _int_or_none(d.get("steady_frames_compiled")),
+                   _float_or_none(d.get("steady_compile_time_ms")))
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _float_or_none(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def parse_graph_break(message: str) -> tuple[str, str]:
@@ -211,7 +253,10 @@ def _skip_reasons(logged: list[str], skips_counted: int) -> tuple[str, ...]:
 
 
 class CompileWatcher:
-    """Context manager: collects CompileDiagnostics over the block; ``.result`` afterwards."""
+    """Context manager: collects CompileDiagnostics over the block; ``.result`` afterwards.
+
+    ``first_call_done()``, called inside the block after the first call, splits what follows
+    (the steady state) from that call's one-time compiles."""
 
     def __init__(self) -> None:
         self.result = CompileDiagnostics()
@@ -219,6 +264,13 @@ class CompileWatcher:
         self._capture = ArtifactCapture(_ARTIFACTS, _WATCHED_LOGGERS, self._collector)
         self._capture_note = ""
         self._before: dict[str, Counter] = {}
+        self._after_first: dict[str, Counter] | None = None
+        self._first_call_records = 0
+
+    def first_call_done(self) -> None:
+        """Mark the end of the first call: compiles after this are steady-state ones."""
+        self._after_first = _counters_snapshot()
+        self._first_call_records = len(self._collector.records)
 
     def __enter__(self) -> "CompileWatcher":
         self._before = _counters_snapshot()
@@ -238,6 +290,20 @@ class CompileWatcher:
     def _records(self, kind: str) -> list[str]:
         return [text for k, text in self._collector.records if k == kind]
 
+    def _recompiles(self) -> tuple[Recompile, ...]:
+        marked = self._after_first is not None
+        return tuple(replace(parse_recompile(text), on_first_call=marked and i < self._first_call_records)
+                     for i, (kind, text) in enumerate(self._collector.records) if kind == "recompiles")
+
+    def _steady(self, after: dict[str, Counter]) -> tuple[int | None, float | None]:
+        """Frames converted and compile time (ms) after the first call; None where it was not marked."""
+        if self._after_first is None:
+            return None, None
+        first = self._after_first
+        compile_s = (after.get("_workbench", Counter()).get("compile_s", 0.0)
+                     - first.get("_workbench", Counter()).get("compile_s", 0.0))
+        return _delta(first, after, "frames", "ok"), 1e3 * float(compile_s)
+
     def _summarise(self) -> CompileDiagnostics:
         after = _counters_snapshot()
         breaks: dict[tuple[str, str], list] = {}
@@ -246,6 +312,7 @@ class CompileWatcher:
             entry = breaks.setdefault((reason, location), [0, message[:_DETAIL_CHARS]])
             entry[0] += 1
         limit_messages = [m.splitlines()[0] for m in self._records("limit")]
+        steady_frames, steady_compile_ms = self._steady(after)
         compile_s = (after.get("_workbench", Counter()).get("compile_s", 0.0)
                      - self._before.get("_workbench", Counter()).get("compile_s", 0.0))
         return CompileDiagnostics(
@@ -253,11 +320,13 @@ class CompileWatcher:
             graph_count=_delta(self._before, after, "stats", "unique_graphs"),
             frames_compiled=_delta(self._before, after, "frames", "ok"),
             graph_breaks=tuple(GraphBreak(r, loc, n, d) for (r, loc), (n, d) in breaks.items()),
-            recompiles=tuple(parse_recompile(m) for m in self._records("recompiles")),
+            recompiles=self._recompiles(),
             compile_time_ms=1e3 * float(compile_s),
             recompile_limit_hit=bool(limit_messages),
             note="; ".join(limit_messages + ([self._capture_note] if self._capture_note else [])),
             cudagraph_skip_reasons=_skip_reasons(self._records("cudagraph_skip"),
                                                  _delta(self._before, after, "inductor", "cudagraph_skips")),
             fallback_kernels=tuple(dict.fromkeys(self._records("fallback"))),
+            first_call_marked=self._after_first is not None,
+            steady_frames_compiled=steady_frames, steady_compile_time_ms=steady_compile_ms,
         )

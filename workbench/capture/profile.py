@@ -132,6 +132,7 @@ def _measure(torch: ModuleType, call: Callable[[], Any], cuda: bool, warmup: int
             CompileWatcher() as watcher:
         with ProfilerStartWatch() as own_starts:      # does the code start a profiler of its own?
             cold_ms = time_cold_ms(call, torch, cuda)
+            watcher.first_call_done()                 # compiles after this are steady-state ones
             for _ in range(warmup):
                 call()
             if cuda:

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from workbench.charts.common import TraceTables
 from workbench.charts.timeline import timeline_chart, timeline_events, timeline_levels
 
 ZOOM = "zoom"

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 if TYPE_CHECKING:
     from workbench.profile_run import ProfileRun
+    from workbench.rank_folder import RankFolder
+    from workbench.trace.data import TraceData
     from workbench.variants.results import Comparison
 
 MAX_WARNINGS_SHOWN = 10
@@ -32,11 +34,11 @@ def _failed(what: str, exc: Exception) -> str:
             f"{html.escape(type(exc).__name__)}: {html.escape(str(exc))}</p>")
 
 
-def trace_html(trace: Any, *, timeline: bool = True, roofline: bool = True) -> str:
+def trace_html(trace: TraceData | RankFolder, *, timeline: bool = True, roofline: bool = True) -> str:
     """A loaded Trace: its one-line summary, its warnings, and its charts."""
     from workbench.charts.run import trace_charts
 
-    warnings = list(getattr(trace, "warnings", ()) or ())
+    warnings = list(trace.warnings or ())
     items = "".join(f"<li>{html.escape(str(w))}</li>" for w in warnings[:MAX_WARNINGS_SHOWN])
     more = len(warnings) - MAX_WARNINGS_SHOWN
     parts = [f"<div class='workbench-trace'><p><b>{html.escape(trace.summary())}</b></p>"]

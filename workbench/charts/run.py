@@ -29,11 +29,11 @@ def _gpu_charts(trace: Any, kernel_table: Any = None) -> list[Any]:
         charts = [guarded_chart(lambda: top_kernels_chart(kernel_table, value=PER_CALL_KERNEL_TIME), "Top kernels")]
     else:
         charts = [guarded_chart(lambda: top_kernels_chart(kernels), "Top kernels")]
-    types = getattr(kernels, "types", None)
+    types = kernels.types
     if types is not None:
         charts.append(guarded_chart(lambda: kernel_types_chart(types), "Kernel types"))
     charts.append(guarded_chart(lambda: idle_chart(trace.idle_breakdown()), "Idle time"))
-    if len(getattr(trace, "ranks", ())) > 1:
+    if len(trace.ranks) > 1:
         charts.append(guarded_chart(lambda: per_rank_chart(trace.temporal_breakdown(), parts=PER_RANK_PARTS,
                                                       title="Time per rank"), "Time per rank"))
     return charts
@@ -51,7 +51,7 @@ def trace_charts(trace: Any, *, timeline: bool = True, roofline: bool = True,
         charts = [guarded_chart(lambda: top_ops_chart(op_table, value=PER_CALL_OP_TIME), "Top ops")]
     else:
         charts = [guarded_chart(lambda: top_ops_chart(trace.op_breakdown()), "Top ops")]
-    if getattr(trace, "has_gpu", False):
+    if trace.has_gpu:
         charts.extend(_gpu_charts(trace, kernel_table))
     if roofline:
         charts.append(guarded_chart(lambda: trace_roofline_chart(trace, environment=environment,

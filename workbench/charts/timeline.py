@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from workbench.charts.common import MAX_CHART_ROWS, message_chart
+from workbench.charts.common import MAX_CHART_ROWS, TraceTables, message_chart
 from workbench.charts.timeline_data import ROW_FIELDS, calculate_fields, compact_data
 from workbench.charts.timeline_lod import (
     LOD_COLUMNS, LOD_FACTOR, LevelInfo, TimelineLevels, build_levels, lod_filter_expr,

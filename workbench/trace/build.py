@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-import workbench.trace.classify as C
-import workbench.trace.columns as K
+import workbench.trace.classify as classify
+import workbench.trace.columns as columns
 from workbench.trace.decode import DecodedFile, TraceHeader
 from workbench.trace.issues import Issues
 from workbench.trace.events import Event
@@ -46,28 +46,28 @@ def build_file(header: TraceHeader, chunks: Iterator[DecodedFile], options: Load
     parts: dict[str, list[dict]] = {name: [] for name in TIMED_TABLES}
     names: dict[str, dict[str, str]] = {"process": {}, "thread": {}}
     path = ""
-    interners = K.Interners()
+    interners = columns.Interners()
     edges: list[tuple[int, int, Event]] = []  # B/E events, paired once the file is read
     for decoded in chunks:
         path = decoded.path
         issues.skipped(decoded.skipped)
         issues.nan_values(decoded.nan_values)
-        chunk = K.Chunk(decoded, interners)
+        chunk = columns.Chunk(decoded, interners)
         del decoded  # the event objects go now: the chunk holds arrays
         _take(chunk, parts, names, edges, issues)
         del chunk
     if edges:
-        paired = K.pair_spans(edges, path, issues)
+        paired = columns.pair_spans(edges, path, issues)
         del edges
         if paired is not None:
-            _take(K.Chunk(paired, interners), parts, names, [], issues)
+            _take(columns.Chunk(paired, interners), parts, names, [], issues)
     issues.finish()
     if issues.skipped_count and not any(parts.values()) and not issues.huge_ts_count:
         from workbench.errors import TraceFormatError
 
         raise TraceFormatError(f"no event could be read: {issues.skipped_message}; "
                                "re-export the trace with torch.profiler or check the file", path=issues.shown)
-    tables = {name: K.concat_parts(p) for name, p in parts.items() if p}
+    tables = {name: columns.concat_parts(p) for name, p in parts.items() if p}
     del parts
     for table in tables.values():
         interners.decode_columns(table)
@@ -82,31 +82,31 @@ def build_file(header: TraceHeader, chunks: Iterator[DecodedFile], options: Load
     return FileTables(path, -1, origin_ns, tables, names, issues.messages)
 
 
-def _take(chunk: K.Chunk, parts: dict[str, list[dict]], names: dict[str, dict[str, str]],
+def _take(chunk: columns.Chunk, parts: dict[str, list[dict]], names: dict[str, dict[str, str]],
           edges: list, issues: Issues) -> None:
     for name, part in _extract(chunk, issues).items():
         if part is not None:
             parts[name].append(part)
-    for key, found in K.metadata(chunk).items():
+    for key, found in columns.metadata(chunk).items():
         names[key].update(found)
     issues.unknown(chunk.unknown())
-    edge_index = chunk.kinds.get(K.EDGE)
+    edge_index = chunk.kinds.get(columns.EDGE)
     if edge_index is not None:
         edges.extend(zip(chunk.file_indexes(edge_index).tolist(), chunk.ts_ns[edge_index].tolist(),
                          [chunk.events[i] for i in edge_index]))
 
 
-def _extract(chunk: K.Chunk, issues: Issues) -> dict[str, dict | None]:
+def _extract(chunk: columns.Chunk, issues: Issues) -> dict[str, dict | None]:
     return {
-        "cpu_ops": K.cpu_ops(chunk, issues),
-        "python_calls": K.python_calls(chunk, issues),
-        "runtime": K.runtime(chunk, issues),
-        "kernels": K.gpu(chunk, C.GPU, issues),
-        "gpu_syncs": K.gpu(chunk, C.GPU_SYNC, issues),
-        "memory": K.memory(chunk, issues),
-        "annotations": K.annotations(chunk, C.ANNOTATION, issues),
-        "gpu_annotations": K.annotations(chunk, C.GPU_ANNOTATION, issues),
-        "flows": K.flows(chunk, issues),
+        "cpu_ops": columns.cpu_ops(chunk, issues),
+        "python_calls": columns.python_calls(chunk, issues),
+        "runtime": columns.runtime(chunk, issues),
+        "kernels": columns.gpu(chunk, classify.GPU, issues),
+        "gpu_syncs": columns.gpu(chunk, classify.GPU_SYNC, issues),
+        "memory": columns.memory(chunk, issues),
+        "annotations": columns.annotations(chunk, classify.ANNOTATION, issues),
+        "gpu_annotations": columns.annotations(chunk, classify.GPU_ANNOTATION, issues),
+        "flows": columns.flows(chunk, issues),
     }
 
 

@@ -30,7 +30,7 @@ import pandas as pd
 import pyarrow as pa
 
 from workbench.errors import TraceWarning
-import workbench.trace.schema as S
+import workbench.trace.schema as trace_schema
 from workbench.trace.data import TraceData, TraceMeta
 
 FORMAT_VERSION = 1
@@ -40,7 +40,7 @@ DEFAULT_MAX_BYTES = 4 << 30
 HASH_BYTES = 1 << 20  # hashed from the start and from the end of each file
 _META = "meta.msgpack"
 # a change to any table's columns or dtypes makes old entries "another version"
-SCHEMA_VERSION = hashlib.blake2b(repr(sorted(S.TABLES.items())).encode(), digest_size=8).hexdigest()
+SCHEMA_VERSION = hashlib.blake2b(repr(sorted(trace_schema.TABLES.items())).encode(), digest_size=8).hexdigest()
 
 
 def cache_dir() -> Path:

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-import workbench.trace.args as A
-import workbench.trace.classify as C
+import workbench.trace.args as event_args
+import workbench.trace.classify as classify
 from workbench.trace.decode import DecodedFile
 from workbench.trace.events import SKIPPED_PH, Event
 from workbench.trace.intern import Interner, KeyInterner
@@ -32,7 +32,7 @@ IGNORED_CATEGORIES = frozenset({"", "Trace", "overhead", "cpu_instant_event"})
 def _pair_kind(ph: str, cat: str) -> int:
     kind = _PAIR_CACHE.get((ph, cat))
     if kind is None:
-        kind = _INSTANT if ph in ("i", "I") else EDGE if ph in ("B", "E") else C.event_kind(ph, cat, "")
+        kind = _INSTANT if ph in ("i", "I") else EDGE if ph in ("B", "E") else classify.event_kind(ph, cat, "")
         _PAIR_CACHE[(ph, cat)] = kind
     return kind
 
@@ -99,7 +99,7 @@ class Chunk:
 
     def unknown(self) -> dict[tuple[str, str], int]:
         """(ph, cat) -> count of the events no table reads, apart from the ones ignored on purpose."""
-        index = self.kinds.get(C.OTHER)
+        index = self.kinds.get(classify.OTHER)
         if index is None:
             return {}
         ph_labels, cat_labels = self.interners.ph.labels, self.interners.cat.labels
@@ -117,15 +117,15 @@ class Chunk:
         return _objects(picked, name)
 
     def _split_kinds(self, ph: np.ndarray, cat: np.ndarray) -> dict[int, np.ndarray]:
-        """Event indices per kind (C.CPU_OP, C.GPU, ...)."""
+        """Event indices per kind (classify.CPU_OP, classify.GPU, ...)."""
         self.ph, self.cat = ph, cat
         ph_labels, cat_labels = self.interners.ph.labels, self.interners.cat.labels
         lookup = np.array([[_pair_kind(p, c) for c in cat_labels] for p in ph_labels], dtype=np.int16)
         kinds = lookup[ph, cat] if len(ph) else np.zeros(0, np.int16)
         names = self.interners.name
         instant = kinds == _INSTANT
-        kinds[instant] = np.where(names.flags(_is_memory)[self.name[instant]], C.MEMORY, C.OTHER)
-        kinds[(kinds == C.CPU_OP) & names.flags(_is_step)[self.name]] = C.ANNOTATION  # 2021: "Operator"
+        kinds[instant] = np.where(names.flags(_is_memory)[self.name[instant]], classify.MEMORY, classify.OTHER)
+        kinds[(kinds == classify.CPU_OP) & names.flags(_is_step)[self.name]] = classify.ANNOTATION  # 2021: "Operator"
         order = np.argsort(kinds, kind="stable")
         bounds = np.searchsorted(kinds[order], np.arange(_INSTANT + 2))
         return {k: order[bounds[k]:bounds[k + 1]] for k in range(_INSTANT + 1)
@@ -168,32 +168,32 @@ def _base(chunk: Chunk, kind: int, issues: Issues, span: bool = True) -> tuple[d
 
 
 def cpu_ops(chunk: Chunk, issues: Issues) -> dict | None:
-    found = _base(chunk, C.CPU_OP, issues)
+    found = _base(chunk, classify.CPU_OP, issues)
     if found is None:
         return None
     out, index = found
     args = chunk.field(index, "args")
     out["cat"] = chunk.cat[index]
-    out["external_id"] = A.external_ids(args)
-    out["sequence_number"] = A.ints(A.field(args, "sequence_number"))
-    out["input_dims"] = A.compact_json(A.field(args, "input_dims"))
-    out["input_types"] = A.compact_json(A.field(args, "input_types"))
+    out["external_id"] = event_args.external_ids(args)
+    out["sequence_number"] = event_args.ints(event_args.field(args, "sequence_number"))
+    out["input_dims"] = event_args.compact_json(event_args.field(args, "input_dims"))
+    out["input_types"] = event_args.compact_json(event_args.field(args, "input_types"))
     return out
 
 
 def python_calls(chunk: Chunk, issues: Issues) -> dict | None:
-    found = _base(chunk, C.PYTHON, issues)
+    found = _base(chunk, classify.PYTHON, issues)
     return None if found is None else found[0]
 
 
 def runtime(chunk: Chunk, issues: Issues) -> dict | None:
-    found = _base(chunk, C.RUNTIME, issues)
+    found = _base(chunk, classify.RUNTIME, issues)
     if found is None:
         return None
     out, index = found
     args = chunk.field(index, "args")
-    out["correlation"] = A.ints(A.field(args, "correlation"))
-    out["external_id"] = A.external_ids(args)
+    out["correlation"] = event_args.ints(event_args.field(args, "correlation"))
+    out["external_id"] = event_args.external_ids(args)
     return out
 
 
@@ -203,25 +203,25 @@ def gpu(chunk: Chunk, kind: int, issues: Issues) -> dict | None:
         return None
     out, index = found
     args = chunk.field(index, "args")
-    device = A.ints(A.field(args, "device"))
+    device = event_args.ints(event_args.field(args, "device"))
     pid_number = chunk.interners.pid.numbers()[chunk.pid[index]]
     out["device"] = np.where(device >= 0, device, pid_number)
-    stream = A.ints(A.field(args, "stream"))
+    stream = event_args.ints(event_args.field(args, "stream"))
     tid_number = chunk.interners.tid.numbers("stream ")[chunk.tid[index]]
     out["stream"] = np.where(stream >= 0, stream, tid_number)
-    out["correlation"] = A.ints(A.field(args, "correlation"))
-    out["external_id"] = A.external_ids(args)
-    out["bytes"] = A.ints(A.field(args, "bytes"))
-    out["gbps"] = A.floats(A.field(args, "gbps"))
-    grid, block = A.dim3(A.field(args, "grid")), A.dim3(A.field(args, "block"))
+    out["correlation"] = event_args.ints(event_args.field(args, "correlation"))
+    out["external_id"] = event_args.external_ids(args)
+    out["bytes"] = event_args.ints(event_args.field(args, "bytes"))
+    out["gbps"] = event_args.floats(event_args.field(args, "gbps"))
+    grid, block = event_args.dim3(event_args.field(args, "grid")), event_args.dim3(event_args.field(args, "block"))
     for axis, letter in enumerate("xyz"):
         out[f"grid_{letter}"] = grid[:, axis]
         out[f"block_{letter}"] = block[:, axis]
-    out["registers_per_thread"] = A.ints(A.field(args, "registers"))
-    out["shared_memory_bytes"] = A.ints(A.field(args, "shared_memory"))
-    out["blocks_per_sm"] = A.floats(A.field(args, "blocks_per_sm"))
-    out["warps_per_sm"] = A.floats(A.field(args, "warps_per_sm"))
-    out["occupancy_pct"] = A.floats(A.field(args, "occupancy"))
+    out["registers_per_thread"] = event_args.ints(event_args.field(args, "registers"))
+    out["shared_memory_bytes"] = event_args.ints(event_args.field(args, "shared_memory"))
+    out["blocks_per_sm"] = event_args.floats(event_args.field(args, "blocks_per_sm"))
+    out["warps_per_sm"] = event_args.floats(event_args.field(args, "warps_per_sm"))
+    out["occupancy_pct"] = event_args.floats(event_args.field(args, "occupancy"))
     return out
 
 
@@ -231,13 +231,13 @@ _MEMORY_FIELDS = {"bytes": "mem_bytes", "total_allocated": "total_allocated",
 
 
 def memory(chunk: Chunk, issues: Issues) -> dict | None:
-    found = _base(chunk, C.MEMORY, issues, span=False)
+    found = _base(chunk, classify.MEMORY, issues, span=False)
     if found is None:
         return None
     out, index = found
     args = chunk.field(index, "args")
     for column, key in _MEMORY_FIELDS.items():
-        out[column] = A.ints(A.field(args, key))
+        out[column] = event_args.ints(event_args.field(args, key))
     return out
 
 
@@ -246,25 +246,25 @@ def annotations(chunk: Chunk, kind: int, issues: Issues) -> dict | None:
     if found is None:
         return None
     out, index = found
-    out["external_id"] = A.ints(A.field(chunk.field(index, "args"), "external_id"))
+    out["external_id"] = event_args.ints(event_args.field(chunk.field(index, "args"), "external_id"))
     return out
 
 
 def flows(chunk: Chunk, issues: Issues) -> dict | None:
-    found = _base(chunk, C.FLOW, issues, span=False)
+    found = _base(chunk, classify.FLOW, issues, span=False)
     if found is None:
         return None
     out, index = found
     out["cat"] = chunk.cat[index]
     out["phase"] = chunk.ph[index]
-    out["flow_id"] = A.ints(list(chunk.field(index, "id")))
+    out["flow_id"] = event_args.ints(list(chunk.field(index, "id")))
     return out
 
 
 def metadata(chunk: Chunk) -> dict[str, dict[str, str]]:
     """Process and thread names from "M" events: {"process": {pid: name}, "thread": {tid: name}}."""
     names: dict[str, dict[str, str]] = {"process": {}, "thread": {}}
-    for i in chunk.kinds.get(C.META, []):
+    for i in chunk.kinds.get(classify.META, []):
         event = chunk.events[i]
         value = getattr(event.args, "name", None)
         if event.name in ("process_name", "thread_name") and isinstance(value, str):

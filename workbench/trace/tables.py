@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-import workbench.trace.classify as C
-import workbench.trace.schema as S
+import workbench.trace.classify as classify
+import workbench.trace.schema as trace_schema
 from workbench.trace.build import FileTables
 from workbench.trace.nesting import nest
 
@@ -35,7 +35,7 @@ def assemble(files: list[FileTables]) -> dict[str, pd.DataFrame]:
 
 def _frame(table: str, columns: dict) -> pd.DataFrame:
     """A table frame that takes over ``columns``' arrays (emptied here, so nothing else holds them)."""
-    frame = S.frame(table, columns, copy=False)
+    frame = trace_schema.frame(table, columns, copy=False)
     columns.clear()
     return frame
 
@@ -63,9 +63,9 @@ def _ops_and_runtime(ops_raw: dict, calls_raw: dict) -> tuple[pd.DataFrame, pd.D
     calls = _frame("runtime", calls_raw)
     parent, depth, self_us, call_op = nest(ops, calls)
     ops["parent"], ops["depth"], ops["self_us"] = parent, depth, self_us
-    calls["api"] = pd.Categorical(_per_name(calls["name"], C.runtime_api))
-    calls["is_launch"] = _per_name(calls["name"], lambda n: n in C.LAUNCH_CALLS).astype(bool)
-    calls["is_sync"] = _per_name(calls["name"], lambda n: n in C.SYNC_CALLS).astype(bool)
+    calls["api"] = pd.Categorical(_per_name(calls["name"], classify.runtime_api))
+    calls["is_launch"] = _per_name(calls["name"], lambda n: n in classify.LAUNCH_CALLS).astype(bool)
+    calls["is_sync"] = _per_name(calls["name"], lambda n: n in classify.SYNC_CALLS).astype(bool)
     calls["op_index"] = call_op
     calls["op_name"] = _names_at(ops["name"], call_op)
     return ops, calls
@@ -105,8 +105,8 @@ def _kernels(raw: dict, calls: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
     kernels = _frame("kernels", raw)
     if not len(kernels):
         return kernels
-    kernels["kind"] = pd.Categorical(_per_name(kernels["name"], C.kernel_kind), categories=S.KERNEL_KINDS)
-    parts = pd.DataFrame([C.copy_parts(n) for n in kernels["name"].cat.categories] + [("", "", "")],
+    kernels["kind"] = pd.Categorical(_per_name(kernels["name"], classify.kernel_kind), categories=trace_schema.KERNEL_KINDS)
+    parts = pd.DataFrame([classify.copy_parts(n) for n in kernels["name"].cat.categories] + [("", "", "")],
                          columns=["k", "s", "d"])
     codes = kernels["name"].cat.codes.to_numpy()
     for col, key in (("copy_kind", "k"), ("copy_src", "s"), ("copy_dst", "d")):
@@ -122,9 +122,9 @@ def _kernels(raw: dict, calls: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
     kernels["op_index"] = op
     kernels["op_name"] = _names_at(ops["name"], op)
     launching = _launching_context(kernels, ops)
-    ours, hta = C.kernel_types(kernels["name"].array, launching)
-    kernels["kernel_type"] = pd.Categorical(ours, categories=S.KERNEL_TYPES)
-    kernels["kernel_type_hta"] = pd.Categorical(hta, categories=S.KERNEL_TYPES)
+    ours, hta = classify.kernel_types(kernels["name"].array, launching)
+    kernels["kernel_type"] = pd.Categorical(ours, categories=trace_schema.KERNEL_TYPES)
+    kernels["kernel_type_hta"] = pd.Categorical(hta, categories=trace_schema.KERNEL_TYPES)
     return kernels
 
 
@@ -134,7 +134,7 @@ def _launching_context(kernels: pd.DataFrame, ops: pd.DataFrame) -> pd.Categoric
     if not len(ops):
         return pd.Categorical([""] * len(kernels))
     op_names = np.asarray(ops["name"].astype(object))
-    is_collective = np.array([bool(C.COLLECTIVE_OP.search(str(n))) for n in ops["name"].cat.categories]
+    is_collective = np.array([bool(classify.COLLECTIVE_OP.search(str(n))) for n in ops["name"].cat.categories]
                              + [False])
     codes = ops["name"].cat.codes.to_numpy().copy()
     codes[codes < 0] = len(is_collective) - 1
@@ -156,18 +156,18 @@ def _launching_context(kernels: pd.DataFrame, ops: pd.DataFrame) -> pd.Categoric
 def _syncs(gpu_syncs: dict, calls: pd.DataFrame) -> pd.DataFrame:
     parts = []
     if gpu_syncs:
-        parts.append(S.frame("syncs", {**{k: gpu_syncs[k] for k in
+        parts.append(trace_schema.frame("syncs", {**{k: gpu_syncs[k] for k in
                      ("rank", "name", "tid", "stream", "ts_us", "dur_us", "end_us", "correlation",
                       "event_index")}, "source": ["cuda_sync"] * len(gpu_syncs["ts_us"])}))
     calls_sync = calls[calls["is_sync"]]
     if len(calls_sync):
-        parts.append(S.frame("syncs", {
+        parts.append(trace_schema.frame("syncs", {
             "rank": calls_sync["rank"], "name": calls_sync["name"].astype(str), "source": ["runtime"] * len(calls_sync),
             "tid": calls_sync["tid"].astype(str), "ts_us": calls_sync["ts_us"], "dur_us": calls_sync["dur_us"],
             "end_us": calls_sync["end_us"], "correlation": calls_sync["correlation"],
             "event_index": calls_sync["event_index"]}))
     if not parts:
-        return S.empty("syncs")
+        return trace_schema.empty("syncs")
     frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
     for col in ("source", "name", "tid"):
         frame[col] = pd.Categorical(frame[col].astype(str))
@@ -180,15 +180,15 @@ def _annotations(cpu: dict, gpu: dict) -> pd.DataFrame:
         if not raw:
             continue
         names = [str(n) for n in raw["name"]]
-        steps = np.array([C.step_number(n) for n in names], dtype=np.int64)
+        steps = np.array([classify.step_number(n) for n in names], dtype=np.int64)
         kind = np.where(gpu_side, "gpu_user", np.where(steps >= 0, "step", "user"))
-        parts.append(S.frame("annotations", {**{k: raw[k] for k in
+        parts.append(trace_schema.frame("annotations", {**{k: raw[k] for k in
                      ("rank", "pid", "tid", "ts_us", "dur_us", "end_us", "external_id")},
                      "name": names, "step": steps, "kind": kind}))
     if not parts:
-        return S.empty("annotations")
+        return trace_schema.empty("annotations")
     frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
     for col in ("pid", "tid", "name"):
         frame[col] = pd.Categorical(frame[col].astype(str))
-    frame["kind"] = pd.Categorical(frame["kind"].astype(str), categories=S.ANNOTATION_KINDS)
+    frame["kind"] = pd.Categorical(frame["kind"].astype(str), categories=trace_schema.ANNOTATION_KINDS)
     return frame.sort_values(["rank", "ts_us"], kind="stable").reset_index(drop=True)

@@ -14,9 +14,12 @@ comparison's ``cmp.samples_ms``.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from workbench.variants.timing import Timed
 
 
 class FakeTimer:
@@ -48,7 +51,7 @@ class FakeTimer:
     def clock_s(self) -> float:
         return self.now_s
 
-    def calibrate(self, item: Any, one_call_ms: float) -> None:
+    def calibrate(self, item: Timed, one_call_ms: float) -> None:
         item.calls_per_sample, item.per_call_ms = 1, self.true_ms(item.name)
 
     def _load_factor(self) -> float:
@@ -58,7 +61,7 @@ class FakeTimer:
         self._ar = self.phi * self._ar + float(self.rng.normal(0, sd))
         return math.exp(abs(self._ar))          # interference only ever slows a sample down
 
-    def sample_ms(self, item: Any) -> float:
+    def sample_ms(self, item: Timed) -> float:
         if self.call:
             for _ in range(item.calls_per_sample):
                 item.fn(*item.args)
@@ -91,11 +94,11 @@ class RecordedTimer:
     def clock_s(self) -> float:
         return self.now_s
 
-    def calibrate(self, item: Any, one_call_ms: float) -> None:
+    def calibrate(self, item: Timed, one_call_ms: float) -> None:
         item.calls_per_sample = 1
         item.per_call_ms = float(np.median(self.samples.get(item.name, [one_call_ms])))
 
-    def sample_ms(self, item: Any) -> float:
+    def sample_ms(self, item: Timed) -> float:
         if self.call:
             item.fn(*item.args)
         seq = self.samples.get(item.name)

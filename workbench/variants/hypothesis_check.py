@@ -25,7 +25,10 @@ the hypothesis keeps its status.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from workbench.variants.results import VariantResult
 
 MECHANISM_BY_CATEGORY = {
     "launch_overhead": ("launch_count", "op_count"), "host_bound": ("op_count",),
@@ -51,13 +54,13 @@ def _prediction(h: Any) -> dict[str, Any]:
     return {k: _get(p, k) for k in ("speedup", "time_saved_ms", "metric", "direction", "text")}
 
 
-def _metric_values(r: Any, base: Any, metric: str) -> tuple[float | None, float | None]:
+def _metric_values(r: VariantResult, base: VariantResult, metric: str) -> tuple[float | None, float | None]:
     if metric == "setup_ms":
         return base.setup_ms, r.setup_ms
     return (base.footprint.get(metric) if base.footprint else None), (r.footprint.get(metric) if r.footprint else None)
 
 
-def _mechanism(h: Any, pred: dict, r: Any, base: Any) -> tuple[str | None, Any, Any, bool | None]:
+def _mechanism(h: Any, pred: dict, r: VariantResult, base: VariantResult) -> tuple[str | None, Any, Any, bool | None]:
     metrics = [pred["metric"]] if pred.get("metric") else list(MECHANISM_BY_CATEGORY.get(getattr(h, "category", ""), ()))
     for m in metrics:
         before, after = _metric_values(r, base, m)
@@ -70,39 +73,40 @@ def _mechanism(h: Any, pred: dict, r: Any, base: Any) -> tuple[str | None, Any, 
     return None, None, None, None
 
 
-def _pick(h: Any, results: list[Any], baseline: str) -> tuple[Any, bool]:
+def _pick(h: Any, results: list[VariantResult], baseline: str) -> tuple[VariantResult | None, bool]:
     """(the candidate judged, whether it is one the hypothesis suggests or it suggests none)."""
     cands = [r for r in results if r.name != baseline and r.speedup is not None and r.status == "ok"]
     suggested = set(getattr(h, "suggested_variants", ()) or ())
     named = [r for r in cands if r.name in suggested or r.kind in suggested]
     pool = named or cands
-    best = max(pool, key=lambda r: r.speedup.point) if pool else None
+    best = max(pool, key=lambda r: r.speedup.point if r.speedup is not None else 0.0) if pool else None
     return best, bool(named) or not suggested
 
 
-def judge(h: Any, results: list[Any], baseline: str) -> tuple[dict[str, Any], Any]:
+def judge(h: Any, results: list[VariantResult], baseline: str) -> tuple[dict[str, Any], Any]:
     """(verdict, hypothesis with its status set)."""
     base = next(r for r in results if r.name == baseline)
     r, suggested = _pick(h, results, baseline)
-    if r is None:
+    if r is None or r.speedup is None:      # _pick returns timed candidates only
         return _finish(h, {"status": getattr(h, "status", "proposed"), "case": "untested", "variant": None,
                            "explanation": "no suggested variant ran correctly, so nothing was measured"})
+    s = r.speedup
     pred = _prediction(h)
     metric, before, after, mech_moved = _mechanism(h, pred, r, base)
     if not suggested and mech_moved is not True:
         mech_moved = None                # a variant it does not suggest, not shown to touch the mechanism
-    time_moved = r.speedup.faster
+    time_moved = s.faster
     if time_moved and pred.get("speedup"):
-        time_moved = (r.speedup.point - 1) >= SHORTFALL * (pred["speedup"] - 1)
-    case, status = _case(time_moved, mech_moved, r.speedup.slower)
-    if case == "mechanism_moved_time_did_not" and r.speedup.faster:
+        time_moved = (s.point - 1) >= SHORTFALL * (pred["speedup"] - 1)
+    case, status = _case(time_moved, mech_moved, s.slower)
+    if case == "mechanism_moved_time_did_not" and s.faster:
         case, status = "moved_less_than_predicted", "weakened"     # a shortfall, not a refutation
     if status is None:
         status = getattr(h, "status", "proposed")
     verdict = {"variant": r.name, "status": status, "case": case, "metric": metric,
-               "metric_before": before, "metric_after": after, "measured_speedup": r.speedup.point,
-               "speedup_ci": [r.speedup.ci_low, r.speedup.ci_high], "predicted_speedup": pred.get("speedup"),
-               "residual_speedup": (r.speedup.point - pred["speedup"]) if pred.get("speedup") else None,
+               "metric_before": before, "metric_after": after, "measured_speedup": s.point,
+               "speedup_ci": [s.ci_low, s.ci_high], "predicted_speedup": pred.get("speedup"),
+               "residual_speedup": (s.point - pred["speedup"]) if pred.get("speedup") else None,
                "prediction_text": pred.get("text")}
     verdict["explanation"] = _explain(verdict)
     return _finish(h, verdict)

@@ -9,7 +9,7 @@ guard, and move a ``keep`` to ``keep_guarded``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Collection, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping, Sequence
 
 from workbench.errors import InvalidArgumentError
 from workbench.variants.results import VariantResult
@@ -83,7 +83,7 @@ def run_case(variants: dict[str, Any], baseline: str, sweep: ShapeSweep, shape, 
 
 
 def apply_sweep(results: list[VariantResult], lives: list[Live], base: Live, sweep: ShapeSweep, *,
-                tolerances: Any, time_limit_s: float, end_to_end_ms: float | None, say: Progress,
+                tolerances: Mapping[str, tuple[float, float]] | None, time_limit_s: float, end_to_end_ms: float | None, say: Progress,
                 only: Collection[str] | None = None, timer: Timer | None = None) -> list[VariantResult]:
     """Run every case for the candidates that passed (``only``: those names among them, e.g. the
     ones decided keep); fold failures into their decisions. ``timer``: the comparison's timer."""

@@ -61,7 +61,9 @@ def _noise(f: RunFacts, limits):
     # median makes the number itself untrustworthy. A caveat about the measurement is never of
     # high confidence as a finding about the workload: at most medium.
     confidence = "medium" if rel_ci > limits["max_relative_ci"] else "low"
-    recompiled = int(field_of(f.compile, "recompile_count", 0) or 0) > 0
+    from workbench.hypotheses.rules.torch_compile import steady_recompiles
+
+    recompiled = f.compile is not None and steady_recompiles(f.compile) > 0
     if recompiled:
         confidence = "low"   # the spread is explained by compiles during the timed calls
     return Hypothesis(

@@ -2,8 +2,15 @@
 
 The diagnostics come from the capture layer (``run.compile``), object or dict, with fields
 ``graph_count``, ``graph_break_count``, ``break_reasons``, ``recompile_count``,
-``recompile_reasons``, ``recompile_limit_hit``, ``compile_time_ms``,
-``cudagraph_skip_reasons``, ``fallback_kernels``. A field that is absent was not recorded.
+``steady_recompile_count``, ``recompile_reasons``, ``recompile_limit_hit``, ``compile_time_ms``,
+``steady_compile_time_ms``, ``cudagraph_skip_reasons``, ``fallback_kernels``. A field that is
+absent was not recorded.
+
+Recompilation is compiles that repeat in the steady state (after the first call). The first call
+compiles every frame it reaches, resume functions after graph breaks included, and may recompile
+one of them within that call: one-time costs of the cold call, never counted as recompiles.
+Diagnostics without the first-call split (``steady_recompile_count`` absent: older runs,
+hand-written dicts) count every recompile logged.
 """
 from __future__ import annotations
 
@@ -26,27 +33,54 @@ def _break_reasons(diag) -> list[str]:
     return found or _reasons(diag, "break_reasons")
 
 
-def _recompile_reasons(diag) -> list[str]:
+def _recompile_reasons(diag, steady_only: bool = False) -> list[str]:
     found = []
     for r in field_of(diag, "recompiles", None) or ():
         if isinstance(r, str):
             found.append(r)
+            continue
+        if steady_only and bool(field_of(r, "on_first_call", False)):
             continue
         failures = field_of(r, "guard_failures", ()) or ()
         found.append(f"{field_of(r, 'function', '')}: {'; '.join(failures) or 'reason not recorded'}")
     return found or _reasons(diag, "recompile_reasons")
 
 
+def steady_recompiles(diag) -> int:
+    """Compiles repeated after the first call; every recompile logged where the split is absent."""
+    steady = field_of(diag, "steady_recompile_count", None)
+    if steady is None:
+        steady = field_of(diag, "recompile_count", 0)
+    return int(steady or 0)
+
+
+def first_recompiles(diag) -> int:
+    """Recompiles logged inside the first call (0 where the split is absent)."""
+    return sum(1 for r in field_of(diag, "recompiles", None) or ()
+               if not isinstance(r, str) and bool(field_of(r, "on_first_call", False)))
+
+
+def steady_compile_ms(diag) -> float | None:
+    """Compile time after the first call, None where the split is absent."""
+    value = field_of(diag, "steady_compile_time_ms", None)
+    return None if value is None else float(value)
+
+
 def break_compile_ms(f: RunFacts) -> float:
     """Compile time owed to graph breaks: each break adds a graph (and a resume function) to compile,
-    so of the graphs compiled, all but one are the breaks' doing."""
+    so of the graphs compiled on the first call, all but one are the breaks' doing. The first call's
+    compile time is the total less the steady state's where the split is recorded, else the total
+    shared evenly with each steady-state recompile."""
     diag = f.compile
     n_breaks = int(field_of(diag, "graph_break_count", 0) or 0)
     compile_ms = float(field_of(diag, "compile_time_ms", 0.0) or 0.0)
-    n_recompiles = int(field_of(diag, "recompile_count", 0) or 0)
     if n_breaks <= 0 or compile_ms <= 0:
         return 0.0
-    first_compile_ms = compile_ms / (n_recompiles + 1)
+    steady_ms = steady_compile_ms(diag)
+    if steady_ms is not None:
+        first_compile_ms = max(0.0, compile_ms - steady_ms)
+    else:
+        first_compile_ms = compile_ms / (steady_recompiles(diag) + 1)
     return first_compile_ms * n_breaks / (n_breaks + 1)
 
 
@@ -96,13 +130,18 @@ def graph_breaks(f: RunFacts, limits):
 def recompiles(f: RunFacts, limits):
     """torch.compile recompiled during the steady state (guard failures, changing shapes)."""
     diag = f.require_compile()
-    n = int(field_of(diag, "recompile_count", 0) or 0)
+    n = steady_recompiles(diag)
     limit_hit = bool(field_of(diag, "recompile_limit_hit", False)) or "recompile_limit" in str(field_of(diag, "note", ""))
     if n < limits["min_recompiles"] and not limit_hit:
         return None
-    reasons = _recompile_reasons(diag)
+    reasons = _recompile_reasons(diag, steady_only=True)
+    n_first = first_recompiles(diag)
     compile_ms = float(field_of(diag, "compile_time_ms", 0.0) or 0.0)
-    per_compile = compile_ms / max(1, n + 1) if compile_ms else 0.0
+    steady_ms = steady_compile_ms(diag)
+    if steady_ms is not None:        # measured after the first call: the steady state's own
+        per_compile = steady_ms / n if n and steady_ms > 0 else 0.0
+    else:
+        per_compile = compile_ms / max(1, n + 1) if compile_ms else 0.0
     # recompiles happen in the steady state: their compile time, per call profiled
     stake = per_compile * n / f.calls_profiled if per_compile and n else _median(f)
     title = ("torch.compile hit its recompile limit and fell back to eager" if limit_hit
@@ -115,7 +154,8 @@ def recompiles(f: RunFacts, limits):
         category="recompilation", title=title,
         observed=f"{n} recompile(s){' and the limit was reached' if limit_hit else ''}; reason: {reasons[0][:120] if reasons else 'not recorded'}"
                  + (f"; not a one-time cost: they recur in the steady state, so their compile time is ranked at the rate "
-                    f"seen ({n} in {f.calls_profiled} calls profiled)" if per_compile and n else ""),
+                    f"seen ({n} in {f.calls_profiled} calls profiled)" if per_compile and n else "")
+                 + (f"; {n_first} more inside the first call, one-time and not counted" if n_first else ""),
         mechanism="A guard (shape, dtype, Python value) failed, so dynamo compiled again; each compile costs "
                   "compile time, and past the limit the function silently runs eagerly.",
         evidence=tuple(ev), time_at_stake_ms=stake,
