@@ -235,6 +235,9 @@ def test_frames_and_user_files():
     assert parse_frame("<built-in method add of type object at 0x7f>") is None
     assert is_user_file("model.py") and is_user_file("tests/capture/test_x.py")
     assert is_user_file("/tmp/ipykernel_77/3301.py") and is_user_file("<ipython-input-4-abc>")
+    assert parse_frame("/tmp/ipykernel_77/3301.py(12): chain").location == "notebook cell 3301:12 in chain"
+    assert parse_frame("/tmp/ipykernel_77/3301.py(0): <module>").location == "notebook cell 3301 (top level)"
+    assert parse_frame("train.py(4): <module>").location == "train.py:4 (top level)"
     for library in ("torch/nn/modules/module.py", "threading.py", "multiprocessing/spawn.py",
                     "/usr/lib/python3.11/site-packages/foo/bar.py", "/work/main/workbench/capture/timing.py",
                     "<string>", "transformers/models/bert/modeling_bert.py"):

@@ -37,6 +37,7 @@ LIBRARY_PACKAGES = frozenset({
     "pluggy", "papermill", "nbclient", "workbench", "typing_extensions", "filelock", "fsspec",
     "_distutils_hack", "setuptools", "pkg_resources", "importlib_metadata",
 })
+_IPYKERNEL_CELL = re.compile(r"(?:^|[/\\])ipykernel_\d+[/\\](\d+)\.py$")   # a Jupyter cell's code file
 CELL_FILE_PREFIXES = ("<ipython-input-", "<cell")   # IPython's cell pseudo-files are the user's
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"__future__"}
 
@@ -51,8 +52,14 @@ class Frame:
 
     @property
     def location(self) -> str:
-        """``file.py:123 in fn``, as tracebacks and profilers print a frame."""
-        return f"{self.file}:{self.line} in {self.function}"
+        """``file.py:123 in fn``, as tracebacks and profilers print a frame; a notebook cell's
+        code (ipykernel's ``/tmp/ipykernel_<pid>/<n>.py``) reads ``notebook cell <n>``, and code
+        at a cell's or file's top level ``(top level)`` rather than ``:0 in <module>``."""
+        cell = _IPYKERNEL_CELL.search(self.file)
+        where = f"notebook cell {cell.group(1)}" if cell else self.file
+        if self.function == "<module>":
+            return f"{where} (top level)" if self.line <= 0 else f"{where}:{self.line} (top level)"
+        return f"{where}:{self.line} in {self.function}"
 
 
 def parse_frame(name: str) -> Frame | None:

@@ -5,16 +5,20 @@ altair charts; they compute nothing beyond sorting, top-N and reshaping for draw
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Sequence
 
 import pandas as pd
 
 from workbench.analysis.labels import unique_labels
 from workbench.charts.common import (
-    as_table, finite_rows, first_present, message_chart, require_columns,
+    TableLike, as_table, finite_rows, first_present, message_chart, require_columns,
 )
 from workbench.errors import InvalidArgumentError
 from workbench.units import time_column_kind
+
+if TYPE_CHECKING:
+    import altair
 
 TOOLTIP_CANDIDATES = (
     "count", "self_us", "total_us", "dur_us", "mean_us", "pct", "kernel_type",
@@ -53,7 +57,7 @@ def _what(value: str) -> str:
     return {"total_us": "inclusive time"}.get(value, value.replace("_us", " time")) + total
 
 
-def _top_bars(table: pd.DataFrame, value: str, n: int, title: str, color: str | None) -> Any:
+def _top_bars(table: pd.DataFrame, value: str, n: int, title: str, color: str | None) -> altair.Chart:
     import altair as alt
 
     rows, dropped = finite_rows(table, [value])
@@ -79,7 +83,7 @@ def _top_bars(table: pd.DataFrame, value: str, n: int, title: str, color: str | 
     return alt.Chart(rows, title=chart_title).mark_bar().encode(**enc).properties(width=420)
 
 
-def top_ops_chart(op_breakdown: Any, *, n: int = 15, value: str = "self_us") -> Any:
+def top_ops_chart(op_breakdown: TableLike, *, n: int = 15, value: str = "self_us") -> altair.Chart:
     """The ``n`` CPU ops with the most ``value`` (self time by default), as horizontal bars."""
     table = as_table(op_breakdown, "top_ops_chart")
     require_columns(table, ["name", value], "top_ops_chart")
@@ -97,7 +101,7 @@ def _per_rank_top(rows: pd.DataFrame, value: str, limit: int) -> pd.DataFrame:
     return ordered.groupby("rank", sort=False).head(limit) if "rank" in rows.columns else ordered.head(limit)
 
 
-def _kernel_bars(alt: Any, rows: pd.DataFrame, value: str, *, width: int) -> Any:
+def _kernel_bars(alt: ModuleType, rows: pd.DataFrame, value: str, *, width: int) -> altair.Chart:
     keep = ["name", "label", value, "kernel_type"] + [c for c in ("rank", "count", "mean_us", "pct")
                                                       if c in rows.columns and c != value]
     tips = [alt.Tooltip("name:N", title="name"), alt.Tooltip(f"{value}:Q", format=",.4g"), "kernel_type:N"]
@@ -110,7 +114,8 @@ def _kernel_bars(alt: Any, rows: pd.DataFrame, value: str, *, width: int) -> Any
     ).properties(width=width)
 
 
-def top_kernels_chart(kernel_breakdown: Any, *, n: int = 15, value: str | None = None) -> Any:
+def top_kernels_chart(kernel_breakdown: TableLike, *, n: int = 15, value: str | None = None
+                      ) -> altair.Chart | altair.VConcatChart:
     """The ``n`` compute kernels (computation and memory) with the most total time, coloured by kernel
     type; communication kernels (NCCL: they run as long as the step and would hide every compute
     kernel) in a chart of their own below, up to COMMUNICATION_SHOWN per rank. On a trace of several
@@ -162,7 +167,7 @@ def top_kernels_chart(kernel_breakdown: Any, *, n: int = 15, value: str | None =
     return alt.vconcat(*parts, title=chart_title).resolve_scale(x="independent")
 
 
-def kernel_types_chart(table_or_result: Any, *, value: str | None = None) -> Any:
+def kernel_types_chart(table_or_result: TableLike, *, value: str | None = None) -> altair.Chart:
     """Time per kernel type (computation / communication / memory), one bar each."""
     import altair as alt
 
@@ -195,7 +200,7 @@ def _long_parts(table: pd.DataFrame, parts: Sequence[str], keys: list[str]) -> p
     return long
 
 
-def idle_chart(idle_breakdown: Any) -> Any:
+def idle_chart(idle_breakdown: TableLike) -> altair.Chart:
     """Idle time split into host wait, kernel wait and other, per rank and stream when given."""
     import altair as alt
 
@@ -225,8 +230,8 @@ def idle_chart(idle_breakdown: Any) -> Any:
     ).properties(width=420)
 
 
-def per_rank_chart(table_or_result: Any, *, parts: Sequence[str] | None = None,
-                   title: str = "Time per rank") -> Any:
+def per_rank_chart(table_or_result: TableLike, *, parts: Sequence[str] | None = None,
+                   title: str = "Time per rank") -> altair.Chart:
     """Stacked bars, one per rank, of the ``*_us`` columns (e.g. compute / non_compute / idle)."""
     import altair as alt
 

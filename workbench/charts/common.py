@@ -1,12 +1,25 @@
 """Helpers shared by the chart builders: tables out of result objects, a chart that explains."""
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Sequence, Union
 
 import pandas as pd
 
 from workbench.errors import InvalidArgumentError, NotApplicableError, WorkbenchError
 
+if TYPE_CHECKING:
+    import altair
+
+
+class HasTable(Protocol):
+    """A result with its rows as a DataFrame (the analysis results: ``OpBreakdown``, ``KernelBreakdown``, ...)."""
+
+    @property
+    def table(self) -> pd.DataFrame: ...
+
+
+# What a builder draws from: a result with ``.table``, the DataFrame itself, or its rows as dicts.
+TableLike = Union[HasTable, pd.DataFrame, Sequence[Mapping[str, Any]]]
 
 
 class TraceTables(Protocol):
@@ -29,7 +42,7 @@ class TraceTables(Protocol):
 MAX_CHART_ROWS = 5000  # altair's default limit; every builder stays under it
 
 
-def as_table(result: Any, what: str) -> pd.DataFrame:
+def as_table(result: TableLike, what: str) -> pd.DataFrame:
     """A DataFrame from a result object (``.table``), a DataFrame, or a list of dicts."""
     if isinstance(result, pd.DataFrame):
         return result
@@ -61,7 +74,7 @@ def first_present(table: pd.DataFrame, candidates: Iterable[str], what: str) -> 
     )
 
 
-def message_chart(message: str, *, title: str = "", width: int = 420) -> Any:
+def message_chart(message: str, *, title: str = "", width: int = 420) -> altair.Chart:
     """A chart that says, in words, why there is nothing to draw."""
     import altair as alt
 

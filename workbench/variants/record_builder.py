@@ -200,5 +200,6 @@ def _risks(win: VariantResult) -> list[str]:
     elif win.numerical_class != "exact":
         risks.append(f"numerics are '{win.numerical_class}': results differ from the original's beyond rounding")
     if win.correctness is not None:
-        risks.append(f"correctness shown on {win.correctness.checks} random inputs only")
+        checks = win.correctness.checks
+        risks.append(f"correctness shown on {checks} random input{'s' if checks != 1 else ''} only")
     return risks
