@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/ingest.py              # ~0.1 GB trace (about a minute)
     .venv/bin/python benchmarks/ingest.py --gb 1       # the real goal: >= 10x faster, <= 1/3 memory
+    .venv/bin/python benchmarks/ingest.py --stages --no-hta  # our load's CPU time per stage
 
 The large trace is a real one (the TraceLens H100 owlv2 trace in /work/shared/traces, else
 tests/data/gpu/mi300x_sglang, or --source) repeated until it reaches the size asked for,
@@ -43,6 +44,27 @@ for name in ("kernel_breakdown", "temporal_breakdown", "idle_breakdown", "launch
     getattr(analysis, name)(trace)
 t2 = time.perf_counter()
 print(json.dumps({"load_s": t1 - t0, "load_cpu_s": c1 - c0, "analyses_s": t2 - t1, "events": trace.event_count()}))
+"""
+
+STAGES = """
+import sys, time, json, warnings
+warnings.simplefilter("ignore")
+from workbench.trace import read_trace
+from workbench.trace.build import LoadOptions, build_file
+from workbench.trace.decode import decode_file
+from workbench.trace.issues import Issues
+path = sys.argv[1]
+c0 = time.process_time()
+header, chunks = decode_file(path)
+events = sum(len(chunk.events) for chunk in chunks)
+c1 = time.process_time()
+header, chunks = decode_file(path)
+build_file(header, chunks, LoadOptions(), Issues(path))
+c2 = time.process_time()
+read_trace(path)
+c3 = time.process_time()
+print(json.dumps({"decode_cpu_s": c1 - c0, "columns_cpu_s": (c2 - c1) - (c1 - c0),
+                  "tables_cpu_s": (c3 - c2) - (c2 - c1), "events": events}))
 """
 
 HTA = """
@@ -156,10 +178,14 @@ def main() -> None:
     parser.add_argument("--no-hta", action="store_true", help="time only workbench")
     parser.add_argument("--repeat", type=int, default=1,
                         help="runs per side; the run with the median load time is printed (default 1)")
+    parser.add_argument("--stages", action="store_true",
+                        help="also print our load's CPU time per stage (decode, columns, tables), one more run")
     args = parser.parse_args()
     path = build_trace(args.source, args.gb)
     size_mb = path.stat().st_size / 1e6
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_WAIT_POLICY": "PASSIVE"}
+    if args.stages:
+        _print_stages(measure(sys.executable, STAGES, path, env), size_mb)
     ours = median_run(sys.executable, OURS, path, env, args.repeat)
     _print("workbench", ours, size_mb)
     if args.no_hta:
@@ -176,6 +202,20 @@ def main() -> None:
               f"load+analyses: {(theirs['load_s'] + theirs['analyses_s']) / (ours['load_s'] + ours['analyses_s']):.1f}x wall, "
               f"{theirs['cpu_s'] / ours['cpu_s']:.1f}x CPU (whole process)   "
               f"peak memory ratio (ours / HTA): {ours['peak_mb'] / theirs['peak_mb']:.2f}")
+
+
+def _print_stages(r: dict, size_mb: float) -> None:
+    """CPU time of our load per stage: the msgspec decode of the chunks (file read included), turning
+    the decoded events into column arrays (build_file less the decode), and the tables (read_trace
+    less build_file: joining, nesting, frames)."""
+    if "error" in r:
+        print(f"workbench stages: failed: {r['error']}")
+        return
+    total = r["decode_cpu_s"] + r["columns_cpu_s"] + r["tables_cpu_s"]
+    print("workbench stages (CPU): " + ", ".join(
+        f"{name} {r[f'{name}_cpu_s']:.2f} s ({r[f'{name}_cpu_s'] / total:.0%}, "
+        f"{r[f'{name}_cpu_s'] * 1e9 / max(1, r['events']):.0f} ns/event)"
+        for name in ("decode", "columns", "tables")) + f"; {size_mb / total:.0f} MB/s CPU in all")
 
 
 def _print(label: str, r: dict, size_mb: float) -> None:

@@ -30,16 +30,38 @@ def test_a_finding_above_the_noise_outranks_a_high_confidence_caveat():
     assert ranked[0].confidence == "medium"       # above the uncertainty: not qualified
 
 
-def test_a_finding_within_the_noise_loses_one_step_and_the_caveat_ranks_after_the_findings_as_confident():
+def test_a_finding_within_the_noise_loses_one_step_and_the_caveat_ranks_after_every_finding():
     noisy = _h("noisy_timing", "measurement", 1.0, "high")
     gaps = _h("cpu_host_gaps", "host_bound", 1.0, "high")      # tied with the uncertainty
     small = _h("frequent_sequences", "launch_overhead", 0.3, "medium")
     ranked = rank(qualify([gaps, small, noisy]))
-    # a caveat qualifies the findings (one confidence step less), is never "high", and outranks only the
-    # findings held less confidently than itself
-    assert [h.rule for h in ranked] == ["cpu_host_gaps", "noisy_timing", "frequent_sequences"]
-    assert ranked[0].confidence == "medium" and ranked[1].confidence == "medium" and ranked[2].confidence == "low"
+    # a caveat qualifies the findings (one confidence step less) and is never "high". It used to outrank
+    # the findings held less confidently than itself (here frequent_sequences, lowered to "low"); now it
+    # stands after every finding: their evidence is in the trace, the caveat only qualifies them
+    assert [h.rule for h in ranked] == ["cpu_host_gaps", "frequent_sequences", "noisy_timing"]
+    assert ranked[0].confidence == "medium" and ranked[1].confidence == "low" and ranked[2].confidence == "medium"
     assert any("within the timing's uncertainty" in c for c in ranked[0].confounders)
+
+
+def test_a_low_confidence_finding_with_a_real_stake_outranks_medium_caveats():
+    """The miss: compute_bound (low confidence, 1.81 ms at stake, addmm 94 % of the time) ranked below
+    noisy_timing (medium) and too_few_samples (low, an interval exists)."""
+    noisy = _h("noisy_timing", "measurement", 0.4, "medium")
+    few = get_rule("too_few_samples")(RunFacts(_run([2.0 + 0.01 * i for i in range(8)], cold_ms=2.0)))[0]
+    compute = _h("cpu_compute_bound_ops", "compute_bound", 1.81, "low")
+    assert [h.rule for h in rank([noisy, few, compute])] == ["cpu_compute_bound_ops", "noisy_timing", "too_few_samples"]
+
+
+def test_a_caveat_saying_the_timing_cannot_be_judged_leads():
+    """Fewer samples than any 95 % interval of the median needs: no stake read from the timing stands."""
+    from workbench.hypotheses.diagnose import voids_timing
+
+    three = get_rule("too_few_samples")(RunFacts(_run([2.0, 2.1, 2.2], cold_ms=2.0)))[0]
+    eight = get_rule("too_few_samples")(RunFacts(_run([2.0 + 0.01 * i for i in range(8)], cold_ms=2.0)))[0]
+    assert voids_timing(three) and not voids_timing(eight)
+    compute = _h("cpu_compute_bound_ops", "compute_bound", 1.81, "high")
+    assert [h.rule for h in rank([compute, three])] == ["too_few_samples", "cpu_compute_bound_ops"]
+    assert [h.rule for h in rank([compute, eight])] == ["cpu_compute_bound_ops", "too_few_samples"]
 
 
 def test_nothing_at_stake_is_not_shown():

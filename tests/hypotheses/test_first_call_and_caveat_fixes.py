@@ -1,5 +1,6 @@
 """Logic fixes found by an independent set of planted workloads: compiles of the first call are not
-recompiles, and measurement caveats qualify findings instead of outranking them."""
+recompiles, and convolutions are compute work (their backward counted from shapes). The ranking fix
+(caveats after findings) is tested in tests/capture/test_ranking.py."""
 from __future__ import annotations
 
 from tests.hypotheses.builders import fires, run
@@ -53,3 +54,41 @@ def test_diagnostics_without_the_split_count_every_recompile():
     assert fires("recompiles", run([1.0] * 20, compile=diag))[0].evidence[0].value == 1
     as_dict = {"graph_count": 2, "recompile_count": 2, "compile_time_ms": 10.0}
     assert fires("recompiles", run([1.0] * 20, compile=as_dict))[0].evidence[0].value == 2
+
+
+def _conv_training_step(backward_us: float = 3500.0):
+    """One training step of a conv layer on the host: ``aten::conv2d`` (forward, its stride/padding not in
+    the table) then the autograd node ``autograd::engine::evaluate_function: ConvolutionBackward0`` ->
+    ``ConvolutionBackward0`` -> ``aten::convolution_backward`` on grad_output [8, 32, 32, 32], input
+    [8, 32, 32, 32], weight [32, 32, 3, 3]: 2 x 75.5 M multiply-adds, 302 MFLOP, about 95 FLOP/byte."""
+    import numpy as np
+
+    from workbench.trace.schema import frame
+
+    act, w = "[8,32,32,32]", "[32,32,3,3]"
+    rows = [  # name, ts, dur, depth, parent, dims, types
+        ("aten::conv2d", 0.0, 1000.0, 0, -1, f"[{act},{w},[32],[],[],[],[]]", '["float","float","float"]'),
+        ("autograd::engine::evaluate_function: ConvolutionBackward0", 1100.0, backward_us, 0, -1, "", "[]"),
+        ("ConvolutionBackward0", 1101.0, backward_us - 2, 1, 1, f"[{act}]", '["float"]'),
+        ("aten::convolution_backward", 1102.0, backward_us - 4, 2, 2, f"[{act},{act},{w},[],[],[],[],[],[],[],[]]",
+         '["float","float","float"]'),
+    ]
+    name, ts, dur, depth, parent, dims, types = (list(col) for col in zip(*rows))
+    n = len(rows)
+    return frame("cpu_ops", {"rank": [0] * n, "tid": ["1"] * n, "name": name, "ts_us": np.asarray(ts),
+                             "dur_us": np.asarray(dur), "end_us": np.asarray(ts) + np.asarray(dur), "depth": depth,
+                             "parent": parent, "input_dims": dims, "input_types": types})
+
+
+def test_convolution_backward_is_judged_as_compute_work():
+    """Before the fix ``aten::convolution_backward`` had no work formula, so its autograd node (most of a
+    training step) was ``unknown`` and the compute-bound rule saw only the forward: 22 % of the time."""
+    from tests.hypotheses.builders import facts
+    from workbench.hypotheses.rules.host_ops import placed_main_ops
+
+    f = facts(cpu_ops=_conv_training_step())
+    placed = placed_main_ops(f).set_index("name")
+    node = placed.loc["autograd::engine::evaluate_function: ConvolutionBackward0"]
+    assert node["bound"] == "compute" and node["flops"] == 2 * 2 * (8 * 32 * 32 * 32) * (32 * 9)
+    h = fires("cpu_compute_bound_ops", f)[0]
+    assert h.category == "compute_bound" and h.evidence[0].value > 95   # of the window, a 100 µs gap included

@@ -43,7 +43,7 @@ def test_rank_orders_by_stake_and_drops_hypotheses_without_evidence():
     assert [h.title for h in rank([a, b, c])] == ["b", "a"]
 
 
-def test_caveats_stand_after_the_findings_held_as_confidently_and_before_the_weaker_ones():
+def test_caveats_stand_after_every_finding():
     from dataclasses import replace
 
     few = replace(hyp("measurement", stake=0.1, confidence="low", title="few"), rule="too_few_samples")
@@ -52,8 +52,13 @@ def test_caveats_stand_after_the_findings_held_as_confidently_and_before_the_wea
     small = hyp("host_bound", stake=0.2, title="small")
     weak = hyp("memory_bound", stake=80.0, confidence="low", title="weak")
     # a caveat removes no time: its uncertainty "stake" does not compete with the findings' stakes, even
-    # when it is larger than theirs; a medium caveat stands above the low-confidence findings only
-    assert [h.title for h in rank([weak, big, noise, small, few])] == ["big", "small", "noise", "few", "weak"]
+    # when it is larger than theirs. The order used to be big, small, noise, few, weak (a medium caveat
+    # above the low-confidence findings); now the findings come first by their own ranking (weak's 80 ms
+    # above small's 0.2 ms), then the caveats, the more confident first
+    assert [h.title for h in rank([weak, big, noise, small, few])] == ["big", "weak", "small", "noise", "few"]
+    # a caveat saying the timing cannot be judged at all (no interval of the median) leads
+    void = replace(few, evidence=few.evidence + (Evidence("no_median_interval", 1, "flag"),), title="void")
+    assert [h.title for h in rank([big, void, noise])] == ["void", "big", "noise"]
     # a low-confidence caveat (an interval exists, the findings within it qualified) outranks nothing
     assert [h.title for h in rank([few, weak, small])] == ["weak", "small", "few"]
     assert [h.title for h in rank([few, noise])] == ["noise", "few"]          # alone, they lead

@@ -13,7 +13,7 @@ import pandas as pd
 from workbench.analysis.labels import column_codes
 from workbench.analysis.result import AnalysisResult
 from workbench.analysis.view import prepare
-from workbench.analysis.work_formulas import DTYPE_BYTES, FORMULAS, NAN
+from workbench.analysis.work_formulas import DTYPE_BYTES, FORMULAS, NAN, TAKES_CONCRETE
 
 
 @dataclass(frozen=True, eq=False)
@@ -28,8 +28,10 @@ class AnalyticWork(AnalysisResult):
     kind: ClassVar[str] = "analytic_work"
 
 
-def op_work(name: str, input_dims, input_types) -> tuple[float, float, str]:
-    """(flops, bytes, reason) of one call; dims/types as recorded (lists, or their JSON text)."""
+def op_work(name: str, input_dims, input_types, concrete_inputs=None) -> tuple[float, float, str]:
+    """(flops, bytes, reason) of one call; dims/types as recorded (lists, or their JSON text).
+    ``concrete_inputs``: the profiler's "Concrete Inputs" (the scalar arguments as text, list or JSON
+    text) where the trace kept them; convolutions read stride, padding, dilation and groups there."""
     formula = FORMULAS.get(name)
     if formula is None:
         return NAN, NAN, f"no work formula for {name}"
@@ -46,9 +48,20 @@ def op_work(name: str, input_dims, input_types) -> tuple[float, float, str]:
         return NAN, NAN, f"unknown element size for dtype {tensor_types[:1] or types}"
     shapes = [d if isinstance(d, list) and all(isinstance(x, int) for x in d) else [] for d in dims]
     try:
+        if name in TAKES_CONCRETE:
+            return formula(shapes, esize, _concrete_list(concrete_inputs))
         return formula(shapes, esize)
     except (IndexError, TypeError):
         return NAN, NAN, f"{name}: fewer tensor inputs recorded than the formula needs"
+
+
+def _concrete_list(concrete_inputs) -> list | None:
+    if isinstance(concrete_inputs, str):
+        try:
+            concrete_inputs = json.loads(concrete_inputs) if concrete_inputs else None
+        except ValueError:
+            return None
+    return concrete_inputs if isinstance(concrete_inputs, list) else None
 
 
 def analytic_work(trace, semantics="workbench") -> AnalyticWork:

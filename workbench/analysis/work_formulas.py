@@ -6,6 +6,7 @@ written once (the minimum traffic, what the roofline needs): an in-place op read
 tensor, an ``out=`` buffer is written and not read, a fill writes and reads nothing."""
 from __future__ import annotations
 
+import json
 import math
 from typing import Callable
 
@@ -130,8 +131,154 @@ def sdpa(shapes, esize) -> Result:  # q [..., L, E], k [..., S, E], v [..., S, E
     return flops, float(esize * (numel(q) + numel(k) + numel(v) + b * L * Ev)), "counted without a causal mask"
 
 
-def conv(shapes, esize) -> Result:
-    return NAN, NAN, "convolution output size needs stride/padding/dilation, which the trace does not record"
+# Where each convolution op's scalar arguments sit in its recorded inputs (the profiler's "Concrete
+# Inputs"): stride, padding, dilation, groups, and for ``convolution``/``_convolution`` transposed and
+# output_padding. ``mkldnn_convolution`` and ``cudnn_convolution`` take padding before stride.
+CONV_ARGS: dict[str, dict[str, int]] = {
+    "aten::conv1d": {"stride": 3, "padding": 4, "dilation": 5, "groups": 6},
+    "aten::conv2d": {"stride": 3, "padding": 4, "dilation": 5, "groups": 6},
+    "aten::conv3d": {"stride": 3, "padding": 4, "dilation": 5, "groups": 6},
+    "aten::convolution": {"stride": 3, "padding": 4, "dilation": 5, "transposed": 6, "output_padding": 7,
+                          "groups": 8},
+    "aten::_convolution": {"stride": 3, "padding": 4, "dilation": 5, "transposed": 6, "output_padding": 7,
+                           "groups": 8},
+    "aten::mkldnn_convolution": {"padding": 3, "stride": 4, "dilation": 5, "groups": 6},
+    "aten::cudnn_convolution": {"padding": 2, "stride": 3, "dilation": 4, "groups": 5},
+}
+# convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
+#                      output_padding, groups, output_mask)
+CONV_BACKWARD_ARGS = {"bias_sizes": 3, "transposed": 7, "output_mask": 10}
+
+
+def _concrete(concrete, index: int):
+    """The value of one recorded scalar argument (text such as "[2, 2]", "1", "False", "same"), parsed;
+    None where it was not recorded."""
+    if not concrete or index >= len(concrete):
+        return None
+    text = concrete[index]
+    if not isinstance(text, str):
+        return text
+    text = text.strip()
+    if text == "":
+        return None
+    if text in ("True", "False"):
+        return text == "True"
+    try:
+        return json.loads(text.replace("True", "true").replace("False", "false"))
+    except ValueError:
+        return text.strip("'\"")
+
+
+def _per_dim(value, n: int) -> list[int] | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [value] * n
+    if isinstance(value, list) and value and all(isinstance(v, int) for v in value):
+        return value * n if len(value) == 1 else (value if len(value) == n else None)
+    return None
+
+
+def _conv_out_spatial(spatial, kernel, args: dict, transposed: bool) -> list[int] | None | str:
+    """Output spatial sizes from the input's, the kernel's and the recorded stride/padding/dilation
+    (``torch.nn.Conv*d`` / ``ConvTranspose*d`` formulas); None where an argument was not recorded."""
+    n = len(spatial)
+    stride, dilation = _per_dim(args.get("stride"), n), _per_dim(args.get("dilation"), n)
+    padding = args.get("padding")
+    if stride is None or dilation is None or padding is None:
+        return None
+    if padding == "same":
+        return list(spatial)
+    pad = [0] * n if padding == "valid" else _per_dim(padding, n)
+    if pad is None:
+        return None
+    if transposed:
+        extra = _per_dim(args.get("output_padding", 0), n)
+        if extra is None:
+            return None
+        return [(i - 1) * s - 2 * p + d * (k - 1) + e + 1
+                for i, k, s, p, d, e in zip(spatial, kernel, stride, pad, dilation, extra)]
+    return [(i + 2 * p - d * (k - 1) - 1) // s + 1 for i, k, s, p, d in zip(spatial, kernel, stride, pad, dilation)]
+
+
+def _conv_macs(batch: int, c_in: int, in_spatial, c_out: int, out_spatial, weight, transposed: bool) -> float:
+    """Multiply-adds of a convolution: each output element of a direct convolution sums
+    ``C_in/groups x kernel`` products (the weight's dims after the first); a transposed convolution
+    spreads each input element over ``C_out/groups x kernel`` outputs, the same count seen from the input."""
+    per = numel(weight[1:])
+    if transposed:
+        return float(batch * c_in * numel(in_spatial) * per)
+    return float(batch * c_out * numel(out_spatial) * per)
+
+
+def conv_forward(shapes, esize, concrete=None, arg_index: dict[str, int] | None = None) -> Result:
+    """A forward convolution: input [N, C_in, *spatial], weight [C_out, C_in/groups, *kernel]
+    (transposed: [C_in, C_out/groups, *kernel]), bias [C_out]? FLOPs 2 per multiply-add plus the bias
+    add per output element; bytes input + weight + bias read, output written. The output size needs
+    stride, padding and dilation, read from the recorded scalar arguments."""
+    x, w = shapes[0], shapes[1]
+    if len(x) < 3 or len(w) != len(x):
+        return NAN, NAN, f"convolution shapes do not fit: input {x}, weight {w}"
+    bias = len(shapes) > 2 and bool(shapes[2])
+    args = {key: _concrete(concrete, i) for key, i in (arg_index or {}).items()}
+    transposed = bool(args.get("transposed") or False)
+    groups = args.get("groups") if isinstance(args.get("groups"), int) else None
+    out_spatial = _conv_out_spatial(x[2:], w[2:], args, transposed)
+    if out_spatial is None or groups is None:
+        return NAN, NAN, ("convolution output size needs stride/padding/dilation/groups, which the trace did not "
+                          "record for this op (its backward, aten::convolution_backward, is counted from shapes)")
+    if min(out_spatial) <= 0:
+        return NAN, NAN, f"convolution output size {out_spatial} from input {x}, weight {w} is not positive"
+    c_out = w[1] * groups if transposed else w[0]
+    if (w[0] if transposed else w[1] * groups) != x[1]:
+        return NAN, NAN, f"convolution channels do not fit: input {x}, weight {w}, groups {groups}"
+    out = [x[0], c_out, *out_spatial]
+    macs = _conv_macs(x[0], x[1], x[2:], c_out, out_spatial, w, transposed)
+    flops = 2.0 * macs + (numel(out) if bias else 0)
+    return flops, float(esize * (numel(x) + numel(w) + (c_out if bias else 0) + numel(out))), ""
+
+
+def conv_backward(shapes, esize, concrete=None) -> Result:
+    """``aten::convolution_backward(grad_output, input, weight, ...)``: grad_input and grad_weight each
+    cost the forward's multiply-adds (a convolution of grad_output with the weight, and of grad_output
+    with the input), grad_bias one add per grad_output element. Which of the three it computed is its
+    ``output_mask``; where that was not recorded, grad_input and grad_weight are counted (the reason
+    says so), and the bias gradient too when ``bias_sizes`` was recorded. The output size is
+    grad_output's, so no stride or padding is needed. Bytes: grad_output, input and weight read; each
+    gradient computed written."""
+    grad_out, x, w = shapes[0], shapes[1], shapes[2]
+    if len(x) < 3 or len(w) != len(x) or len(grad_out) != len(x) or grad_out[0] != x[0]:
+        return NAN, NAN, f"convolution backward shapes do not fit: grad_output {grad_out}, input {x}, weight {w}"
+    transposed_arg = _concrete(concrete, CONV_BACKWARD_ARGS["transposed"])
+    direct_fits, transposed_fits = w[0] == grad_out[1], w[0] == x[1]
+    if isinstance(transposed_arg, bool):
+        transposed = transposed_arg
+    elif direct_fits and transposed_fits and numel(grad_out[2:]) != numel(x[2:]):
+        return NAN, NAN, (f"cannot tell a transposed convolution from a direct one by the shapes (grad_output "
+                          f"{grad_out}, input {x}, weight {w}) and its 'transposed' argument was not recorded")
+    else:
+        transposed = not direct_fits and transposed_fits
+    if not (transposed_fits if transposed else direct_fits):
+        return NAN, NAN, f"convolution backward channels do not fit: grad_output {grad_out}, input {x}, weight {w}"
+    macs = _conv_macs(x[0], x[1], x[2:], grad_out[1], grad_out[2:], w, transposed)
+    mask = _concrete(concrete, CONV_BACKWARD_ARGS["output_mask"])
+    reason = ""
+    if not (isinstance(mask, list) and len(mask) == 3 and all(isinstance(m, bool) for m in mask)):
+        bias_sizes = _concrete(concrete, CONV_BACKWARD_ARGS["bias_sizes"])
+        mask = [True, True, isinstance(bias_sizes, list) and bool(bias_sizes)]
+        reason = "output_mask not recorded: counted grad_input and grad_weight" + (" and grad_bias" if mask[2] else "")
+    grad_input, grad_weight, grad_bias = mask
+    flops = 2.0 * macs * (int(grad_input) + int(grad_weight)) + (numel(grad_out) if grad_bias else 0)
+    nbytes = esize * (numel(grad_out) + numel(x) + numel(w) + (numel(x) if grad_input else 0)
+                      + (numel(w) if grad_weight else 0) + (grad_out[1] if grad_bias else 0))
+    return flops, float(nbytes), reason
+
+
+def _conv(name: str) -> Callable[..., Result]:
+    index = CONV_ARGS[name]
+
+    def formula(shapes, esize, concrete=None) -> Result:
+        return conv_forward(shapes, esize, concrete, index)
+    formula.__name__ = f"conv_{name.removeprefix('aten::')}"
+    return formula
 
 
 # elementwise ops by the tensors they read (their arity); a further tensor argument is an out= buffer
@@ -155,9 +302,11 @@ FORMULAS: dict[str, Callable[[list, int], Result]] = {
     "aten::scaled_dot_product_attention": sdpa, "aten::_scaled_dot_product_flash_attention": sdpa,
     "aten::_scaled_dot_product_efficient_attention": sdpa, "aten::_scaled_dot_product_cudnn_attention": sdpa,
     "aten::_scaled_dot_product_flash_attention_for_cpu": sdpa,
-    "aten::conv1d": conv, "aten::conv2d": conv, "aten::conv3d": conv, "aten::convolution": conv,
-    "aten::_convolution": conv, "aten::cudnn_convolution": conv, "aten::mkldnn_convolution": conv,
+    "aten::convolution_backward": conv_backward,
 }
+FORMULAS.update({name: _conv(name) for name in CONV_ARGS})
+# formulas that also read the op's recorded scalar arguments (``concrete=``: the "Concrete Inputs" texts)
+TAKES_CONCRETE = frozenset(CONV_ARGS) | {"aten::convolution_backward"}
 for _ops, _reads in ((UNARY, 1), (BINARY, 2), (TERNARY, 3)):
     for _op in _ops:
         FORMULAS[f"aten::{_op}"] = _arity(_reads)

@@ -28,9 +28,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import InvalidArgumentError, ProfileError
+
+if TYPE_CHECKING:
+    from torch.profiler import profile as TorchProfiler
 
 ENV_OUT = "WORKBENCH_PROFILE_DIR"
 ENV_SCHEDULE = "WORKBENCH_PROFILE_SCHEDULE"   # "wait,warmup,active"; unset: the whole script
@@ -195,7 +198,7 @@ class RankProfiler:
             self._export(prof)
         return self.path if self._exported else None
 
-    def _export(self, prof: Any) -> None:
+    def _export(self, prof: TorchProfiler) -> None:
         part = os.path.join(self.out, f".rank-{self.rank}.part")
         prof.export_chrome_trace(part)
         add_distributed_info(part, self.rank, self.world_size, self.backend)

@@ -33,7 +33,7 @@ from workbench.capture.profiler_session import ProfilerSession, warm_up_profiler
 from workbench.capture.quiet import captured_native_stderr
 from workbench.capture.run import RunRecord
 from workbench.capture.timing import (
-    CUDA_EVENT_RESOLUTION_MS, PERF_COUNTER_RESOLUTION_MS, WAIT_TIMER_NAME, TimingRecord, time_cold_ms,
+    CUDA_EVENT_RESOLUTION_MS, PERF_COUNTER_RESOLUTION_MS, WAIT_TIMER_NAME, Annotate, TimingRecord, time_cold_ms,
     time_repeats_ms, uses_cuda_timer,
 )
 from workbench.capture.torch_state import applied_torch_settings
@@ -179,14 +179,14 @@ def _traced_passes(torch: ModuleType, call: Callable[[], Any], cuda: bool, folde
 
 
 def _timed_with_waits(call: Callable[[], Any], repeat: int, torch: ModuleType, cuda: bool,
-                      annotate: Any = None) -> tuple[list[float], float | None]:
+                      annotate: Annotate | None = None) -> tuple[list[float], float | None]:
     """Samples (CPU: the run-queue wait taken out of each) and the share of the wall time the
     thread waited for a CPU (None where it cannot be read)."""
     __tracebackhide__ = True
     record = TimingRecord()
     before = read_run_delay_ns() if cuda else None
-    kw = {"annotate": annotate} if annotate is not None else {}
-    samples = time_repeats_ms(call, repeat, torch, cuda, record=record, **kw)
+    samples = (time_repeats_ms(call, repeat, torch, cuda, record=record) if annotate is None
+               else time_repeats_ms(call, repeat, torch, cuda, annotate=annotate, record=record))
     if record.waits_read:
         return samples, record.wait_share
     if cuda:   # device-timed samples: the host's wait against their sum, as an indication

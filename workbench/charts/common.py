@@ -103,7 +103,7 @@ def shorten(name: Any, limit: int = 60) -> str:
     return cut(as_text(name), limit)
 
 
-def guarded_chart(build: Callable[[], Any], title: str) -> Any:
+def guarded_chart(build: Callable[[], altair.TopLevelMixin], title: str) -> altair.TopLevelMixin:
     """Build a chart; what the data cannot give becomes a chart that says why, in words."""
     try:
         return build()

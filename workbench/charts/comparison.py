@@ -1,7 +1,7 @@
 """Variant comparison: each variant's raw timing samples, and its speedup with an interval."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -9,6 +9,9 @@ import pandas as pd
 from workbench.measurement import ratio_ci
 from workbench.charts.common import message_chart
 from workbench.errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    import altair
 
 
 def samples_table(samples_ms: Mapping[str, Sequence[float]]) -> pd.DataFrame:
@@ -32,7 +35,7 @@ def speedup_table(samples_ms: Mapping[str, Sequence[float]], baseline: str) -> p
     return pd.DataFrame(rows)
 
 
-def _distribution(table: pd.DataFrame, order: list[str]) -> Any:
+def _distribution(table: pd.DataFrame, order: list[str]) -> altair.LayerChart | altair.FacetChart:
     import altair as alt
 
     y = alt.Y("variant:N", sort=order, title=None)
@@ -43,7 +46,8 @@ def _distribution(table: pd.DataFrame, order: list[str]) -> Any:
     return alt.layer(box, ticks, title="Samples").properties(width=340)
 
 
-def comparison_chart(samples_ms: Mapping[str, Sequence[float]], *, baseline: str | None = None) -> Any:
+def comparison_chart(samples_ms: Mapping[str, Sequence[float]], *, baseline: str | None = None
+                     ) -> altair.TopLevelMixin:
     """Left: sample distributions per variant. Right: speedup over ``baseline`` with its 95% CI."""
     import altair as alt
 

@@ -5,13 +5,15 @@ and the change points (computed in ``workbench.study.history``) marked where a s
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from workbench.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
+    import altair
+
     from workbench.study.history import History
 
 MAX_POINTS = 5000     # altair's row limit: a longer history shows its latest runs
@@ -36,7 +38,7 @@ def history_table(history: "History") -> pd.DataFrame:
     return table.tail(MAX_POINTS)
 
 
-def history_chart(history: "History", *, title: str | None = None) -> Any:
+def history_chart(history: "History", *, title: str | None = None) -> altair.TopLevelMixin:
     """A trend line of the runs' medians (IQR as a band of error bars), each segment's level as a
     step, and a rule at every change point, labelled with its run number."""
     import altair as alt

@@ -28,9 +28,19 @@ import json
 import re
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, Union
 
 from workbench.errors import InvalidArgumentError
+
+
+class Drawable(Protocol):
+    """What draws: an altair chart (any kind, layered or concatenated) or an ``OfflineChart``."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+# A chart, or its vega-lite spec as a dict.
+ChartLike = Union[Drawable, dict[str, Any]]
 
 _ids = itertools.count()
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -135,7 +145,7 @@ def script_safe_json(value: Any) -> str:
     return "".join(_JSON_ESCAPES.get(ch, ch) for ch in text)
 
 
-def chart_spec(chart: Any) -> dict[str, Any]:
+def chart_spec(chart: ChartLike) -> dict[str, Any]:
     """The vega-lite spec of an altair chart (or a spec dict passed through), NaN-free."""
     if isinstance(chart, dict):
         return chart
@@ -146,7 +156,7 @@ def chart_spec(chart: Any) -> dict[str, Any]:
     return chart.to_dict()
 
 
-def to_offline_html(chart: Any, *, include_bundle: bool = True, renderer: str = "svg") -> str:
+def to_offline_html(chart: ChartLike, *, include_bundle: bool = True, renderer: str = "svg") -> str:
     """An HTML fragment that draws ``chart`` with no network access.
 
     ``include_bundle=False`` leaves out the vega JS: use it when the page already has it
@@ -192,7 +202,7 @@ def to_offline_html(chart: Any, *, include_bundle: bool = True, renderer: str = 
     return "\n".join(parts)
 
 
-def notebook_html(chart: Any, *, include_bundle: bool | None = True, renderer: str = "svg") -> str:
+def notebook_html(chart: ChartLike, *, include_bundle: bool | None = True, renderer: str = "svg") -> str:
     """Offline HTML for one notebook output.  ``include_bundle=None``: as :func:`bundle_wanted`
     decides (one copy per notebook where the front end names cells, else one per output)."""
     if include_bundle is None:
@@ -225,7 +235,7 @@ def enable_offline_renderer(*, force: bool = False) -> bool:
 class OfflineChart:
     """Wraps an altair chart so that notebooks (and nbconvert) show it offline."""
 
-    def __init__(self, chart: Any, *, renderer: str = "svg"):
+    def __init__(self, chart: ChartLike, *, renderer: str = "svg"):
         self.chart = chart
         self.renderer = renderer
 
@@ -236,7 +246,7 @@ class OfflineChart:
         return chart_spec(self.chart)
 
 
-def display(chart: Any, *, include_bundle: bool | None = None, renderer: str = "svg") -> None:
+def display(chart: ChartLike, *, include_bundle: bool | None = None, renderer: str = "svg") -> None:
     """Show a chart, or a list of charts as one output, in the running notebook with no network
     (vega goes with the output once, or once per notebook: see the module docstring;
     ``include_bundle=True`` forces a copy into this output)."""
@@ -248,7 +258,7 @@ def display(chart: Any, *, include_bundle: bool | None = None, renderer: str = "
                                              renderer=renderer) for i, c in enumerate(charts))))
 
 
-def page_html(charts: list[Any], *, title: str = "workbench charts", renderer: str = "svg") -> str:
+def page_html(charts: list[ChartLike], *, title: str = "workbench charts", renderer: str = "svg") -> str:
     """A whole standalone HTML page: the vega bundle once, then every chart."""
     body = "\n".join(to_offline_html(c, include_bundle=False, renderer=renderer) for c in charts)
     return (
@@ -258,7 +268,7 @@ def page_html(charts: list[Any], *, title: str = "workbench charts", renderer: s
     )
 
 
-def save(chart: Any, path: str | Path, *, scale: float = 1.0) -> Path:
+def save(chart: ChartLike, path: str | Path, *, scale: float = 1.0) -> Path:
     """Write ``chart`` as ``.svg``, ``.png`` (vl-convert), ``.html`` (offline page) or ``.json``."""
     import vl_convert as vlc
 

@@ -6,23 +6,26 @@ devices and analysis layers compute them; this module only places and draws.
 """
 from __future__ import annotations
 
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from workbench.analysis.labels import unique_labels
-from workbench.charts.common import as_table, finite_rows, message_chart, require_columns, shorten
+from workbench.charts.common import TableLike, as_table, finite_rows, message_chart, require_columns, shorten
 from workbench.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
+    import altair
+
     from workbench.devices.ceilings import Ceiling
 
 POINT_COLUMNS = ("name", "flops", "bytes", "dur_us")
 REFERENCE_COLOR = "#9a9a9a"   # reference roofs (a CPU's datasheet peaks) beside the judged ceilings
 
 
-def roofline_points(points: Any, ceiling: Any = None) -> pd.DataFrame:
+def roofline_points(points: TableLike, ceiling: Ceiling | None = None) -> pd.DataFrame:
     """Arithmetic intensity (FLOP/byte) and achieved FLOP/s per point; unplaceable rows dropped. With a
     ``ceiling`` (``workbench.devices.ceilings.Ceiling``), the placement the rules read
     (``workbench.analysis.roofline.place``): bound, above_roof (an anomaly, never a win), work_source."""
@@ -98,7 +101,7 @@ def _intensity_span(placed: pd.DataFrame, ridges_at: list[float]) -> tuple[float
             float(max(placed["intensity"].max(), *ridges_at)))
 
 
-def _reference_layers(alt: Any, reference: Any, intensity_range: tuple[float, float]) -> list[Any]:
+def _reference_layers(alt: ModuleType, reference: Ceiling, intensity_range: tuple[float, float]) -> list[Any]:
     """Grey roofs (and hollow ridge marks) of a reference ceiling, e.g. a CPU's datasheet peaks."""
     lines, ridges = roof_lines(reference.memory_gbps, reference.peak_flops, intensity_range)
     ridges["text"] = ridges["text"].map(lambda t: f"{t} (reference, not used for judging)")
@@ -110,13 +113,13 @@ def _reference_layers(alt: Any, reference: Any, intensity_range: tuple[float, fl
     return [roof, ridge]
 
 
-def roofline_chart(points: Any, *, memory_gbps: float, peak_flops: Mapping[str, float],
+def roofline_chart(points: TableLike, *, memory_gbps: float, peak_flops: Mapping[str, float],
                    title: str = "Roofline", device: str = "", baseline: str = "baseline",
-                   note: str = "", reference: Any = None) -> Any:
+                   note: str = "", reference: Ceiling | None = None) -> altair.TopLevelMixin:
     """Log-log roofline; points of a ``variant`` other than ``baseline`` get an arrow from the
     baseline's point of the same op. ``note`` is added to the subtitle, one line per "\\n" (ceiling
     source, left out).
-    ``reference`` (anything with ``memory_gbps`` and ``peak_flops``, e.g. a CPU's datasheet
+    ``reference`` (a ``Ceiling``, e.g. a CPU's datasheet
     ceilings) is drawn as grey roofs beside the ceilings."""
     import altair as alt
 
@@ -201,7 +204,7 @@ def _ceiling_note(ceilings: Ceiling, info: dict[str, Any]) -> str:
 
 
 def trace_roofline_chart(trace: Any, *, ceilings: Ceiling | None = None, environment: Mapping[str, Any] | None = None,
-                         measure: bool = False, max_points: int = 40, title: str = "Roofline") -> Any:
+                         measure: bool = False, max_points: int = 40, title: str = "Roofline") -> altair.TopLevelMixin:
     """One point per (op, input shapes) with known work, against the trace's device ceilings
     (``roofline_data.ceilings_for``: GPU vendor peaks, measured or cached CPU ceilings, else a default)."""
     from workbench.charts.roofline_data import ceilings_for, op_roofline_points
@@ -218,7 +221,7 @@ def trace_roofline_chart(trace: Any, *, ceilings: Ceiling | None = None, environ
 
 
 def variants_roofline_chart(traces: Mapping[str, Any], *, ceilings: Ceiling | None = None, max_points: int = 25,
-                            title: str = "Roofline: variants against the baseline") -> Any:
+                            title: str = "Roofline: variants against the baseline") -> altair.TopLevelMixin:
     """Points of several traces (or runs with ``.trace``), the first one the baseline; an arrow
     from each baseline op to the same op (name and shapes) in every other variant."""
     from workbench.charts.roofline_data import ceilings_for, op_roofline_points

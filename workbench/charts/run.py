@@ -13,6 +13,7 @@ from workbench.charts.timeline import timeline_chart
 
 if TYPE_CHECKING:
     import altair
+    import pandas as pd
 
     from workbench.measurement import Measurement
     from workbench.profile_run import ProfileRun
@@ -23,7 +24,7 @@ PER_CALL_OP_TIME = "self_ms_per_call"       # ProfileRun.per_call_ops()
 PER_CALL_KERNEL_TIME = "sum_ms_per_call"    # ProfileRun.per_call_kernels()
 
 
-def _gpu_charts(trace: Any, kernel_table: Any = None) -> list[Any]:
+def _gpu_charts(trace: Any, kernel_table: pd.DataFrame | None = None) -> list[Any]:
     kernels = trace.kernel_breakdown()
     if kernel_table is not None:
         charts = [guarded_chart(lambda: top_kernels_chart(kernel_table, value=PER_CALL_KERNEL_TIME), "Top kernels")]
@@ -41,7 +42,7 @@ def _gpu_charts(trace: Any, kernel_table: Any = None) -> list[Any]:
 
 def trace_charts(trace: Any, *, timeline: bool = True, roofline: bool = True,
                  environment: Mapping[str, Any] | None = None, measure_ceiling: bool = False,
-                 op_table: Any = None, kernel_table: Any = None) -> list[Any]:
+                 op_table: pd.DataFrame | None = None, kernel_table: pd.DataFrame | None = None) -> list[Any]:
     """Top ops; on GPU traces top kernels, kernel types, the idle split and time per rank; the
     roofline of the ops with known work (``measure_ceiling``: measure this CPU's ceilings if
     they are not cached); then the timeline. The top ops and kernels are totals over the traced
@@ -61,7 +62,7 @@ def trace_charts(trace: Any, *, timeline: bool = True, roofline: bool = True,
     return charts
 
 
-def timing_chart(timing: Measurement, *, label: str = "run") -> altair.Chart:
+def timing_chart(timing: Measurement, *, label: str = "run") -> altair.TopLevelMixin:
     """The distribution of a Measurement's samples."""
     return comparison_chart({timing.label or label: list(timing.samples_ms)})
 
@@ -82,7 +83,7 @@ def run_charts(run: ProfileRun, *, timeline: bool = True, roofline: bool = True,
     return charts
 
 
-def _per_call_tables(run: ProfileRun) -> tuple[Any, Any]:
+def _per_call_tables(run: ProfileRun) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
     """A run's op and kernel tables per clean call (the run states its times per call), or None each where
     the run cannot give them (then the charts show the trace's totals, and say so)."""
     tables = []

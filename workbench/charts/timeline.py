@@ -12,7 +12,7 @@ with each text once (``timeline_data``). For full detail anywhere pass ``start_u
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -23,6 +23,9 @@ from workbench.charts.timeline_lod import (
     LOD_COLUMNS, LOD_FACTOR, LevelInfo, TimelineLevels, build_levels, lod_filter_expr,
 )
 from workbench.errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    import altair
 
 EVENT_COLUMNS = ["lane", "kind", "name", "ts_us", "dur_us", "shapes"]
 KIND_ORDER = ["kernel", "memcpy", "memset", "op", "sync", "annotation"]
@@ -221,7 +224,7 @@ def _subtitle(info: dict[str, Any]) -> str:
 
 def timeline_chart(trace_or_events: TraceTables | pd.DataFrame, *, detail_threshold: int = 3000, max_marks: int = 4000,
                    start_us: float | None = None, end_us: float | None = None,
-                   width: int = 900, title: str = "Timeline", zoom_name: str = "zoom") -> Any:
+                   width: int = 900, title: str = "Timeline", zoom_name: str = "zoom") -> altair.Chart:
     """Lanes per rank and stream / thread, coloured by kind; tooltips name, duration, shapes.
 
     Zoom (scroll) and pan (drag) refine aggregated bins: the page filters rows by level with an

@@ -16,8 +16,9 @@ confidence and removes no time. Its "stake" is the timing's uncertainty (the hal
 median's 95 % interval; the whole median where no such interval exists). A finding whose stake is
 larger keeps its confidence; one whose stake is within the uncertainty cannot be told from noise:
 it loses one confidence step and says why. In the ranking the caveats stand after every finding
-held at least as confidently as they are (and before the weaker ones, ``rank``), and
-``Diagnosis.banner`` states them once above the list. The run's health check qualifies the findings it touches the same way: on a
+(``rank``: a finding's evidence is in the trace or the run, the caveat only qualifies it), except a
+caveat saying the timing cannot be judged at all (``NO_INTERVAL_METRIC``: too few samples for any
+interval of the median), which leads; ``Diagnosis.banner`` states them once above the list. The run's health check qualifies the findings it touches the same way: on a
 loaded or oversubscribed machine a preempted process shows idle stretches between its ops, so
 host-gap findings
 (``LOAD_SENSITIVE_RULES``) lose one confidence step and say why.
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.hypothesis import Hypothesis
+from workbench.hypotheses.hypothesis import NO_INTERVAL_METRIC, Hypothesis
 from workbench.hypotheses.catalog import list_rules
 from workbench.hypotheses.registry import NotJudged
 from workbench.hypotheses.run_facts import RunFacts, field_of
@@ -115,26 +116,31 @@ class Diagnosis:
 
 
 def rank(hypotheses: Iterable[Hypothesis]) -> list[Hypothesis]:
-    """Best first. Findings by time at stake, largest first (then higher confidence, then the rule's
-    name: deterministic). A measurement caveat (``MEASUREMENT_CAVEATS``: the timing caveats, one-time
-    work inside the traced window, the profiler's first session) is about the measurement, not the
-    workload, and removes no time: its "stake" (the timing's uncertainty) does not compete with the
-    findings' stakes. The caveats stand after every finding held at least as confidently as the most
-    confident caveat (such a finding's evidence stands in the trace or the run, the caveat qualifies
-    it), and before the findings held less confidently than that (those the measurement leaves too
-    weak to lead: four samples with no interval at all outrank a 0.7 µs low-confidence pattern; a
-    low-confidence caveat outranks nothing). They lead only where nothing else stands."""
+    """Best first. Findings (evidence in the trace or the run) by time at stake, largest first (then
+    higher confidence, then the rule's name: deterministic), whatever their confidence. Then the
+    measurement caveats (``MEASUREMENT_CAVEATS``: the timing caveats, one-time work inside the traced
+    window, the profiler's first session), most confident first: a caveat is about the measurement,
+    not the workload, removes no time, and qualifies the findings (a banner, one confidence step less
+    on those within its uncertainty, ``qualify``) instead of outranking them; its "stake" (the timing's
+    uncertainty) does not compete with the findings' stakes. The one exception leads the list: a
+    caveat saying the timing cannot be judged at all (``voids_timing``: too few samples for any 95 %
+    interval of the median), since then no stake read from the timing stands. Caveats also lead
+    where nothing else stands."""
     shown = [h for h in hypotheses if h.has_evidence and h.time_at_stake_ms > 0]
-    caveats = [h for h in shown if h.rule in MEASUREMENT_CAVEATS]
-    strongest = min((CONFIDENCE_ORDER[h.confidence] for h in caveats), default=len(CONFIDENCE_ORDER))
 
     def key(h: Hypothesis):
         if h.rule in MEASUREMENT_CAVEATS:
-            return (1, CONFIDENCE_ORDER[h.confidence], -h.time_at_stake_ms, h.rule)
-        weaker = CONFIDENCE_ORDER[h.confidence] > strongest
-        return (2 if weaker else 0, -h.time_at_stake_ms, CONFIDENCE_ORDER[h.confidence], h.rule)
+            group = 0 if voids_timing(h) else 2
+            return (group, CONFIDENCE_ORDER[h.confidence], -h.time_at_stake_ms, h.rule)
+        return (1, -h.time_at_stake_ms, CONFIDENCE_ORDER[h.confidence], h.rule)
 
     return sorted(shown, key=key)
+
+
+def voids_timing(h: Hypothesis) -> bool:
+    """A measurement caveat saying the timing cannot be judged at all: its evidence holds
+    ``NO_INTERVAL_METRIC`` (too_few_samples below the count any 95 % interval of the median needs)."""
+    return h.rule in MEASUREMENT_CAVEATS and any(e.metric == NO_INTERVAL_METRIC and e.value for e in h.evidence)
 
 
 # caveats about the clean timing itself: they qualify findings, never outrank a larger stake

@@ -18,6 +18,9 @@ CATEGORIES: tuple[str, ...] = (
     "communication", "load_imbalance", "measurement",
 )
 CONFIDENCES: tuple[str, ...] = ("high", "medium", "low")
+# the evidence metric of a measurement caveat saying the timing cannot be judged at all (no interval of
+# the median can be formed): such a caveat leads the ranking (``diagnose.voids_timing``)
+NO_INTERVAL_METRIC = "no_median_interval"
 STATUSES: tuple[str, ...] = ("proposed", "supported", "weakened", "rejected")
 
 

@@ -4,8 +4,8 @@ bytes from the recorded input shapes and dtypes) against a device's ceilings.
 Each operator gets its roof time (the least time its FLOPs and bytes can take at the ceilings)
 and a bound: ``overhead`` when it takes many times its roof (dispatch, not work, sets its time),
 else ``memory`` or ``compute`` by which ceiling its roof time comes from. Matrix ops whose work
-the shapes do not determine (convolution: stride and padding are not recorded) are placed by
-name as ``compute``, and the evidence says so.
+the shapes do not determine (a forward convolution whose stride and padding were not recorded; its
+backward is counted from shapes) are placed by name as ``compute``, and the evidence says so.
 
 Placement against the ceiling is ``workbench.analysis.roofline`` (memory / compute only clearly away
 from the ridge, ``uncertain`` in the band between; a point above the roof is flagged ``above_roof``).

@@ -5,14 +5,15 @@ the defaults keep every event and every nanosecond.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 import workbench.trace.classify as classify
 import workbench.trace.columns as columns
-from workbench.trace.decode import DecodedFile, TraceHeader
+from workbench.trace.decode import Chunks, DecodedFile, TraceHeader
+from workbench.trace.split_decode import decode_split
 from workbench.trace.issues import Issues
 from workbench.trace.events import Event
 
@@ -41,13 +42,18 @@ class FileTables:
     notes: list[str] = field(default_factory=list)
 
 
-def build_file(header: TraceHeader, chunks: Iterator[DecodedFile], options: LoadOptions,
+def build_file(header: TraceHeader, chunks: Iterable[DecodedFile], options: LoadOptions,
                issues: Issues) -> FileTables:
     parts: dict[str, list[dict]] = {name: [] for name in TIMED_TABLES}
     names: dict[str, dict[str, str]] = {"process": {}, "thread": {}}
     path = ""
     interners = columns.Interners()
     edges: list[tuple[int, int, Event]] = []  # B/E events, paired once the file is read
+    if isinstance(chunks, Chunks):
+        path = chunks.path
+        split = decode_split(chunks, interners, parts, names, issues)  # a large file: in worker processes
+        if split is not False:
+            chunks = iter(() if split is None else (split,))
     for decoded in chunks:
         path = decoded.path
         issues.skipped(decoded.skipped)

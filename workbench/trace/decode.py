@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import sys
+from json import detect_encoding
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -82,7 +83,35 @@ def decode_file(path: str) -> tuple[TraceHeader, Iterator[DecodedFile]]:
     if start is None:  # an unusual layout, or an error to report: read it whole
         return _decode_whole(bytes(buf), path)
     header, pos, bare = start
-    return header, _chunks(path, header, buf[pos - 1:], blocks, bare)
+    return header, Chunks(_chunks(path, header, buf[pos - 1:], blocks, bare), path, header,
+                          pos - 1 if _text_is_bytes(path) else None, bare)
+
+
+class Chunks:
+    """A file's chunks (iterate them once), and where its events array's "[" is in the file when the
+    file's bytes are its text (plain UTF-8: not gzip, no byte-order mark, not transcoded): then pieces
+    of it can be read by offset in other processes (split_decode.py) instead."""
+
+    def __init__(self, pieces: Iterator[DecodedFile], path: str, header: TraceHeader,
+                 events_at: int | None, bare: bool) -> None:
+        self.pieces, self.path, self.header = pieces, path, header
+        self.events_at, self.bare = events_at, bare
+
+    def __iter__(self) -> Iterator[DecodedFile]:
+        return self.pieces
+
+    def __next__(self) -> DecodedFile:
+        return next(self.pieces)
+
+
+def _text_is_bytes(path: str) -> bool:
+    """Whether the stream's bytes are the file's bytes, offset for offset (plain UTF-8 without a BOM)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError:
+        return False
+    return len(head) == 4 and head[:2] != stream.GZIP_MAGIC and detect_encoding(head) == "utf-8"
 
 
 def _find_events(buf: bytearray, blocks: Iterator[bytes], path: str):

@@ -6,8 +6,8 @@ categorical once, at the end. An int and its decimal text (pid 7 and "7") share 
 """
 from __future__ import annotations
 
-from itertools import compress, repeat
-from operator import attrgetter
+from itertools import repeat
+from operator import attrgetter, itemgetter
 
 import numpy as np
 import pandas as pd
@@ -71,13 +71,20 @@ class KeyInterner:
         self._parts: list[list[int]] = [[] for _ in fields]
 
     def encode(self, items: list) -> list[np.ndarray]:
-        """For each field, the codes of ``item.<field>`` for all items."""
-        n, get = len(items), self._get
-        combo = np.fromiter(map(self._combos.get, map(get, items), repeat(-1)), dtype=np.int32, count=n)
+        """For each field, the codes of ``item.<field>`` for all items.
+
+        One pass over the items; only the items whose combination was not seen before are
+        visited again, and new combinations get their codes in order of first appearance.
+        """
+        n, get, combos = len(items), self._get, self._combos
+        combo = np.fromiter(map(combos.get, map(get, items), repeat(-1)), dtype=np.int32, count=n)
         if n and combo.min() < 0:
-            for key in set(compress(map(get, items), (combo < 0).tolist())):
-                self._add(key)
-            combo = np.fromiter(map(self._combos.__getitem__, map(get, items)), dtype=np.int32, count=n)
+            new = np.flatnonzero(combo < 0)
+            keys = list(map(get, itemgetter(*new)(items))) if len(new) > 1 else [get(items[new[0]])]
+            for key in keys:
+                if key not in combos:
+                    self._add(key)
+            combo[new] = np.fromiter(map(combos.__getitem__, keys), dtype=np.int32, count=len(keys))
         return [np.array(part, dtype=np.int32)[combo] for part in self._parts]
 
     def _add(self, key: tuple) -> None:

@@ -17,14 +17,14 @@ from workbench.errors import TraceFormatError
 from workbench.trace.paths import open_checked, shown
 
 BLOCK_BYTES = 1 << 20  # bytes read (or decompressed) at a time
-_GZIP_MAGIC = b"\x1f\x8b"
+GZIP_MAGIC = b"\x1f\x8b"
 
 
 def blocks(path: str) -> Iterator[bytes]:
     """The file's (decompressed) bytes as UTF-8, BLOCK_BYTES or so at a time."""
     with open_checked(path) as fh:
         head = fh.read(BLOCK_BYTES)
-        if head[:2] == _GZIP_MAGIC:
+        if head[:2] == GZIP_MAGIC:
             yield from _utf8(_gunzip(head, fh, path), path)
             return
         yield from _utf8(_plain(head, fh), path)

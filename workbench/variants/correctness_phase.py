@@ -152,8 +152,8 @@ def changed_inputs(before: Any, after: Any) -> list[str]:
 
 
 def _record_state_changes(live: Live, guard: StateGuard | None, extra: Sequence[str] = ()) -> None:
-    changed = list(getattr(guard, "changed", None) or []) + [c for c in extra if c not in
-                                                          (getattr(guard, "changed", None) or [])]
+    by_guard = guard.changed if guard is not None else []
+    changed = list(by_guard) + [c for c in extra if c not in by_guard]
     live.add_flags(state_change_flags(changed))
 
 
@@ -268,7 +268,7 @@ def _one_check(lives: list[Live], baseline: Live, args: tuple[Any, ...], ref: An
         raise InvalidArgumentError(f"the baseline {baseline.name!r} failed ({baseline.status}: "
                                    f"{baseline.reason}); fix it or choose another baseline= variant")
     base_mutated = list(baseline.mutated)
-    base_inputs = clone_tensors(getattr(baseline, "last_inputs", args))
+    base_inputs = clone_tensors(baseline.last_inputs)
     native_raw, native = native, clone_tensors(native)
     poison_tensors(native_raw)
     ref = native if ref is None else ref
@@ -307,7 +307,7 @@ def _input_checks(live: Live, base_mutated: list[str], base_inputs: Any, toleran
             found.append(OutputCheck(path, False, "input changed in place by the call (the baseline leaves it "
                                                   "unchanged): a caller reusing its inputs gets other values"))
     if base_mutated:
-        mine = dict(tensor_leaves(getattr(live, "last_inputs", ())))
+        mine = dict(tensor_leaves(live.last_inputs))
         theirs = dict(tensor_leaves(base_inputs))
         for path in base_mutated:
             if path in mine and path in theirs:

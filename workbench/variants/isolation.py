@@ -153,11 +153,14 @@ def _torch_settings() -> dict[str, tuple[Callable[[], Any], Callable[[Any], Any]
 class StateGuard:
     """``with StateGuard() as g: ...``; afterwards ``g.changed`` names what was changed (and restored)."""
 
+    def __init__(self) -> None:
+        self.changed: list[str] = []
+
     def __enter__(self) -> "StateGuard":
         self._settings = _torch_settings()
         self._before = {k: get() for k, (get, _) in self._settings.items()}
         self._timers = {n: getattr(time, n) for n in TIMER_NAMES}
-        self.changed: list[str] = []
+        self.changed = []
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -84,7 +84,7 @@ def cpu_compute_bound_ops(f: TraceFacts, limits):
     if achieved == achieved:
         ev.append(Evidence("achieved_gflops", achieved, "GFLOP/s", f.ceiling.peak_gflops, "<=" if not above else ">",
                            source="analytic work / measured time, against the ceiling's peak", rows=_ceiling_row(f)))
-    confounders = ["the intensity is analytic, not measured", "convolutions are placed by name (stride/padding not recorded)"]
+    confounders = ["the intensity is analytic, not measured", "forward convolutions whose stride/padding the trace did not record are placed by name"]
     if above:   # more than the roof allows: the ceiling (a default?) or the counts are wrong, not a win
         confounders.insert(0, f"the ops achieve {achieved:.0f} GFLOP/s, above the {f.ceiling.kind} ceiling's "
                               f"{f.ceiling.peak_gflops:.0f} GFLOP/s: an anomaly (wrong ceiling or counts); "

@@ -1,7 +1,7 @@
 """Rules over ProfileRun-level facts: cold start, measurement validity, torch.compile."""
 from __future__ import annotations
 
-from workbench.hypotheses.hypothesis import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import NO_INTERVAL_METRIC, Evidence, Hypothesis
 from workbench.hypotheses.registry import NotJudged, rule
 from workbench.hypotheses.run_facts import RunFacts, field_of
 
@@ -100,11 +100,15 @@ def too_few_samples(f: RunFacts, limits):
     if timing.n >= limits["min_samples"]:
         return None
     lo, hi = timing.median_ci_ms()
+    evidence = [Evidence("n_samples", timing.n, "samples", limits["min_samples"], "<", "run.timing")]
     if timing.n < NO_INTERVAL_BELOW:
-        # no distribution-free 95 % interval of the median exists: the whole median is uncertain
+        # no distribution-free 95 % interval of the median exists: the whole median is uncertain, the
+        # timing cannot be judged at all, and this caveat leads the ranking (diagnose.voids_timing)
         observed = (f"{timing.n} samples: fewer than {NO_INTERVAL_BELOW}, so no 95% interval of the median "
                     f"can be formed (they span {timing.min_ms:.4g}-{timing.max_ms:.4g} ms)")
         stake = timing.median_ms
+        evidence.append(Evidence(NO_INTERVAL_METRIC, 1, "flag", source="run.timing (order statistics: "
+                                 f"fewer than {NO_INTERVAL_BELOW} samples)"))
     else:
         observed = f"{timing.n} samples; the 95% interval of the median is {lo:.4g}-{hi:.4g} ms"
         stake = min(max(hi - lo, 0.0) / 2, timing.median_ms)
@@ -113,7 +117,7 @@ def too_few_samples(f: RunFacts, limits):
         observed=observed,
         mechanism="With few samples the median's interval is wide; any comparison inherits that width, and "
                   "findings whose stake is within it cannot be told from noise.",
-        evidence=(Evidence("n_samples", timing.n, "samples", limits["min_samples"], "<", "run.timing"),),
+        evidence=tuple(evidence),
         time_at_stake_ms=stake + 1e-9,
         predicted_effect="more repeats narrow the interval; the median itself should stay inside it",
         falsifier="profile again with repeat >= 20: if the median moves outside this interval, the first result was not trustworthy",
