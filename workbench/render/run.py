@@ -26,6 +26,7 @@ from workbench.units import format_ms
 
 if TYPE_CHECKING:
     import pandas as pd
+    from workbench.capture.compile_diag import CompileDiagnostics
 
     from workbench.capture.run import RunRecord
     from workbench.hypotheses import Hypothesis
@@ -128,17 +129,27 @@ def stake_text(h: Hypothesis) -> str:
     return f"up to {format_ms(stake)} per call at stake"
 
 
+def _recompiles_item(c: CompileDiagnostics) -> str:
+    """Recompiles in the steady state, and those within the first call apart (resume functions
+    after a graph break meeting a new stack shape: one-time, like the first compile)."""
+    first = sum(1 for r in c.recompiles if r.on_first_call)
+    steady = c.steady_recompile_count
+    return f"recompiles in the steady state: {steady}" + (f" (and {first} within the first call)" if first > 0 else "")
+
+
 def compile_rows(run: ProfileRun) -> list[tuple[str, list[str]]]:
     """torch.compile's diagnostics as (heading, items); empty when nothing was compiled."""
     c = run.compile
     if not c.compiled_anything and not c.graph_breaks and not c.recompiles:
         return []
     out = [("counts", [f"graphs compiled: {c.graph_count}", f"graph breaks: {c.graph_break_count}",
-                       f"recompiles: {c.recompile_count}"])]
+                       _recompiles_item(c)])]
     if c.graph_breaks:
         out.append(("Graph breaks:", [f"{b.reason} at {b.location} ×{b.count}" for b in c.graph_breaks]))
     if c.recompiles:
-        out.append(("Recompiles:", [f"{r.function}: {'; '.join(r.guard_failures)}" for r in c.recompiles]))
+        out.append(("Recompiles:", [f"{r.function}: {'; '.join(r.guard_failures)}"
+                                    f"{' (within the first call: one-time)' if r.on_first_call else ''}"
+                                    for r in c.recompiles]))
     if c.cudagraph_skip_reasons:
         out.append((f"CUDA graphs skipped ×{len(c.cudagraph_skip_reasons)}:",
                     [r[:300] for r in dict.fromkeys(c.cudagraph_skip_reasons)]))
