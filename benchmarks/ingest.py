@@ -32,12 +32,13 @@ FALLBACK_SOURCE = ROOT / "tests" / "data" / "gpu" / "mi300x_sglang.json.gz"
 HTA_VENV = OUT / "hta-venv"
 
 OURS = """
-import sys, time, json, warnings
+import os, sys, time, json, warnings
 warnings.simplefilter("ignore")
-t0, c0 = time.perf_counter(), time.process_time()
+cpu = lambda: sum(os.times()[:4])  # this process and its waited-for workers
+t0, c0 = time.perf_counter(), cpu()
 from workbench.trace import read_trace
 trace = read_trace(sys.argv[1])
-t1, c1 = time.perf_counter(), time.process_time()
+t1, c1 = time.perf_counter(), cpu()
 import workbench.analysis as analysis
 for name in ("kernel_breakdown", "temporal_breakdown", "idle_breakdown", "launch_stats", "comm_overlap",
              "copy_stats", "sync_audit", "op_breakdown"):
@@ -53,6 +54,8 @@ from workbench.trace import read_trace
 from workbench.trace.build import LoadOptions, build_file
 from workbench.trace.decode import decode_file
 from workbench.trace.issues import Issues
+import workbench.trace.split_decode as split_decode
+split_decode.PARALLEL_MIN_BYTES = 1 << 62  # stages of the single-process path
 path = sys.argv[1]
 c0 = time.process_time()
 header, chunks = decode_file(path)
@@ -70,10 +73,11 @@ print(json.dumps({"decode_cpu_s": c1 - c0, "columns_cpu_s": (c2 - c1) - (c1 - c0
 HTA = """
 import sys, time, json, os, warnings, logging
 warnings.simplefilter("ignore"); logging.disable(logging.WARNING)
-t0, c0 = time.perf_counter(), time.process_time()
+cpu = lambda: sum(os.times()[:4])  # this process and its waited-for workers
+t0, c0 = time.perf_counter(), cpu()
 from hta.trace_analysis import TraceAnalysis
 analyzer = TraceAnalysis(trace_dir=os.path.dirname(sys.argv[1]))
-t1, c1 = time.perf_counter(), time.process_time()
+t1, c1 = time.perf_counter(), cpu()
 done = []
 for name in ("get_gpu_kernel_breakdown", "get_temporal_breakdown", "get_idle_time_breakdown",
              "get_cuda_kernel_launch_stats", "get_comm_comp_overlap", "get_memory_bw_summary",
@@ -131,10 +135,25 @@ def _shift(event: dict, dt: float, did: int) -> dict:
 
 def measure(python: str, script: str, path: Path, env: dict) -> dict:
     """Run one side in a dedicated parent so RUSAGE_CHILDREN is that side's peak alone."""
-    runner = ("import resource, subprocess, sys, json\n"
-              "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+    # peak_kb: the largest process's peak RSS; tree_pss_kb: the peak of the PSS summed over the process
+    # and its workers (sampled every 20 ms; forked workers share pages, PSS splits them fairly)
+    runner = ("import resource, subprocess, sys, json, time\n"
+              "def pss(pid):\n"
+              "    try:\n"
+              "        with open(f'/proc/{pid}/smaps_rollup') as fh:\n"
+              "            own = next(int(l.split()[1]) for l in fh if l.startswith('Pss:'))\n"
+              "        with open(f'/proc/{pid}/task/{pid}/children') as fh:\n"
+              "            kids = [int(k) for k in fh.read().split()]\n"
+              "    except (OSError, StopIteration, ValueError):\n"
+              "        return 0\n"
+              "    return own + sum(pss(k) for k in kids)\n"
+              "p = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)\n"
+              "tree = 0\n"
+              "while p.poll() is None:\n"
+              "    tree = max(tree, pss(p.pid)); time.sleep(0.02)\n"
+              "out, err = p.communicate()\n"
               "use = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
-              "print(json.dumps({'rc': p.returncode, 'out': p.stdout, 'err': p.stderr[-2000:],\n"
+              "print(json.dumps({'rc': p.returncode, 'out': out, 'err': err[-2000:], 'tree_pss_kb': tree,\n"
               "                  'peak_kb': use.ru_maxrss, 'cpu_s': use.ru_utime + use.ru_stime}))\n")
     started = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", runner, python, "-c", script, str(path)],
@@ -144,7 +163,8 @@ def measure(python: str, script: str, path: Path, env: dict) -> dict:
     if report["rc"] != 0:
         return {"error": report["err"].strip().splitlines()[-1] if report["err"].strip() else "failed"}
     result = json.loads(report["out"].strip().splitlines()[-1])
-    return {**result, "wall_s": wall, "peak_mb": report["peak_kb"] / 1024, "cpu_s": report["cpu_s"]}
+    return {**result, "wall_s": wall, "peak_mb": report["peak_kb"] / 1024, "cpu_s": report["cpu_s"],
+            "tree_mb": report["tree_pss_kb"] / 1024}
 
 
 def median_run(python: str, script: str, path: Path, env: dict, repeat: int) -> dict:
@@ -153,7 +173,8 @@ def median_run(python: str, script: str, path: Path, env: dict, repeat: int) -> 
     if any("error" in r for r in runs):
         return next(r for r in runs if "error" in r)
     runs.sort(key=lambda r: r["load_s"])
-    return {**runs[len(runs) // 2], "peak_mb": max(r["peak_mb"] for r in runs), "runs": len(runs)}
+    return {**runs[len(runs) // 2], "peak_mb": max(r["peak_mb"] for r in runs),
+            "tree_mb": max(r["tree_mb"] for r in runs), "runs": len(runs)}
 
 
 def hta_python() -> tuple[str | None, str]:
@@ -201,7 +222,8 @@ def main() -> None:
               f"{theirs['load_cpu_s'] / ours['load_cpu_s']:.1f}x CPU   "
               f"load+analyses: {(theirs['load_s'] + theirs['analyses_s']) / (ours['load_s'] + ours['analyses_s']):.1f}x wall, "
               f"{theirs['cpu_s'] / ours['cpu_s']:.1f}x CPU (whole process)   "
-              f"peak memory ratio (ours / HTA): {ours['peak_mb'] / theirs['peak_mb']:.2f}")
+              f"peak memory ratio (ours / HTA): {ours['peak_mb'] / theirs['peak_mb']:.2f} largest process, "
+              f"{ours['tree_mb'] / theirs['tree_mb']:.2f} summed over workers (PSS)")
 
 
 def _print_stages(r: dict, size_mb: float) -> None:
@@ -224,7 +246,8 @@ def _print(label: str, r: dict, size_mb: float) -> None:
         return
     print(f"{label}: load {r['load_s']:.2f} s wall / {r['load_cpu_s']:.2f} s CPU "
           f"({size_mb / r['load_s']:.0f} MB/s wall, {size_mb / r['load_cpu_s']:.0f} MB/s CPU), analyses "
-          f"{r['analyses_s']:.2f} s, process CPU {r['cpu_s']:.1f} s, peak RSS {r['peak_mb']:.0f} MB"
+          f"{r['analyses_s']:.2f} s, process CPU {r['cpu_s']:.1f} s, peak RSS {r['peak_mb']:.0f} MB "
+          f"(workers included: {r['tree_mb']:.0f} MB PSS)"
           + (f", median of {r['runs']} runs" if r.get("runs", 1) > 1 else "") + (f", {r['events']:,} events" if "events" in r else "")
           + (f"; {r['done']}" if "done" in r else ""))
 

@@ -16,7 +16,7 @@ import os
 import tempfile
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -76,7 +76,8 @@ def profile_distributed(fn: Callable[..., Any], world_size: int = 2, backend: st
                       f"({', '.join(summary['traces'])})", TraceWarning, stacklevel=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TraceWarning)   # the incomplete-run warning was just given
-        trace = DistributedTrace.of(load_trace(folder, cache=False, workers=1))   # every table is wanted here
+        # workers=1: one process reads every table, so load_trace returns a Trace (never a RankFolder)
+        trace = DistributedTrace.of(cast(Trace, load_trace(folder, cache=False, workers=1)))
     trace.timings = timings_table(summary)
     trace.summary_info = summary
     trace.folder = os.path.abspath(folder)

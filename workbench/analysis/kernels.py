@@ -96,6 +96,6 @@ def _int_coverage(sets) -> dict[int, float]:
         if m > 0:
             out[int(m)] = float(sums[m])
     present = {int(m) for m in np.unique(masks) if m > 0}
-    for m in present - set(out):
-        out[m] = 0.0
+    for mask in present - set(out):
+        out[mask] = 0.0
     return out

@@ -102,7 +102,7 @@ class AnalysisResult:
             return NotImplemented
         return all(_same(getattr(self, f.name), getattr(other, f.name)) for f in dataclasses.fields(self))
 
-    __hash__ = None  # holds DataFrames
+    __hash__ = None  # type: ignore[assignment]  # holds DataFrames: unhashable
 
     def _repr_html_(self) -> str:
         return f"<b>{type(self).__name__}</b>" + self.table.to_html(max_rows=30)

@@ -20,19 +20,24 @@ callee without a formula), the op's inclusive time, not its self time.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from workbench.analysis.result import AnalysisResult
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from workbench.devices.ceilings import Ceiling
+
 RIDGE_BAND = 2.0          # memory-/compute-bound claimed only outside [ridge / 2, ridge x 2]
 ROOF_TOLERANCE = 0.05     # above the roof by more than 5 %: an anomaly (timer and count noise below it)
 FORMULA = "formula from shapes"
 
 
-def bound_of(flops: Any, nbytes: Any, ceiling: Any, dtype: Any = None) -> np.ndarray:
+def bound_of(flops: ArrayLike, nbytes: ArrayLike, ceiling: Ceiling, dtype: Any = None) -> np.ndarray:
     """``memory`` / ``compute`` / ``uncertain`` per point (see the module docstring); ``unknown`` where the
     work is not finite and positive."""
     f = np.asarray(flops, dtype=float)
@@ -48,14 +53,14 @@ def bound_of(flops: Any, nbytes: Any, ceiling: Any, dtype: Any = None) -> np.nda
     return out
 
 
-def _ridges(ceiling: Any, dtype: Any, n: int) -> np.ndarray:
+def _ridges(ceiling: Ceiling, dtype: Any, n: int) -> np.ndarray:
     if dtype is None or isinstance(dtype, str):
         return np.full(n, ceiling.ridge(dtype))
     cache: dict = {}
     return np.array([cache.setdefault(d, ceiling.ridge(d or None)) for d in dtype], dtype=float)
 
 
-def _peaks(ceiling: Any, dtype: Any, n: int) -> np.ndarray:
+def _peaks(ceiling: Ceiling, dtype: Any, n: int) -> np.ndarray:
     if dtype is None or isinstance(dtype, str):
         return np.full(n, ceiling.peak(dtype))
     cache: dict = {}
@@ -79,7 +84,7 @@ class RooflinePlacement(AnalysisResult):
         return self.table[self.table["above_roof"]]
 
 
-def place(points: pd.DataFrame, ceiling: Any, *, time_column: str = "time_us", dtype_column: str | None = None,
+def place(points: pd.DataFrame, ceiling: Ceiling, *, time_column: str = "time_us", dtype_column: str | None = None,
           work_source: str = FORMULA) -> RooflinePlacement:
     """Place each row (``flops``, ``bytes`` and its time in ``time_column``) against ``ceiling``."""
     t = points.reset_index(drop=True)

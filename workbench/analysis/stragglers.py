@@ -40,7 +40,7 @@ def stragglers(trace, semantics="workbench", min_wait_fraction: float = STRAGGLE
     view = prepare(trace, semantics)
     hta_times = view.semantics.round_sub_us or view.semantics.hta_float_times
     k, device = collective_activity(view.kernels, None if hta_times else view.cpu_ops,
-                                    None if hta_times else getattr(trace, "annotations", None))
+                                    None if hta_times else trace.annotations)   # prepare() checked it is there
     ranks = np.unique(k["rank"].to_numpy())
     table = pd.DataFrame({"rank": ranks})
     table["busy_us"] = table["rank"].map(union_length_by(k["rank"].to_numpy(), k["ts_us"], k["end_us"]))

@@ -77,7 +77,7 @@ def comm_overlap(trace, semantics="workbench") -> CommOverlap:
     hta_times = view.semantics.round_sub_us or view.semantics.hta_float_times
     # a CPU-only job (gloo): its CPU ops are the compute, its collective ops and annotations the communication
     activity, _ = collective_activity(view.kernels, None if hta_times else view.cpu_ops,
-                                      None if hta_times else getattr(trace, "annotations", None))
+                                      None if hta_times else trace.annotations)   # prepare() checked it is there
     rows = []
     for rank, kr in activity.groupby("rank", sort=True):
         start, end = kr["ts_us"].to_numpy(np.float64), kr["end_us"].to_numpy(np.float64)

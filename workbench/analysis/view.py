@@ -36,6 +36,7 @@ def prepare(trace, semantics: "Semantics | str" = "workbench") -> TraceView:
         kernels, runtime, cpu_ops, steps = (_hta_times(df, origins, sem) for df in (kernels, runtime, cpu_ops, steps))
     if sem.drop_last_step:
         kernels, runtime, cpu_ops = _drop_last_step(kernels, runtime, cpu_ops, steps)
+    # syncs, ranks and meta are optional: tables built by hand (TraceFacts' stand-in, tests) may lack them
     if sem.hta_kernel_types:
         kernels = _with_hta_gpu_syncs(kernels, getattr(trace, "syncs", None))
     kernels = kernels.assign(kernel_type=classify(kernels, sem))
@@ -54,8 +55,14 @@ def classify(kernels: pd.DataFrame, sem: Semantics) -> np.ndarray:
         return kernels[column].astype(str).to_numpy(dtype=object)
     key = kernels["name"].astype(str) + "\x00" + kernels["kind"].astype(str)
     codes, uniques = pd.factorize(key)
-    types = np.array([kernel_type_of(*u.split("\x00", 1), sem) for u in uniques], dtype=object)
+    types = np.array([_kernel_type_of_key(u, sem) for u in uniques], dtype=object)
     return types[codes]
+
+
+def _kernel_type_of_key(key: str, sem: Semantics) -> str:
+    """``kernel_type_of`` for one factorized "name\x00kind" key (``classify`` builds each with one \x00)."""
+    name, kind = key.split("\x00", 1)
+    return kernel_type_of(name, kind, sem)
 
 
 def _steps(annotations: pd.DataFrame) -> pd.DataFrame:

@@ -177,7 +177,7 @@ def _per_dim(value, n: int) -> list[int] | None:
     return None
 
 
-def _conv_out_spatial(spatial, kernel, args: dict, transposed: bool) -> list[int] | None | str:
+def _conv_out_spatial(spatial, kernel, args: dict, transposed: bool) -> list[int] | None:
     """Output spatial sizes from the input's, the kernel's and the recorded stride/padding/dilation
     (``torch.nn.Conv*d`` / ``ConvTranspose*d`` formulas); None where an argument was not recorded."""
     n = len(spatial)
@@ -289,7 +289,8 @@ BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "threshold_ba
 TERNARY = ("where", "addcmul", "addcdiv", "lerp")
 ELEMENTWISE = UNARY + BINARY + TERNARY
 FILLS = ("fill_", "zero_")
-FORMULAS: dict[str, Callable[[list, int], Result]] = {
+# (shapes, esize) -> Result; those in TAKES_CONCRETE also take the recorded scalar arguments
+FORMULAS: dict[str, Callable[..., Result]] = {
     "aten::mm": mm, "aten::bmm": mm, "aten::matmul": mm, "aten::addmm": addmm, "aten::baddbmm": addmm,
     "aten::linear": linear,
     "aten::sum": reduction, "aten::mean": reduction, "aten::amax": reduction, "aten::amin": reduction,

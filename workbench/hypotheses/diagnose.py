@@ -26,7 +26,7 @@ host-gap findings
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, cast
 
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.hypothesis import NO_INTERVAL_METRIC, Hypothesis
@@ -178,7 +178,7 @@ def qualify(hypotheses: Iterable[Hypothesis]) -> list[Hypothesis]:
     return out
 
 
-def _run_rules(scope: str, facts: Any, only: Iterable[str] | None = None) -> tuple[list[Hypothesis], list[NotJudgedNote]]:
+def _run_rules(scope: str, facts: RunFacts | TraceFacts, only: Iterable[str] | None = None) -> tuple[list[Hypothesis], list[NotJudgedNote]]:
     found, notes = [], []
     wanted = set(only) if only is not None else None
     for r in list_rules(scope):
@@ -238,7 +238,7 @@ def qualify_by_health(hypotheses: list[Hypothesis], health: Any) -> list[Hypothe
     confidence step, with the health check's words as a confounder."""
     from dataclasses import replace
 
-    check = getattr(health, "check", None)
+    check = getattr(health, "check", None)   # a ProfileHealth; a hand-built run may give None or a dict
     if check is None:
         return hypotheses
     loaded = [c for c in (check(name) for name in _LOAD_CHECKS) if c is not None and c.level == "warn"]
@@ -291,5 +291,5 @@ def diagnose(subject: "RunRecord | TraceData | TraceFacts", *, rules: Iterable[s
             from workbench.errors import InvalidArgumentError
             raise InvalidArgumentError("diagnose(run, rules=...): a subset of rules applies to a trace; "
                                        "pass run.trace to judge a subset of its rules")
-        return _diagnose_run(subject)
+        return _diagnose_run(cast("RunRecord", subject))   # only a run has .timing
     return _diagnose_trace(subject, rules=rules)

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from workbench import analysis
-from workbench.devices.ceilings import device_property_dicts
+from workbench.devices.ceilings import Ceiling, device_property_dicts
 from workbench.hypotheses.registry import NotJudged
 import workbench.trace.schema as schema
 
@@ -32,7 +32,14 @@ def _table(trace: Any, name: str) -> pd.DataFrame:
 class TraceFacts:
     """Read-only view of one trace for the rules (one or many ranks)."""
 
-    def __init__(self, trace: Any = None, *, source: str = "trace", ceiling: Any = None,
+    # One frame per name in TABLES, set in __init__ (given, else read from the trace).
+    cpu_ops: pd.DataFrame
+    kernels: pd.DataFrame
+    runtime: pd.DataFrame
+    annotations: pd.DataFrame
+    memory: pd.DataFrame
+
+    def __init__(self, trace: Any = None, *, source: str = "trace", ceiling: Ceiling | None = None,
                  **tables: pd.DataFrame):
         self.trace = trace
         self.source = source
@@ -199,7 +206,7 @@ class TraceFacts:
 
     # -- roofline ---------------------------------------------------------------------------
     @cached_property
-    def ceiling(self):
+    def ceiling(self) -> Ceiling:
         """The roof ops are placed against: given (a run passes its own, ``RunFacts``), the GPU's vendor
         peak, or the CPU ceiling the roofline chart resolves for the same trace
         (``devices.ceilings.resolve_cpu_ceiling``: measured, else the default, labelled). Tables built

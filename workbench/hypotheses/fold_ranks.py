@@ -74,7 +74,7 @@ def fold(copies: Sequence[Hypothesis], all_ranks: Sequence[int] = ()) -> Hypothe
         lo, hi = min(values), max(values)
         spread = f"{first.metric} {lo:.4g}-{hi:.4g} {first.unit}".rstrip()
         extra = (Evidence(f"{first.metric}_spread_across_ranks", hi - lo, first.unit,
-                          source=f"{first.source}; one row per rank, worst first", rows=per_rank),)
+                          source=f"{first.source}; one row per rank, worst first", rows=tuple(per_rank)),)
     stakes = [h.time_at_stake_ms for h in ordered]
     title = f"{worst.title} (rank {ranks[0]}; {len(ranks)} ranks)"
     observed = (f"on ranks {names}{of}, worst first; {spread} across them; stake {min(stakes):.3g}-{max(stakes):.3g} ms "

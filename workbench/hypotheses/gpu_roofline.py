@@ -45,7 +45,7 @@ def family_by_name(names: pd.Series) -> np.ndarray:
     return fam[codes] if len(codes) else np.array([], dtype=object)
 
 
-def place_kernels(kernels: pd.DataFrame, cpu_ops: pd.DataFrame, device_properties: Any) -> pd.DataFrame:
+def place_kernels(kernels: pd.DataFrame, cpu_ops: pd.DataFrame, device_properties: object) -> pd.DataFrame:
     """``kernels`` with family (matrix / memory / other), placed_by, work_op, flops, bytes, roof_us
     (the op's roof time at the GPU's peaks; NaN when placed by name)."""
     out = kernels.assign(family=family_by_name(kernels["name"]), placed_by=PLACED_BY_NAME, work_op="",

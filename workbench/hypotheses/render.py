@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import html
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Union, cast
 
 from workbench.hypotheses.hypothesis import Hypothesis
+
+if TYPE_CHECKING:
+    from workbench.hypotheses.diagnose import Diagnosis
+
+# what the renderers take: a Diagnosis, a HypothesisList, or hypotheses in rank order
+Renderable = Union["Diagnosis", "HypothesisList", Iterable[Hypothesis]]
 
 
 class HypothesisList(list):
@@ -14,12 +20,12 @@ class HypothesisList(list):
     notebook, the ``workbench analyze`` text as its ``repr``.  ``notes`` are the statements of
     what could not be judged (a Diagnosis's ``statements()``)."""
 
-    def __init__(self, hypotheses: Iterable[Any] = (), notes: Iterable[str] = ()) -> None:
+    def __init__(self, hypotheses: Iterable[Hypothesis] = (), notes: Iterable[str] = ()) -> None:
         super().__init__(hypotheses)
         self.notes = list(notes)
 
     @classmethod
-    def from_diagnosis(cls, diag: Any) -> "HypothesisList":
+    def from_diagnosis(cls, diag: Renderable) -> "HypothesisList":
         return cls(list(diag), list(diag.statements()) if hasattr(diag, "statements") else [])
 
     def statements(self) -> list[str]:
@@ -43,11 +49,12 @@ class HypothesisList(list):
     __str__ = __repr__
 
 
-def _items(diag: Any) -> tuple[list[Hypothesis], list[str]]:
+def _items(diag: Renderable) -> tuple[list[Hypothesis], list[str]]:
     if isinstance(diag, HypothesisList):
         return list(diag), diag.statements()
-    if hasattr(diag, "hypotheses"):
-        return list(diag.hypotheses), list(diag.statements())
+    if hasattr(diag, "hypotheses"):   # a Diagnosis (or one reloaded with the same attributes)
+        found = cast("Diagnosis", diag)
+        return list(found.hypotheses), list(found.statements())
     return list(diag), []
 
 
@@ -55,7 +62,7 @@ def _rows_text(rows: Iterable[dict], limit: int = 3) -> list[str]:
     return [", ".join(f"{k}={v}" for k, v in r.items()) for r in list(rows)[:limit]]
 
 
-def render_text(diag: Any, *, limit: int | None = None, evidence_rows: int = 3) -> str:
+def render_text(diag: Renderable, *, limit: int | None = None, evidence_rows: int = 3) -> str:
     hyps, notes = _items(diag)
     lines = []
     if not hyps:
@@ -80,7 +87,7 @@ def render_text(diag: Any, *, limit: int | None = None, evidence_rows: int = 3) 
     return "\n".join(lines)
 
 
-def render_markdown(diag: Any, *, limit: int | None = None) -> str:
+def render_markdown(diag: Renderable, *, limit: int | None = None) -> str:
     hyps, notes = _items(diag)
     esc = _md_escape
     out = []
@@ -111,7 +118,7 @@ def _md_escape(text: str) -> str:
     return text
 
 
-def render_html(diag: Any, *, limit: int | None = None, evidence_rows: int = 5) -> str:
+def render_html(diag: Renderable, *, limit: int | None = None, evidence_rows: int = 5) -> str:
     hyps, notes = _items(diag)
     e = html.escape
     parts = ['<div class="wb-diagnosis">']

@@ -50,7 +50,7 @@ def cpu_ceiling_from(environment: Mapping[str, Any] | None) -> Ceiling:
     return resolve_cpu_ceiling(environment if isinstance(environment, Mapping) else {})
 
 
-def gpu_ceiling(device_properties: Any, dtype: str = "fp32") -> Ceiling | None:
+def gpu_ceiling(device_properties: object, dtype: str = "fp32") -> Ceiling | None:
     """The datasheet peaks of the trace's GPU (judged at ``dtype`` by default), None if unknown."""
     from dataclasses import replace
 

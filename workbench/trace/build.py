@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-import workbench.trace.classify as classify
 import workbench.trace.columns as columns
 from workbench.trace.decode import Chunks, DecodedFile, TraceHeader
 from workbench.trace.split_decode import decode_split
@@ -90,7 +89,7 @@ def build_file(header: TraceHeader, chunks: Iterable[DecodedFile], options: Load
 
 def _take(chunk: columns.Chunk, parts: dict[str, list[dict]], names: dict[str, dict[str, str]],
           edges: list, issues: Issues) -> None:
-    for name, part in _extract(chunk, issues).items():
+    for name, part in columns.extract(chunk, issues).items():
         if part is not None:
             parts[name].append(part)
     for key, found in columns.metadata(chunk).items():
@@ -100,20 +99,6 @@ def _take(chunk: columns.Chunk, parts: dict[str, list[dict]], names: dict[str, d
     if edge_index is not None:
         edges.extend(zip(chunk.file_indexes(edge_index).tolist(), chunk.ts_ns[edge_index].tolist(),
                          [chunk.events[i] for i in edge_index]))
-
-
-def _extract(chunk: columns.Chunk, issues: Issues) -> dict[str, dict | None]:
-    return {
-        "cpu_ops": columns.cpu_ops(chunk, issues),
-        "python_calls": columns.python_calls(chunk, issues),
-        "runtime": columns.runtime(chunk, issues),
-        "kernels": columns.gpu(chunk, classify.GPU, issues),
-        "gpu_syncs": columns.gpu(chunk, classify.GPU_SYNC, issues),
-        "memory": columns.memory(chunk, issues),
-        "annotations": columns.annotations(chunk, classify.ANNOTATION, issues),
-        "gpu_annotations": columns.annotations(chunk, classify.GPU_ANNOTATION, issues),
-        "flows": columns.flows(chunk, issues),
-    }
 
 
 def _round_like_hta(table: dict) -> None:

@@ -261,6 +261,21 @@ def flows(chunk: Chunk, issues: Issues) -> dict | None:
     return out
 
 
+def extract(chunk: Chunk, issues: Issues) -> dict[str, dict | None]:
+    """Every table's columns from one chunk (None for a table it has no rows of)."""
+    return {
+        "cpu_ops": cpu_ops(chunk, issues),
+        "python_calls": python_calls(chunk, issues),
+        "runtime": runtime(chunk, issues),
+        "kernels": gpu(chunk, classify.GPU, issues),
+        "gpu_syncs": gpu(chunk, classify.GPU_SYNC, issues),
+        "memory": memory(chunk, issues),
+        "annotations": annotations(chunk, classify.ANNOTATION, issues),
+        "gpu_annotations": annotations(chunk, classify.GPU_ANNOTATION, issues),
+        "flows": flows(chunk, issues),
+    }
+
+
 def metadata(chunk: Chunk) -> dict[str, dict[str, str]]:
     """Process and thread names from "M" events: {"process": {pid: name}, "thread": {tid: name}}."""
     names: dict[str, dict[str, str]] = {"process": {}, "thread": {}}

@@ -80,8 +80,9 @@ class KeyInterner:
         combo = np.fromiter(map(combos.get, map(get, items), repeat(-1)), dtype=np.int32, count=n)
         if n and combo.min() < 0:
             new = np.flatnonzero(combo < 0)
-            keys = list(map(get, itemgetter(*new)(items))) if len(new) > 1 else [get(items[new[0]])]
-            for key in keys:
+            picked = itemgetter(*new.tolist())(items) if len(new) > 1 else (items[new[0]],)
+            keys = list(map(get, picked))
+            for key in dict.fromkeys(keys):  # each new combination once, in order of first appearance
                 if key not in combos:
                     self._add(key)
             combo[new] = np.fromiter(map(combos.__getitem__, keys), dtype=np.int32, count=len(keys))

@@ -11,6 +11,7 @@ go the single-process way instead, so every odd case keeps its one implementatio
 """
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import threading
@@ -39,7 +40,8 @@ class Piece:
     parts: dict[str, dict]
     names: dict[str, dict[str, str]]
     unknown: dict[tuple[str, str], int]
-    labels: dict[str, list[str]]  # interner -> its labels, by code
+    worker: int  # the process that read it
+    labels: dict[str, list[str]]  # interner -> the labels that worker coded first in this piece
 
 
 def worker_count(size: int) -> int:
@@ -74,44 +76,70 @@ def cut_points(path: str, start: int, size: int) -> list[int] | None:
 
 def _read_range(path: str, begin: int, end: int) -> bytearray:
     """The file's bytes ``begin`` .. ``end`` (both included)."""
-    with open(path, "rb") as fh:
+    text = bytearray(end + 1 - begin)
+    with open(path, "rb", buffering=0) as fh:
         fh.seek(begin)
-        text = bytearray(fh.read(end + 1 - begin))
-    if len(text) != end + 1 - begin:
+        got = fh.readinto(text)
+    if got != len(text):
         raise OSError(f"{path} changed while it was read")
     return text
 
 
 def decode_range(path: str, begin: int, end: int) -> Piece | None:
     """The columns of the events between ``begin`` ("[" or ",") and ``end`` (","); None where the
-    piece is anything but plain events (the single-process path then reads the file)."""
-    import workbench.trace.build as build  # build imports this module
+    piece is anything but plain events, or fails in any way (the single-process path then reads the
+    file, and says what is wrong with it as it always does)."""
+    try:
+        return _decode_range(path, begin, end)
+    except Exception:  # noqa: BLE001 - any failure here is reported by the single-process read
+        return None
 
+
+def _decode_range(path: str, begin: int, end: int) -> Piece | None:
     text = _read_range(path, begin, end)
     text[0], text[-1] = ord("["), ord("]")
-    try:
-        decoded = decode._decode_piece(text, path, 0, decode._FastState())
-    except TraceFormatError:
-        return None
+    decoded = decode._decode_piece(text, path, 0, decode._FastState())
     if decoded is None or decoded.skipped or decoded.nan_values:
         return None
-    interners = columns.Interners()
+    in_pool = _worker_interners is not None
+    interners = _worker_interners if in_pool else columns.Interners()
     chunk = columns.Chunk(decoded, interners)
     if columns.EDGE in chunk.kinds:
         return None
     issues = Issues(path)
-    parts = {name: part for name, part in build._extract(chunk, issues).items() if part is not None}
+    parts = {name: part for name, part in columns.extract(chunk, issues).items() if part is not None}
     if issues.messages or issues.huge_ts_count:
         return None
-    labels = {key: list(getattr(interners, key).labels) for key in ("name", "pid", "tid", "ph", "cat")}
-    return Piece(len(decoded.events), parts, columns.metadata(chunk), chunk.unknown(), labels)
+    labels = {}
+    sent = _labels_sent if in_pool else {}
+    for key in _INTERNERS:
+        known = getattr(interners, key).labels
+        labels[key] = known[sent.get(key, 0):]
+        sent[key] = len(known)
+    worker = os.getpid() if in_pool else -next(_solo)  # outside a pool: a piece coded on its own
+    return Piece(len(decoded.events), parts, columns.metadata(chunk), chunk.unknown(), worker, labels)
+
+
+_INTERNERS = ("name", "pid", "tid", "ph", "cat")
+_worker_interners: columns.Interners | None = None
+_labels_sent: dict[str, int] = {}  # interner -> how many of its labels went out with earlier pieces
+_solo = itertools.count(1)
+
+
+def _start_worker() -> None:
+    """A worker codes its pieces with interners of its own, kept from piece to piece; each piece
+    carries the labels that worker had not sent before (a worker reads its pieces in file order, and
+    the parent takes them in file order, so it re-codes them as the single process would)."""
+    global _worker_interners
+    _worker_interners = columns.Interners()
+    _labels_sent.clear()
 
 
 def _run(path: str, ranges: list[tuple[int, int]], workers: int) -> list[Piece] | None:
     context = multiprocessing.get_context("fork")
     pieces: list[Piece] = []
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker) as pool:
             for piece in pool.map(decode_range, *zip(*[(path, b, e) for b, e in ranges])):
                 if piece is None:
                     pool.shutdown(wait=True, cancel_futures=True)
@@ -122,14 +150,17 @@ def _run(path: str, ranges: list[tuple[int, int]], workers: int) -> list[Piece] 
     return pieces
 
 
-def merge(piece: Piece, first: int, interners: columns.Interners, parts: dict[str, list[dict]],
-          names: dict[str, dict[str, str]], issues: Issues) -> None:
+def merge(piece: Piece, first: int, interners: columns.Interners, remaps: dict[int, dict[str, np.ndarray]],
+          parts: dict[str, list[dict]], names: dict[str, dict[str, str]], issues: Issues) -> None:
     """Add one worker's piece, whose events begin at file index ``first``: its codes re-coded with the
-    file's interners (in the order the labels first appear, as the single process assigns them)."""
-    remap = {}
+    file's interners (new labels in the order they first appear, as the single process codes them).
+    ``remaps``: per worker, its code -> the file's code, grown piece by piece."""
+    remap = remaps.setdefault(piece.worker, {key: np.zeros(0, dtype=np.int32) for key in _INTERNERS})
     for key, labels in piece.labels.items():
-        interner = getattr(interners, key)
-        remap[key] = np.fromiter(map(interner.code, labels), dtype=np.int32, count=len(labels))
+        if labels:
+            interner = getattr(interners, key)
+            added = np.fromiter(map(interner.code, labels), dtype=np.int32, count=len(labels))
+            remap[key] = np.concatenate([remap[key], added])
     for name, part in piece.parts.items():
         for column, key in _CODED.items():
             if column in part:
@@ -172,8 +203,9 @@ def decode_split(chunks: decode.Chunks, interners: columns.Interners, parts: dic
     chunks.pieces.close()  # the usual reader's stream is not needed
     for key in _HEADER_KEYS:
         setattr(chunks.header, key, getattr(header, key))
+    remaps: dict[int, dict[str, np.ndarray]] = {}
     for piece, start in zip(pieces, np.cumsum([0] + [p.events for p in pieces[:-1]]).tolist()):
-        merge(piece, start, interners, parts, names, issues)
+        merge(piece, start, interners, remaps, parts, names, issues)
     return tail if tail.events else None
 
 

@@ -1,10 +1,15 @@
 """Many ranks: exposed (non-overlapped) communication, and stragglers / imbalance between ranks."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @rule("exposed_communication", category="communication", scope="trace", min_comm_pct=10.0, max_overlap_pct=50.0)

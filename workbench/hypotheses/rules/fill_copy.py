@@ -43,7 +43,7 @@ def host_fills(f: TraceFacts) -> pd.DataFrame:
     fills = ops.iloc[idx].assign(op_row=idx)
     if "op_index" in f.runtime:
         fills = fills[~fills["op_row"].isin(set(f.runtime["op_index"].tolist()))]
-    sizes = {}
+    sizes: dict[tuple[str, str], int] = {}
     fill_bytes = [sizes.setdefault((d, t), _tensor_bytes(d, t))
                   for d, t in zip(fills["input_dims"].astype(str), fills["input_types"].astype(str))]
     return fills.assign(bytes=np.asarray(fill_bytes, dtype=np.int64))

@@ -106,7 +106,7 @@ def data_parallel_not_ddp(f: TraceFacts, limits):
     """A single process drives several GPUs with nn.DataParallel (replicate/scatter/gather each step)."""
     if len(f.ranks) > 1:
         raise NotJudged("the trace has several ranks: DataParallel is a single-process pattern")
-    tables = [f.cpu_ops, getattr(f.trace, "python_calls", None)]
+    tables = [f.cpu_ops, getattr(f.trace, "python_calls", None)]   # no trace, or tables without it: None
     ev = pd.concat([tb[["tid", "name", "ts_us", "end_us", "dur_us"]] .astype({"tid": str, "name": str})
                     for tb in tables if isinstance(tb, pd.DataFrame) and not tb.empty], ignore_index=True) \
         if any(isinstance(tb, pd.DataFrame) and not tb.empty for tb in tables) else pd.DataFrame()

@@ -124,7 +124,7 @@ def half_matmul_unaligned(f: TraceFacts, limits):
     kn = [matmul_kn(names[r], dims[r]) if r >= 0 else None for r in mm_row]
     by_tag = tag > 0
     unaligned = np.where(by_tag, tag < align,
-                         [bool(x) and (x[0] % align != 0 or x[1] % align != 0) for x in kn])
+                         [x is not None and (x[0] % align != 0 or x[1] % align != 0) for x in kn])
     judged = by_tag | np.array([x is not None for x in kn], dtype=bool)
     if not judged.any():
         raise NotJudged(f"{len(half)} half-precision matrix kernels: their names state no alignment and no "
