@@ -60,7 +60,7 @@ def classify(kernels: pd.DataFrame, sem: Semantics) -> np.ndarray:
 
 
 def _kernel_type_of_key(key: str, sem: Semantics) -> str:
-    """``kernel_type_of`` for one factorized "name\x00kind" key (``classify`` builds each with one \x00)."""
+    """``kernel_type_of`` for one key ``classify`` factorized: the name and the kind, joined by one NUL."""
     name, kind = key.split("\x00", 1)
     return kernel_type_of(name, kind, sem)
 

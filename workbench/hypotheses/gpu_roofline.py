@@ -17,7 +17,6 @@ for neither.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import numpy as np
 import pandas as pd

@@ -51,8 +51,10 @@ def build_file(header: TraceHeader, chunks: Iterable[DecodedFile], options: Load
     if isinstance(chunks, Chunks):
         path = chunks.path
         split = decode_split(chunks, interners, parts, names, issues)  # a large file: in worker processes
-        if split is not False:
-            chunks = iter(() if split is None else (split,))
+        if split is None:
+            chunks = iter(())
+        elif isinstance(split, DecodedFile):
+            chunks = iter((split,))
     for decoded in chunks:
         path = decoded.path
         issues.skipped(decoded.skipped)

@@ -98,11 +98,11 @@ def decode_range(path: str, begin: int, end: int) -> Piece | None:
 def _decode_range(path: str, begin: int, end: int) -> Piece | None:
     text = _read_range(path, begin, end)
     text[0], text[-1] = ord("["), ord("]")
-    decoded = decode._decode_piece(text, path, 0, decode._FastState())
+    decoded = decode._decode_piece(memoryview(text), path, 0, decode._FastState())
     if decoded is None or decoded.skipped or decoded.nan_values:
         return None
     in_pool = _worker_interners is not None
-    interners = _worker_interners if in_pool else columns.Interners()
+    interners = _worker_interners if _worker_interners is not None else columns.Interners()
     chunk = columns.Chunk(decoded, interners)
     if columns.EDGE in chunk.kinds:
         return None
@@ -200,7 +200,9 @@ def decode_split(chunks: decode.Chunks, interners: columns.Interners, parts: dic
         tail = decode._tail(chunks.path, header, [tail_text], first, chunks.bare)
     except (TraceFormatError, OSError):
         return False
-    chunks.pieces.close()  # the usual reader's stream is not needed
+    close = getattr(chunks.pieces, "close", None)   # a generator: the usual reader's stream is not needed
+    if close is not None:
+        close()
     for key in _HEADER_KEYS:
         setattr(chunks.header, key, getattr(header, key))
     remaps: dict[int, dict[str, np.ndarray]] = {}
