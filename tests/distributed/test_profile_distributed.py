@@ -46,13 +46,14 @@ def test_a_crash_on_one_rank_keeps_the_others_trace(tmp_path):
     assert 0 in trace.ranks
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(120)
 def test_a_hanging_rank_is_stopped_at_the_timeout(tmp_path):
-    with pytest.warns(TraceWarning, match="timed out after 6 s"):
-        trace = wb.profile_distributed(workloads.hang_on_rank_1, world_size=2, timeout_s=6, out=str(tmp_path / "h"))
+    # rank 0 must start torch, profile and write its trace within the timeout, on a loaded machine too
+    with pytest.warns(TraceWarning, match="timed out after 25 s"):
+        trace = wb.profile_distributed(workloads.hang_on_rank_1, world_size=2, timeout_s=25, out=str(tmp_path / "h"))
     by_rank = trace.timings.set_index("rank")
     assert by_rank.loc[0, "status"] == "ok"
-    assert by_rank.loc[1, "status"] in ("terminated", "missing") and "timeout_s=6" in by_rank.loc[1, "error"]
+    assert by_rank.loc[1, "status"] in ("terminated", "missing") and "timeout_s=25" in by_rank.loc[1, "error"]
 
 
 def test_bad_arguments_are_refused_before_anything_runs(tmp_path):
