@@ -30,6 +30,7 @@ from datetime import datetime, timezone
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from workbench.trace.rank_map import available_memory_bytes
 from workbench.errors import InvalidArgumentError, ProfileError
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ def check_world_size(nproc: int, backend: str | None = None) -> None:
             f"{nproc} processes on this machine is too many: it has {cpus} CPU core(s) and workbench runs at most "
             f"{MAX_RANKS_PER_CPU} ranks per core (each is an interpreter with torch and its own threads; more "
             f"cannot keep up in collectives); use {MAX_RANKS_PER_CPU * cpus} or fewer, or more nodes (--nnodes)")
-    available = _available_memory_bytes()
+    available = available_memory_bytes()
     if available is not None and nproc * RANK_MEMORY_BYTES > available:
         raise InvalidArgumentError(
             f"{nproc} processes need at least {nproc * RANK_MEMORY_BYTES / 2**30:.1f} GiB "
@@ -102,17 +103,6 @@ def check_world_size(nproc: int, backend: str | None = None) -> None:
         if nproc > gpus:
             raise InvalidArgumentError(f"backend {backend!r} needs one GPU per rank: {nproc} rank(s), "
                                        f"{gpus} GPU(s) on this machine; use gloo for CPU ranks")
-
-
-def _available_memory_bytes() -> int | None:
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
 
 
 # --- the output folder --------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from workbench.capture.run import RunRecord
+from workbench.report.files import find_template
 from workbench.errors import BundleError, InvalidArgumentError, ReportError
 from workbench.report.execute import check_template, execute_template
 from workbench.report.experiments import write_experiments
@@ -37,13 +38,7 @@ HTML_FILE = "report.html"
 
 def default_template() -> Path:
     """``templates/report.ipynb`` next to the package (a checkout or an editable install)."""
-    here = Path(__file__).resolve()
-    for candidate in (here.parents[1] / "templates" / "report.ipynb",
-                      here.parents[2] / "templates" / "report.ipynb"):
-        if candidate.is_file():
-            return candidate
-    raise ReportError("the default report template templates/report.ipynb was not found next to the "
-                      "workbench package; pass --template PATH.ipynb")
+    return find_template("report.ipynb", "default report")
 
 
 @dataclass(frozen=True)

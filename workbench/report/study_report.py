@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 import warnings
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from workbench.report.files import ReportFiles, find_template
 from workbench.errors import ReportError
 from workbench.render.escape import html_text
 
@@ -37,32 +37,12 @@ PAGE_CSS = """<style>
 </style>"""
 
 
-@dataclass(frozen=True)
-class StudyReportResult:
-    """Where a study report's files are, and what it holds (``summary``)."""
-
-    out_dir: str
-    html_path: str
-    notebook_path: str
-    summary: dict[str, Any]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"out_dir": self.out_dir, "html_path": self.html_path, "notebook_path": self.notebook_path,
-                "summary": self.summary}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "StudyReportResult":
-        return cls(d["out_dir"], d["html_path"], d["notebook_path"], dict(d["summary"]))
+StudyReportResult = ReportFiles   # the files the report wrote (workbench.report.files)
 
 
 def default_study_template() -> Path:
-    """``templates/study_report.ipynb`` next to the package (a checkout or an editable install)."""
-    here = Path(__file__).resolve()
-    for candidate in (here.parents[1] / "templates" / TEMPLATE_NAME, here.parents[2] / "templates" / TEMPLATE_NAME):
-        if candidate.is_file():
-            return candidate
-    raise ReportError(f"the study report template templates/{TEMPLATE_NAME} was not found next to the "
-                      "workbench package; pass --template PATH.ipynb")
+    """The template next to the package (``templates/`` + ``TEMPLATE_NAME``)."""
+    return find_template(TEMPLATE_NAME, "study report")
 
 
 def open_study(folder: str | Path) -> tuple["Study", list[str]]:

@@ -17,7 +17,6 @@ import html
 import json
 import math
 import os
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import pandas as pd
 
 from workbench.analysis.labels import unique_labels
+from workbench.report.files import ReportFiles, find_template
 from workbench.errors import InvalidArgumentError, ReportError
 from workbench.units import format_ms
 
@@ -45,33 +45,12 @@ NO_GATE = ("--compare-to needs clean timing samples from fresh processes, and a 
 
 
 # --- the command ------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class TraceReportResult:
-    """Where a trace report's files are and what it loaded."""
-
-    out_dir: str
-    html_path: str
-    notebook_path: str
-    summary: dict[str, Any]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"out_dir": self.out_dir, "html_path": self.html_path, "notebook_path": self.notebook_path,
-                "summary": self.summary}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "TraceReportResult":
-        return cls(out_dir=d["out_dir"], html_path=d["html_path"], notebook_path=d["notebook_path"],
-                   summary=dict(d["summary"]))
+TraceReportResult = ReportFiles   # the files the report wrote (workbench.report.files)
 
 
 def default_trace_template() -> Path:
-    """``templates/trace_report.ipynb`` next to the package (a checkout or an editable install)."""
-    here = Path(__file__).resolve()
-    for candidate in (here.parents[1] / "templates" / TEMPLATE_NAME, here.parents[2] / "templates" / TEMPLATE_NAME):
-        if candidate.is_file():
-            return candidate
-    raise ReportError(f"the trace report template templates/{TEMPLATE_NAME} was not found next to the "
-                      "workbench package; pass --template PATH.ipynb")
+    """The template next to the package (``templates/`` + ``TEMPLATE_NAME``)."""
+    return find_template(TEMPLATE_NAME, "trace report")
 
 
 def _source(paths: Sequence[str | os.PathLike[str]]) -> Any:
