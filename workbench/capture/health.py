@@ -395,10 +395,43 @@ def _preemption(clean: float | None, traced: float | None, attempts: int) -> Hea
     return HealthCheck("cpu_wait", OK, observed, value=worst, threshold=MAX_WAIT_SHARE)
 
 
+# A call that maps fresh memory pages pays a minor page fault per 4 KiB page (about a microsecond
+# each on these machines): glibc hands large freed buffers back to the OS, or keeps them, depending
+# on its heap layout, so the same code can run at two speeds in two processes.
+FRESH_PAGES_WARN_FAULTS = 256.0   # minor faults per clean call (1 MiB of fresh 4 KiB pages)
+PAGE_BYTES = 4096
+
+
+def read_minor_faults() -> int | None:
+    """This process's minor page faults so far (``getrusage``), None where it cannot be read."""
+    try:
+        import resource
+
+        return int(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
+    except (ImportError, OSError, ValueError):
+        return None
+
+
+def _fresh_pages(faults_per_call: float | None) -> HealthCheck:
+    if faults_per_call is None:
+        return HealthCheck("fresh_pages", UNKNOWN, "page faults are not readable here (no getrusage)")
+    kib = faults_per_call * PAGE_BYTES / 2**10
+    observed = (f"each clean call took {faults_per_call:,.0f} minor page faults (memory mapped fresh: at "
+                f"least {kib:,.0f} KiB, more where the pages are huge pages)")
+    if faults_per_call >= FRESH_PAGES_WARN_FAULTS:
+        return HealthCheck("fresh_pages", WARN, observed,
+                           "the call allocates large buffers whose pages the allocator returns to the OS and maps "
+                           "again on every call; that cost is in the timing and depends on the allocator's state "
+                           "(the same code can differ up to 2x between processes): reuse buffers (out=, "
+                           "preallocation) to remove it, and compare variants interleaved in one process "
+                           "(wb.compare) rather than across processes", faults_per_call, FRESH_PAGES_WARN_FAULTS)
+    return HealthCheck("fresh_pages", OK, observed, value=faults_per_call, threshold=FRESH_PAGES_WARN_FAULTS)
+
+
 def check_health(timing: Measurement, *, traced: Measurement | None = None, profiler_warmup: str = "",
                  machine: MachineState | None = None, legacy_under_profiler: bool = False,
                  clean_wait_share: float | None = None, traced_wait_share: float | None = None,
-                 trace_attempts: int = 1) -> ProfileHealth:
+                 trace_attempts: int = 1, page_faults_per_call: float | None = None) -> ProfileHealth:
     """Every check, worst first. ``machine=None`` (a reloaded older run): the machine checks read
     "unknown" instead of guessing. ``*_wait_share``: the share of the clean / traced calls the thread
     waited on the run queue (``read_run_delay_ns``)."""
@@ -411,6 +444,8 @@ def check_health(timing: Measurement, *, traced: Measurement | None = None, prof
         state = MachineState()
     else:
         checks += [_load(machine), _threads(machine), _omp(machine), _clocks(machine)]
+        if page_faults_per_call is not None:     # counted around the clean calls (getrusage)
+            checks.append(_fresh_pages(page_faults_per_call))
         state = machine
     order = sorted(range(len(checks)), key=lambda i: (_LEVEL_ORDER.get(checks[i].level, 9), i))
     return ProfileHealth(checks=tuple(checks[i] for i in order), machine=state)
@@ -419,9 +454,11 @@ def check_health(timing: Measurement, *, traced: Measurement | None = None, prof
 def health_for(timing: Measurement, traced: Measurement | None, profiler_warmup: str,
                torch: ModuleType | None = None, *, torch_threads: int | None = None,
                environ: Mapping[str, str] | None = None, clean_wait_share: float | None = None,
-               traced_wait_share: float | None = None, trace_attempts: int = 1) -> ProfileHealth:
+               traced_wait_share: float | None = None, trace_attempts: int = 1,
+               page_faults_per_call: float | None = None) -> ProfileHealth:
     """The health of a run just profiled: reads the machine now (``torch_threads``: the thread
-    count the profile ran with, where it set one for the run)."""
+    count the profile ran with, where it set one for the run; ``page_faults_per_call``: minor page
+    faults per clean call, ``read_minor_faults`` around the timed calls)."""
     from dataclasses import replace
 
     machine = read_machine_state(torch, environ=environ)
@@ -429,5 +466,5 @@ def health_for(timing: Measurement, traced: Measurement | None, profiler_warmup:
         machine = replace(machine, torch_threads=int(torch_threads))
     return check_health(timing, traced=traced, profiler_warmup=profiler_warmup, machine=machine,
                         clean_wait_share=clean_wait_share, traced_wait_share=traced_wait_share,
-                        trace_attempts=trace_attempts)
+                        trace_attempts=trace_attempts, page_faults_per_call=page_faults_per_call)
 

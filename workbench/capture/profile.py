@@ -26,7 +26,7 @@ from types import ModuleType
 from typing import Any, Callable, Mapping, TypeVar
 
 from workbench.capture.compile_diag import CompileDiagnostics, CompileWatcher
-from workbench.capture.health import MAX_WAIT_SHARE, health_for, read_run_delay_ns, wait_share
+from workbench.capture.health import MAX_WAIT_SHARE, health_for, read_minor_faults, read_run_delay_ns, wait_share
 from workbench.measurement import Measurement
 from workbench.capture.profiler_check import ProfilerStartWatch, profiler_running
 from workbench.capture.profiler_session import ProfilerSession, warm_up_profiler
@@ -77,6 +77,7 @@ class _Outcome:
     traced_wait_share: float | None = None
     trace_attempts: int = 0
     trace_skipped: str = ""        # why the traced pass did not run although a trace was asked for
+    page_faults_per_call: float | None = None   # minor page faults per clean timed call
 
 
 PROFILER_ALREADY_RUNNING = (
@@ -137,7 +138,9 @@ def _measure(torch: ModuleType, call: Callable[[], Any], cuda: bool, warmup: int
                 call()
             if cuda:
                 torch.cuda.reset_peak_memory_stats()
+            faults_before = read_minor_faults()
             samples, clean_wait = _timed_with_waits(call, repeat, torch, cuda)   # clean: no profiler running
+            faults_after = read_minor_faults()
         memory = _memory_stats(torch, cuda)
         if folder is not None and own_starts.starts and not skipped:
             skipped = CODE_STARTS_PROFILER
@@ -149,8 +152,10 @@ def _measure(torch: ModuleType, call: Callable[[], Any], cuda: bool, warmup: int
                 warm_note = warm_up_profiler(torch, cuda)
                 traced, trace_path, traced_wait, attempts = _traced_passes(torch, call, cuda, folder, trace_repeat)
             native = held.text
+    faults = (None if faults_before is None or faults_after is None
+              else max(0, faults_after - faults_before) / max(1, repeat))
     return _Outcome(cold_ms, samples, traced, settings, watcher.result, memory, warm_note, trace_path,
-                    native, clean_wait, traced_wait, attempts, skipped)
+                    native, clean_wait, traced_wait, attempts, skipped, faults)
 
 
 def _traced_passes(torch: ModuleType, call: Callable[[], Any], cuda: bool, folder: Path,
@@ -275,7 +280,7 @@ def _run_fields(outcome: _Outcome, name: str, warmup: int, repeat: int, cuda: bo
     health = health_for(timing, traced_timing, outcome.profiler_warmup, torch,
                         torch_threads=outcome.settings.get("num_threads"),
                         clean_wait_share=outcome.clean_wait_share, traced_wait_share=outcome.traced_wait_share,
-                        trace_attempts=outcome.trace_attempts)
+                        trace_attempts=outcome.trace_attempts, page_faults_per_call=outcome.page_faults_per_call)
     return dict(
         name=name, timing=timing, cold_ms=outcome.cold_ms, warmup=warmup, repeat=repeat,
         device=device, compile=outcome.compile,
