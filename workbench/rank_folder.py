@@ -273,6 +273,14 @@ class RankFolder:
         return self.full()._tables
 
     def table(self, name: str) -> pd.DataFrame:
+        """One table of every rank (``workbench.trace.schema`` names it), read on demand.
+
+        Args:
+            name: the table's name (``cpu_ops``, ``kernels``, ...).
+
+        Returns:
+            pd.DataFrame: the rows of every rank.
+        """
         return self.full().table(name)
 
     cpu_ops = property(lambda self: self.full().cpu_ops, doc="Every rank's CPU ops (read on demand).")
@@ -316,9 +324,19 @@ class RankFolder:
         return self._summaries[next(iter(self._summaries))]
 
     def span_us(self) -> float:
+        """The longest rank's span, first event to last, in µs (from the rank summaries).
+
+        Returns:
+            float: µs; 0.0 for a folder with no events.
+        """
         return max((s.span_us for s in self._first()), default=0.0)
 
     def event_count(self) -> int:
+        """Events over every rank (from the rank summaries).
+
+        Returns:
+            int: the count.
+        """
         return sum(s.event_count for s in self._first())
 
     def summary(self) -> str:
