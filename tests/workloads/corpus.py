@@ -51,24 +51,29 @@ class Workload:
 CORPUS: list[Workload] = []
 
 
-def _register(category: str | None, kind: str):
-    def register(builder):
-        half = HALVES[len(CORPUS) % 2]          # the split rule: alternate in definition order
-        CORPUS.append(Workload(builder.__name__, category, half, kind, builder))
-        return builder
-    return register
+def registrars(store: list[Workload], half_of: Callable[[int], str]):
+    """``(planted, clean, workloads)`` over ``store``: the decorators that add a builder to it
+    (``half_of(index)`` gives a new workload's half) and the filter that reads it back."""
+    def register(category: str | None, kind: str):
+        def add(builder):
+            store.append(Workload(builder.__name__, category, half_of(len(store)), kind, builder))
+            return builder
+        return add
+
+    def planted(category: str, kind: str = "inference"):
+        return register(category, kind)
+
+    def clean(kind: str = "inference"):
+        return register(None, kind)
+
+    def workloads(half: str | None = None, category: str | None = "*") -> list[Workload]:
+        return [w for w in store if (half is None or w.half == half) and (category == "*" or w.category == category)]
+
+    return planted, clean, workloads
 
 
-def planted(category: str, kind: str = "inference"):
-    return _register(category, kind)
-
-
-def clean(kind: str = "inference"):
-    return _register(None, kind)
-
-
-def workloads(half: str | None = None, category: str | None = "*") -> list[Workload]:
-    return [w for w in CORPUS if (half is None or w.half == half) and (category == "*" or w.category == category)]
+# the split rule: alternate in definition order
+planted, clean, workloads = registrars(CORPUS, lambda index: HALVES[index % 2])
 
 
 # == launch_overhead: many ops far smaller than their dispatch cost ============================

@@ -30,29 +30,13 @@ import numpy as np
 import torch
 import torch.nn.functional as functional
 
-from tests.workloads.corpus import Workload
+from tests.workloads.corpus import Workload, registrars
 
 HALF = "fresh"
 FRESH: list[Workload] = []
 
 
-def _register(category: str | None, kind: str):
-    def register(builder: Callable[[], tuple[Callable[[], Any], dict]]):
-        FRESH.append(Workload(builder.__name__, category, HALF, kind, builder))
-        return builder
-    return register
-
-
-def planted(category: str, kind: str = "inference"):
-    return _register(category, kind)
-
-
-def clean(kind: str = "inference"):
-    return _register(None, kind)
-
-
-def workloads(half: str | None = None, category: str | None = "*") -> list[Workload]:
-    return [w for w in FRESH if (half is None or w.half == half) and (category == "*" or w.category == category)]
+planted, clean, workloads = registrars(FRESH, lambda index: HALF)
 
 
 # == launch_overhead: per-op dispatch cost dominates (many ops, each far smaller than its cost) ======
