@@ -6,10 +6,16 @@ left patched would otherwise hang every later timing loop until its timeout).
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 
 import pytest
+
+# A report made in-process (module fixtures included) would pin this process's malloc for good
+# (workbench.capture.allocator): the suite keeps a plain process's allocator, in every process it
+# starts too; the pin itself is tested in child processes (tests/capture/test_allocator.py).
+os.environ["WORKBENCH_ALLOCATOR"] = "default"
 
 _TIMER_NAMES = ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns",
                 "process_time", "process_time_ns")

@@ -21,6 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Mapping
 
+import workbench.capture.allocator as allocator
 from workbench.measurement import FEW_SAMPLES, NOISY_RELATIVE_IQR, Measurement
 
 # Thresholds, named so that the text and the docs can cite them.
@@ -51,12 +52,15 @@ class MachineState:
     cpu_governor: str | None = None
     cpu_cur_mhz: float | None = None
     cpu_max_mhz: float | None = None
+    allocator_mode: str | None = None         # steady / default (capture.allocator), None: not read
+    allocator_label: str | None = None        # the sentence a reader is told about it
 
     def to_dict(self) -> dict[str, Any]:
         return {"load_avg_1m": self.load_avg_1m, "usable_cores": self.usable_cores,
                 "torch_threads": self.torch_threads, "omp_wait_policy": self.omp_wait_policy,
                 "cpu_governor": self.cpu_governor, "cpu_cur_mhz": self.cpu_cur_mhz,
-                "cpu_max_mhz": self.cpu_max_mhz}
+                "cpu_max_mhz": self.cpu_max_mhz, "allocator_mode": self.allocator_mode,
+                "allocator_label": self.allocator_label}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None) -> "MachineState":
@@ -208,9 +212,12 @@ def read_machine_state(torch: ModuleType | None = None, *, environ: Mapping[str,
         governor = None
     cur = _read_number(cpufreq / "scaling_cur_freq")
     top = _read_number(cpufreq / "cpuinfo_max_freq") or _read_number(cpufreq / "scaling_max_freq")
+    mode = allocator.current_mode(env)
     return MachineState(load_avg_1m=load, usable_cores=_usable_cores(), torch_threads=threads,
                         omp_wait_policy=env.get("OMP_WAIT_POLICY"), cpu_governor=governor,
-                        cpu_cur_mhz=cur / 1e3 if cur else None, cpu_max_mhz=top / 1e3 if top else None)
+                        cpu_cur_mhz=cur / 1e3 if cur else None, cpu_max_mhz=top / 1e3 if top else None,
+                        allocator_mode=mode.name if mode.applied else allocator.DEFAULT,
+                        allocator_label=mode.label)
 
 
 def read_run_delay_ns() -> int | None:
@@ -360,6 +367,19 @@ def _omp(m: MachineState) -> HealthCheck:
                        "timings can differ from a notebook's")
 
 
+def _allocator(m: MachineState) -> HealthCheck | None:
+    """Which allocator mode the calls were timed in; None where it was not read (older runs)."""
+    if m.allocator_label is None:
+        return None
+    if m.allocator_mode == allocator.STEADY:
+        return HealthCheck("allocator", NOTE, f"timed with malloc in {m.allocator_label} in every process "
+                           "this run's numbers come from",
+                           "freed buffers up to 32 MiB are reused from the heap instead of being mapped "
+                           "afresh, so a call whose cost is fresh memory is faster here than in a default "
+                           "process; compare variants from processes in the same mode")
+    return HealthCheck("allocator", OK, f"malloc in its {m.allocator_label}")
+
+
 def _clocks(m: MachineState) -> HealthCheck:
     if m.cpu_governor is None and m.cpu_cur_mhz is None:
         return HealthCheck("cpu_clock", UNKNOWN, "the CPU frequency is not readable here (no cpufreq in /sys)")
@@ -424,7 +444,9 @@ def _fresh_pages(faults_per_call: float | None) -> HealthCheck:
                            "again on every call; that cost is in the timing and depends on the allocator's state "
                            "(the same code can differ up to 2x between processes): reuse buffers (out=, "
                            "preallocation) to remove it, and compare variants interleaved in one process "
-                           "(wb.compare) rather than across processes", faults_per_call, FRESH_PAGES_WARN_FAULTS)
+                           "(wb.compare) rather than across processes; `workbench report` times every process "
+                           "with the allocator pinned (--allocator steady) for this reason",
+                           faults_per_call, FRESH_PAGES_WARN_FAULTS)
     return HealthCheck("fresh_pages", OK, observed, value=faults_per_call, threshold=FRESH_PAGES_WARN_FAULTS)
 
 
@@ -446,6 +468,9 @@ def check_health(timing: Measurement, *, traced: Measurement | None = None, prof
         checks += [_load(machine), _threads(machine), _omp(machine), _clocks(machine)]
         if page_faults_per_call is not None:     # counted around the clean calls (getrusage)
             checks.append(_fresh_pages(page_faults_per_call))
+        mode_check = _allocator(machine)
+        if mode_check is not None:
+            checks.append(mode_check)
         state = machine
     order = sorted(range(len(checks)), key=lambda i: (_LEVEL_ORDER.get(checks[i].level, 9), i))
     return ProfileHealth(checks=tuple(checks[i] for i in order), machine=state)

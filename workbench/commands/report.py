@@ -105,6 +105,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--allow-environment-change", action="store_true",
                    help="with --compare-to: compare reports from different environments (CPU/GPU model, "
                         "torch version, threads...) anyway, printing the differences; refused by default")
+    p.add_argument("--allocator", choices=("steady", "default"), default=None,
+                   help="malloc mode of every timed process: steady pins glibc's thresholds so the "
+                        "headline, the gate's processes and the experiments time the same steady state "
+                        "(freed buffers up to 32 MiB reused); default leaves them adaptive, as in a plain "
+                        "Python process, where the same code can run at two speeds (default: "
+                        "$WORKBENCH_ALLOCATOR, else steady)")
     p.add_argument("--no-experiments", action="store_true",
                    help="do not compare the variants the hypotheses suggest (torch.compile, CUDA graphs) "
                         "with the workload; by default the report shows that comparison and its decision")
@@ -148,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
             fail_on_regression_pct=args.fail_on_regression, title=args.title,
             experiments=not args.no_experiments, processes=args.processes, time_limit_s=args.time_limit,
             allow_environment_change=args.allow_environment_change, gate_quantile=args.gate_quantile,
-            progress=_phase)
+            allocator_mode=args.allocator, progress=_phase)
     except WorkloadError as exc:
         print(f"workbench report: error: {exc}", file=sys.stderr)
         return exc.exit_code

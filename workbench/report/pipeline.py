@@ -6,6 +6,11 @@ output folder), so a typo costs nothing and nothing is overwritten. Then the wor
 ``processes`` fresh processes (the gate's samples, ``workbench.report.sampler``), profiled once
 in this process with the trace, the experiments run, the notebook is executed and rendered, and
 last ``summary.json`` is written with the samples and, with ``compare_to``, the gate's verdict.
+
+Every timed process, this one included, runs in one allocator mode (``allocator_mode``, default
+``steady``: glibc malloc's thresholds pinned, ``workbench.capture.allocator``), so the headline,
+the gate's samples and the Experiments section time the same steady state; with the adaptive
+default the same code measured 1.6x apart between the headline and the experiments of one report.
 """
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+import workbench.capture.allocator as allocator
 from workbench.capture.run import RunRecord
 from workbench.report.files import find_template
 from workbench.errors import BundleError, InvalidArgumentError, ReportError
@@ -109,13 +115,16 @@ def build_report(out_dir: str | Path, *, workload: str = DEFAULT_WORKLOAD, bundl
                  compare_to: str | Path | None = None, fail_on_regression_pct: float = math.inf,
                  title: str | None = None, experiments: bool = True, processes: int = DEFAULT_PROCESSES,
                  time_limit_s: float | None = None, allow_environment_change: bool = False,
-                 gate_quantile: float = GATE_QUANTILE,
+                 gate_quantile: float = GATE_QUANTILE, allocator_mode: str | None = None,
                  progress: Callable[[str], None] | None = None) -> ReportResult:
     """Write ``run/`` (unless a bundle is given), ``experiments.json`` (``experiments`` and a
     workload: the variants its hypotheses suggest, compared with it), ``report.ipynb``,
     ``report.html`` and ``summary.json`` (with the clean samples of ``processes`` fresh processes,
     which a later report's ``compare_to`` gates against).
 
+    ``allocator_mode``: ``steady`` pins glibc malloc's thresholds in every timed process, this one
+    included for the rest of its life (glibc has no way back); ``default`` leaves them adaptive;
+    None: ``$WORKBENCH_ALLOCATOR``, else steady (``workbench.capture.allocator``).
     ``progress`` receives one line per phase ("timing the workload in a fresh process (1/3)...").
     Bad input raises before anything runs or is written; see the module docstring."""
     say = progress or _quiet
@@ -125,6 +134,7 @@ def build_report(out_dir: str | Path, *, workload: str = DEFAULT_WORKLOAD, bundl
     _check_positive_count("repeat", repeat, 1)
     _check_positive_count("warmup", warmup, 0)
     _check_positive_count("processes", processes, 0)
+    allocator_mode = allocator.requested_mode(allocator_mode)
     if time_limit_s is not None and (isinstance(time_limit_s, bool) or not isinstance(time_limit_s, (int, float))
                                      or not time_limit_s > 0):
         raise InvalidArgumentError(f"--time-limit takes a number of seconds > 0; got {time_limit_s!r}")
@@ -150,7 +160,7 @@ def build_report(out_dir: str | Path, *, workload: str = DEFAULT_WORKLOAD, bundl
             raise InvalidArgumentError(f"--compare-to needs --processes >= {MIN_PROCESSES} (the spread between "
                                        f"processes is what the gate judges); got {processes}")
         if not allow_environment_change:
-            _refuse_other_environment(old, compare_to, workload)
+            _refuse_other_environment(old, compare_to, workload, allocator_mode)
     if bundle is not None:
         bundle_path = Path(bundle).resolve()
         run = _load_bundle(bundle_path)
@@ -162,7 +172,9 @@ def build_report(out_dir: str | Path, *, workload: str = DEFAULT_WORKLOAD, bundl
             from workbench.report.sampler import sample_processes
 
             samples = sample_processes(workload, processes=processes, warmup=warmup, repeat=repeat,
-                                       time_limit_s=time_limit_s, progress=say)
+                                       time_limit_s=time_limit_s, allocator_mode=allocator_mode, progress=say)
+        if allocator_mode == allocator.STEADY:
+            allocator.pin_steady()               # the traced pass and the experiments: the workers' mode
         say("profiling the workload with the trace...")
         run = profile_workload(workload, warmup=warmup, repeat=repeat, time_limit_s=time_limit_s,
                                resolved=resolved)
@@ -174,6 +186,8 @@ def build_report(out_dir: str | Path, *, workload: str = DEFAULT_WORKLOAD, bundl
         "timing": timing_summary(run), "workload": run.name, "bundle": str(bundle_path),
         "template": str(template_path), "created_at": datetime.now(timezone.utc).isoformat(),
         "samples": samples.to_dict() if samples is not None else None}
+    if bundle is None:
+        summary["allocator"] = allocator.current_mode().to_dict()
     if samples is None:
         summary["samples_note"] = ("no per-process samples: " + ("a report made from a bundle"
                                    if bundle is not None else "--processes 0")
@@ -197,11 +211,11 @@ def build_report(out_dir: str | Path, *, workload: str = DEFAULT_WORKLOAD, bundl
                         bundle_path=str(bundle_path), summary=summary, regression=verdict)
 
 
-def _refuse_other_environment(old: SampleSet, compare_to: str | Path, workload: str) -> None:
+def _refuse_other_environment(old: SampleSet, compare_to: str | Path, workload: str, allocator_mode: str) -> None:
     """Before anything runs: this machine against the environment the old report recorded."""
     from workbench.report.sampler import fresh_gate_environment
 
-    diffs = environment_differences(old.environment, fresh_gate_environment()) + workload_difference(
+    diffs = environment_differences(old.environment, fresh_gate_environment(allocator_mode=allocator_mode)) + workload_difference(
         old.workload, workload)
     if diffs:
         raise InvalidArgumentError(

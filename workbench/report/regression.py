@@ -51,7 +51,7 @@ LOADED_WAIT_PCT = 10.0     # run-queue wait of a process's threads, % of its wal
 GATE_QUANTILE = 0.10       # each process is represented by this quantile of its per-call times
 # What a timing depends on, compared between the two reports (recorded by each worker process).
 GATE_ENVIRONMENT_KEYS = ("cpu_model", "logical_cpus", "gpu", "device", "torch", "cuda", "threads",
-                         "python", "omp_wait_policy")
+                         "python", "omp_wait_policy", "allocator")
 
 REGRESSION, INCONCLUSIVE, OK, REFUSED = "regression", "inconclusive", "ok", "refused"
 EXIT_CODES = {OK: 0, INCONCLUSIVE: 0, REGRESSION: 1, REFUSED: 2}

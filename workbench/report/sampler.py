@@ -21,6 +21,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
+import workbench.capture.allocator as allocator
 from workbench.errors import InvalidArgumentError
 from workbench.report.regression import SampleSet
 from workbench.report.workload import WorkloadError, WorkloadTimeout
@@ -30,8 +31,9 @@ WORKER_BAD_INPUT = 2       # the workload spec could not be resolved
 OUTPUT_TAIL_LINES = 15
 
 
-def gate_environment(fingerprint: dict[str, Any], device: str) -> dict[str, Any]:
-    """The environment values the gate compares, from ``environment_fingerprint()``."""
+def gate_environment(fingerprint: dict[str, Any], device: str, allocator_mode: str | None = None) -> dict[str, Any]:
+    """The environment values the gate compares, from ``environment_fingerprint()`` and the
+    allocator mode the samples were timed in (``capture.allocator``; None: this process's)."""
     host, torch = fingerprint.get("host", {}), fingerprint.get("torch", {})
     gpu = torch.get("gpu", {}) if isinstance(torch, dict) else {}
     if gpu.get("available"):
@@ -42,7 +44,8 @@ def gate_environment(fingerprint: dict[str, Any], device: str) -> dict[str, Any]
     return {"cpu_model": host.get("cpu_model"), "logical_cpus": host.get("logical_cpus"), "gpu": gpu_text,
             "device": device, "torch": torch.get("version"), "cuda": torch.get("cuda_version"),
             "threads": torch.get("num_threads"), "python": host.get("python"),
-            "omp_wait_policy": host.get("env", {}).get("OMP_WAIT_POLICY", "(unset)")}
+            "omp_wait_policy": host.get("env", {}).get("OMP_WAIT_POLICY", "(unset)"),
+            "allocator": allocator_mode or allocator.current_mode().name}
 
 
 def current_gate_environment(device: str = "auto") -> dict[str, Any]:
@@ -56,13 +59,13 @@ def current_gate_environment(device: str = "auto") -> dict[str, Any]:
                             f"cuda:{torch.cuda.current_device()}" if cuda else "cpu")
 
 
-def fresh_gate_environment(time_limit_s: float = 120.0) -> dict[str, Any]:
+def fresh_gate_environment(time_limit_s: float = 120.0, allocator_mode: str = allocator.STEADY) -> dict[str, Any]:
     """The gate environment of a fresh worker process (what the samples will record), found
     without running the workload: checked against an earlier report before anything is timed."""
     with tempfile.TemporaryDirectory(prefix="workbench-sampler-") as tmp:
         out = Path(tmp) / "environment.json"
         proc = subprocess.run([sys.executable, "-m", "workbench.report.sampler", "--environment", str(out)],
-                              cwd=os.getcwd(), env=_worker_env(), capture_output=True, text=True,
+                              cwd=os.getcwd(), env=_worker_env(allocator_mode), capture_output=True, text=True,
                               stdin=subprocess.DEVNULL, timeout=time_limit_s)
         if proc.returncode != 0 or not out.is_file():
             raise WorkloadError(f"a fresh Python process could not report its environment (exit status "
@@ -75,10 +78,14 @@ def _tail(text: str, lines: int = OUTPUT_TAIL_LINES) -> str:
     return "\n".join("    " + line for line in kept)
 
 
-def _worker_env() -> dict[str, str]:
+def _worker_env(allocator_mode: str = allocator.STEADY) -> dict[str, str]:
+    """A worker's environment: this one, workbench importable, OpenMP threads that sleep when idle,
+    and (``steady``) glibc's malloc thresholds pinned, as the report's own process pins them."""
     import workbench
 
     env = dict(os.environ)
+    if allocator.check_mode(allocator_mode) == allocator.STEADY:
+        env.update(allocator.steady_env())
     parent = str(Path(workbench.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (parent, os.getcwd(), env.get("PYTHONPATH", "")) if p)
     env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -86,7 +93,8 @@ def _worker_env() -> dict[str, str]:
 
 
 def run_worker(spec: str, *, warmup: int, repeat: int, index: int = 1, total: int = 1,
-               time_limit_s: float | None = None, python: str | None = None) -> dict[str, Any]:
+               time_limit_s: float | None = None, python: str | None = None,
+               allocator_mode: str = allocator.STEADY) -> dict[str, Any]:
     """One fresh process: its samples, cold call and environment (a dict), or the failure raised."""
     where = f"process {index}/{total}"
     with tempfile.TemporaryDirectory(prefix="workbench-sampler-") as tmp:
@@ -94,8 +102,8 @@ def run_worker(spec: str, *, warmup: int, repeat: int, index: int = 1, total: in
         request = json.dumps({"workload": spec, "warmup": warmup, "repeat": repeat})
         try:
             proc = subprocess.run([python or sys.executable, "-m", "workbench.report.sampler", request, str(out)],
-                                  cwd=os.getcwd(), env=_worker_env(), capture_output=True, text=True,
-                                  stdin=subprocess.DEVNULL, timeout=time_limit_s)
+                                  cwd=os.getcwd(), env=_worker_env(allocator_mode), capture_output=True,
+                                  text=True, stdin=subprocess.DEVNULL, timeout=time_limit_s)
         except subprocess.TimeoutExpired as exc:
             output = (exc.stderr or b"").decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
             raise WorkloadTimeout(
@@ -124,9 +132,10 @@ def run_worker(spec: str, *, warmup: int, repeat: int, index: int = 1, total: in
 
 
 def sample_processes(spec: str, *, processes: int, warmup: int, repeat: int,
-                     time_limit_s: float | None = None,
+                     time_limit_s: float | None = None, allocator_mode: str = allocator.STEADY,
                      progress: Callable[[str], None] | None = None) -> SampleSet:
-    """Samples of ``spec`` from ``processes`` fresh processes, one after another."""
+    """Samples of ``spec`` from ``processes`` fresh processes, one after another, each in the
+    allocator mode ``allocator_mode`` (``capture.allocator``: steady pins glibc malloc's thresholds)."""
     if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
         raise InvalidArgumentError(f"processes must be an integer >= 1; got {processes!r}")
     results = []
@@ -134,7 +143,7 @@ def sample_processes(spec: str, *, processes: int, warmup: int, repeat: int,
         if progress:
             progress(f"timing the workload in a fresh process ({i + 1}/{processes})...")
         results.append(run_worker(spec, warmup=warmup, repeat=repeat, index=i + 1, total=processes,
-                                  time_limit_s=time_limit_s))
+                                  time_limit_s=time_limit_s, allocator_mode=allocator_mode))
     return SampleSet(processes=tuple(tuple(r["samples_ms"]) for r in results),
                      environment=results[0]["environment"], workload=spec, warmup=warmup, repeat=repeat,
                      cold_ms=tuple(r["cold_ms"] for r in results),
