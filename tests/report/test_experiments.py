@@ -52,3 +52,25 @@ def test_decision_record_html_escapes_every_field():
     assert "<script>" not in html and html.count("&lt;script&gt;") == 3
     assert "<li>speedup x2</li>" in html and "<h4>Failure cases</h4><ul><li>none</li></ul>" in html
     json.dumps(record)
+
+
+def _comparison(eager_samples):
+    return {"baseline": "eager", "results": [{"name": "eager", "timing": {"samples_ms": eager_samples}},
+                                             {"name": "compiled", "timing": {"samples_ms": [1.0]}}]}
+
+
+def test_the_experiments_baseline_is_held_against_the_headline():
+    from workbench.report.experiments import headline_agreement
+
+    agree = headline_agreement(4.0, _comparison([4.4, 4.5, 4.6]), 0.5, 0.7)
+    assert agree["agree"] and agree["ratio"] == 4.5 / 4.0 and agree["note"] == ""
+    assert "agrees with the headline" in sections.agreement_html(agree)
+
+    apart = headline_agreement(4.0, _comparison([8.2, 8.4, 8.6]), 0.5, 3.7)
+    assert apart["agree"] is False and apart["ratio"] == 2.1
+    assert "2.10x the headline" in apart["note"] and "load average 0.50 while timing, 3.70 during" in apart["note"]
+    html = sections.agreement_html(apart)
+    assert "Caution" in html and "8.4" in html
+
+    assert headline_agreement(4.0, _comparison([]), None, None)["agree"] is None
+    assert sections.agreement_html(headline_agreement(4.0, {"results": []}, None, None)) == ""

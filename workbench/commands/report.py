@@ -165,6 +165,9 @@ def run(args: argparse.Namespace) -> int:
     if samples:
         medians = ", ".join(f"{p['median_ms']:.4g}" for p in samples["processes"])
         print(f"clean samples from {len(samples['processes'])} fresh processes (medians {medians} ms)")
+    agreement = (result.summary.get("experiments") or {}).get("agreement") or {}
+    if agreement.get("agree") is False:
+        print(f"caution: {agreement['note']}")
     print(f"report: {result.html_path}")
     if result.regression is not None:
         print(result.regression.message())

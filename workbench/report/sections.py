@@ -20,6 +20,8 @@ import workbench.render.run_attribution as run_attribution
 from workbench import render
 from workbench.render.decision import record_html
 from workbench.render.escape import html_text
+from workbench.report.experiments import AGREEMENT_TOLERANCE
+from workbench.units import format_ms
 
 if TYPE_CHECKING:
     from workbench.capture.run import RunRecord
@@ -119,7 +121,19 @@ def experiments_html(doc: dict[str, Any]) -> str:
         return f"<p class='wb-experiments'>No experiments: {html_text(doc.get('none', 'nothing to run'))}.</p>"
     from workbench.variants.results import Comparison
 
-    return render.html(Comparison.from_dict(doc["comparison"]))
+    return agreement_html(doc.get("agreement")) + render.html(Comparison.from_dict(doc["comparison"]))
+
+
+def agreement_html(agreement: dict[str, Any] | None) -> str:
+    """One line: the experiments' eager median against the headline, or why they disagree."""
+    if not agreement or agreement.get("agree") is None:
+        return ""
+    if agreement["agree"]:
+        text = (f"The baseline here ({format_ms(agreement['eager_ms'])}, median) agrees with the headline "
+                f"({format_ms(agreement['headline_ms'])}) within {AGREEMENT_TOLERANCE:.0%}: the same code timed "
+                "twice in one process.")
+        return f"<p class='wb-agreement'>{html_text(text)}</p>"
+    return (f"<p class='wb-agreement wb-caution'><b>Caution:</b> {html_text(agreement['note'])}</p>")
 
 
 def decision_record_html(record: dict[str, Any]) -> str:
