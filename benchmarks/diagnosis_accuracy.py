@@ -28,14 +28,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 SETTINGS = {"default": {}, "repeat=8": {"repeat": 8}}
 CAVEATS = frozenset({"too_few_samples", "noisy_timing", "timer_resolution"})   # about the timing itself
-HALVES = ("tuning", "heldout", "fresh")
+HALVES = ("tuning", "heldout", "fresh", "fresh2")
 
 
 def half_workloads(half: str) -> list:
-    """The workloads of one half: corpus.py's tuning or held-out half, or corpus_fresh.py's fresh batch."""
+    """The workloads of one half: corpus.py's tuning or held-out half, corpus_fresh.py's fresh
+    batch, or corpus_fresh2.py's second blind batch (written 2026-12-01 17:35-18:20 UTC)."""
     if half == "fresh":
         from tests.workloads.corpus_fresh import workloads as fresh_workloads
         return fresh_workloads("fresh")
+    if half == "fresh2":
+        from tests.workloads.corpus_fresh2 import workloads as fresh2_workloads
+        return fresh2_workloads("fresh2")
     from tests.workloads.corpus import workloads
     return workloads(half)
 
