@@ -3,10 +3,12 @@
 (test_rules_fire, test_structure_step_precision_rules, test_every_rule)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from workbench.measurement import Measurement
 from workbench.hypotheses import get_rule
@@ -138,3 +140,77 @@ def half_gpu(dims: str, kernel: "str | list[str]" = "sm80_xmma_gemm_f16f16_f16f3
     k, rt = gpu(ts + 5, dur, ts + 1, [3] * n, names=kernel)
     k = k.assign(op_index=np.arange(n))
     return TraceFacts(None, cpu_ops=ops, kernels=k, runtime=rt, device_properties=A100)
+
+
+def step_annotations(durations_us):
+    ts = np.cumsum([0.0] + list(durations_us[:-1]))
+    n = len(durations_us)
+    return frame("annotations", {"rank": [0] * n, "tid": ["1"] * n, "name": [f"ProfilerStep#{i}" for i in range(n)],
+                                 "kind": ["step"] * n, "step": list(range(n)), "ts_us": ts,
+                                 "dur_us": np.asarray(durations_us, float), "end_us": ts + np.asarray(durations_us, float)})
+
+
+def calls_with_pauses(pause_us: float, every: int = 5, steps: int = 20, gc_named: bool = True,
+                       op_us: float = 200.0):
+    """One 200 µs op per call; every ``every``-th call (not the first) a pause of ``pause_us`` after the op,
+    with gc.collect() in the Python stack over it when ``gc_named``."""
+    durs, names, op_ts, op_dur, py = [], [], [], [], []
+    t = 0.0
+    for i in range(steps):
+        pause = pause_us if i % every == every - 1 else 0.0
+        d = op_us + 10.0 + pause
+        op_ts.append(t + 5.0)
+        op_dur.append(op_us)
+        if pause and gc_named:
+            py.append((t + op_us + 8.0, pause))
+        durs.append(d)
+        t += d
+    ops = frame("cpu_ops", {"rank": [0] * steps, "tid": ["1"] * steps, "name": ["aten::mm"] * steps,
+                            "ts_us": op_ts, "dur_us": op_dur, "end_us": np.add(op_ts, op_dur), "depth": [0] * steps,
+                            "input_dims": [""] * steps, "input_types": ['["float","float"]'] * steps})
+    python = pd.DataFrame({"rank": [0] * len(py), "tid": ["1"] * len(py),
+                           "name": ["<built-in function collect>"] * len(py),
+                           "ts_us": [a for a, _ in py], "dur_us": [b for _, b in py],
+                           "end_us": [a + b for a, b in py]})
+    trace = SimpleNamespace(cpu_ops=ops, annotations=step_annotations(durs), python_calls=python)
+    return TraceFacts(trace)
+
+
+def grown_by_cat(chunks: int = 12, chunk: int = 16_384, calls: int = 3, cat_us: float = 400.0):
+    names, dims = [], []
+    for _ in range(calls):
+        size = 0
+        for _ in range(chunks):
+            names.append("aten::cat")
+            dims.append(f"[[[{size}],[{chunk}]],[]]")
+            size += chunk
+    n = len(names)
+    ops = cpu_ops(names, [cat_us] * n, 2.0, dims=dims)
+    ops = ops.assign(input_types=['["TensorList","Scalar"]'] * n)
+    per = chunks * (cat_us + 2.0)
+    steps = step_annotations([per] * calls)
+    steps = steps.assign(ts_us=np.arange(calls) * per, end_us=np.arange(calls) * per + per)
+    return facts(cpu_ops=ops, annotations=steps)
+
+
+@dataclass(frozen=True)
+class HealthCheckStub:
+    name: str
+    level: str
+    value: float | None
+    threshold: float | None = 256.0
+
+
+class HealthStub:
+    def __init__(self, *checks):
+        self.checks = checks
+
+    def check(self, name):
+        return next((c for c in self.checks if c.name == name), None)
+
+
+def faulting_run(faults: float | None, trace=None):
+    health = HealthStub(HealthCheckStub("fresh_pages", "warn" if (faults or 0) >= 256 else "ok", faults)) if faults is not None \
+        else HealthStub()
+    return RunFacts(SimpleNamespace(timing=Measurement((5.0,) * 20), cold_ms=5.5, compile=None, environment={},
+                                    trace=trace, health=health))

@@ -17,7 +17,8 @@ import pandas as pd
 import pytest
 
 from tests.hypotheses.builders import (
-    A100, conv_bn, cpu_ops, facts, fill_and_copy, gpu, gpu_run, half_gpu, memory_events, mm_run, run, steps,
+    A100, calls_with_pauses, conv_bn, cpu_ops, facts, faulting_run, fill_and_copy, gpu, gpu_run, grown_by_cat, half_gpu,
+    memory_events, mm_run, run, step_annotations, steps,
 )
 from workbench.capture.compile_diag import CompileDiagnostics, GraphBreak, Recompile
 from workbench.measurement import Measurement
@@ -212,6 +213,27 @@ DATA_PARALLEL = ["torch/nn/parallel/replicate.py(95): replicate", "aten::mm", "B
 ATEN_GATHER = ["aten::mm", "GatherBackward0", "aten::scatter_"]
 
 
+def _pauses(*args, **kw):
+    return calls_with_pauses(*args, **kw)
+
+
+def _no_work(ops_inside: int):
+    """Ten 1.5 ms steps; ``ops_inside`` of 12 ops inside them, the rest outside every step."""
+    steps_table = step_annotations([1500.0] * 10)
+    ops = cpu_ops(["aten::mm"] * 12, [100.0] * 12, 20.0)
+    away = np.where(np.arange(12) < ops_inside, 0.0, np.where(np.arange(12) % 2, 1e5, -1e5))   # before and after
+    ops = ops.assign(ts_us=ops["ts_us"] + away, end_us=ops["end_us"] + away)
+    return TraceFacts(SimpleNamespace(cpu_ops=ops, annotations=steps_table))
+
+
+def _grown(**kw):
+    return grown_by_cat(**kw)
+
+
+def _faulting(faults):
+    return faulting_run(faults)
+
+
 class Case(NamedTuple):
     fires: Callable[[], Any]
     quiet: Callable[[], Any]
@@ -260,8 +282,18 @@ CASES: dict[str, Case] = {
                                  "memory_bound_time_pct", "min_share_pct"),
     "cpu_compute_bound_ops": Case(lambda: _memory_vs_matmul(45.0), lambda: _memory_vs_matmul(52.0),
                                   "compute_bound_time_pct", "min_share_pct"),
-    "cold_start": Case(lambda: run([10.0] * 20, cold=55.0), lambda: run([10.0] * 20, cold=49.0),
-                       "cold_over_median", "min_ratio"),
+    "trace_records_no_work": Case(lambda: _no_work(0), lambda: _no_work(10), "events_per_step", "min_events_per_step"),
+    "gc_pauses": Case(lambda: _pauses(20_000.0), lambda: _pauses(90.0), "gc_time_pct", "min_share_pct"),
+    "intermittent_pauses": Case(lambda: _pauses(20_000.0, steps=100, every=50, gc_named=False),
+                                lambda: _pauses(900.0, steps=100, every=50, gc_named=False),
+                                "paused_time_pct", "min_share_pct"),
+    "buffer_grown_by_concatenation": Case(lambda: _grown(chunks=12), lambda: _grown(chunks=2),
+                                          "growth_steps_per_call", "min_steps_per_call"),
+    "fresh_pages_every_call": Case(lambda: _faulting(3000.0), lambda: _faulting(200.0),
+                                   "page_faults_per_call", "min_faults_per_call"),
+    # 190 ms once is 16 % of 100 calls of 10 ms; 90 ms once is 8 %
+    "cold_start": Case(lambda: run([10.0] * 20, cold=200.0), lambda: run([10.0] * 20, cold=100.0),
+                       "one_time_share_pct", "min_one_time_share_pct"),
     "noisy_timing": Case(lambda: _spread(0.22), lambda: _spread(0.18), "relative_iqr", "max_relative_iqr"),
     "too_few_samples": Case(lambda: run(np.linspace(1.0, 2.0, 9)), lambda: run(np.linspace(1.0, 2.0, 10)),
                             "n_samples", "min_samples"),

@@ -130,8 +130,35 @@ def test_cold_start():
 
     h = fires("cold_start", run([1.0] * 20, cold=500.0))[0]
     assert h.time_at_stake_ms == pytest.approx(499.0 / ONE_TIME_COST_CALLS)
-    assert h.evidence[1].value == pytest.approx(499.0)
+    assert h.evidence[1].rows[0]["cold_excess_ms"] == pytest.approx(499.0)
+    assert h.evidence[1].value == pytest.approx(100 * 499.0 / (ONE_TIME_COST_CALLS * 1.0 + 499.0))
     assert fires("cold_start", run([1.0] * 20, cold=1.5)) == []
+
+
+def test_cold_start_is_judged_against_the_steady_state_not_an_absolute_floor():
+    # 17 ms once before 100 calls of 0.2 ms is about half the time those calls take: a real finding,
+    # though far under any absolute floor of tens of ms
+    h = fires("cold_start", run([0.2] * 20, cold=17.2))[0]
+    assert h.evidence[1].value == pytest.approx(100 * 17.0 / (100 * 0.2 + 17.0))
+    assert h.time_at_stake_ms == pytest.approx(17.0 / 100)
+    # the same 17 ms once before 100 calls of 50 ms is 0.3 % of their time: nothing to report
+    assert fires("cold_start", run([50.0] * 20, cold=400.0)) == []   # 8x a call, 350 ms once, 7 % of 5 s
+
+
+def test_cold_start_uses_the_calls_the_user_states():
+    from types import SimpleNamespace
+
+    from workbench.measurement import Measurement
+    from workbench.hypotheses.run_facts import RunFacts
+
+    def stated(calls):
+        return RunFacts(SimpleNamespace(timing=Measurement((10.0,) * 20), cold_ms=100.0, compile=None,
+                                        environment={}, trace=None, expected_calls=calls))
+    # 90 ms once: 8 % of 100 calls of 10 ms (not reported), 47 % of 10 calls (reported, 9 ms a call)
+    assert fires("cold_start", stated(None)) == []
+    h = fires("cold_start", stated(10))[0]
+    assert h.time_at_stake_ms == pytest.approx(9.0)
+    assert "expected_calls=10" in h.observed
 
 
 def test_graph_break_compile_time_goes_to_graph_breaks_not_cold_start():

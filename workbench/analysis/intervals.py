@@ -111,3 +111,21 @@ def coverage_by_mask(sets: list[tuple[np.ndarray, np.ndarray]]) -> dict[int, flo
 def intersection_length(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> float:
     """Time during which both interval sets are active."""
     return coverage_by_mask([a, b]).get(3, 0.0)
+
+
+def covered_within(start_us: np.ndarray, end_us: np.ndarray, cover: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """For each interval ``[start, end)``: how much of it a set of intervals ``cover`` covers (its union is
+    taken first), vectorised by the union's cumulative covered length."""
+    start = np.asarray(start_us, dtype=np.float64)
+    end = np.asarray(end_us, dtype=np.float64)
+    cs, ce = union(*cover)
+    if cs.size == 0 or start.size == 0:
+        return np.zeros(start.size)
+    before = np.r_[0.0, np.cumsum(ce - cs)]      # covered length before each union piece starts
+
+    def covered_up_to(x: np.ndarray) -> np.ndarray:
+        i = np.searchsorted(cs, x, side="right")  # pieces starting at or before x
+        inside = np.where(i > 0, np.clip(x - cs[np.maximum(i - 1, 0)], 0.0, (ce - cs)[np.maximum(i - 1, 0)]), 0.0)
+        return before[np.maximum(i - 1, 0)] * (i > 0) + inside
+
+    return np.maximum(covered_up_to(end) - covered_up_to(start), 0.0)

@@ -11,7 +11,8 @@ one call. Run rules' per-call stakes are bounded the same way. Stakes holding on
 breaks) are amortised over a stated number of calls by their rules and are not bounded by one call.
 
 Measurement caveats (``MEASUREMENT_CAVEATS``: about the timing, ``TIMING_CAVEATS``, or about the
-traced window) qualify the findings instead of outranking them: a caveat is about the measurement, not the workload, so it is never of high
+traced window: its first step, pauses in a few calls with no cause in the trace, calls whose work the trace did
+not record) qualify the findings instead of outranking them: a caveat is about the measurement, not the workload, so it is never of high
 confidence and removes no time. Its "stake" is the timing's uncertainty (the half-width of the
 median's 95 % interval; the whole median where no such interval exists). A finding whose stake is
 larger keeps its confidence; one whose stake is within the uncertainty cannot be told from noise:
@@ -147,7 +148,8 @@ def voids_timing(h: Hypothesis) -> bool:
 TIMING_CAVEATS = frozenset({"too_few_samples", "noisy_timing", "timer_resolution"})
 # caveats about the measurement (the timing, or one-time work inside the traced window, or the profiler's
 # first session): ranked after the findings they qualify
-MEASUREMENT_CAVEATS = TIMING_CAVEATS | frozenset({"first_step_outlier", "first_profiler_session"})
+MEASUREMENT_CAVEATS = TIMING_CAVEATS | frozenset({"first_step_outlier", "first_profiler_session", "intermittent_pauses",
+                                                   "trace_records_no_work"})
 # stakes holding one-time costs (the cold call; compile time of repeated compiles or of the extra
 # graphs a break makes), spread over a number of calls their rules state: not bounded by one call
 ONE_TIME_RULES = frozenset({"cold_start", "recompiles", "graph_breaks"})
@@ -225,6 +227,9 @@ def _diagnose_run(run: "RunRecord") -> Diagnosis:
         notes.extend(trace_notes)
     except NotJudged as nj:
         notes.append(NotJudgedNote("(trace rules)", "", nj.reason))
+    from workbench.hypotheses.rules.fresh_pages import fold_fresh_pages
+
+    found = fold_fresh_pages(found)   # the page faults join the churn finding that names the buffers
     found = qualify_by_health(qualify(found), field_of(run, "health"))
     return Diagnosis(tuple(rank(found)), tuple(notes), "run " + facts.name if facts.name else "run")
 

@@ -226,6 +226,16 @@ class TraceFacts:
 
         return resolve_cpu_ceiling(None)
 
+    # -- the Python stack (torch.profiler's with_stack=True) --------------------------------
+    @cached_property
+    def python_calls(self) -> pd.DataFrame:
+        """Python function events (rank, tid, name, ts_us, dur_us, end_us) where the trace recorded the
+        Python stack; an empty frame otherwise (then nothing is read from it)."""
+        value = getattr(self.trace, "python_calls", None) if self.trace is not None else None
+        if isinstance(value, pd.DataFrame) and {"name", "ts_us", "end_us"} <= set(value.columns):
+            return value
+        return pd.DataFrame(columns=["rank", "tid", "name", "ts_us", "dur_us", "end_us"])
+
     # -- CPU side ---------------------------------------------------------------------------
     @cached_property
     def top_level_ops(self) -> pd.DataFrame:

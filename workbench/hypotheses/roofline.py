@@ -29,7 +29,8 @@ from workbench.devices.ceilings import (  # noqa: E402
 )
 # An op that takes more than 1 / OVERHEAD_ROOF_FRACTION times its roof time is dispatch-bound.
 OVERHEAD_ROOF_FRACTION = 0.05
-# Ops with no work formula: shorter than this they count as per-op overhead, longer as unknown.
+# Ops with no work formula: shorter than this they count as per-op overhead, longer as unknown. An op whose
+# work needs at least this at the roof is never dispatch-bound (dispatch costs a few µs an op).
 SHORT_OP_US = 20.0
 
 MATRIX_OPS = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|matmul|linear|conv\w*|_convolution|mkldnn_convolution|"
@@ -102,7 +103,9 @@ def _bound(name: str, flops: float, nbytes: float, roof: float, dur: float, by_w
     """By the work where it is known (``analysis.roofline.bound_of``: memory / compute only away from the
     ridge, else uncertain; overhead when the op takes many times its roof); by name where it is not."""
     if not (np.isnan(flops) or np.isnan(nbytes)):
-        if roof < OVERHEAD_ROOF_FRACTION * dur:
+        # dispatch is a fixed cost of a few µs an op: an op whose own work needs SHORT_OP_US or more at the roof is
+        # judged by that work however slowly it ran (fresh pages, a loaded machine), never called dispatch-bound
+        if roof < OVERHEAD_ROOF_FRACTION * dur and roof < SHORT_OP_US:
             return "overhead"
         return by_work
     if MATRIX_OPS.match(name):

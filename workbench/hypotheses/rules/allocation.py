@@ -2,6 +2,8 @@
 call, and memory near the device's capacity."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -59,6 +61,27 @@ def allocating_ops(f: TraceFacts, big: pd.DataFrame) -> pd.DataFrame:
     write_us = found["alloc_bytes"] / (f.ceiling.memory_gbps * 1e3)
     floor_us = np.fmax(found["roof_us"].to_numpy(dtype=float), write_us.to_numpy())
     return found.assign(excess_us=(found["dur_us"] - floor_us).clip(lower=0.0))
+
+
+# ops whose whole work is making a buffer: a copy of data that already exists, or a constant fill
+COPY_OR_FILL_OPS = re.compile(r"^aten::(?:clone|copy_|_to_copy|to|contiguous|cat|stack|full|full_like|zeros|zeros_like|"
+                              r"ones|ones_like|empty|empty_like|new_\w+|fill_|zero_|repeat|tile)$")
+
+
+def fresh_copy_or_fill_ops(f: TraceFacts, large_bytes: float = 32 << 20) -> pd.Index:
+    """The top-level ops (index of ``placed_main_ops``) that only copy or fill and allocate a large host
+    buffer (>= ``large_bytes``) each time: their whole time is making a fresh buffer (allocation churn), not a
+    memory pass a fusion would remove."""
+    mem = f.memory
+    if mem.empty:
+        return pd.Index([])
+    host = mem[mem["device_type"] == 0] if "device_type" in mem else mem
+    big = host[host["bytes"] >= large_bytes]
+    if big.empty:
+        return pd.Index([])
+    found = allocating_ops(f, big)
+    copies = found["name"].astype(str).str.match(COPY_OR_FILL_OPS).to_numpy(dtype=bool)
+    return pd.Index(found.loc[copies, "op_label"].to_numpy())
 
 
 def allocation_excess_us(f: TraceFacts, large_bytes: float = 32 << 20) -> pd.Series:
@@ -148,3 +171,53 @@ def memory_near_capacity(f: TraceFacts, limits):
         time_at_stake_ms=bounded_ms(retry_us, f.window_us), predicted_effect="a smaller batch or activation checkpointing leaves headroom; allocator retries disappear",
         falsifier="check torch.cuda.memory_stats()['num_alloc_retries']: zero means no retries happened",
         confounders=("reserved includes cached blocks that are free",), confidence="low", scope="all ranks")
+
+
+def growth_steps(f: TraceFacts) -> pd.DataFrame:
+    """The ``aten::cat`` calls of the main host thread that grow a buffer (``analysis.allocations``), placed."""
+    from workbench.analysis.allocations import growth_chains
+    from workbench.hypotheses.rules.host_ops import placed_main_ops
+
+    cache = f.__dict__.setdefault("_derived", {})
+    if "growth_steps" not in cache:
+        cache["growth_steps"] = growth_chains(placed_main_ops(f))
+    return cache["growth_steps"]
+
+
+@rule("buffer_grown_by_concatenation", category="allocation_churn", scope="trace", min_steps_per_call=3.0,
+      min_time_pct=10.0)
+def buffer_grown_by_concatenation(f: TraceFacts, limits):
+    """A buffer is grown by concatenation in a loop: every step allocates a larger buffer and copies all of it."""
+    from workbench.analysis.allocations import growth_summary
+
+    steps = growth_steps(f)
+    calls = max(1, f.n_steps)
+    total = f.window_us
+    summary = growth_summary(steps)
+    share = pct(summary["dur_us"], total)
+    if summary["steps"] / calls < limits["min_steps_per_call"] or share < limits["min_time_pct"]:
+        return None
+    removable = summary["dur_us"] * summary["removable_fraction"]
+    by = steps.assign(step=np.arange(len(steps))).head(6)
+    return Hypothesis(
+        category="allocation_churn",
+        title=f"A buffer grown by concatenation: {summary['steps'] / calls:.0f} torch.cat calls per call, each copying all before it",
+        observed=f"{summary['steps']} growth steps in {summary['chains']} chain(s) write {summary['written_numel']:,.0f} elements "
+                 f"to keep {summary['kept_numel']:,.0f}; they take {summary['dur_us'] / 1e3:.2f} ms ({share:.0f}% of the trace)",
+        mechanism="Each cat allocates a fresh buffer one chunk larger than the last and copies everything gathered so "
+                  "far into it: the allocations (fresh pages, on CPU mmap and page faults above the allocator's "
+                  "threshold) and the copies grow with the square of the chunk count.",
+        evidence=(Evidence("growth_steps_per_call", summary["steps"] / calls, "cats", limits["min_steps_per_call"], ">=",
+                           "cpu_ops (a cat fed its previous output)",
+                           rows=rows(by, ["step", "input_dims", "out_numel", "dur_us"])),
+                  Evidence("growth_time_pct", share, "%", limits["min_time_pct"], ">=", "cpu_ops"),
+                  Evidence("removable_fraction", summary["removable_fraction"], "fraction",
+                           source="1 - elements kept / elements written")),
+        time_at_stake_ms=bounded_ms(removable, total),
+        predicted_effect="collecting the chunks in a list and concatenating once (or writing into a preallocated buffer) "
+                         "writes each element once; the cat time falls by about the removable fraction",
+        falsifier="collect the chunks in a Python list and call torch.cat once at the end: if the time per call does "
+                  "not fall, the growth was not the cost (no variant in the registry rewrites this: it is your own rewrite)",
+        confounders=("the chunks may legitimately depend on the buffer so far (then preallocate and fill slices)",),
+        confidence="high" if summary["removable_fraction"] > 0.5 else "medium",
+        suggested_variants=(), scope="host thread")

@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from workbench.analysis.intervals import union
+from workbench.analysis.intervals import covered_within, union
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import NotJudged, rule
@@ -103,7 +103,8 @@ def _composites_by_children(f: TraceFacts, placed: pd.DataFrame) -> pd.DataFrame
     roof = per["roof_us"].to_numpy(dtype=float)
     calls = per["n"].fillna(0).to_numpy()
     with_work = ok & (per["work"].fillna(0).to_numpy() > 0)
-    overhead = ok & (calls >= 2) & (roof < OVERHEAD_ROOF_FRACTION * dur)
+    # dispatch-bound: the children's work is far below the op's time and small a call (SHORT_OP_US at the roof)
+    overhead = ok & (calls >= 2) & (roof < OVERHEAD_ROOF_FRACTION * dur) & (roof < SHORT_OP_US * np.maximum(calls, 1))
     by_work = with_work & ~overhead
     if not (overhead.any() or by_work.any()):
         return placed
@@ -253,8 +254,22 @@ def cpu_host_gaps(f: TraceFacts, limits):
     compiling = _after_cache_lookup(ops, long_gaps["gap_start_us"].to_numpy(dtype=float))
     compile_us = float(long_gaps.loc[compiling, "gap_us"].sum())
     long_gaps = long_gaps[~compiling]
+    # Python's garbage collector running in a gap is a pause of some calls, not host work of the program
+    # (rules/gc_pauses.py says it): the collection's time is taken out of the gaps it falls in
+    from workbench.hypotheses.rules.gc_pauses import gc_spans
+
+    starts = long_gaps["gap_start_us"].to_numpy(dtype=float)
+    in_gc = covered_within(starts, starts + long_gaps["gap_us"].to_numpy(dtype=float), gc_spans(f))
+    gc_us = float(in_gc.sum())
+    long_gaps = long_gaps.assign(gap_us=long_gaps["gap_us"] - in_gc)
+    long_gaps = long_gaps[long_gaps["gap_us"] >= limits["long_gap_us"]]
     share = pct(long_gaps["gap_us"].sum(), total)
     if long_gaps.empty or share < limits["min_share_pct"]:
+        return None
+    # host work of the program recurs in every call; long gaps in a few calls only are pauses (an automatic
+    # collection, preemption: rules/gc_pauses.py), and the typical call does not have them
+    steady = _steady_share(long_gaps, wins)
+    if steady is not None and steady < limits["min_share_pct"]:
         return None
     return Hypothesis(
         category="host_bound", title=f"{share:.0f}% of the time is host work outside PyTorch ops",
@@ -268,5 +283,24 @@ def cpu_host_gaps(f: TraceFacts, limits):
                   "(no variant in the registry moves host work off the critical path: that experiment is your own rewrite)",
         confounders=("ops not recorded by the profiler (custom C++ code) also show as gaps",)
         + ((f"{compile_us / 1e3:.2f} ms of gaps right after a TorchDynamo cache lookup (compiles) are left out",)
-           if compile_us else ()), confidence="high" if share > 60 else "medium",
+           if compile_us else ())
+        + ((f"{gc_us / 1e3:.2f} ms of gaps in which gc.collect() ran are left out (garbage collection pauses)",)
+           if gc_us else ()), confidence="high" if share > 60 else "medium",
         suggested_variants=(), scope="host thread")
+
+
+def _steady_share(long_gaps: pd.DataFrame, wins: list[tuple[float, float]]) -> float | None:
+    """The long-gap share of the median window (call), in %: what a typical call spends outside ops. None
+    with fewer than 4 windows (no pattern to read)."""
+    if len(wins) < 4:
+        return None
+    a = np.array([w[0] for w in wins], dtype=float)
+    b = np.array([w[1] for w in wins], dtype=float)
+    starts = long_gaps["gap_start_us"].to_numpy(dtype=float)
+    ends = starts + long_gaps["gap_us"].to_numpy(dtype=float)
+    inside = covered_within(a, b, (starts, ends))
+    return float(np.median(pct_array(inside, b - a)))
+
+
+def pct_array(part: np.ndarray, whole: np.ndarray) -> np.ndarray:
+    return np.where(whole > 0, 100.0 * part / np.maximum(whole, 1e-12), 0.0)

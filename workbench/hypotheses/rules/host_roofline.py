@@ -4,6 +4,9 @@ memory-streaming ops, whose back-to-back chains are fusion candidates, vs arithm
 near the compute roof. CPU-only traces (on a GPU trace the kernel rules judge this)."""
 from __future__ import annotations
 
+import re
+
+import numpy as np
 import pandas as pd
 
 from workbench.analysis.roofline import ROOF_TOLERANCE
@@ -12,6 +15,35 @@ from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 from workbench.hypotheses.rules.host_ops import placed_main_ops, windows
+
+
+MATRIX_BACKWARD = re.compile(r"(?:Addmm|Mm|Bmm|Baddbmm|Addbmm|Matmul|Linear|Convolution\w*|Conv\w*|"
+                             r"ScaledDotProduct\w*|\w*Attention\w*)Backward\d*$")
+
+
+def is_matrix_op(name: str) -> bool:
+    """A GEMM, convolution or attention op, or the autograd node of one (``...: AddmmBackward0``)."""
+    from workbench.hypotheses.roofline import MATRIX_OPS
+
+    return bool(MATRIX_OPS.match(name) or MATRIX_BACKWARD.search(name))
+
+
+def typical_share_pct(part: pd.DataFrame, wins: list[tuple[float, float]], total_us: float) -> float:
+    """The share (%) of the measured time that ``part`` (ops with ts_us and dur_us) takes in a typical call:
+    with 4 or more calls (windows) the median over the calls of each call's share, so that a call stretched by
+    a pause (preemption on a loaded machine, a garbage collection) does not dilute what every other call
+    shows; with fewer, the share of the whole."""
+    if part.empty:
+        return 0.0
+    if len(wins) < 4:
+        return pct(part["dur_us"].sum(), total_us)
+    from workbench.analysis.intervals import covered_within
+
+    a = np.array([w[0] for w in wins], dtype=float)
+    b = np.array([w[1] for w in wins], dtype=float)
+    starts = part["ts_us"].to_numpy(dtype=float)
+    inside = covered_within(a, b, (starts, starts + part["dur_us"].to_numpy(dtype=float)))
+    return float(np.median(np.where(b > a, 100.0 * inside / np.maximum(b - a, 1e-12), 0.0)))
 
 
 def _ceiling_row(f: TraceFacts) -> tuple[dict, ...]:
@@ -35,13 +67,25 @@ def cpu_memory_bound_ops(f: TraceFacts, limits):
 
     faults = allocation_excess_us(f).reindex(mem.index).fillna(0.0) if not mem.empty else pd.Series(dtype=float)
     mem = mem.assign(dur_us=(mem["dur_us"] - faults).clip(lower=0.0)) if not mem.empty else mem
-    share = pct(mem["dur_us"].sum(), total)
+    # a cat that grows a buffer (out = cat([out, chunk])) is allocation churn, not a pass to fuse; so is a copy
+    # or fill into a large fresh buffer every call (a backup clone, a mask built anew): no fusion removes it,
+    # not making the buffer anew does (buffer_grown_by_concatenation, large_allocations_repeat)
+    from workbench.hypotheses.rules.allocation import fresh_copy_or_fill_ops, growth_steps
+
+    made = growth_steps(f).index.union(fresh_copy_or_fill_ops(f))
+    mem = mem.drop(index=made.intersection(mem.index))
+    share = typical_share_pct(mem, windows(f, ops), total)
     calls = max(1, f.n_steps)
     per_call = len(mem) / calls
     if mem.empty or share < limits["min_share_pct"] or per_call < limits["min_ops_per_call"]:
         return None
-    # fusing a chain of n passes over the same data leaves about one pass
-    saveable = float(mem["dur_us"].sum()) * (1 - 1 / max(1.0, per_call))
+    # fusing a chain of n passes over the same data leaves about one pass. Matrix ops (GEMM, convolution,
+    # attention, and their backward) are memory bound at small sizes (a batch of 2 streams the weights) but
+    # are not fused into a chain: their time is memory bound, not saveable by fusion
+    fusable = mem[~mem["name"].astype(str).map(is_matrix_op).to_numpy(dtype=bool)]
+    fusable_per_call = len(fusable) / calls
+    saveable = float(fusable["dur_us"].sum()) * (1 - 1 / max(1.0, fusable_per_call))
+    matrix_us = float(mem["dur_us"].sum() - fusable["dur_us"].sum())
     return Hypothesis(
         category="memory_bound", title=f"{share:.0f}% of the time is in memory-streaming ops",
         observed=f"{per_call:.1f} memory-bound ops per call (elementwise, reductions, norms, copies), "
@@ -58,9 +102,11 @@ def cpu_memory_bound_ops(f: TraceFacts, limits):
         predicted_effect="fusing the chain into one pass (torch.compile, a Triton kernel) leaves about one pass over memory",
         falsifier="compile the function: if time per call does not drop, the ops were not bandwidth-limited or not fusable",
         confounders=("work is analytic (shapes and dtypes), not measured counters",
-                     "ops without a formula are placed by name (copies, fills, gathers)"),
+                     "ops without a formula are placed by name (copies, fills, gathers)")
+        + ((f"{matrix_us / 1e3:.2f} ms of it is matrix ops at low intensity (small batches stream their weights): "
+            "memory bound, but not fused away; larger batches raise their intensity",) if matrix_us > 0 else ()),
         # one pass per call leaves nothing to fuse: the op may already run at its roof
-        confidence="high" if share > 75 and per_call >= 2 else "medium",
+        confidence="high" if share > 75 and fusable_per_call >= 2 else "medium",
         suggested_variants=("compiled", "triton"), scope="host thread")
 
 
@@ -70,7 +116,7 @@ def cpu_compute_bound_ops(f: TraceFacts, limits):
     ops = placed_main_ops(f)
     total = sum(b - a for a, b in windows(f, ops))
     comp = ops[ops["bound"] == "compute"]
-    share = pct(comp["dur_us"].sum(), total)
+    share = typical_share_pct(comp, windows(f, ops), total)
     if comp.empty or share < limits["min_share_pct"]:
         return None
     by = comp.groupby(["name", "input_dims"], as_index=False, observed=True).agg(
