@@ -7,9 +7,10 @@ LocalCluster's results against the local load, and the caller's memory over 32 t
 
 The 8 rank files repeat the TraceLens H100 owlv2 trace (timestamps and ids shifted per copy) to about
 ``--mb`` MB each, each with its ``distributedInfo`` written first (HTA reads a file's rank from its first
-bytes). Each load runs in a fresh process (``benchmarks/ingest.py``'s runner); printed: wall time of the
-load plus the kernel, temporal and idle breakdowns, and the peak RSS of the calling process alone
-(``RUSAGE_SELF``; the workers are other processes). The reference for the caller's memory: one rank's tables
+bytes). Each load runs in a fresh process (``benchmarks/ingest.py``'s runner), for workers=1 (one process,
+no decode processes either), 2 and None (the default: one per core); printed: wall time of the load plus the
+kernel, temporal and idle breakdowns, the CPU time of all processes, and the peak RSS of the calling process
+alone (``RUSAGE_SELF``; the workers are other processes), also above its RSS once the modules are imported. The reference for the caller's memory: one rank's tables
 (their bytes in memory) plus the summaries (their pickled bytes). Files go to benchmarks/out/ (git-ignored).
 """
 from __future__ import annotations
@@ -36,6 +37,8 @@ warnings.simplefilter("ignore")
 import workbench as wb
 paths = json.loads(sys.argv[1]) if sys.argv[1].startswith("[") else sys.argv[1]
 workers = None if sys.argv[2] == "None" else int(sys.argv[2])
+import workbench.facade, workbench.rank_folder, workbench.trace.cache  # what any load imports: the baseline
+base_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 t0 = time.perf_counter()
 trace = wb.load_trace(paths, workers=workers, cache=False)
 t1 = time.perf_counter()
@@ -44,7 +47,7 @@ t2 = time.perf_counter()
 print(json.dumps({"load_s": t1 - t0, "load_cpu_s": time.process_time(), "analyses_s": t2 - t1,
                   "kind": type(trace).__name__, "ranks": len(trace.ranks),
                   "summary_bytes": trace.summary_bytes() if hasattr(trace, "summary_bytes") else 0,
-                  "self_peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "self_peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "base_mb": base_mb}))
 """
 
 ONE_RANK_TABLES = """
@@ -129,19 +132,22 @@ def eight_ranks(mb: float, with_hta: bool, with_dask: bool) -> None:
     print(f"load average before: {Path('/proc/loadavg').read_text().strip()}")
     tables = run(ONE_RANK_TABLES, str(folder / "rank0.json"))
     print(f"one rank's tables: {tables.get('table_mb', float('nan')):.0f} MB in memory")
-    ours = {}
-    for workers in (1, 2):
+    ours: dict[int | None, dict] = {}
+    for workers in (1, 2, None):
         r = ours[workers] = run(OURS, str(folder), str(workers))
         if "error" in r:
             print(f"workbench workers={workers}: failed: {r['error']}")
             continue
         print(f"workbench workers={workers}: load {r['load_s']:.2f} s, breakdowns {r['analyses_s']:.2f} s "
-              f"({r['kind']}, {r['ranks']} ranks), calling process peak {r['self_peak_mb']:.0f} MB, "
-              f"summaries {r['summary_bytes'] / 2**20:.1f} MB")
+              f"({r['kind']}, {r['ranks']} ranks), CPU {r['cpu_s']:.1f} s (all processes), calling process peak "
+              f"{r['self_peak_mb']:.0f} MB ({r['self_peak_mb'] - r['base_mb']:.0f} MB above its {r['base_mb']:.0f} MB "
+              f"after the imports), summaries {r['summary_bytes'] / 2**20:.1f} MB")
     if "error" not in ours[1] and "error" not in ours[2]:
-        print(f"scaling: workers=2 loads {ours[1]['load_s'] / ours[2]['load_s']:.2f}x faster than workers=1; the caller's "
-              f"peak with workers=2 is {ours[2]['self_peak_mb']:.0f} MB against one rank's tables + summaries "
-              f"{tables.get('table_mb', float('nan')) + ours[2]['summary_bytes'] / 2**20:.0f} MB")
+        reference = tables.get('table_mb', float('nan')) + ours[2]['summary_bytes'] / 2**20
+        print(f"scaling: workers=2 loads {ours[1]['load_s'] / ours[2]['load_s']:.2f}x faster than workers=1 (one "
+              f"process); the caller's peak with workers=2 is {ours[2]['self_peak_mb']:.0f} MB, "
+              f"{ours[2]['self_peak_mb'] - ours[2]['base_mb']:.0f} MB above the imports, against one rank's tables + "
+              f"summaries {reference:.0f} MB")
     if with_dask:
         d = run(DASK, str(folder))
         print(f"Dask LocalCluster (2 worker processes): " + (f"failed: {d['error']}" if "error" in d else
@@ -155,11 +161,12 @@ def eight_ranks(mb: float, with_hta: bool, with_dask: bool) -> None:
         if "error" in theirs:
             print(f"Holistic Trace Analysis: failed: {theirs['error']}")
             return
-        print(f"Holistic Trace Analysis: load {theirs['load_s']:.2f} s wall (its own fork pool), "
-              f"peak RSS (largest process) {theirs['peak_mb']:.0f} MB")
-        for workers in (1, 2):
+        print(f"Holistic Trace Analysis: load {theirs['load_s']:.2f} s wall (its own fork pool), CPU "
+              f"{theirs['cpu_s']:.1f} s (all processes), peak RSS (largest process) {theirs['peak_mb']:.0f} MB")
+        for workers in (1, 2, None):
             if "error" not in ours[workers]:
-                print(f"load time ratio (HTA / ours, workers={workers}): {theirs['load_s'] / ours[workers]['load_s']:.1f}x")
+                print(f"load time ratio (HTA / ours, workers={workers}): {theirs['load_s'] / ours[workers]['load_s']:.1f}x"
+                      f" wall, {theirs['cpu_s'] / ours[workers]['cpu_s']:.1f}x CPU (whole processes)")
     print(f"load average after: {Path('/proc/loadavg').read_text().strip()}")
 
 

@@ -53,8 +53,11 @@ def load_trace(source: TraceSource, *, hta_compat: bool = False, round_ns: bool 
         cache: read the tables from the columnar cache when the files are unchanged since they
             were cached, and write them there after a fresh read (``$WORKBENCH_CACHE_DIR``, else
             ``~/.cache/workbench``; ``workbench.trace.cache``). ``False`` always decodes the files.
-        workers: for many rank files, worker processes that each read and analyse ranks (``None``: one
-            per core, at most one per rank, bounded by free memory); ``1``: one process, every table here.
+        workers: processes that read the trace. For many rank files: worker processes that each read and
+            analyse ranks (``None``: one per core, at most one per rank, bounded by free memory). For one
+            file (or rank files read here): processes that decode a large file in byte ranges (``None``: one
+            per core for a plain JSON file of 96 MB or more; ``n``: n for any plain file over 8 MB; the
+            tables are the same). ``1``: this process only, every table here.
         client: a ``distributed.Client``: the ranks are read and analysed on that Dask cluster.
         partial: keep the other ranks when a worker dies or its analysis fails (named in a warning).
 
@@ -75,7 +78,7 @@ def load_trace(source: TraceSource, *, hta_compat: bool = False, round_ns: bool 
     if mapped is not None:
         return mapped
     return Trace.of(read_trace(source, hta_compat=hta_compat, round_ns=round_ns, drop_last_step=drop_last_step,
-                               cache=cache))
+                               cache=cache, decode_workers=workers))
 
 
 class Trace(TraceData):

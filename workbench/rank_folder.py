@@ -9,7 +9,9 @@ returns for many rank files when it maps them over processes or a Dask cluster).
 ``workers=None`` maps a folder of many rank files over one worker process per core (at most one per rank,
 bounded by free memory); a single file, a folder under SMALL_FOLDER_BYTES of JSON in all, or one of ranks
 under SMALL_RANK_BYTES on average and under LARGE_FOLDER_BYTES in all, is read in this process (workers would
-cost more than they save: each pays the analyses' fixed cost per rank), as is everything with ``workers=1``.
+cost more than they save: each pays the analyses' fixed cost per rank), as is everything with ``workers=1``
+(then with no decode processes either: one process in all). A rank worker decodes its file alone (never in
+byte ranges over further processes: the cores are the other workers').
 
 Each worker reads one rank file, runs the per-rank analyses (``workbench.analysis.rank_summary``) and
 sends back only the summary; the caller combines the summaries (cross-rank results such as stragglers

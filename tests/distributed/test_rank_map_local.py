@@ -139,6 +139,33 @@ def test_workers_are_bounded_by_cores_ranks_and_free_memory(monkeypatch):
         worker_count(paths, 0)
 
 
+def parent_is_caller(path: str, *, caller: int) -> bool:
+    """Whether this worker was forked straight from the caller (a forkserver worker's parent is the server)."""
+    return os.getppid() == caller
+
+
+@pytest.mark.timeout(300)
+def test_workers_fork_from_a_single_threaded_caller_else_start_from_the_forkserver(monkeypatch):
+    import threading
+
+    paths = [str(p) for p in trace_paths(DLRM)[:2]]
+    kwargs = {"caller": os.getpid()}
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setattr(rank_map, "FORK_UNSAFE_MODULES", ("workbench_no_such_module",))  # torch may be imported here
+    assert rank_map.fork_is_safe() == sys.platform.startswith("linux")
+    assert rank_map._context(f"{THIS}:parent_is_caller").get_start_method() == "fork"
+    forked = map_ranks(f"{THIS}:parent_is_caller", paths, kwargs, workers=2)
+    assert list(forked.results.values()) == [True, True]  # no interpreter started: the caller's modules are there
+    monkeypatch.setattr(threading, "active_count", lambda: 3)  # a notebook kernel, say: never fork with threads
+    assert not rank_map.fork_is_safe()
+    assert rank_map._context(f"{THIS}:parent_is_caller").get_start_method() in ("forkserver", "spawn")
+    served = map_ranks(f"{THIS}:parent_is_caller", paths, kwargs, workers=2)
+    assert list(served.results.values()) == [False, False]
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setattr(rank_map, "FORK_UNSAFE_MODULES", ("workbench",))  # stands for torch: imported, never fork
+    assert not rank_map.fork_is_safe()
+
+
 def test_the_estimate_reads_a_gzip_files_stated_size():
     path = str(DLRM / "worker0.json.gz")
     import gzip

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import threading
 import warnings
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+import workbench.trace.rank_map as rank_map
 import workbench.trace.split_decode as split_decode
 from workbench.trace import decode, read_trace
 from tests.trace.conftest import BAD, CPU, GPU
@@ -50,7 +52,7 @@ def small_pieces(monkeypatch):
         return result
 
     monkeypatch.setattr(split_decode, "_run", spy)
-    monkeypatch.setattr(split_decode, "worker_count", lambda size: 2)  # also where pytest runs threads
+    monkeypatch.setattr(split_decode, "worker_count", lambda size, requested=None: 2)  # also where pytest runs threads
     return used
 
 
@@ -63,7 +65,7 @@ def _load(path: Path):
 
 def _serial(path: Path, monkeypatch):
     with monkeypatch.context() as patch:
-        patch.setattr(split_decode, "worker_count", lambda size: 1)
+        patch.setattr(split_decode, "worker_count", lambda size, requested=None: 1)
         return _load(path)
 
 
@@ -137,3 +139,79 @@ def test_bad_input_fixtures_are_unchanged(tmp_path, monkeypatch, small_pieces):
             assert str(serial_error.value) == str(exc)
             continue
         _assert_same(_serial(source, monkeypatch), parallel)
+
+
+# --- the caller's switch: decode_workers / load_trace(workers=) --------------------------------
+@pytest.fixture
+def counted_runs(monkeypatch):
+    """Small pieces, a caller seen as single-threaded (pytest may run a timeout thread), and the worker
+    counts the pool was started with."""
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 16 << 10)
+    _forkable(monkeypatch)
+    started: list[int] = []
+    run = split_decode._run
+
+    def spy(path, ranges, workers):
+        started.append(workers)
+        return run(path, ranges, workers)
+
+    monkeypatch.setattr(split_decode, "_run", spy)
+    return started
+
+
+def _forkable(monkeypatch) -> None:
+    """This process seen as one that may fork: one thread (pytest may run a timeout thread), and torch
+    (which other tests import) not counted."""
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setattr(rank_map, "FORK_UNSAFE_MODULES", ())
+
+
+def test_worker_count_follows_the_request(monkeypatch):
+    _forkable(monkeypatch)
+    piece = decode.CHUNK_BYTES
+    assert split_decode.worker_count(10 * piece, 1) == 1
+    assert split_decode.worker_count(10 * piece, 3) == 3  # asked for: even below PARALLEL_MIN_BYTES
+    assert split_decode.worker_count(2 * piece, 5) == 2  # no more processes than pieces
+    assert split_decode.worker_count(10 * piece) == 1  # by default only from PARALLEL_MIN_BYTES on
+    monkeypatch.setattr(threading, "active_count", lambda: 2)
+    assert split_decode.worker_count(10 * piece, 3) == 1  # a caller with other threads is never forked
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setattr(rank_map, "FORK_UNSAFE_MODULES", ("workbench",))  # stands for torch, imported
+    assert split_decode.worker_count(10 * piece, 3) == 1
+
+
+def test_decode_workers_1_keeps_one_process_and_n_asks_for_n(tmp_path, counted_runs):
+    path = _write(tmp_path, _events(3000))
+    one = _load_with(path, decode_workers=1)
+    assert counted_runs == []
+    three = _load_with(path, decode_workers=3)
+    assert counted_runs == [3]
+    _assert_same(one, three)
+
+
+def test_load_trace_workers_is_the_decode_switch_for_one_file(tmp_path, counted_runs, monkeypatch):
+    import workbench as wb
+
+    monkeypatch.setattr(split_decode, "PARALLEL_MIN_BYTES", 64 << 10)
+    path = _write(tmp_path, _events(3000))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        wb.load_trace(path, workers=1, cache=False)
+        assert counted_runs == []
+        wb.load_trace(path, workers=2, cache=False)
+        assert counted_runs == [2]
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.0, "2", True])
+def test_decode_workers_must_be_a_count(bad, tmp_path):
+    from workbench.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="decode_workers must be a whole number"):
+        read_trace(_write(tmp_path, _events(10)), decode_workers=bad)
+
+
+def _load_with(path: Path, **kwargs):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trace = read_trace(path, **kwargs)
+    return trace, [str(w.message) for w in caught]

@@ -148,7 +148,8 @@ def summarize_rank_file(path: str, *, options: dict[str, bool], cache: bool,
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         trace = read_trace([path], cache=cache, round_ns=options.get("round_ns"),
-                           drop_last_step=options.get("drop_last_step"))
+                           drop_last_step=options.get("drop_last_step"),
+                           decode_workers=1)  # the rank map owns the cores: no decode processes nested in it
         summary = summarize(trace, path, semantics, kernel_wait_threshold_us)
     said = set(trace.meta.warnings)
     extra = tuple(str(w.message) for w in caught if str(w.message) not in said)

@@ -46,7 +46,9 @@ def register(subparsers: Any) -> None:
                         "$WORKBENCH_CACHE_DIR, else ~/.cache/workbench; entries of changed files are never used)")
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="worker processes reading a folder's rank files, each rank analysed where it is read "
-                        "(default: one per core, at most one per rank, bounded by free memory; 1: one process)")
+                        "(default: one per core, at most one per rank, bounded by free memory); for one large "
+                        "file, processes decoding it in byte ranges (default: one per core for a plain JSON file "
+                        "of 96 MB or more); 1: one process")
     p.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="run the per-rank map on the Dask cluster whose scheduler is at ADDRESS "
                         "(tcp://HOST:8786; needs pip install 'workbench[dask]')")

@@ -72,18 +72,19 @@ def external_ids(args: np.ndarray) -> np.ndarray:
 
 
 _NUMBER_TYPES = {int, float, type(None)}
+_NONE_ONLY, _INT_ONLY = {type(None)}, {int}
 _EXACT_FLOAT = 2.0**53
 
 
 def ints(values: list) -> np.ndarray:
     """int64 column; anything that is not an integer (or an integral float) becomes -1."""
     n = len(values)
-    if values.count(None) == n:
-        return np.full(n, -1, dtype=np.int64)
     types = set(map(type, values))
-    if types == {int}:
+    if not n or types == _NONE_ONLY:
+        return np.full(n, -1, dtype=np.int64)
+    if types == _INT_ONLY:
         try:
-            return np.array(values, dtype=np.int64)  # the common case: all plain ints
+            return np.fromiter(values, dtype=np.int64, count=n)  # the common case: all plain ints
         except OverflowError:
             return _ints_slow(values)
     if types <= _NUMBER_TYPES:

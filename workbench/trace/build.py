@@ -42,7 +42,9 @@ class FileTables:
 
 
 def build_file(header: TraceHeader, chunks: Iterable[DecodedFile], options: LoadOptions,
-               issues: Issues) -> FileTables:
+               issues: Issues, decode_workers: int | None = None) -> FileTables:
+    """One file's tables. ``decode_workers``: processes decoding a large plain file in byte ranges
+    (``split_decode.worker_count``; 1: this process only)."""
     parts: dict[str, list[dict]] = {name: [] for name in TIMED_TABLES}
     names: dict[str, dict[str, str]] = {"process": {}, "thread": {}}
     path = ""
@@ -50,7 +52,7 @@ def build_file(header: TraceHeader, chunks: Iterable[DecodedFile], options: Load
     edges: list[tuple[int, int, Event]] = []  # B/E events, paired once the file is read
     if isinstance(chunks, Chunks):
         path = chunks.path
-        split = decode_split(chunks, interners, parts, names, issues)  # a large file: in worker processes
+        split = decode_split(chunks, interners, parts, names, issues, decode_workers)  # a large file: in processes
         if split is None:
             chunks = iter(())
         elif isinstance(split, DecodedFile):

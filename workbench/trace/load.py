@@ -6,7 +6,7 @@ import os
 import warnings
 from collections.abc import Sequence
 
-from workbench.errors import TraceFormatError, TraceWarning
+from workbench.errors import InvalidArgumentError, TraceFormatError, TraceWarning
 from workbench.trace.build import FileTables, LoadOptions, build_file
 from workbench.trace.data import TraceData, TraceMeta
 from workbench.trace.decode import TraceHeader, decode_file
@@ -18,7 +18,7 @@ from workbench.trace.tables import assemble
 
 def read_trace(source: str | os.PathLike | Sequence[str | os.PathLike], *, hta_compat: bool = False,
                round_ns: bool | None = None, drop_last_step: bool | None = None,
-               cache: bool = False) -> TraceData:
+               cache: bool = False, decode_workers: int | None = None) -> TraceData:
     """Read a Kineto/Chrome trace: a ``.json``/``.json.gz`` file, a folder of rank files, or a list.
 
     The tables only; ``wb.load_trace`` (``workbench.facade``) returns the same tables as a
@@ -32,10 +32,20 @@ def read_trace(source: str | os.PathLike | Sequence[str | os.PathLike], *, hta_c
     ``cache=True`` reads the tables from the columnar cache (``workbench.trace.cache``) when the
     files are unchanged since they were cached, and writes them there after a fresh read.
 
+    ``decode_workers``: processes that decode one large file, each a byte range of its events
+    (``workbench.trace.split_decode``; the tables are identical to one process's). None: one per core
+    (at most 8) for a plain JSON file of PARALLEL_MIN_BYTES (96 MB) or more; 1: this process only; n: n
+    processes for any plain file of two or more 4 MB pieces. Gzip files, files with a byte-order mark or
+    another encoding, a caller that runs other threads, and a caller that is itself a worker process are
+    always decoded in this process.
+
     Raises TraceFormatError for a file that cannot be read as a trace (for a folder: only when
     no rank file can be read; a bad rank file is left out with a warning naming it); warns
     (TraceWarning) where the trace is usable but something was odd, saying what was done.
     """
+    if decode_workers is not None and (type(decode_workers) is not int or decode_workers < 1):
+        raise InvalidArgumentError(f"decode_workers must be a whole number >= 1 (or None: as many as pay), "
+                                   f"got {decode_workers!r}")
     options = LoadOptions(round_ns=hta_compat if round_ns is None else round_ns,
                           drop_last_step=hta_compat if drop_last_step is None else drop_last_step)
     paths = trace_paths(source)
@@ -52,7 +62,7 @@ def read_trace(source: str | os.PathLike | Sequence[str | os.PathLike], *, hta_c
     collecting = gc.isenabled()
     gc.disable()  # millions of short-lived objects, no cycles: collections would only cost time
     try:
-        data = _load(paths, options)
+        data = _load(paths, options, decode_workers)
     finally:
         if collecting:
             gc.enable()
@@ -65,13 +75,13 @@ def _options_dict(options: LoadOptions) -> dict[str, bool]:
     return {"round_ns": options.round_ns, "drop_last_step": options.drop_last_step}
 
 
-def _load(paths: list[str], options: LoadOptions) -> TraceData:
+def _load(paths: list[str], options: LoadOptions, decode_workers: int | None = None) -> TraceData:
     files: list[FileTables] = []
     headers: list[TraceHeader] = []
     left_out: list[tuple[str, TraceFormatError]] = []
     for path in paths:
         try:
-            header, file = _load_file(path, options)
+            header, file = _load_file(path, options, decode_workers)
         except TraceFormatError as exc:
             if len(paths) == 1:
                 raise
@@ -95,9 +105,10 @@ def _load(paths: list[str], options: LoadOptions) -> TraceData:
     return TraceData(assemble(files), _meta(files, headers, options, messages))
 
 
-def _load_file(path: str, options: LoadOptions) -> tuple[TraceHeader, FileTables]:
+def _load_file(path: str, options: LoadOptions, decode_workers: int | None = None,
+               ) -> tuple[TraceHeader, FileTables]:
     try:
-        return _read_file(path, options)
+        return _read_file(path, options, decode_workers)
     except TraceFormatError:
         # torch's exporter leaves quotes in names unescaped (record_function('attn "qkv"')): read a mended copy
         from workbench.trace.repair import repair_unescaped_quotes
@@ -106,7 +117,7 @@ def _load_file(path: str, options: LoadOptions) -> tuple[TraceHeader, FileTables
         if repaired is None:
             raise
     try:
-        header, file = _read_file(str(repaired.path), options)
+        header, file = _read_file(str(repaired.path), options, decode_workers)
     finally:
         repaired.path.unlink(missing_ok=True)
     file.path = path
@@ -114,10 +125,11 @@ def _load_file(path: str, options: LoadOptions) -> tuple[TraceHeader, FileTables
     return header, file
 
 
-def _read_file(path: str, options: LoadOptions) -> tuple[TraceHeader, FileTables]:
+def _read_file(path: str, options: LoadOptions, decode_workers: int | None = None,
+               ) -> tuple[TraceHeader, FileTables]:
     header, chunks = decode_file(path)
     issues = Issues(path)
-    file = build_file(header, chunks, options, issues)
+    file = build_file(header, chunks, options, issues, decode_workers)
     issues.emit()
     file.warnings = list(issues.messages)
     file.notes = list(issues.notes)

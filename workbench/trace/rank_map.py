@@ -8,8 +8,13 @@ The function is named ``"module:qualname"`` so any worker can import it (it and 
 picklable). It runs:
 
 - in worker processes on this machine (``workers=None``: one per core, at most one per rank file,
-  bounded by the free memory in ``/proc/meminfo`` against an estimate per rank from its size), started
-  with the ``forkserver`` (else ``spawn``) context so a worker never inherits the caller's state;
+  bounded by the free memory in ``/proc/meminfo`` against an estimate per rank from its size). Workers are
+  forked from the caller where that is safe (Linux, the caller runs no other thread: a fork copies only
+  the thread that calls it, so a lock another thread held would stay locked in the child; and torch is
+  not imported: its thread pools and device state do not survive a fork), so they
+  start with the caller's modules already imported (a fresh interpreter importing numpy, pandas and the
+  analyses costs about a second, on every core at once); elsewhere (a notebook kernel runs threads) they
+  start from the ``forkserver`` (else ``spawn``), which imports those modules once;
 - on a Dask cluster (``client=`` a ``distributed.Client``; nothing here imports ``distributed``: the
   client is used through its ``submit`` / futures API);
 - in this process (``workers=1``), one rank file after another.
@@ -27,6 +32,7 @@ import importlib
 import multiprocessing
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
@@ -232,9 +238,23 @@ def _here(function: str, paths: list[str], kwargs: dict) -> tuple[dict[str, obje
     return values, failures
 
 
+FORK_UNSAFE_MODULES = ("torch",)  # their native thread pools and device state do not survive a fork
+
+
+def fork_is_safe() -> bool:
+    """Whether worker processes may be forked from this one: Linux, no thread but this one (a forked
+    child holds only the forking thread; a lock held by another thread, in logging or an allocator,
+    would never be released there), and none of FORK_UNSAFE_MODULES imported."""
+    return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods() \
+        and threading.active_count() == 1 and not any(name in sys.modules for name in FORK_UNSAFE_MODULES)
+
+
 def _context(function: str) -> multiprocessing.context.BaseContext:
-    """forkserver where there is one (the server imports the function's module once, and each worker forks
-    from it with that module loaded), else spawn."""
+    """fork where it is safe (``fork_is_safe``: the workers start at once, with the caller's modules
+    imported); else forkserver where there is one (the server imports the function's module once, and each
+    worker forks from it with that module loaded); else spawn."""
+    if fork_is_safe():
+        return multiprocessing.get_context("fork")
     if "forkserver" in multiprocessing.get_all_start_methods() and sys.platform != "darwin":
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload([__name__, function.partition(":")[0]])  # used when the server starts
@@ -329,4 +349,4 @@ def _on_dask(client: Client, function: str, paths: list[str],
 
 
 __all__ = ["RankFailure", "RankMapError", "RankMapOutcome", "SchedulerError", "available_memory_bytes",
-           "cores", "estimate_rank_bytes", "map_ranks", "resolve", "run_named", "worker_count"]
+           "cores", "estimate_rank_bytes", "fork_is_safe", "map_ranks", "resolve", "run_named", "worker_count"]

@@ -84,6 +84,8 @@ def frame(table: str, data: dict[str, object], copy: bool = True) -> pd.DataFram
 
 
 def _column(values: object, dtype: str, n: int) -> object:
+    if values is None and dtype == CAT and n:  # all "": pd.Categorical([""] * n), without a pass over n strings
+        return pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), dtype=_ALL_EMPTY.dtype)
     if values is None:
         values = _absent(dtype, n)
     if dtype == CAT:
@@ -91,6 +93,9 @@ def _column(values: object, dtype: str, n: int) -> object:
     if dtype == STR:
         return pd.array(values, dtype="str")
     return np.asarray(values, dtype=dtype)
+
+
+_ALL_EMPTY = pd.Categorical([""])
 
 
 def _absent(dtype: str, n: int) -> object:

@@ -4,7 +4,8 @@ joined in file order into the same tables the single-process path builds.
 
 Used only where it is safe and exact: a plain UTF-8 file (its bytes are its text, so a range can be
 read by offset) of at least PARALLEL_MIN_BYTES, in a main process with one thread (workers are
-forked), with two or more cores. A piece that is not plain (a cut that fell inside a string, an
+forked), with two or more cores; the caller's ``decode_workers`` (``read_trace``, ``load_trace(workers=)``)
+overrides the size rule and the core count, and 1 keeps every file in its process. A piece that is not plain (a cut that fell inside a string, an
 event that cannot be read, NaN tokens, begin/end pairs, a warning of any kind) makes the whole file
 go the single-process way instead, so every odd case keeps its one implementation. The last range
 (the final events and any header keys after the array) is always read here.
@@ -14,7 +15,6 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import os
-import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -23,6 +23,7 @@ import numpy as np
 
 import workbench.trace.columns as columns
 import workbench.trace.decode as decode
+import workbench.trace.rank_map as rank_map
 from workbench.errors import TraceFormatError
 from workbench.trace.issues import Issues
 
@@ -44,16 +45,24 @@ class Piece:
     labels: dict[str, list[str]]  # interner -> the labels that worker coded first in this piece
 
 
-def worker_count(size: int) -> int:
-    """Processes to use for a file of ``size`` bytes (1: decode it here)."""
-    if size < PARALLEL_MIN_BYTES or multiprocessing.parent_process() is not None \
-            or threading.active_count() != 1 or "fork" not in multiprocessing.get_all_start_methods():
+def worker_count(size: int, requested: int | None = None) -> int:
+    """Processes to use for a file of ``size`` bytes (1: decode it here). ``requested``: the caller's
+    ``decode_workers`` (None: one per core, at most MAX_WORKERS, for files of PARALLEL_MIN_BYTES or more;
+    1: this process; n: n processes for any file of two or more pieces). Never in a worker process (a rank
+    worker decodes its file alone: the cores are its siblings'), nor where fork is not safe
+    (``rank_map.fork_is_safe``)."""
+    if requested == 1 or multiprocessing.parent_process() is not None or not rank_map.fork_is_safe():
+        return 1
+    pieces = size // decode.CHUNK_BYTES
+    if requested is not None:
+        return max(1, min(requested, pieces))
+    if size < PARALLEL_MIN_BYTES:
         return 1
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         cores = os.cpu_count() or 1
-    return max(1, min(cores, MAX_WORKERS, size // decode.CHUNK_BYTES))
+    return max(1, min(cores, MAX_WORKERS, pieces))
 
 
 def cut_points(path: str, start: int, size: int) -> list[int] | None:
@@ -173,17 +182,18 @@ def merge(piece: Piece, first: int, interners: columns.Interners, remaps: dict[i
 
 
 def decode_split(chunks: decode.Chunks, interners: columns.Interners, parts: dict[str, list[dict]],
-                 names: dict[str, dict[str, str]], issues: Issues) -> decode.DecodedFile | None | bool:
+                 names: dict[str, dict[str, str]], issues: Issues,
+                 requested: int | None = None) -> decode.DecodedFile | None | bool:
     """Decode the file of ``chunks`` in worker processes, adding its columns to ``parts``; the last
     piece is returned to be taken here (None if it holds no event). False: nothing was done (not
-    worth it, or not plain), read ``chunks`` the usual way."""
-    if chunks.events_at is None:
+    worth it, or not plain), read ``chunks`` the usual way. ``requested``: see ``worker_count``."""
+    if chunks.events_at is None or requested == 1:
         return False
     try:
         size = os.stat(chunks.path).st_size
     except OSError:
         return False
-    workers = worker_count(size)
+    workers = worker_count(size, requested)
     if workers < 2:
         return False
     cuts = cut_points(chunks.path, chunks.events_at, size)

@@ -3,6 +3,8 @@ nesting and self time, runtime call -> CPU op, kernel -> runtime call -> op, ker
 copy directions, synchronisations, annotation kinds."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
@@ -63,27 +65,59 @@ def _ops_and_runtime(ops_raw: dict, calls_raw: dict) -> tuple[pd.DataFrame, pd.D
     calls = _frame("runtime", calls_raw)
     parent, depth, self_us, call_op = nest(ops, calls)
     ops["parent"], ops["depth"], ops["self_us"] = parent, depth, self_us
-    calls["api"] = pd.Categorical(_per_name(calls["name"], classify.runtime_api))
-    calls["is_launch"] = _per_name(calls["name"], lambda n: n in classify.LAUNCH_CALLS).astype(bool)
-    calls["is_sync"] = _per_name(calls["name"], lambda n: n in classify.SYNC_CALLS).astype(bool)
+    calls["api"] = _categorical_per_name(calls["name"], classify.runtime_api)
+    calls["is_launch"] = _per_name(calls["name"], lambda n: n in classify.LAUNCH_CALLS, bool)
+    calls["is_sync"] = _per_name(calls["name"], lambda n: n in classify.SYNC_CALLS, bool)
     calls["op_index"] = call_op
     calls["op_name"] = _names_at(ops["name"], call_op)
     return ops, calls
 
 
-def _per_name(names: pd.Series, fn) -> np.ndarray:
-    """``fn`` of each row's name, computed once per distinct name (a categorical column)."""
-    values = np.array([fn(str(n)) for n in names.cat.categories] + [fn("")], dtype=object)
+def _name_codes(names: pd.Series) -> tuple[list[str], np.ndarray]:
+    """A categorical column's labels, and each row's code into them ("" after the labels, for a missing
+    value, so a code is always a valid index)."""
+    labels = [str(n) for n in names.cat.categories]
     codes = names.cat.codes.to_numpy()
-    return values[np.where(codes >= 0, codes, len(values) - 1)]
+    return labels, np.where(codes >= 0, codes, len(labels))
+
+
+def _per_name(names: pd.Series, fn, dtype: type = object) -> np.ndarray:
+    """``fn`` of each row's name, computed once per distinct name (a categorical column)."""
+    labels, codes = _name_codes(names)
+    return np.array([fn(n) for n in labels] + [fn("")], dtype=dtype)[codes]
+
+
+def _categorical_per_name(names: pd.Series, fn, categories: Sequence[str] | None = None) -> pd.Categorical:
+    """``pd.Categorical(_per_name(names, fn), categories)``, built from the distinct names alone."""
+    labels, codes = _name_codes(names)
+    return by_code(np.array([fn(n) for n in labels] + [fn("")], dtype=object), codes, categories)
+
+
+def by_code(per_code: np.ndarray, codes: np.ndarray, categories: Sequence[str] | None = None) -> pd.Categorical:
+    """``pd.Categorical(per_code[codes], categories)`` (the same categories, in the same order) without a
+    pass over strings per row: the categorical of the values the codes use, taken per row."""
+    if not len(codes) or not len(per_code):
+        return pd.Categorical(per_code[codes], categories=categories)
+    used = np.flatnonzero(np.bincount(codes, minlength=len(per_code)))
+    if categories is None:
+        distinct = pd.Categorical(per_code[used])
+        dtype, distinct_codes = distinct.dtype, distinct.codes
+    else:  # a value outside the categories is missing (-1), as pd.Categorical has it, without its warning
+        dtype = pd.Categorical([], categories=categories).dtype
+        distinct_codes = dtype.categories.get_indexer(per_code[used])
+    position = np.zeros(len(per_code), dtype=np.intp)
+    position[used] = np.arange(len(used))
+    return pd.Categorical.from_codes(distinct_codes[position[codes]], dtype=dtype)
 
 
 def _names_at(names: pd.Series, index: np.ndarray) -> pd.Categorical:
     """names[index] with "" where index is -1, as a categorical."""
-    values = np.asarray(names.astype(object))
-    picked = np.where(index >= 0, values[np.clip(index, 0, max(len(values) - 1, 0))] if len(values)
-                      else "", "")
-    return pd.Categorical(picked.astype(str))
+    labels, codes = _name_codes(names)
+    if not len(codes):
+        return pd.Categorical(np.full(len(index), "", dtype=str))
+    per_code = np.array(labels + ["nan", ""], dtype=str)  # a missing name (code len(labels)) reads "nan"
+    picked = np.where(index >= 0, codes[np.clip(index, 0, None)], len(labels) + 1)
+    return by_code(per_code, picked)
 
 
 def _lookup(keys_from: pd.DataFrame, keys_to: pd.DataFrame) -> np.ndarray:
@@ -105,12 +139,11 @@ def _kernels(raw: dict, calls: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
     kernels = _frame("kernels", raw)
     if not len(kernels):
         return kernels
-    kernels["kind"] = pd.Categorical(_per_name(kernels["name"], classify.kernel_kind), categories=trace_schema.KERNEL_KINDS)
-    parts = pd.DataFrame([classify.copy_parts(n) for n in kernels["name"].cat.categories] + [("", "", "")],
-                         columns=["k", "s", "d"])
-    codes = kernels["name"].cat.codes.to_numpy()
-    for col, key in (("copy_kind", "k"), ("copy_src", "s"), ("copy_dst", "d")):
-        kernels[col] = pd.Categorical(parts[key].to_numpy()[codes])
+    kernels["kind"] = _categorical_per_name(kernels["name"], classify.kernel_kind, trace_schema.KERNEL_KINDS)
+    labels, codes = _name_codes(kernels["name"])
+    parts = [classify.copy_parts(n) for n in labels] + [("", "", "")]
+    for col, key in (("copy_kind", 0), ("copy_src", 1), ("copy_dst", 2)):
+        kernels[col] = by_code(np.array([p[key] for p in parts], dtype=object), codes)
     row = _lookup(kernels, calls)
     kernels["runtime_index"] = row
     kernels["launch_name"] = _names_at(calls["name"], row)
