@@ -23,6 +23,7 @@ from tests.hypotheses.builders import (
 from workbench.capture.compile_diag import CompileDiagnostics, GraphBreak, Recompile
 from workbench.measurement import Measurement
 from workbench.hypotheses.facts import TraceFacts
+from workbench.hypotheses.roofline import DEFAULT_CPU_CEILING
 from workbench.hypotheses.catalog import get_rule, list_rules
 from workbench.hypotheses.run_facts import RunFacts
 from workbench.trace.schema import frame
@@ -223,7 +224,7 @@ def _no_work(ops_inside: int):
     ops = cpu_ops(["aten::mm"] * 12, [100.0] * 12, 20.0)
     away = np.where(np.arange(12) < ops_inside, 0.0, np.where(np.arange(12) % 2, 1e5, -1e5))   # before and after
     ops = ops.assign(ts_us=ops["ts_us"] + away, end_us=ops["end_us"] + away)
-    return TraceFacts(SimpleNamespace(cpu_ops=ops, annotations=steps_table))
+    return TraceFacts(SimpleNamespace(cpu_ops=ops, annotations=steps_table), ceiling=DEFAULT_CPU_CEILING)
 
 
 def _grown(**kw):

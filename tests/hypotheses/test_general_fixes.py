@@ -13,6 +13,11 @@ import pytest
 from tests.hypotheses.builders import (calls_with_pauses, cpu_ops, facts, faulting_run, fires, grown_by_cat,
                                       memory_events, run, step_annotations)
 from workbench.hypotheses.facts import TraceFacts
+# a trace with no run behind it is judged against this machine's cached ceiling (which other tests
+# measure under load): these tests pin the documented default instead
+from workbench.hypotheses.roofline import DEFAULT_CPU_CEILING, cpu_ceiling_from
+
+MEASURED_2_THREADS = cpu_ceiling_from({"cpu_ceiling": {"copy_gbps": 27.6, "matmul_fp32_gflops": 350.0, "threads": 2}})
 
 
 def test_gc_collect_in_the_stack_is_a_gc_finding_not_host_work():
@@ -126,7 +131,7 @@ def test_fresh_pages_names_the_allocating_ops_and_joins_the_finding_that_names_t
     pages = fires("fresh_pages_every_call", faulting_run(16_000.0, trace=trace))[0]
     rows = {e.metric: e for e in pages.evidence}["mapped_alloc_mib_per_call"].rows
     assert rows[0]["name"] == "aten::clone" and rows[0]["mib_per_call"] == pytest.approx(64.0)
-    churn = fires("large_allocations_repeat", TraceFacts(trace))[0]
+    churn = fires("large_allocations_repeat", TraceFacts(trace, ceiling=MEASURED_2_THREADS))[0]
     folded = fold_fresh_pages([churn, pages])
     assert [h.rule for h in folded] == ["large_allocations_repeat"]
     assert "page_faults_per_call" in {e.metric for e in folded[0].evidence}
@@ -153,7 +158,7 @@ def _empty_steps(n_ops_inside: int):
     ops = cpu_ops(["aten::mm"] * max(1, n_ops_inside), [100.0] * max(1, n_ops_inside), 20.0)
     if not n_ops_inside:
         ops = ops.assign(ts_us=ops["ts_us"] + 1e6, end_us=ops["end_us"] + 1e6)   # outside every step
-    return TraceFacts(SimpleNamespace(cpu_ops=ops, annotations=steps))
+    return TraceFacts(SimpleNamespace(cpu_ops=ops, annotations=steps), ceiling=DEFAULT_CPU_CEILING)
 
 
 def test_calls_with_no_recorded_work_are_said_to_be_unexplained():
