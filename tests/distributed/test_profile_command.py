@@ -165,3 +165,101 @@ def test_torchrun_gets_the_rendezvous_options():
                         ("--rdzv-endpoint", "head:29400"), ("--rdzv-id", "j"), ("--master-addr", "head"),
                         ("--master-port", "29500"), ("--nproc-per-node", "8")):
         assert cmd[cmd.index(flag) + 1] == value
+
+
+def _job_processes(out):
+    """PIDs of live processes whose environment names this run's folder (torchrun and its ranks)."""
+    marker = f"WORKBENCH_PROFILE_DIR={os.path.abspath(out)}".encode()
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as fh:
+                env = fh.read().split(b"\0")
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                state = fh.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in env and state != b"Z":
+            pids.append(int(name))
+    return pids
+
+
+def _start_hanging_job(out):
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
+    env["PYTHONPATH"] = os.pathsep.join([ROOT] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    proc = subprocess.Popen([sys.executable, "-m", "workbench.cli", "profile", "--nproc-per-node", "2", "--out",
+                             out, "--top", "0", os.path.join(SCRIPTS, "hang_job.py")], env=env, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    import time
+
+    deadline = time.monotonic() + 60      # rank 0 finishes (its status file) while rank 1 hangs
+    while time.monotonic() < deadline and not os.path.exists(os.path.join(out, "rank-0.status")):
+        if proc.poll() is not None:
+            break
+        time.sleep(0.2)
+    assert os.path.exists(os.path.join(out, "rank-0.status")), proc.communicate()[0]
+    assert _job_processes(out), "the job should be running"
+    return proc
+
+
+def _wait_until_gone(out, timeout_s=40.0):
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and _job_processes(out):
+        time.sleep(0.3)
+    return _job_processes(out)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="not applicable: reads /proc (Linux)")
+@pytest.mark.timeout(150)
+def test_sigterm_to_the_command_stops_the_whole_job_and_says_so(tmp_path):
+    import signal
+
+    out = str(tmp_path / "term")
+    proc = _start_hanging_job(out)
+    proc.send_signal(signal.SIGTERM)           # what `timeout` and a CI step limit send
+    text, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, text
+    assert _wait_until_gone(out) == [], "torchrun or a rank outlived the command"
+    summary = _summary(out)
+    assert summary["complete"] is False and summary["stopped_by"] == "SIGTERM"
+    assert "stopped by SIGTERM" in summary["reason"]
+    by_rank = {r["rank"]: r for r in summary["ranks"]}
+    assert by_rank[0]["status"] == "ok" and by_rank[0]["trace"]
+    assert "INCOMPLETE" in text
+    analyzed = _workbench("analyze", out)
+    assert analyzed.returncode == 0
+    assert analyzed.stdout.count("incomplete profiled run") == 1, analyzed.stdout
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="not applicable: reads /proc (Linux)")
+@pytest.mark.timeout(150)
+def test_sigkill_to_the_commands_process_group_leaves_nothing_running(tmp_path):
+    import signal
+
+    out = str(tmp_path / "kill")
+    proc = _start_hanging_job(out)
+    os.killpg(proc.pid, signal.SIGKILL)        # a cancelled CI job: no handler runs in the command
+    proc.communicate(timeout=30)
+    assert _wait_until_gone(out) == [], "torchrun or a rank outlived the killed command"
+    summary = _summary(out)                    # the provisional summary written at the start
+    assert summary["complete"] is False and summary.get("provisional") is True
+    assert "did not finish" in summary["reason"]
+    analyzed = _workbench("analyze", out)
+    assert analyzed.returncode == 0
+    assert analyzed.stdout.count("incomplete profiled run") == 1, analyzed.stdout
+
+
+@pytest.mark.timeout(90)
+def test_a_rank_that_os_exits_is_not_called_killed(tmp_path):
+    out = str(tmp_path / "osexit")
+    proc = _workbench("profile", "--nproc-per-node", "2", "--out", out, "--top", "0",
+                      os.path.join(SCRIPTS, "os_exit_job.py"))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    by_rank = {r["rank"]: r for r in _summary(out)["ranks"]}
+    assert by_rank[0]["status"] == "ok"
+    assert by_rank[1]["status"] == "exited_unreported" and "os._exit()" in by_rank[1]["error"]
+    assert "killed" not in by_rank[1]["error"]

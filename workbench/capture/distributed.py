@@ -313,8 +313,27 @@ def rank_main(argv: Sequence[str] | None = None) -> int:
     sys.argv = [script, *argv[1:]]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     _remember_backend_on_destroy()
+    _stop_when_orphaned()
     record = profiled_call(out, rank, world, window, lambda: runpy.run_path(script, run_name="__main__"))
     return int(record["exit_code"])
+
+
+def _stop_when_orphaned(poll_s: float = 0.5) -> None:
+    """A rank whose launcher (torchrun) is gone stops itself: SIGTERM to itself (it then exports what it
+    recorded), and ``os._exit`` after the grace period if that did not end it. torchrun killed outright
+    (SIGKILL) cannot stop its ranks, and a rank left running holds its port and its memory."""
+    import threading
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(TERMINATE_GRACE_S)
+        os._exit(128 + signal.SIGTERM)
+
+    threading.Thread(target=watch, name="workbench-orphan-watch", daemon=True).start()
 
 
 def _remember_backend_on_destroy() -> None:
@@ -355,13 +374,28 @@ def rank_statuses(out: str, expected: Sequence[int]) -> list[dict]:
     return records + [found[r] for r in sorted(found)]
 
 
+def write_provisional_summary(out: str, *, command: Sequence[str] | str, tool: str) -> None:
+    """The summary a run starts with: "complete": false until the final one replaces it, so a folder whose
+    run was killed (SIGKILL, a cancelled CI job) before it could write its summary says so."""
+    _write_json(os.path.join(out, SUMMARY), {
+        "tool": tool, "command": list(command) if not isinstance(command, str) else command,
+        "started_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), "provisional": True,
+        "complete": False,
+        "reason": f"the run did not finish: {tool} ended (killed, or still running) before it wrote its final "
+                  "summary; the traces here may be missing or partial",
+        "traces": [], "partial_traces": [], "ranks": []})
+
+
 def summarise(out: str, *, command: Sequence[str] | str, world_size: int, ranks: list[dict], wall_s: float,
               exit_code: int | None, timed_out: bool, timeout_s: float | None, window: Window | None,
-              tool: str, backend: str | None = None, extra: dict | None = None) -> dict:
+              tool: str, backend: str | None = None, extra: dict | None = None,
+              stopped_by: str | None = None) -> dict:
     """The run summary, written last (``summary.json``); ``complete`` only when every rank finished
-    and exported its trace."""
+    and exported its trace. ``stopped_by``: the signal (``"SIGTERM"``) that stopped the run."""
     bad = [r for r in ranks if r.get("status") != "ok" or not r.get("trace")]
     reasons = []
+    if stopped_by:
+        reasons.append(f"stopped by {stopped_by} to {tool}")
     if timed_out:
         reasons.append(f"timed out after {timeout_s:g} s")
     for r in bad:
@@ -385,7 +419,8 @@ def summarise(out: str, *, command: Sequence[str] | str, world_size: int, ranks:
         "finished_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "wall_s": wall_s, "exit_code": exit_code, "timed_out": timed_out, "timeout_s": timeout_s,
         "window": window.to_dict() if window else None,
-        "complete": not bad and not timed_out and not exit_code, "reason": "; ".join(reasons),
+        "complete": not bad and not timed_out and not exit_code and not stopped_by, "reason": "; ".join(reasons),
+        "stopped_by": stopped_by,
         "first_failed_rank": first_failed,
         "traces": [r["trace"] for r in ranks if r.get("trace")],
         "partial_traces": [r["trace"] for r in ranks if r.get("trace") and r.get("status") != "ok"],

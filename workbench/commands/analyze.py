@@ -85,7 +85,9 @@ def _run(args: argparse.Namespace, client: Client | None) -> int:
     if args.json:
         print(json.dumps(_as_json(trace, results, hypotheses), default=str, indent=1))
     else:
-        print(_as_text(trace, results, hypotheses, args.top, [str(w.message) for w in caught]))
+        # one folder's warning can be raised by more than one reader of it: each is said once
+        warned = list(dict.fromkeys(str(w.message) for w in caught))
+        print(_as_text(trace, results, hypotheses, args.top, warned))
     if args.charts:
         _write_charts(trace, args.charts, args.chart_format, quiet=args.json)
     return 0
@@ -127,7 +129,7 @@ def _table_text(table: Any) -> str:
 
 def _as_text(trace: Trace | RankFolder, results: dict[str, AnalysisResult | str], hypotheses: list[Hypothesis], top: int,
              warned: list[str]) -> str:
-    lines = [trace.summary()]
+    lines = [trace.summary() + (f"; {len(warned)} more from loading, below" if warned else "")]
     lines += [f"warning: {w}" for w in warned]
     for name, result in results.items():
         lines += ["", f"== {name.replace('_', ' ')} =="]

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import warnings
+from typing import Any
 
 import workbench.capture.distributed as distributed
 from workbench.errors import InvalidArgumentError, WorkbenchError
@@ -60,6 +61,14 @@ exit status:
      and the traces of the ranks that finished are kept
   4  the job ran past --timeout and was stopped (SIGTERM, then SIGKILL); ranks that could still
      export wrote their traces
+  128+N  this command was stopped by signal N (SIGINT 130, SIGTERM 143, SIGHUP 129): the whole job got
+     SIGTERM, then SIGKILL after the grace period, and summary.json says "complete": false and why
+
+The job is owned by this command: SIGTERM, SIGINT and SIGHUP are passed on to every process of the job
+(torchrun and its ranks). If this command is killed outright (SIGKILL, a cancelled CI job), torchrun
+gets SIGTERM from the kernel (a parent-death signal), and each rank stops itself when torchrun is gone,
+so nothing of the job outlives it; the summary.json written at the start ("complete": false, "the run
+did not finish") is then what `workbench analyze DIR` warns on.
 """
 
 
@@ -166,27 +175,49 @@ def run(args: argparse.Namespace) -> int:
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(distributed.__file__))))
     env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    shown_command = ["workbench", "profile", *sys.argv[2:]] if sys.argv[1:2] == ["profile"] else cmd
+    distributed.write_provisional_summary(args.out, command=shown_command, tool="workbench profile")
     started = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
     timed_out = False
-    try:
-        code = proc.wait(timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        code = _stop(proc)
-    except KeyboardInterrupt:
-        code = _stop(proc)
+    stopped_by: int | None = None
+    with _JobSignals() as signals:
+        # a session of its own, so that stopping it reaches every rank and never this process; the
+        # parent-death signal stops torchrun if this process is killed before it can do so itself
+        proc = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=_die_with_parent)
+        try:
+            code = proc.wait(timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            code = _stop(proc)
+        except (KeyboardInterrupt, _Stopped):
+            stopped_by = signals.received or signal.SIGINT
+            code = _stop(proc)
     wall_s = time.perf_counter() - started
     ranks = distributed.rank_statuses(args.out, _expected_ranks(args))
+    if code == 0 and stopped_by is None and not timed_out:
+        for r in ranks:
+            if r["status"] == "missing":
+                r["status"] = "exited_unreported"
+                r["error"] = ("the rank's process ended with exit code 0 (torchrun says so) without writing its "
+                              "status or trace: os._exit() or a signal handler of the script skipped the "
+                              "profiler's export")
+    if stopped_by is not None:
+        name = signal.Signals(stopped_by).name
+        for r in ranks:
+            if r["status"] in ("terminated", "missing", "interrupted"):
+                r["error"] = f"still running when workbench profile got {name}: stopped"
     if timed_out:
         for r in ranks:
             if r["status"] in ("terminated", "missing"):
                 r["error"] = f"still running after --timeout {args.timeout:g} s: stopped (a hang?)"
-    summary = distributed.summarise(args.out, command=["workbench", "profile", *sys.argv[2:]] if sys.argv[1:2] == ["profile"]
-                          else cmd, world_size=_world_size(args, ranks) or len(ranks), ranks=ranks, wall_s=wall_s,
-                          exit_code=code, timed_out=timed_out, timeout_s=args.timeout, window=window,
-                          tool="workbench profile", extra={"torchrun": cmd, "node_ranks": [r["rank"] for r in ranks]})
+    summary = distributed.summarise(args.out, command=shown_command, world_size=_world_size(args, ranks) or len(ranks),
+                                    ranks=ranks, wall_s=wall_s, exit_code=code, timed_out=timed_out,
+                                    timeout_s=args.timeout, window=window, tool="workbench profile",
+                                    stopped_by=signal.Signals(stopped_by).name if stopped_by is not None else None,
+                                    extra={"torchrun": cmd, "node_ranks": [r["rank"] for r in ranks]})
     _print_outcome(args, summary)
+    if stopped_by is not None:
+        return 128 + int(stopped_by)
     if summary["traces"] and args.top:
         _print_hypotheses(args.out, args.top)
     if timed_out:
@@ -194,8 +225,73 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK if summary["complete"] else EXIT_RANK_FAILED
 
 
+class _Stopped(BaseException):
+    """SIGTERM or SIGHUP reached this command while the job ran."""
+
+
+class _JobSignals:
+    """While the job runs, SIGTERM and SIGHUP stop it like Ctrl-C does (``_Stopped``), and a second
+    signal during the stop is ignored so the stop itself (grace period, then SIGKILL) finishes."""
+
+    SIGNALS = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None)
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        if self.received is not None:
+            return                      # already stopping
+        self.received = signum
+        raise _Stopped()
+
+    def __enter__(self) -> "_JobSignals":
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                self._previous[sig] = signal.signal(sig, self._on_signal)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the torchrun child, before exec (Linux): SIGTERM when this command's process dies, so a
+    SIGKILL to this command (a cancelled CI job) still stops the job (torchrun passes SIGTERM on to
+    its ranks). Elsewhere a no-op."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+    except Exception:  # noqa: BLE001 - no prctl: the job is stopped by the handlers above only
+        pass
+
+
 def _stop(proc: subprocess.Popen) -> int:
-    """SIGTERM the whole job (torchrun and its ranks: each rank exports what it recorded), then SIGKILL."""
+    """SIGTERM the whole job (torchrun and its ranks: each rank exports what it recorded), then SIGKILL.
+    A second Ctrl-C (or SIGTERM) meanwhile does not cut the stop short: the job is always ended."""
+    import threading
+
+    held: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, *_JobSignals.SIGNALS):
+            held[sig] = signal.signal(sig, signal.SIG_IGN)
+    try:
+        return _terminate_then_kill(proc)
+    finally:
+        for sig, previous in held.items():
+            signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
+
+
+def _terminate_then_kill(proc: subprocess.Popen) -> int:
     for sig, wait_s in ((signal.SIGTERM, distributed.TERMINATE_GRACE_S), (signal.SIGKILL, 5.0)):
         try:
             os.killpg(proc.pid, sig)

@@ -171,6 +171,16 @@ def _folder(path: str) -> list[str]:
                                "trace file or a folder of rank files", path=_shown(path))
     if RUN_SUMMARY in names:
         _warn_if_incomplete(os.path.join(path, RUN_SUMMARY))
+    elif any(n.startswith("rank-") and n.endswith(".status") for n in names):
+        import warnings
+
+        from workbench.errors import TraceWarning
+
+        # rank status files are written by ``workbench profile`` / ``wb.profile_distributed``, whose
+        # summary comes first (provisional) and last: a folder with them and no summary was cut short
+        warnings.warn(f"{_shown(path)}: an incomplete profiled run (rank status files but no {RUN_SUMMARY}: "
+                      "the run was stopped before it could write its summary); the traces here may be missing "
+                      "or partial", TraceWarning, stacklevel=3)
     return found
 
 
