@@ -52,7 +52,7 @@ from workbench.hypotheses.fold_ranks import RANK_SCOPE
 from workbench.trace import TraceData, TraceMeta, read_trace
 from workbench.trace.paths import shown
 from workbench.trace.rank_map import RankFailure, RankMapError, json_bytes, map_ranks, worker_count
-from workbench.trace.ranks import assign_ranks, trace_paths
+from workbench.trace.ranks import RankFile, assign_ranks, device_names, one_job, trace_paths
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -94,6 +94,12 @@ def _better_here(paths: list[str]) -> bool:
     return total < SMALL_FOLDER_BYTES or (total / len(paths) < SMALL_RANK_BYTES and total < LARGE_FOLDER_BYTES)
 
 
+def _rank_file(summary: PackedSummary) -> RankFile:
+    meta = summary.meta
+    return RankFile(summary.path, meta.distributed_info.get(summary.rank),
+                    device_names(meta.device_properties.get(summary.rank)), meta.base_time_ns.get(summary.rank))
+
+
 class RankFolder:
     """A multi-rank trace held as per-rank summaries; the ``Trace`` methods answered from them."""
 
@@ -128,6 +134,9 @@ class RankFolder:
                     f"{len(summaries)} rank file(s) were loaded" for f in unreadable]
         messages += [f"{f.describe()}; left out (partial=True), the other {len(summaries)} rank file(s) were loaded"
                      for f in broken]
+        kept, job_messages = one_job([_rank_file(s) for s in summaries])   # the same check as one process
+        summaries = [summaries[i] for i in kept]
+        messages += job_messages
         ranks, rank_messages = assign_ranks([s.path for s in summaries], [s.declared_rank for s in summaries])
         summaries = [s.relabeled(r) for s, r in zip(summaries, ranks)]
         for summary in summaries:

@@ -58,6 +58,8 @@ def main() -> None:
         (BAD / folder).mkdir(exist_ok=True)
         for i, rank in enumerate(ranks):
             extra = {"distributedInfo": {"rank": rank, "world_size": 2}} if rank is not None else {}
+            # two files of one job, not one file copied (a copy is left out of a folder as such)
+            extra["trace_id"] = f"worker{i}"
             (BAD / folder / f"worker{i}.json").write_bytes(_dump({**good, **extra}))
     _more(good, events)
 

@@ -12,7 +12,8 @@ from workbench.trace.data import TraceData, TraceMeta
 from workbench.trace.decode import TraceHeader, decode_file
 from workbench.trace.issues import Issues
 from workbench.trace.paths import shown
-from workbench.trace.ranks import assign_ranks, declared_rank, rank_problem, trace_paths
+from workbench.trace.ranks import (RankFile, assign_ranks, declared_rank, device_names, one_job, rank_problem,
+                                   trace_paths)
 from workbench.trace.tables import assemble
 
 
@@ -95,6 +96,10 @@ def _load(paths: list[str], options: LoadOptions, decode_workers: int | None = N
                                path=shown(first))
     messages = [f"{shown(path)}: rank file left out, it cannot be read ({exc}); the other "
                 f"{len(files)} rank file(s) were loaded" for path, exc in left_out]
+    kept, job_messages = one_job([RankFile(f.path, h.distributedInfo, device_names(h.deviceProperties),
+                                           _base_time_ns(h)) for f, h in zip(files, headers)])
+    files, headers = [files[i] for i in kept], [headers[i] for i in kept]
+    messages += job_messages
     messages += [m for f, h in zip(files, headers) if (m := rank_problem(f.path, h.distributedInfo))]
     ranks, rank_messages = assign_ranks([f.path for f in files], [declared_rank(h.distributedInfo) for h in headers])
     messages += rank_messages
@@ -103,6 +108,11 @@ def _load(paths: list[str], options: LoadOptions, decode_workers: int | None = N
     for file, rank in zip(files, ranks):
         file.rank = rank
     return TraceData(assemble(files), _meta(files, headers, options, messages))
+
+
+def _base_time_ns(header: TraceHeader) -> int | None:
+    base = header.baseTimeNanoseconds
+    return int(base) if type(base) is int and abs(base) < 2**63 else None
 
 
 def _load_file(path: str, options: LoadOptions, decode_workers: int | None = None,

@@ -162,10 +162,16 @@ def _folder(path: str) -> list[str]:
             continue
         full = os.path.join(path, name)
         try:
-            if stat.S_ISREG(os.stat(full).st_mode):
-                found.append(full)
-        except OSError:
-            continue  # a dangling or looping link among the files: not a rank file
+            mode = os.stat(full).st_mode
+        except OSError as exc:
+            # a dangling or looping link among the files: not a rank file, and said so
+            _warn_left_out(full, f"it cannot be followed ({exc.strerror or type(exc).__name__})")
+            continue
+        if stat.S_ISREG(mode):
+            found.append(full)
+        elif not stat.S_ISDIR(mode):
+            kind = next((what for test, what in _KINDS if test(mode)), "not a regular file")
+            _warn_left_out(full, f"it is {kind}, not a trace file (not opened: it could block or never end)")
     if not found:
         raise TraceFormatError("the folder has no .json or .json.gz trace files; pass a "
                                "trace file or a folder of rank files", path=_shown(path))
@@ -182,6 +188,14 @@ def _folder(path: str) -> list[str]:
                       "the run was stopped before it could write its summary); the traces here may be missing "
                       "or partial", TraceWarning, stacklevel=3)
     return found
+
+
+def _warn_left_out(path: str, why: str) -> None:
+    import warnings
+
+    from workbench.errors import TraceWarning
+
+    warnings.warn(f"{_shown(path)}: left out of the folder: {why}", TraceWarning, stacklevel=4)
 
 
 def _warn_if_incomplete(summary_path: str) -> None:
