@@ -41,6 +41,10 @@ def die():
 
 def vanish():
     os._exit(0)
+
+
+def slow():
+    time.sleep(0.25)
 '''
 
 
@@ -77,6 +81,7 @@ def here_env():
     ({"timing": {"median_ms": math.nan}}, "median of nan ms"),
     ({"timing": {"median_ms": 0}}, "median of 0 ms"),
     ({"timing": {"median_ms": -1.5}}, "median of -1.5 ms"),
+    ({"timing": {"median_ms": 1e308}}, "median of 1e+308 ms"),
 ])
 def test_an_unusable_earlier_report_exits_2_before_profiling(tmp_path, capsys, no_profiling, doc, match):
     old = tmp_path / "old"
@@ -210,3 +215,39 @@ def test_a_workload_past_the_time_limit_exits_4(workload_folder, capsys):
 def test_a_bad_time_limit_exits_2(tmp_path, capsys, no_profiling, limit):
     assert main(["report", "--out", str(tmp_path / "r"), f"--time-limit={limit}"]) == 2
     assert "--time-limit" in capsys.readouterr().err
+
+
+def test_samples_beyond_any_timing_are_refused_not_turned_into_nan(tmp_path, capsys, no_profiling, here_env):
+    doc = _samples(here_env)
+    doc["processes"] = [{"samples_ms": [1e308, 1e308, 1e308]} if i == 0 else p for i, p in enumerate(doc["processes"])]
+    old = _write_summary(tmp_path / "old", {"samples": doc})
+    assert main(["report", "--out", str(tmp_path / "new"), "--compare-to", str(old),
+                 "--fail-on-regression", "5"]) == 2
+    err = capsys.readouterr().err
+    assert "unusable samples" in err and "1e+308" in err and "nan" not in err and "Traceback" not in err
+
+
+def test_a_slow_workload_says_it_is_still_running(workload_folder, capsys, monkeypatch):
+    monkeypatch.setattr(sampler, "HEARTBEAT_S", 0.5)
+    lines = []
+    samples = sampler.sample_processes(f"{workload_folder}:slow", processes=1, warmup=2, repeat=6,
+                                       progress=lines.append)
+    assert samples.n_processes == 1
+    assert any("process 1/1 still timing the workload" in line and "no --time-limit" in line for line in lines), lines
+
+
+def test_ctrl_c_ends_in_one_line_saying_where_and_what_was_kept(tmp_path, capsys, monkeypatch):
+    from workbench.report import pipeline
+
+    def interrupted(*args, **kwargs):
+        progress = kwargs["progress"]
+        progress("timing the workload in a fresh process (1/3)...")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pipeline, "build_report", interrupted)
+    out = tmp_path / "r"
+    assert main(["report", "--out", str(out)]) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (f"workbench report: interrupted while timing the workload in a fresh process (1/3); "
+                       f"nothing was written to {out}")
+    assert not any("Traceback" in line for line in err)

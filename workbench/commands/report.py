@@ -5,6 +5,7 @@ import argparse
 import math
 import os
 import sys
+from pathlib import Path
 
 from workbench.report.regression import GATE_QUANTILE
 from workbench.report.workload import DEFAULT_WORKLOAD, EXIT_TIME_LIMIT, EXIT_WORKLOAD_FAILED
@@ -54,6 +55,7 @@ exit status:
      summary.json, a negative or NaN threshold, an earlier report from another environment)
   3  the workload failed: it raised, called sys.exit(), or its process died
   4  the workload ran past --time-limit and was stopped
+  130  interrupted (Ctrl-C): one line says during which step, and what the output folder holds
 """
 
 
@@ -123,8 +125,22 @@ def _default_out() -> str:
     return os.path.join("reports", "report-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S"))
 
 
+_last_phase = ["starting"]
+
+
 def _phase(line: str) -> None:
+    if not line.startswith("  ..."):
+        _last_phase[0] = line.rstrip(".")
     print(f"workbench report: {line}", file=sys.stderr, flush=True)
+
+
+def _interrupted(out: str) -> int:
+    """Ctrl-C: one line saying where it stopped and what the output folder holds (nothing half-rendered is
+    passed off as a report: summary.json is written last)."""
+    kept = sorted(p.name for p in Path(out).iterdir()) if Path(out).is_dir() else []
+    what = f"{out} holds {', '.join(kept)} (no summary.json: not a report)" if kept else f"nothing was written to {out}"
+    print(f"workbench report: interrupted while {_last_phase[0]}; {what}", file=sys.stderr, flush=True)
+    return 130
 
 
 def run(args: argparse.Namespace) -> int:
@@ -147,9 +163,10 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidArgumentError(f"--gate-quantile takes a number in [0, 1); got {args.gate_quantile}")
     if args.allow_environment_change and not args.compare_to:
         raise InvalidArgumentError("--allow-environment-change needs --compare-to OLD_REPORT_DIR")
+    out = args.out or _default_out()
     try:
         result = pipeline.build_report(
-            args.out or _default_out(), workload=args.workload, bundle=args.bundle, template=args.template,
+            out, workload=args.workload, bundle=args.bundle, template=args.template,
             warmup=args.warmup, repeat=args.repeat, compare_to=args.compare_to,
             fail_on_regression_pct=args.fail_on_regression, title=args.title,
             experiments=not args.no_experiments, processes=args.processes, time_limit_s=args.time_limit,
@@ -158,6 +175,8 @@ def run(args: argparse.Namespace) -> int:
     except WorkloadError as exc:
         print(f"workbench report: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except KeyboardInterrupt:
+        return _interrupted(out)
     t = result.summary["timing"]
     print(f"median {t['median_ms']:.3f} ms (p95 {t['p95_ms']:.3f} ms, n={t['n']}, "
           f"first call {t['cold_ms']:.3f} ms)")

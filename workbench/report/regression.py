@@ -58,6 +58,9 @@ EXIT_CODES = {OK: 0, INCONCLUSIVE: 0, REGRESSION: 1, REFUSED: 2}
 
 
 # -- reading a report's summary --------------------------------------------------------------
+MAX_SAMPLE_MS = 1e9   # 11.6 days per call: beyond it a "sample" is no timing, and its logs overflow the statistics
+
+
 def load_summary(report_dir: str | Path) -> dict[str, Any]:
     """The ``summary.json`` a report wrote into its folder (a JSON object, else ReportError)."""
     path = Path(report_dir) / SUMMARY_FILE
@@ -85,9 +88,10 @@ def load_samples(report_dir: str | Path) -> "SampleSet":
     if isinstance(timing, dict) and "median_ms" in timing:
         median = timing["median_ms"]
         if isinstance(median, bool) or not isinstance(median, (int, float)) or not math.isfinite(median) \
-                or median <= 0:
+                or median <= 0 or median > MAX_SAMPLE_MS:
             raise ReportError(f"{path} records a median of {median!r} ms, which no timing can have "
-                              "(it must be a finite number > 0): it is not a usable baseline; re-run that report")
+                              f"(it must be a finite number > 0 and at most {MAX_SAMPLE_MS:g}): it is not a usable baseline; "
+                              "re-run that report")
     samples = doc.get("samples")
     if not samples:
         raise ReportError(
@@ -127,10 +131,10 @@ class SampleSet:
                 if isinstance(s, bool) or not isinstance(s, (int, float, np.floating, np.integer)):
                     raise InvalidArgumentError(f"process {index + 1} has a sample {s!r} that is not a number")
                 values.append(float(s))
-            if any(not math.isfinite(v) or v < 0 for v in values):
-                bad = [v for v in values if not math.isfinite(v) or v < 0][:3]
-                raise InvalidArgumentError(f"process {index + 1} has samples that are not finite "
-                                           f"times >= 0 ms: {bad}")
+            if any(not math.isfinite(v) or v < 0 or v > MAX_SAMPLE_MS for v in values):
+                bad = [v for v in values if not math.isfinite(v) or v < 0 or v > MAX_SAMPLE_MS][:3]
+                raise InvalidArgumentError(f"process {index + 1} has samples that are not times from 0 to "
+                                           f"{MAX_SAMPLE_MS:g} ms (a call of over 11 days): {bad}")
             if float(np.median(values)) <= 0:
                 raise InvalidArgumentError(f"process {index + 1} has a median of 0 ms: not a timing")
             groups.append(tuple(values))

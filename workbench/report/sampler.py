@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
 from pathlib import Path
 from typing import Any, Callable
@@ -92,18 +93,53 @@ def _worker_env(allocator_mode: str = allocator.STEADY) -> dict[str, str]:
     return env
 
 
+HEARTBEAT_S = 30.0   # a process timing a slow workload says it is still running this often
+
+
+def _run_with_heartbeat(cmd: list[str], *, env: dict[str, str], time_limit_s: float | None,
+                        heartbeat: Callable[[str], None] | None, where: str) -> subprocess.CompletedProcess:
+    """``subprocess.run(cmd, capture_output=True, timeout=time_limit_s)``, telling ``heartbeat`` every
+    ``HEARTBEAT_S`` that it still runs; a timeout or an interrupt kills the process before raising."""
+    started = time.monotonic()
+    with subprocess.Popen(cmd, cwd=os.getcwd(), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          stdin=subprocess.DEVNULL) as proc:
+        try:
+            while True:
+                elapsed = time.monotonic() - started
+                left = None if time_limit_s is None else time_limit_s - elapsed
+                if left is not None and left <= 0:
+                    proc.kill()
+                    stdout, stderr = proc.communicate()
+                    raise subprocess.TimeoutExpired(cmd, time_limit_s or 0.0, output=stdout, stderr=stderr)
+                wait_s = HEARTBEAT_S if left is None else min(HEARTBEAT_S, left)
+                try:
+                    stdout, stderr = proc.communicate(timeout=wait_s)
+                    break
+                except subprocess.TimeoutExpired:
+                    if heartbeat is not None and (left is None or left > wait_s):
+                        limit = f" of at most {time_limit_s:g} s (--time-limit)" if time_limit_s else \
+                            " (no --time-limit)"
+                        heartbeat(f"  ... {where} still timing the workload: {time.monotonic() - started:.0f} s{limit}")
+        except BaseException:
+            proc.kill()
+            raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
+
+
 def run_worker(spec: str, *, warmup: int, repeat: int, index: int = 1, total: int = 1,
                time_limit_s: float | None = None, python: str | None = None,
-               allocator_mode: str = allocator.STEADY) -> dict[str, Any]:
-    """One fresh process: its samples, cold call and environment (a dict), or the failure raised."""
+               allocator_mode: str = allocator.STEADY,
+               heartbeat: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """One fresh process: its samples, cold call and environment (a dict), or the failure raised.
+    ``heartbeat`` is told every ``HEARTBEAT_S`` seconds that the process is still running."""
     where = f"process {index}/{total}"
     with tempfile.TemporaryDirectory(prefix="workbench-sampler-") as tmp:
         out = Path(tmp) / "samples.json"
         request = json.dumps({"workload": spec, "warmup": warmup, "repeat": repeat})
         try:
-            proc = subprocess.run([python or sys.executable, "-m", "workbench.report.sampler", request, str(out)],
-                                  cwd=os.getcwd(), env=_worker_env(allocator_mode), capture_output=True,
-                                  text=True, stdin=subprocess.DEVNULL, timeout=time_limit_s)
+            proc = _run_with_heartbeat([python or sys.executable, "-m", "workbench.report.sampler", request, str(out)],
+                                       env=_worker_env(allocator_mode), time_limit_s=time_limit_s,
+                                       heartbeat=heartbeat, where=where)
         except subprocess.TimeoutExpired as exc:
             output = (exc.stderr or b"").decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
             raise WorkloadTimeout(
@@ -143,7 +179,7 @@ def sample_processes(spec: str, *, processes: int, warmup: int, repeat: int,
         if progress:
             progress(f"timing the workload in a fresh process ({i + 1}/{processes})...")
         results.append(run_worker(spec, warmup=warmup, repeat=repeat, index=i + 1, total=processes,
-                                  time_limit_s=time_limit_s, allocator_mode=allocator_mode))
+                                  time_limit_s=time_limit_s, allocator_mode=allocator_mode, heartbeat=progress))
     return SampleSet(processes=tuple(tuple(r["samples_ms"]) for r in results),
                      environment=results[0]["environment"], workload=spec, warmup=warmup, repeat=repeat,
                      cold_ms=tuple(r["cold_ms"] for r in results),
