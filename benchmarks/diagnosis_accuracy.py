@@ -11,7 +11,8 @@ their top 3.
     .venv/bin/python benchmarks/diagnosis_accuracy.py --half tuning     # tune on this half only
     .venv/bin/python benchmarks/diagnosis_accuracy.py --half heldout --json out.json
     .venv/bin/python benchmarks/diagnosis_accuracy.py --half fresh      # the batch nobody tuned on
-    .venv/bin/python benchmarks/diagnosis_accuracy.py --half all        # tuning, held-out and fresh
+    .venv/bin/python benchmarks/diagnosis_accuracy.py --half all        # every half below
+    .venv/bin/python benchmarks/diagnosis_accuracy.py --half planted    # tests/workloads/planted.py, live
 
 The held-out and fresh halves are for scoring, never for tuning thresholds.
 """
@@ -28,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 SETTINGS = {"default": {}, "repeat=8": {"repeat": 8}}
 CAVEATS = frozenset({"too_few_samples", "noisy_timing", "timer_resolution"})   # about the timing itself
-HALVES = ("tuning", "heldout", "fresh", "fresh2")
+HALVES = ("tuning", "heldout", "fresh", "fresh2", "planted")
 
 
 def half_workloads(half: str) -> list:
@@ -37,11 +38,28 @@ def half_workloads(half: str) -> list:
     if half == "fresh":
         from tests.workloads.corpus_fresh import workloads as fresh_workloads
         return fresh_workloads("fresh")
+    if half == "planted":
+        return planted_workloads()
     if half == "fresh2":
         from tests.workloads.corpus_fresh2 import workloads as fresh2_workloads
         return fresh2_workloads("fresh2")
     from tests.workloads.corpus import workloads
     return workloads(half)
+
+
+def planted_workloads() -> list:
+    """tests/workloads/planted.py (the small set the rules were first written against), profiled as its
+    live test once did (``warmup=3, repeat=20, threads=1``, then the builder's own options): the live
+    half of tests/workloads/test_planted.py, whose tests now judge recorded runs of the same workloads."""
+    from tests.workloads.corpus import Workload
+    from tests.workloads.recorded import planted_cases
+
+    def with_options(case):
+        def build():
+            fn, own = case.build()
+            return fn, {**case.options, **own}
+        return build
+    return [Workload(c.name, c.category, "planted", "inference", with_options(c)) for c in planted_cases()]
 
 
 def profile_workload(w, overrides: dict):
@@ -96,7 +114,8 @@ def _pct(a: int, b: int) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--half", choices=(*HALVES, "both", "all"), default="both",
-                    help="both: tuning and heldout (corpus.py); fresh: corpus_fresh.py; all: the three")
+                    help="both: tuning and heldout (corpus.py); fresh, fresh2: corpus_fresh*.py; planted: "
+                         "planted.py (the live half of test_planted.py); all: every one")
     ap.add_argument("--setting", choices=(*SETTINGS, "both"), default="both")
     ap.add_argument("--k", type=int, default=2, help="a planted category within the top K counts as found (default 2)")
     ap.add_argument("--only", nargs="*", help="workload names to run (default: all of the half)")

@@ -1,4 +1,10 @@
-"""Rules that the shared GPU traces never trigger, on CPU traces the code itself records."""
+"""Rules that the shared GPU traces never trigger, on CPU traces the code itself records.
+
+These profile live, but judge only the trace's structure, which load does not change: which ops
+follow which (a convolution with a bias before a batch norm; a loop body repeating), with stakes from
+the ops' shapes (the bias pass at the ceiling's bandwidth) or from gaps inside the repeats, which a
+busy machine only lengthens. Only the trace rules are run (``diagnose(run.trace)``): no timing caveat
+can outrank them. Checked passing with two CPU hogs beside them (load average 6-8 on 2 cores)."""
 import numpy as np
 import pytest
 import torch

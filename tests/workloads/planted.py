@@ -1,8 +1,8 @@
 """Planted workloads: small functions with one known performance problem each, and clean ones.
 
 Each builder returns ``(fn, profile_options)``; ``wb.profile(fn, **profile_options)`` then
-``run.hypotheses`` must rank the planted category first (tests/workloads/test_planted.py).
-Sizes are chosen so the planted problem dominates on one CPU thread and a call stays short.
+``run.hypotheses`` must rank the planted category first (tests/workloads/test_planted.py, on runs recorded
+by tests/data/record_planted_runs.py). Sizes: the planted problem dominates on one thread, calls stay short.
 """
 from __future__ import annotations
 
