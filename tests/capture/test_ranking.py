@@ -1,5 +1,6 @@
 """Ranking a person would agree with, on made-up hypotheses and runs (no timing of this machine):
-timing caveats qualify findings instead of outranking them, nothing-at-stake is not shown, stakes
+timing caveats qualify findings instead of outranking them (they stand before only the findings
+smaller than the noise they report), nothing-at-stake is not shown, stakes
 are per clean call, and one-time costs are spread over a stated number of calls."""
 from __future__ import annotations
 
@@ -30,16 +31,16 @@ def test_a_finding_above_the_noise_outranks_a_high_confidence_caveat():
     assert ranked[0].confidence == "medium"       # above the uncertainty: not qualified
 
 
-def test_a_finding_within_the_noise_loses_one_step_and_the_caveat_ranks_after_every_finding():
+def test_a_finding_within_the_noise_loses_one_step_and_the_caveat_ranks_before_the_findings_it_exceeds():
     noisy = _h("noisy_timing", "measurement", 1.0, "high")
     gaps = _h("cpu_host_gaps", "host_bound", 1.0, "high")      # tied with the uncertainty
     small = _h("frequent_sequences", "launch_overhead", 0.3, "medium")
     ranked = rank(qualify([gaps, small, noisy]))
-    # a caveat qualifies the findings (one confidence step less) and is never "high". It used to outrank
-    # the findings held less confidently than itself (here frequent_sequences, lowered to "low"); now it
-    # stands after every finding: their evidence is in the trace, the caveat only qualifies them
-    assert [h.rule for h in ranked] == ["cpu_host_gaps", "frequent_sequences", "noisy_timing"]
-    assert ranked[0].confidence == "medium" and ranked[1].confidence == "low" and ranked[2].confidence == "medium"
+    # a caveat qualifies the findings (one confidence step less) and is never "high". It stands after
+    # every finding that stands out of the noise (a tie goes to the finding), and before those smaller
+    # than the uncertainty it reports: they cannot be told from noise, the noise is the first thing to fix
+    assert [h.rule for h in ranked] == ["cpu_host_gaps", "noisy_timing", "frequent_sequences"]
+    assert ranked[0].confidence == "medium" and ranked[1].confidence == "medium" and ranked[2].confidence == "low"
     assert any("within the timing's uncertainty" in c for c in ranked[0].confounders)
 
 

@@ -43,7 +43,7 @@ def test_rank_orders_by_stake_and_drops_hypotheses_without_evidence():
     assert [h.title for h in rank([a, b, c])] == ["b", "a"]
 
 
-def test_caveats_stand_after_every_finding():
+def test_caveats_stand_after_every_finding_larger_than_their_noise():
     from dataclasses import replace
 
     few = replace(hyp("measurement", stake=0.1, confidence="low", title="few"), rule="too_few_samples")
@@ -51,11 +51,10 @@ def test_caveats_stand_after_every_finding():
     big = hyp("host_bound", stake=100.0, title="big")
     small = hyp("host_bound", stake=0.2, title="small")
     weak = hyp("memory_bound", stake=80.0, confidence="low", title="weak")
-    # a caveat removes no time: its uncertainty "stake" does not compete with the findings' stakes, even
-    # when it is larger than theirs. The order used to be big, small, noise, few, weak (a medium caveat
-    # above the low-confidence findings); now the findings come first by their own ranking (weak's 80 ms
-    # above small's 0.2 ms), then the caveats, the more confident first
-    assert [h.title for h in rank([weak, big, noise, small, few])] == ["big", "weak", "small", "noise", "few"]
+    # a caveat removes no time and never outranks a finding that stands out of the noise; a timing caveat
+    # stands before the findings smaller than the uncertainty it reports (small's 0.2 ms cannot be told
+    # from 50 ms of noise), a caveat's confidence does not lift it over a finding (weak's 80 ms is first)
+    assert [h.title for h in rank([weak, big, noise, small, few])] == ["big", "weak", "noise", "small", "few"]
     # a caveat saying the timing cannot be judged at all (no interval of the median) leads
     void = replace(few, evidence=few.evidence + (Evidence("no_median_interval", 1, "flag"),), title="void")
     assert [h.title for h in rank([big, void, noise])] == ["void", "big", "noise"]

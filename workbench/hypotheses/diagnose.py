@@ -17,9 +17,10 @@ confidence and removes no time. Its "stake" is the timing's uncertainty (the hal
 median's 95 % interval; the whole median where no such interval exists). A finding whose stake is
 larger keeps its confidence; one whose stake is within the uncertainty cannot be told from noise:
 it loses one confidence step and says why. In the ranking the caveats stand after every finding
-(``rank``: a finding's evidence is in the trace or the run, the caveat only qualifies it), except a
-caveat saying the timing cannot be judged at all (``NO_INTERVAL_METRIC``: too few samples for any
-interval of the median), which leads; ``Diagnosis.banner`` states them once above the list. The run's health check qualifies the findings it touches the same way: on a
+that stands out of the timing's noise (``rank``: a finding's evidence is in the trace or the run, the
+caveat only qualifies it); a timing caveat stands before the findings smaller than the uncertainty it
+reports, and a caveat saying the timing cannot be judged at all (``NO_INTERVAL_METRIC``: too few samples
+for any interval of the median) leads; ``Diagnosis.banner`` states them once above the list. The run's health check qualifies the findings it touches the same way: on a
 loaded or oversubscribed machine a preempted process shows idle stretches between its ops, so
 host-gap findings
 (``LOAD_SENSITIVE_RULES``) lose one confidence step and say why.
@@ -125,15 +126,22 @@ def rank(hypotheses: Iterable[Hypothesis]) -> list[Hypothesis]:
     on those within its uncertainty, ``qualify``) instead of outranking them; its "stake" (the timing's
     uncertainty) does not compete with the findings' stakes. The one exception leads the list: a
     caveat saying the timing cannot be judged at all (``voids_timing``: too few samples for any 95 %
-    interval of the median), since then no stake read from the timing stands. Caveats also lead
-    where nothing else stands."""
+    interval of the median), since then no stake read from the timing stands. A timing caveat
+    (``TIMING_CAVEATS``) also stands before the findings whose stakes are smaller than the uncertainty
+    it reports: those cannot be told from noise, and the noise is then the first thing to fix. Caveats
+    also lead where nothing else stands."""
     shown = [h for h in hypotheses if h.has_evidence and h.time_at_stake_ms > 0]
 
     def key(h: Hypothesis):
+        if voids_timing(h):
+            return (0, CONFIDENCE_ORDER[h.confidence], -h.time_at_stake_ms, 0, h.rule)
+        if h.rule in TIMING_CAVEATS:
+            # the timing's uncertainty stands before the findings it is larger than (they cannot be told
+            # from noise), after every finding that stands out of it
+            return (1, -h.time_at_stake_ms, 1, CONFIDENCE_ORDER[h.confidence], h.rule)
         if h.rule in MEASUREMENT_CAVEATS:
-            group = 0 if voids_timing(h) else 2
-            return (group, CONFIDENCE_ORDER[h.confidence], -h.time_at_stake_ms, h.rule)
-        return (1, -h.time_at_stake_ms, CONFIDENCE_ORDER[h.confidence], h.rule)
+            return (2, CONFIDENCE_ORDER[h.confidence], -h.time_at_stake_ms, 0, h.rule)
+        return (1, -h.time_at_stake_ms, 0, CONFIDENCE_ORDER[h.confidence], h.rule)
 
     return sorted(shown, key=key)
 
@@ -207,6 +215,8 @@ def _diagnose_trace(trace: "TraceData | TraceFacts", *, rules: Iterable[str] | N
     found, notes = _run_rules("trace", facts, rules)
     from workbench.hypotheses.fold_ranks import fold_ranks
     found = fold_ranks(found, facts.ranks)   # one finding per problem across ranks
+    from workbench.hypotheses.critical_cap import cap_by_critical_path
+    found = cap_by_critical_path(found, facts)   # no stake above its work's time on the critical path
     return Diagnosis(tuple(rank(found)), tuple(notes), facts.source)
 
 
@@ -218,6 +228,8 @@ def _diagnose_run(run: "RunRecord") -> Diagnosis:
     try:
         tf = facts.trace_facts
         trace_found, trace_notes = _run_rules("trace", tf)
+        from workbench.hypotheses.critical_cap import cap_by_critical_path
+        trace_found = cap_by_critical_path(trace_found, tf)   # bounded by the work's time on the critical path
         per_call = max(1, facts.calls_in_trace)
         scale = facts.trace_scale
         # trace stakes cover every traced call, under the profiler: per traced call, then to the
