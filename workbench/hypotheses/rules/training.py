@@ -3,6 +3,7 @@ optimizers (foreach off), gradients zeroed instead of set to None."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
@@ -33,45 +34,107 @@ def data_loading_share(f: TraceFacts, limits):
         suggested_variants=(), scope="host")
 
 
+def optimizer_spans(f: TraceFacts, prefix: str) -> pd.DataFrame:
+    """The spans of ``Optimizer.step#…`` / ``Optimizer.zero_grad#…``: torch records them as user
+    annotations (``record_function`` in ``Optimizer.profile_hook_step``), older traces and hand-built
+    ones as CPU ops; both are read, a span recorded twice is counted once."""
+    cols = ["rank", "tid", "name", "ts_us", "dur_us", "end_us"]
+    parts = []
+    for table in (f.annotations, f.cpu_ops):
+        if table is None or table.empty or "name" not in table:
+            continue
+        hit = table[table["name"].astype(str).str.startswith(prefix)]
+        if not hit.empty:
+            parts.append(hit.reindex(columns=cols))
+    if not parts:
+        return pd.DataFrame(columns=cols)
+    spans = pd.concat(parts, ignore_index=True)
+    spans["tid"] = spans["tid"].astype(str)
+    spans["rank"] = spans["rank"].fillna(0).astype(int)
+    return spans.drop_duplicates(subset=["rank", "tid", "ts_us", "end_us"]).sort_values("ts_us").reset_index(drop=True)
+
+
+def optimizer_class(spans: pd.DataFrame) -> str:
+    """``AdamW`` from ``Optimizer.step#AdamW.step`` (the most frequent, when several)."""
+    names = spans["name"].astype(str).str.extract(r"#([A-Za-z_][\w]*)\.", expand=False).dropna()
+    return str(names.value_counts().index[0]) if not names.empty else "the optimizer"
+
+
+def _ops_inside(ops: pd.DataFrame, spans: pd.DataFrame) -> list[np.ndarray]:
+    """Per span, the positions of the CPU ops on its rank and thread that lie within it (binary search per
+    thread over numpy arrays: the work is linear in ops + spans, with no table operation per span)."""
+    names_tid = ops["tid"].astype(str).to_numpy()
+    ranks = ops["rank"].to_numpy() if "rank" in ops else np.zeros(len(ops), dtype=int)
+    ts_all, end_all = ops["ts_us"].to_numpy(float), ops["end_us"].to_numpy(float)
+    by_thread: dict[tuple[int, str], np.ndarray] = {}
+    out = []
+    for s_rank, s_tid, s_ts, s_end in zip(spans["rank"].to_numpy(), spans["tid"].to_numpy(),
+                                          spans["ts_us"].to_numpy(float), spans["end_us"].to_numpy(float)):
+        key = (int(s_rank), str(s_tid))
+        if key not in by_thread:
+            mine = np.flatnonzero((names_tid == key[1]) & (ranks == key[0]))
+            by_thread[key] = mine[np.argsort(ts_all[mine], kind="stable")]
+        order = by_thread[key]
+        ts = ts_all[order]
+        lo, hi = np.searchsorted(ts, s_ts, side="left"), np.searchsorted(ts, s_end, side="right")
+        picked = order[lo:hi]
+        out.append(picked[end_all[picked] <= s_end])
+    return out
+
+
+# ops a per-tensor optimizer runs exactly once per parameter (Adam, AdamW, Adagrad, RMSprop: addcdiv_; the
+# lerp_ of Adam's first moment), tried in this order before the counts' common divisor
+ONCE_PER_PARAMETER = ("aten::addcdiv_", "aten::lerp_")
+
+
+def parameter_tensors(names: np.ndarray, steps: int) -> tuple[float, str]:
+    """How many parameter tensors a per-tensor optimizer step walks, and how that was read: the count per
+    step of an op it runs once per parameter, else the largest count per step that every repeated op's
+    count is a multiple of (the loop body repeats once per parameter)."""
+    values, counts = np.unique(names, return_counts=True)
+    by_name = dict(zip(values.tolist(), counts.tolist()))
+    for op in ONCE_PER_PARAMETER:
+        if by_name.get(op):
+            n = by_name[op] / steps
+            return n, f"{op} runs {n:.0f} times per step"
+    repeated = [c for c in counts.tolist() if c > steps]
+    if not repeated:
+        return 0.0, ""
+    n = float(np.gcd.reduce(np.asarray(repeated, dtype=np.int64))) / steps
+    return n, f"its repeated ops' counts per step are multiples of {n:.0f}"
+
+
 @rule("single_tensor_optimizer", category="launch_overhead", scope="trace", min_ops_per_step=50)
 def single_tensor_optimizer(f: TraceFacts, limits):
     """The optimizer step updates parameters one tensor at a time (foreach/fused off)."""
     ops = f.require_cpu_ops()
-    names = ops["name"].astype(str)
-    steps = ops[names.str.startswith("Optimizer.step#")]
+    steps = optimizer_spans(f, "Optimizer.step#")
     if steps.empty:
-        raise NotJudged("no optimizer step in the trace")
-    out_ops = []
-    # per thread, ops sorted by start: a step's ops are one slice (binary search), so the work is linear
-    # in ops + steps, not ops x steps
-    tids = ops["tid"].astype(str).to_numpy()
-    fused_all = names.str.contains("_foreach_|_fused_").to_numpy(dtype=bool)
-    by_tid = {}
-    for s_ts, s_end, s_tid in zip(steps["ts_us"].to_numpy(float), steps["end_us"].to_numpy(float),
-                                  steps["tid"].astype(str)):
-        if s_tid not in by_tid:
-            mine = np.flatnonzero(tids == s_tid)
-            order = mine[np.argsort(ops["ts_us"].to_numpy(float)[mine], kind="stable")]
-            by_tid[s_tid] = (ops["ts_us"].to_numpy(float)[order], ops["end_us"].to_numpy(float)[order],
-                             fused_all[order])
-        ts, end, fused = by_tid[s_tid]
-        lo, hi = np.searchsorted(ts, s_ts, side="left"), np.searchsorted(ts, s_end, side="right")
-        inside = end[lo:hi] <= s_end
-        if fused[lo:hi][inside].any():
-            return None
-        out_ops.append(int(inside.sum()))
-    per_step = sum(out_ops) / len(out_ops)
+        raise NotJudged("no optimizer step in the trace (no Optimizer.step# annotation or op)")
+    inside = _ops_inside(ops, steps)
+    names = ops["name"].astype(str).to_numpy()
+    picked = np.concatenate(inside) if inside else np.zeros(0, dtype=int)
+    if any("_foreach_" in name or "_fused_" in name for name in set(names[picked].tolist())):
+        return None
+    per_step = picked.size / len(inside)
     if per_step < limits["min_ops_per_step"]:
         return None
+    cls = optimizer_class(steps)
+    n_params, how = parameter_tensors(names[picked], len(inside))
+    params = f"about {n_params:.0f} parameter tensors" if n_params else "its parameters"
     return Hypothesis(
-        category="launch_overhead", title=f"Optimizer runs {per_step:.0f} per-tensor ops per step (foreach off)",
-        observed=f"{len(steps)} optimizer steps, none using _foreach_/fused kernels; {steps['dur_us'].sum() / 1e3:.2f} ms in total",
+        category="launch_overhead",
+        title=f"{cls} steps {params} one tensor at a time: {per_step:.0f} ops per step (foreach/fused off)",
+        observed=(f"{len(steps)} {cls}.step calls, none using _foreach_/fused kernels: {per_step:.0f} ops per step over "
+                  f"{params}" + (f" ({how})" if how else "") + f"; {steps['dur_us'].sum() / 1e3:.2f} ms in total"),
         mechanism="A single-tensor optimizer launches several small ops per parameter; foreach/fused versions batch them.",
         evidence=(Evidence("optimizer_ops_per_step", per_step, "ops", limits["min_ops_per_step"], ">=", "cpu_ops",
-                           rows=rows(steps, ["name", "dur_us"], by="dur_us")),),
+                           rows=rows(steps, ["name", "dur_us"], by="dur_us")),
+                  Evidence("parameter_tensors", n_params, "tensors", source="cpu_ops")),
         time_at_stake_ms=bounded_ms(steps["dur_us"].sum() * 0.5, f.window_us),
-        predicted_effect="foreach=True (or fused=True) cuts optimizer time several-fold",
-        falsifier="construct the optimizer with foreach=True: if its step time does not fall, per-tensor dispatch was not the cost",
+        predicted_effect=f"{cls}(..., foreach=True) (or fused=True where the device supports it) cuts the optimizer "
+                         "step several-fold",
+        falsifier=f"construct {cls} with foreach=True: if its step time does not fall, per-tensor dispatch was not the cost",
         confounders=("few, large parameters gain little",), confidence="medium",
         suggested_variants=("compiled",), scope="optimizer step")
 
@@ -80,19 +143,17 @@ def single_tensor_optimizer(f: TraceFacts, limits):
 def zero_grad_not_none(f: TraceFacts, limits):
     """zero_grad() fills gradients with zeros (set_to_none=False) instead of dropping them."""
     ops = f.require_cpu_ops()
-    names = ops["name"].astype(str)
-    zg = ops[names.str.startswith("Optimizer.zero_grad#")]
+    zg = optimizer_spans(f, "Optimizer.zero_grad#")
     if zg.empty:
-        raise NotJudged("no optimizer zero_grad in the trace")
-    zeros = 0
-    for _, z in zg.iterrows():
-        inside = ops[(ops["ts_us"] >= z["ts_us"]) & (ops["end_us"] <= z["end_us"]) & (ops["tid"] == z["tid"])]
-        zeros += int(inside["name"].astype(str).isin(["aten::zero_", "aten::fill_"]).sum())
+        raise NotJudged("no optimizer zero_grad in the trace (no Optimizer.zero_grad# annotation or op)")
+    is_zero = ops["name"].astype(str).isin(["aten::zero_", "aten::fill_"]).to_numpy()
+    zeros = sum(int(is_zero[picked].sum()) for picked in _ops_inside(ops, zg))
     if zeros < limits["min_zero_ops"]:
         return None
+    cls = optimizer_class(zg)
     return Hypothesis(
         category="launch_overhead", title=f"zero_grad writes zeros {zeros} times instead of setting grads to None",
-        observed=f"{zeros} zero_/fill_ ops inside {len(zg)} zero_grad calls, {zg['dur_us'].sum() / 1e3:.2f} ms",
+        observed=f"{zeros} zero_/fill_ ops inside {len(zg)} {cls}.zero_grad calls, {zg['dur_us'].sum() / 1e3:.2f} ms",
         mechanism="Zeroing costs one memset per parameter each step; set_to_none=True skips it and lets backward write fresh.",
         evidence=(Evidence("zero_ops", zeros, "ops", limits["min_zero_ops"], ">=", "cpu_ops",
                            rows=rows(zg, ["name", "dur_us"], by="dur_us")),),
