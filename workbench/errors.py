@@ -96,3 +96,8 @@ class RegistryError(WorkbenchError, KeyError):
 
 class StudyError(WorkbenchError):
     """A study folder or history file cannot be used as asked (newer format, a missing callable, ...)."""
+
+
+class NothingToCompareError(InvalidArgumentError):
+    """``compare`` found nothing to check: the baseline returns None (or nothing with values) and
+    reaches no model, optimizer or parameter whose state it changes."""

@@ -41,10 +41,13 @@ CASES: dict[str, tuple[str, bool, str | None]] = {
     "huge_output": ("%%gpuprofile -T -w 1 -r 3 -q\nprint('x' * 2_000_000)", True, None),
     "variant_success": ("%%gpuvariant sin2 -b 0.3 -c 1\ny = x.sin()", True, "Decision"),
     # a compared cell that fails is the comparison's finding (a row "error: ..."), not the magic's
-    "variant_raises": ("%%gpuvariant broken -b 0.3 -c 1\nraise ValueError('variant is broken')", True,
+    "variant_raises": ("%%gpuvariant broken -b 0.3 -c 1\ny = x.sin()\nraise ValueError('variant is broken')", True,
                        "variant is broken"),
     "variant_syntax_error": ("%%gpuvariant bad -b 0.3 -c 1\ny = (x.sin(", False, "syntax error"),
-    "variant_sys_exit": ("%%gpuvariant leaves -b 0.3 -c 1\nimport sys; sys.exit(1)", None, "sys.exit"),
+    "variant_sys_exit": ("%%gpuvariant leaves -b 0.3 -c 1\ny = x.sin()\nimport sys; sys.exit(1)", None, "sys.exit"),
+    # a cell that binds nothing the profiled one binds, with no last value: refused before anything runs
+    "variant_nothing_to_compare": ("%%gpuvariant nothing -b 0.3 -c 1\nx.sin()\nz = 1\nfor _ in range(1):\n    pass",
+                                   False, "nothing to compare"),
     "variant_keyboard_interrupt": ("%%gpuvariant stop -b 0.3 -c 1\n"
                                    "import signal; signal.raise_signal(signal.SIGINT)", False, None),
 }

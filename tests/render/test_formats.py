@@ -110,7 +110,8 @@ def test_diagnosis_and_run_hypotheses_in_three_formats(diagnosis):
 
 def test_comparison_in_three_formats(comparison):
     page = render.html(comparison, charts=False)
-    for header in ("variant", "status", "correct", "median", "p95", "speedup", "speedup 95% CI", "setup", "decision"):
+    for header in ("variant", "status", "correct", "median (ms)", "p95 (ms)", "speed-up", "95 % interval", "setup",
+                   "decision"):
         assert f"<th>{header}</th>" in page
     _no_raw(page, HOSTILE_VARIANT)
     assert "1.54×" in page and "1.5× – 1.58×" in page and "12.5 ms" in page

@@ -50,7 +50,7 @@ def test_importing_workbench_inside_a_shell_registers_the_html_display():
     """)
     assert result["altair_at_import"] is False
     shown = result["shown"]
-    assert "<th>speedup 95% CI</th>" in shown["Comparison"] and "&lt;script&gt;" in shown["Comparison"]
+    assert "<th>95 % interval</th>" in shown["Comparison"] and "&lt;script&gt;" in shown["Comparison"]
     assert "Decision record: <code>keep</code>" in shown["DecisionRecord"]
     for name in ("Diagnosis", "HypothesisList"):
         assert "wb-diagnosis" in shown[name] and "<script>alert" not in shown[name], name

@@ -17,7 +17,12 @@ def shell():
     from IPython.core.interactiveshell import InteractiveShell
     from IPython.testing.globalipapp import start_ipython
 
-    ip = start_ipython() or InteractiveShell.instance()
+    from traitlets.config.configurable import MultipleInstanceError
+
+    try:
+        ip = start_ipython() or InteractiveShell.instance()
+    except MultipleInstanceError:            # another test module already made the plain shell
+        ip = InteractiveShell.instance()
     result = ip.run_cell("%load_ext workbench")
     assert result.success, result.error_in_exec
     return ip
@@ -41,6 +46,12 @@ def test_a_round_accept_and_the_study_from_the_gpustudy_line(shell, lab, workloa
     accepted = shell.run_cell("%gpustudy study --accept fused")
     assert accepted.success, accepted.error_in_exec
     assert accepted.result.parent_id == base.baseline_id and study.baseline is accepted.result
+    # shown through the study's renderer, not a dataclass repr several screens long
+    shown, _ = shell.display_formatter.format(accepted.result)
+    assert "Baseline(" not in shown["text/plain"] and "accepted fused from round 1" in shown["text/plain"]
+    assert len(shown["text/plain"].splitlines()) < 15
+    page = shell.display_formatter.formatters["text/html"].lookup(accepted.result)(accepted.result)
+    assert accepted.result.baseline_id in page and "accepted fused from round 1" in page and "Baseline(" not in page
     shown = shell.run_cell("%gpustudy study")
     assert shown.result is study
     assert accepted.result.baseline_id in shell.display_formatter.formatters["text/html"].lookup(study)(study)

@@ -40,7 +40,7 @@ def test_a_round_and_its_summary_render_alike_in_the_methods_terms(after_round):
         assert section in page, section
     assert "study.accept(&#x27;fused&#x27;)" in page                   # the next step, escaped
     assert render_study.text(rnd) == rnd.summary.to_text()
-    assert "| wrong | reject | no |" in render_study.markdown(rnd)
+    assert "| wrong | reject | ✗ |" in render_study.markdown(rnd)
 
 
 def test_names_from_the_study_are_escaped(lab, workload_module, tmp_path):

@@ -60,13 +60,27 @@ def test_lowered_output_dtype_is_named():
     assert row.status == "incorrect" and row.decision == "reject"
 
 
-def test_silently_lowered_precision_matches_bfloat16_profile():
+def test_lowered_precision_inside_is_seen_and_judged_as_reduced_precision_never_silently():
+    """A variant computing in bfloat16 inside (same dtype out) is found by what its ops compute, classed
+    "reduced precision" and judged with bfloat16's tolerances; a keep says so in its reason.  A variant
+    whose error looks like bfloat16 rounding but whose ops compute in float32 is still flagged."""
     bf16 = lambda x: chain(x.bfloat16()).float()          # same dtype out, bfloat16 error inside
     wrong = lambda x: chain(x) * 1.01                      # wrong, but not a rounding profile
     c = wb.compare({"eager": chain, "bf16": bf16, "wrong": wrong}, inputs=lambda: torch.randn(4096), **FAST)
-    assert any("matches bfloat16 rounding" in f for f in _row(c, "bf16").flags)
+    row = _row(c, "bf16")
+    assert row.numerical_class == "reduced precision" and "bfloat16" in row.precision
+    assert any(f.startswith("reduced precision:") and "judged with bfloat16 tolerances" in f for f in row.flags)
+    assert row.decision != "keep" or "reduced precision" in row.decision_reason
+    assert c.settings["reduced_precision"]["bf16"]["dtype"] == "bfloat16"
     assert not any(f.startswith("precision lowered") for f in _row(c, "wrong").flags)
-    assert _row(c, "bf16").decision == "reject"
+    assert _row(c, "wrong").decision == "reject"
+
+    def rounded(x):                                        # bfloat16-like error, float32 ops only
+        y = chain(x)
+        return y + y * torch.where(torch.rand_like(y) < 0.5, 1.0, -1.0) * 2.0 ** -9
+    c = wb.compare({"eager": chain, "rounded": rounded}, inputs=lambda: torch.randn(4096), **FAST)
+    assert any("matches bfloat16 rounding" in f for f in _row(c, "rounded").flags)
+    assert _row(c, "rounded").decision == "reject"
 
 
 def test_faster_than_the_roofline_is_flagged():

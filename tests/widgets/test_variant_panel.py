@@ -47,16 +47,20 @@ def test_run_fills_table_chart_and_inserts_the_winner(shell):
     shell.rl_next_input = None
     panel = VariantPanel(slow_chain, lambda: torch.randn(100_000), user_variants={"one_pass": one_chain,
                          "broken": lambda x: x[:3]}, shell=shell, compare_options=FAST)
+    assert panel.selected() == ["one_pass", "broken"]          # your own variants start checked
+    for box in panel.checkboxes.values():
+        box.value = False
     panel.run_button.click()                     # nothing chosen
     assert "select at least one" in panel.status.value
     panel.checkboxes["one_pass"].value = True
     panel.checkboxes["broken"].value = True
     panel.run_button.click()
-    assert panel.progress.value == panel.progress.max == 2 * len(VariantPanel.STAGES)   # moves per stage
+    assert panel.progress.value == panel.progress.max == len(VariantPanel.STAGES)   # moves per stage
     assert set(panel.rows) == {"eager", "one_pass", "broken"}
     assert panel.rows["broken"]["decision"] == "reject" and "shape" in panel.rows["broken"]["reason"]
     assert panel.rows["one_pass"]["decision"] == "keep", panel.rows["one_pass"]
     assert "<td>one_pass</td>" in panel.table.value and "<td>keep</td>" in panel.table.value
+    assert panel.comparisons["one_pass"] is panel.comparisons["broken"] is panel.comparison   # one baseline
     assert panel.chart.value.lstrip().startswith("<svg")     # the comparison chart, inline
     assert not panel.insert_button.disabled
     panel.insert_button.click()
@@ -101,10 +105,14 @@ def test_suggested_variants_start_checked_and_their_hypothesis_reaches_the_recor
                          user_variants={"one_pass": one_chain, "other": one_chain}, shell=shell,
                          compare_options={**FAST, "progress": lambda stage, name: seen.append(
                              (stage, panel.progress.value, panel.status.value))})
-    assert panel.selected() == ["one_pass"]             # suggested by the hypothesis: checked; "other" not
+    assert panel.selected() == ["one_pass", "other"]    # suggested by the hypothesis, and yours: checked
+    assert "suggested" in panel.checkboxes["one_pass"].description
+    assert "yours" in panel.checkboxes["other"].description
     assert panel.hypothesis_for("one_pass") is hyp
+    panel.checkboxes["other"].value = False
     panel.run()
-    record = panel.comparisons["one_pass"].decision
+    record = panel.decisions["one_pass"]
+    assert record is panel.comparisons["one_pass"].decision
     assert "not diagnosed" not in (record.bottleneck or ""), record.bottleneck
     assert "Decision record: one_pass" in panel.records.value and "Bottleneck" in panel.records.value
     assert [st for st, _, _ in seen][:2] == ["correctness", "timing"]
@@ -193,3 +201,34 @@ def test_a_variant_of_yours_is_judged_against_the_top_finding_not_a_measurement_
     assert panel.hypothesis_for("mine") is finding          # the bottleneck a rewrite addresses
     assert panel.hypothesis_for("compiled") is finding      # the one that suggests it
     assert panel.hypothesis_for("cuda_graph") is None       # a registry variant nobody suggested
+
+
+def test_the_table_reads_in_words_with_one_baseline_and_the_winners_code_under_its_button(shell):
+    import re
+
+    panel = VariantPanel(slow_chain, lambda: torch.randn(100_000), shell=shell, compare_options=FAST,
+                         user_variants={"one_pass": one_chain, "also_one": one_chain, "broken": lambda x: x[:3]})
+    panel.run()
+    table = panel.table.value
+    for header in ("correct", "median (ms)", "speed-up", "95 % interval", "setup", "decision"):
+        assert f"<th>{header}</th>" in table, header
+    for raw in ("median_ms", "speedup_ci_low", "setup_ms", "True", "False"):
+        assert raw not in table, raw
+    assert not re.search(r"\d\.\d+e[+-]\d", table)               # no scientific notation anywhere
+    assert "✓" in table and "✗" in table                          # booleans as marks
+    assert table.count("<td>eager</td>") == 1                     # one baseline row for every candidate
+    assert "1× (reference)" in table
+    # every candidate's speed-up is against that one baseline measurement
+    cmp = panel.comparison
+    base_median = cmp["eager"].timing.median_ms
+    for name in ("one_pass", "also_one"):
+        row = cmp[name]
+        assert row.speedup.point == pytest.approx(base_median / row.timing.median_ms, rel=0.35), name
+    # the records are workbench.render's, the winner's first and open
+    assert "wb-decision-record" in panel.records.value and panel.records.value.startswith("<details open")
+    children = list(panel.widget.children)
+    buttons = next(i for i, c in enumerate(children) if getattr(c, "children", None)
+                   and panel.insert_button in c.children)
+    assert children[buttons + 1] is panel.code                      # the code right under its button
+    panel.insert_winner()
+    assert panel.code.value.startswith(f"# {panel.winner()}:")

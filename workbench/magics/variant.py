@@ -1,17 +1,27 @@
 """``%%gpuvariant NAME``: this cell is a variant of the last ``%%gpuprofile`` cell.
 
 Plumbing only: take the last profiled cell's source (kept by ``%%gpuprofile``), compile both
-cells as the shell would, and call ``wb.compare`` (correctness of the cells' last values, then
-interleaved timing; the profiled run's median is the end-to-end time for ``micro_only``).  The
-comparison is bound to ``_gpuvariant`` (and to ``-o VAR``) and displayed with its decision
-record.  When NAME is a variant that a hypothesis of the profiled run suggests (``compiled``,
-``cuda_graph``, ...), that hypothesis is judged against the result (supported / weakened /
-rejected); a rewrite of your own is judged against the run's top-ranked finding that is not a
-caveat about the measurement.  Both cells run many
-times in your namespace (checks, warm-up, timed rounds): keep them free of side effects.
+cells as the shell would, and call ``wb.compare`` (correctness, then interleaved timing; the
+profiled run's median is the end-to-end time for ``micro_only``).  What a cell computes is every
+name it binds at top level and its last value: the two cells are compared on the names both bind
+(``loss = step()`` compares ``loss``) plus their last values when both end in an expression; a
+name only one of them binds is named in the record's notes, and two cells with nothing in common
+are refused.  A training step (``--training``, or decided by the engine: a result that requires
+grad, a call that steps an optimizer) is checked on its outputs, every parameter gradient and the
+optimizer's updated state; the cell callable hands the comparison the objects its code refers to
+(``__workbench_reach__``), where the model and optimizer are found.
+
+The comparison is bound to ``_gpuvariant`` (and to ``-o VAR``) and displayed once, its decision
+record inside.  When NAME is a variant that a hypothesis of the profiled run suggests
+(``compiled``, ``cuda_graph``, ...), that hypothesis is judged against the result (supported /
+weakened / rejected); a rewrite of your own is judged against the run's top-ranked finding that is
+not a caveat about the measurement.  Both cells run many times in your namespace (checks, warm-up,
+timed rounds); the names they bind are given back the values they had before the comparison.
 """
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
@@ -24,8 +34,8 @@ if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from workbench.hypotheses.hypothesis import Hypothesis
-    from workbench.magics.cell import CellCallable
-    from workbench.magics.guard import ShellGuard
+    from workbench.magics.cell import CompiledCell
+    from workbench.variants.results import Comparison
 
 LAST_VARIANT_NAME = "_gpuvariant"
 
@@ -64,18 +74,89 @@ def suggesting_hypothesis(name: str) -> Hypothesis | None:
     return pick_hypothesis(hyps, name, registry_variant=name in registry.names())
 
 
-def _callable(shell: InteractiveShell, source: str, role: str, guard: ShellGuard | None = None,
-              name: str | None = None) -> CellCallable:
-    from workbench.magics.cell import CellCallable, compile_cell
+def _compiled(shell: InteractiveShell, source: str, role: str) -> CompiledCell:
+    from workbench.magics.cell import compile_cell
     from workbench.magics.gpuprofile import syntax_error_message
 
     try:
-        compiled = compile_cell(shell, source)
+        return compile_cell(shell, source)
     except SyntaxError as exc:
         raise UsageError(f"{role}: {syntax_error_message(exc)}") from None
-    # both cells have shown their output before (the profiled one when it was profiled): the
-    # comparison's many runs are silent from the first
-    return CellCallable(shell, compiled, guard, show_first=False, name=name)
+
+
+def _names(words: list[str]) -> str:
+    return ", ".join(f"`{w}`" for w in words)
+
+
+@dataclass(frozen=True)
+class CellPlan:
+    """What the two cells are compared on: the names both bind, and their last values when both
+    end in an expression; what one binds and the other does not, in words for the record."""
+
+    shared: tuple[str, ...]
+    with_last: bool
+    notes: tuple[str, ...]
+
+    @property
+    def empty(self) -> bool:
+        return not self.shared and not self.with_last
+
+
+def plan_cells(profiled: CompiledCell, variant: CompiledCell) -> CellPlan:
+    shared = tuple(n for n in profiled.bound if n in variant.bound)
+    only_profiled = [n for n in profiled.bound if n not in variant.bound]
+    only_variant = [n for n in variant.bound if n not in profiled.bound]
+    with_last = profiled.last_expression is not None and variant.last_expression is not None
+    notes = []
+    if only_profiled:
+        notes.append(f"the profiled cell binds {_names(only_profiled)}, which this cell does not: "
+                     f"{'it is' if len(only_profiled) == 1 else 'they are'} not compared")
+    if only_variant:
+        notes.append(f"this cell binds {_names(only_variant)}, which the profiled cell does not: not compared")
+    if (profiled.last_expression is None) != (variant.last_expression is None):
+        which = "the profiled cell" if profiled.last_expression is not None else "this cell"
+        notes.append(f"only {which} ends in an expression: the last values are not compared")
+    if shared or with_last:
+        what = [f"`{n}`" for n in shared] + (["the last value"] if with_last else [])
+        notes.insert(0, "the cells are compared on " + ", ".join(what))
+    return CellPlan(shared, with_last, tuple(notes))
+
+
+NOTHING = ("nothing to compare: the profiled cell and this cell bind no common name and do not both end in "
+           "an expression; assign the result to the same name in both (`loss = step()`) or end both with it")
+
+
+NOTHING_COMPUTED = ("nothing to compare: the cells computed no value, gradient or state to check (every name "
+                    "they bind and their last values were None); return or assign the value to check")
+
+
+def _compared_nothing(cmp: Comparison) -> bool:
+    """No candidate that ran had any output, gradient or state compared: the comparison saw nothing
+    (a cell whose every compared name and last value was empty), so it cannot say "matches"."""
+    ran = [r for r in cmp.results if r.name != cmp.baseline and r.status in ("ok", "incorrect")]
+    if not ran:
+        return False
+    for r in ran:
+        if any((getattr(r, "compared", None) or {}).values()):
+            return False
+        if r.correctness is not None and r.correctness.outputs:
+            return False
+    return True
+
+
+def _with_notes(cmp: Comparison, notes: list[str]) -> Comparison:
+    """The comparison with the magic's notes in its settings and its record's evidence, and the
+    record's settings saying that the cells take no inputs (they run on the namespace)."""
+    settings = dict(cmp.settings or {})
+    known = list(settings.get("notes") or ())
+    settings["notes"] = known + [n for n in notes if n not in known]
+    settings.setdefault("inputs", "none")
+    record = cmp.decision
+    evidence = tuple(record.evidence) + tuple(f"note: {n}" for n in notes if f"note: {n}" not in record.evidence)
+    record_settings = dict(record.settings or {})
+    record_settings.setdefault("inputs", "none")
+    return dataclasses.replace(cmp, settings=settings, decision=dataclasses.replace(
+        record, evidence=evidence, settings=record_settings))
 
 
 @magics_class
@@ -86,17 +167,27 @@ class GpuVariantMagics(Magics):
     @argument("-c", "--checks", type=int, default=2, help="correctness checks before timing (default 2)")
     @argument("-l", "--time-limit", type=float, default=120.0, help="seconds one run of a cell may take")
     @argument("-o", "--output", default=None, metavar="VAR", help="bind the Comparison to this variable")
+    @argument("--training", action="store_true",
+              help="a training step: forward + backward once per call; the outputs, every parameter "
+                   "gradient and the optimizer's updated state are compared (default: decided from the "
+                   "cells: training when the result requires grad or the call steps an optimizer)")
+    @argument("--inference", action="store_true", help="compare the outputs only, forward timed")
     @cell_magic
     def gpuvariant(self, line: str, cell: str) -> None:
-        """Compare this cell (a variant) with the last %%gpuprofile cell: the cells' last values
-        are checked against each other, then both are timed in interleaved rounds; shows the
-        table, the chart and the decision record.  The comparison is ``_gpuvariant``; the shell's
-        streams and display are restored whatever the cells do."""
+        """Compare this cell (a variant) with the last %%gpuprofile cell: what both cells compute
+        (every name both bind at top level, ``loss = ...``, and their last values) is checked
+        against each other, then both are timed in interleaved rounds; shows the table, the
+        chart and the decision record.  The comparison is ``_gpuvariant``; the names the cells
+        bind get back the values they had before, and the shell's streams and display are
+        restored whatever the cells do."""
         from workbench.variants.compare import compare
 
         opts = parse_argstring(self.gpuvariant, line)
         if opts.budget <= 0 or opts.checks < 1 or opts.time_limit <= 0:
             raise UsageError("--budget and --time-limit must be > 0 and --checks >= 1")
+        if opts.training and opts.inference:
+            raise UsageError("--training and --inference exclude each other: pass one (or neither, to decide "
+                             "from the cells)")
         if opts.output is not None and not opts.output.isidentifier():
             raise UsageError(f"-o needs a Python variable name; got {opts.output!r}")
         if not cell.strip():
@@ -106,14 +197,29 @@ class GpuVariantMagics(Magics):
             raise UsageError("no profiled cell yet: run %%gpuprofile on the cell to improve first, "
                              "then %%gpuvariant NAME on a cell with your rewrite")
         from workbench.capture.quiet import captured_native_stderr
+        from workbench.errors import NothingToCompareError
+        from workbench.magics.cell import CellCallable, restore_names, snapshot_names
         from workbench.magics.guard import ShellGuard
         from workbench.magics.progress import StatusLine
 
-        guard = ShellGuard(magic_shell(self))
+        shell = magic_shell(self)
+        profiled_code = _compiled(shell, source, "the profiled cell")
+        variant_code = _compiled(shell, cell, "this cell")
+        plan = plan_cells(profiled_code, variant_code)
+        if plan.empty:
+            raise UsageError(NOTHING)
+        mode = "training" if opts.training else "inference" if opts.inference else None
+        saved, unbound = snapshot_names(shell.user_ns, profiled_code.bound + variant_code.bound)
+        guard = ShellGuard(shell)
+        refused: str | None = None
         try:
             with guard:
-                base = _callable(magic_shell(self), source, "the profiled cell", guard, "profiled")
-                variant = _callable(magic_shell(self), cell, "this cell", guard, opts.name)
+                # both cells have shown their output before (the profiled one when it was profiled): the
+                # comparison's many runs are silent from the first
+                base = CellCallable(shell, profiled_code, guard, show_first=False, name="profiled",
+                                    result_names=plan.shared, with_last=plan.with_last)
+                variant = CellCallable(shell, variant_code, guard, show_first=False, name=opts.name,
+                                       result_names=plan.shared, with_last=plan.with_last)
                 status = StatusLine(guard, f"%gpuvariant {opts.name}", 0, 0, False,
                                     enabled=None if not guard.nested else False)
                 status.start()
@@ -123,23 +229,37 @@ class GpuVariantMagics(Magics):
                     with captured_native_stderr():
                         cmp = compare({"profiled": base, opts.name: variant}, None, baseline="profiled",
                                       checks=opts.checks, budget_s=opts.budget, time_limit_s=opts.time_limit,
-                                      hypothesis=suggesting_hypothesis(opts.name),
+                                      hypothesis=suggesting_hypothesis(opts.name), mode=mode,
                                       end_to_end_ms=profiled_median_ms(),
                                       progress=lambda stage, name: status.say(f"{stage} {name}"))
                     done = "done"
+                except NothingToCompareError as exc:
+                    refused = str(exc).splitlines()[0] if str(exc) else NOTHING
                 except SystemExit as exc:
                     raise UsageError(f"a compared cell called sys.exit({exc.code!r}); the comparison stopped "
                                      "and nothing was kept. Compared cells must finish normally") from None
                 finally:
                     status.close(f"%gpuvariant {opts.name}: {done} in {status.elapsed_s():.1f} s")
         finally:
-            for line in guard.notes:
-                print(f"%gpuvariant: {line}")
-        magic_shell(self).user_ns[LAST_VARIANT_NAME] = cmp
+            restore_names(shell.user_ns, saved, unbound)
+            for note in guard.notes:
+                print(f"%gpuvariant: {note}")
+        if refused is not None:
+            raise UsageError(refused if refused.startswith("nothing to compare") else f"nothing to compare: {refused}")
+        if _compared_nothing(cmp):
+            raise UsageError(NOTHING_COMPUTED)
+        kinds = {**base.not_data, **variant.not_data}
+        notes = list(plan.notes)
+        if kinds:
+            notes.append("compared by their type only (objects, not data): "
+                         + ", ".join(f"`{n}` ({k})" for n, k in kinds.items())
+                         + "; their state is compared where the comparison reaches it")
+        notes.append("the names the cells bind were given back the values they had before the comparison")
+        cmp = _with_notes(cmp, notes)
+        shell.user_ns[LAST_VARIANT_NAME] = cmp
         if opts.output:
-            magic_shell(self).user_ns[opts.output] = cmp
+            shell.user_ns[opts.output] = cmp
         from IPython.display import display
 
-        display(cmp)                 # the table, the one-line decision and the chart
-        display(cmp.decision)        # the decision record, in full
+        display(cmp)                 # the table, the decision, the chart and the decision record, once
         return None

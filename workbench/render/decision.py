@@ -1,5 +1,6 @@
 """The DecisionRecord rendering: the decision, its reason, the mode it was decided in (training:
-gradients checked and forward + backward timed; inference: forward only), DESIGN.md's fields, the
+gradients checked and forward + backward timed; inference: forward only) with what the calls ran
+on (no inputs, a stateful step's restored state, fresh or fixed inputs), DESIGN.md's fields, the
 gradient checks the record carries, the lists (evidence, rejected alternatives, remaining risk,
 failure cases), environment and settings.
 
@@ -25,17 +26,29 @@ FIELDS = (("Problem", "problem"), ("Bottleneck", "bottleneck"), ("Change", "chan
           ("Fallback", "fallback"), ("Result", "result"))
 LISTS = (("Evidence", "evidence"), ("Rejected alternatives", "rejected_alternatives"),
          ("Remaining risk", "remaining_risk"), ("Failure cases", "failure_cases"))
-SETTINGS_LEFT_OUT = ("notes", "tolerances", "gradient_tolerances", "timing")
-MODES = {"training": "training: the gradients of every input and parameter that requires grad were checked "
-                     "as well as the outputs; forward and backward timed",
+SETTINGS_LEFT_OUT = ("notes", "tolerances", "gradient_tolerances", "timing", "state")
+MODES = {"training": "training: outputs checked, and the gradients and state changes the calls reach (counted "
+                     "as the record says why it is safe); forward and backward timed",
          "inference": "inference: outputs checked, forward timed (no gradient checked)"}
 _GRADIENT = re.compile(r"\b(grad|grads|gradient|gradients|backward|autograd)\b", re.IGNORECASE)
 
 
 def mode_text(record: Mapping[str, Any]) -> str:
-    """The record's mode in words (a record from before modes were recorded is an inference one)."""
+    """The record's mode in words (a record from before modes were recorded is an inference one),
+    with what the calls ran on: no inputs (a notebook cell, a step that takes none: its state
+    restored before each call), fresh random inputs, or the same fixed inputs each check."""
     mode = str(record.get("mode") or "inference")
-    return MODES.get(mode, mode)
+    text = MODES.get(mode, mode)
+    settings = record.get("settings") or {}
+    state = str(settings.get("state") or "").strip().rstrip(".")
+    if settings.get("inputs") == "none":
+        text += "; the callable takes no inputs" + (f"; {state}" if state else "")
+        return text
+    if settings.get("fresh_inputs") is True:
+        text += "; fresh random inputs each check"
+    elif settings.get("fresh_inputs") is False:
+        text += "; the same fixed inputs each check"
+    return text + (f"; {state}" if state else "")
 
 
 def gradient_checks(record: Mapping[str, Any]) -> list[str]:

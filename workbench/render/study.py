@@ -3,6 +3,7 @@ last round, the ledger) and a round's summary in the method's terms, as HTML, te
 
     html(study), text(study), markdown(study)          # a Study
     html(rnd), html(rnd.summary)                       # a StudyRound or its RoundSummary
+    html(baseline)                                     # a Baseline (what study.accept returns)
 
 The study layer may not import this one: a Study is displayed through the IPython formatter
 registered by type name (``workbench.render.ipython``). Every text from the study (names,
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from workbench.study.study import Study, StudyRound
     from workbench.study.summary import RoundSummary
 
-    StudyValue = Union[Study, StudyRound, RoundSummary]
+    StudyValue = Union[Study, StudyRound, RoundSummary, Baseline]
 
 TOP_HYPOTHESES = 5
 STYLE = ("<style>.wb-study table{border-collapse:collapse;margin:4px 0 10px 0}"
@@ -40,6 +41,10 @@ def _kind(value: Any) -> str:
 def _is_study(value: Any) -> TypeGuard["Study"]:
     """A Study (matched by name: the render layer imports the study layer for types only)."""
     return _kind(value) == "Study"
+
+
+def _is_baseline(value: Any) -> TypeGuard["Baseline"]:
+    return _kind(value) == "Baseline" and hasattr(value, "baseline_id")
 
 
 def _summary_of(value: Any) -> "RoundSummary":
@@ -112,7 +117,7 @@ RESULT_HEADER = ("variant", "decision", "correct", "median", "speedup [CI]", "re
 
 
 def _result_rows(summary: "RoundSummary") -> list[list[Any]]:
-    return [[r.get("variant"), r.get("decision"), {True: "yes", False: "no", None: "—"}.get(r.get("correct"), "—"),
+    return [[r.get("variant"), r.get("decision"), {True: "✓", False: "✗", None: "—"}.get(r.get("correct"), "—"),
              _ms(r.get("median_ms")), _speedup(r), r.get("reason") or ""] for r in summary.results]
 
 
@@ -236,23 +241,81 @@ def _study_markdown(study: "Study") -> str:
     return "\n".join(lines) + "\n"
 
 
+# -- a baseline -----------------------------------------------------------------------------------
+def _baseline_hypothesis_rows(b: "Baseline") -> list[list[Any]]:
+    return [[h.status, h.confidence, h.category, h.title, _ms(h.time_at_stake_ms), ", ".join(h.suggested_variants)]
+            for h in b.hypotheses[:TOP_HYPOTHESES]]
+
+
+def _origin(b: "Baseline") -> str:
+    """Where the baseline came from, in words: accepted from a round (and its measured speed-up), or set."""
+    a = b.accepted_from
+    if not a:
+        return f"set as baseline {b.index} of the study"
+    speedup = a.get("speedup")
+    gain = f", measured speed-up x{speedup:.3g}" if isinstance(speedup, (int, float)) else ""
+    guard = f"; guard: {a.get('guard')}" if a.get("guard") else ""
+    return (f"accepted {a.get('variant')} from round {a.get('round')} ({a.get('decision')}{gain}) on top of "
+            f"{a.get('from') or b.parent_id}; re-profiled and its hypotheses ranked afresh{guard}")
+
+
+def _baseline_html(b: "Baseline") -> str:
+    parts = [f"<h3>Baseline <code>{html_text(b.baseline_id)}</code> [{html_text(b.label)}]</h3>",
+             f"<p>{html_text(_origin(b))}</p>", f"<p>{html_text(baseline_line(b))}</p>"]
+    if b.hypotheses:
+        parts.append("<p><b>Top hypotheses</b></p>" + _table(HYPOTHESIS_HEADER, _baseline_hypothesis_rows(b)))
+    else:
+        parts.append("<p>No hypothesis proposed for this baseline.</p>")
+    if b.held_back:
+        parts.append("<p><b>Held back</b> (rejected before under the same scope)</p><ul>" + "".join(
+            f"<li>{html_text(h.get('key'))}: {html_text(h.get('reason'))}</li>" for h in b.held_back) + "</ul>")
+    parts.append("<p><b>Reset procedure</b></p><ul>" + "".join(f"<li>{html_text(x)}</li>" for x in b.reset_procedure)
+                 + "</ul>")
+    return STYLE + f"<div class='wb-study'>{''.join(parts)}</div>"
+
+
+def _baseline_text(b: "Baseline") -> str:
+    lines = [plain(f"baseline {b.baseline_id} [{b.label}]: {_origin(b)}"), plain(f"  {baseline_line(b)}")]
+    if b.hypotheses:
+        lines.append("  top hypotheses:")
+        lines += [plain(f"    - [{h.status}, {h.confidence}] {h.category}: {h.title} ({_ms(h.time_at_stake_ms)} at stake)")
+                  for h in b.hypotheses[:TOP_HYPOTHESES]]
+    else:
+        lines.append("  no hypothesis proposed")
+    return "\n".join(lines)
+
+
+def _baseline_markdown(b: "Baseline") -> str:
+    lines = [f"## Baseline {markdown_code(b.baseline_id)} [{markdown_text(b.label)}]", "", markdown_text(_origin(b)),
+             "", markdown_text(baseline_line(b)), ""]
+    if b.hypotheses:
+        lines += ["**Top hypotheses**", ""] + _md_table(HYPOTHESIS_HEADER, _baseline_hypothesis_rows(b))
+    return "\n".join(lines) + "\n"
+
+
 # -- the renderer's three functions ----------------------------------------------------------------
 def html(value: "StudyValue") -> str:
-    """A Study's current state, or a round's summary, as HTML."""
+    """A Study's current state, a round's summary, or a Baseline, as HTML."""
     if _is_study(value):
         return _study_html(value)
+    if _is_baseline(value):
+        return _baseline_html(value)
     return STYLE + f"<div class='wb-study'>{_round_html(_summary_of(value))}</div>"
 
 
 def text(value: "StudyValue") -> str:
     if _is_study(value):
         return _study_text(value)
+    if _is_baseline(value):
+        return _baseline_text(value)
     return plain(_summary_of(value).to_text())
 
 
 def markdown(value: "StudyValue") -> str:
     if _is_study(value):
         return _study_markdown(value)
+    if _is_baseline(value):
+        return _baseline_markdown(value)
     summary = _summary_of(value)
     lines = [f"## Round {summary.round} of study {markdown_code(summary.study)} against baseline "
              f"{markdown_code(summary.baseline_id)}", ""] + _md_table(RESULT_HEADER, _result_rows(summary))

@@ -24,6 +24,21 @@ def profile_callable(fn: Callable[..., Any], args: tuple[Any, ...], options: Map
     return profile(fn, *args, environment=environment_fingerprint(), **dict(options))
 
 
+def timed_callable(fn: Callable[..., Any], args: tuple[Any, ...], mode: str) -> Callable[..., Any]:
+    """What a round times for this baseline, so that the baseline is profiled as its rounds time
+    it: ``fn`` itself on an inference path; on a training path the training step ``wb.compare``
+    times (forward, then backward of every output that requires grad: ``training_step``), so the
+    recorded median, the trace and the hypotheses see the backward pass too."""
+    if mode != "training":
+        return fn
+    from workbench.variants.output_check import training_paths, training_step
+
+    step = training_step(fn, training_paths(fn, args))
+    step.__wrapped__ = fn               # type: ignore[attr-defined]  # the user's function under it
+    step.__qualname__ = getattr(fn, "__qualname__", step.__name__)
+    return step
+
+
 def ranked_hypotheses(run: RunRecord) -> list[Hypothesis]:
     """The run's hypotheses, ranked best first (``workbench.hypotheses.diagnose``)."""
     from workbench.hypotheses import diagnose

@@ -12,6 +12,9 @@
 A training path (``set_baseline(..., mode="training")``, or a baseline whose output requires
 grad) has every round check the gradients of each input and parameter as well as the outputs,
 and time forward and backward (``wb.compare(mode=...)``); its records say ``mode="training"``.
+The baseline itself is profiled as that same training step (``measure.timed_callable``: the
+wrapper the rounds time), so its recorded median, trace and hypotheses include the backward pass
+and each round's baseline check compares like with like.
 ``run_round(..., sweep=make(shape, dtype), dtypes=...)`` (or ``set_baseline(..., sweep_inputs=)``)
 sweeps a keep over small, target, large and non-power-of-two sizes before it is decided: what
 fails there becomes its failure cases and guard; a keep without a sweep says "not swept".
@@ -250,7 +253,9 @@ class Study:
                       accepted_from: dict[str, Any] | None = None, mode: str | None = None) -> Baseline:
         args = measure.seeded_inputs(make_inputs, seed)
         mode = resolve_mode(mode, fn, args)
-        run = measure.profile_callable(fn, args, options)
+        # profiled exactly as its rounds time it (a training path: forward + backward), so the drift
+        # check compares like with like and the hypotheses see the whole step
+        run = measure.profile_callable(measure.timed_callable(fn, args, mode), args, options)
         ranked = measure.ranked_hypotheses(run)
         env = dict(run.environment or {})
         ref = identity.callable_ref(fn)
@@ -666,7 +671,10 @@ def _baseline_check(base: Baseline, base_row: VariantResult, row: VariantResult)
         return {"variant": row.name, "status": "not timed", "text": "the baseline was not timed in this round"}
     ratio = bt.median_ms / base.median_ms if base.median_ms > 0 else None
     lo, hi = bt.median_ci_ms()
-    drifted = ratio is not None and abs(ratio - 1) > DRIFT and not (lo <= base.median_ms <= hi)
+    rec_lo, rec_hi = _recorded_median_ci(base)
+    # drifted: more than DRIFT off, and the two medians' intervals apart (the recorded one from its
+    # IQR and n, as a box plot's notch), so the spread of either measurement is not called drift
+    drifted = ratio is not None and abs(ratio - 1) > DRIFT and (hi < rec_lo or lo > rec_hi)
     pairs = row.speedup.n_pairs if row.speedup is not None else 0
     status = "drifted" if drifted else "ok"
     text = (f"{pairs} interleaved rounds paired with the baseline; baseline median {bt.median_ms:.4g} ms here vs "
@@ -677,6 +685,15 @@ def _baseline_check(base: Baseline, base_row: VariantResult, row: VariantResult)
         text = f"not timed against the baseline ({row.status}: {row.reason}); " + text.split("; ", 1)[-1]
     return {"variant": row.name, "status": status, "pairs": pairs, "baseline_median_ms": bt.median_ms,
             "recorded_median_ms": base.median_ms, "drift": ratio, "text": text}
+
+
+def _recorded_median_ci(base: Baseline) -> tuple[float, float]:
+    """An approximate 95% interval of the recorded baseline median: median ± 1.58 IQR / sqrt(n)
+    (McGill, Tukey and Larsen's notch), the median itself where the spread was not recorded."""
+    if base.n <= 0 or base.iqr_ms <= 0:
+        return base.median_ms, base.median_ms
+    half = 1.58 * base.iqr_ms / base.n ** 0.5
+    return base.median_ms - half, base.median_ms + half
 
 
 def _disposition(row: VariantResult) -> dict[str, Any]:

@@ -14,6 +14,14 @@ roofline); (3) timing: interleaved rounds in random order, raw samples kept, pai
 intervals, rounds added while an interval is too wide to decide (up to a stated budget), the
 family-wise error of several candidates held by Holm's procedure; (4) what changed (a profiled call each); (5) optional shape sweep and hypothesis
 verdict; (6) decisions and the DecisionRecord.
+
+Training steps written the ordinary way (a loss closing over a model, ``opt.step()`` inside the call)
+are checked too: what each callable reaches (``reach.py``: modules, parameters, buffers, optimizers,
+through closures, globals, bound methods, partials, compiled wrappers, ``__workbench_reach__``; or
+``model=``/``optimizer=``/``params=``) is snapshotted and restored before every checked call and timed
+sample (``state.py``), and what a call changes (gradients, parameters, optimizer state) is compared;
+a variant computing in bfloat16/float16 is found by what its ops compute (``precision.py``) and
+judged as "reduced precision" with that precision's tolerances.
 """
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ def compare(
     variants: Mapping[str, VariantLike], inputs: Any = None, *, baseline: str | None = None,
     settings: CompareSettings | None = None, reference: Callable[..., Any] | None = None,
     hypothesis: Any = None, sweep: ShapeSweep | None = None, progress: Progress | None = None, mode: str | None = None,
-    sweep_kept_only: bool = False, **options: Any,
+    sweep_kept_only: bool = False, model: Any = None, optimizer: Any = None, params: Any = None, **options: Any,
 ) -> Comparison:
     """Compare variants of one computation; see the package docstring for every step.
 
@@ -43,10 +43,19 @@ def compare(
     ``end_to_end_ms``: the whole program's (a profiled cell's) median time when the variants
     replace only part of it; a variant whose saving is under 2% of it is ``micro_only``.
     ``mode``: "training" checks the gradients of every input that requires grad and every
-    parameter of a module baseline, as well as the outputs (``tolerances.GRADIENT_TOLERANCES``),
-    and times each variant as a training step (forward and backward), so a forward-only speedup
-    is never a keep; "inference" checks outputs only; None (default): training when the
-    baseline's output requires grad. The DecisionRecord states the mode.
+    parameter the callable reaches (a module, a bound method, a closure or lambda over a model: see
+    ``reach.py``), as well as the outputs (``tolerances.GRADIENT_TOLERANCES``), and times each variant
+    as a training step (forward and backward), so a forward-only speedup is never a keep; a call
+    that runs its own backward (and optimizer step) is not backwarded again: what it changes (its
+    gradients, parameters, optimizer state, buffers) is compared instead; "inference" checks outputs
+    only; None (default): training when the baseline's output requires grad or its call computes
+    gradients. With no gradient to compare on a training path every candidate is "cannot judge".
+    The DecisionRecord states the mode and how many gradients and states were compared.
+    ``model``, ``optimizer``, ``params``: an ``nn.Module`` / ``Optimizer`` (or a list) / an iterable
+    or dict of tensors to snapshot, restore and compare besides what the callables reach.  Reached
+    state is snapshotted once and restored before every checked call and every timed sample (outside
+    the timed region), and put back at the end: the user's objects are left as they were.
+    Raises ``NothingToCompareError`` when the baseline returns None and reaches nothing it changes.
     ``sweep``: a ``ShapeSweep`` run before the decisions (its failures become failure cases
     and a guard); ``sweep_kept_only``: sweep only the variants the main inputs decided keep.
 
@@ -57,7 +66,8 @@ def compare(
     phases = engine.Phases()
     try:
         return _compare(variants, inputs, spec, baseline=baseline, reference=reference, hypothesis=hypothesis,
-                        sweep=sweep, progress=progress, phases=phases, mode=mode, sweep_kept_only=sweep_kept_only)
+                        sweep=sweep, progress=progress, phases=phases, mode=mode, sweep_kept_only=sweep_kept_only,
+                        state_objects={"model": model, "optimizer": optimizer, "params": params})
     except ComparisonInterrupted:
         raise
     except KeyboardInterrupt as exc:
@@ -67,10 +77,10 @@ def compare(
 
 
 def _compare(variants, inputs, spec: CompareSettings, *, baseline, reference, hypothesis, sweep, progress,
-             phases, mode=None, sweep_kept_only=False) -> Comparison:
+             phases, mode=None, sweep_kept_only=False, state_objects=None) -> Comparison:
     say = progress or (lambda stage, name: None)
     out = engine.run(variants, inputs, spec, baseline=baseline, reference=reference, progress=progress,
-                     phases=phases, mode=mode)
+                     phases=phases, mode=mode, **(state_objects or {}))
     results, base = out.results, out.base
     if sweep is not None:
         from workbench.variants.sweep import apply_sweep
@@ -88,7 +98,12 @@ def _compare(variants, inputs, spec: CompareSettings, *, baseline, reference, hy
         verdict, updated = judge(hypothesis, results, base.name)
     settings = {**spec.to_dict(), "reference_precision": out.precision,
                 "tolerances": record_builder.tolerance_table(spec.tolerance_overrides), "notes": out.notes,
-                "fresh_inputs": out.fresh, "timing": out.timing, "mode": out.mode}
+                "fresh_inputs": out.fresh, "timing": out.timing, "mode": out.mode, "state": out.state,
+                "reach": out.reach}
+    if inputs is None:
+        settings["inputs"] = "none"
+    if out.reduced:
+        settings["reduced_precision"] = out.reduced
     if out.mode == "training":
         settings["gradient_tolerances"] = record_builder.tolerance_table(gradient_tolerance_overrides(spec.tolerance_overrides))
     decision = record_builder.build_record(results, base.name, hypothesis=updated, problem=spec.problem, notes=out.notes,

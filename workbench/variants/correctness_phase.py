@@ -11,9 +11,10 @@ from typing import Any, Callable, Sequence
 
 from workbench.errors import InvalidArgumentError
 import workbench.variants.cheats as cheats
-from workbench.variants.output_check import CorrectnessResult, OutputCheck, check_outputs
+from workbench.variants.output_check import CorrectnessResult, OutputCheck, check_outputs, grad_rel_error
 from workbench.variants.isolation import StateGuard, VariantTimeout, call_with_limit
 from workbench.variants.spec import Variant
+from workbench.variants.tolerances import gradient_tolerance_overrides
 from workbench.variants.tree import (clone_tensors, poison_allocator, poison_tensors, tensor_leaves,
                                      to_reference_precision)
 
@@ -32,6 +33,31 @@ class Live:
     max_diff_vs_baseline: float = 0.0                    # largest |output - baseline's output|
     compared_with_baseline: bool = False
     last_inputs: Any = None                              # its copy of the inputs after the last call
+    tracker: Any = None                                  # the comparison's StateTracker (state.py)
+    reach: Any = None                                    # what its callable reaches (reach.Reach)
+    names: dict[int, str] = field(default_factory=dict)  # id of a reached tensor -> its name in the baseline's terms
+    extra_ids: set[int] = field(default_factory=set)     # tensors reached only through model=/params=/optimizer=
+    last_effects: dict[str, Any] = field(default_factory=dict)   # what its last call changed (state.py)
+    effect_paths: set[str] = field(default_factory=set)  # every effect any of its checked calls made
+    census: Any = None                                   # precision.Census of one call (None: not observed)
+    reduced: tuple[str, str] | None = None               # (dtype, what it does) when it computes in reduced precision
+    reference_mode: str = "fn"                           # baseline: "fn" (as given / module twin), "cast", "native"
+    out_tolerances: dict | None = None                   # its output tolerance table (reduced precision: that dtype's)
+    grad_tolerances: dict | None = None                  # its gradient tolerance table
+    max_grad_rel_err: float | None = None                # largest gradient error / that gradient's largest |value|
+
+    @property
+    def stateful(self) -> bool:
+        """Its calls changed reached state (gradients, parameters, optimizer state, buffers)."""
+        return bool(self.effect_paths)
+
+    @property
+    def self_backward(self) -> bool:
+        """Its call computed gradients itself (called backward): it is never backwarded again."""
+        return any(p.startswith("grad ") for p in self.effect_paths)
+
+    def note_grad_error(self, value: float) -> None:
+        self.max_grad_rel_err = value if self.max_grad_rel_err is None else max(self.max_grad_rel_err, value)
 
     @property
     def name(self) -> str:
@@ -106,11 +132,25 @@ def guarded_call(live: Live, args: tuple[Any, ...], limit_s: float, poison_like:
 
     live.calls += 1
     worker_changes: list[str] = []
+    tracker = live.tracker
+    if tracker is not None:
+        tracker.restore()            # every checked call starts from the same state and RNG
+    live.last_effects = {}
     start = time.perf_counter()
     guard = None
     try:
         with StateGuard() as guard:
-            out = call_with_limit(poisoned_call, own, limit_s, changed=worker_changes)
+            try:
+                out = call_with_limit(poisoned_call, own, limit_s, changed=worker_changes)
+            finally:
+                if tracker is not None and live.reach is not None:
+                    try:
+                        live.last_effects = tracker.effects(live.reach, live.names)
+                    except Exception:  # noqa: BLE001 - unreadable state: no effects recorded
+                        live.last_effects = {}
+                    live.effect_paths.update(live.last_effects)
+                if tracker is not None:
+                    tracker.restore()
     except VariantTimeout as exc:
         live.fail("timeout", str(exc))
         return False, None
@@ -214,9 +254,30 @@ def reference_output(baseline: Variant, reference: Callable[..., Any] | None, ar
     return _reference_run(fn, args, limit_s, note)
 
 
-def _reference_run(fn: Callable[..., Any], args: tuple[Any, ...], limit_s: float, note: str = ""):
+def _reference_run(fn: Callable[..., Any], args: tuple[Any, ...], limit_s: float, note: str = "",
+                   tracker: Any = None, observe_precision: bool = False):
+    if tracker is not None:
+        tracker.restore()
     try:
         with StateGuard():
+            if observe_precision:
+                from workbench.variants.precision import observe, prepare
+
+                try:
+                    prepare()
+                    out, census = call_with_limit(observe, (fn, to_reference_precision(args)), limit_s)
+                except VariantTimeout:
+                    raise
+                except Exception:  # noqa: BLE001 - it may not run under the census: run it plainly
+                    if tracker is not None:
+                        tracker.restore()
+                    return call_with_limit(fn, to_reference_precision(args), limit_s), "float64", note
+                if not census.empty and not census.dtypes() & {"float64", "complex128"}:
+                    return None, "native", (note or "reference in the baseline's own precision: given float64 "
+                                            "inputs the baseline still computes in "
+                                            f"{', '.join(sorted(census.dtypes()))} (it closes over parameters or "
+                                            "tensors of its own); pass reference= a float64 version")
+                return out, "float64", note
             return call_with_limit(fn, to_reference_precision(args), limit_s), "float64", note
     except KeyboardInterrupt:
         raise
@@ -228,31 +289,75 @@ def _reference_run(fn: Callable[..., Any], args: tuple[Any, ...], limit_s: float
                    "(the dtypes disagree)")
         return None, "native", (note or f"reference in the baseline's own precision: the float64 run failed "
                                         f"({type(exc).__name__}: {text}){why}; pass reference= a float64 version")
+    finally:
+        if tracker is not None:
+            tracker.restore()
 
 
 def run_checks(lives: list[Live], baseline: Live, make_inputs: Callable[[], tuple[Any, ...]], *,
                checks: int, limit_s: float, tolerances: dict | None,
                reference: Callable[..., Any] | None = None) -> tuple[str, list[str]]:
-    """Run every check; returns the reference precision used and comparison-wide notes."""
+    """Run every check; returns the reference precision used and comparison-wide notes.
+
+    Before the first check each variant's precision is observed (``precision.observe``) on that
+    check's inputs: one computing in bfloat16/float16 where the baseline does not is judged with
+    that precision's tolerances.  With a ``StateTracker`` on the lives, every call starts from the
+    comparison's snapshot and this check's RNG state, and its effects are compared."""
     notes: list[str] = []
     precision = "float64"
     previous_args = None
     ref_fn, ref_note = reference_callable(baseline.variant, reference)
+    tracker = baseline.tracker
+    for live in lives:
+        live.out_tolerances = dict(tolerances or {})
+        live.grad_tolerances = gradient_tolerance_overrides(tolerances)
+    closes_over_state = (reference is None and _module_of(baseline.variant.fn)[0] is None and tracker is not None
+                         and baseline.reach is not None and not baseline.reach.empty)
+    baseline.reference_mode = "fn"
     for i in range(checks):
         args = make_inputs()
+        if tracker is not None:
+            tracker.begin_check()
         same = ("inputs were identical in two checks: pass a make_inputs that draws fresh "
                 "random values each call")
         if previous_args is not None and same not in notes and _same_inputs(previous_args, args):
             notes.append(same)
-        ref, precision, note = _reference_run(ref_fn, args, limit_s, ref_note)
+
+        def reference_thunk(args: tuple[Any, ...] = args, first: bool = (i == 0)) -> tuple[Any, str, str]:
+            """The reference of this check, run after the baseline's call (whose census and effects say
+            which reference can be trusted)."""
+            if baseline.reference_mode == "native":
+                return None, "native", ""     # the first check found no float64 reference: the baseline's own
+            census = baseline.census
+            if census is not None and census.random:
+                baseline.reference_mode = "native"
+                drawn = ", ".join(sorted(census.random))
+                return None, "native", (f"reference in the baseline's own precision: the baseline draws random numbers "
+                                        f"({drawn}) and a float64 run draws others; every call here starts from the "
+                                        f"same RNG state, so its own output is the reference")
+            if closes_over_state and not baseline.stateful:
+                found = _cast_reference_run(ref_fn, args, limit_s, tracker, observe_precision=first)
+                if found is not None:
+                    baseline.reference_mode = "cast"
+                    return found
+            found = _reference_run(ref_fn, args, limit_s, ref_note, tracker=tracker, observe_precision=first)
+            if found[1] == "native":
+                baseline.reference_mode = "native"
+            return found
+
+        precision, note = _one_check(lives, baseline, args, reference_thunk, limit_s, tolerances,
+                                     last=(i == checks - 1), first=(i == 0))
         if note and note not in notes:
             notes.append(note)
-        _one_check(lives, baseline, args, ref, limit_s, tolerances, last=(i == checks - 1))
         previous_args = args
     unjudged = [lv.name for lv in lives if lv.runnable and _cannot_judge(lv)]
     if unjudged:
         notes.append(f"cannot judge correctness of {', '.join(unjudged)}: the reference output is below the "
                      f"absolute tolerance; scale the inputs up or pass smaller tolerances")
+    if baseline.stateful:
+        notes.append("stateful step: the baseline's call changes "
+                     f"{_effect_summary(baseline.effect_paths)}; each candidate's changes were compared with "
+                     "the baseline's own (its float32 values are the reference for them)")
     return precision, notes
 
 
@@ -261,12 +366,122 @@ def _cannot_judge(live: Live) -> bool:
         c.passed or c.cannot_judge for c in live.checks)
 
 
-def _one_check(lives: list[Live], baseline: Live, args: tuple[Any, ...], ref: Any, limit_s: float,
-               tolerances: dict | None, last: bool) -> None:
+def _effect_summary(paths: set[str]) -> str:
+    from workbench.variants.state import effect_kind
+
+    kinds = [effect_kind(p) for p in paths]
+    words = {"grad": "gradient", "value": "parameter value", "buffer": "buffer", "optimizer state": "optimizer state"}
+    parts = [f"{kinds.count(k)} {w}{'s' if kinds.count(k) != 1 else ''}" for k, w in words.items() if k in kinds]
+    return ", ".join(parts) or "nothing"
+
+
+NOT_OBSERVED_KINDS = ("cuda_graph",)     # a graph replay dispatches no ops (and must not be captured under a mode)
+
+
+def _observe_precision(live: Live, args: tuple[Any, ...], limit_s: float) -> None:
+    """The census of one more call of ``live`` (after its first checked call, so compile and setup
+    times stay in that one), from the same state and RNG."""
+    from workbench.variants.precision import observe, prepare
+
+    if not live.runnable or live.variant.kind in NOT_OBSERVED_KINDS:
+        return
+    try:
+        prepare()                    # imported here, in this thread, not under the call's time limit
+    except Exception:  # noqa: BLE001 - no census on this torch
+        live.census = None
+        return
+    if live.tracker is not None:
+        live.tracker.restore()
+    try:
+        with StateGuard():
+            _, live.census = call_with_limit(observe, (live.variant.fn, clone_tensors(args)), limit_s)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # noqa: BLE001 - not observed: its checked calls say what is wrong
+        live.census = None
+    finally:
+        if live.tracker is not None:
+            live.tracker.restore()
+
+
+def _judge_precision(live: Live, baseline: Live, tolerances: dict | None) -> None:
+    """A candidate computing in reduced precision gets that precision's output and gradient
+    tolerance rows in place of float32's."""
+    from workbench.variants.precision import reduced_precision
+    from workbench.variants.tolerances import DEFAULT_TOLERANCES, GRADIENT_TOLERANCES
+
+    found = reduced_precision(baseline.census, live.census)
+    if found is None:
+        return
+    live.reduced = found
+    dtype = found[0]
+    live.out_tolerances = {**(tolerances or {}), "float32": DEFAULT_TOLERANCES[dtype]}
+    live.grad_tolerances = {**gradient_tolerance_overrides(tolerances), "float32": GRADIENT_TOLERANCES[dtype]}
+
+
+def _nothing_to_compare(native: Any, baseline: Live) -> str | None:
+    """Why there is nothing to check in the baseline's first call (None: there is something)."""
+    from workbench.variants.tree import leaves_with_paths
+
+    leaves = [x for _, x in leaves_with_paths(native)]
+    empty = all(x is None or (hasattr(x, "numel") and x.numel() == 0) for x in leaves)
+    if not empty or baseline.last_effects:
+        return None
+    returns = "returns None" if native is None else "returns nothing to check (no values)"
+    reach = baseline.tracker.reach if baseline.tracker is not None else None
+    if reach is None or reach.empty:
+        return (f"nothing to compare: the baseline {returns} and reaches no model or optimizer; return the value "
+                f"to check, or pass model=/params=")
+    return (f"nothing to compare: the baseline {returns} and changes none of the {len(reach.params)} parameters, "
+            f"{len(reach.buffers)} buffers and {len(reach.optimizers)} optimizers it reaches; return the value to "
+            f"check, or pass model=/params=")
+
+
+def _cast_reference_run(fn: Callable[..., Any], args: tuple[Any, ...], limit_s: float, tracker: Any,
+                        observe_precision: bool = False) -> tuple[Any, str, str] | None:
+    """The float64 reference of a callable that closes over a float32 model: every reached
+    parameter and buffer cast to float64 for the run (then restored). None when that run fails or
+    does not compute in float64 (the caller falls back)."""
+    from workbench.variants.precision import observe, prepare
+
+    tracker.restore()
+    try:
+        tracker.cast_to_float64()
+        with StateGuard():
+            if observe_precision:
+                prepare()
+                out, census = call_with_limit(observe, (fn, to_reference_precision(args)), limit_s)
+                if census.empty or census.dtypes() - {"float64", "complex128"}:
+                    return None               # something in it still computes in another precision
+            else:
+                out = call_with_limit(fn, to_reference_precision(args), limit_s)
+        return out, "float64", ""
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # noqa: BLE001 - no float64 run of it: the ordinary reference path
+        return None
+    finally:
+        tracker.restore()
+
+
+def _one_check(lives: list[Live], baseline: Live, args: tuple[Any, ...], reference: Callable[[], tuple[Any, str, str]],
+               limit_s: float, tolerances: dict | None, last: bool, first: bool = False) -> tuple[str, str]:
+    """One check of every variant; ``reference()`` gives (float64 output or None, precision, note)
+    after the baseline's call. Returns (precision, note)."""
     ok, native = guarded_call(baseline, args, limit_s)
     if not ok:
         raise InvalidArgumentError(f"the baseline {baseline.name!r} failed ({baseline.status}: "
                                    f"{baseline.reason}); fix it or choose another baseline= variant")
+    if first:
+        nothing = _nothing_to_compare(native, baseline)
+        if nothing:
+            from workbench.errors import NothingToCompareError
+
+            raise NothingToCompareError(nothing)
+    base_effects = dict(baseline.last_effects)
+    if first:
+        _observe_precision(baseline, args, limit_s)
+    ref, precision, note = reference()
     base_mutated = list(baseline.mutated)
     base_inputs = clone_tensors(baseline.last_inputs)
     native_raw, native = native, clone_tensors(native)
@@ -279,16 +494,31 @@ def _one_check(lives: list[Live], baseline: Live, args: tuple[Any, ...], ref: An
         ok, out = guarded_call(live, args, limit_s, poison_like=native)
         if not ok:
             continue
+        effects = live.last_effects
+        if first:
+            _observe_precision(live, args, limit_s)
+            _judge_precision(live, baseline, tolerances)
+            live.last_effects = effects
         try:
-            found = check_outputs(out, ref, native, tolerances)
-            found += _input_checks(live, base_mutated, base_inputs, tolerances)
+            found = check_outputs(out, ref, native, live.out_tolerances)
+            found += _input_checks(live, base_mutated, base_inputs, live.out_tolerances)
+            if base_effects or live.last_effects:
+                from workbench.variants.state import compare_effects
+
+                effect_checks = compare_effects(live.last_effects, base_effects, live.grad_tolerances)
+                found += effect_checks
+                _note_grad_errors(live, live.last_effects, base_effects)
             live.checks += found
             try:
-                live.add_flags(cheats.lowered_precision_flags(out, ref, native))
+                lowered = cheats.lowered_precision_flags(out, ref, native)
+                if live.reduced is not None:      # computed in reduced precision, seen and judged as such:
+                    lowered = [f for f in lowered if "rounding" not in f]   # its error profile is no secret
+                live.add_flags(lowered)
             except Exception:  # noqa: BLE001 - an unreadable output already failed its check
                 pass
             if all(c.passed or c.cannot_judge for c in found):
                 _compare_with_baseline(live, out, native)
+                _effects_vs_baseline(live, live.last_effects, base_effects)
         except Exception as exc:  # noqa: BLE001 - an output we cannot read is the variant's failure
             live.checks.append(OutputCheck("out", False, f"its output could not be checked "
                                                          f"({type(exc).__name__}: {str(exc)[:160]})"))
@@ -297,6 +527,31 @@ def _one_check(lives: list[Live], baseline: Live, args: tuple[Any, ...], ref: An
         if last:
             _async_checks(live, args, limit_s)
     poison_tensors(native)
+    return precision, note
+
+
+def _effects_vs_baseline(live: Live, got: dict[str, Any], expected: dict[str, Any]) -> None:
+    """Bit-identical means the state changes too: the largest difference of its effects from the baseline's."""
+    for path, exp in expected.items():
+        mine = got.get(path)
+        if exp is None or mine is None or not hasattr(exp, "shape"):
+            continue
+        if mine.shape != exp.shape or mine.dtype != exp.dtype:
+            live.max_diff_vs_baseline = float("inf")
+        elif mine.numel() and not cheats.same_values(mine, exp):
+            diff = (mine.double() - exp.double()).abs().nan_to_num(nan=float("inf"))
+            live.max_diff_vs_baseline = max(live.max_diff_vs_baseline, float(diff.max()))
+
+
+def _note_grad_errors(live: Live, got: dict[str, Any], expected: dict[str, Any]) -> None:
+    """The largest gradient error as a share of that gradient's largest |value|."""
+    for path, exp in expected.items():
+        mine = got.get(path)
+        if not path.startswith("grad ") or exp is None or mine is None or not hasattr(exp, "shape"):
+            continue
+        rel = grad_rel_error(mine, exp)
+        if rel is not None:
+            live.note_grad_error(rel)
 
 
 def _input_checks(live: Live, base_mutated: list[str], base_inputs: Any, tolerances: dict | None) -> list[OutputCheck]:
@@ -337,6 +592,8 @@ def _compare_with_baseline(live: Live, out: Any, native: Any) -> None:
 
 def _async_checks(live: Live, args: tuple[Any, ...], limit_s: float) -> None:
     live.calls += 1
+    if live.tracker is not None:
+        live.tracker.restore()
     try:
         with StateGuard():
             flags = call_with_limit(cheats.async_work_flags, (live.variant.fn, clone_tensors(args)), limit_s)
@@ -347,6 +604,9 @@ def _async_checks(live: Live, args: tuple[Any, ...], limit_s: float) -> None:
         if all(c.passed or c.cannot_judge for c in live.checks):
             live.fail("error", f"{describe_exception(exc)} on a repeated call (call {live.calls})")
         # else: its output already failed the check (an unreadable output makes this call fail too)
+    finally:
+        if live.tracker is not None:
+            live.tracker.restore()
 
 
 def _same_inputs(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:

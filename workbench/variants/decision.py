@@ -114,6 +114,8 @@ class DecisionRecord:
         kw = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         for k in ("evidence", "rejected_alternatives", "remaining_risk", "failure_cases"):
             kw[k] = tuple(kw.get(k, ()))
+        if kw.get("numerical_class") == "lower precision":      # records saved before the rename
+            kw["numerical_class"] = "reduced precision"
         return cls(**kw)
 
     def to_json(self, **kw: Any) -> str:
@@ -121,8 +123,9 @@ class DecisionRecord:
 
     def to_markdown(self) -> str:
         lines = [f"# Decision: `{self.decision}` — {self.variant}", "", self.reason, "",
-                 f"**Mode:** {self.mode}" + (" (gradients of every input and parameter checked; forward and "
-                                             "backward timed)" if self.mode == "training" else "") + "  "]
+                 f"**Mode:** {self.mode}" + (" (gradients and state changes checked as counted under 'Why it is "
+                                             "safe'; forward and backward timed)" if self.mode == "training"
+                                             else "") + "  "]
         for title, value in (("Problem", self.problem), ("Bottleneck", self.bottleneck),
                              ("Change", self.change), ("Numerical class", self.numerical_class),
                              ("Why it is safe", self.why_safe), ("Guard", self.guard),

@@ -21,8 +21,10 @@ import workbench.variants.registry as registry
 from workbench.variants.bandwidth import copy_gbps, machine_copy_gbps
 from workbench.variants.correctness_phase import (Live, describe_exception, guarded_call, reference_callable, run_checks,
                                          state_change_flags)
-from workbench.variants.output_check import (TRAINING, check_mode, check_training, resolve_mode, training_paths,
-                                            training_step)
+from workbench.variants.output_check import (TRAINING, check_mode, check_training, reached_params, resolve_mode,
+                                            training_paths, training_step)
+from workbench.variants.reach import explicit, find_reach, merge
+from workbench.variants.state import NOTHING_REACHED_TEXT, STATE_TEXT, STATELESS_TEXT, StateTracker
 from workbench.variants.decision import CHEAT_PREFIXES, classify
 from workbench.variants.footprint import footprint_delta, profile_footprint
 from workbench.variants.isolation import StateGuard
@@ -77,36 +79,81 @@ class Outcome:
     roofs: dict[str, Any]
     fresh: bool
     mode: str = "inference"             # "training": gradients checked, forward + backward timed
+    state: str = ""                     # how reached state was handled (settings["state"])
+    reach: dict[str, Any] = field(default_factory=dict)      # what the variants reach, counted
+    reduced: dict[str, Any] = field(default_factory=dict)    # variant -> the tolerance rows it was judged with
 
 
 def run(variants: Mapping[str, Any], inputs: Any, settings: CompareSettings, *, baseline: str | None = None,
         reference: Callable[..., Any] | None = None, progress: Progress | None = None,
-        phases: Phases | None = None, mode: str | None = None) -> Outcome:
+        phases: Phases | None = None, mode: str | None = None, model: Any = None, optimizer: Any = None,
+        params: Any = None) -> Outcome:
+    """One comparison; ``model``/``optimizer``/``params``: state to snapshot and compare besides what
+    the variants' callables are found to reach (reach.py)."""
     phases = phases or Phases()
     check_mode(mode)
-    say = progress or (lambda stage, name: None)
     lives, base = prepare(variants, baseline)
+    tracker = attach_state(lives, base, explicit(model, optimizer, params))
+    try:
+        out = _run(lives, base, inputs, settings, reference=reference, progress=progress, phases=phases, mode=mode)
+    finally:
+        tracker.final_restore()          # the user's objects as they were before the comparison
+    if tracker.failed_restore:
+        out.notes.append("could not restore: " + "; ".join(tracker.failed_restore))
+    return out
+
+
+def attach_state(lives: list[Live], base: Live, extra: list[Any]) -> StateTracker:
+    """Find what each variant reaches, snapshot all of it once, and give every Live the tracker and
+    its names (a tensor shared with the baseline under the baseline's name)."""
+    for lv in lives:
+        try:
+            lv.reach = find_reach(lv.variant.fn, extra=extra)
+            own = find_reach(lv.variant.fn) if extra else lv.reach
+        except Exception:  # noqa: BLE001 - a walk that fails reaches nothing
+            lv.reach = own = find_reach(extra=extra)
+        own_ids = {id(t) for t in list(own.params.values()) + list(own.buffers.values())}
+        lv.extra_ids = {id(t) for t in list(lv.reach.params.values()) + list(lv.reach.buffers.values())
+                        if id(t) not in own_ids}
+    tracker = StateTracker(merge([base.reach] + [lv.reach for lv in lives if lv is not base]))
+    base_names = base.reach.names_by_id()
+    base.names = dict(base_names)
+    for lv in lives:
+        if lv is not base:
+            own = list(lv.reach.params.values()) + list(lv.reach.buffers.values())
+            lv.names = {id(t): base_names[id(t)] for t in own if id(t) in base_names}
+        lv.tracker = tracker
+    return tracker
+
+
+def _run(lives: list[Live], base: Live, inputs: Any, settings: CompareSettings, *, reference, progress, phases,
+         mode) -> Outcome:
+    say = progress or (lambda stage, name: None)
+    tracker = base.tracker
     make_inputs, fresh = input_factory(inputs)
     phases.start("the correctness checks")
     say("correctness", "")
     precision, notes = run_checks(lives, base, make_inputs, checks=settings.checks, limit_s=settings.time_limit_s,
                                   tolerances=settings.tolerance_overrides, reference=reference)
+    notes += [n for n in tracker.notes if n not in notes]
     if not fresh:
         notes.append("fixed inputs: every check used the same values; pass a callable for fresh ones")
     _mark_incorrect(lives, precision, settings.checks)
     phases.finish(f"correctness checks of {', '.join(lv.name for lv in lives)}")
     timing_args = make_inputs()
-    mode = resolve_mode(mode, base.variant.fn, timing_args)
+    tracker.begin_check()
+    mode = resolve_mode(mode, base.variant.fn, timing_args, tracker=tracker, self_backward=base.self_backward)
     train_paths: list[str] | None = None
     if mode == TRAINING:
         phases.start("the gradient checks (training path)")
         say("gradients", "")
         notes += [n for n in check_training(lives, base, make_inputs, checks=settings.checks,
                                             tolerances=settings.tolerance_overrides, reference=reference,
-                                            reference_fn=reference_callable) if n not in notes]
-        train_paths = training_paths(base.variant.fn, timing_args)
-        notes.append("training path: every input's and parameter's gradient was checked against the baseline's, "
-                     "and each variant is timed as a training step (forward and backward)")
+                                            reference_fn=reference_callable, precision=precision) if n not in notes]
+        _mark_incorrect(lives, precision, settings.checks)
+        train_paths = training_paths(base.variant.fn, timing_args, params=reached_params(base))
+        notes.append("training path: " + _gradients_compared_text(lives, base) + "; each variant is timed as a "
+                     "training step (forward and backward; a call that runs its own backward is timed as it is)")
         phases.finish("the gradient checks")
     phases.start("the timed rounds")
     say("timing", "")
@@ -119,10 +166,61 @@ def run(variants: Mapping[str, Any], inputs: Any, settings: CompareSettings, *, 
         footprints = _footprints(lives, timing_args, say)
         phases.finish("the profiled calls")
     speedups = _family(timed, base.name, settings)
-    results = [_result(lv, base, timed, speedups, footprints, bytes_moved, roofs, precision, settings)
+    results = [_result(lv, base, timed, speedups, footprints, bytes_moved, roofs, precision, settings, mode)
                for lv in lives]
     results = [_say_budget(r, summary) for r in results]
-    return Outcome(results, lives, base, precision, notes, summary, roofs, fresh, mode)
+    stateful = [lv.name for lv in lives if lv.stateful]
+    state = (STATE_TEXT if stateful else STATELESS_TEXT if tracker.holds_state else NOTHING_REACHED_TEXT)
+    reduced = {lv.name: _reduced_rows(lv) for lv in lives if lv.reduced is not None}
+    return Outcome(results, lives, base, precision, notes, summary, roofs, fresh, mode, state=state,
+                   reach=tracker.reach.describe(), reduced=reduced)
+
+
+def _reduced_rows(lv: Live) -> dict[str, Any]:
+    assert lv.reduced is not None, "only a reduced-precision variant has these rows"
+    out_r, out_a = (lv.out_tolerances or {}).get("float32", (0.0, 0.0))
+    g_r, g_a = (lv.grad_tolerances or {}).get("float32", (0.0, 0.0))
+    return {"dtype": lv.reduced[0], "what": lv.reduced[1], "outputs": {"rtol": float(out_r), "atol": float(out_a)},
+            "gradients": {"rtol": float(g_r), "atol": float(g_a)}}
+
+
+def compared_counts(lv: Live) -> dict[str, int]:
+    """How many distinct outputs, gradients, parameter values, optimizer states and buffers its checks compared."""
+    counts = {"outputs": 0, "input_gradients": 0, "parameter_gradients": 0, "parameter_values": 0,
+              "optimizer_states": 0, "buffers": 0}
+    for path in {c.path for c in lv.checks}:
+        if path.startswith("grad arg"):
+            counts["input_gradients"] += 1
+        elif path.startswith("grad "):
+            counts["parameter_gradients"] += 1
+        elif path.startswith("value "):
+            counts["parameter_values"] += 1
+        elif path.startswith("optimizer state "):
+            counts["optimizer_states"] += 1
+        elif path.startswith("buffer "):
+            counts["buffers"] += 1
+        elif path != "grad":
+            counts["outputs"] += 1
+    return counts
+
+
+def _gradients_compared_text(lives: list[Live], base: Live) -> str:
+    cands = [lv for lv in lives if lv is not base and lv.checks]
+    if not cands:
+        return "no candidate's gradients were compared"
+    c = compared_counts(cands[0])
+    return describe_counts(c)
+
+
+def describe_counts(c: dict[str, int]) -> str:
+    parts = []
+    for key, word in (("input_gradients", "input gradient"), ("parameter_gradients", "parameter gradient"),
+                      ("parameter_values", "updated parameter value"), ("optimizer_states", "optimizer state"),
+                      ("buffers", "buffer")):
+        n = c.get(key, 0)
+        if n:
+            parts.append(f"{n} {word}{'s' if n != 1 else ''}")
+    return (", ".join(parts) + " compared against the baseline's") if parts else "no gradient was compared"
 
 
 def prepare(variants: Mapping[str, Any], baseline: str | None) -> tuple[list[Live], Live]:
@@ -192,9 +290,12 @@ def time_all(lives: list[Live], base: Live, args: tuple[Any, ...], settings: Com
     timer = settings.make_timer() or pick_timer(on_cuda)
     runnable = [lv for lv in lives if lv.runnable]
     mutating = tuple(lv.name for lv in runnable if lv.mutated)
-    items = [Timed(lv.name, lv.variant.fn if train_paths is None else training_step(lv.variant.fn, train_paths),
-                   clone_tensors(args)) for lv in runnable]
-    session = TimingSession(items, timer, seed=settings.seed, limit_s=settings.time_limit_s, mutating=mutating)
+    items = [Timed(lv.name, lv.variant.fn if train_paths is None or lv.self_backward
+                   else training_step(lv.variant.fn, train_paths), clone_tensors(args)) for lv in runnable]
+    tracker = base.tracker
+    restore = tracker.restore if tracker is not None and any(lv.stateful for lv in lives) else None
+    session = TimingSession(items, timer, seed=settings.seed, limit_s=settings.time_limit_s, mutating=mutating,
+                            before_sample=restore)
     pristine = clone_tensors(args)
     settled = {lv.name for lv in runnable if not lv.variant.timing_meaningful
                or any(f.startswith(CHEAT_PREFIXES + ("changed global state", "cannot judge")) for f in lv.flags)}
@@ -202,6 +303,8 @@ def time_all(lives: list[Live], base: Live, args: tuple[Any, ...], settings: Com
         _calibrate(session, {lv.name: lv for lv in runnable}, timer)
         session.run(min_rounds=settings.min_rounds, max_rounds=settings.round_cap, budget_s=settings.budget_s)
         extensions = _extend(session, base.name, settings, phases, settled, say)
+    if tracker is not None:
+        tracker.restore()
     result = session.result()
     _apply_timing_failures(lives, result, base)
     if any(_inputs_changed(pristine, pooled) for pooled in session.pool):
@@ -237,6 +340,8 @@ def _calibrate(session: TimingSession, lives: dict[str, Live], timer: Timer) -> 
     with CallDeadline(session.limit_s or 1e9) as deadline:
         for item in list(session.items):
             lv = lives[item.name]
+            if session.before_sample is not None:
+                session.before_sample()
             deadline.arm()
             try:
                 calibrate(item, timer, lv.warm_call_ms or lv.first_call_ms or 1.0)
@@ -363,6 +468,8 @@ def _footprints(lives: list[Live], args: tuple[Any, ...], say: Progress) -> dict
     for lv in lives:
         if lv.runnable:
             say("profile", lv.name)
+            if lv.tracker is not None:
+                lv.tracker.restore()
             try:
                 with StateGuard():
                     out[lv.name] = profile_footprint(lv.variant.fn, clone_tensors(args))
@@ -372,6 +479,9 @@ def _footprints(lives: list[Live], args: tuple[Any, ...], say: Progress) -> dict
                 if lv is lives[0]:
                     continue                         # the baseline's footprint is only context
                 lv.fail("error", f"{describe_exception(exc)} on a later call (the profiled call)")
+            finally:
+                if lv.tracker is not None:
+                    lv.tracker.restore()
     return out
 
 
@@ -385,7 +495,7 @@ def _family(timed: InterleavedResult, base_name: str, settings: CompareSettings)
 
 
 def _result(lv: Live, base: Live, timed: InterleavedResult, speedups: dict, footprints: dict, nbytes: int, roofs: dict,
-            precision: str, settings: CompareSettings) -> VariantResult:
+            precision: str, settings: CompareSettings, mode: str = "inference") -> VariantResult:
     v = lv.variant
     timing = timed.measurements.get(lv.name) if lv.runnable else None
     speedup = None
@@ -412,18 +522,49 @@ def _result(lv: Live, base: Live, timed: InterleavedResult, speedups: dict, foot
         setup_ms=lv.setup_ms, speedup=speedup, flags=tuple(flags), footprint=fp, bytes_moved=nbytes,
         achieved_gbps=gbps, bandwidth_share=(gbps / roofs["same_size_gbps"]) if gbps else None,
         timing_meaningful=v.timing_meaningful,
-        max_diff_vs_baseline=(0.0 if lv is base else lv.max_diff_vs_baseline if lv.compared_with_baseline else None))
+        max_diff_vs_baseline=(0.0 if lv is base else lv.max_diff_vs_baseline if lv.compared_with_baseline else None),
+        max_grad_rel_err=lv.max_grad_rel_err, precision=lv.reduced[1] if lv.reduced else "",
+        compared=compared_counts(lv), stateful=lv.stateful)
+    if lv.reduced is not None:
+        res = res.with_(flags=res.flags + (_reduced_flag(lv),))
     if lv is base:
         return res.with_(decision="baseline", decision_reason="the reference the others are measured against")
-    return decide(res, base_timing, settings.end_to_end_ms)
+    res = decide(res, base_timing, settings.end_to_end_ms)
+    return _judge_reduced(res, lv, mode)
+
+
+def _reduced_flag(lv: Live) -> str:
+    assert lv.reduced is not None, "only a reduced-precision variant has this flag"
+    dtype, what = lv.reduced
+    rows = _reduced_rows(lv)
+    grads = (f"; gradients differ by up to {lv.max_grad_rel_err:.2%} of their largest value"
+             if lv.max_grad_rel_err is not None else "")
+    return (f"reduced precision: {what}{grads}; judged with {dtype} tolerances (outputs rtol "
+            f"{rows['outputs']['rtol']:g}, atol {rows['outputs']['atol']:g}; gradients rtol "
+            f"{rows['gradients']['rtol']:g}, atol {rows['gradients']['atol']:g})")
+
+
+def _judge_reduced(res: VariantResult, lv: Live, mode: str) -> VariantResult:
+    """A reduced-precision variant is never a silent keep: the reason says what it changes; on a
+    training path without a gradient check it is not kept at all."""
+    if lv.reduced is None or res.decision not in ("keep", "keep_guarded", "micro_only"):
+        return res
+    grads = res.compared.get("input_gradients", 0) + res.compared.get("parameter_gradients", 0)
+    if mode == TRAINING and not grads:
+        return res.with_(decision="need_more_evidence",
+                         decision_reason=f"{_reduced_flag(lv)}; on a training path it is not kept without a gradient "
+                                         f"check, and no gradient was compared (pass model=… or params=…)")
+    return res.with_(decision_reason=f"{res.decision_reason}; {_reduced_flag(lv)}")
 
 
 def _numerical_class(lv: Live) -> str:
     """The declared class, corrected by what was measured: "exact" only for outputs bit-identical
     to the baseline's; a declared-exact variant that differs is "reordered" (within tolerance)."""
     declared = lv.variant.numerical_class
+    if lv.reduced is not None and declared in ("exact", "reordered"):
+        return "reduced precision"
     if any(f.startswith("precision lowered") for f in lv.flags) and declared in ("exact", "reordered"):
-        return "lower precision"
+        return "reduced precision"
     if declared == "exact" and lv.bit_identical is False:
         return "reordered"
     return declared

@@ -261,16 +261,18 @@ def _with_grad_inputs(args: Any, paths: list[str], cast: Any = None) -> Any:
     return map_tensors(args, copy)
 
 
-def backward_grads(fn: Any, args: Any, paths: list[str], *, cotangent_dtype: Any = None) -> tuple[Any, dict[str, Any]]:
+def backward_grads(fn: Any, args: Any, paths: list[str], *, cotangent_dtype: Any = None,
+                   params: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
     """Run ``fn`` on ``args`` (already holding grad leaves at ``paths``), backpropagate a fixed
     random cotangent through every floating output that requires grad, and return (outputs,
     {"grad <input path>" / "grad <parameter>": gradient or None}). Parameter gradients are
-    cleared before and after, so variants sharing a module do not add to each other's."""
+    cleared before and after, so variants sharing a module do not add to each other's.  ``params``:
+    the parameters whose gradients are read, by name (default: ``fn``'s module's)."""
     import torch
 
     from workbench.variants.tree import tensor_leaves
 
-    params = module_parameters(fn)
+    params = module_parameters(fn) if params is None else params
     saved = {n: p.grad for n, p in params.items()}
     for p in params.values():
         p.grad = None
@@ -319,35 +321,124 @@ def compare_gradients(got: dict[str, Any], ref: dict[str, Any] | None, native: d
                                       dtype=dtype_name(expected)))
             continue
         reference = ref.get(path) if ref is not None else None
-        checks += [c.with_path(path) for c in check_outputs(mine, expected if reference is None else reference,
+        checks += [c.with_path(path) for c in scaled_checks(mine, expected if reference is None else reference,
                                                              expected, tol)]
     return checks
 
 
-def resolve_mode(mode: str | None, baseline_fn: Callable[..., Any], args: tuple[Any, ...]) -> str:
-    """The comparison's mode: as given, else training when the baseline's output requires grad."""
+def grad_rel_error(got: Any, expected: Any) -> float | None:
+    """max|got - expected| / max|expected| (None: not comparable)."""
+    try:
+        if tuple(got.shape) != tuple(expected.shape) or expected.numel() == 0:
+            return None
+        e = expected.detach().double()
+        scale = float(e.abs().max())
+        err = float((got.detach().double() - e).abs().max())
+        return err / scale if scale > 0 else (0.0 if err == 0 else float("inf"))
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def scaled_checks(got: Any, ref: Any, native: Any, overrides: dict[str, tuple[float, float]] | None) -> list[OutputCheck]:
+    """``check_outputs`` of one gradient (or state tensor) in units of the baseline's largest |value|:
+    a gradient's size depends on the loss's scale, not on its accuracy, so the absolute tolerance is a
+    share of that gradient's largest value (and a small gradient is judged, not called "cannot judge").
+    The errors reported are in the tensor's own units again."""
+    from dataclasses import replace
+
+    try:
+        floating = all(hasattr(t, "is_floating_point") and t.is_floating_point() for t in (got, ref, native))
+        s = float(native.detach().abs().max()) if floating and native.numel() else 0.0
+    except Exception:  # noqa: BLE001 - unreadable: the plain check says why
+        floating, s = False, 0.0
+    if not floating or not (s > 0 and np.isfinite(s)) or got.shape != native.shape or ref.shape != native.shape:
+        return check_outputs(got, ref, native, overrides)
+    found = check_outputs(got.detach() / s, ref.detach() / s, native.detach() / s, overrides)
+    return [replace(c, max_abs_err=c.max_abs_err * s, worst_got=c.worst_got * s, worst_expected=c.worst_expected * s)
+            for c in found]
+
+
+def resolve_mode(mode: str | None, baseline_fn: Callable[..., Any], args: tuple[Any, ...], *, tracker: Any = None,
+                 self_backward: bool = False) -> str:
+    """The comparison's mode: as given, else training when the baseline's call computed gradients
+    itself (a training step) or its output requires grad.  With a ``tracker`` the call starts from
+    the comparison's snapshot and the snapshot is put back after it."""
     checked = check_mode(mode)
     if checked is not None:
         return checked
-    out = baseline_fn(*_with_grad_inputs(args, grad_paths(args)))     # under the caller's grad mode
+    if self_backward:
+        return TRAINING
+    if tracker is not None:
+        tracker.restore()
+    try:
+        out = baseline_fn(*_with_grad_inputs(args, grad_paths(args)))     # under the caller's grad mode
+    finally:
+        if tracker is not None:
+            tracker.restore()
     return TRAINING if needs_grad(out) else INFERENCE
+
+
+NO_GRADIENTS_FLAG = ("cannot judge: no parameters reached; pass model=… or params=… (training mode, but no gradient "
+                     "of an input or a parameter could be compared)")
+
+
+def reached_params(live: "Live") -> dict[str, Any] | None:
+    """The parameters (requiring grad) ``live``'s callable reaches, under the baseline's names where
+    shared (None: no reach known, the module's own are used)."""
+    if live.reach is None:
+        return None
+    out: dict[str, Any] = {}
+    extra: set[int] = getattr(live, "extra_ids", set())
+    for own_pass in (True, False):         # its own tensors first: a model=/params= override never shadows them
+        for n, p in live.reach.params.items():
+            name = live.names.get(id(p), n)
+            if p.requires_grad and (id(p) not in extra) == own_pass and name not in out:
+                out[name] = p
+    return out
+
+
+def _backward_of(live: "Live", args: Any, paths: list[str], params: dict[str, Any] | None,
+                 fn: Any = None, cast: Any = None, cast_model: bool = False) -> tuple[Any, dict[str, Any]]:
+    tracker = live.tracker
+    if tracker is not None:
+        tracker.restore()
+        if cast_model:
+            tracker.cast_to_float64()     # the float64 reference of a closure over a float32 model
+    try:
+        return backward_grads(fn or live.variant.fn, _with_grad_inputs(args, paths, cast), paths, params=params)
+    finally:
+        if tracker is not None:
+            tracker.restore()
 
 
 def check_training(lives: list["Live"], base: "Live", make_inputs: Callable[[], tuple[Any, ...]], *, checks: int,
                    tolerances: dict[str, tuple[float, float]] | None, reference: Callable[..., Any] | None,
-                   reference_fn: Callable[[Any, Any], tuple[Callable[..., Any], str]]) -> list[str]:
+                   reference_fn: Callable[[Any, Any], tuple[Callable[..., Any], str]],
+                   precision: str = "float64") -> list[str]:
     """The gradient checks of a training path: on ``checks`` fresh inputs, every runnable
-    candidate's gradients of each input that requires grad and each parameter of its module
-    against the baseline's (and a float64 reference's, where one runs). A candidate whose
-    gradient differs is failed as incorrect, the gradient named in its reason. Returns notes."""
+    candidate's gradients of each input that requires grad and each parameter its callable reaches
+    (``reach.py``: a closure over the model too) against the baseline's (and a float64 reference's,
+    where one runs). A candidate whose gradient differs is failed as incorrect, the gradient named in
+    its reason.  A baseline whose call ran its own backward is not backwarded again (its gradients
+    were compared as effects of the call); with no gradient to compare at all, every candidate is
+    flagged "cannot judge". Returns notes."""
     from workbench.variants.tree import to_reference_precision
 
     notes: list[str] = []
+    cands = [lv for lv in lives if lv is not base]
+    if base.self_backward:
+        notes.append("the baseline's call runs its own backward: its gradients (and any parameter, optimizer "
+                     "and buffer changes) were compared as the effects of each checked call; no call was "
+                     "backwarded again")
+        return notes
+    base_params = reached_params(base)
     for _ in range(max(1, checks)):
         args = make_inputs()
-        paths = training_paths(base.variant.fn, args)
+        if base.tracker is not None:
+            base.tracker.begin_check()
+        paths = training_paths(base.variant.fn, args, params=base_params)
         try:
-            _, native = backward_grads(base.variant.fn, _with_grad_inputs(args, paths), paths)
+            _, native = _backward_of(base, args, paths, base_params)
         except Exception as exc:  # noqa: BLE001
             from workbench.errors import InvalidArgumentError
 
@@ -355,34 +446,56 @@ def check_training(lives: list["Live"], base: "Live", make_inputs: Callable[[], 
                                        f"({type(exc).__name__}: {str(exc)[:160]}); pass mode='inference' "
                                        f"if only the forward matters") from None
         if not any(g is not None for g in native.values()):
-            notes.append("training mode, but the baseline's output reaches no input or parameter through "
-                         "autograd: there are no gradients to compare")
+            for live in cands:
+                if live.runnable:
+                    live.add_flags([NO_GRADIENTS_FLAG])
+            notes.append("training mode, but the baseline's output reaches no input or parameter through autograd "
+                         "and its call computes no gradient itself: no gradient was compared (pass model= or params=)")
             return notes
         ref = None
-        ref_fn, note = reference_fn(base.variant, reference)
-        try:
-            _, ref = backward_grads(ref_fn, _with_grad_inputs(args, paths, to_reference_precision), paths)
-        except Exception as exc:  # noqa: BLE001 - no float64 backward: the baseline's own gradients
-            note = note or (f"gradients compared with the baseline's own (the float64 backward failed: "
-                            f"{type(exc).__name__})")
+        if precision == "float64":
+            ref_fn, note = reference_fn(base.variant, reference)
+            ref_params = base_params if ref_fn is base.variant.fn else None
+            try:
+                _, ref = _backward_of(base, args, paths, ref_params, fn=ref_fn, cast=to_reference_precision,
+                                      cast_model=getattr(base, "reference_mode", "fn") == "cast")
+            except Exception as exc:  # noqa: BLE001 - no float64 backward: the baseline's own gradients
+                note = note or (f"gradients compared with the baseline's own (the float64 backward failed: "
+                                f"{type(exc).__name__})")
+        else:
+            note = "gradients compared with the baseline's own (no float64 reference runs for it)"
         if note and note not in notes:
             notes.append(note)
-        for live in lives:
-            if live is base or not live.runnable:
-                continue
+        for live in cands:
+            if not live.runnable or live.self_backward:
+                continue            # a call that ran backward itself: its gradients were its effects
             try:
-                _, got = backward_grads(live.variant.fn, _with_grad_inputs(args, paths), paths)
+                _, got = _backward_of(live, args, paths, reached_params(live))
             except Exception as exc:  # noqa: BLE001 - the variant's backward failed: its failure
                 live.checks.append(OutputCheck("grad", False, f"its backward raised {type(exc).__name__}: "
                                                               f"{str(exc)[:160]}"))
                 live.fail("incorrect", f"gradient: its backward raised {type(exc).__name__}: {str(exc)[:160]}")
                 continue
-            found = compare_gradients(_as_baseline_names(got, live.variant.fn, base.variant.fn), ref, native,
-                                      tolerances)
+            if live.reach is None:
+                got = _as_baseline_names(got, live.variant.fn, base.variant.fn)
+            missing = [k for k, g in native.items() if g is not None and k not in got]
+            found = compare_gradients(got, ref, native, live.grad_tolerances or tolerances)
             live.checks += found
+            for k, g in got.items():
+                exp = (ref or {}).get(k) if ref is not None and (ref or {}).get(k) is not None else native.get(k)
+                if g is not None and exp is not None:
+                    rel = grad_rel_error(g, exp)
+                    if rel is not None:
+                        live.note_grad_error(rel)
             bad = [c for c in found if not c.passed]
             if bad:
                 live.fail("incorrect", "; ".join(f"{c.path}: {c.reason}" for c in bad[:3]))
+            elif missing:
+                shown = ", ".join(m.replace("grad ", "") for m in missing[:3])
+                more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+                live.add_flags([f"cannot judge the gradients of {len(missing)} parameter(s) of the baseline "
+                                f"({shown}{more}): the variant reaches none of them by identity or name; pass "
+                                f"model=… or params=…"])
     return notes
 
 
@@ -398,11 +511,12 @@ def _as_baseline_names(grads: dict[str, Any], fn: Any, baseline_fn: Any) -> dict
     return {renamed.get(k, k): v for k, v in grads.items()}
 
 
-def training_paths(fn: Any, args: Any) -> list[str]:
+def training_paths(fn: Any, args: Any, params: dict[str, Any] | None = None) -> list[str]:
     """The inputs a training path takes gradients of: those that require grad; with none, and no
-    parameters in ``fn``'s module (mode="training" on plain inputs), every floating input."""
+    parameters reached (``params``, default ``fn``'s module's; mode="training" on plain inputs),
+    every floating input."""
     paths = grad_paths(args)
-    if not paths and not module_parameters(fn):
+    if not paths and not (module_parameters(fn) if params is None else params):
         paths = [p for p, _ in _float_leaves(args)]
     return paths
 

@@ -132,7 +132,7 @@ def _record_settings(settings: dict[str, Any]) -> dict[str, Any]:
     """The CompareSettings fields (and the reference precision) as the record states them."""
     keep = ("checks", "time_limit_s", "budget_s", "max_budget_s", "timing_cap_s", "min_rounds", "max_rounds",
             "confidence", "interim_confidence", "min_effect", "profile", "end_to_end_ms", "seed", "timer",
-            "reference_precision", "fresh_inputs", "mode")
+            "reference_precision", "fresh_inputs", "inputs", "mode", "state", "reach", "reduced_precision")
     out = {k: settings[k] for k in keep if k in settings}
     if settings.get("tolerances"):
         out["tolerances"] = settings["tolerances"]
@@ -164,15 +164,37 @@ def _why_safe(win: VariantResult, base: VariantResult, settings: dict[str, Any])
         return "not shown: " + (c.reason if c else "no correctness check ran")
     fresh = settings.get("fresh_inputs", True)
     inputs = "with fresh random inputs each check" if fresh else "on the same fixed inputs each check"
+    if settings.get("inputs") == "none":
+        inputs = "with no inputs (the callable takes none: it runs on the data it closes over)"
     ref = ("the float64 reference" if c.reference_precision == "float64"
            else f"the baseline's own output ({c.reference_precision} precision: no float64 reference ran)")
     errors = f"max abs err {c.max_abs_err:.3g}, max rel err {c.max_rel_err:.3g} against it"
     if win.numerical_class == "exact" and c.reference_precision == "float64" and c.max_abs_err > 0:
         errors = (f"bit-identical to {base.name}'s output; both differ from float64 by at most "
                   f"{c.max_abs_err:.3g} abs, {c.max_rel_err:.3g} rel (the dtype's own rounding)")
-    grads = ("; on this training path the gradients of every input and parameter match too (gradient "
-             "tolerances in settings)" if settings.get("mode") == "training" else "")
+    grads = _gradient_text(win, settings)
     return f"matches {ref} on {c.checks} checks {inputs} ({errors}; tolerances by dtype in settings){grads}"
+
+
+def _gradient_text(win: VariantResult, settings: dict[str, Any]) -> str:
+    """Exactly what else was compared: how many gradients, parameter values, optimizer states, buffers."""
+    c = win.compared or {}
+    parts = []
+    for key, word in (("input_gradients", "input gradient"), ("parameter_gradients", "parameter gradient"),
+                      ("parameter_values", "updated parameter value"), ("optimizer_states", "optimizer state"),
+                      ("buffers", "buffer")):
+        n = int(c.get(key, 0) or 0)
+        if n:
+            parts.append(f"{n} {word}{'s' if n != 1 else ''}")
+    training = settings.get("mode") == "training"
+    reduced = f"; {win.precision}, judged with its precision's tolerances" if win.precision else ""
+    if parts:
+        worst = (f", largest gradient error {win.max_grad_rel_err:.3g} of the gradient's largest value"
+                 if win.max_grad_rel_err is not None else "")
+        return (f"; {', '.join(parts)} match the baseline's too (gradient tolerances in settings{worst}){reduced}")
+    if training:
+        return f"; no gradient was compared on this training path{reduced}"
+    return reduced
 
 
 def _guard(win: VariantResult) -> str:

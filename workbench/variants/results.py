@@ -37,6 +37,10 @@ class VariantResult:
     decision: str = ""
     decision_reason: str = ""
     max_diff_vs_baseline: float | None = None   # largest |output - baseline's output| (0: bit-identical)
+    max_grad_rel_err: float | None = None       # largest gradient error / that gradient's largest |value| (None: none compared)
+    precision: str = ""                         # what it computes in reduced precision ("" : the baseline's precision)
+    compared: dict[str, int] = field(default_factory=dict)  # outputs, input/parameter gradients, values, optimizer states, buffers
+    stateful: bool = False                      # its call changed reached state (gradients, parameters, optimizer, buffers)
 
     def with_(self, **kw: Any) -> "VariantResult":
         return replace(self, **kw)
@@ -58,6 +62,9 @@ class VariantResult:
         kw["speedup"] = Speedup.from_dict(d["speedup"]) if d.get("speedup") else None
         for k in ("requires", "flags", "failure_cases", "sweep"):
             kw[k] = tuple(kw.get(k, ()))
+        if kw.get("numerical_class") == "lower precision":      # records saved before the rename
+            kw["numerical_class"] = "reduced precision"
+        kw["compared"] = dict(kw.get("compared") or {})
         return cls(**kw)
 
     def row(self) -> dict[str, Any]:

@@ -11,7 +11,8 @@ from typing import Any, Callable, Union
 
 from workbench.errors import InvalidArgumentError
 
-NUMERICAL_CLASSES = ("exact", "reordered", "lower precision", "approximate")
+NUMERICAL_CLASSES = ("exact", "reordered", "reduced precision", "approximate")
+OLD_CLASS_NAMES = {"lower precision": "reduced precision"}     # read from saved records and older callers
 
 
 def _cuda_missing() -> str | None:
@@ -81,6 +82,7 @@ class Variant:
     not_applicable_reason: str | None = None   # set by builders that know up front
 
     def __post_init__(self) -> None:
+        self.numerical_class = OLD_CLASS_NAMES.get(self.numerical_class, self.numerical_class)
         if not callable(self.fn):
             raise InvalidArgumentError(
                 f"variant {self.name!r}: expected a callable, got {type(self.fn).__name__}"

@@ -267,12 +267,13 @@ class TimingSession:
     Each sample runs under a time limit (``limit_s``, a VariantTimeout past it) and a watch on the
     process-wide settings (restored after every sample, the change named for the variant that made
     it). A variant that raises, calls ``sys.exit`` or times out during the rounds drops out with
-    its reason; the others go on, still paired round by round.  A variant known to change its
+    its reason; the others go on, still paired round by round.  ``before_sample`` (a stateful
+    step's snapshot restore) runs before every sample, outside the timed region.  A variant known to change its
     inputs (``mutating``) times on a private copy restored before each sample, outside the rotation
     of input copies, so it cannot corrupt the others' inputs."""
 
     def __init__(self, items: list[Timed], timer: Timer, *, seed: int = 0, limit_s: float | None = None,
-                 mutating: tuple[str, ...] = ()) -> None:
+                 mutating: tuple[str, ...] = (), before_sample: Callable[[], None] | None = None) -> None:
         self.items = list(items)
         self.timer = timer
         self.rng = np.random.default_rng(seed)
@@ -285,6 +286,7 @@ class TimingSession:
         self.looks: list[int] = []
         self.collected = False
         self.mutating = set(mutating)
+        self.before_sample = before_sample     # e.g. restore a stateful step's snapshot: outside the timed region
         self.pristine = {it.name: _clone(it.args) for it in items if it.name in self.mutating}
         self.pool_names = [it.name for it in items if it.name not in self.mutating]
         self.pool = [it.args for it in items if it.name not in self.mutating]
@@ -338,6 +340,8 @@ class TimingSession:
         for it in order:
             if it.name in self.mutating:
                 it.args = _clone(self.pristine[it.name])
+            if self.before_sample is not None:
+                self.before_sample()
             self._sample(it, deadline, watch)
         return True
 

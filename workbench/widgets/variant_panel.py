@@ -1,9 +1,12 @@
 """An ipywidgets panel to run variants of a function: pick, run (with progress), read the table,
 the chart and each decision record as results come in, and write the winner into a new cell.
 
-Thin: every number comes from ``wb.compare`` (one comparison per chosen variant, each against
-the baseline, interleaved and checked, with the hypothesis that suggested it); the panel only
-arranges and displays.  The variants the hypotheses suggest start checked.
+Thin: every number comes from ``wb.compare``: one comparison of the baseline and every chosen
+variant, interleaved and checked, so the table has one baseline row and each candidate's speed-up
+is against that one measurement; each candidate's decision record is built from its row against
+the baseline's, with the hypothesis that suggested it.  The table and the records are drawn by
+``workbench.render`` (the renderer every other view uses).  The variants the hypotheses suggest
+and the user's own variants start checked.  The winner's code shows right under its button.
 
 Inserting a cell: a kernel can only ask the front end for a new cell in its reply to a cell's
 execution (``shell.set_next_input``); a button click is not one (JupyterLab would show the code
@@ -26,10 +29,10 @@ if TYPE_CHECKING:
 
     from workbench.hypotheses.hypothesis import Hypothesis
     from workbench.profile_run import ProfileRun
+    from workbench.variants.decision import DecisionRecord
     from workbench.variants.results import Comparison
 
-COLUMNS = ("variant", "status", "correct", "median_ms", "speedup", "speedup_ci_low", "speedup_ci_high",
-           "setup_ms", "decision", "reason")
+BASELINE = "eager"          # the baseline's row in the panel's comparison
 
 
 def pick_hypothesis(hypotheses: Iterable[Hypothesis], name: str, *, registry_variant: bool) -> Hypothesis | None:
@@ -46,22 +49,6 @@ def pick_hypothesis(hypotheses: Iterable[Hypothesis], name: str, *, registry_var
         if getattr(h, "category", None) not in (None, "measurement", "cold_start"):
             return h
     return None
-
-
-def _markdown_html(text: str) -> str:
-    """Markdown as HTML with any raw HTML in it escaped (mistune, an nbconvert dependency), else
-    the text as preformatted."""
-    try:
-        import mistune
-    except ImportError:
-        return f"<pre style='white-space:pre-wrap'>{html.escape(text)}</pre>"
-    return str(mistune.create_markdown(escape=True, plugins=["table"])(text))
-
-
-def _fmt(value: Any) -> str:
-    if value is None or (isinstance(value, float) and value != value):
-        return "—"
-    return f"{value:.4g}" if isinstance(value, float) else html.escape(str(value))
 
 
 class VariantPanel:
@@ -90,11 +77,19 @@ class VariantPanel:
         self.hypotheses = list(hypotheses) + list((run.hypotheses if run is not None else None) or ())
         named = list(suggested) + [v for h in self.hypotheses for v in (h.suggested_variants or ())]
         self.suggested = [n for n in dict.fromkeys(named) if n not in ("eager", "triton")]
+        if BASELINE in (user_variants or {}):
+            from workbench.errors import InvalidArgumentError
+
+            raise InvalidArgumentError(f"{BASELINE!r} names the baseline's row (fn itself); call your variant "
+                                       f"something else")
         self.user_names = set(user_variants or {})
         self.candidates = self._candidates(named, user_variants or {})
         self.rows: dict[str, dict[str, Any]] = {}
-        self.comparisons: dict[str, Comparison] = {}
-        self.checkboxes = {n: self._checkbox(n, v, checked=n in self.suggested) for n, v in self.candidates.items()}
+        self.comparison: Comparison | None = None          # the last run's comparison (all chosen variants)
+        self.comparisons: dict[str, Comparison] = {}       # variant name -> the comparison it was in
+        self.decisions: dict[str, DecisionRecord] = {}     # variant name -> its decision record
+        self.checkboxes = {n: self._checkbox(n, v, suggested=n in self.suggested, yours=n in self.user_names)
+                           for n, v in self.candidates.items()}
         self.run_button = widgets.Button(description="Run selected", button_style="primary", icon="play",
                                    layout=widgets.Layout(width="auto"))
         self.in_front_end = self._in_front_end()
@@ -110,9 +105,10 @@ class VariantPanel:
         self.code = widgets.Textarea(value="", layout=widgets.Layout(width="100%", height="8em", display="none"))
         self.run_button.on_click(lambda _: self.run())
         self.insert_button.on_click(lambda _: self.insert_winner())
+        # the winner's code sits right under its button; the table, chart and records below
         self.widget = widgets.VBox([widgets.HTML("<b>Variants</b>"), widgets.VBox(list(self.checkboxes.values())),
-                              widgets.HBox([self.run_button, self.insert_button]), self.progress, self.status,
-                              self.table, self.chart, self.records, self.code])
+                              widgets.HBox([self.run_button, self.insert_button]), self.code, self.progress,
+                              self.status, self.table, self.chart, self.records])
 
     # -- building ----------------------------------------------------------------------
     def _candidates(self, suggested: Iterable[str], user: Mapping[str, Callable[..., Any] | Variant]) -> dict[str, Variant]:
@@ -125,15 +121,20 @@ class VariantPanel:
             out[name] = obj if isinstance(obj, Variant) else Variant(name=name, fn=obj)
         return out
 
-    def _checkbox(self, name: str, variant: Variant, *, checked: bool = False) -> ipywidgets.Checkbox:
+    def _checkbox(self, name: str, variant: Variant, *, suggested: bool = False,
+                  yours: bool = False) -> ipywidgets.Checkbox:
+        """A variant's box: checked when the diagnosis suggests it or it is yours; disabled, with
+        the reason, where it cannot run here."""
         import ipywidgets as widgets
 
         reason = variant.applicability()
         label = name if reason is None else f"{name} — not applicable: {reason}"
-        if reason is None and checked:
+        if reason is None and suggested:
             label = f"{name} (suggested by the diagnosis)"
-        return widgets.Checkbox(value=checked and reason is None, description=label, disabled=reason is not None,
-                          indent=False, layout=widgets.Layout(width="auto"))
+        elif reason is None and yours:
+            label = f"{name} (yours)"
+        return widgets.Checkbox(value=(suggested or yours) and reason is None, description=label,
+                                disabled=reason is not None, indent=False, layout=widgets.Layout(width="auto"))
 
     def _shell(self) -> InteractiveShell | None:
         if self.shell is not None:
@@ -167,10 +168,12 @@ class VariantPanel:
         return pick_hypothesis(self.hypotheses, name, registry_variant=name not in self.user_names)
 
     def _table_html(self) -> str:
-        head = "".join(f"<th>{c}</th>" for c in COLUMNS)
-        body = "".join("<tr>" + "".join(f"<td>{_fmt(r.get(c))}</td>" for c in COLUMNS) + "</tr>"
-                       for r in self.rows.values())
-        return f"<table class='workbench-variants'><tr>{head}</tr>{body}</table>"
+        """The last comparison's table, as ``workbench.render`` draws every comparison."""
+        if self.comparison is None:
+            return "<i>no variant run yet: choose some and press “Run selected”</i>"
+        from workbench.render.comparison import table_html
+
+        return table_html(self.comparison)
 
     # -- actions -----------------------------------------------------------------------
     def selected(self) -> list[str]:
@@ -179,92 +182,110 @@ class VariantPanel:
     STAGES = ("correctness", "timing", "profile", "done")
 
     def run(self) -> None:
-        """Compare each selected variant with the baseline, filling the table, the chart and the
-        decision records as each finishes; the bar moves per stage (correctness, timing, profile)."""
+        """Compare the baseline with every selected variant in one comparison (correctness, then
+        interleaved timing against one baseline measurement), then fill the table, the chart and
+        a decision record per variant; the bar moves per stage (correctness, timing, profile)."""
         from workbench.capture.quiet import captured_native_stderr
         from workbench.variants.compare import compare
 
         chosen = self.selected()
         steps = len(self.STAGES)
-        self.progress.max, self.progress.value = max(1, len(chosen) * steps), 0
+        self.progress.max, self.progress.value = steps, 0
         if not chosen:
             self.status.value = "select at least one variant"
             return
         self.run_button.disabled = True
-        current = ""
+        label = ", ".join(html.escape(n) for n in chosen)
         try:
-            for i, name in enumerate(chosen):
-                current = name
-                label = f"{html.escape(name)} ({i + 1}/{len(chosen)})"
-                self.status.value = f"running {label}: starting…"
+            self.status.value = f"running {label}: starting…"
 
-                def say(stage: str, detail: str, _i: int = i, _label: str = label) -> None:
-                    if stage in self.STAGES:
-                        self.progress.value = max(self.progress.value, _i * steps + self.STAGES.index(stage) + 1)
-                    more = f" {html.escape(detail)}" if detail else ""
-                    self.status.value = f"running {_label}: {html.escape(stage)}{more}…"
+            def say(stage: str, detail: str) -> None:
+                if stage in self.STAGES:
+                    self.progress.value = max(self.progress.value, self.STAGES.index(stage) + 1)
+                more = f" {html.escape(detail)}" if detail else ""
+                self.status.value = f"running {label}: {html.escape(stage)}{more}…"
 
-                options = dict(self.compare_options)
-                user_say = options.pop("progress", None)
+            options = dict(self.compare_options)
+            user_say = options.pop("progress", None)
 
-                def both(stage: str, detail: str, _say: Callable[[str, str], None] = say,
-                         _user: Callable[[str, str], None] | None = user_say) -> None:
-                    _say(stage, detail)
-                    if _user is not None:
-                        _user(stage, detail)
+            def both(stage: str, detail: str) -> None:
+                say(stage, detail)
+                if user_say is not None:
+                    user_say(stage, detail)
 
-                if "hypothesis" not in options:
-                    options["hypothesis"] = self.hypothesis_for(name)
-                with captured_native_stderr():    # the profiler's native lines, shown only on a failure
-                    cmp = compare({"eager": self.fn, name: self.candidates[name]}, self.inputs,
-                                  progress=both,
-                                  **options)
-                self.comparisons[name] = cmp
-                for row in cmp.table.to_dict("records"):
-                    self.rows[row["variant"]] = row
-                self.table.value = self._table_html()
-                self._draw_chart()
-                self._show_records()
-                self.progress.value = (i + 1) * steps
+            if "hypothesis" not in options:       # the record's lead: the first chosen variant's hypothesis
+                options["hypothesis"] = next((h for h in (self.hypothesis_for(n) for n in chosen) if h is not None),
+                                             None)
+            with captured_native_stderr():    # the profiler's native lines, shown only on a failure
+                cmp = compare({BASELINE: self.fn, **{n: self.candidates[n] for n in chosen}}, self.inputs,
+                              baseline=BASELINE, progress=both, **options)
         except KeyboardInterrupt:
-            self.status.value = (f"interrupted while running {html.escape(current)}: the rows shown are the "
-                                 "variants that finished")
+            self.status.value = (f"interrupted while running {label}: nothing was kept (the table shows the "
+                                 "previous run, if any)")
             return
         except Exception as exc:  # noqa: BLE001 - say it in place; the kernel stays usable
-            self.status.value = (f"{html.escape(current)} failed: {html.escape(type(exc).__name__)}: "
+            self.status.value = (f"{label} failed: {html.escape(type(exc).__name__)}: "
                                  f"{html.escape(str(exc))}")
             return
         finally:
             self.run_button.disabled = False
+        self._keep(cmp, chosen, options.get("hypothesis"))
+        self.progress.value = steps
         win = self.winner()
         self.insert_button.disabled = win is None
         self.status.value = f"done: winner {html.escape(win)}" if win else "done: no variant to keep"
 
+    def _keep(self, cmp: Comparison, chosen: list[str], lead: Hypothesis | None) -> None:
+        self.comparison = cmp
+        self.rows = {row["variant"]: row for row in cmp.table.to_dict("records")}
+        self.comparisons = {n: cmp for n in chosen}
+        self.decisions = {n: self._record(cmp, n, lead) for n in chosen}
+        self.table.value = self._table_html()
+        self._draw_chart()
+        self._show_records()
+
+    def _record(self, cmp: Comparison, name: str, lead: Hypothesis | None) -> DecisionRecord:
+        """The comparison's own record for the variant it picked; for every other variant, a record
+        of its row against the baseline's, on the hypothesis that suggested it."""
+        hypothesis = self.hypothesis_for(name)
+        if cmp.decision.variant == name and (hypothesis is None or hypothesis is lead):
+            return cmp.decision
+        from workbench.variants.record_builder import build_record
+
+        settings = dict(cmp.settings or {})
+        return build_record([cmp[cmp.baseline], cmp[name]], cmp.baseline, hypothesis=hypothesis,
+                            problem=str(settings.get("problem", "") or ""),
+                            notes=list(settings.get("notes", ()) or ()), settings=settings)
+
     def _show_records(self) -> None:
-        """Each comparison's decision record under the table (Markdown rendered, escaped)."""
+        """A decision record per variant under the table, drawn by ``workbench.render``: the
+        winner's open, the others folded."""
+        from workbench import render
+
+        win = self.winner()
         parts = []
-        for name, cmp in self.comparisons.items():
-            record = cmp.decision
-            parts.append(f"<details open class='workbench-decision'><summary><b>Decision record: "
-                         f"{html.escape(name)}</b></summary>{_markdown_html(record.to_markdown())}</details>")
+        for name, record in sorted(self.decisions.items(), key=lambda kv: kv[0] != win):
+            state = " open" if name == win or len(self.decisions) == 1 else ""
+            parts.append(f"<details{state} class='workbench-decision'><summary><b>Decision record: "
+                         f"{html.escape(name)}</b> — {html.escape(record.decision)}</summary>"
+                         f"{render.html(record)}</details>")
         self.records.value = "".join(parts)
 
     def _draw_chart(self) -> None:
         """The comparison chart as inline SVG (static, so it shows offline and in saved pages)."""
-        samples: dict[str, Any] = {}
-        for cmp in self.comparisons.values():
-            samples.update(cmp.samples_ms)
+        samples = dict(self.comparison.samples_ms) if self.comparison is not None else {}
         try:
             import vl_convert as vlc
             from workbench.charts.comparison import comparison_chart
             from workbench.charts.offline import chart_spec
 
-            self.chart.value = vlc.vegalite_to_svg(chart_spec(comparison_chart(samples, baseline="eager")))
+            self.chart.value = vlc.vegalite_to_svg(chart_spec(comparison_chart(samples, baseline=BASELINE)))
         except Exception as exc:  # noqa: BLE001 - the table stands without the chart
             self.chart.value = f"<i>chart not drawn: {html.escape(type(exc).__name__)}: {html.escape(str(exc))}</i>"
 
     def winner(self) -> str | None:
-        keep = [r for r in self.rows.values() if r.get("decision") in ("keep", "keep_guarded")]
+        keep = [r for r in self.rows.values() if r.get("decision") in ("keep", "keep_guarded")
+                and r["variant"] in self.candidates]
         return max(keep, key=lambda r: r["speedup"])["variant"] if keep else None
 
     def winner_code(self) -> str | None:
