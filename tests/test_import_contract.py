@@ -41,6 +41,7 @@ LAYER_TABLE: dict[str, frozenset[str]] = {
     "render": frozenset({"charts", "analysis", "hypotheses"}),  # capture, variants, study: type-only
     "charts": frozenset({"analysis"}),
     "workloads": frozenset(),  # workbench/demo.py: the built-in demo workload (torch only)
+    "kernels": frozenset(),  # the project's own fused Triton kernels (torch, triton): no other layer
     "report": frozenset({"trace", "analysis", "devices", "hypotheses", "capture", "variants", "study",
                          "render", "charts", "workloads"}),
     "face": frozenset({"trace", "analysis", "devices", "hypotheses", "capture", "variants", "study",
