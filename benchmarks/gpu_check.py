@@ -11,7 +11,10 @@ Sections (each runs even if an earlier one failed; the exit status is 1 if any f
   cuda_graph  a launch-bound loop of tiny ops, eager vs wb.variants.cuda_graph through wb.compare.
   compiled    the demo's memory-bound chain on 16M floats, eager vs torch.compile (default and
               reduce-overhead) through wb.compare: decisions, speedups, bandwidth share, kernels.
-On a machine without CUDA it exits 2 at once with "not applicable: no CUDA device".
+On a machine without CUDA it exits 2 with "not applicable: no CUDA device" once its imports are done
+(torch, workbench, the variants' CUDA timer): the dry run (benchmarks/gpu/dry_run.sh) proves those.
+benchmarks/gpu/run.sh runs it as its first section; with OUT set, gpu_check.json is rewritten after
+each section, so a run cut short still shows the sections it finished.
 """
 from __future__ import annotations
 
@@ -25,13 +28,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import torch  # noqa: E402
 
+import workbench as wb  # noqa: E402
+import workbench.variants  # noqa: E402,F401 - wb.variants.cuda_graph / compiled
+from workbench import demo  # noqa: E402
+from workbench.variants.timing import CudaTimer, Timed  # noqa: E402
+
 if not torch.cuda.is_available():
     print("not applicable: no CUDA device (torch.cuda.is_available() is False); "
           "run this on a machine with an NVIDIA or AMD GPU", file=sys.stderr)
     sys.exit(2)
-
-import workbench as wb  # noqa: E402
-from workbench import demo  # noqa: E402
 
 OUT = os.environ.get("OUT")
 
@@ -50,8 +55,6 @@ def _events_ms(fn, reps: int = 50) -> float:
 
 
 def check_timing() -> dict:
-    from workbench.variants.timing import CudaTimer, Timed
-
     timer = CudaTimer()
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     x = torch.randn(l2 // 8, device="cuda")                  # half the L2: hot when not flushed
@@ -151,14 +154,20 @@ def main() -> int:
         report["sections"][name] = result
         if not result.get("ok"):
             failed.append(name)
-    report["failed"] = failed
+        report["failed"] = failed
+        _write(report)
     text = json.dumps(report, indent=2, default=str)
     print(text)
+    return 1 if failed else 0
+
+
+def _write(report: dict) -> None:
     if OUT:
         os.makedirs(OUT, exist_ok=True)
-        with open(os.path.join(OUT, "gpu_check.json"), "w", encoding="utf-8") as f:
-            f.write(text)
-    return 1 if failed else 0
+        path = os.path.join(OUT, "gpu_check.json")
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            f.write(json.dumps(report, indent=2, default=str))
+        os.replace(path + ".tmp", path)
 
 
 if __name__ == "__main__":

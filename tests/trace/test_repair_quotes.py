@@ -30,6 +30,16 @@ def test_a_broken_field_line_is_mended_and_valid_lines_are_left_alone():
         assert repair_line(valid) is None
 
 
+def test_torch_2_11s_line_of_several_fields_is_mended_at_the_name():
+    # torch 2.11's exporter puts ph, cat, name, pid and tid on one line
+    line = b'    "ph": "X", "cat": "user_annotation", "name": "attn "qkv"", "pid": 30442, "tid": 30442,\n'
+    fixed = b'    "ph": "X", "cat": "user_annotation", "name": "attn \\"qkv\\"", "pid": 30442, "tid": 30442,\n'
+    assert repair_line(line) == fixed
+    assert repair_line(b'    "ph": "X", "name": "a "b" c", "cat": "cpu_op", "pid": 1,\n') == \
+        b'    "ph": "X", "name": "a \\"b\\" c", "cat": "cpu_op", "pid": 1,\n'
+    assert repair_line(b'    "ph": "X", "cat": "cpu_op", "name": "aten::ones", "pid": 1, "tid": 1,\n') is None
+
+
 def test_the_exporters_file_loads_with_the_label_and_a_note():
     trace = wb.load_trace(str(BAD / "unescaped_quotes.json"), cache=False)
     assert LABEL in set(trace.annotations["name"].astype(str))

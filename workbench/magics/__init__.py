@@ -60,6 +60,8 @@ def _text_of(module: str) -> Any:
 
 def register_formatters(ipython: InteractiveShell) -> None:
     """Show the values of ``SHOWN`` through their renderer (HTML and plain text) in this shell."""
+    if ipython.display_formatter is None:
+        return                         # a shell without a display formatter shows nothing rich anyway
     formatters = ipython.display_formatter.formatters
     for module, name, renderer in SHOWN:
         if name == "Baseline":

@@ -33,6 +33,7 @@ import multiprocessing
 import os
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
@@ -249,6 +250,17 @@ def fork_is_safe() -> bool:
         and threading.active_count() == 1 and not any(name in sys.modules for name in FORK_UNSAFE_MODULES)
 
 
+@contextmanager
+def fork_warning_silenced() -> Iterator[None]:
+    """Python 3.12+ warns (DeprecationWarning) at every fork from a process with more than one OS thread,
+    and numpy's and pandas' idle native pools are such threads whenever they are imported. A fork that
+    ``fork_is_safe`` allowed (no other Python thread, no torch) only decodes in the child, so that
+    warning, and only it, is silenced while workers are forked."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*use of fork\(\) may lead to deadlocks", category=DeprecationWarning)
+        yield
+
+
 def _context(function: str) -> multiprocessing.context.BaseContext:
     """fork where it is safe (``fork_is_safe``: the workers start at once, with the caller's modules
     imported); else forkserver where there is one (the server imports the function's module once, and each
@@ -349,4 +361,4 @@ def _on_dask(client: Client, function: str, paths: list[str],
 
 
 __all__ = ["RankFailure", "RankMapError", "RankMapOutcome", "SchedulerError", "available_memory_bytes",
-           "cores", "estimate_rank_bytes", "fork_is_safe", "map_ranks", "resolve", "run_named", "worker_count"]
+           "cores", "estimate_rank_bytes", "fork_is_safe", "fork_warning_silenced", "map_ranks", "resolve", "run_named", "worker_count"]

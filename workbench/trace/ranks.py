@@ -170,7 +170,7 @@ def _majority_filter(files: Sequence[RankFile], keep: list[int], value_of: Calla
 
 
 def _clock_filter(files: Sequence[RankFile], keep: list[int], messages: list[str]) -> list[int]:
-    times = {i: files[i].base_time_ns for i in keep if files[i].base_time_ns is not None}
+    times: dict[int, int] = {i: t for i in keep if (t := files[i].base_time_ns) is not None}
     if len(times) < 3:
         return keep
     ordered = sorted(times.values())

@@ -48,13 +48,37 @@ def _valid_pair(line: bytes) -> bool:
 
 def repair_line(line: bytes) -> bytes | None:
     """The line with its text's bare quotes escaped, or None where it needs no repair (or cannot have it)."""
-    match = _FIELD_LINE.match(line.rstrip(b"\r\n"))
-    if match is None or b'"' not in match.group("text") or _valid_pair(line):
+    bare = line.rstrip(b"\r\n")
+    match = _FIELD_LINE.match(bare)
+    if match is not None and b'"' not in match.group("text"):
+        return None                                     # one "key": "text" field with no inner quote
+    if (match is None and _NAME_FIELD.search(bare) is None) or _valid_pair(line):
         return None
-    fixed = match.group("head") + _BARE_QUOTE.sub(rb'\\"', match.group("text")) + match.group("tail")
-    if not _valid_pair(fixed):
+    fixed = _repair_name_among_fields(bare)             # the name's line holds other fields too (torch 2.11)
+    if fixed is None and match is not None:
+        fixed = match.group("head") + _BARE_QUOTE.sub(rb'\\"', match.group("text")) + match.group("tail")
+        fixed = fixed if _valid_pair(fixed) else None
+    return None if fixed is None else fixed + line[len(bare):]
+
+
+# torch 2.11's exporter writes several fields on the name's line:
+#     "ph": "X", "cat": "user_annotation", "name": "attn "qkv"", "pid": 30442, "tid": 30442,
+_NAME_FIELD = re.compile(rb'"name"\s*:\s*"')
+_FIELD_END = re.compile(rb'"\s*,\s*"[^"\\]+"\s*:|"\s*,?\s*$')
+
+
+def _repair_name_among_fields(bare: bytes) -> bytes | None:
+    """A line of several ``"key": value`` pairs whose ``name`` holds bare quotes, with them escaped; the
+    name ends at the first field boundary after it that leaves the line valid. None if none does."""
+    head = _NAME_FIELD.search(bare)
+    if head is None:
         return None
-    return fixed + line[len(line.rstrip(b"\r\n")):]
+    start = head.end()
+    for end in [m.start() for m in _FIELD_END.finditer(bare, start)]:
+        fixed = bare[:start] + _BARE_QUOTE.sub(rb'\\"', bare[start:end]) + bare[end:]
+        if _valid_pair(fixed):
+            return fixed
+    return None
 
 
 def _lines(path: str) -> Iterator[bytes]:

@@ -148,7 +148,8 @@ def _run(path: str, ranges: list[tuple[int, int]], workers: int) -> list[Piece] 
     context = multiprocessing.get_context("fork")
     pieces: list[Piece] = []
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker) as pool:
+        with rank_map.fork_warning_silenced(), \
+                ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker) as pool:
             for piece in pool.map(decode_range, *zip(*[(path, b, e) for b, e in ranges])):
                 if piece is None:
                     pool.shutdown(wait=True, cancel_futures=True)
