@@ -113,3 +113,18 @@ def test_settings_object_and_keywords_are_the_same_and_written_into_the_record()
         CompareSettings(budget_s=float("nan"))
     with pytest.raises(dataclasses.FrozenInstanceError):
         spec.budget_s = 1.0
+
+
+def test_a_difference_smaller_than_min_effect_is_never_decided():
+    """A 0.6 % speed-up in little noise is significant, yet below the stated min_effect (3 %): not a keep; with
+    min_effect=0.002 it is decided; and 20 seeded identical pairs under bursty load are never decided."""
+    small = _cmp({"eager": 1.0, "tiny": 1.0 / 1.006}, noise=0.001, budget_s=0.5)
+    assert small["tiny"].speedup.faster, small["tiny"].speedup.describe()
+    assert small["tiny"].decision == "need_more_evidence"
+    assert "smaller than the comparison's min_effect of 3%" in small["tiny"].decision_reason
+    judged = _cmp({"eager": 1.0, "tiny": 1.0 / 1.006}, noise=0.001, budget_s=0.5, min_effect=0.002)
+    assert judged["tiny"].decision == "keep", judged["tiny"].decision_reason
+    decided = [seed for seed in range(20)
+               if _cmp({"eager": 1.0, "same": 1.0}, seed=seed, noise=0.05, load=0.3, budget_s=0.2)["same"].decision
+               != "need_more_evidence"]
+    assert decided == []

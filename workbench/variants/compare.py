@@ -89,7 +89,7 @@ def _compare(variants, inputs, spec: CompareSettings, *, baseline, reference, hy
         only = {r.name for r in results if r.decision == "keep"} if sweep_kept_only else None
         results = apply_sweep(results, out.lives, base, sweep, tolerances=spec.tolerance_overrides,
                               time_limit_s=spec.time_limit_s, end_to_end_ms=spec.end_to_end_ms, say=say,
-                              only=only, timer=spec.timer)
+                              only=only, timer=spec.timer, min_effect=spec.min_effect)
         phases.finish("the shape sweep")
     verdict, updated = (None, hypothesis)
     if hypothesis is not None:

@@ -32,8 +32,9 @@ class Verdict:
 
 def classify(*, status: str, reason: str, flags: tuple[str, ...], speedup: Speedup | None, timing_meaningful: bool,
              failure_cases: tuple[str, ...] = (), saving_ms: float = 0.0, setup_ms: float = 0.0,
-             end_to_end_ms: float | None = None) -> Verdict:
-    """The decision for one candidate row (see the module docstring for the classes)."""
+             end_to_end_ms: float | None = None, min_effect: float = 0.0) -> Verdict:
+    """The decision for one candidate row (see the module docstring for the classes). ``min_effect``: a
+    speed-up whose point estimate is within it of 1 (either way) is never decided on its timing."""
     if status == "not_applicable":
         return Verdict("need_more_evidence", f"not applicable here: {reason}; measure it where it can run")
     if status != "ok":
@@ -54,12 +55,18 @@ def classify(*, status: str, reason: str, flags: tuple[str, ...], speedup: Speed
         return Verdict("need_more_evidence", "correct, but its timing here is not meaningful "
                                              "(e.g. Triton's CPU interpreter); time it on a GPU")
     assert speedup is not None, "a correct row with a meaningful timing has a speedup"
-    return _classify_timing(speedup, failure_cases, saving_ms, setup_ms, end_to_end_ms)
+    return _classify_timing(speedup, failure_cases, saving_ms, setup_ms, end_to_end_ms, min_effect)
 
 
 def _classify_timing(speedup: Speedup, failure_cases: tuple[str, ...], saving_ms: float, setup_ms: float,
-                     end_to_end_ms: float | None) -> Verdict:
+                     end_to_end_ms: float | None, min_effect: float = 0.0) -> Verdict:
     s = speedup.describe()
+    if (speedup.faster or speedup.slower) and min_effect > 0 and \
+            1 / (1 + min_effect) < speedup.point < 1 + min_effect:
+        change = speedup.point - 1
+        return Verdict("need_more_evidence", f"a change of {change:+.2%} (speedup {s}) is smaller than the "
+                                             f"comparison's min_effect of {min_effect:.0%}: too small to decide on; "
+                                             "pass a smaller min_effect= to judge changes this small")
     if speedup.slower:
         return Verdict("reject", f"slower: speedup {s}")
     if not speedup.faster:

@@ -529,7 +529,7 @@ def _result(lv: Live, base: Live, timed: InterleavedResult, speedups: dict, foot
         res = res.with_(flags=res.flags + (_reduced_flag(lv),))
     if lv is base:
         return res.with_(decision="baseline", decision_reason="the reference the others are measured against")
-    res = decide(res, base_timing, settings.end_to_end_ms)
+    res = decide(res, base_timing, settings.end_to_end_ms, settings.min_effect)
     return _judge_reduced(res, lv, mode)
 
 
@@ -570,10 +570,11 @@ def _numerical_class(lv: Live) -> str:
     return declared
 
 
-def decide(res: VariantResult, base_timing: Measurement | None, e2e_ms: float | None) -> VariantResult:
+def decide(res: VariantResult, base_timing: Measurement | None, e2e_ms: float | None,
+           min_effect: float = 0.0) -> VariantResult:
     saving = (base_timing.median_ms - res.timing.median_ms) if (base_timing and res.timing) else 0.0
     verdict = classify(status=res.status, reason=res.reason, flags=res.flags, speedup=res.speedup,
                        timing_meaningful=res.timing_meaningful, failure_cases=res.failure_cases,
-                       saving_ms=saving, setup_ms=res.setup_ms or 0.0, end_to_end_ms=e2e_ms)
+                       saving_ms=saving, setup_ms=res.setup_ms or 0.0, end_to_end_ms=e2e_ms, min_effect=min_effect)
     return res.with_(decision=verdict.decision, decision_reason=verdict.reason)
 

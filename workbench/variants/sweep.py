@@ -84,7 +84,8 @@ def run_case(variants: dict[str, Any], baseline: str, sweep: ShapeSweep, shape, 
 
 def apply_sweep(results: list[VariantResult], lives: list[Live], base: Live, sweep: ShapeSweep, *,
                 tolerances: Mapping[str, tuple[float, float]] | None, time_limit_s: float, end_to_end_ms: float | None, say: Progress,
-                only: Collection[str] | None = None, timer: Timer | None = None) -> list[VariantResult]:
+                only: Collection[str] | None = None, timer: Timer | None = None,
+                min_effect: float = 0.0) -> list[VariantResult]:
     """Run every case for the candidates that passed (``only``: those names among them, e.g. the
     ones decided keep); fold failures into their decisions. ``timer``: the comparison's timer."""
     from workbench.variants.engine import decide
@@ -114,5 +115,6 @@ def apply_sweep(results: list[VariantResult], lives: list[Live], base: Live, swe
             out.append(r)
             continue
         failures = tuple(f"{e['case']}: {e['reason']}" for e in entries if not e["ok"])
-        out.append(decide(r.with_(sweep=tuple(entries), failure_cases=failures), base_timing, end_to_end_ms))
+        out.append(decide(r.with_(sweep=tuple(entries), failure_cases=failures), base_timing, end_to_end_ms,
+                          min_effect))
     return out
