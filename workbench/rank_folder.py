@@ -217,6 +217,25 @@ class RankFolder:
         files = sorted(self.packed(semantics), key=lambda s: order[s.path])
         return rank_summary.combine_ops(packed.unpack() for packed in files)
 
+    def critical_path(self, annotation: str = "ProfilerStep", instance: int = 0, rank: int | None = None, *,
+                      window: tuple[float, float] | None = None, semantics: Semantics | str = "workbench"):
+        """As ``Trace.critical_path``, on one rank's tables (read here; default: the first rank)."""
+        r = self.ranks[0] if rank is None else rank
+        return self.rank(r).critical_path(annotation, instance, r, window=window, semantics=semantics)
+
+    def what_if(self, changes: dict[str, float] | None = None, *, remove_gaps: bool = False,
+                annotation: str = "ProfilerStep", instance: int = 0, rank: int | None = None,
+                window: tuple[float, float] | None = None, semantics: Semantics | str = "workbench"):
+        """As ``Trace.what_if``, on one rank's tables (read here; default: the first rank)."""
+        r = self.ranks[0] if rank is None else rank
+        return self.rank(r).what_if(changes, remove_gaps=remove_gaps, annotation=annotation, instance=instance,
+                                    rank=r, window=window, semantics=semantics)
+
+    def collective_waits(self, annotation: str = "ProfilerStep", instance: int = 0, *,
+                         semantics: Semantics | str = "workbench"):
+        """As ``Trace.collective_waits``: every rank's path (all ranks' tables read into this process)."""
+        return self.full().collective_waits(annotation, instance, semantics=semantics)
+
     # --- diagnosis ------------------------------------------------------------------------------
     def hypotheses(self, rules: Iterable[str] | None = None) -> list[Hypothesis]:
         """Ranked hypotheses (see ``diagnosis``)."""
