@@ -23,6 +23,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "ProfileRun": ("workbench.profile_run", "ProfileRun"),
     "load_run": ("workbench.profile_run", "load_run"),
     "load_trace": ("workbench.facade", "load_trace"),
+    "diff": ("workbench.facade", "diff"),
     "Trace": ("workbench.facade", "Trace"),
     "Measurement": ("workbench.measurement", "Measurement"),
     "render": ("workbench.render", None),

@@ -13,7 +13,7 @@ from typing import Sequence
 
 EXIT_USAGE = 2
 COMMAND_MODULES = ("workbench.commands.report", "workbench.commands.analyze", "workbench.commands.profile",
-                   "workbench.commands.history")
+                   "workbench.commands.history", "workbench.commands.diff")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -23,26 +23,41 @@ from workbench.analysis import (
     Stragglers, SyncAudit, TemporalBreakdown,
 )
 import workbench.analysis.attribution as attribution
+from workbench.analysis.critical_path import CollectiveWaits, CriticalPath, WhatIf
 from workbench.analysis.attribution import ModuleBreakdown, SourceBreakdown
 from workbench.analysis.idle import KERNEL_WAIT_THRESHOLD_US
 from workbench.analysis.stragglers import STRAGGLER_MIN_WAIT_FRACTION
 from workbench.hypotheses import Diagnosis, Hypothesis, diagnose
 from workbench.trace import TraceData, read_trace
+from workbench.trace.fidelity import require
+from workbench.analysis.diff import TraceDiff
 
 if TYPE_CHECKING:
     from distributed import Client
 
     from workbench.rank_folder import RankFolder
 
-__all__ = ["Trace", "load_trace"]
+__all__ = ["Diff", "Trace", "diff", "load_trace"]
 
 TraceSource = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+
+# what each analysis needs that another tool's format may lack (tables, or "table.column"; the trace's
+# meta.fidelity names what its format lacks): the method says "not available from <format>: ..." instead
+NEEDS: dict[str, tuple[str, ...]] = {
+    "op_breakdown": ("cpu_ops",), "kernel_breakdown": ("kernels",), "temporal_breakdown": ("kernels",),
+    "idle_breakdown": ("kernels", "kernels.launch_ts_us"), "launch_stats": ("runtime",),
+    "comm_overlap": ("kernels",), "copy_stats": ("kernels",), "sync_audit": ("runtime",),
+    "stragglers": ("kernels",), "step_breakdown": ("annotations", "annotations.step"),
+    "module_breakdown": ("python_calls",), "source_breakdown": ("python_calls",),
+}
 
 
 def load_trace(source: TraceSource, *, hta_compat: bool = False, round_ns: bool | None = None,
                drop_last_step: bool | None = None, cache: bool = True, workers: int | None = None,
                client: Client | None = None, partial: bool = False) -> Trace | RankFolder:
-    """Load a Kineto/Chrome trace: a ``.json``/``.json.gz`` file, a folder of rank files, or a list.
+    """Load a Kineto/Chrome trace: a ``.json``/``.json.gz`` file, a folder of rank files, or a list; or one
+    Nsight Systems SQLite export (``nsys export --type sqlite``) or rocprofv3 JSON file (the format is judged by
+    content; ``trace.meta.source`` names it and ``trace.meta.fidelity`` what it cannot provide).
 
     Args:
         source: a trace file, a folder of per-rank trace files, or a list of files.
@@ -97,6 +112,7 @@ class Trace(TraceData):
             total_us, mean_us, mean_self_us, pct, top_input_dims, top_input_types), and
             ``.total_self_us``.
         """
+        require(self.meta, NEEDS['op_breakdown'])  # a format without them says so (workbench.trace.fidelity)
         return analysis.op_breakdown(self, semantics)
 
     def kernel_breakdown(self, semantics: Semantics | str = "workbench") -> KernelBreakdown:
@@ -110,6 +126,7 @@ class Trace(TraceData):
             min, max, std (µs) and pct of the rank's kernel time; ``.types``, time per type and
             "<a> overlapping <b>" rows; ``.total_kernel_us`` and ``.busy_us``.
         """
+        require(self.meta, NEEDS['kernel_breakdown'])  # a format without them says so (workbench.trace.fidelity)
         return analysis.kernel_breakdown(self, semantics)
 
     def temporal_breakdown(self, semantics: Semantics | str = "workbench") -> TemporalBreakdown:
@@ -122,6 +139,7 @@ class Trace(TraceData):
             TemporalBreakdown: ``.table``, one row per rank: kernel_time_us, idle_us, compute_us,
             non_compute_us and each as a percentage of kernel time.
         """
+        require(self.meta, NEEDS['temporal_breakdown'])  # a format without them says so (workbench.trace.fidelity)
         return analysis.temporal_breakdown(self, semantics)
 
     def idle_breakdown(self, semantics: Semantics | str = "workbench",
@@ -137,6 +155,7 @@ class Trace(TraceData):
             IdleBreakdown: ``.table``, one row per (rank, stream, idle_category) with idle_us, count
             and ratio; ``.gaps``, one row per gap.
         """
+        require(self.meta, NEEDS['idle_breakdown'])  # a format without them says so (workbench.trace.fidelity)
         return analysis.idle_breakdown(self, semantics, kernel_wait_threshold_us=kernel_wait_threshold_us)
 
     def launch_stats(self, semantics: Semantics | str = "workbench") -> LaunchStats:
@@ -149,6 +168,7 @@ class Trace(TraceData):
             LaunchStats: ``.table``, one row per launch (api, runtime_us, gpu_us, launch_delay_us,
             shorter_than_launch); ``.by_api``; ``.n_launches``, ``.n_shorter_than_launch``.
         """
+        require(self.meta, NEEDS['launch_stats'])  # a format without them says so (workbench.trace.fidelity)
         return analysis.launch_stats(self, semantics)
 
     def comm_overlap(self, semantics: Semantics | str = "workbench") -> CommOverlap:
@@ -161,6 +181,7 @@ class Trace(TraceData):
             CommOverlap: ``.table``, one row per rank: comm_us, compute_us, overlap_us, overlap_pct
             (NaN without communication kernels) and exposed_comm_us.
         """
+        require(self.meta, NEEDS['comm_overlap'])  # a format without them says so (workbench.trace.fidelity)
         return analysis.comm_overlap(self, semantics)
 
     def copy_stats(self, semantics: Semantics | str = "workbench") -> CopyStats:
@@ -173,6 +194,7 @@ class Trace(TraceData):
             CopyStats: ``.table``, one row per (rank, kind, direction, host_memory) with count, bytes,
             dur_us, gbps, median_gbps; ``.pageable_bytes``, ``.total_copy_us``.
         """
+        require(self.meta, NEEDS['copy_stats'])  # a format without them says so (workbench.trace.fidelity)
         return analysis.copy_stats(self, semantics)
 
     def sync_audit(self, semantics: Semantics | str = "workbench") -> SyncAudit:
@@ -185,6 +207,7 @@ class Trace(TraceData):
             SyncAudit: ``.table``, one row per wait (api, kind, blocked_us, op, cause_op);
             ``.by_cause``; ``.blocked_us``.
         """
+        require(self.meta, NEEDS['sync_audit'])  # a format without them says so (workbench.trace.fidelity)
         return analysis.sync_audit(self, semantics)
 
     def stragglers(self, semantics: Semantics | str = "workbench",
@@ -200,6 +223,7 @@ class Trace(TraceData):
             Stragglers: ``.table``, one row per rank (busy_us, compute_us, comm_us, comm_deficit_us,
             is_straggler); ``.stragglers``; ``.wait_caused_us``; ``.reason`` when there are none.
         """
+        require(self.meta, NEEDS['stragglers'])  # a format without them says so (workbench.trace.fidelity)
         return analysis.stragglers(self, semantics, min_wait_fraction=min_wait_fraction)
 
     def step_breakdown(self, semantics: Semantics | str = "workbench") -> StepBreakdown:
@@ -212,6 +236,7 @@ class Trace(TraceData):
             StepBreakdown: ``.table``, one row per (rank, step): dur_us, gpu_busy_us, gpu_idle_us,
             compute_us, comm_us, memory_us, n_kernels; ``.median_step_us``.
         """
+        require(self.meta, NEEDS['step_breakdown'])  # a format without them says so (workbench.trace.fidelity)
         return analysis.step_breakdown(self, semantics)
 
     def module_breakdown(self, *, basis: str = "auto", calls: int | None = None, scale: float = 1.0,
@@ -234,6 +259,7 @@ class Trace(TraceData):
             count, inclusive_us, self_us, their pct and ms per call, cpu_op_us, kernel_us,
             wall_us); ``.items``, the top ops or kernels under each path; ``.outside_us``.
         """
+        require(self.meta, NEEDS['module_breakdown'])  # a format without them says so (workbench.trace.fidelity)
         return attribution.module_breakdown(self, basis=basis, calls=calls, scale=scale, top=top)
 
     def source_breakdown(self, *, basis: str = "auto", calls: int | None = None, scale: float = 1.0,
@@ -255,8 +281,65 @@ class Trace(TraceData):
             the function's first line) with self_us, inclusive_us, their pct and ms per call;
             ``.items``; ``.not_recorded`` when the trace has no Python events.
         """
+        require(self.meta, NEEDS['source_breakdown'])  # a format without them says so (workbench.trace.fidelity)
         return attribution.source_breakdown(self, basis=basis, calls=calls, scale=scale, top=top,
                                             user_paths=user_paths)
+
+    def critical_path(self, annotation: str = "ProfilerStep", instance: int = 0, rank: int | None = None, *,
+                      window: tuple[float, float] | None = None,
+                      semantics: Semantics | str = "workbench") -> CriticalPath:
+        """The longest dependent path through one step (HTA's dependency model): what the step is bound by.
+
+        Args:
+            annotation: the range to follow: ``"ProfilerStep"``, any ``record_function`` or NVTX range name
+                (matched as a substring), or ``""`` for the whole trace.
+            instance: which occurrence of the annotation on the rank (0: the first).
+            rank: the rank (default: the trace's first).
+            window: ``(start_us, end_us)`` instead of an annotation.
+            semantics: ``"workbench"``, or ``"hta"`` / ``"hta_noround"`` to build HTA's graph exactly.
+
+        Returns:
+            CriticalPath: ``.table``, the edges on the path (kind, time, name, stream, module, source line);
+            ``.length_us``, ``.step_us``, ``.shares_pct`` per kind, ``.bound_by``, ``.notes`` when partial.
+        """
+        return analysis.critical_path(self, annotation, instance, rank, window, semantics)
+
+    def what_if(self, changes: dict[str, float] | None = None, *, remove_gaps: bool = False,
+                annotation: str = "ProfilerStep", instance: int = 0, rank: int | None = None,
+                window: tuple[float, float] | None = None, semantics: Semantics | str = "workbench") -> WhatIf:
+        """Shrink the named work on the critical path's graph and recompute it: the new step time and bound.
+
+        Args:
+            changes: ``{"kernel or op pattern": factor}``; a regular expression searched in the names,
+                and the factor on their time (0.5: twice as fast, 0: gone).
+            remove_gaps: launch delays and GPU idle gaps take no time.
+            annotation: the range to follow, as for ``critical_path``.
+            instance: which occurrence of it.
+            rank: the rank (default: the trace's first).
+            window: ``(start_us, end_us)`` instead of an annotation.
+            semantics: ``"workbench"``, ``"hta"`` or ``"hta_noround"``.
+
+        Returns:
+            WhatIf: ``.before`` and ``.after`` (CriticalPath), ``.saved_us``, ``.new_step_us`` and
+            ``.table``, one row per pattern (events matched, their time, their time on the path).
+        """
+        return analysis.what_if(self, changes, remove_gaps=remove_gaps, annotation=annotation, instance=instance,
+                                rank=rank, window=window, semantics=semantics)
+
+    def collective_waits(self, annotation: str = "ProfilerStep", instance: int = 0, *,
+                         semantics: Semantics | str = "workbench") -> CollectiveWaits:
+        """Each rank's critical path of one step and, per collective, which rank's path the others wait on.
+
+        Args:
+            annotation: the range to follow on every rank (as for ``critical_path``).
+            instance: which occurrence of it.
+            semantics: ``"workbench"``, ``"hta"`` or ``"hta_noround"``.
+
+        Returns:
+            CollectiveWaits: ``.table``, one row per collective (waits_on, wait_us, on_path_ranks);
+            ``.paths``, {rank: CriticalPath}; ``.notes``.
+        """
+        return analysis.collective_waits(self, annotation, instance, semantics)
 
     # --- diagnosis (workbench.hypotheses) -------------------------------------------------
     def hypotheses(self, rules: Iterable[str] | None = None) -> list[Hypothesis]:
@@ -301,3 +384,67 @@ class Trace(TraceData):
     def _repr_html_(self) -> str:
         """Notebook display: the summary card, the warnings and the charts (``workbench.render``)."""
         return render.html(self)
+
+
+# --- what changed between two profiles (workbench.analysis.diff) ------------------------------------
+
+
+class Diff(TraceDiff):
+    """``wb.diff``'s result: a ``workbench.analysis.diff.TraceDiff`` that draws itself in a notebook
+    (``workbench.render.diff``: the summary, the waterfall, the tables)."""
+
+    def _repr_html_(self) -> str:
+        return render.html(self)
+
+    def __repr__(self) -> str:
+        return f"<Diff: {self.summary}>"
+
+
+def _diff_side(value: object, what: str) -> tuple[TraceData, str]:
+    """A trace to compare and its label: a Trace (or TraceData), a run (its ``.trace``), or a path of any
+    supported format (Kineto JSON, Nsight Systems SQLite, rocprofv3 JSON)."""
+    from workbench.errors import InvalidArgumentError
+
+    if isinstance(value, TraceData):
+        return value, (Path(value.meta.files[0]).name if value.meta.files else what)
+    if isinstance(value, (str, os.PathLike)):
+        loaded = load_trace(value, workers=1)   # one process: a Trace with its tables, never a RankFolder
+        assert isinstance(loaded, TraceData)
+        return loaded, Path(value).name
+    trace = getattr(value, "trace", None)
+    if isinstance(trace, TraceData):
+        return trace, str(getattr(value, "name", "") or what)
+    if hasattr(value, "rank") and hasattr(value, "meta"):   # a RankFolder: summaries only, no event tables
+        raise InvalidArgumentError(f"{what} is a folder of rank files read by workers (per-rank summaries, no event "
+                                   "tables to match): load it with workers=1, or diff one rank (trace.rank(r))")
+    raise InvalidArgumentError(f"wb.diff compares traces: {what} is a {type(value).__name__}; pass a Trace, a run "
+                               "with a trace (wb.profile(...)), or a trace file path")
+
+
+def diff(a: object, b: object, *, label_a: str | None = None, label_b: str | None = None,
+         semantics: Semantics | str = "workbench") -> Diff:
+    """What changed from ``a`` to ``b``: kernels and ops matched by name and call-tree place, per step.
+
+    Args:
+        a, b: two ``Trace``\\ s, runs (``wb.profile`` results; their traced pass), or paths of any supported
+            format (Kineto ``.json``/``.json.gz``, Nsight Systems ``.sqlite``, rocprofv3 JSON).
+        label_a, label_b: names for the two sides (default: the file names, else "a" / "b").
+        semantics: how the side-by-side breakdowns count (``"workbench"``, ``"hta"``, ...).
+
+    Returns:
+        Diff: ``.summary`` (one sentence), ``.table`` (the kernels, or ops for CPU-only traces, largest
+        change first, each ``appeared`` / ``disappeared`` / ``changed`` / ``unchanged``), ``.kernels``,
+        ``.ops``, ``.op_names``, ``.groups`` (the waterfall's bars), ``.temporal`` and ``.idle`` side by
+        side, the totals per step (``total_a_us``, ``total_b_us``, ``delta_us``) and ``.top``.
+    """
+    from workbench.analysis.diff import trace_diff
+
+    ta, name_a = _diff_side(a, "a")
+    tb, name_b = _diff_side(b, "b")
+    if label_a is None and label_b is None and name_a == name_b:
+        name_a, name_b = "a", "b"
+    result = trace_diff(ta, tb, label_a=label_a or name_a, label_b=label_b or name_b,
+                        semantics=semantics)
+    import dataclasses
+
+    return Diff(**{f.name: getattr(result, f.name) for f in dataclasses.fields(result)})

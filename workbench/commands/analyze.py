@@ -13,6 +13,7 @@ from workbench.analysis.labels import unique_labels
 from workbench.analysis.result import AnalysisResult
 from workbench.errors import InvalidArgumentError, WorkbenchError
 from workbench.facade import Trace, load_trace
+from workbench.trace.fidelity import NotAvailableError
 from workbench.units import format_table
 from workbench.rank_folder import connect
 from workbench import render
@@ -35,9 +36,12 @@ ANALYSES: dict[str, Callable[[Trace, str], AnalysisResult]] = {
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "analyze", help="print the breakdowns and ranked hypotheses of a saved trace",
-        description="Load a Kineto/Chrome trace (.json, .json.gz, a folder of rank files) and print "
-                    "its breakdowns as text tables, then the ranked hypotheses.")
-    p.add_argument("trace", nargs="+", help="trace file(s) or a folder of per-rank trace files")
+        description="Load a trace (a Kineto/Chrome .json or .json.gz, a folder of rank files, an Nsight Systems "
+                    "SQLite export, a rocprofv3 JSON; the format is recognised by content) and print its breakdowns "
+                    "as text tables, then the ranked hypotheses. For another tool's format, what it does not "
+                    "provide is listed first, and an analysis that needs it says 'not available from <format>'.")
+    p.add_argument("trace", nargs="+", help="trace file(s) or a folder of per-rank trace files (Kineto JSON, "
+                                            "Nsight Systems .sqlite or rocprofv3 JSON: one such file at a time)")
     p.add_argument("--rank", type=int, default=None, help="analyse only this rank (default: all ranks)")
     p.add_argument("--top", type=int, default=10, help="rows shown per table (default: 10)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text tables")
@@ -59,6 +63,12 @@ def register(subparsers: Any) -> None:
                    help="also write the trace's charts (top ops/kernels, idle, roofline, timeline) to DIR")
     p.add_argument("--chart-format", default="svg", metavar="FMT",
                    help="comma-separated chart formats for --charts: svg, png, html, json (default: svg)")
+    p.add_argument("--critical-path", nargs="?", const="ProfilerStep", default=None, metavar="ANNOTATION",
+                   help="also print the critical path of one step (HTA's dependency model): its length, what it is "
+                        "bound by and its longest edges; ANNOTATION is the range to follow (default ProfilerStep; "
+                        "'' for the whole trace), --step the instance")
+    p.add_argument("--step", type=int, default=0, metavar="N",
+                   help="with --critical-path: which instance of the annotation (default 0, the first)")
     p.set_defaults(handler=run)
 
 
@@ -83,14 +93,52 @@ def _run(args: argparse.Namespace, client: Client | None) -> int:
     results = _analyses(trace, "hta" if args.hta_compat else "workbench")
     hypotheses = trace.hypotheses()
     if args.json:
-        print(json.dumps(_as_json(trace, results, hypotheses), default=str, indent=1))
+        out = _as_json(trace, results, hypotheses)
+        if getattr(args, "critical_path", None) is not None:
+            out["critical_path"] = _critical_path_result(trace, args.critical_path, args.step, args.rank,
+                                                         "hta" if args.hta_compat else "workbench")
+        print(json.dumps(out, default=str, indent=1))
     else:
         # one folder's warning can be raised by more than one reader of it: each is said once
         warned = list(dict.fromkeys(str(w.message) for w in caught))
         print(_as_text(trace, results, hypotheses, args.top, warned))
+    if getattr(args, "critical_path", None) is not None and not args.json:
+        print(_critical_path_text(trace, args.critical_path, args.step, args.rank, args.top,
+                                  "hta" if args.hta_compat else "workbench"))
     if args.charts:
         _write_charts(trace, args.charts, args.chart_format, quiet=args.json)
     return 0
+
+
+def _critical_path_result(trace: Trace | RankFolder, annotation: str, step: int, rank: int | None,
+                          semantics: str) -> dict | str:
+    """``--critical-path --json``: the path's result as a dict, or why there is none."""
+    try:
+        return _critical_path(trace, annotation, step, rank, semantics).to_dict()
+    except WorkbenchError as exc:
+        return f"not available: {exc}"
+
+
+def _critical_path(trace: Trace | RankFolder, annotation: str, step: int, rank: int | None, semantics: str):
+    if not isinstance(trace, Trace):   # rank files read by workers: one rank's tables
+        trace = trace.rank(rank if rank is not None else trace.ranks[0])
+    return trace.critical_path(annotation, step, rank, semantics=semantics)
+
+
+def _critical_path_text(trace: Trace | RankFolder, annotation: str, step: int, rank: int | None, top: int,
+                        semantics: str) -> str:
+    """``--critical-path``: the path's summary and its longest edges (``workbench.analysis.critical_path``)."""
+    lines = ["", "== critical path =="]
+    try:
+        cp = _critical_path(trace, annotation, step, rank, semantics)
+    except WorkbenchError as exc:
+        return "\n".join(lines + [f"not available: {exc}"])
+    lines.append(cp.summary())
+    edges = cp.table[cp.table["dur_us"] > 0].sort_values("dur_us", ascending=False).head(top)
+    cols = [c for c in ("kind", "dur_us", "name", "stream", "op_name", "module", "location")
+            if c in edges.columns and (c in ("kind", "dur_us", "name") or (edges[c].astype(str) != "").any())]
+    lines.append(_table_text(edges[cols].reset_index(drop=True)) if len(edges) else "(no edges with time)")
+    return "\n".join(lines)
 
 
 def _write_charts(trace: Trace | RankFolder, folder: str, chart_format: str, *, quiet: bool) -> None:
@@ -107,6 +155,8 @@ def _analyses(trace: Trace | RankFolder, semantics: str) -> dict[str, AnalysisRe
     for name, method in ANALYSES.items():
         try:
             out[name] = getattr(trace, method.__name__)(semantics)  # a Trace, or a RankFolder (same methods)
+        except NotAvailableError as exc:  # a format that lacks what it needs: "not available from <format>: ..."
+            out[name] = str(exc)
         except WorkbenchError as exc:
             out[name] = f"not available: {exc}"
     return out
@@ -115,10 +165,20 @@ def _analyses(trace: Trace | RankFolder, semantics: str) -> dict[str, AnalysisRe
 def _as_json(trace: Trace | RankFolder, results: dict[str, AnalysisResult | str], hypotheses: list[Hypothesis]) -> dict:
     return {
         "trace": {"summary": trace.summary(), "files": list(trace.meta.files), "ranks": trace.ranks,
-                  "warnings": list(trace.meta.warnings)},
+                  "warnings": list(trace.meta.warnings), "source": getattr(trace.meta, "source", "kineto"),
+                  "fidelity": dict(getattr(trace.meta, "fidelity", {}) or {})},
         "analyses": {k: (v if isinstance(v, str) else v.to_dict()) for k, v in results.items()},
         "hypotheses": [h.to_dict() for h in hypotheses],
     }
+
+
+def fidelity_lines(trace: Trace | RankFolder) -> list[str]:
+    """The format the trace was read from and, for another tool's format, what it lacks (one line each)."""
+    source = getattr(trace.meta, "source", "kineto")
+    fidelity = getattr(trace.meta, "fidelity", None) or {}
+    if source == "kineto" and not fidelity:
+        return []
+    return [f"read from {source}; what this format does not provide:"] + [f"  - {k}: {v}" for k, v in fidelity.items()]
 
 
 def _table_text(table: Any) -> str:
@@ -131,6 +191,7 @@ def _as_text(trace: Trace | RankFolder, results: dict[str, AnalysisResult | str]
              warned: list[str]) -> str:
     lines = [trace.summary() + (f"; {len(warned)} more from loading, below" if warned else "")]
     lines += [f"warning: {w}" for w in warned]
+    lines += fidelity_lines(trace)
     for name, result in results.items():
         lines += ["", f"== {name.replace('_', ' ')} =="]
         if isinstance(result, str):
@@ -152,5 +213,8 @@ def _attribution_text(trace: Trace | RankFolder) -> list[str]:
     hold no Python events: analyze one rank's file for its attribution)."""
     if not isinstance(trace, Trace):
         return []
-    result = Attribution(trace.module_breakdown(), trace.source_breakdown())
+    try:
+        result = Attribution(trace.module_breakdown(), trace.source_breakdown())
+    except WorkbenchError:  # a format without Python events (workbench.trace.fidelity): said in the header
+        return []
     return ["", "== time by module and source line ==", render.text(result)] if result.recorded else []

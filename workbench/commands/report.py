@@ -73,8 +73,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     src.add_argument("--bundle", metavar="PATH", help="report on a saved run bundle (a folder written by "
                      "ProfileRun.save or an earlier report's run/) instead of profiling")
     src.add_argument("--trace", metavar="PATH", nargs="+", help="report on a saved trace instead of profiling: "
-                     "a trace file (.json, .json.gz), a folder of rank files, or several paths (one rank "
-                     "each); writes report.ipynb, report.html and summary.json (what was loaded, the "
+                     "a trace file (.json, .json.gz, an Nsight Systems .sqlite export, a rocprofv3 JSON: judged "
+                     "by content), a folder of rank files, or several paths (one rank each); writes report.ipynb, report.html and summary.json (what was loaded, the "
                      "hypotheses' categories) with its own template, templates/trace_report.ipynb. "
                      "No timing: --compare-to is refused")
     src.add_argument("--study", metavar="FOLDER", help="report on an optimization study (a folder written by "

@@ -40,6 +40,7 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("workbench.analysis.attribution", "ModuleBreakdown"): "workbench.render.attribution",
     ("workbench.analysis.attribution", "SourceBreakdown"): "workbench.render.attribution",
     ("workbench.study.history", "History"): "workbench.render.history",
+    ("workbench.analysis.diff", "TraceDiff"): "workbench.render.diff",
 }
 
 # the types whose HTML the IPython display formatter gets from here, because their own layer may

@@ -79,7 +79,8 @@ def trace_summary(trace: Any, paths: Sequence[str | os.PathLike[str]]) -> dict[s
             "files": [str(f) for f in trace.meta.files], "ranks": [int(r) for r in trace.ranks],
             "devices": device_names(trace), "has_gpu": bool(trace.has_gpu), "span_us": trace.span_us(),
             "events": trace.event_count(), "warnings": list(trace.warnings),
-            "distributed_info": {str(r): v for r, v in trace.distributed_info.items()}}
+            "distributed_info": {str(r): v for r, v in trace.distributed_info.items()},
+            "source": getattr(trace.meta, "source", "kineto"), "fidelity": dict(getattr(trace.meta, "fidelity", {}) or {})}
 
 
 def build_trace_report(out_dir: str | Path, paths: Sequence[str | os.PathLike[str]], *,
@@ -232,6 +233,34 @@ def _note(text: str) -> str:
 
 
 # --- sections ---------------------------------------------------------------------------------
+def _where_available(section: Callable[..., Any]) -> Callable[..., Any]:
+    """A section (or its charts) of a trace whose format lacks what it needs says so, in one sentence
+    ("not available from nsys-sqlite 3.25.0: ..."), instead of failing the report."""
+    import functools
+
+    from workbench.trace.fidelity import NotAvailableError
+
+    @functools.wraps(section)
+    def guarded(trace: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return section(trace, *args, **kwargs)
+        except NotAvailableError as exc:
+            return [] if section.__name__.endswith("_charts") else f"<p class='wb-note'>{_esc(exc)}.</p>"
+
+    return guarded
+
+
+def fidelity_html(trace: Any) -> str:
+    """The format the trace was read from and what that format does not provide ("" for Kineto)."""
+    source = getattr(trace.meta, "source", "kineto")
+    fidelity = getattr(trace.meta, "fidelity", None) or {}
+    if source == "kineto" and not fidelity:
+        return ""
+    items = "".join(f"<li><code>{_esc(k)}</code>: {_esc(v)}</li>" for k, v in fidelity.items())
+    return (f"<p><b>Read from {_esc(source)}.</b> What this format does not provide (the sections that need it say "
+            f"so):</p><ul class='wb-warnings'>{items}</ul>")
+
+
 def device_names(trace: Any) -> list[str]:
     return sorted({str(d.get("name")) for props in trace.device_properties.values()
                    for d in props if isinstance(d, dict) and d.get("name")})
@@ -247,7 +276,8 @@ def summary_html(trace: Any, paths: Sequence[str] = ()) -> str:
             ("span", format_ms(trace.span_us() / 1000) + " (earliest start to latest end, all ranks)"),
             ("events", f"{trace.event_count():,}: {len(trace.cpu_ops):,} CPU ops, {len(trace.runtime):,} runtime "
                        f"calls, {len(trace.kernels):,} GPU events"),
-            ("files", f"{len(trace.meta.files)} trace file(s)")]
+            ("files", f"{len(trace.meta.files)} trace file(s)"),
+            ("format", getattr(trace.meta, "source", "kineto"))]
     if backends:
         rows.append(("distributed backend", ", ".join(backends)))
     if paths:
@@ -259,7 +289,7 @@ def summary_html(trace: Any, paths: Sequence[str] = ()) -> str:
     warn = (f"<p><b>Loader warnings ({len(warnings)})</b></p><ul class='wb-warnings'>{shown}</ul>"
             + (f"<p class='wb-hidden'>{more} more warnings not shown.</p>" if more > 0 else "")
             if warnings else "<p>No loader warning: every event was read as recorded.</p>")
-    return f"<table class='wb-trace-summary'>{body}</table>{warn}"
+    return f"<table class='wb-trace-summary'>{body}</table>{fidelity_html(trace)}{warn}"
 
 
 KERNEL_COLUMNS = ("kernel_type", "name", "ranks", "count", "sum_us", "mean_us", "max_us", "pct",
@@ -294,6 +324,7 @@ def kernel_types_table(trace: Any) -> pd.DataFrame:
     return wide.sort_values("total_us", ascending=False).reset_index()
 
 
+@_where_available
 def kernels_html(trace: Any) -> str:
     if not len(trace.kernels):
         return "<p>No GPU kernels in this trace (a CPU-only trace): the op breakdown below is where the time is.</p>"
@@ -312,6 +343,7 @@ def kernels_html(trace: Any) -> str:
 OP_COLUMNS = ("name", "count", "self_us", "total_us", "mean_self_us", "pct", "top_input_dims")
 
 
+@_where_available
 def ops_html(trace: Any) -> str:
     ops = trace.op_breakdown().table
     if ops.empty:
@@ -320,6 +352,7 @@ def ops_html(trace: Any) -> str:
                   "CPU ops by self time.") + table_html(ops, columns=OP_COLUMNS, hidden_what="ops"))
 
 
+@_where_available
 def temporal_html(trace: Any) -> str:
     t = trace.temporal_breakdown().table
     if t.empty:
@@ -345,6 +378,7 @@ def idle_table(trace: Any) -> pd.DataFrame:
     return worst_ranks_first(wide, "idle_us")
 
 
+@_where_available
 def idle_html(trace: Any) -> str:
     t = idle_table(trace)
     if t.empty:
@@ -357,6 +391,7 @@ def idle_html(trace: Any) -> str:
             + table_html(t, hidden_what="streams"))
 
 
+@_where_available
 def overlap_html(trace: Any) -> str:
     t = trace.comm_overlap().table
     if t.empty or not (t["comm_us"] > 0).any():
@@ -369,6 +404,7 @@ def overlap_html(trace: Any) -> str:
                          hidden_what="ranks"))
 
 
+@_where_available
 def stragglers_html(trace: Any) -> str:
     if len(trace.ranks) < 2:
         return "<p>One rank: no rank to wait for.</p>"
@@ -390,6 +426,7 @@ def stragglers_html(trace: Any) -> str:
         hidden_what="ranks")
 
 
+@_where_available
 def launch_html(trace: Any) -> str:
     ls = trace.launch_stats()
     if ls.table.empty:
@@ -407,6 +444,7 @@ def launch_html(trace: Any) -> str:
                if len(trace.ranks) > 1 else ""))
 
 
+@_where_available
 def copies_html(trace: Any) -> str:
     c = trace.copy_stats()
     if c.table.empty:
@@ -417,6 +455,7 @@ def copies_html(trace: Any) -> str:
             + table_html(t, hidden_what="rows"))
 
 
+@_where_available
 def syncs_html(trace: Any) -> str:
     s = trace.sync_audit()
     if s.table.empty:
@@ -431,6 +470,7 @@ def syncs_html(trace: Any) -> str:
     return "".join(parts)
 
 
+@_where_available
 def steps_html(trace: Any) -> str:
     s = trace.step_breakdown()
     if s.table.empty:
@@ -533,6 +573,7 @@ def guarded_chart(build: Callable[[], Any], title: str) -> Any:
     return guard(build, title)
 
 
+@_where_available
 def kernel_charts(trace: Any) -> list[Any]:
     from workbench.charts import kernel_types_chart, top_kernels_chart, top_ops_chart
 
@@ -546,6 +587,7 @@ def kernel_charts(trace: Any) -> list[Any]:
     return charts
 
 
+@_where_available
 def rank_charts(trace: Any) -> list[Any]:
     """Time per rank (compute / non-compute / idle) and the idle split per rank and stream."""
     from workbench.charts import idle_chart, per_rank_chart
@@ -564,6 +606,7 @@ def rank_charts(trace: Any) -> list[Any]:
     return charts
 
 
+@_where_available
 def overlap_charts(trace: Any) -> list[Any]:
     from workbench.charts import per_rank_chart
 
@@ -575,12 +618,14 @@ def overlap_charts(trace: Any) -> list[Any]:
                    "Communication per rank")]
 
 
+@_where_available
 def roofline_charts(trace: Any) -> list[Any]:
     from workbench.charts import trace_roofline_chart
 
     return [guarded_chart(lambda: trace_roofline_chart(trace), "Roofline")]
 
 
+@_where_available
 def timeline_charts(trace: Any) -> list[Any]:
     from workbench.charts import timeline_chart
 
@@ -643,6 +688,7 @@ def kernel_roofline_table(trace: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
     return by_family.reset_index(drop=True), per_name.sort_values("dur_us", ascending=False).reset_index(drop=True)
 
 
+@_where_available
 def kernel_roofline_html(trace: Any) -> str:
     if not len(trace.kernels):
         return "<p>No GPU kernels: the roofline above places the CPU ops.</p>"

@@ -34,6 +34,10 @@ class TraceMeta:
     warnings: tuple[str, ...]
     notes: tuple[str, ...] = ()
     base_time_ns: dict[int, int] = field(default_factory=dict)
+    # the format it was read from, with its version ("kineto", "nsys-sqlite 3.25.0", "rocprofv3-json ...")
+    source: str = "kineto"
+    # table or "table.column" -> what the format could not provide (workbench.trace.fidelity); {} for Kineto
+    fidelity: dict[str, str] = field(default_factory=dict)
 
 
 STREAM_COLUMNS = ["rank", "device", "stream", "events", "sum_dur_us", "first_ts_us", "last_end_us"]

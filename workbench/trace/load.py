@@ -50,6 +50,11 @@ def read_trace(source: str | os.PathLike | Sequence[str | os.PathLike], *, hta_c
     options = LoadOptions(round_ns=hta_compat if round_ns is None else round_ns,
                           drop_last_step=hta_compat if drop_last_step is None else drop_last_step)
     paths = trace_paths(source)
+    other = _other_format(paths)
+    if other is not None:  # an Nsight Systems or rocprofv3 file: its own reader, no cache (it reads fast)
+        from workbench.trace.formats import read_other
+
+        return read_other(paths[0], other)
     entry = None
     if cache:
         from workbench.trace.cache import TraceCache  # pyarrow only when the cache is used
@@ -70,6 +75,23 @@ def read_trace(source: str | os.PathLike | Sequence[str | os.PathLike], *, hta_c
     if entry is not None:
         entry.store(data)
     return data
+
+
+def _other_format(paths: list[str]) -> str | None:
+    """The format of the source when it is not Kineto's (judged by content: ``workbench.trace.formats``);
+    None for Kineto files. Files of other formats are read one at a time."""
+    from workbench.trace.formats import KINETO, sniff
+
+    found = [sniff(p) for p in paths]
+    other = [(p, f) for p, f in zip(paths, found) if f != KINETO]
+    if not other:
+        return None
+    if len(paths) > 1:
+        p, f = other[0]
+        raise TraceFormatError(f"a {f} file among {len(paths)} trace files: a file of another tool's format is "
+                               "loaded on its own (one file holds all its processes and devices); load it alone",
+                               path=shown(p))
+    return other[0][1]
 
 
 def _options_dict(options: LoadOptions) -> dict[str, bool]:
