@@ -40,10 +40,28 @@ def _gpu_charts(trace: Any, kernel_table: pd.DataFrame | None = None) -> list[An
     return charts
 
 
+def _critical_path_charts(trace: Any) -> list[Any]:
+    """The first step's critical path (the whole trace when it marks no ProfilerStep): its bound-by bar and
+    the timeline with the path highlighted; a chart saying why where no path can be drawn."""
+    from workbench.charts.critical_path import bound_by_chart, critical_path_chart
+    from workbench.errors import WorkbenchError
+
+    try:
+        try:
+            path = trace.critical_path()
+        except WorkbenchError:
+            path = trace.critical_path(annotation="")
+    except WorkbenchError as exc:
+        return [message_chart(f"cannot draw the critical path: {exc}", title="Critical path")]
+    return [guarded_chart(lambda: bound_by_chart(path), "Bound by"),
+            guarded_chart(lambda: critical_path_chart(path, trace), "Critical path")]
+
+
 def trace_charts(trace: Any, *, timeline: bool = True, roofline: bool = True,
                  environment: Mapping[str, Any] | None = None, measure_ceiling: bool = False,
                  op_table: pd.DataFrame | None = None, kernel_table: pd.DataFrame | None = None) -> list[Any]:
-    """Top ops; on GPU traces top kernels, kernel types, the idle split and time per rank; the
+    """Top ops; on GPU traces top kernels, kernel types, the idle split, time per rank and the critical path
+    (bound-by bar, path on its timeline); the
     roofline of the ops with known work (``measure_ceiling``: measure this CPU's ceilings if
     they are not cached); then the timeline. The top ops and kernels are totals over the traced
     calls, or per call where ``op_table`` / ``kernel_table`` (a run's ``per_call_ops()`` /
@@ -54,6 +72,7 @@ def trace_charts(trace: Any, *, timeline: bool = True, roofline: bool = True,
         charts = [guarded_chart(lambda: top_ops_chart(trace.op_breakdown()), "Top ops")]
     if trace.has_gpu:
         charts.extend(_gpu_charts(trace, kernel_table))
+        charts.extend(_critical_path_charts(trace))
     if roofline:
         charts.append(guarded_chart(lambda: trace_roofline_chart(trace, environment=environment,
                                                             measure=measure_ceiling), "Roofline"))
