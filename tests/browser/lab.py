@@ -48,6 +48,18 @@ LIVE_CELLS = [
 ]
 
 
+def _training_cells() -> list[str]:
+    """A GPT-style training step written the ordinary way (tests/magics/test_training_notebook.py's), profiled
+    as ``loss = step()``, then a foreach=True rewrite and a doubled loss as ``%%gpuvariant`` cells."""
+    from tests.magics.test_training_notebook import FAST, PROFILE, SETUP, VARIANTS
+
+    return [SETUP, PROFILE, VARIANTS, f"%%gpuvariant foreach {FAST}\nloss = step_foreach()",
+            f"%%gpuvariant doubled {FAST}\nloss = step_foreach() * 2"]
+
+
+TRAINING_CELLS = _training_cells()
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -65,6 +77,7 @@ def _write_root(tmp: Path) -> Path:
     (tmp / "root").mkdir()
     _write_notebook(tmp / "root" / "profile.ipynb", CELLS)
     _write_notebook(tmp / "root" / "live.ipynb", LIVE_CELLS)
+    _write_notebook(tmp / "root" / "training.ipynb", TRAINING_CELLS)
     labconfig = tmp / "config" / "labconfig"
     labconfig.mkdir(parents=True)
     (labconfig / "page_config.json").write_text(json.dumps({"disabledExtensions": DISABLED_PLUGINS}))
