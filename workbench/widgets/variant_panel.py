@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from workbench.hypotheses.hypothesis import Hypothesis
-    from workbench.profile_run import ProfileRun
+    from workbench.api.run import ProfileRun
     from workbench.variants.results import Comparison
 
 COLUMNS = ("variant", "status", "correct", "median_ms", "speedup", "speedup_ci_low", "speedup_ci_high",
