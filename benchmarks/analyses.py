@@ -33,7 +33,7 @@ INDEX_COLS = {"parent": "cpu_ops", "op_index": "cpu_ops", "runtime_index": "runt
 
 
 def repeat_trace(trace, copies: int):
-    from workbench.facade import Trace
+    from workbench.api.trace import Trace
 
     span = trace.span_us() + 1000.0
     max_id = max(int(pd.to_numeric(t[c], errors="coerce").max()) for t in trace._tables.values()

@@ -37,7 +37,7 @@ warnings.simplefilter("ignore")
 import workbench as wb
 paths = json.loads(sys.argv[1]) if sys.argv[1].startswith("[") else sys.argv[1]
 workers = None if sys.argv[2] == "None" else int(sys.argv[2])
-import workbench.facade, workbench.rank_folder, workbench.trace.cache  # what any load imports: the baseline
+import workbench.api.trace, workbench.api.rank_folder, workbench.trace.cache  # what any load imports: the baseline
 base_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 t0 = time.perf_counter()
 trace = wb.load_trace(paths, workers=workers, cache=False)

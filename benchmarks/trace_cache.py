@@ -8,7 +8,7 @@
 
 The cache goes to a fresh temporary folder (WORKBENCH_CACHE_DIR), so the first load is a true miss:
 it decodes the JSON and writes the tables. Every later load is a new Python process that reads the
-tables back. Printed per load: the time of ``wb.load_trace`` inside the process (after ``workbench.facade``
+tables back. Printed per load: the time of ``wb.load_trace`` inside the process (after ``workbench.api.trace``
 and so pandas are imported; pyarrow, which only the cache uses, is imported inside it), and the process's
 wall time (interpreter start and every import included). ``no cache`` decodes with ``cache=False`` (no write).
 The goal: a cached load <= 1/10 of the first.
@@ -33,7 +33,7 @@ import sys, time, json, warnings
 warnings.simplefilter("ignore")
 t0 = time.perf_counter()
 import workbench as wb
-import workbench.facade  # pandas, numpy and the analyses: imported by either path, not timed as the load
+import workbench.api.trace  # pandas, numpy and the analyses: imported by either path, not timed as the load
 t1 = time.perf_counter()
 trace = wb.load_trace(sys.argv[1], cache=sys.argv[2] == "1")
 t2 = time.perf_counter()

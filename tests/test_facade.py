@@ -12,7 +12,7 @@ import pytest
 
 import workbench as wb
 from workbench import analysis
-from workbench.facade import Trace
+from workbench.api.trace import Trace
 from workbench.trace import TraceData, read_trace
 
 TRACE = Path(__file__).resolve().parent / "data" / "gpu" / "a100_alexnet.json.gz"

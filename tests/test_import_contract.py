@@ -60,10 +60,14 @@ MODULE_LAYERS = {
     "workbench.commands": "face",
     "workbench.magics": "face",
     "workbench.widgets": "face",
+    "workbench.api": "face",           # the public objects: api.trace (Trace, load_trace), api.run (ProfileRun,
+                                       # load_run), api.profiling (wb.profile), api.rank_folder (a folder of rank
+                                       # traces behind load_trace), api.distributed (wb.profile_distributed, step)
+    # the old paths of the public objects: deprecated re-exports of workbench.api for one release
     "workbench.facade": "face",
-    "workbench.profile_run": "face",   # the public ProfileRun (on capture's RunRecord) and load_run
-    "workbench.profiling": "face",     # wb.profile: capture measures, devices fingerprint
-    "workbench.rank_folder": "face",   # a folder of rank traces behind the facade (load_trace)
+    "workbench.profile_run": "face",
+    "workbench.profiling": "face",
+    "workbench.rank_folder": "face",
     "workbench.distributed": "face",
     "workbench.demo": "workloads",
     "workbench.errors": EVERYWHERE,

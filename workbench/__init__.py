@@ -19,12 +19,12 @@ __version__ = "0.1.0"
 
 # public name -> (module, attribute); attribute None means the module itself
 _LAZY: dict[str, tuple[str, str | None]] = {
-    "profile": ("workbench.profiling", "profile"),
-    "ProfileRun": ("workbench.profile_run", "ProfileRun"),
-    "load_run": ("workbench.profile_run", "load_run"),
-    "load_trace": ("workbench.facade", "load_trace"),
-    "diff": ("workbench.facade", "diff"),
-    "Trace": ("workbench.facade", "Trace"),
+    "profile": ("workbench.api.profiling", "profile"),
+    "ProfileRun": ("workbench.api.run", "ProfileRun"),
+    "load_run": ("workbench.api.run", "load_run"),
+    "load_trace": ("workbench.api.trace", "load_trace"),
+    "diff": ("workbench.api.trace", "diff"),
+    "Trace": ("workbench.api.trace", "Trace"),
     "Measurement": ("workbench.measurement", "Measurement"),
     "render": ("workbench.render", None),
     "compare": ("workbench.variants", "compare"),
@@ -35,7 +35,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "errors": ("workbench.errors", None),
     "widgets": ("workbench.widgets", None),
     "Study": ("workbench.study", "Study"),
-    "profile_distributed": ("workbench.distributed", "profile_distributed"),
+    "profile_distributed": ("workbench.api.distributed", "profile_distributed"),
 }
 
 __all__ = sorted(_LAZY) + ["__version__", "load_ipython_extension", "unload_ipython_extension"]

@@ -18,7 +18,7 @@ import pytest
 import workbench as wb
 from tests.analysis.conftest import GPU_DIR, load_set
 import workbench.analysis as wb_analysis
-from workbench.facade import Trace
+from workbench.api.trace import Trace
 
 FUNCS = ["op_breakdown", "kernel_breakdown", "temporal_breakdown", "idle_breakdown", "launch_stats",
          "comm_overlap", "copy_stats", "sync_audit", "stragglers", "step_breakdown", "analytic_work"]

@@ -7,7 +7,7 @@ import pytest
 from workbench import charts
 from workbench.cli import main
 from workbench.errors import InvalidArgumentError
-from workbench.facade import load_trace
+from workbench.api.trace import load_trace
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
 

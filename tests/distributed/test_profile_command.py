@@ -142,7 +142,7 @@ def test_help_explains_every_option():
                    "--nnodes", "--node-rank", "--rdzv-backend", "--rdzv-endpoint", "--rdzv-id", "--master-addr",
                    "--master-port", "--top", "SCRIPT", "ARGS"):
         assert option in out, option
-    for text in ("torchrun", "workbench.distributed.step()", "summary.json", "complete", "distributedInfo",
+    for text in ("torchrun", "workbench.api.distributed.step()", "summary.json", "complete", "distributedInfo",
                  "4 ranks per CPU core", "exit status"):
         assert text in out, text
     for code in ("0", "2", "3", "4"):

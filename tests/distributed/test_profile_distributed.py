@@ -80,7 +80,7 @@ def test_no_trace_at_all_is_an_error_not_an_empty_trace(tmp_path):
 
 
 def test_step_is_a_no_op_outside_a_profiled_run():
-    import workbench.distributed as wd
+    import workbench.api.distributed as wd
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")

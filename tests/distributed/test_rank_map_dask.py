@@ -12,7 +12,7 @@ import pytest
 
 import workbench as wb
 from workbench.errors import MissingDependencyError, TraceWarning
-from workbench.rank_folder import RankFolder, connect
+from workbench.api.rank_folder import RankFolder, connect
 from workbench.trace.rank_map import RankMapError, SchedulerError, map_ranks
 from workbench.trace.ranks import trace_paths
 
@@ -64,7 +64,7 @@ def test_a_scheduler_that_does_not_answer_is_named_within_the_timeout():
 @pytest.mark.timeout(60)
 def test_analyze_names_a_scheduler_that_does_not_answer(capsys, monkeypatch):
     pytest.importorskip("distributed", reason="the dask extra: pip install 'workbench[dask]'")
-    import workbench.rank_folder as rank_folder
+    import workbench.api.rank_folder as rank_folder
     from workbench.cli import main
 
     real = rank_folder.connect

@@ -1,4 +1,4 @@
-"""Rank folders mapped over worker processes (workbench.trace.rank_map, workbench.rank_folder): the same
+"""Rank folders mapped over worker processes (workbench.trace.rank_map, workbench.api.rank_folder): the same
 breakdowns as one process, and every failure at scale named (a worker that dies, a rank file that cannot be
 read, a corrupt cache entry)."""
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 import workbench as wb
 import workbench.trace.rank_map as rank_map
 from workbench.errors import InvalidArgumentError, TraceWarning
-from workbench.rank_folder import RankFolder
+from workbench.api.rank_folder import RankFolder
 from workbench.trace.rank_map import RankMapError, map_ranks, worker_count
 from workbench.trace.ranks import trace_paths
 
@@ -175,7 +175,7 @@ def test_the_estimate_reads_a_gzip_files_stated_size():
 
 
 def test_workers_none_reads_here_where_workers_would_cost_more(monkeypatch):
-    import workbench.rank_folder as rank_folder
+    import workbench.api.rank_folder as rank_folder
 
     trace, _ = _quiet_load(DLRM, cache=False)  # 8 ranks, 8 MB of JSON in all: one process
     assert type(trace) is wb.Trace
@@ -220,7 +220,7 @@ def test_a_worker_that_dies_is_named_and_partial_keeps_the_others():
 
 @pytest.mark.timeout(300)
 def test_load_trace_names_the_rank_whose_worker_died_and_partial_keeps_the_others(monkeypatch, dlrm_one):
-    import workbench.rank_folder as rank_folder
+    import workbench.api.rank_folder as rank_folder
 
     monkeypatch.setattr(rank_folder, "SUMMARY_FUNCTION", f"{THIS}:summarize_or_die")
     with pytest.raises(RankMapError, match=r"worker3\.json\.gz: its worker process died") as info:

@@ -21,7 +21,7 @@ def straggler_job(steps: int = STEPS, slow_rank: int = STRAGGLER_RANK, extra_s: 
     import torch
     import torch.distributed as dist
 
-    import workbench.distributed as wd
+    import workbench.api.distributed as wd
 
     t = torch.ones(256)
     for _ in range(steps):

@@ -13,7 +13,7 @@ from workbench.capture.compile_diag import CompileDiagnostics
 from workbench.hypotheses import Diagnosis
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.measurement import Measurement
-from workbench.profile_run import ProfileRun
+from workbench.api.run import ProfileRun
 from workbench.trace import read_trace
 from workbench.variants.decision import DecisionRecord
 from workbench.variants.results import Comparison, VariantResult

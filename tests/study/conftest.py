@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 
 from workbench.capture.compile_diag import CompileDiagnostics  # noqa: E402
 from workbench.measurement import Measurement  # noqa: E402
-from workbench.profile_run import ProfileRun  # noqa: E402
+from workbench.api.run import ProfileRun  # noqa: E402
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis  # noqa: E402
 from workbench.study import identity, measure  # noqa: E402
 

@@ -143,7 +143,7 @@ def test_odd_but_loadable_traces_raise_no_numeric_warnings():
     """Analyses and rules of odd traces (one kernel, zero durations, CPU ops only, NaN values):
     no numpy RuntimeWarning reaches the user (checked as errors)."""
     from workbench.commands.analyze import ANALYSES
-    from workbench.facade import load_trace
+    from workbench.api.trace import load_trace
 
     for name in ("one_kernel.json", "zero_durations.json", "cpu_ops_only.json", "nan_tokens.json",
                  "negative_duration.json", "begin_end_pairs.json"):

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from workbench.errors import TraceFormatError, WorkbenchError
-from workbench.facade import load_trace
+from workbench.api.trace import load_trace
 from workbench.trace import read_trace
 import workbench.trace.paths as trace_paths
 from tests.trace.conftest import BAD, CPU

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from workbench.errors import TraceWarning
-from workbench.facade import load_trace
+from workbench.api.trace import load_trace
 import workbench.trace.cache as trace_cache
 import workbench.trace.load as trace_load
 from tests.trace.conftest import BAD, CPU, GPU

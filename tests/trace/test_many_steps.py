@@ -8,7 +8,7 @@ import warnings
 
 import pandas as pd
 
-from workbench.facade import load_trace
+from workbench.api.trace import load_trace
 
 
 def _trace(tmp_path, steps: int):

@@ -21,7 +21,7 @@ from workbench.errors import TraceFormatError
 
 @pytest.fixture(scope="module")
 def loaded():
-    from workbench.facade import load_trace
+    from workbench.api.trace import load_trace
 
     cache = {}
 

@@ -27,7 +27,7 @@ def document():
 
 @pytest.fixture(scope="module")
 def trace():
-    from workbench.facade import load_trace
+    from workbench.api.trace import load_trace
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -284,7 +284,7 @@ def profiled_call(out: str, rank: int, world_size: int, window: Window | None,
         signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
     if trace_path is None and not error and window is not None:
         error = (f"no trace: the step window (wait {window.wait}, warm-up {window.warmup}, active {window.active}) "
-                 f"was not reached in {session.steps} step(s); call workbench.distributed.step() once per step")
+                 f"was not reached in {session.steps} step(s); call workbench.api.distributed.step() once per step")
     record = {"rank": rank, "status": status, "exit_code": code, "wall_s": wall_s,
               "trace": os.path.basename(trace_path) if trace_path else None, "steps": session.steps,
               "backend": session.backend, "error": error, "pid": os.getpid(), "host": socket.gethostname(),

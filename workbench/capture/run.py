@@ -7,7 +7,7 @@ measurement, compile diagnostics, the environment facts and the parsed trace dat
 (``RunRecord.load``, ``workbench.capture.bundle``). Times read from the trace are stated per clean
 call: their shares come from the trace, their magnitude from the clean timing (``trace_scale``).
 
-The public run (``wb.profile``, ``%%gpuprofile``, ``wb.load_run``) is ``workbench.profile_run.
+The public run (``wb.profile``, ``%%gpuprofile``, ``wb.load_run``) is ``workbench.api.run.
 ProfileRun``, the face object built on this record: it adds the facade Trace, the hypotheses, the
 history, the per-call tables, charts and the notebook display.
 """

@@ -12,8 +12,8 @@ import html
 from typing import TYPE_CHECKING, Any, Iterable
 
 if TYPE_CHECKING:
-    from workbench.profile_run import ProfileRun
-    from workbench.rank_folder import RankFolder
+    from workbench.api.run import ProfileRun
+    from workbench.api.rank_folder import RankFolder
     from workbench.trace.data import TraceData
     from workbench.variants.results import Comparison
 

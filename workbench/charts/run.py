@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from workbench.measurement import Measurement
-    from workbench.profile_run import ProfileRun
+    from workbench.api.run import ProfileRun
     from workbench.variants.results import Comparison
 
 PER_RANK_PARTS = ("compute", "non_compute", "idle")

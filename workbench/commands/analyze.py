@@ -12,17 +12,17 @@ from workbench.analysis.attribution import Attribution
 from workbench.analysis.labels import unique_labels
 from workbench.analysis.result import AnalysisResult
 from workbench.errors import InvalidArgumentError, WorkbenchError
-from workbench.facade import Trace, load_trace
+from workbench.api.trace import Trace, load_trace
 from workbench.trace.fidelity import NotAvailableError
 from workbench.units import format_table
-from workbench.rank_folder import connect
+from workbench.api.rank_folder import connect
 from workbench import render
 from workbench.hypotheses import Hypothesis, HypothesisList
 
 if TYPE_CHECKING:
     from distributed import Client
 
-    from workbench.rank_folder import RankFolder
+    from workbench.api.rank_folder import RankFolder
 
 # the analyses printed, in order: name -> the Trace method that runs it
 ANALYSES: dict[str, Callable[[Trace, str], AnalysisResult]] = {

@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     from workbench import render
-    from workbench.facade import diff
+    from workbench.api.trace import diff
 
     if args.top <= 0:
         raise InvalidArgumentError(f"--top must be a positive number of rows, got {args.top}")

@@ -32,7 +32,7 @@ and write into DIR:
 then print where the traces are and the top hypotheses (`workbench analyze DIR` shows all of it).
 
 By default the whole script is profiled. A script that marks its steps, calling
-workbench.distributed.step() once per step (a no-op when not profiled), can be profiled over a window
+workbench.api.distributed.step() once per step (a no-op when not profiled), can be profiled over a window
 of steps: --wait steps skipped, --warmup steps traced and dropped, --active steps kept
 (torch.profiler.schedule with repeat=1). A window is the way to leave start-up (process-group setup,
 the first collectives, the profiler's own first-session cost) out of the ranks' comparison.
@@ -86,7 +86,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--timeout", type=float, default=None, metavar="S",
                    help="stop the job after S seconds (SIGTERM to every rank, which then exports what it "
                         "recorded; SIGKILL 10 s later); default: no limit")
-    win = p.add_argument_group("step window (for scripts that call workbench.distributed.step() once per step)")
+    win = p.add_argument_group("step window (for scripts that call workbench.api.distributed.step() once per step)")
     win.add_argument("--wait", type=int, default=0, metavar="STEPS",
                      help="steps skipped before tracing starts (default: 0; needs --active)")
     win.add_argument("--warmup", type=int, default=0, metavar="STEPS",
@@ -331,7 +331,7 @@ def _print_outcome(args: argparse.Namespace, summary: dict) -> None:
 
 
 def _print_hypotheses(out: str, top: int) -> None:
-    from workbench.facade import load_trace
+    from workbench.api.trace import load_trace
     from workbench.hypotheses import render_text
 
     try:

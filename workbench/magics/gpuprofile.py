@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from workbench.magics.cell import CellCallable
     from workbench.magics.guard import ShellGuard
-    from workbench.profile_run import ProfileRun
+    from workbench.api.run import ProfileRun
 
 LAST_RUN_NAME = "_gpuprofile"   # the user-namespace name of the last successful run
 EXPLAIN_NAME = "_gpuprofile_explain"   # the user-namespace name of the last --explain result
@@ -114,7 +114,7 @@ def trace_plan(guard: ShellGuard, code: str, opts: argparse.Namespace) -> tuple[
 def _profile_cell(runner: CellCallable, opts: argparse.Namespace, trace: bool = True) -> ProfileRun:
     """Call the library (the magic's ShellGuard restores the shell around this)."""
     __tracebackhide__ = True
-    from workbench.profiling import profile
+    from workbench.api.profiling import profile
 
     try:
         return profile(runner, warmup=opts.warmup, repeat=opts.repeat, trace=trace and not opts.no_trace,

@@ -26,8 +26,8 @@ FORMATS = ("html", "text", "markdown")
 
 # (module, class name) of a result type -> the module of its renderer
 RENDERERS: dict[tuple[str, str], str] = {
-    ("workbench.profile_run", "ProfileRun"): "workbench.render.run",
-    ("workbench.facade", "Trace"): "workbench.render.trace",
+    ("workbench.api.run", "ProfileRun"): "workbench.render.run",
+    ("workbench.api.trace", "Trace"): "workbench.render.trace",
     ("workbench.trace.data", "TraceData"): "workbench.render.trace",
     ("workbench.hypotheses.diagnose", "Diagnosis"): "workbench.render.diagnosis",
     ("workbench.hypotheses.render", "HypothesisList"): "workbench.render.diagnosis",

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from workbench.capture.run import RunRecord
     from workbench.hypotheses import Hypothesis
-    from workbench.profile_run import ProfileRun
+    from workbench.api.run import ProfileRun
 
 CARD_TOP_ROWS = 10          # rows of the op and kernel tables in the notebook card
 CARD_HYPOTHESES = 5         # hypotheses listed in the card (all of them: run.hypotheses)

@@ -20,7 +20,7 @@ from workbench.units import format_ms
 
 if TYPE_CHECKING:
     from workbench.analysis.attribution import Attribution, ModuleBreakdown, SourceBreakdown
-    from workbench.profile_run import ProfileRun
+    from workbench.api.run import ProfileRun
 
 COMPACT_ROWS = 5        # modules and source lines in the text and Markdown renderings
 TITLE = "Time by module and source line"

@@ -25,7 +25,7 @@ from workbench.units import format_ms
 
 if TYPE_CHECKING:
     from workbench.capture.run import RunRecord
-    from workbench.profile_run import ProfileRun
+    from workbench.api.run import ProfileRun
 
 TOP_OP_COLUMNS = ("name", "calls_per_call", "self_ms_per_call", "total_ms_per_call", "pct")
 

@@ -29,8 +29,8 @@ from workbench.errors import InvalidArgumentError, ReportError
 from workbench.units import format_ms
 
 if TYPE_CHECKING:
-    from workbench.facade import Trace
-    from workbench.rank_folder import RankFolder
+    from workbench.api.trace import Trace
+    from workbench.api.rank_folder import RankFolder
 
 MAX_CHART_RANKS = 8     # a per-rank-and-stream chart draws the worst ranks only (the table lists the rest)
 MAX_TEXT = 72            # characters of a name a cell shows (the whole name is its tooltip)

@@ -1,6 +1,6 @@
 """Reading Chrome/Kineto traces into columnar tables: parsing and tables only (no torch, IPython,
 altair, and no analysis: the analyses take a ``TraceData``; the public ``Trace`` is in
-``workbench.facade``).
+``workbench.api.trace``).
 
     data = read_trace("trace.json.gz")      # or a folder of rank files, or a list of paths
     data.kernels, data.cpu_ops, data.runtime, data.syncs, data.memory, data.annotations

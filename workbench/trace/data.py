@@ -5,7 +5,7 @@ as Holistic Trace Analysis does). ``meta.origins_ns[rank]`` is that origin in th
 absolute ns, so ranks can be re-aligned: ``abs_ns = origins_ns[rank] + ts_us * 1000``.
 
 This is data only: the analyses (``workbench.analysis``) take a ``TraceData``, and the public
-``Trace`` (``workbench.facade``, ``wb.load_trace``) is a ``TraceData`` whose methods call them.
+``Trace`` (``workbench.api.trace``, ``wb.load_trace``) is a ``TraceData`` whose methods call them.
 """
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ def read_trace(source: str | os.PathLike | Sequence[str | os.PathLike], *, hta_c
                cache: bool = False, decode_workers: int | None = None) -> TraceData:
     """Read a Kineto/Chrome trace: a ``.json``/``.json.gz`` file, a folder of rank files, or a list.
 
-    The tables only; ``wb.load_trace`` (``workbench.facade``) returns the same tables as a
+    The tables only; ``wb.load_trace`` (``workbench.api.trace``) returns the same tables as a
     ``Trace`` whose methods run the analyses and the diagnosis.
 
     Defaults keep every event and every nanosecond. ``hta_compat=True`` reproduces Holistic

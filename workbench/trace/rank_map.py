@@ -1,6 +1,6 @@
 """Map a named function over the rank files of a trace, each rank where it is read; reduce elsewhere.
 
-    outcome = map_ranks("workbench.rank_folder:summarize_rank_file", paths, {"cache": True})
+    outcome = map_ranks("workbench.api.rank_folder:summarize_rank_file", paths, {"cache": True})
     outcome.results[path]        # what the function returned for that rank file
     outcome.failures             # the rank files it failed on, each with why (partial=True)
 

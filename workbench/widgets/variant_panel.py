@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from workbench.hypotheses.hypothesis import Hypothesis
-    from workbench.profile_run import ProfileRun
+    from workbench.api.run import ProfileRun
     from workbench.variants.decision import DecisionRecord
     from workbench.variants.results import Comparison
 

@@ -7,7 +7,7 @@ import time
 import torch
 import torch.distributed as dist
 
-import workbench.distributed as wd
+import workbench.api.distributed as wd
 
 SLOW_RANK = int(os.environ.get("SLOW_RANK", "1"))
 EXTRA_S = 0.030

@@ -5,10 +5,10 @@
     trace.hypotheses(); trace.stragglers(); trace.timings   # per-rank wall time of the call
 
     # in a script profiled with `workbench profile --active 3 ...`: mark each step
-    import workbench.distributed
+    import workbench.api.distributed
     for batch in loader:
         ...
-        workbench.distributed.step()
+        workbench.api.distributed.step()
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import pandas as pd
 
 from workbench.capture.distributed import Window, raise_if_no_trace, run_local, step
 from workbench.errors import TraceWarning
-from workbench.facade import Trace, load_trace
+from workbench.api.trace import Trace, load_trace
 
 __all__ = ["profile_distributed", "DistributedTrace", "step"]
 
@@ -59,7 +59,7 @@ def profile_distributed(fn: Callable[..., Any], world_size: int = 2, backend: st
         out: the folder for ``rank-N.pt.trace.json`` and ``summary.json`` (default: a new temporary folder).
         force: delete the trace files of an earlier run in ``out`` first (else refused).
         wait, warmup, active: record only a window of the steps ``fn`` marks with
-            ``workbench.distributed.step()`` (default: the whole call).
+            ``workbench.api.distributed.step()`` (default: the whole call).
 
     Returns ``DistributedTrace``: a Trace (analyses, ``hypotheses()``) plus ``timings`` (one row per rank:
     status, exit_code, wall_ms), ``summary_info`` and ``folder``. Raises ``ProfileError`` when no rank left a

@@ -11,7 +11,7 @@ from typing import Any
 
 import workbench.capture.profile as capture_profile
 from workbench.devices.fingerprint import environment_fingerprint
-from workbench.profile_run import ProfileRun
+from workbench.api.run import ProfileRun
 from workbench.study.history import callable_source, record_profile
 
 __all__ = ["profile"]

@@ -57,10 +57,10 @@ from workbench.trace.ranks import RankFile, assign_ranks, device_names, one_job,
 if TYPE_CHECKING:
     from distributed import Client
 
-    from workbench.facade import Trace
+    from workbench.api.trace import Trace
 
 SUMMARY_FUNCTION = "workbench.analysis.rank_summary:packed_rank_file"
-DIAGNOSIS_FUNCTION = "workbench.rank_folder:diagnose_rank_file"
+DIAGNOSIS_FUNCTION = "workbench.api.rank_folder:diagnose_rank_file"
 CROSS_RANK_RULES = ("straggler_rank",)  # rules that need every rank's tables at once
 SMALL_FOLDER_BYTES = 32 << 20  # JSON in all below which workers=None reads in this process
 SMALL_RANK_BYTES = 4 << 20  # ranks smaller than this on average: read in this process too ...

@@ -35,7 +35,7 @@ from workbench.analysis.diff import TraceDiff
 if TYPE_CHECKING:
     from distributed import Client
 
-    from workbench.rank_folder import RankFolder
+    from workbench.api.rank_folder import RankFolder
 
 __all__ = ["Diff", "Trace", "diff", "load_trace"]
 
@@ -78,13 +78,13 @@ def load_trace(source: TraceSource, *, hta_compat: bool = False, round_ns: bool 
 
     Returns:
         Trace: the tables (``cpu_ops``, ``runtime``, ``kernels``, ...) and the analyses over them;
-        for rank files read by workers a ``workbench.rank_folder.RankFolder`` with the same methods,
+        for rank files read by workers a ``workbench.api.rank_folder.RankFolder`` with the same methods,
         answered from per-rank summaries (``trace.rank(r)`` reads one rank's tables).
 
     Raises ``TraceFormatError`` for a file that cannot be read as a trace; warns (``TraceWarning``)
     where the trace is usable but something was odd, saying what was done.
     """
-    from workbench.rank_folder import mapped_load
+    from workbench.api.rank_folder import mapped_load
 
     options = {"round_ns": hta_compat if round_ns is None else round_ns,
                "drop_last_step": hta_compat if drop_last_step is None else drop_last_step}
