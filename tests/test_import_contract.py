@@ -72,6 +72,7 @@ MODULE_LAYERS = {
     "workbench.errors": EVERYWHERE,
     "workbench.units": EVERYWHERE,
     "workbench.measurement": EVERYWHERE,
+    "workbench._moved": EVERYWHERE,    # the old module paths' table and their DeprecationWarning (stdlib only)
 }
 # A leaf imports the standard library only, except these value leaves, which may also import the
 # numeric library the bottom layer (trace) itself reads with: Measurement (raw timing samples and
