@@ -24,6 +24,7 @@ OLD_PATHS = {
     "workbench.rank_folder": ("RankFolder", "workbench.api.rank_folder"),
     "workbench.distributed": ("step", "workbench.api.distributed (or use wb.profile_distributed; in a script, "
                                       "workbench.api.distributed.step())"),
+    "workbench.commands": ("analyze", "workbench.cli (the command modules: workbench.cli.analyze, ...)"),
 }
 
 
@@ -94,5 +95,6 @@ print(json.dumps({"same": wb.Trace is api.Trace and wb.demo is demo,
 def test_an_old_module_path_in_a_saved_artefact_reads_as_the_new_one() -> None:
     assert current_module("workbench.demo") == "workbench.workloads.demo"
     assert current_module("workbench.facade") == "workbench.api.trace"
+    assert current_module("workbench.commands.analyze") == "workbench.cli.analyze"
     assert current_module("workbench.demolition") == "workbench.demolition"
     assert current_module("mypackage.model") == "mypackage.model"

@@ -14,6 +14,7 @@ MOVED_MODULES: dict[str, str] = {
     "workbench.profiling": "workbench.api.profiling",
     "workbench.rank_folder": "workbench.api.rank_folder",
     "workbench.distributed": "workbench.api.distributed",
+    "workbench.commands": "workbench.cli",
     "workbench.demo": "workbench.workloads.demo",
 }
 REMOVED_IN = "the next release"
