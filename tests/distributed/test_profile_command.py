@@ -151,7 +151,7 @@ def test_help_explains_every_option():
 
 def test_torchrun_gets_the_rendezvous_options():
     from workbench.cli import build_parser
-    from workbench.commands.profile import torchrun_command
+    from workbench.cli.profile import torchrun_command
 
     one = build_parser().parse_args(["profile", "--nproc-per-node", "2", "--out", "o", "s.py", "--lr", "1"])
     cmd = torchrun_command(one)

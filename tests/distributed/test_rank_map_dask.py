@@ -68,7 +68,7 @@ def test_analyze_names_a_scheduler_that_does_not_answer(capsys, monkeypatch):
     from workbench.cli import main
 
     real = rank_folder.connect
-    monkeypatch.setattr("workbench.commands.analyze.connect", lambda address: real(address, timeout_s=2))
+    monkeypatch.setattr("workbench.cli.analyze.connect", lambda address: real(address, timeout_s=2))
     code = main(["analyze", str(DLRM), "--scheduler", "tcp://127.0.0.1:9"])
     assert code != 0
     assert "tcp://127.0.0.1:9" in capsys.readouterr().err

@@ -142,7 +142,7 @@ def test_ns_timestamps_say_what_the_unit_looks_like():
 def test_odd_but_loadable_traces_raise_no_numeric_warnings():
     """Analyses and rules of odd traces (one kernel, zero durations, CPU ops only, NaN values):
     no numpy RuntimeWarning reaches the user (checked as errors)."""
-    from workbench.commands.analyze import ANALYSES
+    from workbench.cli.analyze import ANALYSES
     from workbench.api.trace import load_trace
 
     for name in ("one_kernel.json", "zero_durations.json", "cpu_ops_only.json", "nan_tokens.json",

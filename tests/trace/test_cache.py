@@ -204,7 +204,7 @@ def test_the_next_process_reads_the_entry(tmp_path):
 def _analyze(*args):
     import argparse
 
-    from workbench.commands import analyze
+    from workbench.cli import analyze
 
     parser = argparse.ArgumentParser()
     analyze.register(parser.add_subparsers(dest="command"))

@@ -30,7 +30,7 @@ def test_loading_a_trace_for_analysis_imports_neither_torch_ipython_nor_altair()
 
 
 def _analyze(*args):
-    from workbench.commands import analyze
+    from workbench.cli import analyze
     import argparse
 
     parser = argparse.ArgumentParser()

@@ -12,8 +12,8 @@ import sys
 from typing import Sequence
 
 EXIT_USAGE = 2
-COMMAND_MODULES = ("workbench.commands.report", "workbench.commands.analyze", "workbench.commands.profile",
-                   "workbench.commands.history", "workbench.commands.diff")
+COMMAND_MODULES = ("workbench.cli.report", "workbench.cli.analyze", "workbench.cli.profile",
+                   "workbench.cli.history", "workbench.cli.diff")
 
 
 def build_parser() -> argparse.ArgumentParser:
