@@ -26,7 +26,7 @@ from workbench.report.sampler import run_worker  # noqa: E402
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--workload", default="workbench.demo:workload")
+    ap.add_argument("--workload", default="workbench.workloads.demo:workload")
     ap.add_argument("--processes", type=int, default=6)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=20)

@@ -40,7 +40,7 @@ LAYER_TABLE: dict[str, frozenset[str]] = {
     "study": frozenset({"capture", "variants", "hypotheses"}),
     "render": frozenset({"charts", "analysis", "hypotheses"}),  # capture, variants, study: type-only
     "charts": frozenset({"analysis"}),
-    "workloads": frozenset(),  # workbench/demo.py: the built-in demo workload (torch only)
+    "workloads": frozenset(),  # workbench/workloads: the built-in demo workload (torch only)
     "kernels": frozenset(),  # the project's own fused Triton kernels (torch, triton): no other layer
     "report": frozenset({"trace", "analysis", "devices", "hypotheses", "capture", "variants", "study",
                          "render", "charts", "workloads"}),
@@ -69,7 +69,7 @@ MODULE_LAYERS = {
     "workbench.profiling": "face",
     "workbench.rank_folder": "face",
     "workbench.distributed": "face",
-    "workbench.demo": "workloads",
+    "workbench.demo": "workloads",     # the old path of workbench.workloads.demo: deprecated
     "workbench.errors": EVERYWHERE,
     "workbench.units": EVERYWHERE,
     "workbench.measurement": EVERYWHERE,

@@ -31,7 +31,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "variants": ("workbench.variants", None),
     "charts": ("workbench.charts", None),
     "report": ("workbench.report", None),
-    "demo": ("workbench.demo", None),
+    "demo": ("workbench.workloads.demo", None),
     "errors": ("workbench.errors", None),
     "widgets": ("workbench.widgets", None),
     "Study": ("workbench.study", "Study"),

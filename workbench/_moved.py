@@ -33,3 +33,10 @@ def warn_moved(old: str, new: str, hint: str = "") -> None:
     imported the old path (the import machinery's frames are skipped)."""
     warnings.warn(f"{old} is deprecated: import from {new}{hint}; the old path goes in {REMOVED_IN}",
                   DeprecationWarning, stacklevel=3)
+
+
+def current_spec(spec: str) -> str:
+    """A ``module:function`` workload string with its module read through ``current_module``: the
+    workload a report written before a move names (``workbench.demo:workload``) is the same one."""
+    module, sep, function = spec.partition(":")
+    return current_module(module) + sep + function if sep else spec

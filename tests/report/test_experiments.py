@@ -21,7 +21,7 @@ def test_suggested_variants_in_rank_order_without_the_baseline_or_triton():
 
 
 def test_demo_inputs_are_fresh_each_call():
-    func, inputs = workload_inputs("workbench.demo:workload")
+    func, inputs = workload_inputs("workbench.workloads.demo:workload")
     (x1, w1), (x2, w2) = inputs(), inputs()
     assert x1.shape == x2.shape and not bool((x1 == x2).all())
     assert callable(func)
@@ -37,9 +37,9 @@ def test_a_failure_is_written_down_and_shown_escaped(tmp_path):
 
 
 def test_no_suggestion_turned_off_and_bundle_reports_say_why(tmp_path):
-    path, _ = write_experiments(tmp_path, "workbench.demo:workload", SimpleNamespace(hypotheses=[_h()]))
+    path, _ = write_experiments(tmp_path, "workbench.workloads.demo:workload", SimpleNamespace(hypotheses=[_h()]))
     assert "No experiments: no hypothesis suggests" in sections.experiments_html(load_experiments(path))
-    path, _ = write_experiments(tmp_path, "workbench.demo:workload", SimpleNamespace(hypotheses=[]),
+    path, _ = write_experiments(tmp_path, "workbench.workloads.demo:workload", SimpleNamespace(hypotheses=[]),
                                 enabled=False)
     assert "turned off" in sections.experiments_html(load_experiments(path))
     assert "saved run bundle" in sections.experiments_html(load_experiments(""))

@@ -66,7 +66,7 @@ def _write_summary(folder, doc):
 
 def _samples(environment):
     return SampleSet(processes=((5.0, 5.1, 4.9), (5.2, 5.0, 5.1), (4.8, 5.0, 5.0)),
-                     environment=environment, workload="workbench.demo:workload").to_dict()
+                     environment=environment, workload="workbench.workloads.demo:workload").to_dict()
 
 
 @pytest.fixture(scope="module")
@@ -117,10 +117,10 @@ def test_a_report_from_another_environment_is_refused_before_profiling(tmp_path,
 
 
 def test_a_report_of_another_workload_is_refused_before_profiling(tmp_path, capsys, no_profiling, here_env):
-    old = _write_summary(tmp_path / "old", {"samples": _samples(here_env)})   # of workbench.demo:workload
-    assert main(["report", "--workload", "workbench.demo:run", "--out", str(tmp_path / "new"),
+    old = _write_summary(tmp_path / "old", {"samples": _samples(here_env)})   # of workbench.workloads.demo:workload
+    assert main(["report", "--workload", "workbench.workloads.demo:run", "--out", str(tmp_path / "new"),
                  "--compare-to", str(old)]) == 2
-    assert "workload: 'workbench.demo:workload' vs 'workbench.demo:run'" in capsys.readouterr().err
+    assert "workload: 'workbench.workloads.demo:workload' vs 'workbench.workloads.demo:run'" in capsys.readouterr().err
 
 
 def test_the_new_report_may_not_overwrite_the_old(tmp_path, capsys, no_profiling, here_env):

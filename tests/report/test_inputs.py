@@ -14,15 +14,15 @@ from workbench.report.pipeline import default_template
 
 
 def test_demo_workload_resolves_with_its_inputs():
-    func, args = resolve_workload("workbench.demo:workload")
+    func, args = resolve_workload("workbench.workloads.demo:workload")
     assert func is demo.workload and len(args) == 2 and tuple(args[0].shape) == (demo.ROWS, demo.HIDDEN)
-    func, args = resolve_workload("workbench.demo:run")
+    func, args = resolve_workload("workbench.workloads.demo:run")
     assert func is demo.run and args == ()
 
 
-@pytest.mark.parametrize("spec,match", [("workbench.demo", "module:function"),
+@pytest.mark.parametrize("spec,match", [("workbench.workloads.demo", "module:function"),
                                         ("no_such_module_xyz:f", "no module named 'no_such_module_xyz'"),
-                                        ("workbench.demo:nope", "no callable 'nope'")])
+                                        ("workbench.workloads.demo:nope", "no callable 'nope'")])
 def test_bad_workload_specs_say_what_is_wrong(spec, match):
     with pytest.raises(InvalidArgumentError, match=match):
         resolve_workload(spec)

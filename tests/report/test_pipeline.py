@@ -34,7 +34,7 @@ def test_report_folder_holds_bundle_notebook_and_summary(demo_report):
     assert (demo_report / "run" / "run.json").is_file()
     nb = json.loads((demo_report / "report.ipynb").read_text())
     assert not [o for c in nb["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
-    assert load_summary(demo_report)["workload"] == "workbench.demo:workload"
+    assert load_summary(demo_report)["workload"] == "workbench.workloads.demo:workload"
 
 
 def test_the_report_records_samples_of_fresh_processes_for_the_gate(demo_report):

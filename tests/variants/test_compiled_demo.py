@@ -8,7 +8,7 @@ import torch
 import workbench as wb
 
 pytestmark = pytest.mark.slow
-demo = pytest.importorskip("workbench.demo")
+demo = pytest.importorskip("workbench.workloads.demo")
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ DESCRIPTION = """\
 Profile a workload, execute a report template notebook with papermill and render it to one
 HTML file that needs no network (timing, top ops, charts, hypotheses, environment).
 
-With no arguments it profiles the built-in demo workload (workbench.demo:workload) and writes
+With no arguments it profiles the built-in demo workload (workbench.workloads.demo:workload) and writes
 reports/report-<time>/: run/ (the run bundle), experiments.json (the suggested variants compared
 with the workload, and the decision), report.ipynb, report.html and summary.json.
 

@@ -1,7 +1,7 @@
 """Reports: papermill executes a template notebook on a run bundle, nbconvert renders offline HTML.
 
     from workbench.report import build_report
-    result = build_report("reports/demo")          # profiles workbench.demo:workload
+    result = build_report("reports/demo")          # profiles workbench.workloads.demo:workload
     print(result.html_path)
 """
 from __future__ import annotations

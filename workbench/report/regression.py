@@ -38,6 +38,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from workbench._moved import current_spec
 from workbench.errors import InvalidArgumentError, ReportError
 
 SUMMARY_FILE = "summary.json"
@@ -228,8 +229,9 @@ def environment_differences(old: Mapping[str, Any], new: Mapping[str, Any],
 
 
 def workload_difference(old: str, new: str) -> tuple[str, ...]:
-    """``("workload: 'a:f' vs 'b:g'",)`` when both reports name their workload and the names differ."""
-    return (f"workload: {old!r} vs {new!r}",) if old and new and old != new else ()
+    """``("workload: 'a:f' vs 'b:g'",)`` when both reports name their workload and the names differ (a
+    module moved since, as ``workbench.demo`` did, is read as where it is now: the same workload)."""
+    return (f"workload: {old!r} vs {new!r}",) if old and new and current_spec(old) != current_spec(new) else ()
 
 
 # -- statistics --------------------------------------------------------------------------------

@@ -20,9 +20,10 @@ import traceback
 from types import FrameType
 from typing import Any, Callable, Iterator
 
+from workbench._moved import current_spec
 from workbench.errors import InvalidArgumentError, ReportError
 
-DEFAULT_WORKLOAD = "workbench.demo:workload"
+DEFAULT_WORKLOAD = "workbench.workloads.demo:workload"
 EXIT_WORKLOAD_FAILED = 3
 EXIT_TIME_LIMIT = 4
 
@@ -61,7 +62,8 @@ def _current_folder_importable() -> None:
 
 def resolve_workload(spec: str) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     """``module:function`` -> (function, args). Args come from ``module.make_inputs()`` when the
-    module defines it (as ``workbench.demo`` does) and the function takes arguments; else none."""
+    module defines it (as ``workbench.workloads.demo`` does) and the function takes arguments; else none."""
+    spec = current_spec(spec)  # a module moved since (workbench.demo): where it is now
     module_name, sep, func_name = spec.partition(":")
     if not sep or not module_name or not func_name:
         raise InvalidArgumentError(f"workload {spec!r} is not of the form module:function "
@@ -106,7 +108,7 @@ def workload_inputs(spec: str) -> tuple[Callable[..., Any], Callable[[], tuple[A
     each call where it takes one), so a variant comparison checks every variant on fresh inputs;
     else it returns the same arguments."""
     func, args = resolve_workload(spec)
-    module = importlib.import_module(spec.partition(":")[0])
+    module = importlib.import_module(current_spec(spec).partition(":")[0])
     make_inputs = getattr(module, "make_inputs", None)
     if not (args and callable(make_inputs)):
         return func, lambda: args

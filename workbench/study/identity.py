@@ -19,6 +19,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
+from workbench._moved import current_module
 from workbench.errors import StudyError
 
 VOLATILE_ENV_KEYS = ("recorded_at", "argv0")
@@ -91,7 +92,7 @@ def resolve_ref(ref: dict[str, Any] | None, what: str) -> Callable[..., Any]:
     """The callable a ``callable_ref`` names, imported again; a clear StudyError where it is gone."""
     if not ref or not ref.get("module") or not ref.get("qualname"):
         raise StudyError(f"the {what} was not recorded with an importable name")
-    module_name, qualname = ref["module"], ref["qualname"]
+    module_name, qualname = current_module(ref["module"]), ref["qualname"]  # a module moved since: where it is now
     if not ref.get("importable", True):
         raise StudyError(f"the {what} {qualname!r} was defined in {module_name!r} (a notebook or script), "
                          f"which cannot be imported again in this process")

@@ -93,6 +93,6 @@ def reference_workload(x: Any, w: Any) -> Any:
 
 
 def run() -> Any:
-    """Build inputs and run the workload once (what ``--workload workbench.demo:run`` profiles)."""
+    """Build inputs and run the workload once (what ``--workload workbench.workloads.demo:run`` profiles)."""
     x, w = make_inputs()
     return workload(x, w)
