@@ -24,6 +24,7 @@ OLD_PATHS = {
     "workbench.rank_folder": ("RankFolder", "workbench.api.rank_folder"),
     "workbench.distributed": ("step", "workbench.api.distributed (or use wb.profile_distributed; in a script, "
                                       "workbench.api.distributed.step())"),
+    "workbench.demo": ("workload", "workbench.workloads.demo (or use wb.demo)"),
     "workbench.commands": ("analyze", "workbench.cli (the command modules: workbench.cli.analyze, ...)"),
 }
 
@@ -83,9 +84,10 @@ with warnings.catch_warnings(record=True) as seen:
     from workbench import demo
     names = [wb.Trace, wb.load_trace, wb.ProfileRun, wb.load_run, wb.profile, wb.profile_distributed, wb.demo]
     import workbench.api as api
+    import workbench.workloads.demo, workbench.cli
     names += [api.Trace, api.load_trace, api.ProfileRun, api.load_run, api.profile, api.RankFolder,
               api.profile_distributed, api.DistributedTrace, api.step]
-print(json.dumps({"same": wb.Trace is api.Trace and wb.demo is demo,
+print(json.dumps({"same": wb.Trace is api.Trace and wb.demo is demo is workbench.workloads.demo,
                   "warnings": [str(w.message) for w in seen if issubclass(w.category, DeprecationWarning)
                                and "workbench" in str(w.message)]}))
 """)
@@ -98,3 +100,31 @@ def test_an_old_module_path_in_a_saved_artefact_reads_as_the_new_one() -> None:
     assert current_module("workbench.commands.analyze") == "workbench.cli.analyze"
     assert current_module("workbench.demolition") == "workbench.demolition"
     assert current_module("mypackage.model") == "mypackage.model"
+
+
+def test_a_report_of_the_old_demo_workload_string_is_the_same_workload() -> None:
+    """Reports written before the move record ``workbench.demo:workload``: it resolves (without the
+    shim's warning) and a gate does not call it another workload."""
+    pytest.importorskip("torch")
+    import warnings
+
+    from workbench.report.regression import workload_difference
+    from workbench.report.workload import DEFAULT_WORKLOAD, resolve_workload
+    from workbench.workloads import demo
+
+    assert DEFAULT_WORKLOAD == "workbench.workloads.demo:workload"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        func, args = resolve_workload("workbench.demo:workload")
+    assert func is demo.workload and len(args) == 2
+    assert workload_difference("workbench.demo:workload", DEFAULT_WORKLOAD) == ()
+    assert workload_difference("workbench.demo:workload", "workbench.workloads.demo:run") == (
+        "workload: 'workbench.demo:workload' vs 'workbench.workloads.demo:run'",)
+
+
+def test_a_study_baseline_recorded_at_an_old_module_path_resolves_to_the_moved_callable() -> None:
+    from workbench.study.identity import resolve_ref
+    from workbench.workloads import demo
+
+    ref = {"module": "workbench.demo", "qualname": "workload", "importable": True}
+    assert resolve_ref(ref, "baseline callable") is demo.workload
