@@ -3,6 +3,7 @@
 profile_run.py, the demo in workbench/demo.py) load after it. Nothing in them is pickled: they are JSON
 and trace files, and the one module path they record, the study baseline's ``workbench.demo``, is read
 as ``workbench.workloads.demo``."""
+
 from __future__ import annotations
 
 import shutil
@@ -36,7 +37,7 @@ def test_an_old_study_opens_and_its_baseline_callable_at_the_old_module_path_res
         warnings.simplefilter("error", DeprecationWarning)
         study = wb.Study.open(folder)
         base = study.baselines[-1]
-        assert base.callable_ref["module"] == "workbench.demo"   # as written before the move
+        assert base.callable_ref["module"] == "workbench.demo"  # as written before the move
         fn, make_inputs = study._callables(base)
     assert fn is demo.workload and make_inputs is demo.make_inputs
     assert study.hypotheses is not None

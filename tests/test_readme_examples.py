@@ -7,6 +7,7 @@ it is listed in NOT_RUN with the reason, and a listed statement that is no longe
 test, so nothing is skipped silently. A block that continues an earlier one (the README's
 ``profile_distributed`` example names a function "defined in a module") gets the names it assumes from
 PRELUDES, stated here."""
+
 from __future__ import annotations
 
 import json
@@ -25,15 +26,13 @@ DATA = Path(__file__).resolve().parent / "data"
 
 # the start of a statement -> why it is not run here
 NOT_RUN = {
-    'trace = wb.load_trace("/shared/job/traces", client=Client("tcp://scheduler-host:8786"))':
-        "needs a Dask scheduler at tcp://scheduler-host:8786 and a shared file system "
-        "(tests/distributed/test_rank_map_dask.py runs the same call on a local cluster)",
+    'trace = wb.load_trace("/shared/job/traces", client=Client("tcp://scheduler-host:8786"))': "needs a Dask scheduler at tcp://scheduler-host:8786 and a shared file system "
+    "(tests/distributed/test_rank_map_dask.py runs the same call on a local cluster)",
 }
 # the first line of a block -> the code run before it: the names the README's text gives it
 PRELUDES = {
-    "trace = wb.profile_distributed(train_step_loop,":
-        "import workbench as wb\n"
-        "from tests.distributed.workloads import straggler_job as train_step_loop  # a module's function\n",
+    "trace = wb.profile_distributed(train_step_loop,": "import workbench as wb\n"
+    "from tests.distributed.workloads import straggler_job as train_step_loop  # a module's function\n",
 }
 
 DRIVER = """\
@@ -84,10 +83,20 @@ def test_the_readme_has_python_examples_and_every_exception_is_still_in_it() -> 
 def test_a_readme_example_runs_as_written(line: int, code: str, tmp_path: Path) -> None:
     pytest.importorskip("torch")
     prelude = next((p for first, p in PRELUDES.items() if code.startswith(first)), "")
-    env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE", WORKBENCH_HISTORY=str(tmp_path / "history.jsonl"),
-               PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-    done = subprocess.run([sys.executable, "-c", DRIVER, code, prelude, json.dumps(list(NOT_RUN))],
-                          cwd=_folder(tmp_path), env=env, capture_output=True, text=True, timeout=280)
+    env = dict(
+        os.environ,
+        OMP_WAIT_POLICY="PASSIVE",
+        WORKBENCH_HISTORY=str(tmp_path / "history.jsonl"),
+        PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", DRIVER, code, prelude, json.dumps(list(NOT_RUN))],
+        cwd=_folder(tmp_path),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )
     assert done.returncode == 0, f"the README's example at line {line} failed:\n{done.stderr[-4000:]}"
     skipped = json.loads(done.stdout.strip().splitlines()[-1])["skipped"]
     assert all(any(s.startswith(start) for start in NOT_RUN) for s in skipped), skipped
