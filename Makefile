@@ -10,7 +10,7 @@ REPORT_DIR ?= reports/demo
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.workbench-installed
 
-.PHONY: demo test setup browser clean bench
+.PHONY: demo test setup browser clean bench lint
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,11 @@ demo: $(STAMP)
 
 test: $(STAMP) browser
 	OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q
+
+# ruff, configured in pyproject.toml: the lint rules, and the formatting as a check (nothing rewritten)
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 bench: $(STAMP)
 	$(PY) benchmarks/profile_overhead.py

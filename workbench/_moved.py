@@ -2,6 +2,7 @@
 ``workbench.api.trace``, say) leaves a thin re-export at its old path that warns once, at import,
 naming the user's import line and the new path. A leaf (standard library only): every shim, of
 any layer, may use it."""
+
 from __future__ import annotations
 
 import warnings
@@ -24,15 +25,18 @@ def current_module(name: str) -> str:
     """The module path that holds what ``name`` held: ``name`` itself unless it moved."""
     for old, new in MOVED_MODULES.items():
         if name == old or name.startswith(old + "."):
-            return new + name[len(old):]
+            return new + name[len(old) :]
     return name
 
 
 def warn_moved(old: str, new: str, hint: str = "") -> None:
     """The DeprecationWarning of a shim module, called at its top level: it names the line that
     imported the old path (the import machinery's frames are skipped)."""
-    warnings.warn(f"{old} is deprecated: import from {new}{hint}; the old path goes in {REMOVED_IN}",
-                  DeprecationWarning, stacklevel=3)
+    warnings.warn(
+        f"{old} is deprecated: import from {new}{hint}; the old path goes in {REMOVED_IN}",
+        DeprecationWarning,
+        stacklevel=3,
+    )
 
 
 def current_spec(spec: str) -> str:

@@ -1,5 +1,6 @@
 """Deprecated: ``workbench.profiling`` moved to ``workbench.api.profiling`` (wb.profile). This thin re-export
 of the same objects warns once, at import, and goes in the next release."""
+
 from workbench._moved import warn_moved
 from workbench.api.profiling import *  # noqa: F401,F403
 from workbench.api.profiling import __all__  # noqa: F401

@@ -11,6 +11,7 @@
 The names below load lazily, as the package root's do: ``from workbench.api import Trace`` does not
 import torch (a trace recorded on a GPU box is analysed anywhere).
 """
+
 from __future__ import annotations
 
 import importlib

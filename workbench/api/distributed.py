@@ -20,9 +20,9 @@ from typing import Any, cast
 
 import pandas as pd
 
+from workbench.api.trace import Trace, load_trace
 from workbench.capture.distributed import Window, raise_if_no_trace, run_local, step
 from workbench.errors import TraceWarning
-from workbench.api.trace import Trace, load_trace
 
 __all__ = ["profile_distributed", "DistributedTrace", "step"]
 

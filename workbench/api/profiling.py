@@ -10,8 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 import workbench.capture.profile as capture_profile
-from workbench.devices.fingerprint import environment_fingerprint
 from workbench.api.run import ProfileRun
+from workbench.devices.fingerprint import environment_fingerprint
 from workbench.study.history import callable_source, record_profile
 
 __all__ = ["profile"]

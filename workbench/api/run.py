@@ -21,8 +21,8 @@ import pandas as pd
 
 from workbench import render
 from workbench.analysis.attribution import Attribution, attribution
-from workbench.capture.run import RunRecord
 from workbench.api.trace import Trace
+from workbench.capture.run import RunRecord
 from workbench.hypotheses import HypothesisList, diagnose
 from workbench.study.history import History
 from workbench.trace import TraceData

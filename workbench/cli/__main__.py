@@ -1,4 +1,5 @@
 """``python -m workbench.cli``: the ``workbench`` command."""
+
 import sys
 
 from workbench.cli import main

@@ -8,16 +8,16 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from workbench import render
 from workbench.analysis.attribution import Attribution
 from workbench.analysis.labels import unique_labels
 from workbench.analysis.result import AnalysisResult
-from workbench.errors import InvalidArgumentError, WorkbenchError
+from workbench.api.rank_folder import connect
 from workbench.api.trace import Trace, load_trace
+from workbench.errors import InvalidArgumentError, WorkbenchError
+from workbench.hypotheses import Hypothesis, HypothesisList
 from workbench.trace.fidelity import NotAvailableError
 from workbench.units import format_table
-from workbench.api.rank_folder import connect
-from workbench import render
-from workbench.hypotheses import Hypothesis, HypothesisList
 
 if TYPE_CHECKING:
     from distributed import Client

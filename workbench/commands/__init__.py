@@ -1,6 +1,7 @@
 """Deprecated: the subcommands moved to ``workbench.cli`` (``workbench.cli.analyze``, ...). This
 package warns once, at import, gives each old subcommand module by attribute
 (``from workbench.commands import analyze``), and goes in the next release."""
+
 from __future__ import annotations
 
 import importlib
