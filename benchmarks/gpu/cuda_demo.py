@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from workbench import demo
-from workbench.demo import workload  # noqa: F401 - the report's workload
+from workbench.workloads import demo
+from workbench.workloads.demo import workload  # noqa: F401 - the report's workload
 
 __all__ = ["make_inputs", "workload"]
 

@@ -806,7 +806,7 @@ def sec_critical_path(sec: Section) -> None:
     sec.result["workbench_api"] = {
         "Trace.critical_path": "present" if has_cp else "not built yet: Trace.critical_path missing",
         "Trace.what_if": "present" if has_what_if else "not built yet: Trace.what_if missing"}
-    sec.step("workbench.facade imported; Trace.critical_path looked up")
+    sec.step("workbench imported; Trace.critical_path looked up")
     sec.gate("a training step's model moved to 'cuda'")
     problems = []
     step = _train_step()
