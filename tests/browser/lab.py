@@ -51,7 +51,7 @@ LIVE_CELLS = [
 def _training_cells() -> list[str]:
     """A GPT-style training step written the ordinary way (tests/magics/test_training_notebook.py's), profiled
     as ``loss = step()``, then a foreach=True rewrite and a doubled loss as ``%%gpuvariant`` cells."""
-    from tests.magics.test_training_notebook import FAST, PROFILE, SETUP, VARIANTS
+    from tests.magics.training_cells import FAST, PROFILE, SETUP, VARIANTS
 
     return [SETUP, PROFILE, VARIANTS, f"%%gpuvariant foreach {FAST}\nloss = step_foreach()",
             f"%%gpuvariant doubled {FAST}\nloss = step_foreach() * 2"]

@@ -126,7 +126,8 @@ def test_profile_variant_panel_then_alive_in_jupyterlab(browser, lab):
         assert "Problem" in variant and "Evidence" in variant        # the decision record, in full
         box = page.locator(".jp-OutputArea .widget-checkbox", has_text="one_pass")
         assert box.locator("input").is_checked()                     # suggested: checked
-        assert not page.locator(".jp-OutputArea .widget-checkbox", has_text="also_slow").locator("input").is_checked()
+        # the user's own variants start checked too (issue 22: not only the suggested ones)
+        assert page.locator(".jp-OutputArea .widget-checkbox", has_text="also_slow").locator("input").is_checked()
         page.get_by_role("button", name="Run selected").click()
         page.wait_for_function("() => [...document.querySelectorAll('.jp-OutputArea .widget-html')]"
                                ".some(e => /done: winner one_pass/.test(e.textContent))", timeout=120000, polling=500)
