@@ -24,6 +24,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "load_run": ("workbench.api.run", "load_run"),
     "load_trace": ("workbench.api.trace", "load_trace"),
     "diff": ("workbench.api.trace", "diff"),
+    "load_memory_snapshot": ("workbench.api.trace", "load_memory_snapshot"),
     "Trace": ("workbench.api.trace", "Trace"),
     "Measurement": ("workbench.measurement", "Measurement"),
     "render": ("workbench.render", None),

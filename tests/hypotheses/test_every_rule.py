@@ -324,7 +324,56 @@ CASES: dict[str, Case] = {
     "faster_than_roofline": Case(lambda: mm_run(0.45 * MM_ROOF_MS, MEASURED_CPU), lambda: mm_run(0.55 * MM_ROOF_MS, MEASURED_CPU),
                                  "per_call_over_roof", "measured_margin"),
     "launch_delay_outliers": Case(lambda: _late_launches(5), lambda: _late_launches(2), "delayed_launches", "min_outliers"),
+    # memory footprint (stakes in bytes; time_at_stake_ms is 0)
+    "memory_leak_across_steps": Case(lambda: _leak(128 << 10), lambda: _leak(48 << 10),
+                                     "growth_per_step_bytes", "min_growth_bytes"),
+    "temporary_at_peak": Case(lambda: _temporary(1 << 20), lambda: _temporary(200 << 10), "bytes_at_stake", "min_bytes"),
+    "activations_dominate_peak": Case(lambda: _activations(3 << 20, 1 << 20), lambda: _activations(1 << 20, 3 << 19),
+                                      "activation_share_of_peak", "min_share"),
+    "allocator_fragmentation": Case(lambda: _reserved_over_allocated(4 << 30), lambda: _reserved_over_allocated(2662 << 20),
+                                    "reserved_over_allocated", "min_ratio"),
 }
+
+
+def _memory(ts, nbytes, addr, device_type=0, reserved=None) -> pd.DataFrame:
+    n = len(ts)
+    return frame("memory", {"rank": [0] * n, "tid": ["1"] * n, "ts_us": np.asarray(ts, float), "bytes": nbytes,
+                            "total_allocated": np.cumsum(nbytes), "addr": addr, "device_type": [device_type] * n,
+                            "device_id": [0 if device_type else -1] * n,
+                            "total_reserved": reserved if reserved is not None else [0] * n})
+
+
+def _leak(kept: int) -> TraceFacts:
+    """Five 100 µs steps, each allocating a temporary (freed) and ``kept`` bytes never freed."""
+    ts, nbytes, addr = [], [], []
+    for i in range(5):
+        t = 100.0 * i
+        ts += [t + 10, t + 20, t + 30]
+        nbytes += [4096, kept, -4096]
+        addr += [1000, 2000 + i, 1000]
+    return TraceFacts(None, memory=_memory(ts, nbytes, addr), annotations=step_annotations([100.0] * 5),
+                      cpu_ops=cpu_ops(["aten::mul"] * 5, [90.0] * 5, 10.0))
+
+
+def _temporary(size: int) -> TraceFacts:
+    """x * 2 then + 1, out of place: the add's output makes the peak and the mul's output dies right after."""
+    ops = cpu_ops(["aten::mul", "aten::add"], [10.0, 10.0], 10.0)
+    return TraceFacts(None, cpu_ops=ops, memory=_memory([5.0, 25.0, 32.0, 50.0], [size, size, -size, -size],
+                                                        [1, 2, 1, 2]))
+
+
+def _activations(act: int, grad: int) -> TraceFacts:
+    """A forward op (recorded by autograd) keeps ``act`` bytes until backward, where ``grad`` bytes are made."""
+    ops = frame("cpu_ops", {"rank": [0, 0], "tid": ["1", "1"], "ts_us": [0.0, 50.0], "dur_us": [10.0, 10.0],
+                            "end_us": [10.0, 60.0], "depth": [0, 0], "sequence_number": [1, -1],
+                            "name": ["aten::linear", "autograd::engine::evaluate_function: AddmmBackward0"]})
+    return TraceFacts(None, cpu_ops=ops, memory=_memory([5.0, 52.0, 55.0], [act, grad, -act], [1, 2, 1]))
+
+
+def _reserved_over_allocated(reserved: int) -> TraceFacts:
+    """2 GiB allocated on a GPU, ``reserved`` bytes reserved at the peak."""
+    return TraceFacts(None, memory=_memory([1.0, 2.0], [1 << 30, 1 << 30], [1, 2], device_type=1,
+                                           reserved=[reserved, reserved]))
 
 
 # quiet cases that differ from the firing one in kind (no named threshold to move them across)
@@ -371,7 +420,10 @@ def test_rule_fires_with_evidence_over_its_threshold(name):
     e = ev[case.metric]
     assert e.threshold == pytest.approx(rule.thresholds[case.threshold])
     assert crosses(e.value, e.threshold, e.comparison), e.describe()
-    assert 0 < h.time_at_stake_ms <= measured_ms(f) + 1e-9
+    if rule.category == "memory_footprint":   # a memory rule stakes bytes, not time
+        assert h.time_at_stake_ms == 0 and ev["bytes_at_stake"].value > 0
+    else:
+        assert 0 < h.time_at_stake_ms <= measured_ms(f) + 1e-9
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

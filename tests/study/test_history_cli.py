@@ -24,13 +24,13 @@ def _eight(path, source="x = f(y)", notebook=None):
     return h
 
 
-def test_record_run_writes_beside_the_notebook_or_in_dot_workbench_here(tmp_path, monkeypatch, no_env):
+def test_record_run_writes_beside_the_notebook_or_here(tmp_path, monkeypatch, no_env):
     monkeypatch.chdir(tmp_path)
-    assert default_history_path() == tmp_path / ".workbench" / "history.jsonl"
+    assert default_history_path() == tmp_path / NOTEBOOK_FILE          # the one default: what %%gpuprofile writes
     nb = tmp_path / "nbs" / "analysis.ipynb"
     assert default_history_path(str(nb)) == (tmp_path / "nbs" / NOTEBOOK_FILE)
     plain = record_run(recorded_run("cell", 2.0), source="a = 1")
-    assert (tmp_path / ".workbench" / "history.jsonl").is_file() and len(plain.entries) == 1
+    assert (tmp_path / NOTEBOOK_FILE).is_file() and len(plain.entries) == 1
     beside = record_run(recorded_run("cell", 2.0), source="a = 1", notebook=str(nb))
     assert (tmp_path / "nbs" / NOTEBOOK_FILE).is_file() and beside.entries[0].notebook == "analysis.ipynb"
     assert beside.key != plain.key                           # the notebook is part of the key

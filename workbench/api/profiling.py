@@ -20,7 +20,7 @@ __all__ = ["profile"]
 def profile(fn: Callable[..., Any], *args: Any, warmup: int = 3, repeat: int = 20, trace: bool = True,
             name: str | None = None, threads: int | None = None, grad_enabled: bool | None = None,
             device: str = "auto", trace_repeat: int | None = None, expected_calls: int | None = None,
-            history: bool = True, **kwargs: Any) -> ProfileRun:
+            history: bool = True, memory: bool = False, **kwargs: Any) -> ProfileRun:
     """Profile ``fn(*args, **kwargs)``: a cold call, ``warmup`` calls, ``repeat`` clean timed calls,
     then (``trace=True``) a separate traced pass.
 
@@ -37,7 +37,9 @@ def profile(fn: Callable[..., Any], *args: Any, warmup: int = 3, repeat: int = 2
         trace_repeat: calls in the traced pass (None: 3 to 20, enough to cover 50 ms).
         expected_calls: how many calls you expect to make; one-time costs are ranked spread over them.
         history: append the run to the callable's history (``run.history``: entries and change points;
-            ``.workbench/history.jsonl`` in the current folder, or ``WORKBENCH_HISTORY``).
+            ``workbench-history.jsonl`` in the current folder, or ``WORKBENCH_HISTORY``).
+        memory: record memory in the traced pass (named tensors; on CUDA the allocator's history and
+            snapshot) and what recording it cost: ``run.memory`` (its timeline, peak, growth).
         **kwargs: keyword arguments for ``fn``.
 
     Returns:
@@ -49,7 +51,7 @@ def profile(fn: Callable[..., Any], *args: Any, warmup: int = 3, repeat: int = 2
     run = capture_profile.profile(
         fn, *args, warmup=warmup, repeat=repeat, trace=trace, name=name, threads=threads,
         grad_enabled=grad_enabled, device=device, trace_repeat=trace_repeat, expected_calls=expected_calls,
-        record_type=ProfileRun, environment=environment_fingerprint(), **kwargs)
+        memory=memory, record_type=ProfileRun, environment=environment_fingerprint(), **kwargs)
     if history:     # the callable's history (study.history.record_profile); never fails the profile
         run.history = record_profile(run, callable_source(fn))
     return run

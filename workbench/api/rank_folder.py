@@ -324,6 +324,18 @@ class RankFolder:
     copies = property(lambda self: self.full().copies, doc="Every rank's memcpy/memset rows (on demand).")
     streams = property(lambda self: self.full().streams, doc="Every rank's streams (read on demand).")
 
+    def memory_timeline(self):
+        """Allocated bytes over time per (rank, device): every rank's allocator events are read here first."""
+        return self.full().memory_timeline()
+
+    def memory_peak(self, **options):
+        """The peak per (rank, device) and the blocks live at it (every rank's events read here first)."""
+        return self.full().memory_peak(**options)
+
+    def memory_growth(self):
+        """Allocated bytes across ``ProfilerStep#`` spans, per rank (every rank's events read here first)."""
+        return self.full().memory_growth()
+
     def save_charts(self, folder: str | os.PathLike[str], *, formats: str | Sequence[str] = ("svg",),
                     scale: float = 1.0) -> list[Path]:
         """The charts need the tables: every rank's are read into this process first."""

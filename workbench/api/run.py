@@ -48,6 +48,9 @@ class ProfileRun(RunRecord):
         super().__init__(*args, **fields)
         if self.trace is not None and not isinstance(self.trace, Trace):
             object.__setattr__(self, "trace", Trace.of(self.trace))   # the facade over the same tables
+        from workbench.api.memory import RunMemory
+
+        object.__setattr__(self, "memory", RunMemory(dict(self.memory), self.trace))   # + the memory analyses
         self.history = history
 
     @classmethod

@@ -31,6 +31,8 @@ from workbench.hypotheses import Diagnosis, Hypothesis, diagnose
 from workbench.trace import TraceData, read_trace
 from workbench.trace.fidelity import require
 from workbench.analysis.diff import TraceDiff
+import workbench.analysis.memory as memory_analysis
+from workbench.analysis.memory import MemoryGrowth, MemoryPeak, MemoryTimeline
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -94,6 +96,15 @@ def load_trace(source: TraceSource, *, hta_compat: bool = False, round_ns: bool 
         return mapped
     return Trace.of(read_trace(source, hta_compat=hta_compat, round_ns=round_ns, drop_last_step=drop_last_step,
                                cache=cache, decode_workers=workers))
+
+
+def load_memory_snapshot(path: str | os.PathLike[str]) -> Trace:
+    """A ``torch.cuda.memory._snapshot()`` pickle as a Trace whose ``memory`` table holds the allocator's
+    history (``trace.memory_timeline()``, ``trace.memory_peak()``). Read with a restricted unpickler: no code
+    from the pickle runs; a pickle naming anything but plain data raises ``SnapshotError``."""
+    from workbench.trace.memory_snapshot import snapshot_trace
+
+    return Trace.of(snapshot_trace(path))
 
 
 class Trace(TraceData):
@@ -340,6 +351,46 @@ class Trace(TraceData):
             ``.paths``, {rank: CriticalPath}; ``.notes``.
         """
         return analysis.collective_waits(self, annotation, instance, semantics)
+
+    # --- memory (workbench.analysis.memory) ------------------------------------------------
+    def memory_timeline(self) -> MemoryTimeline:
+        """Allocated (and reserved) bytes over time per device, from the trace's allocator events.
+
+        Args:
+            (none): every device and rank of the trace.
+
+        Returns:
+            MemoryTimeline: per device, the allocated (and reserved) bytes at each event; the recorded totals where
+            the trace has them (the peak is then exactly the largest ``Total Allocated``), else running sums.
+        """
+        return memory_analysis.memory_timeline(self)
+
+    def memory_peak(self, *, roles: object = None, user_paths: Sequence[str] | None = None) -> MemoryPeak:
+        """The peak per device and the blocks live at it.
+
+        Args:
+            roles: the tensors a run's capture named (parameters, gradients, optimizer state), as a frame or a list
+                of records; None: categories from the op context only.
+            user_paths: source files counted as the user's code for the source-line attribution.
+
+        Returns:
+            MemoryPeak: per device the peak, when it happens and the live blocks, each with the op, ``nn.Module``
+            and source line that allocated it, its size, lifetime and category (``.top()``, ``.category_bytes()``,
+            ``.notes``).
+        """
+        frame = memory_analysis.roles_frame(roles) if isinstance(roles, (list, tuple)) else roles
+        return memory_analysis.memory_peak(self, roles=frame, user_paths=user_paths)
+
+    def memory_growth(self) -> MemoryGrowth:
+        """Allocated bytes across ``ProfilerStep#`` spans: what each step kept.
+
+        Args:
+            (none): every ``ProfilerStep#`` span of the trace.
+
+        Returns:
+            MemoryGrowth: per step the bytes allocated at its end against its start (a leak grows every step).
+        """
+        return memory_analysis.memory_growth(self)
 
     # --- diagnosis (workbench.hypotheses) -------------------------------------------------
     def hypotheses(self, rules: Iterable[str] | None = None) -> list[Hypothesis]:

@@ -48,11 +48,25 @@ def save_bundle(record: dict[str, Any], trace_path: str | None, path: str | Path
         if source.resolve() != target.resolve():
             shutil.copyfile(source, target)
     record["trace_path"] = TRACE_FILE_NAME if has_trace else None
+    record["memory"] = _save_snapshot(dict(record.get("memory") or {}), folder)
     env = record.pop("environment")
     _write_json(folder / ENVIRONMENT_FILE, env)
     _write_json(folder / RUN_FILE, {"format": BUNDLE_FORMAT, "format_version": BUNDLE_FORMAT_VERSION,
                                     "run": record})
     return folder
+
+
+def _save_snapshot(memory: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """Copy the run's CUDA allocator snapshot (``memory=True``) into the bundle, named relative to it."""
+    source = memory.get("snapshot_path")
+    if not isinstance(source, str) or not Path(source).exists():
+        return memory
+    from workbench.capture.memory_capture import SNAPSHOT_FILE_NAME
+
+    target = folder / SNAPSHOT_FILE_NAME
+    if Path(source).resolve() != target.resolve():
+        shutil.copyfile(source, target)
+    return {**memory, "snapshot_path": SNAPSHOT_FILE_NAME}
 
 
 def _write_json(path: Path, data: Any) -> None:
@@ -92,6 +106,10 @@ def read_bundle(path: str | Path) -> BundleContents:
         record["trace_path"] = str(trace_file)
         trace, note = load_trace(trace_file, strict=True)
     record["trace_note"] = note
+    memory = record.get("memory")
+    if isinstance(memory, dict) and isinstance(memory.get("snapshot_path"), str):   # memory=True on CUDA
+        snapshot = _inside(folder, memory["snapshot_path"], "memory snapshot")
+        record["memory"] = {**memory, "snapshot_path": str(snapshot) if snapshot.exists() else None}
     return BundleContents(folder=folder, record=record, trace=trace)
 
 

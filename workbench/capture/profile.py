@@ -123,7 +123,7 @@ def _memory_stats(torch: ModuleType, cuda: bool) -> dict[str, Any]:
 
 def _measure(torch: ModuleType, call: Callable[[], Any], cuda: bool, warmup: int, repeat: int,
              folder: Path | None, threads: int | None, grad_enabled: bool | None,
-             trace_repeat: int | None = None) -> _Outcome:
+             trace_repeat: int | None = None, memory_inputs: tuple[Any, ...] | None = None) -> _Outcome:
     __tracebackhide__ = True
     trace_path: Path | None = None
     traced: list[float] = []
@@ -150,7 +150,11 @@ def _measure(torch: ModuleType, call: Callable[[], Any], cuda: bool, warmup: int
                 trace_repeat = auto_trace_repeat(statistics.median(samples))
             with captured_native_stderr() as held, ProfilerStartWatch(refuse=True):
                 warm_note = warm_up_profiler(torch, cuda)
-                traced, trace_path, traced_wait, attempts = _traced_passes(torch, call, cuda, folder, trace_repeat)
+                if memory_inputs is None:
+                    traced, trace_path, traced_wait, attempts = _traced_passes(torch, call, cuda, folder, trace_repeat)
+                else:   # memory=True: named tensors and (CUDA) the allocator's history around the traced pass
+                    traced, trace_path, traced_wait, attempts = _memory_traced_pass(
+                        torch, call, cuda, folder, trace_repeat, memory_inputs, memory)
             native = held.text
     faults = (None if faults_before is None or faults_after is None
               else max(0, faults_after - faults_before) / max(1, repeat))
@@ -183,6 +187,38 @@ def _traced_passes(torch: ModuleType, call: Callable[[], Any], cuda: bool, folde
     return best[1], best[2], (best[0] if share is not None else None), attempt
 
 
+def _memory_traced_pass(torch: ModuleType, call: Callable[[], Any], cuda: bool, folder: Path, trace_repeat: int,
+                        inputs: tuple[Any, ...], memory: dict[str, Any]) -> tuple[list[float], Path, float | None, int]:
+    """The traced pass of ``memory=True``: one pass with allocator events, the call's named tensors and (CUDA)
+    the allocator's history; then the same calls under the profiler without allocator events, timed only,
+    so that ``memory["recording_overhead"]`` says what recording memory cost the traced pass."""
+    __tracebackhide__ = True
+    from workbench.capture.memory_capture import CudaHistory, TensorRoles
+
+    folder.mkdir(parents=True, exist_ok=True)
+    history = CudaHistory(torch, folder) if cuda else None
+    with TensorRoles(torch, inputs) as roles:
+        if history is not None:
+            with history, ProfilerSession(torch, cuda, folder) as session:
+                traced, share = _timed_with_waits(call, trace_repeat, torch, cuda, session.step)
+        else:
+            with ProfilerSession(torch, cuda, folder) as session:
+                traced, share = _timed_with_waits(call, trace_repeat, torch, cuda, session.step)
+    with ProfilerSession(torch, cuda, folder / "no-memory", profile_memory=False, export=False) as plain:
+        untraced, _ = _timed_with_waits(call, trace_repeat, torch, cuda, plain.step)
+    with_ms, without_ms = statistics.median(traced), statistics.median(untraced)
+    memory["recorded"] = True
+    memory["roles"] = roles.records()
+    memory["traced_median_ms"] = with_ms
+    memory["traced_without_memory_median_ms"] = without_ms
+    memory["recording_overhead"] = with_ms / without_ms if without_ms > 0 else None
+    if history is not None:
+        memory["snapshot_path"] = str(history.path) if history.saved else None
+        if history.note:
+            memory["snapshot_note"] = history.note
+    return traced, session.trace_path, share, 1
+
+
 def _timed_with_waits(call: Callable[[], Any], repeat: int, torch: ModuleType, cuda: bool,
                       annotate: Annotate | None = None) -> tuple[list[float], float | None]:
     """Samples (CPU: the run-queue wait taken out of each) and the share of the wall time the
@@ -210,7 +246,7 @@ def _default_name(fn: Any) -> str:
 def profile(fn: Callable[..., Any], *args: Any, warmup: int = 3, repeat: int = 20,
             trace: bool = True, name: str | None = None, threads: int | None = None,
             grad_enabled: bool | None = None, device: str = "auto",
-            trace_repeat: int | None = None, expected_calls: int | None = None,
+            trace_repeat: int | None = None, expected_calls: int | None = None, memory: bool = False,
             record_type: type[RecordT] = RunRecord,  # type: ignore[assignment]
             environment: Mapping[str, Any] | None = None, **kwargs: Any) -> RecordT:
     """Profile ``fn(*args, **kwargs)``: cold call, ``warmup`` calls, ``repeat`` clean timed calls,
@@ -218,6 +254,13 @@ def profile(fn: Callable[..., Any], *args: Any, warmup: int = 3, repeat: int = 2
     few, enough to cover ``TRACE_TARGET_MS`` of clean time, 3 to 20). ``expected_calls``: how many
     calls you expect to make; one-time costs (cold start) are ranked by what they cost spread over
     them (default ``workbench.hypotheses.run_facts.ONE_TIME_COST_CALLS``).
+
+    ``memory=True`` records memory in the traced pass (``workbench.capture.memory_capture``): the profiler's
+    allocator events (``profile_memory=True``, as every traced pass has), the tensors the call's modules,
+    optimizers and arguments hold (``run.memory["roles"]``), on CUDA the allocator's history and its
+    snapshot (``run.memory["snapshot_path"]``); and times the same calls traced without allocator events,
+    so that ``run.memory["recording_overhead"]`` says what recording memory cost the traced pass. The clean
+    timed repeats never run under any of it.
 
     ``run.timing`` is the clean timing (no profiler running); ``run.traced_timing`` the traced
     calls; ``run.profiler_overhead`` their ratio; ``run.health`` the measurement's health check.
@@ -234,6 +277,10 @@ def profile(fn: Callable[..., Any], *args: Any, warmup: int = 3, repeat: int = 2
     """
     __tracebackhide__ = True
     validate_options(fn, warmup, repeat, threads, device, trace_repeat)
+    if not isinstance(memory, bool):
+        raise InvalidArgumentError(f"memory must be True or False; got {memory!r}")
+    if memory and not trace:
+        raise InvalidArgumentError("memory=True records allocations in the traced pass: it needs trace=True")
     if expected_calls is not None:
         _check_count("expected_calls", expected_calls, 1)
     import torch
@@ -242,7 +289,8 @@ def profile(fn: Callable[..., Any], *args: Any, warmup: int = 3, repeat: int = 2
     folder = Path(tempfile.mkdtemp(prefix="workbench-run-")) if trace else None
     try:
         outcome = _measure(torch, _bind(fn, args, kwargs), cuda, warmup, repeat, folder,
-                           threads, grad_enabled, trace_repeat)
+                           threads, grad_enabled, trace_repeat,
+                           memory_inputs=(tuple(args) + tuple(kwargs.values())) if memory else None)
     except BaseException:
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)

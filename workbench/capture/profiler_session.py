@@ -86,8 +86,11 @@ class ProfilerSession:
     The profiler is stopped on every exit path; the trace is exported only on success.
     """
 
-    def __init__(self, torch: ModuleType, cuda: bool, folder: Path, record_stack: bool | None = None) -> None:
+    def __init__(self, torch: ModuleType, cuda: bool, folder: Path, record_stack: bool | None = None,
+                 profile_memory: bool = True, export: bool = True) -> None:
         self._torch = torch
+        self._profile_memory = bool(profile_memory)   # False: a comparison pass without allocator events
+        self._export = bool(export)
         self._cuda = cuda
         self.trace_path = Path(folder) / TRACE_FILE_NAME
         self._prof: TorchProfiler | None = None
@@ -102,7 +105,7 @@ class ProfilerSession:
     def _profiler(self, with_stack: bool) -> TorchProfiler:
         return self._torch.profiler.profile(
             activities=activities(self._torch, self._cuda), record_shapes=True,
-            profile_memory=True, with_stack=with_stack, with_modules=with_stack)
+            profile_memory=self._profile_memory, with_stack=with_stack, with_modules=with_stack)
 
     def __enter__(self) -> "ProfilerSession":
         prof = self._profiler(self._record_stack)
@@ -135,5 +138,5 @@ class ProfilerSession:
         finally:
             with _quiet_native_stderr():
                 prof.__exit__(exc_type, exc, tb)
-        if exc_type is None:
+        if exc_type is None and self._export:
             prof.export_chrome_trace(str(self.trace_path))

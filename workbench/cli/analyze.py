@@ -67,6 +67,10 @@ def register(subparsers: Any) -> None:
                    help="also print the critical path of one step (HTA's dependency model): its length, what it is "
                         "bound by and its longest edges; ANNOTATION is the range to follow (default ProfilerStep; "
                         "'' for the whole trace), --step the instance")
+    p.add_argument("--memory", action="store_true",
+                   help="also print memory: the peak per device (the recorded totals where the trace has them), the "
+                        "largest blocks live at it with their op, module and source line, the category split, growth "
+                        "across steps and the memory hypotheses; with --charts, the memory chart too")
     p.add_argument("--step", type=int, default=0, metavar="N",
                    help="with --critical-path: which instance of the annotation (default 0, the first)")
     p.set_defaults(handler=run)
@@ -105,9 +109,32 @@ def _run(args: argparse.Namespace, client: Client | None) -> int:
     if getattr(args, "critical_path", None) is not None and not args.json:
         print(_critical_path_text(trace, args.critical_path, args.step, args.rank, args.top,
                                   "hta" if args.hta_compat else "workbench"))
+    if getattr(args, "memory", False):
+        _memory_out(trace, args)
     if args.charts:
         _write_charts(trace, args.charts, args.chart_format, quiet=args.json)
     return 0
+
+
+def _memory_out(trace: Trace | RankFolder, args: argparse.Namespace) -> None:
+    """``--memory``: the memory section (``workbench.render.memory``); its chart into --charts."""
+    import workbench.render.memory as memory_render
+
+    subject = trace.full() if hasattr(trace, "full") else trace
+    if args.json:
+        peak = subject.memory_peak()
+        print(json.dumps({"memory_peak": {"devices": peak.devices.to_dict("records"), "notes": list(peak.notes),
+                                          "categories": peak.category_bytes()}}, default=str))
+    else:
+        print("\n".join(["", *(memory_render.text_lines(subject) or ["Memory: the trace has no memory events"])]))
+    if args.charts:
+        from pathlib import Path
+
+        from workbench.charts.memory import memory_chart
+        from workbench.charts.offline import page_html
+
+        Path(args.charts).mkdir(parents=True, exist_ok=True)
+        (Path(args.charts) / "memory.html").write_text(page_html([memory_chart(subject)], title="memory"))
 
 
 def _critical_path_result(trace: Trace | RankFolder, annotation: str, step: int, rank: int | None,

@@ -3,6 +3,7 @@ and change points, and write its trend chart (an offline HTML page, or .svg / .p
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -12,14 +13,15 @@ DESCRIPTION = """\
 Read a per-cell history (written by %%gpuprofile and wb.profile: one entry per run, keyed by the
 cell's source hash, the environment fingerprint and the notebook) and print it.
 
-Without --key: every key in the file, with its number of runs, the last run's name and its change
-points; a file with one key shows that key's runs too. With --key (a key or a unique prefix of one):
+Without --key: every key in the file, shown by the cell's first line (the callable's for wb.profile),
+with its number of runs and its change points; a file with one key shows that key's runs too. With --key (a key or a unique prefix of one):
 that cell's runs (time, median, IQR) and its change points (where a significant shift begins, by a
 step fit with a noise model), and a trend chart with the changes marked.
 
 PATH: a history file, a notebook (the history beside it), or a folder holding
-workbench-history.jsonl or .workbench/history.jsonl; default: $WORKBENCH_HISTORY, else
-.workbench/history.jsonl here.
+workbench-history.jsonl; default: $WORKBENCH_HISTORY, else workbench-history.jsonl here: the file
+%%gpuprofile writes beside the notebook (and wb.profile in the current folder). A history written
+by an older workbench to .workbench/history.jsonl is still read where no workbench-history.jsonl is.
 """
 
 EPILOG = """\
@@ -45,18 +47,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def resolve_path(path: str | None) -> Path:
-    """The history file PATH names (a file, or a folder holding one), or the default one."""
-    from workbench.study.history import DEFAULT_FILE, DEFAULT_FOLDER, NOTEBOOK_FILE, default_history_path
+    """The history file PATH names (a file, a notebook, or a folder holding one), or the default one
+    (``default_history_path()``: workbench-history.jsonl here, what %%gpuprofile writes)."""
+    from workbench.study.history import LEGACY_FILE, LEGACY_FOLDER, NOTEBOOK_FILE, default_history_path
+    from workbench.study.records import check_regular
 
     if path is None:
         found = default_history_path()
+        legacy = Path.cwd() / LEGACY_FOLDER / LEGACY_FILE
+        if not found.exists() and legacy.is_file():
+            found = legacy                          # written by an older workbench
     elif path.endswith(".ipynb"):
         found = default_history_path(path)          # the history beside that notebook
     else:
         found = Path(path)
         if found.is_dir():
-            candidates = [found / NOTEBOOK_FILE, found / DEFAULT_FOLDER / DEFAULT_FILE, found / DEFAULT_FILE]
+            candidates = [found / NOTEBOOK_FILE, found / LEGACY_FOLDER / LEGACY_FILE, found / LEGACY_FILE]
             found = next((c for c in candidates if c.is_file()), candidates[0])
+    if os.path.lexists(found):
+        check_regular(found, "history file")        # a FIFO, device or folder: said, never opened
     if not found.is_file():
         raise InvalidArgumentError(f"no history file at {str(found)!r}: profile a cell with %%gpuprofile (or a "
                                    f"callable with wb.profile) first, or pass the path of a history file")
@@ -88,10 +97,10 @@ def run(args: argparse.Namespace) -> int:
         keys = history_keys(path)
         if args.key is None and len(keys) != 1:
             print(f"{path}: {len(keys)} key(s)")
-            for key, n, name in keys:
+            for key, n, label in keys:
                 h = load_history(path, key)
                 changes = ", ".join(str(i) for i in h.change_points) or "none"
-                print(f"  {key}  {n} run(s)  {name or '—'}  change points: {changes}")
+                print(f"  {label or '(no first line recorded)'}\n      key {key}  {n} run(s)  change points: {changes}")
             if keys:
                 print("show one with --key KEY (a unique prefix is enough)")
             history = None

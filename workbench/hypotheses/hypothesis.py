@@ -16,6 +16,8 @@ CATEGORIES: tuple[str, ...] = (
     "launch_overhead", "host_bound", "memory_bound", "compute_bound", "host_sync", "transfer",
     "allocation_churn", "graph_break", "recompilation", "cold_start", "precision",
     "communication", "load_imbalance", "measurement",
+    # memory, not time: the peak and what holds it (stakes in bytes, in the evidence; time_at_stake_ms 0)
+    "memory_footprint",
 )
 CONFIDENCES: tuple[str, ...] = ("high", "medium", "low")
 # the evidence metric of a measurement caveat saying the timing cannot be judged at all (no interval of

@@ -53,6 +53,8 @@ def _check_options(opts: argparse.Namespace) -> None:
         raise UsageError(f"--trace-repeat must be >= 1 (traced calls); got {opts.trace_repeat}")
     if opts.threads is not None and opts.threads < 1:
         raise UsageError(f"-t/--threads must be >= 1; got {opts.threads}")
+    if getattr(opts, "memory", False) and opts.no_trace:
+        raise UsageError("--memory records allocations in the traced pass: it cannot go with -T/--no-trace")
     if opts.output is not None and not opts.output.isidentifier():
         raise UsageError(f"-o needs a Python variable name to bind the run to; got {opts.output!r}")
 
@@ -120,7 +122,8 @@ def _profile_cell(runner: CellCallable, opts: argparse.Namespace, trace: bool = 
         return profile(runner, warmup=opts.warmup, repeat=opts.repeat, trace=trace and not opts.no_trace,
                        name=opts.name or runner.__name__, threads=opts.threads,
                        grad_enabled=False if opts.no_grad else None,
-                       trace_repeat=opts.trace_repeat,
+                       trace_repeat=opts.trace_repeat, memory=bool(getattr(opts, "memory", False)) and trace
+                       and not opts.no_trace,
                        history=False)       # the magic records the cell's own source (record_history)
     except SystemExit as exc:
         raise ProfileError(
@@ -169,6 +172,9 @@ class GpuProfileMagics(Magics):
                    "a few, 3 to 20, enough to cover 50 ms of clean time)")
     @argument("-T", "--no-trace", action="store_true",
               help="no torch.profiler session: timing only, without profiler overhead")
+    @argument("--memory", action="store_true",
+              help="record memory in the traced pass (allocations with their op, module and line; on CUDA the "
+                   "allocator's history and snapshot): run.memory, and what recording it cost")
     @argument("-n", "--name", default=None, help="the run's name (default: cell[<n>])")
     @argument("-o", "--output", default=None, metavar="VAR",
               help="bind the ProfileRun to this variable (the last run is always _gpuprofile)")
@@ -179,7 +185,7 @@ class GpuProfileMagics(Magics):
     @argument("-q", "--quiet", action="store_true", help="keep the run but do not display it")
     @argument("--no-history", action="store_true",
               help="do not append this run to the cell's history (workbench-history.jsonl beside the "
-                   "notebook, .workbench/history.jsonl in the current folder otherwise)")
+                   "notebook, in the current folder otherwise; `workbench history` reads it)")
     @argument("--explain", action="store_true",
               help="line form only (%%gpuprofile --explain f(x)): after profiling, run "
                    "torch._dynamo.explain on the call (graph count, graph breaks and their reasons); "

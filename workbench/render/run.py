@@ -264,6 +264,15 @@ def attribution_html(run: ProfileRun) -> str:
     return _section(run_attribution.TITLE, body) if body else ""
 
 
+def memory_html(run: ProfileRun, *, charts: bool = True) -> str:
+    """The memory section (``workbench.render.memory``) of a run profiled with ``memory=True``; "" otherwise."""
+    if not getattr(run.memory, "recorded", False) or run.trace is None:
+        return ""
+    import workbench.render.memory as memory_render
+
+    return memory_render.html(run, chart=charts)
+
+
 def charts_html(run: ProfileRun) -> str:
     """Timing, breakdown, roofline and timeline charts, drawn offline (``workbench.charts``)."""
     try:
@@ -279,7 +288,7 @@ def html(run: ProfileRun, *, charts: bool = True) -> str:
     return (f"<div class='workbench-run'><h3>{html_text(run.name)} — {html_text(run.device)}</h3>"
             + timing_html(run) + compile_html(run) + ops_html(run) + kernels_html(run)
             + _section("Hypotheses (ranked)", hypotheses_html(run, CARD_HYPOTHESES))
-            + attribution_html(run) + history_html(run, charts=charts) + (charts_html(run) if charts else "")
+            + attribution_html(run) + memory_html(run, charts=charts) + history_html(run, charts=charts) + (charts_html(run) if charts else "")
             + f"<p style='font-size:smaller'>settings: {html_text(settings)}; profiler warm-up: "
             f"{html_text(run.profiler_warmup)}; recorded {html_text(run.created_at)}</p></div>")
 
@@ -326,6 +335,10 @@ def text(run: ProfileRun, *, top: int = CARD_TOP_ROWS) -> str:
     attribution = run_attribution.text_lines(run)
     if attribution:
         lines += ["", *attribution]
+    if getattr(run.memory, "recorded", False) and run.trace is not None:
+        import workbench.render.memory as memory_render
+
+        lines += ["", *memory_render.text_lines(run)]
     if run.history is not None:
         lines += ["", "history of this cell:", history_render.text(run.history)]
     return "\n".join(lines)
@@ -352,6 +365,10 @@ def markdown(run: ProfileRun, *, top: int = CARD_TOP_ROWS) -> str:
     attribution = run_attribution.markdown_lines(run)
     if attribution:
         out += ["", f"#### {run_attribution.TITLE}", "", *attribution]
+    if getattr(run.memory, "recorded", False) and run.trace is not None:
+        import workbench.render.memory as memory_render
+
+        out += ["", f"#### {memory_render.TITLE}", "", *memory_render.markdown_lines(run)]
     if run.history is not None:
         out += ["", "#### History of this cell", "", history_render.markdown(run.history).rstrip("\n")]
     return "\n".join(out) + "\n"

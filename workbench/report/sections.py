@@ -87,6 +87,15 @@ def attribution_html(run: ProfileRun) -> str:
     return f"<p>No attribution: {html_text(run.trace_note or 'the run has no trace')}.</p>"
 
 
+def memory_html(run: ProfileRun) -> str:
+    """The memory section of the run (``workbench.render.memory``, as the card shows it); a sentence where the
+    trace has no allocator events."""
+    import workbench.render.memory as memory_render
+
+    body = memory_render.html(run) if run.trace is not None and len(run.trace.memory) else ""
+    return body or "<p>No memory: the run has no trace with allocator events (profile with memory=True).</p>"
+
+
 def history_html(run: ProfileRun) -> str:
     """The history of the profiled code (``run.history``, as the card shows it): with 2+ runs its
     summary, the trend chart (offline) with the change points marked, and the latest runs; a

@@ -510,6 +510,20 @@ def attribution_html(trace: Trace | RankFolder) -> str:
     return render.html(result)
 
 
+def memory_html(trace: Trace | RankFolder) -> str:
+    """The memory section (``workbench.render.memory``): the peak per device, the largest live blocks at it,
+    the categories, growth, the memory hypotheses and the memory chart; a sentence without allocator events."""
+    import workbench.render.memory as memory_render
+    from workbench.trace import TraceData
+
+    if not isinstance(trace, TraceData):
+        trace = trace.full() if hasattr(trace, "full") else trace
+    if not len(getattr(trace, "memory", ())):
+        return _note("The trace has no allocator events ([memory]): record it with profile_memory=True "
+                     "(wb.profile(fn, memory=True)) for the memory section.")
+    return memory_render.html(trace)
+
+
 def devices_table(trace: Any) -> pd.DataFrame:
     """Device properties folded over ranks: one row per distinct device description, the ranks that
     report it and the device ids."""

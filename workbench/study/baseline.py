@@ -5,6 +5,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.hypotheses.hypothesis import Hypothesis
+from workbench.study.records import expect_all, expect_items
+
+BASELINE_FIELDS = {"baseline_id": "str", "index": "round", "label": "str?", "created_at": "str?", "source_hash": "str",
+                   "callable_ref": "dict?", "variant": "dict?", "inputs": "dict?", "environment_key": "str?",
+                   "device": "str?", "git": "dict?", "reset_procedure": "strs?", "settings": "dict?",
+                   "profile_options": "dict?", "run_path": "str?", "median_ms": "positive", "p95_ms": "nonneg?",
+                   "iqr_ms": "nonneg?", "n": "count?", "hypotheses": "dicts?", "held_back": "dicts?",
+                   "parent_id": "str?", "accepted_from": "dict?", "notes": "strs?", "mode": "str?"}
 
 
 @dataclass(frozen=True)
@@ -76,6 +84,21 @@ class Baseline:
             accepted_from=d.get("accepted_from"), notes=tuple(d.get("notes", ())),
             mode="training" if d.get("mode") == "training" else "inference",
         )
+
+    @classmethod
+    def parse(cls, d: dict[str, Any]) -> "Baseline":
+        """A stored baseline, every field type-checked first (ValueError naming the first wrong one)."""
+        from workbench.study.ledger import parse_hypothesis
+
+        expect_all(d, BASELINE_FIELDS)
+        expect_all(d.get("inputs") or {}, {"seed": "int?", "inputs_ref": "dict?"}, where="inputs")
+        expect_all(d.get("accepted_from") or {}, {"round": "round?", "variant": "str?", "decision": "str?",
+                                                   "reason": "str?", "speedup": "number?", "from": "str?",
+                                                   "guard": "str?", "untested": "bool?"}, where="accepted_from")
+        expect_items(d, "held_back", {"key": "str?", "title": "str?", "reason": "str?", "reopen_when": "str?"})
+        for i, h in enumerate(d.get("hypotheses") or ()):
+            parse_hypothesis(h, where=f"hypotheses[{i}]")
+        return cls.from_dict(d)
 
     def describe(self) -> str:
         git = ""

@@ -9,23 +9,17 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import warnings
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 from workbench.errors import StudyError
 
 
-class StudyWarning(UserWarning):
-    """A study or history file is readable, but a line of it was not (and was skipped)."""
+from workbench.study import records
+from workbench.study.records import Line, StudyWarning
 
-
-@dataclass(frozen=True)
-class Line:
-    number: int          # 1-based, as an editor shows it
-    record: dict[str, Any]
+__all__ = ["Line", "StudyWarning", "plain", "dumps", "write_json", "read_json", "append_line", "read_lines",
+           "check_format"]
 
 
 def plain(value: Any) -> Any:
@@ -56,64 +50,35 @@ def dumps(record: dict[str, Any]) -> str:
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
     """Write a whole JSON document atomically (a temporary file renamed over the target)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(plain(data), indent=1) + "\n")
-    os.replace(tmp, path)
+    records.write_json_atomic(path, json.dumps(plain(data), indent=1) + "\n", "study file")
 
 
 def read_json(path: Path, what: str) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise StudyError(f"{what} missing: {str(path)!r} does not exist") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise StudyError(f"{what} {str(path)!r} is not valid JSON ({exc}); restore it from version "
-                         f"control or start a new study in another folder (nothing was changed)") from None
-    if not isinstance(data, dict):
-        raise StudyError(f"{what} {str(path)!r} does not hold a JSON object; nothing was changed")
-    return data
+    """A whole JSON document (bounded; a folder, FIFO or device is refused before opening)."""
+    return records.read_json(path, what)
 
 
-def append_line(path: Path, record: dict[str, Any]) -> None:
-    """Append one record as one line. A file whose last line lacks its newline (a crash in the
-    middle of a write) gets the newline first, so the new record stays a line of its own."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = dumps(record) + "\n"
-    with open(path, "ab+") as fh:
-        fh.seek(0, os.SEEK_END)
-        if fh.tell() > 0:
-            fh.seek(-1, os.SEEK_END)
-            if fh.read(1) != b"\n":
-                text = "\n" + text
-        fh.seek(0, os.SEEK_END)
-        fh.write(text.encode())
-        fh.flush()
-        os.fsync(fh.fileno())
+def append_line(path: Path, record: dict[str, Any], what: str = "study file") -> None:
+    """Append one record as one line, under the file's lock (``records.append_jsonl``). A file whose
+    last line lacks its newline (a crash in the middle of a write) gets the newline first, so the
+    new record stays a line of its own."""
+    records.append_jsonl(path, record, what, dumps)
 
 
-def read_lines(path: Path, what: str, *, required: tuple[str, ...] = ()) -> Iterator[Line]:
-    """The readable records of a JSON lines file, in order; each unreadable line is skipped with a
-    ``StudyWarning`` that names the file and the line. A missing file has no records."""
-    if not path.exists():
-        return
-    with open(path, "rb") as fh:
-        raw_lines = fh.read().split(b"\n")
-    for number, raw in enumerate(raw_lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw.decode("utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            warnings.warn(f"{what} {str(path)!r}, line {number}: not valid JSON ({exc}); the line is "
-                          f"skipped, the rest is read (the file is left as it is)", StudyWarning, stacklevel=3)
-            continue
-        missing = [k for k in required if not isinstance(record, dict) or k not in record]
+def read_lines(path: Path, what: str, *, required: tuple[str, ...] = (),
+               parse: records.Parse | None = None) -> Iterator[Line]:
+    """The readable records of a JSON lines file, in order; each unreadable line (not JSON, not an
+    object, without a ``required`` key, or refused by ``parse``) is skipped with a
+    ``StudyWarning`` that names the file and the line. A missing file has no records; a path that
+    is not a regular file is refused (StudyError) before it is opened."""
+    def check(record: dict[str, Any]) -> Any:
+        missing = [k for k in required if k not in record]
         if missing:
-            warnings.warn(f"{what} {str(path)!r}, line {number}: a record without {missing}; the line is "
-                          f"skipped, the rest is read (the file is left as it is)", StudyWarning, stacklevel=3)
-            continue
-        yield Line(number, record)
+            raise ValueError(f"a record without {missing}")
+        return parse(record) if parse is not None else record
+
+    lines, _ = records.read_jsonl(path, what, check, stacklevel=3)
+    yield from lines
 
 
 def check_format(header: dict[str, Any], *, kind: str, version: int, path: Path) -> None:

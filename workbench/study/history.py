@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence, Union
@@ -34,8 +35,10 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence, Union
 import numpy as np
 
 from workbench.errors import StudyError
-from workbench.study.files import append_line, check_format, read_lines
+from workbench.study import records
+from workbench.study.files import check_format, dumps
 from workbench.study.identity import stable_environment
+from workbench.study.records import expect_all
 
 if TYPE_CHECKING:
     from workbench.capture.run import RunRecord
@@ -69,6 +72,7 @@ class HistoryEntry:
     notebook: str = ""            # the notebook (or script) that wrote it, "" when not given
     source_hash: str = ""
     environment_key: str = ""
+    label: str = ""               # the cell's (or callable's) first line, for people: what the key stands for
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -79,6 +83,13 @@ class HistoryEntry:
         kw["median_ms"] = float(kw["median_ms"])
         kw["spread_ms"] = float(kw.get("spread_ms") or 0.0)
         return cls(**kw)
+
+    @classmethod
+    def parse(cls, d: dict[str, Any]) -> "HistoryEntry":
+        """A stored entry, type-checked: a median that is a finite number > 0, a spread >= 0, ...
+        (ValueError naming the first wrong field)."""
+        expect_all(d, ENTRY_FIELDS, where="entry")
+        return cls.from_dict(d)
 
 
 @dataclass(frozen=True)
@@ -117,38 +128,70 @@ def history_key(source: str, environment: dict[str, Any], *, notebook: str = "")
     return f"{src}-{env}" + (f"-{nb}" if nb else "")
 
 
-def _header(path: Path) -> dict[str, Any] | None:
-    for line in read_lines(path, "history file"):
-        return line.record if line.record.get("format") else None
-    return None
+ENTRY_FIELDS = {"key": "str", "time": "str?", "median_ms": "positive", "spread_ms": "nonneg?", "p95_ms": "nonneg?",
+                "n": "count?", "name": "str?", "notebook": "str?", "source_hash": "str?", "environment_key": "str?",
+                "label": "str?"}
+WHAT = "history file"
 
 
-def _check_file(path: Path) -> None:
-    if not path.exists() or path.stat().st_size == 0:
+def _parse_line(rec: dict[str, Any]) -> HistoryEntry | dict[str, Any]:
+    """A history line: one entry, type-checked, or any other object (the header, if first)."""
+    if "entry" not in rec:
+        return rec
+    if not isinstance(rec["entry"], dict):
+        raise ValueError(f"its entry is a {type(rec['entry']).__name__}, not an object")
+    return HistoryEntry.parse(rec["entry"])
+
+
+def _check_header(lines: list[records.Line], path: Path) -> None:
+    if not lines:
         return
-    header = _header(path)
-    if header is None:
+    header = lines[0].value
+    if not isinstance(header, dict) or "format" not in header:
         raise StudyError(f"{str(path)!r} does not start with a workbench history header; it is not a history "
                          f"file (or its first line is damaged): point at another file; nothing was changed")
     check_format(header, kind=HISTORY_FORMAT, version=HISTORY_VERSION, path=path)
 
 
-def append_run(history_path: str | Path, run: RunRecord, key: str, *, notebook: str = "") -> HistoryEntry:
+def _read(path: Any, *, warn: bool = True) -> tuple[Path, list[HistoryEntry]]:
+    """The file's entries in order (header checked; each unreadable line skipped with a warning
+    naming the file and line). A missing file has none; a folder, FIFO, device or a file past the
+    size cap is refused before it is opened."""
+    p = records.as_path(path, WHAT)
+    lines, skipped = records.read_jsonl(p, WHAT, _parse_line, warn=False)
+    _check_header(lines, p)
+    entries = [ln.value for ln in lines[1:] if isinstance(ln.value, HistoryEntry)]
+    odd = [records.Skipped(str(p), ln.number, f"neither the header nor an entry (keys {sorted(ln.record)[:6]})")
+           for ln in lines[1:] if not isinstance(ln.value, HistoryEntry)]
+    if warn:
+        records.warn_skipped(sorted([*skipped, *odd], key=lambda s: s.number), WHAT, stacklevel=4)
+    return p, entries
+
+
+def _check_file(path: Path) -> None:
+    _read(path, warn=False)
+
+
+def first_line(source: str, limit: int = 80) -> str:
+    """The first line of code in ``source`` (magic and blank lines skipped), shortened to ``limit``."""
+    lines = [ln.strip() for ln in str(source).splitlines() if ln.strip()]
+    code = [ln for ln in lines if not ln.startswith(("%", "!"))] or lines
+    text = code[0] if code else ""
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def append_run(history_path: str | Path, run: RunRecord, key: str, *, notebook: str = "",
+               label: str = "") -> HistoryEntry:
     """Append one profiled run (a ProfileRun: ``timing``, ``created_at``) to the history under ``key``.
 
     A key already written by another notebook in this file is refused (StudyError): build the key
-    with ``history_key(..., notebook=...)`` so that the two notebooks' histories keep apart."""
+    with ``history_key(..., notebook=...)`` so that the two notebooks' histories keep apart. The
+    file is read, checked and appended to under its lock (``records.locked``), so two processes
+    appending at once both keep their entry. A run whose median is not a finite number > 0 is
+    refused (it could never be read back)."""
     if not key or not isinstance(key, str):
         raise StudyError(f"a history entry needs a non-empty string key (history_key(source, environment)); got {key!r}")
-    path = Path(history_path)
-    _check_file(path)
-    if notebook:
-        others = {e.notebook for e in _entries(path, key) if e.notebook and e.notebook != notebook}
-        if others:
-            raise StudyError(f"history key {key} in {str(path)!r} is already used by {sorted(others)}, not by "
-                             f"{notebook!r}: two notebooks share this file with the same key; build the key with "
-                             f"history_key(source, environment, notebook=...) so each keeps its own history "
-                             f"(nothing was written)")
+    path = records.as_path(history_path, WHAT)
     timing = run.timing
     env = run.environment or {}
     entry = HistoryEntry(key=key, time=str(run.created_at), median_ms=float(timing.median_ms),
@@ -156,47 +199,59 @@ def append_run(history_path: str | Path, run: RunRecord, key: str, *, notebook: 
                          name=str(run.name), notebook=notebook,
                          source_hash=key.split("-")[0],
                          environment_key=hashlib.sha256(json.dumps(stable_environment(env), sort_keys=True,
-                                                                   default=str).encode()).hexdigest()[:16])
-    if not path.exists() or path.stat().st_size == 0:
-        append_line(path, {"format": HISTORY_FORMAT, "version": HISTORY_VERSION})
-    append_line(path, {"entry": entry.to_dict()})
+                                                                   default=str).encode()).hexdigest()[:16],
+                         label=str(label))
+    try:
+        HistoryEntry.parse(entry.to_dict())
+    except ValueError as exc:
+        raise StudyError(f"this run cannot be added to its history: {exc}; nothing was written") from None
+    with records.locked(path, WHAT) as log:
+        lines = log.lines(_parse_line)
+        _check_header(lines, path)
+        if notebook:
+            others = {e.notebook for e in (ln.value for ln in lines[1:]) if isinstance(e, HistoryEntry)
+                      and e.key == key and e.notebook and e.notebook != notebook}
+            if others:
+                raise StudyError(f"history key {key} in {str(path)!r} is already used by {sorted(others)}, not by "
+                                 f"{notebook!r}: two notebooks share this file with the same key; build the key with "
+                                 f"history_key(source, environment, notebook=...) so each keeps its own history "
+                                 f"(nothing was written)")
+        if not lines and os.fstat(log.fd).st_size == 0:
+            log.append({"format": HISTORY_FORMAT, "version": HISTORY_VERSION}, dumps)
+        elif not lines:
+            raise StudyError(f"{str(path)!r} has no readable line, so no workbench history header: it is not a "
+                             f"history file (or it is damaged): point at another file; nothing was written")
+        log.append({"entry": entry.to_dict()}, dumps)
     return entry
 
 
 def _entries(path: Path, key: str) -> list[HistoryEntry]:
-    out = []
-    for line in read_lines(path, "history file"):
-        rec = line.record.get("entry")
-        if not isinstance(rec, dict) or rec.get("key") != key:
-            continue
-        try:
-            out.append(HistoryEntry.from_dict(rec))
-        except (KeyError, TypeError, ValueError):
-            continue
-    return out
+    return [e for e in _read(path)[1] if e.key == key]
 
 
 def load_history(path: str | Path, key: str, **change_point_options: Any) -> History:
     """The entries under ``key`` in the file (others' keys are left out) and their change points.
     A missing file is an empty history; a file from a newer format is refused."""
-    p = Path(path)
-    _check_file(p)
-    entries = tuple(_entries(p, key)) if p.exists() else ()
+    p, found = _read(path)
+    entries = tuple(e for e in found if e.key == key)
     return History(key, entries, tuple(change_points(entries, **change_point_options)), str(p))
 
 
-DEFAULT_FOLDER = ".workbench"
-DEFAULT_FILE = "history.jsonl"
-NOTEBOOK_FILE = "workbench-history.jsonl"
+NOTEBOOK_FILE = "workbench-history.jsonl"      # the one default file name: beside the notebook, or here
+LEGACY_FOLDER = ".workbench"                   # where a script's history went before (read, never written)
+LEGACY_FILE = "history.jsonl"
+DEFAULT_FOLDER, DEFAULT_FILE = LEGACY_FOLDER, LEGACY_FILE      # the old names, kept for imports
 
 
 HISTORY_ENV = "WORKBENCH_HISTORY"     # a history file to use instead of the default one
 
 
 def default_history_path(notebook: str | Path | None = None) -> Path:
-    """Where a run's history goes by default: ``workbench-history.jsonl`` beside the notebook,
-    or ``.workbench/history.jsonl`` in the current folder for a plain script or shell; the
-    environment variable ``WORKBENCH_HISTORY`` names another file (for CI, or a test suite)."""
+    """Where a run's history goes by default, and where ``workbench history`` looks without a path:
+    ``workbench-history.jsonl`` beside the notebook (what ``%%gpuprofile`` writes), or in the
+    current folder when no notebook is known (a plain script or shell, ``wb.profile``; Jupyter's
+    current folder is the notebook's, so both land in the same file); the environment variable
+    ``WORKBENCH_HISTORY`` names another file (for CI, or a test suite)."""
     import os
 
     chosen = os.environ.get(HISTORY_ENV, "").strip()
@@ -204,7 +259,7 @@ def default_history_path(notebook: str | Path | None = None) -> Path:
         return Path(chosen).expanduser()
     if notebook:
         return Path(notebook).expanduser().resolve().parent / NOTEBOOK_FILE
-    return Path.cwd() / DEFAULT_FOLDER / DEFAULT_FILE
+    return Path.cwd() / NOTEBOOK_FILE
 
 
 def record_run(run: RunRecord, *, source: str, notebook: str | None = None, path: str | Path | None = None,
@@ -215,10 +270,10 @@ def record_run(run: RunRecord, *, source: str, notebook: str | None = None, path
     apart. ``path``: the history file (default: ``default_history_path(notebook)``)."""
     if not isinstance(source, str):
         raise StudyError(f"record_run needs the profiled code's source as a string; got {type(source).__name__}")
-    target = Path(path) if path is not None else default_history_path(notebook)
+    target = records.as_path(path, WHAT) if path is not None else default_history_path(notebook)
     nb = Path(notebook).name if notebook else ""
     key = history_key(source, dict(run.environment or {}), notebook=nb)
-    append_run(target, run, key, notebook=nb)
+    append_run(target, run, key, notebook=nb, label=first_line(source))
     return load_history(target, key, **change_point_options)
 
 
@@ -257,24 +312,30 @@ def record_profile(run: RunRecord, source: str, *, notebook: str | None = None, 
     if not history_enabled():
         return None
     try:
-        return record_run(run, source=source, notebook=notebook)
+        target = default_history_path(notebook)
+        nb = Path(notebook).name if notebook else ""
+        key = history_key(source, dict(run.environment or {}), notebook=nb)
+        append_run(target, run, key, notebook=nb, label=first_line(source))
     except (WorkbenchError, OSError, ValueError, TypeError, AttributeError) as exc:
         warnings.warn(f"{where}: the run was not added to its history ({type(exc).__name__}: {exc}); the profile "
                       f"itself is fine (history=False / --no-history turns the history off)", stacklevel=3)
         return None
+    try:            # added: what follows can only fail to read it back, and says so
+        return load_history(target, key)
+    except (WorkbenchError, OSError, ValueError, TypeError, AttributeError) as exc:
+        warnings.warn(f"{where}: the run was added to its history {str(target)!r}, but the history could not be "
+                      f"read back ({type(exc).__name__}: {exc}); run.history is None", stacklevel=3)
+        return None
 
 
 def history_keys(path: str | Path) -> list[tuple[str, int, str]]:
-    """The keys in a history file, in first-seen order: (key, entries, the run name last written)."""
-    p = Path(path)
-    _check_file(p)
+    """The keys in a history file, in first-seen order: (key, entries, what the key stands for: the
+    cell's first line as last written, else the run's name)."""
     seen: dict[str, list[Any]] = {}
-    for line in read_lines(p, "history file") if p.exists() else ():
-        rec = line.record.get("entry")
-        if isinstance(rec, dict) and isinstance(rec.get("key"), str):
-            slot = seen.setdefault(rec["key"], [0, ""])
-            slot[0] += 1
-            slot[1] = str(rec.get("name", "") or rec.get("notebook", ""))
+    for e in _read(path)[1]:
+        slot = seen.setdefault(e.key, [0, ""])
+        slot[0] += 1
+        slot[1] = e.label or e.name or e.notebook or slot[1]
     return [(k, int(v[0]), str(v[1])) for k, v in seen.items()]
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from workbench.hypotheses.hypothesis import Hypothesis
+from workbench.study.records import expect, expect_all, expect_items
 
 LEDGER_STATUSES = ("proposed", "supported", "weakened", "rejected", "reopenable")
 CONFIDENCE_LADDER = ("low", "medium", "high")
@@ -97,6 +98,34 @@ class LedgerEntry:
         where = f"round {self.round}" if self.round is not None else "not tested yet"
         return (f"[{self.status}] {self.category}: {self.title} (baseline {self.baseline_id}, {where}, "
                 f"confidence {self.confidence}); reopen when {self.reopen_when}")
+
+
+HYPOTHESIS_FIELDS = {"category": "str", "title": "str", "observed": "str", "mechanism": "str",
+                     "time_at_stake_ms": "nonneg", "predicted_effect": "str", "falsifier": "str",
+                     "confounders": "strs?", "confidence": "str?", "status": "str?", "suggested_variants": "strs?",
+                     "rule": "str?", "scope": "str?", "evidence": "dicts?"}
+EVENT_FIELDS = {"event": "str", "key": "str", "baseline_id": "str", "round": "count?", "status": "str?",
+                "confidence": "str?", "evidence_scope": "dict?", "reopen_when": "str?", "reason": "str?", "at": "str?",
+                "residual": "str?"}
+
+
+def parse_hypothesis(d: Any, where: str = "hypothesis") -> Hypothesis:
+    """A stored hypothesis, its fields type-checked (ValueError naming the first wrong one)."""
+    expect_all(d, HYPOTHESIS_FIELDS, where=where)
+    expect_items(d, "evidence", {"metric": "str", "value": "number", "unit": "str?", "threshold": "number?",
+                                 "comparison": "str?", "source": "str?", "rows": "dicts?"}, where=where)
+    return Hypothesis.from_dict(d)
+
+
+def parse_event(e: dict[str, Any]) -> dict[str, Any]:
+    """A ledger event with the types ``fold`` and the renderings rely on; ValueError otherwise."""
+    expect_all(e, EVENT_FIELDS)
+    scope = e.get("evidence_scope") or {}
+    expect_items(scope, "variants", {"name": "str?", "residual": "str?", "speedup": "number?",
+                                     "speedup_ci": "numbers?"}, where="evidence_scope")
+    if e["event"] == "proposed":
+        parse_hypothesis(expect(e, "hypothesis", "dict"))
+    return e
 
 
 def proposal_event(h: Hypothesis, *, baseline_id: str, scope: dict[str, Any], at: str) -> dict[str, Any]:

@@ -27,13 +27,17 @@ The folder::
     rounds.jsonl        per round: the plan (predictions, written before it runs) and the outcome
     runs/<baseline_id>/ each baseline's run bundle (``run.save``)
 
-Files are only appended to; a line that cannot be read is skipped with a warning naming it.
+Files are only appended to, under each file's lock (``workbench.study.records``): round and baseline
+numbers are assigned under it, so two processes running a round at once get two numbers and both
+rounds are kept. Every line is type-checked on reading; one that cannot be read is skipped with a
+warning naming the file and the line. A folder that cannot be written is refused before any profile.
 Callables cannot be stored: a baseline records where its function lives (module and name) and
 its source hash; in a fresh process it is imported again, or handed back with ``attach``.
 """
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -44,9 +48,11 @@ from workbench.hypotheses.hypothesis import Hypothesis
 import workbench.study.files as files
 import workbench.study.identity as identity
 import workbench.study.measure as measure
+import workbench.study.records as records
 from workbench.study.baseline import Baseline
-from workbench.study.ledger import (LedgerEntry, fold, held_back, hypothesis_key, proposal_event, reopen_when,
-                                    same_scope)
+from workbench.study.ledger import (LedgerEntry, fold, held_back, hypothesis_key, parse_event, proposal_event,
+                                    reopen_when, same_scope)
+from workbench.study.records import expect, expect_all
 from workbench.study.residuals import classify_pair, combine, prediction
 from workbench.study.summary import RoundSummary
 from workbench.variants.output_check import check_mode, resolve_mode
@@ -150,41 +156,49 @@ class Study:
 
     # -- reading ----------------------------------------------------------------------------
     def _load(self) -> None:
-        self._baselines: list[Baseline] = []
-        for line in files.read_lines(self.folder / BASELINES, "study baselines", required=("baseline_id",)):
-            try:
-                self._baselines.append(Baseline.from_dict(line.record))
-            except (KeyError, TypeError, ValueError) as exc:
-                import warnings
-
-                warnings.warn(f"study baselines {str(self.folder / BASELINES)!r}, line {line.number}: not a "
-                              f"readable baseline ({type(exc).__name__}: {exc}); skipped", files.StudyWarning,
-                              stacklevel=3)
-        self._events = [ln.record for ln in files.read_lines(self.folder / LEDGER, "study ledger",
-                                                             required=("event", "key", "baseline_id"))]
+        """Read the folder's records, each line type-checked; an unreadable line is skipped with a
+        StudyWarning naming its file and line (``records.read_jsonl``), never a raw exception."""
+        lines, _ = records.read_jsonl(self.folder / BASELINES, "study baselines", Baseline.parse, stacklevel=4)
+        self._baselines: list[Baseline] = [ln.value for ln in lines]
+        lines, _ = records.read_jsonl(self.folder / LEDGER, "study ledger", parse_event, stacklevel=4)
+        self._events = [ln.record for ln in lines]
         self._plans: dict[int, dict[str, Any]] = {}
         self._rounds: dict[int, StudyRound] = {}
+        self._closed: list[StudyRound] = []          # every closed round, in file order (duplicates too)
         self._aborted: dict[int, dict[str, Any]] = {}
-        for line in files.read_lines(self.folder / ROUNDS, "study rounds", required=("event", "round")):
-            rec = line.record
-            n = int(rec["round"])
+        rounds_path = self.folder / ROUNDS
+        lines, _ = records.read_jsonl(rounds_path, "study rounds", _parse_round_record, stacklevel=4)
+        closed_at: dict[int, int] = {}
+        for line in lines:
+            rec, n = line.record, line.value["round"]
             if rec["event"] == "planned":
                 self._plans[n] = rec
             elif rec["event"] == "closed":
-                try:
-                    self._rounds[n] = StudyRound.from_dict(rec["outcome"])
-                except (KeyError, TypeError, ValueError) as exc:
-                    import warnings
-
-                    warnings.warn(f"study rounds {str(self.folder / ROUNDS)!r}, line {line.number}: round {n}'s "
-                                  f"outcome is not readable ({type(exc).__name__}: {exc}); skipped",
+                rnd = line.value["outcome"]
+                if line.value["comparison_error"]:
+                    warnings.warn(f"study rounds {str(rounds_path)!r}, line {line.number}: round {n}'s comparison "
+                                  f"is not readable ({line.value['comparison_error']}); the round, its summary and "
+                                  f"decisions are read without it", files.StudyWarning, stacklevel=3)
+                if n in closed_at:
+                    warnings.warn(f"study rounds {str(rounds_path)!r}, lines {closed_at[n]} and {line.number}: round "
+                                  f"{n} is recorded twice (two processes ran a round at once, before rounds were "
+                                  f"numbered under the file's lock); both are kept in study.rounds, and "
+                                  f"study.accept(..., round={n}) takes the one on line {line.number}",
                                   files.StudyWarning, stacklevel=3)
+                closed_at[n] = line.number
+                self._rounds[n] = rnd
+                self._closed.append(rnd)
             elif rec["event"] == "aborted":
                 self._aborted[n] = rec
 
     def _append_event(self, event: dict[str, Any]) -> None:
-        files.append_line(self.folder / LEDGER, event)
+        files.append_line(self.folder / LEDGER, event, "study ledger")
         self._events.append(files.plain(event))
+
+    def _check_writable(self, action: str) -> None:
+        """Refuse a folder that cannot be written before any profile or round runs."""
+        records.check_writable(self.folder, "study folder", files=(HEADER, BASELINES, LEDGER, ROUNDS),
+                               folders=(RUNS,), action=f"nothing was {action} and nothing was changed")
 
     @property
     def baselines(self) -> tuple[Baseline, ...]:
@@ -201,7 +215,8 @@ class Study:
 
     @property
     def rounds(self) -> tuple[StudyRound, ...]:
-        return tuple(self._rounds[k] for k in sorted(self._rounds))
+        """Every closed round, by number (a number recorded twice by an older workbench: both)."""
+        return tuple(sorted(self._closed, key=lambda r: r.index))
 
     @property
     def hypotheses(self) -> tuple[Hypothesis, ...]:
@@ -251,6 +266,7 @@ class Study:
     def _new_baseline(self, fn: Callable[..., Any], make_inputs: Callable[[], Any] | None, *, seed: int,
                       label: str | None, options: Mapping[str, Any], parent: Baseline | None = None,
                       accepted_from: dict[str, Any] | None = None, mode: str | None = None) -> Baseline:
+        self._check_writable("profiled")
         args = measure.seeded_inputs(make_inputs, seed)
         mode = resolve_mode(mode, fn, args)
         # profiled exactly as its rounds time it (a training path: forward + backward), so the drift
@@ -319,7 +335,11 @@ class Study:
         for h in proposed:
             self._append_event(proposal_event(h, baseline_id=bid, scope={"key": hypothesis_key(h), **scope_base},
                                               at=at))
-        files.append_line(self.folder / BASELINES, base.to_dict())
+        with records.locked(self.folder / BASELINES, "study baselines") as log:   # numbered under the lock
+            on_file = [r.get("index") for r in log.records()]
+            index = max([len(self._baselines), *(i for i in on_file if _is_int(i))]) + 1
+            base = dataclasses.replace(base, index=index)
+            log.append(base.to_dict(), files.dumps)
         self._baselines.append(base)
         self._live[bid] = (fn, make_inputs)
         return base
@@ -401,19 +421,25 @@ class Study:
         if BASE in variants:
             raise InvalidArgumentError(f"{BASE!r} names the baseline's row in every round; call the variant "
                                        f"something else")
+        self._check_writable("run")
         fn, make_inputs = self._callables(base)
-        index = max([0, *self._plans, *self._rounds, *self._aborted]) + 1
         hyps = [h for h in self.hypotheses if h.status != "rejected"]
         testing = _testing(hyps, variants, tests or {})
         predictions = [prediction(h, testing[hypothesis_key(h)], base.median_ms)
                        for h in hyps if testing[hypothesis_key(h)]]
         started = _now()
-        described = [{"name": n, **_variant_info(v), "tests": [p["key"] for p in predictions if n in p["variants"]]}
+        described = [{"name": n, **_variant_info(v), **_tested_code(v),
+                      "tests": [p["key"] for p in predictions if n in p["variants"]]}
                      for n, v in variants.items()]
-        files.append_line(self.folder / ROUNDS, {"event": "planned", "round": index, "baseline_id": base.baseline_id,
-                                                 "at": started, "predictions": predictions, "variants": described,
-                                                 "reset_procedure": list(base.reset_procedure),
-                                                 "compare_options": _plain_options(compare_options)})
+        # the round's number is read and written under the rounds file's lock: two processes running a
+        # round on one study at once get two numbers, and both rounds are kept
+        with records.locked(self.folder / ROUNDS, "study rounds") as log:
+            on_file = [r.get("round") for r in log.records()]
+            index = max([0, *self._plans, *self._rounds, *self._aborted, *(n for n in on_file if _is_int(n))]) + 1
+            log.append({"event": "planned", "round": index, "baseline_id": base.baseline_id, "at": started,
+                        "predictions": predictions, "variants": described,
+                        "reset_procedure": list(base.reset_procedure),
+                        "compare_options": _plain_options(compare_options)}, files.dumps)
         self._plans[index] = {"predictions": predictions}
         baseline_obj = dataclasses.replace(fn, name=BASE) if _is_variant(fn) else fn
         try:
@@ -429,7 +455,7 @@ class Study:
                 cmp = measure.compare_variants({BASE: baseline_obj, **variants}, make_inputs, BASE, options)
         except BaseException as exc:
             files.append_line(self.folder / ROUNDS, {"event": "aborted", "round": index, "at": _now(),
-                                                     "reason": f"{type(exc).__name__}: {exc}"})
+                                                     "reason": f"{type(exc).__name__}: {exc}"}, "study rounds")
             self._aborted[index] = {"reason": f"{type(exc).__name__}: {exc}"}
             raise
         rnd = self._close_round(index, base, cmp, hyps, predictions, described, started,
@@ -476,8 +502,10 @@ class Study:
             started_at=started, finished_at=_now(), timing=str(((cmp.settings or {}).get("timing") or {}).get("text", "")),
             notes=tuple(str(n) for n in (cmp.settings or {}).get("notes", ()) or ()))
         rnd = StudyRound(index, base.baseline_id, summary, decisions, cmp)
-        files.append_line(self.folder / ROUNDS, {"event": "closed", "round": index, "outcome": rnd.to_dict()})
+        files.append_line(self.folder / ROUNDS, {"event": "closed", "round": index, "outcome": rnd.to_dict()},
+                          "study rounds")
         self._rounds[index] = rnd
+        self._closed.append(rnd)
         return rnd
 
     @staticmethod
@@ -494,13 +522,22 @@ class Study:
                             notes=list(settings.get("notes", ()) or ()), settings=settings)
 
     # -- accept -------------------------------------------------------------------------------
-    def accept(self, name: str, *, fn: Callable[..., Any] | None = None, round: int | None = None) -> Baseline:
+    def accept(self, name: str, *, fn: Callable[..., Any] | None = None, round: int | None = None,
+               untested: bool = False) -> Baseline:
         """Make the kept variant ``name`` of the last round (or ``round``) the new baseline: re-profiled,
-        with a new ID and its hypotheses ranked afresh. A variant that was not kept is refused."""
+        with a new ID and its hypotheses ranked afresh. A variant that was not kept is refused.
+
+        ``fn``: the variant's callable, where this process did not run the round (a reopened
+        study). It must be the code the round tested: the same object, or the same qualified name
+        and source hash as recorded in the round; other code is refused (run a round with it
+        first). ``untested=True`` accepts other code anyway, recorded as untested: its baseline
+        carries no speedup from the round."""
         base = self._require_baseline()
         if not self._rounds:
             raise StudyError(f"study {self.name!r} has run no round yet: nothing can be accepted; run "
                              f"study.run_round({{...}}) first")
+        if round is not None and not _is_int(round):
+            raise InvalidArgumentError(f"round= takes a round number; got {round!r}")
         index = round if round is not None else max(self._rounds)
         if index not in self._rounds:
             raise StudyError(f"study {self.name!r} has no closed round {index}; it has {sorted(self._rounds)}")
@@ -516,6 +553,9 @@ class Study:
             raise StudyError(f"{name!r} was not kept in round {index}: it was decided {decision!r} "
                              f"({results[name].get('reason', '')}); only a kept variant (keep, keep_guarded) "
                              f"can become the baseline; nothing was changed")
+        if fn is not None and not callable(fn):
+            raise InvalidArgumentError(f"accept(fn=...) takes the variant's callable; got {type(fn).__name__}")
+        tested = fn is None or self._tested_in_round(rnd, name, fn, untested=untested)
         target = fn or self._round_variants.get(index, {}).get(name)
         if target is None:
             target = self._rebuild_variant(rnd, name)
@@ -526,6 +566,10 @@ class Study:
         _, make_inputs = self._callables(base)
         accepted = {"round": index, "variant": name, "decision": decision, "reason": results[name].get("reason", ""),
                     "speedup": results[name].get("speedup"), "from": base.baseline_id}
+        if not tested:
+            accepted.update(speedup=None, untested=True,
+                            reason=f"accepted with untested=True: this code is not the one round {index} tested, "
+                                   f"so the round's speedup does not carry over; run a round against it")
         if decision == "keep_guarded":
             accepted["guard"] = rnd.decisions[name].guard if name in rnd.decisions else ""
         new = self._new_baseline(target, make_inputs, seed=base.seed, label=name, options=base.profile_options,
@@ -533,6 +577,35 @@ class Study:
         if base.baseline_id in self._sweeps:
             self._sweeps.setdefault(new.baseline_id, self._sweeps[base.baseline_id])
         return new
+
+    def _tested_in_round(self, rnd: StudyRound, name: str, fn: Callable[..., Any], *, untested: bool) -> bool:
+        """True when ``fn`` is the code round ``rnd`` tested as ``name``; with ``untested`` False
+        where it is not (or cannot be told); a StudyError otherwise."""
+        live = self._round_variants.get(rnd.index, {}).get(name)
+        if live is not None and not isinstance(live, str) and (fn is live or identity.unwrap(fn) is identity.unwrap(live)):
+            return True
+        info = next((v for v in rnd.summary.variants if v.get("name") == name), {})
+        recorded_hash, recorded_name = info.get("source_hash"), info.get("qualname")
+        given = _tested_code(fn)
+        kind = _variant_info(fn).get("kind")
+        same_kind = kind == info.get("kind") or (kind == "function" and info.get("kind") in (None, "function", "user"))
+        if recorded_hash:
+            same = given.get("source_hash") == recorded_hash and given.get("qualname") == recorded_name and same_kind
+            why = (f"its code (source hash {given.get('source_hash')}, {given.get('qualname')}, {kind}) is not the "
+                   f"code round {rnd.index} tested as {name!r} (source hash {recorded_hash}, {recorded_name}, "
+                   f"{info.get('kind')})")
+        else:                  # a round recorded before source hashes were: the name alone cannot vouch for it
+            same = False
+            why = (f"round {rnd.index} did not record the code of {name!r} (an older workbench wrote it), so "
+                   f"it cannot be told that this callable is the one it tested")
+        if same:
+            return True
+        if untested:
+            return False
+        raise StudyError(f"study.accept({name!r}, fn=...): {why}. Untested code would become the baseline carrying "
+                         f"the round's speedup: run a round with it first (study.run_round({{{name!r}: fn}})), or "
+                         f"pass untested=True to accept it recorded as untested, with no speedup carried; nothing "
+                         f"was changed")
 
     def _rebuild_variant(self, rnd: StudyRound, name: str) -> VariantLike:
         info = next((v for v in rnd.summary.variants if v.get("name") == name), {})
@@ -574,6 +647,60 @@ class Study:
 # -- helpers ------------------------------------------------------------------------------------
 def _is_variant(obj: object) -> TypeGuard[Variant]:
     return type(obj).__name__ == "Variant" and dataclasses.is_dataclass(obj) and hasattr(obj, "fn")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _tested_code(obj: VariantLike) -> dict[str, Any]:
+    """What identifies a round's variant code afterwards: its source hash and qualified name
+    (nothing for a registry name, which the round rebuilds)."""
+    if isinstance(obj, str):
+        return {}
+    return {"source_hash": identity.source_hash(obj), "qualname": identity.callable_ref(obj).get("qualname")}
+
+
+def _parse_round_record(rec: dict[str, Any]) -> dict[str, Any]:
+    """A rounds.jsonl record, type-checked: {round, outcome (a StudyRound for a closed round),
+    comparison_error}; ValueError naming what is wrong."""
+    expect_all(rec, {"event": "str", "round": "round"})
+    n = rec["round"]
+    out: dict[str, Any] = {"round": n, "outcome": None, "comparison_error": None}
+    if rec["event"] == "planned":
+        expect_all(rec, {"baseline_id": "str?", "at": "str?"})
+        from workbench.study.records import expect_items
+
+        expect_items(rec, "predictions", {"key": "str"})
+        expect_items(rec, "variants", {"name": "str"})
+    elif rec["event"] == "aborted":
+        expect_all(rec, {"reason": "str?", "at": "str?"})
+    elif rec["event"] == "closed":
+        outcome = expect(rec, "outcome", "dict")
+        expect_all(outcome, {"index": "round", "baseline_id": "str", "summary": "dict", "decisions": "dict?",
+                             "comparison": "dict?"}, where="outcome")
+        if outcome["index"] != n:
+            raise ValueError(f"the outcome is of round {outcome['index']}, the line says round {n}")
+        summary = RoundSummary.parse(outcome["summary"])
+        decisions = {}
+        for name, d in (outcome.get("decisions") or {}).items():
+            expect_all(d, {"decision": "str", "variant": "str", "reason": "str", "problem": "str?",
+                           "bottleneck": "str?", "change": "str?", "numerical_class": "str?", "why_safe": "str?",
+                           "guard": "str?", "fallback": "str?", "result": "str?", "evidence": "strs?",
+                           "rejected_alternatives": "strs?", "remaining_risk": "strs?", "failure_cases": "strs?",
+                           "environment": "dict?", "settings": "dict?", "mode": "str?"}, where=f"decisions[{name!r}]")
+            decisions[name] = DecisionRecord.from_dict(d)
+            decisions[name].to_markdown()
+        comparison = None
+        if outcome.get("comparison"):
+            from workbench.variants.results import Comparison
+
+            try:
+                comparison = Comparison.from_dict(outcome["comparison"])
+            except Exception as exc:  # noqa: BLE001 - the round stands without it; the reader warns
+                out["comparison_error"] = f"{type(exc).__name__}: {exc}"[:300]
+        out["outcome"] = StudyRound(n, outcome["baseline_id"], summary, decisions, comparison)
+    return out
 
 
 def _variant_info(obj: VariantLike | None) -> dict[str, Any]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
+from workbench.study.records import expect_all, expect_items
+
 TUPLE_FIELDS = ("reset_procedure", "hypotheses", "variants", "baseline_checks", "results", "confidence_updates",
                 "residuals", "disposition", "reopen_conditions", "notes")
 
@@ -45,6 +47,34 @@ class RoundSummary:
         for k in TUPLE_FIELDS:
             kw[k] = tuple(kw.get(k) or ())
         return cls(**kw)
+
+    @classmethod
+    def parse(cls, d: dict[str, Any]) -> "RoundSummary":
+        """A stored summary, each field the renderings use type-checked first (ValueError naming
+        the first wrong one)."""
+        expect_all(d, {"study": "str", "round": "round", "baseline_id": "str", "reset_procedure": "strs?",
+                       "next_step": "str?", "started_at": "str?", "finished_at": "str?", "timing": "str?",
+                       "notes": "strs?"})
+        expect_items(d, "hypotheses", {"key": "str", "confidence": "str?", "status": "str?", "discriminator": "str?",
+                                       "variants": "strs?"})
+        expect_items(d, "variants", {"name": "str", "kind": "str?", "description": "str?", "tests": "strs?",
+                                     "source_hash": "str?", "qualname": "str?", "options": "dict?"})
+        expect_items(d, "baseline_checks", {"variant": "str", "text": "str?", "status": "str?"})
+        expect_items(d, "results", {"variant": "str", "decision": "str?", "speedup": "number?",
+                                    "speedup_ci": "numbers?", "correct": "bool?", "median_ms": "number?",
+                                    "reason": "str?", "text": "str?"})
+        expect_items(d, "confidence_updates", {"key": "str", "status_before": "str?", "status_after": "str?",
+                                               "residual": "str?", "reason": "str?", "change": "str?"})
+        expect_items(d, "residuals", {"key": "str", "variant": "str", "residual": "str", "explanation": "str?"})
+        expect_items(d, "disposition", {"variant": "str", "action": "str?", "decision": "str?"})
+        expect_items(d, "reopen_conditions", {"key": "str", "status": "str?", "reopen_when": "str?"})
+        for r in d.get("results") or ():
+            ci = r.get("speedup_ci")
+            if ci is not None and len(ci) != 2:
+                raise ValueError(f"results: speedup_ci of {r['variant']!r} holds {len(ci)} values, not 2")
+        summary = cls.from_dict(d)
+        summary.to_text()
+        return summary
 
     @property
     def kept(self) -> tuple[str, ...]:

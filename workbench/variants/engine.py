@@ -530,7 +530,26 @@ def _result(lv: Live, base: Live, timed: InterleavedResult, speedups: dict, foot
     if lv is base:
         return res.with_(decision="baseline", decision_reason="the reference the others are measured against")
     res = decide(res, base_timing, settings.end_to_end_ms, settings.min_effect)
-    return _judge_reduced(res, lv, mode)
+    return _within_memory_budget(_judge_reduced(res, lv, mode), settings.memory_budget)
+
+
+def _within_memory_budget(res: VariantResult, budget: float | None) -> VariantResult:
+    """``memory_budget=``: a variant kept for its speed whose peak memory is over the budget is kept only behind
+    a guard (where the memory is there), with the baseline as the fallback; the reason says by how much."""
+    if budget is None or res.decision not in ("keep", "micro_only", "keep_guarded"):
+        return res
+    peak = (res.footprint or {}).get("peak_memory_bytes")
+    if peak is None:
+        return res.with_(decision_reason=f"{res.decision_reason}; its peak memory was not measured (profile=False?), "
+                                         f"so the memory budget of {int(budget):,} bytes could not be checked")
+    if peak <= budget:
+        return res
+    ratio = (res.footprint.get("delta") or {}).get("peak_memory_bytes")
+    change = f" ({peak / (peak - ratio):.2f}x the baseline's)" if ratio is not None and peak - ratio > 0 else ""
+    return res.with_(decision="keep_guarded",
+                     decision_reason=f"{res.decision_reason}; but its peak memory {int(peak):,} bytes{change} is over "
+                                     f"the memory budget of {int(budget):,} bytes: use it only where that memory is "
+                                     "free, else the baseline")
 
 
 def _reduced_flag(lv: Live) -> str:

@@ -203,6 +203,9 @@ def _guard(win: VariantResult) -> str:
         return f"use only on the swept cases where it won: {', '.join(ok) or 'none'}; else the fallback"
     if win.kind == "cuda_graph":
         return "input shapes, dtypes and devices equal to the captured ones"
+    if "over the memory budget" in (win.decision_reason or ""):
+        peak = (win.footprint or {}).get("peak_memory_bytes") or 0
+        return f"only where {int(peak):,} bytes of peak memory are free (it is over the memory budget); else the fallback"
     return "none needed for the measured inputs"
 
 

@@ -80,9 +80,22 @@ class VariantResult:
             "speedup": s.point if s else None, "speedup_ci_low": s.ci_low if s else None,
             "speedup_ci_high": s.ci_high if s else None, "p95_speedup": s.p95_ratio if s else None,
             "setup_ms": self.setup_ms, "achieved_gbps": self.achieved_gbps,
-            "bandwidth_share": self.bandwidth_share, "decision": self.decision,
+            "bandwidth_share": self.bandwidth_share,
+            "peak_memory_bytes": (self.footprint or {}).get("peak_memory_bytes"),
+            "peak_memory_ratio": _peak_ratio(self.footprint),
+            "decision": self.decision,
             "reason": self.decision_reason or self.reason, "flags": "; ".join(self.flags),
         }
+
+
+def _peak_ratio(footprint: dict[str, Any] | None) -> float | None:
+    """This variant's peak memory over the baseline's (2.0: doubled); None where either was not measured."""
+    if not footprint:
+        return None
+    peak, delta = footprint.get("peak_memory_bytes"), (footprint.get("delta") or {}).get("peak_memory_bytes")
+    if peak is None or delta is None or peak - delta <= 0:
+        return None
+    return float(peak) / float(peak - delta)
 
 
 @dataclass(frozen=True)

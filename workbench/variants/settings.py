@@ -49,6 +49,7 @@ class CompareSettings:
     seed: int = 0
     problem: str = ""
     timer: Any = field(default=None, compare=False)
+    memory_budget: int | None = None   # bytes: a faster variant whose peak memory is above it is keep_guarded
 
     def __post_init__(self) -> None:
         tol = self.tolerances
@@ -78,6 +79,10 @@ class CompareSettings:
             problems.append(f"min_effect must be between 0 and 1 (0.03 = 3%), got {self.min_effect!r}")
         if self.end_to_end_ms is not None and not (self.end_to_end_ms > 0 and math.isfinite(self.end_to_end_ms)):
             problems.append(f"end_to_end_ms must be a positive number or None, got {self.end_to_end_ms!r}")
+        if self.memory_budget is not None and (isinstance(self.memory_budget, bool) or
+                                               not isinstance(self.memory_budget, (int, float)) or
+                                               not math.isfinite(self.memory_budget) or self.memory_budget <= 0):
+            problems.append(f"memory_budget must be a number of bytes > 0 or None, got {self.memory_budget!r}")
         if self.timer is not None and not (callable(self.timer) or hasattr(self.timer, "sample_ms")):
             problems.append("timer must be a timer (with sample_ms) or a zero-argument factory of one")
         if problems:
