@@ -32,7 +32,7 @@ browser:
 demo: $(STAMP)
 	OMP_WAIT_POLICY=PASSIVE $(VENV)/bin/workbench report --out $(REPORT_DIR)
 
-test: $(STAMP) browser
+test: $(STAMP) browser lint
 	OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q
 
 # ruff, configured in pyproject.toml: the lint rules, and the formatting as a check (nothing rewritten)

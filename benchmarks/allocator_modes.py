@@ -11,6 +11,7 @@ The same code, timed in fresh processes one after another (``workbench.report.sa
 Measured on the demo (4 MiB tensors, 2 threads, 2-core VM, load average 3.5): default 4.47-21.11 ms
 between six processes (4.72x), steady 4.05-5.40 ms (1.33x); default / steady 1.90x.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,18 +35,28 @@ def main() -> int:
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     medians: dict[str, list[float]] = {"default": [], "steady": []}
     started = time.perf_counter()
-    for i in range(args.processes):             # the two modes interleaved, process by process
+    for i in range(args.processes):  # the two modes interleaved, process by process
         for mode in medians:
-            result = run_worker(args.workload, warmup=args.warmup, repeat=args.repeat, index=i + 1,
-                                total=args.processes, allocator_mode=mode)
+            result = run_worker(
+                args.workload,
+                warmup=args.warmup,
+                repeat=args.repeat,
+                index=i + 1,
+                total=args.processes,
+                allocator_mode=mode,
+            )
             medians[mode].append(statistics.median(result["samples_ms"]))
     for mode, values in medians.items():
-        print(f"{mode:8s} per-process medians (ms): {', '.join(f'{v:.2f}' for v in values)}; "
-              f"median {statistics.median(values):.2f} ms; slowest/fastest {max(values) / min(values):.2f}x")
+        print(
+            f"{mode:8s} per-process medians (ms): {', '.join(f'{v:.2f}' for v in values)}; "
+            f"median {statistics.median(values):.2f} ms; slowest/fastest {max(values) / min(values):.2f}x"
+        )
     ratio = statistics.median(medians["default"]) / statistics.median(medians["steady"])
-    print(f"default / steady, median of the process medians: {ratio:.2f}x "
-          f"({time.perf_counter() - started:.0f} s; load average after: "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())})")
+    print(
+        f"default / steady, median of the process medians: {ratio:.2f}x "
+        f"({time.perf_counter() - started:.0f} s; load average after: "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())})"
+    )
     return 0
 
 

@@ -8,6 +8,7 @@ The large trace is a real one (the H100 owlv2 trace from ../shared/traces, else 
 loaded once and its tables repeated in memory: per copy, times are shifted past the previous copy and
 correlation / op ids offset, so links stay one-to-one. Prints the median seconds of ``--repeat`` runs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,11 +23,23 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-SOURCE = ROOT.parent / "shared" / "traces" / "tracelens_h100_owlv2" / \
-    "google_owlv2-large-patch14-ensemble__1016001.json.gz"
+SOURCE = (
+    ROOT.parent / "shared" / "traces" / "tracelens_h100_owlv2" / "google_owlv2-large-patch14-ensemble__1016001.json.gz"
+)
 FALLBACK = ROOT / "tests" / "data" / "gpu" / "mi300x_sglang.json.gz"
-FUNCS = ("op_breakdown", "kernel_breakdown", "temporal_breakdown", "idle_breakdown", "launch_stats",
-         "comm_overlap", "copy_stats", "sync_audit", "stragglers", "step_breakdown", "analytic_work")
+FUNCS = (
+    "op_breakdown",
+    "kernel_breakdown",
+    "temporal_breakdown",
+    "idle_breakdown",
+    "launch_stats",
+    "comm_overlap",
+    "copy_stats",
+    "sync_audit",
+    "stragglers",
+    "step_breakdown",
+    "analytic_work",
+)
 TIME_COLS = ("ts_us", "end_us", "launch_ts_us")
 ID_COLS = ("correlation", "external_id")
 INDEX_COLS = {"parent": "cpu_ops", "op_index": "cpu_ops", "runtime_index": "runtime"}
@@ -36,8 +49,15 @@ def repeat_trace(trace, copies: int):
     from workbench.api.trace import Trace
 
     span = trace.span_us() + 1000.0
-    max_id = max(int(pd.to_numeric(t[c], errors="coerce").max()) for t in trace._tables.values()
-                 for c in ID_COLS if c in t.columns and len(t)) + 1
+    max_id = (
+        max(
+            int(pd.to_numeric(t[c], errors="coerce").max())
+            for t in trace._tables.values()
+            for c in ID_COLS
+            if c in t.columns and len(t)
+        )
+        + 1
+    )
     sizes = {name: len(t) for name, t in trace._tables.items()}
     tables = {name: _repeat(t, copies, span, max_id, sizes) for name, t in trace._tables.items()}
     return Trace(tables, trace.meta)
@@ -83,9 +103,11 @@ def main() -> None:
         base = wb.load_trace(source)
     t0 = time.perf_counter()
     trace = repeat_trace(base, args.copies)
-    print(f"{source.name} x{args.copies}: {trace.event_count():,} events ({len(trace.kernels):,} GPU, "
-          f"{len(trace.cpu_ops):,} CPU ops, {len(trace.runtime):,} runtime); built in "
-          f"{time.perf_counter() - t0:.1f} s; semantics={args.semantics}")
+    print(
+        f"{source.name} x{args.copies}: {trace.event_count():,} events ({len(trace.kernels):,} GPU, "
+        f"{len(trace.cpu_ops):,} CPU ops, {len(trace.runtime):,} runtime); built in "
+        f"{time.perf_counter() - t0:.1f} s; semantics={args.semantics}"
+    )
     total = 0.0
     for name in FUNCS:
         times = []

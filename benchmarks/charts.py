@@ -11,6 +11,7 @@ Goals: build <= 2 s, render <= 3 s, page <= 5 MB.
 
     .venv/bin/python benchmarks/charts.py [--trace PATH] [--events 1000000] [--runs 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,11 +24,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-SHARED_TRACE = Path("/work/shared/traces/tracelens_h100_owlv2/"
-                    "google_owlv2-large-patch14-ensemble__1016001.json.gz")
+SHARED_TRACE = Path("/work/shared/traces/tracelens_h100_owlv2/google_owlv2-large-patch14-ensemble__1016001.json.gz")
 # the shared copy where it exists, else the real V100 trace the tests carry (75k events)
-DEFAULT_TRACE = str(SHARED_TRACE if SHARED_TRACE.is_file() else
-                    Path(__file__).resolve().parents[1] / "tests" / "data" / "gpu" / "v100_resnet50_2021.json.gz")
+DEFAULT_TRACE = str(
+    SHARED_TRACE
+    if SHARED_TRACE.is_file()
+    else Path(__file__).resolve().parents[1] / "tests" / "data" / "gpu" / "v100_resnet50_2021.json.gz"
+)
 GOALS = {"build_s": 2.0, "render_s": 3.0, "page_mb": 5.0}
 
 
@@ -51,15 +54,25 @@ def render_seconds(page: Path) -> float | str:
         from playwright.sync_api import sync_playwright
     except ImportError:
         return "not measured: playwright is not installed"
-    args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"]
+    args = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+    ]
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=args)
         tab = browser.new_page()
         t0 = time.perf_counter()
         tab.goto(page.as_uri(), wait_until="load", timeout=120000)
-        tab.wait_for_function("() => document.querySelectorAll('.workbench-chart svg g[class*=mark] path').length"
-                              " > 100", timeout=120000, polling=50)
+        tab.wait_for_function(
+            "() => document.querySelectorAll('.workbench-chart svg g[class*=mark] path').length > 100",
+            timeout=120000,
+            polling=50,
+        )
         seconds = time.perf_counter() - t0
         browser.close()
     return seconds
@@ -92,16 +105,23 @@ def main() -> None:
         page_mb = page.stat().st_size / 1e6
         render = render_seconds(page)
     build = statistics.median(builds)
-    print(f"rows in the page: {rows:,} over {len(levels)} zoom levels "
-          f"({len(events) / max(rows, 1):,.0f} events per row)")
+    print(
+        f"rows in the page: {rows:,} over {len(levels)} zoom levels ({len(events) / max(rows, 1):,.0f} events per row)"
+    )
     for lv in levels:
-        print(f"  level {lv['level']}: {lv['bin_us']:,.1f} us bins, {lv['marks']:,} rows, "
-              f"{lv['tiles_stored']}/{lv['tiles_total']} tiles of the span")
-    print(f"build (timeline_chart + to_dict), median of {opts.runs}: {build:.3f} s "
-          f"(goal <= {GOALS['build_s']} s, ratio {build / GOALS['build_s']:.2f})")
+        print(
+            f"  level {lv['level']}: {lv['bin_us']:,.1f} us bins, {lv['marks']:,} rows, "
+            f"{lv['tiles_stored']}/{lv['tiles_total']} tiles of the span"
+        )
+    print(
+        f"build (timeline_chart + to_dict), median of {opts.runs}: {build:.3f} s "
+        f"(goal <= {GOALS['build_s']} s, ratio {build / GOALS['build_s']:.2f})"
+    )
     if isinstance(render, float):
-        print(f"render (chromium, load to marks drawn): {render:.3f} s "
-              f"(goal <= {GOALS['render_s']} s, ratio {render / GOALS['render_s']:.2f})")
+        print(
+            f"render (chromium, load to marks drawn): {render:.3f} s "
+            f"(goal <= {GOALS['render_s']} s, ratio {render / GOALS['render_s']:.2f})"
+        )
     else:
         print(f"render: {render}")
     print(f"page size: {page_mb:.2f} MB (goal <= {GOALS['page_mb']} MB, ratio {page_mb / GOALS['page_mb']:.2f})")

@@ -16,6 +16,7 @@ ours 0.65 s ("hta" semantics; 0.57 s "workbench"), HTA 8.35 s: 12.8x; lengths 22
 With ``--repeat 16`` (573 MB, 2.1 M events, the issue's scale): ours 0.56 s ("hta"; 0.67 s "workbench"),
 HTA 6.15 s: 10.9x, the same lengths (the work follows the step, not the trace).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -121,11 +122,17 @@ def main() -> int:
             ours[sem] = (best, cp.length_us)
             print(f"ours ({sem:9s}): {best:6.2f} s   path {cp.length_us / 1e3:9.3f} ms   bound by {cp.bound_by}")
         if not HTA_PYTHON.exists():
-            print(f"HTA: {HTA_PYTHON} absent (python3 -m venv /tmp/hta && /tmp/hta/bin/pip install "
-                  "traceinsight==0.6.1): ours only")
+            print(
+                f"HTA: {HTA_PYTHON} absent (python3 -m venv /tmp/hta && /tmp/hta/bin/pip install "
+                "traceinsight==0.6.1): ours only"
+            )
             return 0
-        p = subprocess.run([str(HTA_PYTHON), "-c", HTA_SNIPPET, str(folder), str(args.step), str(args.runs)],
-                           capture_output=True, text=True, timeout=3600)
+        p = subprocess.run(
+            [str(HTA_PYTHON), "-c", HTA_SNIPPET, str(folder), str(args.step), str(args.runs)],
+            capture_output=True,
+            text=True,
+            timeout=3600,
+        )
         lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
         if not lines:
             print("HTA failed:", (p.stderr or "")[-500:])

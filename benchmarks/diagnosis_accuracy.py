@@ -16,6 +16,7 @@ their top 3.
 
 The held-out and fresh halves are for scoring, never for tuning thresholds.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 SETTINGS = {"default": {}, "repeat=8": {"repeat": 8}}
-CAVEATS = frozenset({"too_few_samples", "noisy_timing", "timer_resolution"})   # about the timing itself
+CAVEATS = frozenset({"too_few_samples", "noisy_timing", "timer_resolution"})  # about the timing itself
 HALVES = ("tuning", "heldout", "fresh", "fresh2", "planted")
 
 
@@ -37,13 +38,16 @@ def half_workloads(half: str) -> list:
     batch, or corpus_fresh2.py's second blind batch (written 2026-12-01 17:35-18:20 UTC)."""
     if half == "fresh":
         from tests.workloads.corpus_fresh import workloads as fresh_workloads
+
         return fresh_workloads("fresh")
     if half == "planted":
         return planted_workloads()
     if half == "fresh2":
         from tests.workloads.corpus_fresh2 import workloads as fresh2_workloads
+
         return fresh2_workloads("fresh2")
     from tests.workloads.corpus import workloads
+
     return workloads(half)
 
 
@@ -58,7 +62,9 @@ def planted_workloads() -> list:
         def build():
             fn, own = case.build()
             return fn, {**case.options, **own}
+
         return build
+
     return [Workload(c.name, c.category, "planted", "inference", with_options(c)) for c in planted_cases()]
 
 
@@ -68,7 +74,7 @@ def profile_workload(w, overrides: dict):
     import workbench as wb
 
     if "torch._dynamo" in sys.modules:
-        torch._dynamo.reset()          # a compiled workload compiles afresh
+        torch._dynamo.reset()  # a compiled workload compiles afresh
     fn, options = w.build()
     run = wb.profile(fn, **{**options, **overrides})
     if "torch._dynamo" in sys.modules:
@@ -79,11 +85,18 @@ def profile_workload(w, overrides: dict):
 def judge(w, run, k: int) -> dict:
     from workbench.hypotheses import diagnose
 
-    hyps = list(diagnose(run).hypotheses)     # what run.hypotheses ranks, from the run's record
+    hyps = list(diagnose(run).hypotheses)  # what run.hypotheses ranks, from the run's record
     top = [(h.category, h.rule, h.confidence, round(h.time_at_stake_ms, 4)) for h in hyps[:3]]
     cats = [h.category for h in hyps]
-    out = {"workload": w.name, "category": w.category, "half": w.half, "kind": w.kind, "top3": top,
-           "median_ms": round(run.timing.median_ms, 4), "cold_ms": round(float(run.cold_ms or 0.0), 2)}
+    out = {
+        "workload": w.name,
+        "category": w.category,
+        "half": w.half,
+        "kind": w.kind,
+        "top3": top,
+        "median_ms": round(run.timing.median_ms, 4),
+        "cold_ms": round(float(run.cold_ms or 0.0), 2),
+    }
     if w.category is None:
         high = [(h.category, h.rule) for h in hyps if h.confidence == "high"]
         out.update(ok=not high, high=high)
@@ -93,18 +106,27 @@ def judge(w, run, k: int) -> dict:
         # separates "the finding was not made" from "a caveat outranked it"
         bare = [c for h, c in zip(hyps, cats) if w.category == "measurement" or h.rule not in CAVEATS]
         bare_rank = bare.index(w.category) + 1 if w.category in bare else None
-        out.update(rank=rank, first=rank == 1, within_k=rank is not None and rank <= k, ok=rank == 1,
-                   first_without_caveats=bare_rank == 1)
+        out.update(
+            rank=rank,
+            first=rank == 1,
+            within_k=rank is not None and rank <= k,
+            ok=rank == 1,
+            first_without_caveats=bare_rank == 1,
+        )
     return out
 
 
 def score(results: list[dict], k: int) -> dict:
     planted = [r for r in results if r["category"] is not None]
     clean = [r for r in results if r["category"] is None]
-    return {"planted": len(planted), "first": sum(r["first"] for r in planted),
-            f"top{k}": sum(r["within_k"] for r in planted),
-            "first_without_caveats": sum(r["first_without_caveats"] for r in planted),
-            "clean": len(clean), "clean_ok": sum(r["ok"] for r in clean)}
+    return {
+        "planted": len(planted),
+        "first": sum(r["first"] for r in planted),
+        f"top{k}": sum(r["within_k"] for r in planted),
+        "first_without_caveats": sum(r["first_without_caveats"] for r in planted),
+        "clean": len(clean),
+        "clean_ok": sum(r["ok"] for r in clean),
+    }
 
 
 def _pct(a: int, b: int) -> str:
@@ -113,9 +135,13 @@ def _pct(a: int, b: int) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--half", choices=(*HALVES, "both", "all"), default="both",
-                    help="both: tuning and heldout (corpus.py); fresh, fresh2: corpus_fresh*.py; planted: "
-                         "planted.py (the live half of test_planted.py); all: every one")
+    ap.add_argument(
+        "--half",
+        choices=(*HALVES, "both", "all"),
+        default="both",
+        help="both: tuning and heldout (corpus.py); fresh, fresh2: corpus_fresh*.py; planted: "
+        "planted.py (the live half of test_planted.py); all: every one",
+    )
     ap.add_argument("--setting", choices=(*SETTINGS, "both"), default="both")
     ap.add_argument("--k", type=int, default=2, help="a planted category within the top K counts as found (default 2)")
     ap.add_argument("--only", nargs="*", help="workload names to run (default: all of the half)")
@@ -145,8 +171,10 @@ def main(argv=None) -> int:
                 if r["category"] is None and not r["ok"]:
                     print(f"  MISS clean {r['workload']}: high-confidence {r['high']}; top 3 {r['top3']}")
                 elif r["category"] is not None and not r["first"]:
-                    print(f"  MISS {r['category']:16s} {r['workload']} (rank {r['rank']}, median {r['median_ms']} ms, "
-                          f"cold {r['cold_ms']} ms): top 3 {r['top3']}")
+                    print(
+                        f"  MISS {r['category']:16s} {r['workload']} (rank {r['rank']}, median {r['median_ms']} ms, "
+                        f"cold {r['cold_ms']} ms): top 3 {r['top3']}"
+                    )
             every.extend(results)
     if args.json:
         Path(args.json).write_text(json.dumps(every, indent=1, default=str))

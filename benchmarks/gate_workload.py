@@ -7,6 +7,7 @@ module is imported, so each fresh worker process of the gate sees the value its 
 
     WB_GATE_SLOWDOWN=0.25 workbench report --workload gate_workload:step  (run from benchmarks/)
 """
+
 from __future__ import annotations
 
 import os
@@ -19,7 +20,7 @@ ROUNDS = round(UNITS * (1 + SLOWDOWN))
 def make_inputs(seed: int = 0):
     import torch
 
-    torch.set_num_threads(1)   # one thread: a shared machine's other work cannot stall a thread team
+    torch.set_num_threads(1)  # one thread: a shared machine's other work cannot stall a thread team
     gen = torch.Generator().manual_seed(seed)
     return torch.randn(192, 192, generator=gen), torch.randn(192, 192, generator=gen) / 14.0
 

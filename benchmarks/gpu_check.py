@@ -16,6 +16,7 @@ On a machine without CUDA it exits 2 with "not applicable: no CUDA device" once 
 benchmarks/gpu/run.sh runs it as its first section; with OUT set, gpu_check.json is rewritten after
 each section, so a run cut short still shows the sections it finished.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,11 @@ from workbench import demo  # noqa: E402
 from workbench.variants.timing import CudaTimer, Timed  # noqa: E402
 
 if not torch.cuda.is_available():
-    print("not applicable: no CUDA device (torch.cuda.is_available() is False); "
-          "run this on a machine with an NVIDIA or AMD GPU", file=sys.stderr)
+    print(
+        "not applicable: no CUDA device (torch.cuda.is_available() is False); "
+        "run this on a machine with an NVIDIA or AMD GPU",
+        file=sys.stderr,
+    )
     sys.exit(2)
 
 OUT = os.environ.get("OUT")
@@ -57,7 +61,7 @@ def _events_ms(fn, reps: int = 50) -> float:
 def check_timing() -> dict:
     timer = CudaTimer()
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    x = torch.randn(l2 // 8, device="cuda")                  # half the L2: hot when not flushed
+    x = torch.randn(l2 // 8, device="cuda")  # half the L2: hot when not flushed
     item = Timed("small", lambda t: t * 2.0, (x,))
     item.fn(*item.args)
     flushed = sorted(timer.sample_ms(item) for _ in range(50))[25]
@@ -65,25 +69,36 @@ def check_timing() -> dict:
     big = torch.randn(4096, 4096, device="cuda")
     dev = wb.profile(lambda: big @ big, warmup=2, repeat=10, trace=False, device="cuda")
     host = wb.profile(lambda: big @ big, warmup=2, repeat=10, trace=False, device="cpu")
-    return {"l2_bytes": l2, "flush_buffer_bytes": timer.flush_buf.numel() * 4,
-            "small_read_flushed_ms": flushed, "small_read_warm_ms": warm,
-            "flushed_over_warm": flushed / warm if warm > 0 else None,
-            "matmul_4096_cuda_event_median_ms": dev.timing.median_ms, "timer": dev.timing.timer,
-            "matmul_4096_host_timer_median_ms": host.timing.median_ms,
-            "ok": dev.timing.timer == "cuda_event" and dev.timing.median_ms > host.timing.median_ms}
+    return {
+        "l2_bytes": l2,
+        "flush_buffer_bytes": timer.flush_buf.numel() * 4,
+        "small_read_flushed_ms": flushed,
+        "small_read_warm_ms": warm,
+        "flushed_over_warm": flushed / warm if warm > 0 else None,
+        "matmul_4096_cuda_event_median_ms": dev.timing.median_ms,
+        "timer": dev.timing.timer,
+        "matmul_4096_host_timer_median_ms": host.timing.median_ms,
+        "ok": dev.timing.timer == "cuda_event" and dev.timing.median_ms > host.timing.median_ms,
+    }
 
 
 def check_profile() -> dict:
     x, w = demo.make_inputs(device="cuda")
     run = wb.profile(demo.workload, x, w, warmup=3, repeat=10, name="demo on cuda")
     trace = run.trace
-    out = {"median_ms": run.timing.median_ms, "p95_ms": run.timing.p95_ms, "cold_ms": run.cold_ms,
-           "timer": run.timing.timer, "device": run.device, "trace_note": run.trace_note,
-           "has_gpu": bool(trace is not None and trace.has_gpu),
-           "kernel_count": int(len(trace.kernels)) if trace is not None else 0,
-           "runtime_calls": int(len(trace.runtime)) if trace is not None else 0,
-           "peak_allocated_bytes": run.memory.get("peak_allocated_bytes"),
-           "hypotheses": [getattr(h, "category", "?") for h in (run.hypotheses or [])][:8]}
+    out = {
+        "median_ms": run.timing.median_ms,
+        "p95_ms": run.timing.p95_ms,
+        "cold_ms": run.cold_ms,
+        "timer": run.timing.timer,
+        "device": run.device,
+        "trace_note": run.trace_note,
+        "has_gpu": bool(trace is not None and trace.has_gpu),
+        "kernel_count": int(len(trace.kernels)) if trace is not None else 0,
+        "runtime_calls": int(len(trace.runtime)) if trace is not None else 0,
+        "peak_allocated_bytes": run.memory.get("peak_allocated_bytes"),
+        "hypotheses": [getattr(h, "category", "?") for h in (run.hypotheses or [])][:8],
+    }
     if OUT:
         out["bundle"] = str(run.save(os.path.join(OUT, "demo_cuda_run")))
     out["ok"] = out["has_gpu"] and out["kernel_count"] > 0 and out["timer"] == "cuda_event"
@@ -101,55 +116,86 @@ def tiny_loop(x):
 def _rows(cmp) -> dict:
     rows = {}
     for r in cmp.results:
-        rows[r.name] = {"status": r.status, "reason": r.reason, "decision": r.decision,
-                        "decision_reason": r.decision_reason,
-                        "median_ms": r.timing.median_ms if r.timing else None,
-                        "p95_ms": r.timing.p95_ms if r.timing else None,
-                        "timer": r.timing.timer if r.timing else None,
-                        "speedup": r.speedup.point if r.speedup else None,
-                        "speedup_ci": [r.speedup.ci_low, r.speedup.ci_high] if r.speedup else None,
-                        "setup_ms": r.setup_ms, "achieved_gbps": r.achieved_gbps,
-                        "bandwidth_share": r.bandwidth_share, "flags": list(r.flags),
-                        "kernel_count": r.footprint.get("kernel_count"),
-                        "launch_count": r.footprint.get("launch_count"),
-                        "correct": r.correctness.passed if r.correctness else None}
+        rows[r.name] = {
+            "status": r.status,
+            "reason": r.reason,
+            "decision": r.decision,
+            "decision_reason": r.decision_reason,
+            "median_ms": r.timing.median_ms if r.timing else None,
+            "p95_ms": r.timing.p95_ms if r.timing else None,
+            "timer": r.timing.timer if r.timing else None,
+            "speedup": r.speedup.point if r.speedup else None,
+            "speedup_ci": [r.speedup.ci_low, r.speedup.ci_high] if r.speedup else None,
+            "setup_ms": r.setup_ms,
+            "achieved_gbps": r.achieved_gbps,
+            "bandwidth_share": r.bandwidth_share,
+            "flags": list(r.flags),
+            "kernel_count": r.footprint.get("kernel_count"),
+            "launch_count": r.footprint.get("launch_count"),
+            "correct": r.correctness.passed if r.correctness else None,
+        }
     return rows
 
 
 def check_cuda_graph() -> dict:
-    cmp = wb.compare({"eager": tiny_loop, "cuda_graph": wb.variants.cuda_graph(tiny_loop)},
-                     inputs=lambda: (torch.randn(4096, device="cuda"),), checks=2, budget_s=3.0)
+    cmp = wb.compare(
+        {"eager": tiny_loop, "cuda_graph": wb.variants.cuda_graph(tiny_loop)},
+        inputs=lambda: (torch.randn(4096, device="cuda"),),
+        checks=2,
+        budget_s=3.0,
+    )
     rows = _rows(cmp)
     g = rows["cuda_graph"]
-    return {"variants": rows, "decision": cmp.decision.decision,
-            "ok": g["status"] == "ok" and g["correct"] and g["timer"] == "cuda_event"
-            and (g["launch_count"] or 0) < (rows["eager"]["launch_count"] or 0)}
+    return {
+        "variants": rows,
+        "decision": cmp.decision.decision,
+        "ok": g["status"] == "ok"
+        and g["correct"]
+        and g["timer"] == "cuda_event"
+        and (g["launch_count"] or 0) < (rows["eager"]["launch_count"] or 0),
+    }
 
 
 def check_compiled() -> dict:
     chain = demo.elementwise_chain
-    variants = {"eager": chain, "compiled": wb.variants.compiled(chain),
-                "compiled[reduce-overhead]": wb.variants.compiled(chain, mode="reduce-overhead")}
+    variants = {
+        "eager": chain,
+        "compiled": wb.variants.compiled(chain),
+        "compiled[reduce-overhead]": wb.variants.compiled(chain, mode="reduce-overhead"),
+    }
     cmp = wb.compare(variants, inputs=lambda: (torch.randn(1 << 24, device="cuda"),), checks=2, budget_s=4.0)
     rows = _rows(cmp)
     c = rows["compiled"]
-    return {"variants": rows, "decision": cmp.decision.decision, "decided_variant": cmp.decision.variant,
-            "working_set_copy_gbps": cmp.working_set_copy_gbps, "large_copy_gbps": cmp.copy_gbps,
-            "ok": c["status"] == "ok" and c["correct"] and c["decision"] in ("keep", "keep_guarded")}
+    return {
+        "variants": rows,
+        "decision": cmp.decision.decision,
+        "decided_variant": cmp.decision.variant,
+        "working_set_copy_gbps": cmp.working_set_copy_gbps,
+        "large_copy_gbps": cmp.copy_gbps,
+        "ok": c["status"] == "ok" and c["correct"] and c["decision"] in ("keep", "keep_guarded"),
+    }
 
 
 def main() -> int:
-    report = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
-              "cuda": torch.version.cuda, "hip": getattr(torch.version, "hip", None), "sections": {}}
+    report = {
+        "device": torch.cuda.get_device_name(0),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "hip": getattr(torch.version, "hip", None),
+        "sections": {},
+    }
     failed = []
-    for name, check in (("timing", check_timing), ("profile", check_profile),
-                        ("cuda_graph", check_cuda_graph), ("compiled", check_compiled)):
+    for name, check in (
+        ("timing", check_timing),
+        ("profile", check_profile),
+        ("cuda_graph", check_cuda_graph),
+        ("compiled", check_compiled),
+    ):
         start = time.perf_counter()
         try:
             result = check()
         except Exception as exc:  # noqa: BLE001 - reported in the document, the next section runs
-            result = {"ok": False, "error": f"{type(exc).__name__}: {exc}",
-                      "traceback": traceback.format_exc(limit=8)}
+            result = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=8)}
         result["seconds"] = round(time.perf_counter() - start, 2)
         report["sections"][name] = result
         if not result.get("ok"):

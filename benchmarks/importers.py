@@ -11,6 +11,7 @@ ids shifted); the second trace is the same with two kernel names rewritten (an e
 "replaced" by a Triton one, a GEMM's tile renamed), so the diff has appeared / disappeared rows.
 Each timing is the best of ``--repeat`` runs in this process (the columnar cache off), wall and CPU.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,7 +28,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def _formats() -> Path | None:
-    for p in (os.environ.get("WORKBENCH_SHARED_FORMATS"), ROOT / "shared" / "formats", ROOT.parent / "shared" / "formats"):
+    for p in (
+        os.environ.get("WORKBENCH_SHARED_FORMATS"),
+        ROOT / "shared" / "formats",
+        ROOT.parent / "shared" / "formats",
+    ):
         if p and (Path(p) / "manifest.json").exists():
             return Path(p)
     return None
@@ -55,8 +60,10 @@ def shared_files(repeat: int) -> None:
     print(f"{'file':32} {'MB':>6} {'wall s':>7} {'cpu s':>7} {'kernels':>8} {'events':>8}  source")
     for path in files:
         data, (wall, cpu) = _best(lambda: read_trace(path), repeat)
-        print(f"{path.name:32} {path.stat().st_size / 1e6:6.2f} {wall:7.3f} {cpu:7.3f} {len(data.kernels):8,} "
-              f"{data.event_count():8,}  {data.meta.source}")
+        print(
+            f"{path.name:32} {path.stat().st_size / 1e6:6.2f} {wall:7.3f} {cpu:7.3f} {len(data.kernels):8,} "
+            f"{data.event_count():8,}  {data.meta.source}"
+        )
     before, after = folder / "nsys" / "mfu_2gpu_before.sqlite", folder / "nsys" / "mfu_2gpu_after.sqlite"
     if before.exists() and after.exists():
         import workbench as wb
@@ -74,8 +81,10 @@ def _second(first: Path) -> Path:
     text = first.read_bytes()
     names = re.findall(rb'"name": "(void at::native::[a-z_]*elementwise_kernel[^"]{0,200})"', text[:50_000_000])
     gemm = re.findall(rb'"name": "([^"]*(?:gemm|sm90|nvjet|cutlass)[^"]{0,200})"', text[:50_000_000], re.I)
-    for pattern, new in ((names[0] if names else None, b"triton_poi_fused_add_mul_0"),
-                         (gemm[0] if gemm else None, b"triton_tem_fused_mm_1")):
+    for pattern, new in (
+        (names[0] if names else None, b"triton_poi_fused_add_mul_0"),
+        (gemm[0] if gemm else None, b"triton_tem_fused_mm_1"),
+    ):
         if pattern:
             text = text.replace(b'"' + pattern + b'"', b'"' + new + b'"')
     target.write_bytes(text)
@@ -84,21 +93,26 @@ def _second(first: Path) -> Path:
 
 def kineto_pair(mb: float, repeat: int) -> None:
     import ingest
+
     import workbench as wb
     from workbench.trace import read_trace
 
     source = ingest.DEFAULT_SOURCE if ingest.DEFAULT_SOURCE.exists() else ingest.FALLBACK_SOURCE
     first = ingest.build_trace(source, mb / 1000)
     second = _second(first)
-    print(f"kineto traces: {first} ({first.stat().st_size / 1e6:.0f} MB), {second.name} "
-          f"({second.stat().st_size / 1e6:.0f} MB), from {source.name}")
+    print(
+        f"kineto traces: {first} ({first.stat().st_size / 1e6:.0f} MB), {second.name} "
+        f"({second.stat().st_size / 1e6:.0f} MB), from {source.name}"
+    )
     a, (la, ca) = _best(lambda: read_trace(first, decode_workers=1), repeat)
     b, (lb, cb) = _best(lambda: read_trace(second, decode_workers=1), repeat)
     d, (wd, cd) = _best(lambda: wb.diff(a, b), repeat)
     print(f"load a: {la:.2f} s wall ({ca:.2f} s CPU), {a.event_count():,} events; load b: {lb:.2f} s ({cb:.2f} s CPU)")
     print(f"wb.diff(a, b): {wd:.2f} s wall ({cd:.2f} s CPU); {d.counts}")
-    print(f"diff / (load a + load b) = {wd / (la + lb):.3f} wall, {cd / (ca + cb):.3f} CPU "
-          f"(goal: < 1) ; summary: {d.summary[:200]}")
+    print(
+        f"diff / (load a + load b) = {wd / (la + lb):.3f} wall, {cd / (ca + cb):.3f} CPU "
+        f"(goal: < 1) ; summary: {d.summary[:200]}"
+    )
 
 
 def main() -> None:

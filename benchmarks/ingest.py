@@ -13,6 +13,7 @@ depends on what else runs, CPU time much less.
 HTA is installed into its own venv under benchmarks/out/ (pip install HolisticTraceAnalysis);
 if that fails the reason is printed and our numbers still are.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -105,7 +106,7 @@ def build_trace(source: Path, gb: float) -> Path:
     copies = max(1, round(gb * 1e9 / one))
     stamps = [e["ts"] for e in events if isinstance(e.get("ts"), (int, float))]
     span = max(stamps) - min(stamps) + 1000
-    id_step = 10 ** 7
+    id_step = 10**7
     with open(target, "w") as out:
         out.write(json.dumps(trace)[:-1] + ', "traceEvents": [')
         for k in range(copies):
@@ -137,34 +138,42 @@ def measure(python: str, script: str, path: Path, env: dict) -> dict:
     """Run one side in a dedicated parent so RUSAGE_CHILDREN is that side's peak alone."""
     # peak_kb: the largest process's peak RSS; tree_pss_kb: the peak of the PSS summed over the process
     # and its workers (sampled every 20 ms; forked workers share pages, PSS splits them fairly)
-    runner = ("import resource, subprocess, sys, json, time\n"
-              "def pss(pid):\n"
-              "    try:\n"
-              "        with open(f'/proc/{pid}/smaps_rollup') as fh:\n"
-              "            own = next(int(l.split()[1]) for l in fh if l.startswith('Pss:'))\n"
-              "        with open(f'/proc/{pid}/task/{pid}/children') as fh:\n"
-              "            kids = [int(k) for k in fh.read().split()]\n"
-              "    except (OSError, StopIteration, ValueError):\n"
-              "        return 0\n"
-              "    return own + sum(pss(k) for k in kids)\n"
-              "p = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)\n"
-              "tree = 0\n"
-              "while p.poll() is None:\n"
-              "    tree = max(tree, pss(p.pid)); time.sleep(0.02)\n"
-              "out, err = p.communicate()\n"
-              "use = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
-              "print(json.dumps({'rc': p.returncode, 'out': out, 'err': err[-2000:], 'tree_pss_kb': tree,\n"
-              "                  'peak_kb': use.ru_maxrss, 'cpu_s': use.ru_utime + use.ru_stime}))\n")
+    runner = (
+        "import resource, subprocess, sys, json, time\n"
+        "def pss(pid):\n"
+        "    try:\n"
+        "        with open(f'/proc/{pid}/smaps_rollup') as fh:\n"
+        "            own = next(int(l.split()[1]) for l in fh if l.startswith('Pss:'))\n"
+        "        with open(f'/proc/{pid}/task/{pid}/children') as fh:\n"
+        "            kids = [int(k) for k in fh.read().split()]\n"
+        "    except (OSError, StopIteration, ValueError):\n"
+        "        return 0\n"
+        "    return own + sum(pss(k) for k in kids)\n"
+        "p = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)\n"
+        "tree = 0\n"
+        "while p.poll() is None:\n"
+        "    tree = max(tree, pss(p.pid)); time.sleep(0.02)\n"
+        "out, err = p.communicate()\n"
+        "use = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+        "print(json.dumps({'rc': p.returncode, 'out': out, 'err': err[-2000:], 'tree_pss_kb': tree,\n"
+        "                  'peak_kb': use.ru_maxrss, 'cpu_s': use.ru_utime + use.ru_stime}))\n"
+    )
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", runner, python, "-c", script, str(path)],
-                          capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-c", runner, python, "-c", script, str(path)], capture_output=True, text=True, env=env
+    )
     wall = time.perf_counter() - started
     report = json.loads(proc.stdout)
     if report["rc"] != 0:
         return {"error": report["err"].strip().splitlines()[-1] if report["err"].strip() else "failed"}
     result = json.loads(report["out"].strip().splitlines()[-1])
-    return {**result, "wall_s": wall, "peak_mb": report["peak_kb"] / 1024, "cpu_s": report["cpu_s"],
-            "tree_mb": report["tree_pss_kb"] / 1024}
+    return {
+        **result,
+        "wall_s": wall,
+        "peak_mb": report["peak_kb"] / 1024,
+        "cpu_s": report["cpu_s"],
+        "tree_mb": report["tree_pss_kb"] / 1024,
+    }
 
 
 def median_run(python: str, script: str, path: Path, env: dict, repeat: int) -> dict:
@@ -173,8 +182,12 @@ def median_run(python: str, script: str, path: Path, env: dict, repeat: int) -> 
     if any("error" in r for r in runs):
         return next(r for r in runs if "error" in r)
     runs.sort(key=lambda r: r["load_s"])
-    return {**runs[len(runs) // 2], "peak_mb": max(r["peak_mb"] for r in runs),
-            "tree_mb": max(r["tree_mb"] for r in runs), "runs": len(runs)}
+    return {
+        **runs[len(runs) // 2],
+        "peak_mb": max(r["peak_mb"] for r in runs),
+        "tree_mb": max(r["tree_mb"] for r in runs),
+        "runs": len(runs),
+    }
 
 
 def hta_python() -> tuple[str | None, str]:
@@ -183,8 +196,12 @@ def hta_python() -> tuple[str | None, str]:
         return str(python), ""
     try:
         subprocess.run([sys.executable, "-m", "venv", str(HTA_VENV)], check=True, capture_output=True)
-        pip = subprocess.run([str(python), "-m", "pip", "install", "-q", "HolisticTraceAnalysis"],
-                             capture_output=True, text=True, timeout=900)
+        pip = subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", "HolisticTraceAnalysis"],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
     except (subprocess.SubprocessError, OSError) as exc:
         return None, f"could not create its venv: {exc}"
     if pip.returncode != 0:
@@ -197,10 +214,14 @@ def main() -> None:
     parser.add_argument("--gb", type=float, default=0.1, help="size of the trace built (default 0.1)")
     parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE if DEFAULT_SOURCE.exists() else FALLBACK_SOURCE)
     parser.add_argument("--no-hta", action="store_true", help="time only workbench")
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="runs per side; the run with the median load time is printed (default 1)")
-    parser.add_argument("--stages", action="store_true",
-                        help="also print our load's CPU time per stage (decode, columns, tables), one more run")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="runs per side; the run with the median load time is printed (default 1)"
+    )
+    parser.add_argument(
+        "--stages",
+        action="store_true",
+        help="also print our load's CPU time per stage (decode, columns, tables), one more run",
+    )
     args = parser.parse_args()
     path = build_trace(args.source, args.gb)
     size_mb = path.stat().st_size / 1e6
@@ -218,12 +239,14 @@ def main() -> None:
     theirs = median_run(python, HTA, path, {k: v for k, v in env.items() if k != "PYTHONPATH"}, args.repeat)
     _print("Holistic Trace Analysis", theirs, size_mb)
     if "error" not in ours and "error" not in theirs:
-        print(f"load time ratio (HTA / ours): {theirs['load_s'] / ours['load_s']:.1f}x wall, "
-              f"{theirs['load_cpu_s'] / ours['load_cpu_s']:.1f}x CPU   "
-              f"load+analyses: {(theirs['load_s'] + theirs['analyses_s']) / (ours['load_s'] + ours['analyses_s']):.1f}x wall, "
-              f"{theirs['cpu_s'] / ours['cpu_s']:.1f}x CPU (whole process)   "
-              f"peak memory ratio (ours / HTA): {ours['peak_mb'] / theirs['peak_mb']:.2f} largest process, "
-              f"{ours['tree_mb'] / theirs['tree_mb']:.2f} summed over workers (PSS)")
+        print(
+            f"load time ratio (HTA / ours): {theirs['load_s'] / ours['load_s']:.1f}x wall, "
+            f"{theirs['load_cpu_s'] / ours['load_cpu_s']:.1f}x CPU   "
+            f"load+analyses: {(theirs['load_s'] + theirs['analyses_s']) / (ours['load_s'] + ours['analyses_s']):.1f}x wall, "
+            f"{theirs['cpu_s'] / ours['cpu_s']:.1f}x CPU (whole process)   "
+            f"peak memory ratio (ours / HTA): {ours['peak_mb'] / theirs['peak_mb']:.2f} largest process, "
+            f"{ours['tree_mb'] / theirs['tree_mb']:.2f} summed over workers (PSS)"
+        )
 
 
 def _print_stages(r: dict, size_mb: float) -> None:
@@ -234,22 +257,30 @@ def _print_stages(r: dict, size_mb: float) -> None:
         print(f"workbench stages: failed: {r['error']}")
         return
     total = r["decode_cpu_s"] + r["columns_cpu_s"] + r["tables_cpu_s"]
-    print("workbench stages (CPU): " + ", ".join(
-        f"{name} {r[f'{name}_cpu_s']:.2f} s ({r[f'{name}_cpu_s'] / total:.0%}, "
-        f"{r[f'{name}_cpu_s'] * 1e9 / max(1, r['events']):.0f} ns/event)"
-        for name in ("decode", "columns", "tables")) + f"; {size_mb / total:.0f} MB/s CPU in all")
+    print(
+        "workbench stages (CPU): "
+        + ", ".join(
+            f"{name} {r[f'{name}_cpu_s']:.2f} s ({r[f'{name}_cpu_s'] / total:.0%}, "
+            f"{r[f'{name}_cpu_s'] * 1e9 / max(1, r['events']):.0f} ns/event)"
+            for name in ("decode", "columns", "tables")
+        )
+        + f"; {size_mb / total:.0f} MB/s CPU in all"
+    )
 
 
 def _print(label: str, r: dict, size_mb: float) -> None:
     if "error" in r:
         print(f"{label}: failed: {r['error']}")
         return
-    print(f"{label}: load {r['load_s']:.2f} s wall / {r['load_cpu_s']:.2f} s CPU "
-          f"({size_mb / r['load_s']:.0f} MB/s wall, {size_mb / r['load_cpu_s']:.0f} MB/s CPU), analyses "
-          f"{r['analyses_s']:.2f} s, process CPU {r['cpu_s']:.1f} s, peak RSS {r['peak_mb']:.0f} MB "
-          f"(workers included: {r['tree_mb']:.0f} MB PSS)"
-          + (f", median of {r['runs']} runs" if r.get("runs", 1) > 1 else "") + (f", {r['events']:,} events" if "events" in r else "")
-          + (f"; {r['done']}" if "done" in r else ""))
+    print(
+        f"{label}: load {r['load_s']:.2f} s wall / {r['load_cpu_s']:.2f} s CPU "
+        f"({size_mb / r['load_s']:.0f} MB/s wall, {size_mb / r['load_cpu_s']:.0f} MB/s CPU), analyses "
+        f"{r['analyses_s']:.2f} s, process CPU {r['cpu_s']:.1f} s, peak RSS {r['peak_mb']:.0f} MB "
+        f"(workers included: {r['tree_mb']:.0f} MB PSS)"
+        + (f", median of {r['runs']} runs" if r.get("runs", 1) > 1 else "")
+        + (f", {r['events']:,} events" if "events" in r else "")
+        + (f"; {r['done']}" if "done" in r else "")
+    )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ forward+backward. Without CUDA (or triton) every kernel is reported "not applica
 exit status is 0. --json writes the results (and the versions) to a file. Exit status 1 when a
 kernel failed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,19 +42,22 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"unknown kernels {unknown}; the kernels are {', '.join(wk.KERNELS)}")
     if reason is None:
         from workbench.kernels import bench
+
         results = bench.run_all(dtype=DTYPES[a.dtype], quick=a.quick, compile_eager=not a.no_compile, kernels=kernels)
         meta = bench.versions()
     else:
         msg = "not applicable: no CUDA device" if wk.triton_installed() else reason
-        results = [{"kernel": k, "status": "not_applicable", "reason": msg} for k in wk.KERNELS
-                   if not kernels or k in kernels]
+        results = [
+            {"kernel": k, "status": "not_applicable", "reason": msg} for k in wk.KERNELS if not kernels or k in kernels
+        ]
         for r in results:
             print(f"{r['kernel']:22s} {msg}")
         meta = {"torch": torch.__version__, "device": "cpu"}
     if a.json:
         Path(a.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.json).write_text(json.dumps({"versions": meta, "dtype": a.dtype, "results": results}, indent=1,
-                                           default=str))
+        Path(a.json).write_text(
+            json.dumps({"versions": meta, "dtype": a.dtype, "results": results}, indent=1, default=str)
+        )
     return 1 if any(r.get("status") == "failed" for r in results) else 0
 
 

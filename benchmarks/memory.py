@@ -9,6 +9,7 @@ costs the traced pass.
 
 Run: ``python benchmarks/memory.py [--repeat N]``; prints one JSON object.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,9 +52,14 @@ def load_cost(repeat: int) -> dict:
         t_without = _best(lambda: wb.load_trace(str(without), cache=False), repeat)
         trace = wb.load_trace(str(with_memory), cache=False)
         t_analysis = _best(lambda: mem.memory_peak(trace), repeat)
-    return {"memory_events": int(len(trace.memory)), "load_with_memory_s": t_with, "load_without_memory_s": t_without,
-            "load_extra_pct": 100.0 * (t_with / t_without - 1.0), "goal_pct": 10.0,
-            "memory_peak_analysis_s": t_analysis}
+    return {
+        "memory_events": int(len(trace.memory)),
+        "load_with_memory_s": t_with,
+        "load_without_memory_s": t_without,
+        "load_extra_pct": 100.0 * (t_with / t_without - 1.0),
+        "goal_pct": 10.0,
+        "memory_peak_analysis_s": t_analysis,
+    }
 
 
 def recording_overhead(repeat: int) -> dict:
@@ -78,9 +84,13 @@ def recording_overhead(repeat: int) -> dict:
     for _ in range(repeat):
         run = wb.profile(step, tokens, warmup=2, repeat=5, trace_repeat=5, memory=True, history=False, threads=1)
         ratios.append(run.memory.recording_overhead)
-    return {"workload": f"GPT-style step: {layers} pre-norm encoder layers d={d}, batch {batch}x{seq}, AdamW",
-            "recording_overhead_median": statistics.median(ratios), "recording_overhead_all": ratios,
-            "peak_bytes": run.memory.peak.peak_bytes, "peak_with_named_tensors_bytes": run.memory.peak.live_bytes}
+    return {
+        "workload": f"GPT-style step: {layers} pre-norm encoder layers d={d}, batch {batch}x{seq}, AdamW",
+        "recording_overhead_median": statistics.median(ratios),
+        "recording_overhead_all": ratios,
+        "peak_bytes": run.memory.peak.peak_bytes,
+        "peak_with_named_tensors_bytes": run.memory.peak.live_bytes,
+    }
 
 
 def main() -> None:

@@ -23,6 +23,7 @@ with ``history=False`` (no history file written, no change-point search timed).
 
 Run:  .venv/bin/python benchmarks/profile_overhead.py [--rounds 15] [--repeat 50] [--trace-repeat 10]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,7 +43,7 @@ import workbench as wb  # noqa: E402
 from workbench.capture.profiler_session import RECORD_STACK, STEP_NAME, activities  # noqa: E402
 from workbench.capture.quiet import captured_native_stderr  # noqa: E402
 
-CUDA = False   # the workload runs on the CPU: CPU activity only, on both sides
+CUDA = False  # the workload runs on the CPU: CPU activity only, on both sides
 
 
 def make_workload():
@@ -52,6 +53,7 @@ def make_workload():
 
     def mlp():
         return ((x @ w1).relu() @ w2).relu() @ w3
+
     return mlp
 
 
@@ -69,8 +71,13 @@ def bare_loop_ms(fn, warmup: int, repeat: int) -> list[float]:
 
 def profiler_options() -> dict:
     """The options of wb.profile's traced pass (``ProfilerSession._profiler``), for the by-hand side."""
-    return {"activities": activities(torch, CUDA), "record_shapes": True, "profile_memory": True,
-            "with_stack": RECORD_STACK, "with_modules": RECORD_STACK}
+    return {
+        "activities": activities(torch, CUDA),
+        "record_shapes": True,
+        "profile_memory": True,
+        "with_stack": RECORD_STACK,
+        "with_modules": RECORD_STACK,
+    }
 
 
 def by_hand_ms(fn, warmup: int, repeat: int, trace_repeat: int, folder: str) -> tuple[list[float], list[float], float]:
@@ -78,7 +85,7 @@ def by_hand_ms(fn, warmup: int, repeat: int, trace_repeat: int, folder: str) -> 
     wall = time.perf_counter_ns()
     clean = bare_loop_ms(fn, warmup, repeat)
     traced = []
-    with captured_native_stderr():    # the profiler's native start/stop lines, held as wb.profile holds them
+    with captured_native_stderr():  # the profiler's native start/stop lines, held as wb.profile holds them
         with torch.profiler.profile(**profiler_options()) as prof:
             for i in range(trace_repeat):
                 with torch.profiler.record_function(STEP_NAME.format(i)):
@@ -89,12 +96,14 @@ def by_hand_ms(fn, warmup: int, repeat: int, trace_repeat: int, folder: str) -> 
     return clean, traced, (time.perf_counter_ns() - wall) / 1e6
 
 
-def wb_profile_ms(fn, warmup: int, repeat: int, trace: bool,
-                  trace_repeat: int | None = None) -> tuple[list[float], list[float], float]:
+def wb_profile_ms(
+    fn, warmup: int, repeat: int, trace: bool, trace_repeat: int | None = None
+) -> tuple[list[float], list[float], float]:
     """wb.profile: (clean samples, traced-pass samples or [], wall ms)."""
     wall = time.perf_counter_ns()
-    run = wb.profile(fn, warmup=warmup, repeat=repeat, trace=trace, trace_repeat=trace_repeat, device="cpu",
-                     history=False)
+    run = wb.profile(
+        fn, warmup=warmup, repeat=repeat, trace=trace, trace_repeat=trace_repeat, device="cpu", history=False
+    )
     wall_ms = (time.perf_counter_ns() - wall) / 1e6
     if trace and run.traced_timing is None:
         raise SystemExit(f"wb.profile recorded no traced pass: {run.trace_note}")
@@ -109,7 +118,7 @@ def interleave(rounds: int, side_a, side_b) -> tuple[dict[str, list[float]], dic
     b: dict[str, list[float]] = {"clean": [], "traced": [], "wall": []}
     for r in range(rounds):
         order = [(side_a, a), (side_b, b)]
-        for side, out in (order if r % 2 == 0 else order[::-1]):
+        for side, out in order if r % 2 == 0 else order[::-1]:
             clean, traced, wall = side()
             out["clean"].append(statistics.median(clean))
             if traced:
@@ -121,10 +130,11 @@ def interleave(rounds: int, side_a, side_b) -> tuple[dict[str, list[float]], dic
 def report(title: str, name_a: str, a: list[float], name_b: str, b: list[float], goal: float | None) -> None:
     ma, mb = statistics.median(a), statistics.median(b)
     ratio = mb / ma
-    verdict = "" if goal is None else (f"  (goal within {goal:.0%}: "
-                                       f"{'met' if abs(ratio - 1) <= goal else 'NOT met'})")
-    print(f"{title}\n  {name_a:<28} median {ma:9.4f} ms\n  {name_b:<28} median {mb:9.4f} ms\n"
-          f"  ratio {name_b} / {name_a} = {ratio:.3f}{verdict}")
+    verdict = "" if goal is None else (f"  (goal within {goal:.0%}: {'met' if abs(ratio - 1) <= goal else 'NOT met'})")
+    print(
+        f"{title}\n  {name_a:<28} median {ma:9.4f} ms\n  {name_b:<28} median {mb:9.4f} ms\n"
+        f"  ratio {name_b} / {name_a} = {ratio:.3f}{verdict}"
+    )
 
 
 def main() -> None:
@@ -140,26 +150,58 @@ def main() -> None:
     # one-time costs of the process (profiler init and its warm-up session, trace reader import)
     wb.profile(fn, warmup=1, repeat=2, trace_repeat=2, device="cpu", history=False)
     options = profiler_options()
-    print(f"workload: 3-layer MLP 64x256, {args.rounds} rounds x {args.repeat} timed calls, "
-          f"{args.trace_repeat} traced calls, {torch.get_num_threads()} thread(s), torch {torch.__version__}")
-    print(f"profiler options on both traced sides: activities {[a.name for a in options['activities']]}, "
-          + ", ".join(f"{k}={v}" for k, v in options.items() if k != "activities"))
+    print(
+        f"workload: 3-layer MLP 64x256, {args.rounds} rounds x {args.repeat} timed calls, "
+        f"{args.trace_repeat} traced calls, {torch.get_num_threads()} thread(s), torch {torch.__version__}"
+    )
+    print(
+        f"profiler options on both traced sides: activities {[a.name for a in options['activities']]}, "
+        + ", ".join(f"{k}={v}" for k, v in options.items() if k != "activities")
+    )
 
     def bare():
         return bare_loop_ms(fn, args.warmup, args.repeat), [], 0.0
+
     a, b = interleave(args.rounds, bare, lambda: wb_profile_ms(fn, args.warmup, args.repeat, False))
-    report("1. timing only (per-call median of each round, then median over rounds)",
-           "bare perf_counter_ns loop", a["clean"], "wb.profile(trace=False)", b["clean"], 0.03)
+    report(
+        "1. timing only (per-call median of each round, then median over rounds)",
+        "bare perf_counter_ns loop",
+        a["clean"],
+        "wb.profile(trace=False)",
+        b["clean"],
+        0.03,
+    )
 
     with tempfile.TemporaryDirectory() as folder:
-        c, d = interleave(args.rounds, lambda: by_hand_ms(fn, args.warmup, args.repeat, args.trace_repeat, folder),
-                          lambda: wb_profile_ms(fn, args.warmup, args.repeat, True, args.trace_repeat))
-    report("2. traced: clean per-call median (no profiler running on either side)",
-           "by hand: perf_counter_ns loop", c["clean"], "wb.profile(trace=True)", d["clean"], 0.03)
-    report("   traced per-call median (the same profiler options on both sides)",
-           "by hand: torch.profiler", c["traced"], "wb.profile traced pass", d["traced"], 0.10)
-    report("   whole call wall time (wb.profile also warms the profiler, parses the trace, builds the run)",
-           "by hand: loop + profiler + export", c["wall"], "wb.profile(trace=True)", d["wall"], None)
+        c, d = interleave(
+            args.rounds,
+            lambda: by_hand_ms(fn, args.warmup, args.repeat, args.trace_repeat, folder),
+            lambda: wb_profile_ms(fn, args.warmup, args.repeat, True, args.trace_repeat),
+        )
+    report(
+        "2. traced: clean per-call median (no profiler running on either side)",
+        "by hand: perf_counter_ns loop",
+        c["clean"],
+        "wb.profile(trace=True)",
+        d["clean"],
+        0.03,
+    )
+    report(
+        "   traced per-call median (the same profiler options on both sides)",
+        "by hand: torch.profiler",
+        c["traced"],
+        "wb.profile traced pass",
+        d["traced"],
+        0.10,
+    )
+    report(
+        "   whole call wall time (wb.profile also warms the profiler, parses the trace, builds the run)",
+        "by hand: loop + profiler + export",
+        c["wall"],
+        "wb.profile(trace=True)",
+        d["wall"],
+        None,
+    )
 
 
 if __name__ == "__main__":

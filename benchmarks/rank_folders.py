@@ -13,6 +13,7 @@ kernel, temporal and idle breakdowns, the CPU time of all processes, and the pea
 alone (``RUSAGE_SELF``; the workers are other processes), also above its RSS once the modules are imported. The reference for the caller's memory: one rank's tables
 (their bytes in memory) plus the summaries (their pickled bytes). Files go to benchmarks/out/ (git-ignored).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -93,7 +94,7 @@ def build_folder(source: Path, ranks: int, mb: float, name: str) -> Path:
     copies = max(1, round(mb * 1e6 / one))
     stamps = [e["ts"] for e in events if isinstance(e.get("ts"), (int, float))]
     span = max(stamps) - min(stamps) + 1000
-    chunks = [json.dumps([ingest._shift(e, k * span, k * 10 ** 7) for e in events])[1:-1] for k in range(copies)]
+    chunks = [json.dumps([ingest._shift(e, k * span, k * 10**7) for e in events])[1:-1] for k in range(copies)]
     for rank in range(ranks):
         header = {"distributedInfo": {"backend": "nccl", "rank": rank, "world_size": ranks}, **trace}
         with open(folder / f"rank{rank}.json", "w") as out:
@@ -110,14 +111,21 @@ def run(script: str, *args: str, python: str = sys.executable, timeout: float = 
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_WAIT_POLICY": "PASSIVE"}
     if python != sys.executable:
         env.pop("PYTHONPATH")
-    runner = ("import resource, subprocess, sys, json\n"
-              "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
-              "use = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
-              "print(json.dumps({'rc': p.returncode, 'out': p.stdout, 'err': p.stderr[-2000:],\n"
-              "                  'peak_kb': use.ru_maxrss, 'cpu_s': use.ru_utime + use.ru_stime}))\n")
+    runner = (
+        "import resource, subprocess, sys, json\n"
+        "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+        "use = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+        "print(json.dumps({'rc': p.returncode, 'out': p.stdout, 'err': p.stderr[-2000:],\n"
+        "                  'peak_kb': use.ru_maxrss, 'cpu_s': use.ru_utime + use.ru_stime}))\n"
+    )
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", runner, python, "-c", script, *args], capture_output=True,
-                          text=True, env=env, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-c", runner, python, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
     wall = time.perf_counter() - started
     report = json.loads(proc.stdout)
     if report["rc"] != 0:
@@ -127,8 +135,9 @@ def run(script: str, *args: str, python: str = sys.executable, timeout: float = 
 
 
 def eight_ranks(mb: float, with_hta: bool, with_dask: bool) -> None:
-    folder = build_folder(ingest.DEFAULT_SOURCE if ingest.DEFAULT_SOURCE.exists() else ingest.FALLBACK_SOURCE,
-                          8, mb, f"ranks_8x{mb:g}mb")
+    folder = build_folder(
+        ingest.DEFAULT_SOURCE if ingest.DEFAULT_SOURCE.exists() else ingest.FALLBACK_SOURCE, 8, mb, f"ranks_8x{mb:g}mb"
+    )
     print(f"load average before: {Path('/proc/loadavg').read_text().strip()}")
     tables = run(ONE_RANK_TABLES, str(folder / "rank0.json"))
     print(f"one rank's tables: {tables.get('table_mb', float('nan')):.0f} MB in memory")
@@ -138,20 +147,30 @@ def eight_ranks(mb: float, with_hta: bool, with_dask: bool) -> None:
         if "error" in r:
             print(f"workbench workers={workers}: failed: {r['error']}")
             continue
-        print(f"workbench workers={workers}: load {r['load_s']:.2f} s, breakdowns {r['analyses_s']:.2f} s "
-              f"({r['kind']}, {r['ranks']} ranks), CPU {r['cpu_s']:.1f} s (all processes), calling process peak "
-              f"{r['self_peak_mb']:.0f} MB ({r['self_peak_mb'] - r['base_mb']:.0f} MB above its {r['base_mb']:.0f} MB "
-              f"after the imports), summaries {r['summary_bytes'] / 2**20:.1f} MB")
+        print(
+            f"workbench workers={workers}: load {r['load_s']:.2f} s, breakdowns {r['analyses_s']:.2f} s "
+            f"({r['kind']}, {r['ranks']} ranks), CPU {r['cpu_s']:.1f} s (all processes), calling process peak "
+            f"{r['self_peak_mb']:.0f} MB ({r['self_peak_mb'] - r['base_mb']:.0f} MB above its {r['base_mb']:.0f} MB "
+            f"after the imports), summaries {r['summary_bytes'] / 2**20:.1f} MB"
+        )
     if "error" not in ours[1] and "error" not in ours[2]:
-        reference = tables.get('table_mb', float('nan')) + ours[2]['summary_bytes'] / 2**20
-        print(f"scaling: workers=2 loads {ours[1]['load_s'] / ours[2]['load_s']:.2f}x faster than workers=1 (one "
-              f"process); the caller's peak with workers=2 is {ours[2]['self_peak_mb']:.0f} MB, "
-              f"{ours[2]['self_peak_mb'] - ours[2]['base_mb']:.0f} MB above the imports, against one rank's tables + "
-              f"summaries {reference:.0f} MB")
+        reference = tables.get("table_mb", float("nan")) + ours[2]["summary_bytes"] / 2**20
+        print(
+            f"scaling: workers=2 loads {ours[1]['load_s'] / ours[2]['load_s']:.2f}x faster than workers=1 (one "
+            f"process); the caller's peak with workers=2 is {ours[2]['self_peak_mb']:.0f} MB, "
+            f"{ours[2]['self_peak_mb'] - ours[2]['base_mb']:.0f} MB above the imports, against one rank's tables + "
+            f"summaries {reference:.0f} MB"
+        )
     if with_dask:
         d = run(DASK, str(folder))
-        print(f"Dask LocalCluster (2 worker processes): " + (f"failed: {d['error']}" if "error" in d else
-              f"load {d['dask_load_s']:.2f} s; same as the local load: {d['same']}"))
+        print(
+            "Dask LocalCluster (2 worker processes): "
+            + (
+                f"failed: {d['error']}"
+                if "error" in d
+                else f"load {d['dask_load_s']:.2f} s; same as the local load: {d['same']}"
+            )
+        )
     if with_hta:
         python, why = ingest.hta_python()
         if python is None:
@@ -161,12 +180,16 @@ def eight_ranks(mb: float, with_hta: bool, with_dask: bool) -> None:
         if "error" in theirs:
             print(f"Holistic Trace Analysis: failed: {theirs['error']}")
             return
-        print(f"Holistic Trace Analysis: load {theirs['load_s']:.2f} s wall (its own fork pool), CPU "
-              f"{theirs['cpu_s']:.1f} s (all processes), peak RSS (largest process) {theirs['peak_mb']:.0f} MB")
+        print(
+            f"Holistic Trace Analysis: load {theirs['load_s']:.2f} s wall (its own fork pool), CPU "
+            f"{theirs['cpu_s']:.1f} s (all processes), peak RSS (largest process) {theirs['peak_mb']:.0f} MB"
+        )
         for workers in (1, 2, None):
             if "error" not in ours[workers]:
-                print(f"load time ratio (HTA / ours, workers={workers}): {theirs['load_s'] / ours[workers]['load_s']:.1f}x"
-                      f" wall, {theirs['cpu_s'] / ours[workers]['cpu_s']:.1f}x CPU (whole processes)")
+                print(
+                    f"load time ratio (HTA / ours, workers={workers}): {theirs['load_s'] / ours[workers]['load_s']:.1f}x"
+                    f" wall, {theirs['cpu_s'] / ours[workers]['cpu_s']:.1f}x CPU (whole processes)"
+                )
     print(f"load average after: {Path('/proc/loadavg').read_text().strip()}")
 
 
@@ -181,8 +204,10 @@ def many_ranks(counts: list[int]) -> None:
             if "error" in r:
                 print(f"{n} ranks, workers={workers}: failed: {r['error']}")
                 continue
-            print(f"{n:4d} ranks, workers={workers}: calling process peak {r['self_peak_mb']:.0f} MB, load "
-                  f"{r['load_s']:.1f} s ({r['kind']}), summaries {r['summary_bytes'] / 2**20:.1f} MB")
+            print(
+                f"{n:4d} ranks, workers={workers}: calling process peak {r['self_peak_mb']:.0f} MB, load "
+                f"{r['load_s']:.1f} s ({r['kind']}), summaries {r['summary_bytes'] / 2**20:.1f} MB"
+            )
     print(f"load average after: {Path('/proc/loadavg').read_text().strip()}")
 
 

@@ -13,6 +13,7 @@ and so pandas are imported; pyarrow, which only the cache uses, is imported insi
 wall time (interpreter start and every import included). ``no cache`` decodes with ``cache=False`` (no write).
 The goal: a cached load <= 1/10 of the first.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,15 +44,26 @@ print(json.dumps({"import_s": t1 - t0, "load_s": t2 - t1, "events": trace.event_
 
 def largest_trace() -> Path:
     """The largest trace file (by bytes on disk) under tests/data and /work/shared/traces."""
-    files = [p for base in CANDIDATES if base.exists() for p in base.rglob("*")
-             if p.is_file() and p.name.endswith((".json", ".json.gz")) and "bad" not in p.parts]
+    files = [
+        p
+        for base in CANDIDATES
+        if base.exists()
+        for p in base.rglob("*")
+        if p.is_file() and p.name.endswith((".json", ".json.gz")) and "bad" not in p.parts
+    ]
     return max(files, key=lambda p: p.stat().st_size)
 
 
 def run_once(source: Path, cache: bool, env: dict) -> dict:
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", LOAD, str(source), "1" if cache else "0"], cwd=ROOT, env=env,
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", LOAD, str(source), "1" if cache else "0"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     result = json.loads(out.stdout.strip().splitlines()[-1])
     result["process_s"] = time.perf_counter() - start
     return result
@@ -61,8 +73,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--source", type=Path, default=None, help="trace file or folder (default: the largest here)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each kind; the median is printed (default: 3)")
-    parser.add_argument("--gb", type=float, default=None,
-                        help="repeat the real trace to about this many GB first (benchmarks/out/large_<gb>gb)")
+    parser.add_argument(
+        "--gb",
+        type=float,
+        default=None,
+        help="repeat the real trace to about this many GB first (benchmarks/out/large_<gb>gb)",
+    )
     args = parser.parse_args()
     source = args.source or largest_trace()
     if args.gb:
@@ -82,15 +98,19 @@ def main() -> None:
             rows["cached load (read)"].append(run_once(source, True, env))
             entry_bytes = sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file())
     events = rows["cached load (read)"][0]["events"]
-    print(f"events: {events:,}; cache entry: {entry_bytes / 1e6:.1f} MB; median of {args.repeat} fresh processes each\n")
+    print(
+        f"events: {events:,}; cache entry: {entry_bytes / 1e6:.1f} MB; median of {args.repeat} fresh processes each\n"
+    )
     print(f"{'':30s} {'load_trace s':>13s} {'process s':>10s}")
     med = {}
     for name, runs in rows.items():
         med[name] = (statistics.median(r["load_s"] for r in runs), statistics.median(r["process_s"] for r in runs))
         print(f"{name:30s} {med[name][0]:13.3f} {med[name][1]:10.3f}")
     first, cached = med["first load (decode + write)"], med["cached load (read)"]
-    print(f"\ncached / first: {cached[0] / first[0]:.3f} of the load_trace time "
-          f"({first[0] / cached[0]:.1f}x faster), {cached[1] / first[1]:.3f} of the process time")
+    print(
+        f"\ncached / first: {cached[0] / first[0]:.3f} of the load_trace time "
+        f"({first[0] / cached[0]:.1f}x faster), {cached[1] / first[1]:.3f} of the process time"
+    )
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ against a large (256 MB) copy.
 ``--tanh`` first shows why the demo's chain has no transcendental: the same chain with a tanh per
 element, compiled, costs the same per element in L2 as from L3 (compute bound on one core).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -32,7 +33,7 @@ from workbench.variants.bandwidth import copy_gbps  # noqa: E402
 def run(budget_s: float = 4.0):
     """``(comparison, compiled variant)``: the demo chain, eager against torch.compile."""
     seeds = itertools.count(1)
-    inputs = lambda: (demo.make_inputs(seed=next(seeds))[0],)   # noqa: E731 - fresh x each check
+    inputs = lambda: (demo.make_inputs(seed=next(seeds))[0],)  # noqa: E731 - fresh x each check
     chain = demo.elementwise_chain
     compiled = wb.variants.compiled(chain)
     cmp = wb.compare({"eager": chain, "compiled": compiled}, inputs=inputs, budget_s=budget_s, min_rounds=15)
@@ -82,8 +83,10 @@ def show_tanh_is_compute_bound() -> None:
         x = torch.randn(n)
         gbps = back_to_back_gbps(compiled, x, 8 * n)
         roof = copy_gbps(8 * n)
-        print(f"  tanh chain, compiled, {n} floats: {8 / gbps:.2f} ns per element, {gbps:.2f} GB/s = "
-              f"{gbps / roof:.0%} of a same-size copy ({roof:.2f} GB/s)")
+        print(
+            f"  tanh chain, compiled, {n} floats: {8 / gbps:.2f} ns per element, {gbps:.2f} GB/s = "
+            f"{gbps / roof:.0%} of a same-size copy ({roof:.2f} GB/s)"
+        )
 
 
 def main() -> None:
@@ -94,25 +97,36 @@ def main() -> None:
     eager, comp = cmp["eager"], cmp["compiled"]
     s = comp.speedup
     print(f"decision: {comp.decision} ({comp.decision_reason})")
-    print(f"eager {eager.timing.median_ms:.3f} ms, compiled {comp.timing.median_ms:.3f} ms per call: "
-          f"speedup x{s.point:.2f} [95% CI {s.ci_low:.2f}-{s.ci_high:.2f}]")
+    print(
+        f"eager {eager.timing.median_ms:.3f} ms, compiled {comp.timing.median_ms:.3f} ms per call: "
+        f"speedup x{s.point:.2f} [95% CI {s.ci_low:.2f}-{s.ci_high:.2f}]"
+    )
     print(f"compile (setup) time, apart: {comp.setup_ms / 1e3:.1f} s")
     print(f"timing: {cmp.settings['timing']['text']}")
-    print(f"op count per call: eager {eager.footprint.get('op_count')} -> compiled "
-          f"{comp.footprint.get('op_count')}; allocations {eager.footprint.get('alloc_count')} -> "
-          f"{comp.footprint.get('alloc_count')}")
-    print(f"copy bandwidth, same working set ({eager.bytes_moved / 1e6:.1f} MB moved, "
-          f"{torch.get_num_threads()} thread): {cmp.working_set_copy_gbps:.2f} GB/s; "
-          f"large copy (256 MB moved): {cmp.copy_gbps:.2f} GB/s")
+    print(
+        f"op count per call: eager {eager.footprint.get('op_count')} -> compiled "
+        f"{comp.footprint.get('op_count')}; allocations {eager.footprint.get('alloc_count')} -> "
+        f"{comp.footprint.get('alloc_count')}"
+    )
+    print(
+        f"copy bandwidth, same working set ({eager.bytes_moved / 1e6:.1f} MB moved, "
+        f"{torch.get_num_threads()} thread): {cmp.working_set_copy_gbps:.2f} GB/s; "
+        f"large copy (256 MB moved): {cmp.copy_gbps:.2f} GB/s"
+    )
     for r in (eager, comp):
-        print(f"  {r.name:9s} {r.achieved_gbps:.2f} GB/s on {r.bytes_moved / 1e6:.1f} MB compulsory traffic "
-              f"= {r.bandwidth_share:.0%} of the same-working-set copy bandwidth "
-              f"({r.achieved_gbps / cmp.copy_gbps:.0%} of the large copy's)")
+        print(
+            f"  {r.name:9s} {r.achieved_gbps:.2f} GB/s on {r.bytes_moved / 1e6:.1f} MB compulsory traffic "
+            f"= {r.bandwidth_share:.0%} of the same-working-set copy bandwidth "
+            f"({r.achieved_gbps / cmp.copy_gbps:.0%} of the large copy's)"
+        )
     x = demo.make_inputs()[0]
     for name, fn in (("eager", demo.elementwise_chain), ("compiled", compiled.fn)):
         gbps, share = interleaved_copy_share(fn, x, comp.bytes_moved)
-        print(f"  {name:9s} back to back, timed like the copy and alternating with it: {gbps:.2f} GB/s = "
-              f"{share:.0%} of the same-working-set copy bandwidth (median of 9 rounds)")
+        print(
+            f"  {name:9s} back to back, timed like the copy and alternating with it: {gbps:.2f} GB/s = "
+            f"{share:.0%} of the same-working-set copy bandwidth (median of 9 rounds)"
+        )
+
 
 if __name__ == "__main__":
     main()

@@ -4,6 +4,7 @@ Tests that check restoration (variants, magics) assert it themselves; this fixtu
 contains the damage when such a test fails, so that one failure stays one failure (a timer
 left patched would otherwise hang every later timing loop until its timeout).
 """
+
 from __future__ import annotations
 
 import os
@@ -17,8 +18,16 @@ import pytest
 # starts too; the pin itself is tested in child processes (tests/capture/test_allocator.py).
 os.environ["WORKBENCH_ALLOCATOR"] = "default"
 
-_TIMER_NAMES = ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns",
-                "process_time", "process_time_ns")
+_TIMER_NAMES = (
+    "perf_counter",
+    "perf_counter_ns",
+    "monotonic",
+    "monotonic_ns",
+    "time",
+    "time_ns",
+    "process_time",
+    "process_time_ns",
+)
 
 
 def _torch_state(torch):

@@ -1,5 +1,6 @@
 """The public Trace (``wb.Trace``, what ``wb.load_trace`` returns): a TraceData with one documented,
 typed method per analysis, each delegating to the library and returning what the library returns."""
+
 from __future__ import annotations
 
 import inspect
@@ -16,12 +17,23 @@ from workbench.api.trace import Trace
 from workbench.trace import TraceData, read_trace
 
 TRACE = Path(__file__).resolve().parent / "data" / "gpu" / "a100_alexnet.json.gz"
-ANALYSES = ("op_breakdown", "kernel_breakdown", "temporal_breakdown", "idle_breakdown", "launch_stats",
-            "comm_overlap", "copy_stats", "sync_audit", "stragglers", "step_breakdown")
+ANALYSES = (
+    "op_breakdown",
+    "kernel_breakdown",
+    "temporal_breakdown",
+    "idle_breakdown",
+    "launch_stats",
+    "comm_overlap",
+    "copy_stats",
+    "sync_audit",
+    "stragglers",
+    "step_breakdown",
+)
 # every public method the facade defines (not only the ones listed above: a method added later is
 # held to the same standard), and the ones DESIGN.md names
-METHODS = tuple(sorted(name for name, value in vars(Trace).items()
-                       if not name.startswith("_") and inspect.isfunction(value)))
+METHODS = tuple(
+    sorted(name for name, value in vars(Trace).items() if not name.startswith("_") and inspect.isfunction(value))
+)
 NAMED_IN_DESIGN = ANALYSES + ("hypotheses", "diagnosis", "save_charts")
 
 

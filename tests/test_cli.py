@@ -1,4 +1,5 @@
 """The workbench command: help text, and bad input that ends in one line and exit code 2."""
+
 import subprocess
 import sys
 
@@ -8,19 +9,34 @@ from workbench.cli import main
 
 
 def _run(*args):
-    return subprocess.run([sys.executable, "-m", "workbench.cli", *args], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run([sys.executable, "-m", "workbench.cli", *args], capture_output=True, text=True, timeout=120)
 
 
 def test_report_help_explains_every_option():
     out = _run("report", "--help").stdout
-    for option in ("--out", "--workload", "--bundle", "--template", "--repeat", "--warmup", "--compare-to",
-                   "--fail-on-regression", "--no-experiments", "--processes", "--time-limit",
-                   "--allow-environment-change"):
+    for option in (
+        "--out",
+        "--workload",
+        "--bundle",
+        "--template",
+        "--repeat",
+        "--warmup",
+        "--compare-to",
+        "--fail-on-regression",
+        "--no-experiments",
+        "--processes",
+        "--time-limit",
+        "--allow-environment-change",
+    ):
         assert option in out
     assert "exit status" in out
-    for code, meaning in (("0", "report written"), ("1", "REGRESSION"), ("2", "bad input"),
-                          ("3", "the workload failed"), ("4", "the workload ran past --time-limit")):
+    for code, meaning in (
+        ("0", "report written"),
+        ("1", "REGRESSION"),
+        ("2", "bad input"),
+        ("3", "the workload failed"),
+        ("4", "the workload ran past --time-limit"),
+    ):
         assert f"  {code}  {meaning}" in out
     assert "INCONCLUSIVE" in out and "hierarchical bootstrap" in out
 

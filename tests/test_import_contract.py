@@ -16,6 +16,7 @@ modules know each other), and the ``TYPE_CHECKING`` imports from one package int
 annotation still ties the packages together; inside one package it is how Python breaks a circle),
 one report per strongly connected group of modules, with one path round it.
 """
+
 from __future__ import annotations
 
 import ast
@@ -45,10 +46,24 @@ LAYER_TABLE: dict[str, frozenset[str]] = {
     "charts": frozenset({"analysis"}),
     "workloads": frozenset(),  # workbench/workloads: the built-in demo workload (torch only)
     "kernels": frozenset(),  # the project's own fused Triton kernels (torch, triton): no other layer
-    "report": frozenset({"trace", "analysis", "devices", "hypotheses", "capture", "variants", "study",
-                         "render", "charts", "workloads"}),
-    "face": frozenset({"trace", "analysis", "devices", "hypotheses", "capture", "variants", "study",
-                       "render", "charts", "workloads", "report"}),
+    "report": frozenset(
+        {"trace", "analysis", "devices", "hypotheses", "capture", "variants", "study", "render", "charts", "workloads"}
+    ),
+    "face": frozenset(
+        {
+            "trace",
+            "analysis",
+            "devices",
+            "hypotheses",
+            "capture",
+            "variants",
+            "study",
+            "render",
+            "charts",
+            "workloads",
+            "report",
+        }
+    ),
 }
 # Leaves every layer may import: the one error hierarchy (workbench.errors), the one time
 # formatter of every view (workbench.units) and the timing value (workbench.measurement). A leaf
@@ -60,23 +75,23 @@ EVERYWHERE = "leaf"
 MODULE_LAYERS = {
     "workbench": "face",
     "workbench.cli": "face",
-    "workbench.commands": "face",      # the old path of the subcommands (now workbench.cli.*): deprecated
+    "workbench.commands": "face",  # the old path of the subcommands (now workbench.cli.*): deprecated
     "workbench.magics": "face",
     "workbench.widgets": "face",
-    "workbench.api": "face",           # the public objects: api.trace (Trace, load_trace), api.run (ProfileRun,
-                                       # load_run), api.profiling (wb.profile), api.rank_folder (a folder of rank
-                                       # traces behind load_trace), api.distributed (wb.profile_distributed, step)
+    "workbench.api": "face",  # the public objects: api.trace (Trace, load_trace), api.run (ProfileRun,
+    # load_run), api.profiling (wb.profile), api.rank_folder (a folder of rank
+    # traces behind load_trace), api.distributed (wb.profile_distributed, step)
     # the old paths of the public objects: deprecated re-exports of workbench.api for one release
     "workbench.facade": "face",
     "workbench.profile_run": "face",
     "workbench.profiling": "face",
     "workbench.rank_folder": "face",
     "workbench.distributed": "face",
-    "workbench.demo": "workloads",     # the old path of workbench.workloads.demo: deprecated
+    "workbench.demo": "workloads",  # the old path of workbench.workloads.demo: deprecated
     "workbench.errors": EVERYWHERE,
     "workbench.units": EVERYWHERE,
     "workbench.measurement": EVERYWHERE,
-    "workbench._moved": EVERYWHERE,    # the old module paths' table and their DeprecationWarning (stdlib only)
+    "workbench._moved": EVERYWHERE,  # the old module paths' table and their DeprecationWarning (stdlib only)
 }
 # A leaf imports the standard library only, except these value leaves, which may also import the
 # numeric library the bottom layer (trace) itself reads with: Measurement (raw timing samples and
@@ -120,6 +135,7 @@ KNOWN_VIOLATIONS: dict[str, str] = {
 
 
 # --- the checker ---------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Import:
@@ -221,7 +237,8 @@ class _Imports(ast.NodeVisitor):
 
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def imports_of(root: Path) -> list[Import]:
@@ -240,8 +257,11 @@ def imports_of(root: Path) -> list[Import]:
 def lazy_names(root_init: Path) -> dict[str, str]:
     """The package root's lazy public names (its ``_LAZY`` table): name -> the module it loads."""
     for node in ast.parse(root_init.read_text(encoding="utf-8")).body:
-        target = node.target if isinstance(node, ast.AnnAssign) else (
-            node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None)
+        target = (
+            node.target
+            if isinstance(node, ast.AnnAssign)
+            else (node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None)
+        )
         if isinstance(target, ast.Name) and target.id == "_LAZY" and node.value is not None:
             return {name: module for name, (module, _) in ast.literal_eval(node.value).items()}
     return {}
@@ -332,8 +352,12 @@ def import_graph(found: Iterable[Import], top: str = "workbench") -> dict[str, s
     return graph
 
 
-def import_circles(graph: dict[str, set[str]], without: Iterable[str] = (),
-                   in_functions: Iterable[str] = (), type_only: Iterable[str] = ()) -> list[str]:
+def import_circles(
+    graph: dict[str, set[str]],
+    without: Iterable[str] = (),
+    in_functions: Iterable[str] = (),
+    type_only: Iterable[str] = (),
+) -> list[str]:
     """One line per circle (a strongly connected group of two or more modules, or a module that
     imports itself), its modules and one path round it, ``~>`` marking an edge made only by imports
     inside functions (the edges ``in_functions``), ``:>`` one made only by ``TYPE_CHECKING`` imports
@@ -346,7 +370,8 @@ def import_circles(graph: dict[str, set[str]], without: Iterable[str] = (),
             path = _cycle_through(graph, group)
             shown = path[0] + "".join(
                 f" {':>' if f'{a} -> {b}' in typed else '~>' if f'{a} -> {b}' in lazy else '->'} {b}"
-                for a, b in zip(path, path[1:]))
+                for a, b in zip(path, path[1:])
+            )
             out.append(f"circle of {len(group)} module(s): {shown} (all: {', '.join(group)})")
     return sorted(out)
 
@@ -429,8 +454,7 @@ def _cycle_through(graph: dict[str, set[str]], group: list[str]) -> list[str]:
                     path = [node]
                     while path[-1] != start:
                         path.append(previous[path[-1]])
-                    return [start] + path[::-1][1:] + [start] if len(path) > 1 or node != start \
-                        else [start, start]
+                    return [start] + path[::-1][1:] + [start] if len(path) > 1 or node != start else [start, start]
                 if child not in previous:
                     previous[child] = node
                     following.append(child)
@@ -446,20 +470,26 @@ def violations(root: Path = PACKAGE_ROOT, known: Iterable[str] = frozenset()) ->
     forbidden = forbidden_imports(found, root.name)
     graph = import_graph(found, root.name)
     out = [f"{edge} ({why})" for edge, why in forbidden.items() if edge not in known]
-    out += import_circles(graph, without=known, in_functions=function_level_edges(found),
-                          type_only=type_only_edges(found))
+    out += import_circles(
+        graph, without=known, in_functions=function_level_edges(found), type_only=type_only_edges(found)
+    )
     live = set(forbidden) | circle_edges(graph)
-    out += [f"{edge}: in KNOWN_VIOLATIONS, but no longer forbidden nor on a circle: delete it"
-            for edge in sorted(known - live)]
+    out += [
+        f"{edge}: in KNOWN_VIOLATIONS, but no longer forbidden nor on a circle: delete it"
+        for edge in sorted(known - live)
+    ]
     return out
 
 
 # --- the tests -----------------------------------------------------------------------------------
 
+
 def test_every_import_follows_the_layer_table_and_no_module_circles() -> None:
     found = violations(PACKAGE_ROOT, KNOWN_VIOLATIONS)
-    assert not found, ("imports DESIGN.md's layer table forbids, import circles, and stale "
-                       "KNOWN_VIOLATIONS entries:\n  " + "\n  ".join(found))
+    assert not found, (
+        "imports DESIGN.md's layer table forbids, import circles, and stale "
+        "KNOWN_VIOLATIONS entries:\n  " + "\n  ".join(found)
+    )
 
 
 def test_the_table_names_every_package_of_workbench() -> None:
@@ -501,20 +531,41 @@ def test_a_clean_tree_passes(tmp_path: Path) -> None:
     assert violations(_tree(tmp_path, CLEAN_TREE)) == []
 
 
-@pytest.mark.parametrize("module, text, expected", [
-    ("trace/tables.py", "import workbench.analysis.kernels\n",
-     "workbench.trace.tables -> workbench.analysis.kernels (trace may not import analysis, line 1)"),
-    ("trace/tables.py", "def f():\n    from workbench import charts\n",
-     "workbench.trace.tables -> workbench.charts (trace may not import charts, line 2)"),
-    ("trace/tables.py", "import importlib\ndef f():\n    return importlib.import_module('workbench.facade')\n",
-     "workbench.trace.tables -> workbench.facade (trace may not import face, line 3)"),
-    ("analysis/kernels.py", "def f():\n    import torch\n",
-     "workbench.analysis.kernels -> torch (analysis imports no torch, line 2)"),
-    ("trace/tables.py", "import scipy\n",
-     "workbench.trace.tables -> scipy (trace reads with msgspec, numpy, pandas, pyarrow only, line 1)"),
-    ("charts/breakdowns.py", "from ..facade import x\n",
-     "workbench.charts.breakdowns -> workbench.facade (charts may not import face, line 1)"),
-])
+@pytest.mark.parametrize(
+    "module, text, expected",
+    [
+        (
+            "trace/tables.py",
+            "import workbench.analysis.kernels\n",
+            "workbench.trace.tables -> workbench.analysis.kernels (trace may not import analysis, line 1)",
+        ),
+        (
+            "trace/tables.py",
+            "def f():\n    from workbench import charts\n",
+            "workbench.trace.tables -> workbench.charts (trace may not import charts, line 2)",
+        ),
+        (
+            "trace/tables.py",
+            "import importlib\ndef f():\n    return importlib.import_module('workbench.facade')\n",
+            "workbench.trace.tables -> workbench.facade (trace may not import face, line 3)",
+        ),
+        (
+            "analysis/kernels.py",
+            "def f():\n    import torch\n",
+            "workbench.analysis.kernels -> torch (analysis imports no torch, line 2)",
+        ),
+        (
+            "trace/tables.py",
+            "import scipy\n",
+            "workbench.trace.tables -> scipy (trace reads with msgspec, numpy, pandas, pyarrow only, line 1)",
+        ),
+        (
+            "charts/breakdowns.py",
+            "from ..facade import x\n",
+            "workbench.charts.breakdowns -> workbench.facade (charts may not import face, line 1)",
+        ),
+    ],
+)
 def test_an_added_forbidden_import_fails(tmp_path: Path, module: str, text: str, expected: str) -> None:
     files = dict(CLEAN_TREE)
     files[module] = text + textwrap.dedent(files[module])  # added first: the line numbers above hold
@@ -527,8 +578,10 @@ def test_an_added_circle_fails_at_module_and_at_function_level(tmp_path: Path) -
     files["trace/build.py"] = "from workbench.trace import tables\n"
     files["trace/tables.py"] = "def f():\n    from workbench.trace import build\n"
     found = violations(_tree(tmp_path, files))
-    assert ("circle of 2 module(s): workbench.trace.build -> workbench.trace.tables ~> workbench.trace.build "
-            "(all: workbench.trace.build, workbench.trace.tables)") in found
+    assert (
+        "circle of 2 module(s): workbench.trace.build -> workbench.trace.tables ~> workbench.trace.build "
+        "(all: workbench.trace.build, workbench.trace.tables)"
+    ) in found
 
 
 def test_the_real_tree_fails_on_an_added_forbidden_import_and_an_added_circle(tmp_path: Path) -> None:
@@ -549,15 +602,25 @@ def test_the_real_tree_fails_on_an_added_forbidden_import_and_an_added_circle(tm
     assert "circle of 2 module(s): workbench.capture.bundle -> workbench.capture.run" in found
 
 
-@pytest.mark.parametrize("module, text, expected", [
-    ("units.py", "import numpy\n",
-     "workbench.units -> numpy (workbench.units is imported by every layer: the standard library only, line 1)"),
-    ("measurement.py", "import pandas\n",
-     "workbench.measurement -> pandas (workbench.measurement is imported by every layer: the standard library "
-     "only, line 1)"),
-])
-def test_a_leaf_imports_the_standard_library_only_and_the_measurement_numpy(tmp_path: Path, module: str, text: str,
-                                                                             expected: str) -> None:
+@pytest.mark.parametrize(
+    "module, text, expected",
+    [
+        (
+            "units.py",
+            "import numpy\n",
+            "workbench.units -> numpy (workbench.units is imported by every layer: the standard library only, line 1)",
+        ),
+        (
+            "measurement.py",
+            "import pandas\n",
+            "workbench.measurement -> pandas (workbench.measurement is imported by every layer: the standard library "
+            "only, line 1)",
+        ),
+    ],
+)
+def test_a_leaf_imports_the_standard_library_only_and_the_measurement_numpy(
+    tmp_path: Path, module: str, text: str, expected: str
+) -> None:
     files = dict(CLEAN_TREE, **{"units.py": "import math\n", "measurement.py": "import numpy\n"})
     assert violations(_tree(tmp_path, files)) == []
     files[module] += text.replace("line 1", "")
@@ -574,14 +637,16 @@ def test_known_violations_excuse_only_what_still_occurs(tmp_path: Path) -> None:
     assert violations(root, frozenset({edge})) == []
     files["trace/tables.py"] = "import numpy\n"  # fixed: the entry must go
     assert violations(_tree(tmp_path, files), frozenset({edge})) == [
-        f"{edge}: in KNOWN_VIOLATIONS, but no longer forbidden nor on a circle: delete it"]
+        f"{edge}: in KNOWN_VIOLATIONS, but no longer forbidden nor on a circle: delete it"
+    ]
 
 
 def test_a_lazy_public_name_of_the_root_is_read_as_its_module(tmp_path: Path) -> None:
     files = dict(CLEAN_TREE)
     files["__init__.py"] = '_LAZY = {"Trace": ("workbench.facade", "Trace")}\n__version__ = "1"\n'
-    files["analysis/kernels.py"] = ("from workbench import __version__\nfrom workbench import Trace\n"
-                                    + textwrap.dedent(CLEAN_TREE["analysis/kernels.py"]))
+    files["analysis/kernels.py"] = "from workbench import __version__\nfrom workbench import Trace\n" + textwrap.dedent(
+        CLEAN_TREE["analysis/kernels.py"]
+    )
     found = violations(_tree(tmp_path, files))
     assert "workbench.analysis.kernels -> workbench.facade (analysis may not import face, line 2)" in found
     assert not [v for v in found if v.startswith("workbench.analysis.kernels -> workbench ")], found
@@ -589,8 +654,9 @@ def test_a_lazy_public_name_of_the_root_is_read_as_its_module(tmp_path: Path) ->
 
 def test_type_checking_imports_are_excepted_from_the_table(tmp_path: Path) -> None:
     files = dict(CLEAN_TREE)
-    files["trace/build.py"] = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                               "    from workbench.facade import Trace\n")
+    files["trace/build.py"] = (
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from workbench.facade import Trace\n"
+    )
     assert violations(_tree(tmp_path, files)) == []
 
 
@@ -598,8 +664,9 @@ def test_a_type_checking_import_that_closes_a_circle_between_packages_is_a_circl
     """The face imports the trace package (whose __init__ imports trace.tables); trace.tables naming the
     facade's Trace in an annotation closes a circle between the packages: reported, ``:>`` marking it."""
     files = dict(CLEAN_TREE)
-    files["trace/tables.py"] = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                                "    from workbench.facade import Trace\n")
+    files["trace/tables.py"] = (
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from workbench.facade import Trace\n"
+    )
     found = violations(_tree(tmp_path, files))
     assert len(found) == 1 and found[0].startswith("circle of "), found
     assert "workbench.trace.tables :> workbench.facade" in found[0], found
@@ -608,23 +675,28 @@ def test_a_type_checking_import_that_closes_a_circle_between_packages_is_a_circl
 def test_a_type_checking_import_inside_one_package_closes_no_circle(tmp_path: Path) -> None:
     files = dict(CLEAN_TREE)
     files["trace/build.py"] = "from workbench.trace import tables\n"
-    files["trace/tables.py"] = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                                "    from workbench.trace.build import x\n")
+    files["trace/tables.py"] = (
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from workbench.trace.build import x\n"
+    )
     assert violations(_tree(tmp_path, files)) == []
 
 
 def test_the_known_circle_is_the_charts_and_the_face_run_and_nothing_else() -> None:
     """The one listed exception (see KNOWN_VIOLATIONS): with it not excused, exactly that circle shows."""
     found = violations(PACKAGE_ROOT)
-    assert found == ["circle of 4 module(s): workbench.api.run ~> workbench.charts.export ~> workbench.charts.run "
-                     ":> workbench.api.run (all: workbench.api.run, workbench.api.trace, "
-                     "workbench.charts.export, workbench.charts.run)"], found
+    assert found == [
+        "circle of 4 module(s): workbench.api.run ~> workbench.charts.export ~> workbench.charts.run "
+        ":> workbench.api.run (all: workbench.api.run, workbench.api.trace, "
+        "workbench.charts.export, workbench.charts.run)"
+    ], found
 
 
 # test modules importing another test module, not moved yet (same rule: this set can only shrink)
-KNOWN_TEST_IMPORTS: frozenset[str] = frozenset({
-    # notebook work: the `lab` fixture and its helpers belong in tests/browser/conftest.py
-})
+KNOWN_TEST_IMPORTS: frozenset[str] = frozenset(
+    {
+        # notebook work: the `lab` fixture and its helpers belong in tests/browser/conftest.py
+    }
+)
 
 
 def test_no_test_module_imports_another_test_module() -> None:
@@ -634,11 +706,20 @@ def test_no_test_module_imports_another_test_module() -> None:
     found: list[str] = []
     for path in sorted(tests.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
-            found += [f"{path.relative_to(tests.parent)} imports {n}" for n in names
-                      if n.startswith("tests.") and n.rsplit(".", 1)[-1].startswith("test_")]
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            found += [
+                f"{path.relative_to(tests.parent)} imports {n}"
+                for n in names
+                if n.startswith("tests.") and n.rsplit(".", 1)[-1].startswith("test_")
+            ]
     new = sorted(set(found) - KNOWN_TEST_IMPORTS)
     gone = sorted(KNOWN_TEST_IMPORTS - set(found))
-    assert not new and not gone, "\n".join(new + [f"{g}: in KNOWN_TEST_IMPORTS, no longer true: delete it"
-                                                 for g in gone])
+    assert not new and not gone, "\n".join(
+        new + [f"{g}: in KNOWN_TEST_IMPORTS, no longer true: delete it" for g in gone]
+    )

@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from workbench.measurement import Measurement, ratio_ci
 from workbench.errors import InvalidArgumentError
+from workbench.measurement import Measurement, ratio_ci
 
 
 def test_statistics_derive_from_raw_samples():

@@ -1,4 +1,5 @@
 """The project's own files: pins kept in step, layers kept apart."""
+
 from __future__ import annotations
 
 import re
@@ -60,8 +61,11 @@ def test_every_error_workbench_raises_on_purpose_is_a_workbench_error():
     from workbench import errors
     from workbench.hypotheses import NotJudged
 
-    classes = [c for _, c in inspect.getmembers(errors, inspect.isclass)
-               if c.__module__ == errors.__name__ and issubclass(c, BaseException)]
+    classes = [
+        c
+        for _, c in inspect.getmembers(errors, inspect.isclass)
+        if c.__module__ == errors.__name__ and issubclass(c, BaseException)
+    ]
     outside = [c.__name__ for c in classes if not issubclass(c, (errors.WorkbenchError, Warning))]
     assert classes and not outside, f"outside the hierarchy: {outside}"
     assert NotJudged is errors.NotJudged and issubclass(NotJudged, errors.WorkbenchError)
@@ -79,8 +83,10 @@ def test_a_missing_optional_package_names_the_extra_to_install():
         "    print(type(exc).__name__, isinstance(exc, ImportError), exc.extra, '|', exc)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == ("MissingDependencyError True charts | drawing charts (workbench.charts) needs "
-                                  "altair, which is not installed: pip install 'workbench[charts]'")
+    assert out.stdout.strip() == (
+        "MissingDependencyError True charts | drawing charts (workbench.charts) needs "
+        "altair, which is not installed: pip install 'workbench[charts]'"
+    )
 
 
 def test_optional_packages_named_in_code_belong_to_the_extra_named():
@@ -107,6 +113,7 @@ def test_mypy_passes_on_the_boundaries_pyproject_names():
     import pytest
 
     api = pytest.importorskip("mypy.api", reason="mypy is in the dev extra: pip install -e '.[dev]'")
-    stdout, stderr, status = api.run(["--config-file", str(ROOT / "pyproject.toml"),
-                                      "--cache-dir", str(ROOT / ".mypy_cache")])
+    stdout, stderr, status = api.run(
+        ["--config-file", str(ROOT / "pyproject.toml"), "--cache-dir", str(ROOT / ".mypy_cache")]
+    )
     assert status == 0, stdout + stderr

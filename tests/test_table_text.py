@@ -1,5 +1,6 @@
 """Breakdown tables as text (workbench.units.format_table): per-call times in adaptive units, totals
 marked as totals, names as every view shows them (issue 10's leftovers)."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -7,14 +8,24 @@ import pandas as pd
 from workbench.analysis.labels import unique_labels
 from workbench.units import column_header, format_table, time_column_kind
 
-SIGNATURE = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
-             "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)")
+SIGNATURE = (
+    "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+    "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)"
+)
 
 
 def _kernels():
-    return pd.DataFrame({"rank": [0, 0], "kernel_type": ["computation", "memory"],
-                         "name": [SIGNATURE, "Memcpy DtoH (Device -> Pinned)"], "count": [1000, 2],
-                         "sum_us": [2_209_000.0, 12.3], "mean_us": [2209.0, 6.15], "pct": [99.4, 0.6]})
+    return pd.DataFrame(
+        {
+            "rank": [0, 0],
+            "kernel_type": ["computation", "memory"],
+            "name": [SIGNATURE, "Memcpy DtoH (Device -> Pinned)"],
+            "count": [1000, 2],
+            "sum_us": [2_209_000.0, 12.3],
+            "mean_us": [2209.0, 6.15],
+            "pct": [99.4, 0.6],
+        }
+    )
 
 
 def test_headers_say_per_call_or_total():

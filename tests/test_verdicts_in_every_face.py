@@ -16,6 +16,7 @@ foreach step: not rejected, unless as "slower: …" with every check passed: a v
 correctness).
 
 Runs in about 30 s on a loaded 2-core machine (so not marked slow)."""
+
 from __future__ import annotations
 
 import os
@@ -37,7 +38,7 @@ from workbench.variants.clock import FakeTimer  # noqa: E402
 from workbench.variants.tolerances import DEFAULT_TOLERANCES, GRADIENT_TOLERANCES  # noqa: E402
 from workbench.widgets import VariantPanel  # noqa: E402
 
-BASE, VARIANT = "eager", "variant"          # the panel's baseline row is "eager": the same names everywhere
+BASE, VARIANT = "eager", "variant"  # the panel's baseline row is "eager": the same names everywhere
 FAST = dict(checks=2, profile=False, budget_s=0.3, min_rounds=4, max_rounds=8)
 MAGIC_FAST = "--budget 0.3 --checks 2"
 
@@ -157,76 +158,137 @@ class Face:
     decisions: frozenset[str] = frozenset()
     reason: tuple[str, ...] = ()
     refused: str | None = None
-    slower_is_not_wrong: bool = False   # real clock: a "reject" is accepted only as "slower: …" with every check passed
+    slower_is_not_wrong: bool = False  # real clock: a "reject" is accepted only as "slower: …" with every check passed
 
 
 @dataclass(frozen=True)
 class Case:
     name: str
-    base: str                      # the baseline callable: an expression of PRELUDE's namespace
-    variant: str                   # the variant callable
-    inputs: str | None             # a zero-argument callable giving the arguments, or None
-    base_cell: str                 # the magic: the cell %%gpuprofile profiles
-    variant_cell: str              # the magic: the %%gpuvariant cell
-    expected: Face                 # every face, unless it has its own below
+    base: str  # the baseline callable: an expression of PRELUDE's namespace
+    variant: str  # the variant callable
+    inputs: str | None  # a zero-argument callable giving the arguments, or None
+    base_cell: str  # the magic: the cell %%gpuprofile profiles
+    variant_cell: str  # the magic: the %%gpuvariant cell
+    expected: Face  # every face, unless it has its own below
     faces: dict[str, Face] = field(default_factory=dict)
-    reduced_precision: bool = False   # numerical class "reduced precision", tolerance and gradient error shown
-    xfail: dict[str, str] = field(default_factory=dict)   # face -> the bug that face has with this case
+    reduced_precision: bool = False  # numerical class "reduced precision", tolerance and gradient error shown
+    xfail: dict[str, str] = field(default_factory=dict)  # face -> the bug that face has with this case
 
     def face(self, name: str) -> Face:
         return self.faces.get(name, self.expected)
 
 
-REJECT_GRAD = Face(frozenset({"reject"}), ("incorrect", "grad "))     # rejected on a gradient
+REJECT_GRAD = Face(frozenset({"reject"}), ("incorrect", "grad "))  # rejected on a gradient
 NOTHING = "nothing to compare"
 MAGIC_MISSES_MUTATION = (
     "%%gpuvariant does not see a cell that changes a namespace tensor it reads in place (`loss = mutates(x, y)` "
     "zeroes `y`): a cell takes no arguments, the engine's in-place check covers call arguments only, and the "
     "cell's reach (workbench.variants.reach) snapshots parameters, buffers and optimizer state but no plain "
     "tensors, so both checks see the same `y` and the variant is not rejected (need_more_evidence/keep), "
-    "nothing is flagged, and the user's `y` is left zeroed after the magic")
+    "nothing is flagged, and the user's `y` is left zeroed after the magic"
+)
 
 CASES = [
     # (1)-(4): the softmax detached: same forward, wrong gradients, whatever form the variant takes
-    Case("wrong gradient, a module", "model", "wrong", "one_batch", "out = model(x)", "out = wrong(x)",
-         REJECT_GRAD),
-    Case("wrong gradient, a bound method", "model", "wrong_forward", "one_batch", "out = model(x)",
-         "out = wrong_forward(x)", REJECT_GRAD),
-    Case("wrong gradient, a lambda", "model", "wrong_lambda", "one_batch", "out = model(x)",
-         "out = wrong_lambda(x)", REJECT_GRAD),
-    Case("wrong gradient, a closure", "base_loss", "wrong_loss", None, "loss = base_loss()",
-         "loss = wrong_loss()", REJECT_GRAD),
+    Case("wrong gradient, a module", "model", "wrong", "one_batch", "out = model(x)", "out = wrong(x)", REJECT_GRAD),
+    Case(
+        "wrong gradient, a bound method",
+        "model",
+        "wrong_forward",
+        "one_batch",
+        "out = model(x)",
+        "out = wrong_forward(x)",
+        REJECT_GRAD,
+    ),
+    Case(
+        "wrong gradient, a lambda",
+        "model",
+        "wrong_lambda",
+        "one_batch",
+        "out = model(x)",
+        "out = wrong_lambda(x)",
+        REJECT_GRAD,
+    ),
+    Case(
+        "wrong gradient, a closure",
+        "base_loss",
+        "wrong_loss",
+        None,
+        "loss = base_loss()",
+        "loss = wrong_loss()",
+        REJECT_GRAD,
+    ),
     # (5): the step's loss doubled: the compared value is named (the magic's is the cell's `loss`)
-    Case("doubled loss", "step", "doubled", None, "loss = step()", "loss = step() * 2",
-         Face(frozenset({"reject"}), ("incorrect: out: ",)),
-         faces={"magic": Face(frozenset({"reject"}), ("incorrect: out['loss']: ",))}),
+    Case(
+        "doubled loss",
+        "step",
+        "doubled",
+        None,
+        "loss = step()",
+        "loss = step() * 2",
+        Face(frozenset({"reject"}), ("incorrect: out: ",)),
+        faces={"magic": Face(frozenset({"reject"}), ("incorrect: out['loss']: ",))},
+    ),
     # (6): a correct foreach=True stateful AdamW step: kept or undecided, never rejected (the magic, on the real
     # clock: not rejected, or only as "slower: …" with every check passed)
-    Case("foreach AdamW step", "step", "step_foreach", None, "loss = step()", "loss = step_foreach()",
-         Face(frozenset({"keep", "need_more_evidence"})),
-         faces={"magic": Face(NOT_REJECT, slower_is_not_wrong=True)}),
+    Case(
+        "foreach AdamW step",
+        "step",
+        "step_foreach",
+        None,
+        "loss = step()",
+        "loss = step_foreach()",
+        Face(frozenset({"keep", "need_more_evidence"})),
+        faces={"magic": Face(NOT_REJECT, slower_is_not_wrong=True)},
+    ),
     # (7): bf16 autocast: reduced precision, its tolerances stated, its largest gradient error shown
-    Case("bf16 autocast", "base_loss", "loss_bf16", None, "loss = base_loss()", "loss = loss_bf16()",
-         Face(frozenset({"keep", "keep_guarded", "need_more_evidence", "micro_only", "reject"}),
-              ("reduced precision", "judged with bfloat16 tolerances", "gradients differ by up to")),
-         reduced_precision=True),
+    Case(
+        "bf16 autocast",
+        "base_loss",
+        "loss_bf16",
+        None,
+        "loss = base_loss()",
+        "loss = loss_bf16()",
+        Face(
+            frozenset({"keep", "keep_guarded", "need_more_evidence", "micro_only", "reject"}),
+            ("reduced precision", "judged with bfloat16 tolerances", "gradients differ by up to"),
+        ),
+        reduced_precision=True,
+    ),
     # (8): nothing to compare: refused in one line
-    Case("nothing to compare", "nothing", "nothing", None, "nothing()", "nothing()",
-         Face(refused=NOTHING)),
+    Case("nothing to compare", "nothing", "nothing", None, "nothing()", "nothing()", Face(refused=NOTHING)),
     # (9): a step that mutates its inputs: rejected, the input named
-    Case("mutates its inputs", "step_on", "mutates", "batches", "loss = step_on(x, y)", "loss = mutates(x, y)",
-         Face(frozenset({"reject"}), ("incorrect: arg[1]: input changed in place",)),    # the targets, named
-         faces={"magic": Face(frozenset({"reject"}), ("input changed in place", "y"))},  # the namespace's `y`
-         xfail={"magic": MAGIC_MISSES_MUTATION}),
+    Case(
+        "mutates its inputs",
+        "step_on",
+        "mutates",
+        "batches",
+        "loss = step_on(x, y)",
+        "loss = mutates(x, y)",
+        Face(frozenset({"reject"}), ("incorrect: arg[1]: input changed in place",)),  # the targets, named
+        faces={"magic": Face(frozenset({"reject"}), ("input changed in place", "y"))},  # the namespace's `y`
+        xfail={"magic": MAGIC_MISSES_MUTATION},
+    ),
     # (10): a step that leaks a global setting: rejected, the setting named
-    Case("leaks a global setting", "step_on", "leaks", "batches", "loss = step_on(x, y)", "loss = leaks(x, y)",
-         Face(frozenset({"reject"}), ("changed global state", "cudnn.benchmark"))),
+    Case(
+        "leaks a global setting",
+        "step_on",
+        "leaks",
+        "batches",
+        "loss = step_on(x, y)",
+        "loss = leaks(x, y)",
+        Face(frozenset({"reject"}), ("changed global state", "cudnn.benchmark")),
+    ),
 ]
 
 
 def cases(face: str) -> list:
-    return [pytest.param(c, id=c.name, marks=[pytest.mark.xfail(strict=True, reason=c.xfail[face])]
-                         if face in c.xfail else []) for c in CASES]
+    return [
+        pytest.param(
+            c, id=c.name, marks=[pytest.mark.xfail(strict=True, reason=c.xfail[face])] if face in c.xfail else []
+        )
+        for c in CASES
+    ]
 
 
 def fake() -> FakeTimer:
@@ -259,14 +321,14 @@ def text_of(row) -> str:
 
 def check(case: Case, face_name: str, decision: str, text: str, passed: bool | None = None) -> None:
     face = case.face(face_name)
-    if face.slower_is_not_wrong and decision == "reject":      # a timing verdict on the real clock, not a wrong one
+    if face.slower_is_not_wrong and decision == "reject":  # a timing verdict on the real clock, not a wrong one
         assert passed and text.startswith("slower: "), (case.name, face_name, decision, text)
         return
     assert decision in face.decisions, (case.name, face_name, decision, text)
-    assert not text.startswith("cannot judge"), (case.name, face_name, text)     # checked, not waved through
+    assert not text.startswith("cannot judge"), (case.name, face_name, text)  # checked, not waved through
     for part in face.reason:
         assert part in text, (case.name, face_name, part, text)
-    if case.reduced_precision and decision == "keep":             # never a silent keep
+    if case.reduced_precision and decision == "keep":  # never a silent keep
         assert "reduced precision" in text.split(" | ")[0], (case.name, face_name, text)
 
 
@@ -289,8 +351,13 @@ def check_precision(case: Case, cmp) -> None:
 def test_wb_compare(case):
     ns = prelude()
     inputs = ns[case.inputs] if case.inputs else None
-    run = lambda: wb.compare({BASE: ns[case.base], VARIANT: ns[case.variant]}, inputs, baseline=BASE,  # noqa: E731
-                             timer=fake(), **FAST)
+    run = lambda: wb.compare(
+        {BASE: ns[case.base], VARIANT: ns[case.variant]},
+        inputs,
+        baseline=BASE,  # noqa: E731
+        timer=fake(),
+        **FAST,
+    )
     face = case.face("compare")
     if face.refused:
         with pytest.raises(NothingToCompareError) as err:
@@ -316,7 +383,7 @@ def shell():
 def test_gpuvariant_magic(case, shell):
     shell.run_cell(PRELUDE, store_history=True).raise_error()
     shell.run_cell(f"%%gpuprofile -T -w 1 -r 3 -q\n{case.base_cell}", store_history=True).raise_error()
-    shell.run_cell("sync()", store_history=True).raise_error()      # the profiled runs stepped the model
+    shell.run_cell("sync()", store_history=True).raise_error()  # the profiled runs stepped the model
     shell.user_ns.pop("_gpuvariant", None)
     res = shell.run_cell(f"%%gpuvariant {VARIANT} {MAGIC_FAST}\n{case.variant_cell}", store_history=True)
     face = case.face("magic")
@@ -339,8 +406,13 @@ def test_gpuvariant_magic(case, shell):
 def test_variant_panel(case, shell):
     ns = prelude()
     inputs = ns[case.inputs] if case.inputs else None
-    panel = VariantPanel(ns[case.base], inputs, user_variants={VARIANT: ns[case.variant]}, shell=shell,
-                         compare_options=dict(FAST, timer=fake()))
+    panel = VariantPanel(
+        ns[case.base],
+        inputs,
+        user_variants={VARIANT: ns[case.variant]},
+        shell=shell,
+        compare_options=dict(FAST, timer=fake()),
+    )
     assert panel.selected() == [VARIANT]
     panel.run()
     face = case.face("panel")

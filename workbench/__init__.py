@@ -10,6 +10,7 @@ does not import torch: a trace recorded on a GPU box can be analysed anywhere.
 
 In a notebook: ``%load_ext workbench`` then ``%%gpuprofile`` on a cell.
 """
+
 from __future__ import annotations
 
 import importlib

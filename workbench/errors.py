@@ -2,6 +2,7 @@
 
 Every message says what was wrong, where, and what to do about it.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -52,8 +53,9 @@ class MissingDependencyError(WorkbenchError, ImportError):
     """
 
     def __init__(self, package: str, *, extra: str, feature: str):
-        super().__init__(f"{feature} needs {package}, which is not installed: "
-                         f"pip install 'workbench[{extra}]'", name=package)
+        super().__init__(
+            f"{feature} needs {package}, which is not installed: pip install 'workbench[{extra}]'", name=package
+        )
         self.package = package
         self.extra = extra
         self.feature = feature

@@ -4,6 +4,7 @@ Modelled on ``torch.utils.benchmark.Measurement``: keep every sample, derive med
 spread and noise warnings on demand, format elsewhere.  No torch import here, so a saved
 run can be reloaded and inspected anywhere.
 """
+
 from __future__ import annotations
 
 import math
@@ -16,8 +17,8 @@ import numpy as np
 from workbench.errors import InvalidArgumentError
 
 # Thresholds behind the noise warnings, named so that rules and docs can cite them.
-NOISY_RELATIVE_IQR = 0.10      # IQR / median above this: the spread is large against the signal
-FEW_SAMPLES = 10               # fewer samples than this: the median's interval is wide
+NOISY_RELATIVE_IQR = 0.10  # IQR / median above this: the spread is large against the signal
+FEW_SAMPLES = 10  # fewer samples than this: the median's interval is wide
 TIMER_RESOLUTION_FACTOR = 100  # median under this many timer ticks: resolution dominates
 
 
@@ -27,7 +28,7 @@ class Measurement:
 
     samples_ms: tuple[float, ...]
     label: str = ""
-    timer: str = "perf_counter_ns"        # or "cuda_event"
+    timer: str = "perf_counter_ns"  # or "cuda_event"
     calls_per_sample: int = 1
     timer_resolution_ms: float = 1e-6
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -111,9 +112,7 @@ class Measurement:
         if self.n < FEW_SAMPLES:
             out.append(f"only {self.n} samples (< {FEW_SAMPLES}): the median's interval is wide")
         if self.n >= 4 and self.relative_iqr > NOISY_RELATIVE_IQR:
-            out.append(
-                f"noisy: IQR is {self.relative_iqr:.0%} of the median (> {NOISY_RELATIVE_IQR:.0%})"
-            )
+            out.append(f"noisy: IQR is {self.relative_iqr:.0%} of the median (> {NOISY_RELATIVE_IQR:.0%})")
         per_sample_ms = self.median_ms
         if per_sample_ms < TIMER_RESOLUTION_FACTOR * self.timer_resolution_ms:
             out.append(
@@ -151,9 +150,14 @@ class Measurement:
     def summary(self) -> dict[str, float]:
         lo, hi = self.median_ci_ms()
         return {
-            "n": self.n, "median_ms": self.median_ms, "p95_ms": self.p95_ms,
-            "iqr_ms": self.iqr_ms, "min_ms": self.min_ms, "max_ms": self.max_ms,
-            "median_ci_low_ms": lo, "median_ci_high_ms": hi,
+            "n": self.n,
+            "median_ms": self.median_ms,
+            "p95_ms": self.p95_ms,
+            "iqr_ms": self.iqr_ms,
+            "min_ms": self.min_ms,
+            "max_ms": self.max_ms,
+            "median_ci_low_ms": lo,
+            "median_ci_high_ms": hi,
         }
 
     def __repr__(self) -> str:
@@ -165,8 +169,12 @@ class Measurement:
 
 
 def ratio_ci(
-    baseline: Sequence[float], candidate: Sequence[float], *, confidence: float = 0.95,
-    n_boot: int = 2000, seed: int = 0,
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    *,
+    confidence: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
 ) -> tuple[float, float, float]:
     """Speedup (baseline median / candidate median) with a bootstrap percentile interval."""
     b = np.asarray(baseline, dtype=np.float64)

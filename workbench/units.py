@@ -9,6 +9,7 @@ per call in adaptive units, the way ``%timeit`` and torch.profiler's tables prin
     >>> format_ms(2209.0, total=True)
     '2.21 s total'
 """
+
 from __future__ import annotations
 
 import math
@@ -25,7 +26,7 @@ _SCALES = ((1e-3, 1e-6, "ns"), (1.0, 1e-3, MICRO), (1e3, 1.0, "ms"), (math.inf, 
 
 def _number(value: float, digits: int) -> str:
     text = f"{value:.{digits}g}"
-    if "e" in text:                       # 1000 after rounding: never scientific notation
+    if "e" in text:  # 1000 after rounding: never scientific notation
         text = f"{value:.0f}"
     return text
 
@@ -92,13 +93,28 @@ def format_ratio(ratio: Any, *, digits: int = 2) -> str:
 # --- breakdown tables as text (the CLI's `workbench analyze`, any text view) -----------------------------------
 
 # ``*_us`` columns of the analysis tables: per call (one event) or a total over the traced calls
-PER_CALL_COLUMNS = frozenset({"mean_us", "min_us", "max_us", "std_us", "mean_self_us", "runtime_us", "gpu_us",
-                              "launch_delay_us", "blocked_us"})
-TOTAL_COLUMNS = frozenset({"sum_us", "self_us", "total_us", "idle_us", "compute_us", "non_compute_us",
-                           "kernel_time_us", "gpu_busy_us", "gpu_idle_us", "comm_us", "memory_us", "overlap_us",
-                           "exposed_comm_us"})
+PER_CALL_COLUMNS = frozenset(
+    {"mean_us", "min_us", "max_us", "std_us", "mean_self_us", "runtime_us", "gpu_us", "launch_delay_us", "blocked_us"}
+)
+TOTAL_COLUMNS = frozenset(
+    {
+        "sum_us",
+        "self_us",
+        "total_us",
+        "idle_us",
+        "compute_us",
+        "non_compute_us",
+        "kernel_time_us",
+        "gpu_busy_us",
+        "gpu_idle_us",
+        "comm_us",
+        "memory_us",
+        "overlap_us",
+        "exposed_comm_us",
+    }
+)
 TIMESTAMP_COLUMNS = frozenset({"ts_us", "launch_ts_us", "gpu_start_us", "gpu_end_us"})
-MAX_TEXT_CELL = 72   # characters of a text cell shown (C++ template names run to 1,000+)
+MAX_TEXT_CELL = 72  # characters of a text cell shown (C++ template names run to 1,000+)
 
 
 def time_column_kind(column: str, columns: Iterable[str] = ()) -> str | None:
@@ -120,8 +136,9 @@ def column_header(column: str, columns: Iterable[str] = ()) -> str:
     if kind is None:
         return "%" if column == "pct" else (column[:-4] + " %" if column.endswith("_pct") else column)
     base = {"total_us": "inclusive"}.get(column, column[:-3])
-    return {"total": f"{base} (total)", "per call": f"{base} (per call)", "at": f"{base} (from start)",
-            "time": base}[kind]
+    return {"total": f"{base} (total)", "per call": f"{base} (per call)", "at": f"{base} (from start)", "time": base}[
+        kind
+    ]
 
 
 def _cell(value: Any, kind: str | None, column: str, max_cell: int) -> str:
@@ -141,8 +158,9 @@ def _cell(value: Any, kind: str | None, column: str, max_cell: int) -> str:
     return text if len(text) <= max_cell else text[: max_cell - 1] + "…"
 
 
-def format_table(table: "pd.DataFrame", *, names: Callable[[Iterable[Any]], list[str]] | None = None,
-                 max_cell: int = MAX_TEXT_CELL) -> str:
+def format_table(
+    table: "pd.DataFrame", *, names: Callable[[Iterable[Any]], list[str]] | None = None, max_cell: int = MAX_TEXT_CELL
+) -> str:
     """A breakdown table as aligned text: times in adaptive units (``format_us``), headers that say
     which are per call and which are totals over the traced calls, ``pct`` as percentages, long texts
     cut. ``names`` (e.g. ``workbench.analysis.labels.unique_labels``) turns the ``name`` column into the
@@ -156,11 +174,16 @@ def format_table(table: "pd.DataFrame", *, names: Callable[[Iterable[Any]], list
     header = [column_header(c, columns) for c in columns]
     body = [[_cell(r[c], kinds[c], c, max_cell) for c in columns] for r in records]
     widths = [max([len(h)] + [len(row[i]) for row in body]) for i, h in enumerate(header)]
-    left = [c in ("name", "kernel_type", "kind", "api", "op", "cause_op", "top_op") or not body
-            or not any(ch.isdigit() for row in body for ch in row[i][:1]) for i, c in enumerate(columns)]
+    left = [
+        c in ("name", "kernel_type", "kind", "api", "op", "cause_op", "top_op")
+        or not body
+        or not any(ch.isdigit() for row in body for ch in row[i][:1])
+        for i, c in enumerate(columns)
+    ]
 
     def line(cells: list[str]) -> str:
-        return "  ".join(cell.ljust(w) if is_left else cell.rjust(w)
-                         for cell, w, is_left in zip(cells, widths, left)).rstrip()
+        return "  ".join(
+            cell.ljust(w) if is_left else cell.rjust(w) for cell, w, is_left in zip(cells, widths, left)
+        ).rstrip()
 
     return "\n".join([line(header)] + [line(row) for row in body])

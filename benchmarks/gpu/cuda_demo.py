@@ -1,5 +1,6 @@
 """The built-in demo workload on the CUDA device: ``workbench report --workload cuda_demo:workload``
 (with this folder on ``PYTHONPATH``), used by the ``report`` section of ``benchmarks/gpu/run.sh``."""
+
 from __future__ import annotations
 
 import os

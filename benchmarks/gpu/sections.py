@@ -20,6 +20,7 @@ failure) when it does not; the direct evidence (a Triton kernel, a memory snapsh
 gathered either way. ``workbench.kernels.device_check(workdir) -> dict`` (with an ``ok`` key), where it
 exists, is that module's own check on the device.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,13 +42,28 @@ from typing import Any, Callable
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 SECTIONS = ("gpu_check", "gpu_tests", "gpuprofile_cells", "triton_kernels", "memory", "critical_path", "report")
-RAN = ("ok", "not_applicable", "skipped")           # a section that ran (or could not apply) on this machine
+RAN = ("ok", "not_applicable", "skipped")  # a section that ran (or could not apply) on this machine
 NO_CUDA = "not applicable: no CUDA device (torch.cuda.is_available() is False)"
 TAIL_CHARS = 4000
 # workbench modules whose absence of one of these packages is expected on the GPU image
-OPTIONAL_PACKAGES = {"altair", "vl_convert", "ipywidgets", "anywidget", "papermill", "nbconvert", "nbformat",
-                     "nbclient", "ipykernel", "jupyter_client", "IPython", "traitlets", "distributed", "dask",
-                     "playwright", "orjson"}
+OPTIONAL_PACKAGES = {
+    "altair",
+    "vl_convert",
+    "ipywidgets",
+    "anywidget",
+    "papermill",
+    "nbconvert",
+    "nbformat",
+    "nbclient",
+    "ipykernel",
+    "jupyter_client",
+    "IPython",
+    "traitlets",
+    "distributed",
+    "dask",
+    "playwright",
+    "orjson",
+}
 # WB_GPU_REHEARSE=1: a CPU rehearsal of the code after each gate (tensors on CPU, small sizes, Triton under its
 # interpreter, no snapshot), so that a slip in it shows on CPU and not on the device; its verdicts mean nothing.
 REHEARSE = os.environ.get("WB_GPU_REHEARSE") == "1"
@@ -55,8 +71,17 @@ DEV = "cpu" if REHEARSE else "cuda"
 if REHEARSE:
     os.environ.setdefault("TRITON_INTERPRET", "1")
     os.environ.setdefault("WB_GPU_DEMO_DEVICE", "cpu")
-REPORT_PACKAGES = ("papermill", "nbconvert", "nbclient", "nbformat", "ipykernel", "jupyter_client", "zmq",
-                   "altair", "vl_convert")
+REPORT_PACKAGES = (
+    "papermill",
+    "nbconvert",
+    "nbclient",
+    "nbformat",
+    "ipykernel",
+    "jupyter_client",
+    "zmq",
+    "altair",
+    "vl_convert",
+)
 
 
 def out_dir() -> Path:
@@ -88,8 +113,23 @@ def _dist_version(name: str) -> str | None:
 def versions() -> dict[str, Any]:
     """Interpreter, packages (distribution versions, without importing them) and the device."""
     out: dict[str, Any] = {"python": platform.python_version(), "executable": sys.executable}
-    for dist in ("torch", "triton", "numpy", "pandas", "pyarrow", "msgspec", "ipython", "pytest", "pytest-timeout",
-                 "rich", "papermill", "nbconvert", "ipykernel", "altair", "vl-convert-python"):
+    for dist in (
+        "torch",
+        "triton",
+        "numpy",
+        "pandas",
+        "pyarrow",
+        "msgspec",
+        "ipython",
+        "pytest",
+        "pytest-timeout",
+        "rich",
+        "papermill",
+        "nbconvert",
+        "ipykernel",
+        "altair",
+        "vl-convert-python",
+    ):
         out[dist] = _dist_version(dist)
     try:
         import torch
@@ -103,8 +143,12 @@ def versions() -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - a broken torch is itself the finding
         out["torch_error"] = f"{type(exc).__name__}: {exc}"
     try:
-        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=15)
+        smi = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=15,
+        )
         out["nvidia_smi"] = smi.stdout.strip() if smi.returncode == 0 else None
     except (OSError, subprocess.SubprocessError):
         out["nvidia_smi"] = None
@@ -138,8 +182,15 @@ class Section:
         self.start = time.perf_counter()
         self.artifacts = work_dir() / name
         self.artifacts.mkdir(parents=True, exist_ok=True)
-        self.doc: dict[str, Any] = {"section": name, "status": "running", "reason": "", "limit_s": limit_s,
-                                    "reached": [], "result": {}, "versions": versions()}
+        self.doc: dict[str, Any] = {
+            "section": name,
+            "status": "running",
+            "reason": "",
+            "limit_s": limit_s,
+            "reached": [],
+            "result": {},
+            "versions": versions(),
+        }
         self.save()
 
     @property
@@ -229,8 +280,12 @@ def summary(wheels: str, total_s: float, sections: list[str]) -> int:
             doc = json.loads((out_dir() / f"{name}.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             doc = {"status": "crashed", "reason": "no JSON written"}
-        rows[name] = {"status": doc.get("status"), "reason": doc.get("reason", ""), "seconds": doc.get("seconds"),
-                      "last_step": (doc.get("reached") or [None])[-1]}
+        rows[name] = {
+            "status": doc.get("status"),
+            "reason": doc.get("reason", ""),
+            "seconds": doc.get("seconds"),
+            "last_step": (doc.get("reached") or [None])[-1],
+        }
         status = doc.get("status")
         if status not in RAN or (require_cuda and status == "not_applicable"):
             bad.append(name)
@@ -242,9 +297,17 @@ def summary(wheels: str, total_s: float, sections: list[str]) -> int:
     wheel_files = sorted(p.name for p in wheel_dir.glob("*.whl")) if wheel_dir.is_dir() else []
     if wheels.startswith("failed"):
         bad.append("wheels")
-    doc = {"exit_status": 1 if bad else 0, "failed": bad, "require_cuda": require_cuda,
-           "total_seconds": round(total_s, 1), "wheels": wheels, "wheel_files": wheel_files,
-           "sections": rows, "imports": imports, "versions": env}
+    doc = {
+        "exit_status": 1 if bad else 0,
+        "failed": bad,
+        "require_cuda": require_cuda,
+        "total_seconds": round(total_s, 1),
+        "wheels": wheels,
+        "wheel_files": wheel_files,
+        "sections": rows,
+        "imports": imports,
+        "versions": env,
+    }
     text = json.dumps(doc, indent=2, default=str)
     (out_dir() / "summary.json").write_text(text, encoding="utf-8")
     print(text)
@@ -270,12 +333,15 @@ def check_imports() -> dict[str, Any]:
             else:
                 result["errors"][name] = f"{type(exc).__name__}: {exc}"
         except Exception as exc:  # noqa: BLE001
-            if type(exc).__name__ == "MissingDependencyError":      # workbench's own "pip install ..." error
+            if type(exc).__name__ == "MissingDependencyError":  # workbench's own "pip install ..." error
                 result["optional_missing"][name] = str(exc)[:200]
             else:
                 result["errors"][name] = f"{type(exc).__name__}: {exc}"
-    result["counts"] = {"ok": len(result["ok"]), "optional_missing": len(result["optional_missing"]),
-                        "errors": len(result["errors"])}
+    result["counts"] = {
+        "ok": len(result["ok"]),
+        "optional_missing": len(result["optional_missing"]),
+        "errors": len(result["errors"]),
+    }
     result["ok"] = len(result["ok"])
     return result
 
@@ -312,12 +378,14 @@ def _bench(fn: Callable[[], Any]) -> float:
     return sorted(samples)[1]
 
 
-def _subprocess(cmd: list[str], sec: Section, env: dict[str, str] | None = None, cwd: Path = ROOT,
-                reserve_s: float = 10.0) -> subprocess.CompletedProcess:
+def _subprocess(
+    cmd: list[str], sec: Section, env: dict[str, str] | None = None, cwd: Path = ROOT, reserve_s: float = 10.0
+) -> subprocess.CompletedProcess:
     timeout = max(5.0, sec.left_s() - reserve_s)
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd,
-                              env={**os.environ, **(env or {})})
+        done = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, env={**os.environ, **(env or {})}
+        )
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
@@ -333,10 +401,11 @@ def sec_gpu_check(sec: Section) -> None:
     sec.step("run benchmarks/gpu_check.py (it imports workbench, then checks for CUDA)")
     report_path = sec.artifacts / "gpu_check.json"
     try:
-        done = _subprocess([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py")], sec,
-                           env={"OUT": str(sec.artifacts)})
+        done = _subprocess(
+            [sys.executable, str(ROOT / "benchmarks" / "gpu_check.py")], sec, env={"OUT": str(sec.artifacts)}
+        )
     except Outcome:
-        if report_path.exists():      # rewritten after each of its sections: what it finished before the limit
+        if report_path.exists():  # rewritten after each of its sections: what it finished before the limit
             sec.result["report"] = json.loads(report_path.read_text(encoding="utf-8"))
         raise
     sec.result["rc"] = done.returncode
@@ -373,8 +442,22 @@ def sec_gpu_tests(sec: Section) -> None:
     junit = sec.artifacts / "junit.xml"
     sec.step(f"pytest -m gpu over {len(files)} files")
     per_test = [] if missing(["pytest_timeout"]) else ["--timeout", "60"]
-    done = _subprocess([sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", *per_test,
-                        f"--junitxml={junit}", *files], sec)
+    done = _subprocess(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-m",
+            "gpu",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *per_test,
+            f"--junitxml={junit}",
+            *files,
+        ],
+        sec,
+    )
     sec.result["rc"] = done.returncode
     if not junit.exists():
         raise Outcome("failed", f"pytest exited {done.returncode} without a junit report: {tail(done.stdout, 300)}")
@@ -429,8 +512,10 @@ def sec_gpuprofile_cells(sec: Section) -> None:
     from torch.autograd import profiler as autograd_profiler
 
     side = _size(4096, 128)
-    res = shell.run_cell(f"import torch\nx = torch.randn({side}, {side}, device={DEV!r})\n"
-                         f"w = torch.randn({side}, {side}, device={DEV!r})\n")
+    res = shell.run_cell(
+        f"import torch\nx = torch.randn({side}, {side}, device={DEV!r})\n"
+        f"w = torch.randn({side}, {side}, device={DEV!r})\n"
+    )
     if not res.success:
         raise Outcome("failed", f"making CUDA tensors in the shell failed: {res.error_in_exec!r}")
     cells, problems = [], []
@@ -446,10 +531,15 @@ def sec_gpuprofile_cells(sec: Section) -> None:
             problems.append(f"cell {i} failed")
         else:
             trace = run.trace
-            row.update(timer=run.timing.timer, median_ms=run.timing.median_ms, cold_ms=run.cold_ms,
-                       trace_note=run.trace_note, has_gpu=bool(trace is not None and trace.has_gpu),
-                       kernels=int(len(trace.kernels)) if trace is not None else 0,
-                       hypotheses=[getattr(h, "category", "?") for h in (run.hypotheses or [])][:5])
+            row.update(
+                timer=run.timing.timer,
+                median_ms=run.timing.median_ms,
+                cold_ms=run.cold_ms,
+                trace_note=run.trace_note,
+                has_gpu=bool(trace is not None and trace.has_gpu),
+                kernels=int(len(trace.kernels)) if trace is not None else 0,
+                hypotheses=[getattr(h, "category", "?") for h in (run.hypotheses or [])][:5],
+            )
             if row["timer"] != "cuda_event":
                 problems.append(f"cell {i} timed with {row['timer']}")
             if not row["has_gpu"] or row["kernels"] == 0:
@@ -501,8 +591,10 @@ def sec_triton_kernels(sec: Section) -> None:
     import workbench as wb
     from workbench import demo
 
-    sec.step(f"triton {triton.__version__}: the fused chain's kernels defined; workbench.kernels "
-             f"{'present' if wb_kernels_present else 'missing'}")
+    sec.step(
+        f"triton {triton.__version__}: the fused chain's kernels defined; workbench.kernels "
+        f"{'present' if wb_kernels_present else 'missing'}"
+    )
     if wb_kernels_present:
         importlib.import_module("workbench.kernels")
         found = [n for n in KERNEL_SHAPES if importlib.util.find_spec(f"workbench.kernels.{n}") is not None]
@@ -511,7 +603,7 @@ def sec_triton_kernels(sec: Section) -> None:
         sec.step(f"imported workbench.kernels: {', '.join(found)} and their references")
     sec.gate("torch.randn(1 << 24, device='cuda')")
     problems = []
-    n = _size(1 << 24, 1 << 12) + 17                        # not a multiple of the block: the mask is used
+    n = _size(1 << 24, 1 << 12) + 17  # not a multiple of the block: the mask is used
     x = torch.randn(n, device=DEV)
     xg = x.clone().requires_grad_(True)
     xe = x.clone().requires_grad_(True)
@@ -522,9 +614,12 @@ def sec_triton_kernels(sec: Section) -> None:
     (dx_e,) = torch.autograd.grad(y_e, xe, g)
     ref_y = demo.elementwise_chain(x.double())
     fwd_err, bwd_err = _max_err(y_t, y_e), _max_err(dx_t, dx_e)
-    sec.result["correctness"] = {"n": n, "forward_max_abs_err_vs_eager": fwd_err,
-                                 "forward_max_abs_err_vs_float64": _max_err(y_t, ref_y),
-                                 "backward_max_abs_err_vs_eager": bwd_err}
+    sec.result["correctness"] = {
+        "n": n,
+        "forward_max_abs_err_vs_eager": fwd_err,
+        "forward_max_abs_err_vs_float64": _max_err(y_t, ref_y),
+        "backward_max_abs_err_vs_eager": bwd_err,
+    }
     if fwd_err > 1e-5 or bwd_err > 1e-5:
         problems.append(f"Triton differs from eager: forward {fwd_err:.2e}, backward {bwd_err:.2e}")
     sec.step("forward and backward checked against eager")
@@ -538,23 +633,39 @@ def sec_triton_kernels(sec: Section) -> None:
     eager_fb = _bench(fwd_bwd(demo.elementwise_chain))
     nbytes = 4 * n
     sec.result["timing_ms"] = {
-        "forward": {"triton": fused_fwd, "eager": eager_fwd, "speedup": eager_fwd / fused_fwd,
-                    "triton_gbps": 2 * nbytes / fused_fwd / 1e6},
-        "forward_backward": {"triton": fused_fb, "eager": eager_fb, "speedup": eager_fb / fused_fb,
-                             "triton_gbps": 5 * nbytes / fused_fb / 1e6}}
+        "forward": {
+            "triton": fused_fwd,
+            "eager": eager_fwd,
+            "speedup": eager_fwd / fused_fwd,
+            "triton_gbps": 2 * nbytes / fused_fwd / 1e6,
+        },
+        "forward_backward": {
+            "triton": fused_fb,
+            "eager": eager_fb,
+            "speedup": eager_fb / fused_fb,
+            "triton_gbps": 5 * nbytes / fused_fb / 1e6,
+        },
+    }
     sec.step("timed with triton.testing.do_bench")
     if fused_fwd >= eager_fwd:
         problems.append(f"the fused forward is not faster than eager ({fused_fwd:.3f} vs {eager_fwd:.3f} ms)")
     try:
-        cmp = wb.compare({"eager": demo.elementwise_chain, "triton": wb.variants.triton(chain.fused_chain)},
-                         inputs=lambda: (torch.randn(_size(1 << 24, 1 << 12), device=DEV),), checks=2,
-                         budget_s=_size(3, 1) * 1.0)
+        cmp = wb.compare(
+            {"eager": demo.elementwise_chain, "triton": wb.variants.triton(chain.fused_chain)},
+            inputs=lambda: (torch.randn(_size(1 << 24, 1 << 12), device=DEV),),
+            checks=2,
+            budget_s=_size(3, 1) * 1.0,
+        )
         row = next(r for r in cmp.results if r.name == "triton")
-        sec.result["wb_compare"] = {"decision": cmp.decision.decision, "status": row.status,
-                                    "variant_decision": row.decision, "reason": row.reason,
-                                    "speedup": row.speedup.point if row.speedup else None,
-                                    "timer": row.timing.timer if row.timing else None,
-                                    "correct": row.correctness.passed if row.correctness else None}
+        sec.result["wb_compare"] = {
+            "decision": cmp.decision.decision,
+            "status": row.status,
+            "variant_decision": row.decision,
+            "reason": row.reason,
+            "speedup": row.speedup.point if row.speedup else None,
+            "timer": row.timing.timer if row.timing else None,
+            "correct": row.correctness.passed if row.correctness else None,
+        }
         if row.status != "ok" or not sec.result["wb_compare"]["correct"]:
             problems.append(f"wb.compare's triton row: {row.status} {row.reason}")
     except Exception as exc:  # noqa: BLE001
@@ -567,7 +678,9 @@ def sec_triton_kernels(sec: Section) -> None:
         if check is None:
             cases = _kernel_cases(torch)
             sec.result["workbench_kernels"] = cases
-            problems += [f"workbench.kernels.{name}: {row['problem']}" for name, row in cases.items() if row.get("problem")]
+            problems += [
+                f"workbench.kernels.{name}: {row['problem']}" for name, row in cases.items() if row.get("problem")
+            ]
         else:
             try:
                 res = check(str(sec.artifacts))
@@ -575,8 +688,10 @@ def sec_triton_kernels(sec: Section) -> None:
                 if not (isinstance(res, dict) and res.get("ok")):
                     problems.append("workbench.kernels.device_check() did not report ok")
             except Exception as exc:  # noqa: BLE001
-                sec.result["workbench_kernels"] = {"error": f"{type(exc).__name__}: {exc}",
-                                                   "traceback": traceback.format_exc(limit=8)}
+                sec.result["workbench_kernels"] = {
+                    "error": f"{type(exc).__name__}: {exc}",
+                    "traceback": traceback.format_exc(limit=8),
+                }
                 problems.append(f"workbench.kernels.device_check raised {type(exc).__name__}")
         sec.step("workbench.kernels")
     sec.result["problems"] = problems
@@ -585,9 +700,14 @@ def sec_triton_kernels(sec: Section) -> None:
 
 
 # workbench.kernels.<name>.<name> against workbench.kernels.reference.<name>: shapes on CUDA, in the rehearsal
-KERNEL_SHAPES = {"layer_norm": ((8192, 4096), (8, 64)), "rms_norm": ((8192, 4096), (8, 64)),
-                 "bias_gelu": ((8192, 4096), (8, 64)), "swiglu": ((8192, 4096), (8, 64)),
-                 "softmax": ((8192, 4096), (8, 64)), "cross_entropy": ((4096, 32768), (8, 64))}
+KERNEL_SHAPES = {
+    "layer_norm": ((8192, 4096), (8, 64)),
+    "rms_norm": ((8192, 4096), (8, 64)),
+    "bias_gelu": ((8192, 4096), (8, 64)),
+    "swiglu": ((8192, 4096), (8, 64)),
+    "softmax": ((8192, 4096), (8, 64)),
+    "cross_entropy": ((4096, 32768), (8, 64)),
+}
 
 
 def _kernel_inputs(torch, name: str, shape: tuple[int, int]) -> tuple[list[Any], list[bool]]:
@@ -644,7 +764,9 @@ def _kernel_cases(torch) -> dict[str, Any]:
             g_k = torch.autograd.grad(y_k, [ins_k[i] for i in leaves], dy)
             g_e = torch.autograd.grad(y_e, [ins_e[i] for i in leaves], dy)
             g_64 = torch.autograd.grad(y_64, [ins_64[i] for i in leaves], dy.double())
-            row["backward_err_vs_float64"] = [{"kernel": diff(a, c), "eager": diff(b, c)} for a, b, c in zip(g_k, g_e, g_64)]
+            row["backward_err_vs_float64"] = [
+                {"kernel": diff(a, c), "eager": diff(b, c)} for a, b, c in zip(g_k, g_e, g_64)
+            ]
             errs = [row["forward_err_vs_float64"]] + row["backward_err_vs_float64"]
             bad = [e for e in errs if e["kernel"] > max(10 * e["eager"], 1e-5 * scale)]
             if bad:
@@ -653,8 +775,10 @@ def _kernel_cases(torch) -> dict[str, Any]:
             def fb(fn, ins):
                 return lambda: torch.autograd.grad(fn(*ins), [ins[i] for i in leaves], dy)
 
-            row["ms"] = {"forward": {"kernel": _bench(lambda: kernel(*ins_k)), "eager": _bench(lambda: ref(*ins_e))},
-                         "forward_backward": {"kernel": _bench(fb(kernel, ins_k)), "eager": _bench(fb(ref, ins_e))}}
+            row["ms"] = {
+                "forward": {"kernel": _bench(lambda: kernel(*ins_k)), "eager": _bench(lambda: ref(*ins_e))},
+                "forward_backward": {"kernel": _bench(fb(kernel, ins_k)), "eager": _bench(fb(ref, ins_e))},
+            }
             for part in row["ms"].values():
                 part["speedup"] = part["eager"] / part["kernel"] if part["kernel"] else None
             row["status"] = "checked"
@@ -703,14 +827,15 @@ def sec_memory(sec: Section) -> None:
     sec.result["workbench_api"] = {
         "profile(memory=True)": "present" if has_memory_arg else "not built yet: wb.profile(..., memory=True) missing",
         "load_memory_snapshot": "present" if has_loader else "not built yet: wb.load_memory_snapshot missing",
-        "Trace.memory_timeline": "present" if has_timeline else "not built yet: Trace.memory_timeline missing"}
+        "Trace.memory_timeline": "present" if has_timeline else "not built yet: Trace.memory_timeline missing",
+    }
     if not (hasattr(torch.cuda.memory, "_record_memory_history") and hasattr(torch.cuda.memory, "_snapshot")):
         raise Outcome("failed", "this torch has no torch.cuda.memory._record_memory_history/_snapshot")
     sec.step("torch.cuda.memory._record_memory_history and _snapshot present; workbench's memory API looked up")
     sec.gate("torch.cuda.memory._record_memory_history(max_entries=100000)")
     problems = []
     step = _train_step() if REHEARSE else None
-    snap: dict[str, Any] = {"segments": [], "device_traces": [[]]}     # the rehearsal has no CUDA allocator
+    snap: dict[str, Any] = {"segments": [], "device_traces": [[]]}  # the rehearsal has no CUDA allocator
     if not REHEARSE:
         torch.cuda.memory._record_memory_history(max_entries=100000)
         try:
@@ -730,10 +855,14 @@ def sec_memory(sec: Section) -> None:
     for event in traces[0]:
         actions[event.get("action", "?")] = actions.get(event.get("action", "?"), 0) + 1
     segments = snap.get("segments") or []
-    sec.result["snapshot"] = {"bytes": path.stat().st_size, "segments": len(segments),
-                              "reserved_bytes": sum(s.get("total_size", 0) for s in segments),
-                              "trace_events": len(traces[0]), "actions": actions,
-                              "max_memory_allocated": int(torch.cuda.max_memory_allocated()) if DEV == "cuda" else 0}
+    sec.result["snapshot"] = {
+        "bytes": path.stat().st_size,
+        "segments": len(segments),
+        "reserved_bytes": sum(s.get("total_size", 0) for s in segments),
+        "trace_events": len(traces[0]),
+        "actions": actions,
+        "max_memory_allocated": int(torch.cuda.max_memory_allocated()) if DEV == "cuda" else 0,
+    }
     if not traces[0]:
         problems.append("the snapshot holds no allocator events")
     sec.step(f"snapshot taken: {len(traces[0])} allocator events, {len(segments)} segments")
@@ -747,8 +876,10 @@ def sec_memory(sec: Section) -> None:
                     info[attr] = _summarise(value)
             sec.result["load_memory_snapshot"] = info
         except Exception as exc:  # noqa: BLE001
-            sec.result["load_memory_snapshot"] = {"error": f"{type(exc).__name__}: {exc}",
-                                                  "traceback": traceback.format_exc(limit=8)}
+            sec.result["load_memory_snapshot"] = {
+                "error": f"{type(exc).__name__}: {exc}",
+                "traceback": traceback.format_exc(limit=8),
+            }
             problems.append(f"wb.load_memory_snapshot raised {type(exc).__name__}")
         sec.step("wb.load_memory_snapshot")
     if has_memory_arg:
@@ -762,8 +893,10 @@ def sec_memory(sec: Section) -> None:
                     info[attr] = _summarise(value)
             sec.result["profile_memory"] = info
         except Exception as exc:  # noqa: BLE001
-            sec.result["profile_memory"] = {"error": f"{type(exc).__name__}: {exc}",
-                                            "traceback": traceback.format_exc(limit=8)}
+            sec.result["profile_memory"] = {
+                "error": f"{type(exc).__name__}: {exc}",
+                "traceback": traceback.format_exc(limit=8),
+            }
             problems.append(f"wb.profile(..., memory=True) raised {type(exc).__name__}")
         sec.step("wb.profile(..., memory=True)")
     sec.result["problems"] = problems
@@ -771,8 +904,18 @@ def sec_memory(sec: Section) -> None:
         raise Outcome("failed", "; ".join(problems))
 
 
-SUMMARY_FIELDS = ("length_us", "step_us", "shares_pct", "bound_by", "notes", "saved_us", "new_step_us", "peak_bytes",
-                  "peak_allocated_bytes", "peak_reserved_bytes")
+SUMMARY_FIELDS = (
+    "length_us",
+    "step_us",
+    "shares_pct",
+    "bound_by",
+    "notes",
+    "saved_us",
+    "new_step_us",
+    "peak_bytes",
+    "peak_allocated_bytes",
+    "peak_reserved_bytes",
+)
 
 
 def _summarise(value: Any, rows: int = 15) -> Any:
@@ -805,7 +948,8 @@ def sec_critical_path(sec: Section) -> None:
     has_what_if = _api(wb.Trace, "what_if")
     sec.result["workbench_api"] = {
         "Trace.critical_path": "present" if has_cp else "not built yet: Trace.critical_path missing",
-        "Trace.what_if": "present" if has_what_if else "not built yet: Trace.what_if missing"}
+        "Trace.what_if": "present" if has_what_if else "not built yet: Trace.what_if missing",
+    }
     sec.step("workbench imported; Trace.critical_path looked up")
     sec.gate("a training step's model moved to 'cuda'")
     problems = []
@@ -814,8 +958,12 @@ def sec_critical_path(sec: Section) -> None:
     trace = run.trace
     if trace is None:
         raise Outcome("failed", f"wb.profile recorded no trace: {run.trace_note}")
-    sec.result["profile_trace"] = {"has_gpu": bool(trace.has_gpu), "kernels": int(len(trace.kernels)),
-                                   "runtime_calls": int(len(trace.runtime)), "trace_note": run.trace_note}
+    sec.result["profile_trace"] = {
+        "has_gpu": bool(trace.has_gpu),
+        "kernels": int(len(trace.kernels)),
+        "runtime_calls": int(len(trace.runtime)),
+        "trace_note": run.trace_note,
+    }
     sec.step(f"wb.profile's trace: {len(trace.kernels)} kernels")
     path = sec.artifacts / "steps.pt.trace.json"
     sched = torch.profiler.schedule(wait=1, warmup=1, active=3)
@@ -829,24 +977,31 @@ def sec_critical_path(sec: Section) -> None:
     _sync()
     prof.export_chrome_trace(str(path))
     stepped = wb.load_trace(str(path))
-    sec.result["step_trace"] = {"bytes": path.stat().st_size, "has_gpu": bool(stepped.has_gpu),
-                                "kernels": int(len(stepped.kernels))}
+    sec.result["step_trace"] = {
+        "bytes": path.stat().st_size,
+        "has_gpu": bool(stepped.has_gpu),
+        "kernels": int(len(stepped.kernels)),
+    }
     sec.step("a torch.profiler trace with ProfilerStep annotations written and loaded")
     if not trace.has_gpu or not stepped.has_gpu:
         problems.append("a recorded trace holds no GPU activity")
     if has_cp:
-        for label, tr, kwargs in (("profile_trace", trace, {}),
-                                  ("step_trace", stepped, {"annotation": "ProfilerStep", "instance": 0, "rank": 0})):
+        for label, tr, kwargs in (
+            ("profile_trace", trace, {}),
+            ("step_trace", stepped, {"annotation": "ProfilerStep", "instance": 0, "rank": 0}),
+        ):
             try:
                 cp = tr.critical_path(**kwargs)
                 sec.result[f"{label}_critical_path"] = _summarise(cp)
                 if has_what_if and label == "step_trace":
                     top = str(stepped.kernels["name"].value_counts().index[0]) if len(stepped.kernels) else "gemm"
-                    pattern = re.escape(top[:60])          # what_if takes regular expressions
+                    pattern = re.escape(top[:60])  # what_if takes regular expressions
                     sec.result["what_if"] = {"pattern": pattern, "result": _summarise(tr.what_if({pattern: 0.5}))}
             except Exception as exc:  # noqa: BLE001
-                sec.result[f"{label}_critical_path"] = {"error": f"{type(exc).__name__}: {exc}",
-                                                        "traceback": traceback.format_exc(limit=8)}
+                sec.result[f"{label}_critical_path"] = {
+                    "error": f"{type(exc).__name__}: {exc}",
+                    "traceback": traceback.format_exc(limit=8),
+                }
                 problems.append(f"{label}.critical_path raised {type(exc).__name__}")
         sec.step("Trace.critical_path")
     sec.result["problems"] = problems
@@ -859,7 +1014,9 @@ def sec_report(sec: Section) -> None:
     it needs the report wheels (``benchmarks/gpu/wheels.sh --report``)."""
     gone = missing(list(REPORT_PACKAGES))
     if gone:
-        raise Outcome("skipped", f"skipped: {', '.join(gone)} not installed (optional: benchmarks/gpu/wheels.sh --report)")
+        raise Outcome(
+            "skipped", f"skipped: {', '.join(gone)} not installed (optional: benchmarks/gpu/wheels.sh --report)"
+        )
     import nbformat
     import papermill
 
@@ -872,15 +1029,32 @@ def sec_report(sec: Section) -> None:
     src, dst = sec.artifacts / "preflight.ipynb", sec.artifacts / "preflight.out.ipynb"
     nbformat.write(nb, str(src))
     with current_interpreter_kernel() as kernel_name:
-        papermill.execute_notebook(str(src), str(dst), kernel_name=kernel_name, progress_bar=False,
-                                   execution_timeout=120)
+        papermill.execute_notebook(
+            str(src), str(dst), kernel_name=kernel_name, progress_bar=False, execution_timeout=120
+        )
     sec.step("a notebook executed by papermill in the current interpreter's kernel")
     sec.gate("cuda_demo.make_inputs() (the workload's inputs on 'cuda')")
     out = sec.artifacts / "report"
     limit = max(30, int(sec.left_s() - 20))
     env = {"PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
-    done = _subprocess([sys.executable, "-m", "workbench.cli", "report", "--workload", "cuda_demo:workload",
-                        "--out", str(out), "--processes", "2", "--time-limit", str(limit)], sec, env=env)
+    done = _subprocess(
+        [
+            sys.executable,
+            "-m",
+            "workbench.cli",
+            "report",
+            "--workload",
+            "cuda_demo:workload",
+            "--out",
+            str(out),
+            "--processes",
+            "2",
+            "--time-limit",
+            str(limit),
+        ],
+        sec,
+        env=env,
+    )
     sec.result["rc"] = done.returncode
     pages = sorted(str(p.relative_to(out)) for p in out.rglob("*.html")) if out.exists() else []
     sec.result["html"] = {p: (out / p).stat().st_size for p in pages}
@@ -894,8 +1068,12 @@ def sec_report(sec: Section) -> None:
 
 
 SECTION_FUNCS: dict[str, Callable[[Section], None]] = {
-    "gpu_check": sec_gpu_check, "gpu_tests": sec_gpu_tests, "gpuprofile_cells": sec_gpuprofile_cells,
-    "triton_kernels": sec_triton_kernels, "memory": sec_memory, "critical_path": sec_critical_path,
+    "gpu_check": sec_gpu_check,
+    "gpu_tests": sec_gpu_tests,
+    "gpuprofile_cells": sec_gpuprofile_cells,
+    "triton_kernels": sec_triton_kernels,
+    "memory": sec_memory,
+    "critical_path": sec_critical_path,
     "report": sec_report,
 }
 

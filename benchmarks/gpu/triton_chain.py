@@ -8,6 +8,7 @@ each way: eight eager passes forward (and more backward) become one read and one
 the ``autograd.Function`` whose backward is the second kernel. Used by the ``triton_kernels``
 section of ``benchmarks/gpu/run.sh``; needs a CUDA device (or ``TRITON_INTERPRET=1``).
 """
+
 from __future__ import annotations
 
 import torch
@@ -38,7 +39,7 @@ def _chain_bwd(x_ptr, dy_ptr, dx_ptr, n, BLOCK: tl.constexpr):
     dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(tl.float32)
     shifted = x + 3.0
     gate = tl.minimum(tl.maximum(shifted, 0.0), 6.0)
-    inside = ((shifted >= 0.0) & (shifted <= 6.0)).to(tl.float32)     # clamp's gradient, bounds included
+    inside = ((shifted >= 0.0) & (shifted <= 6.0)).to(tl.float32)  # clamp's gradient, bounds included
     dx = dy * ((gate + x * inside) * (1.5 / 6.0) + 0.5)
     tl.store(dx_ptr + offs, dx.to(dx_ptr.dtype.element_ty), mask=mask)
 

@@ -5,6 +5,7 @@ against ``../shared/traces/manifest.json``'s sha256). Sets not copied there are 
 (``../shared/traces/<set>`` from the repository root, or ``$WORKBENCH_SHARED_TRACES``) and skipped, with the
 reason, when it is absent: CI is only sure to have ``tests/data``.
 """
+
 from __future__ import annotations
 
 import os

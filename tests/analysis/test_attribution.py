@@ -1,6 +1,7 @@
 """Time by nn.Module and by the user's source line (workbench.analysis.attribution), its facade
 methods and its renderings: exact numbers on a small hand-written trace (CPU ops, then GPU kernels
 through their launches), the real H100 trace's Python events, and a trace recorded without them."""
+
 from __future__ import annotations
 
 import gzip
@@ -13,7 +14,12 @@ import pytest
 import workbench as wb
 import workbench.render.attribution as render_attribution
 from workbench.analysis.attribution import (
-    NO_PYTHON_EVENTS, Attribution, ModuleBreakdown, SourceBreakdown, attribution, module_breakdown,
+    NO_PYTHON_EVENTS,
+    Attribution,
+    ModuleBreakdown,
+    SourceBreakdown,
+    attribution,
+    module_breakdown,
     source_breakdown,
 )
 from workbench.analysis.python_stack import is_user_file, parse_frame
@@ -52,17 +58,49 @@ def _events(gpu: bool = False, module_class: str = "LnGelu") -> list[dict]:
     ]
     if gpu:
         events += [
-            _x("cuda_runtime", "cudaLaunchKernel", 40, 5, correlation=1),      # in aten::mm (Block_0)
-            _x("cuda_runtime", "cudaLaunchKernel", 220, 5, correlation=2),     # in aten::tanh (LnGelu_0)
-            _x("cuda_runtime", "cudaLaunchKernel", 610, 5, correlation=3),     # in aten::add (Model_0)
-            {"ph": "X", "cat": "kernel", "name": "gemm_kernel", "pid": 0, "tid": 7, "ts": 1100, "dur": 60,
-             "args": {"correlation": 1, "device": 0, "stream": 7}},
-            {"ph": "X", "cat": "kernel", "name": "tanh_kernel", "pid": 0, "tid": 7, "ts": 1200, "dur": 77,
-             "args": {"correlation": 2, "device": 0, "stream": 7}},
-            {"ph": "X", "cat": "kernel", "name": "add_kernel", "pid": 0, "tid": 7, "ts": 1300, "dur": 10,
-             "args": {"correlation": 3, "device": 0, "stream": 7}},
-            {"ph": "X", "cat": "kernel", "name": "orphan_kernel", "pid": 0, "tid": 7, "ts": 1400, "dur": 3,
-             "args": {"correlation": 99, "device": 0, "stream": 7}},
+            _x("cuda_runtime", "cudaLaunchKernel", 40, 5, correlation=1),  # in aten::mm (Block_0)
+            _x("cuda_runtime", "cudaLaunchKernel", 220, 5, correlation=2),  # in aten::tanh (LnGelu_0)
+            _x("cuda_runtime", "cudaLaunchKernel", 610, 5, correlation=3),  # in aten::add (Model_0)
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": "gemm_kernel",
+                "pid": 0,
+                "tid": 7,
+                "ts": 1100,
+                "dur": 60,
+                "args": {"correlation": 1, "device": 0, "stream": 7},
+            },
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": "tanh_kernel",
+                "pid": 0,
+                "tid": 7,
+                "ts": 1200,
+                "dur": 77,
+                "args": {"correlation": 2, "device": 0, "stream": 7},
+            },
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": "add_kernel",
+                "pid": 0,
+                "tid": 7,
+                "ts": 1300,
+                "dur": 10,
+                "args": {"correlation": 3, "device": 0, "stream": 7},
+            },
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": "orphan_kernel",
+                "pid": 0,
+                "tid": 7,
+                "ts": 1400,
+                "dur": 3,
+                "args": {"correlation": 99, "device": 0, "stream": 7},
+            },
         ]
     return events
 
@@ -82,6 +120,7 @@ def _row(result: ModuleBreakdown | SourceBreakdown, key: str) -> dict:
 
 
 # --- CPU ops -----------------------------------------------------------------------------------
+
 
 def test_module_breakdown_attributes_cpu_op_self_time_inclusive_and_self(tmp_path):
     result = _load(tmp_path, _events()).module_breakdown()
@@ -108,7 +147,7 @@ def test_module_items_are_the_top_ops_under_each_module(tmp_path):
     chain = result.top_items("Model_0/Block_0/LnGelu_0")
     assert list(chain["name"]) == ["aten::tanh", "aten::pow"]
     assert chain["pct_of_key"].sum() == pytest.approx(100.0)
-    model = result.top_items("Model_0")           # inclusive: its children's ops are under it
+    model = result.top_items("Model_0")  # inclusive: its children's ops are under it
     assert list(model["name"]) == ["aten::mm", "aten::tanh"]
     assert model["us"].tolist() == pytest.approx([100.0, 50.0])
 
@@ -116,12 +155,15 @@ def test_module_items_are_the_top_ops_under_each_module(tmp_path):
 def test_source_breakdown_gives_the_innermost_user_frame_and_skips_torch_frames(tmp_path):
     result = _load(tmp_path, _events()).source_breakdown()
     assert result.recorded
-    assert list(result.table["location"]) == ["model.py:20 in forward", "model.py:40 in forward",
-                                              "model.py:5 in forward"]
+    assert list(result.table["location"]) == [
+        "model.py:20 in forward",
+        "model.py:40 in forward",
+        "model.py:5 in forward",
+    ]
     inner = _row(result, "model.py:40 in forward")
     assert (inner["file"], inner["line"], inner["function"]) == ("model.py", 40, "forward")
     assert (inner["self_us"], inner["inclusive_us"]) == pytest.approx((90.0, 90.0))
-    block = _row(result, "model.py:20 in forward")      # torch's _call_impl above it is not the user's
+    block = _row(result, "model.py:20 in forward")  # torch's _call_impl above it is not the user's
     assert (block["self_us"], block["inclusive_us"]) == pytest.approx((100.0, 190.0))
     outer = _row(result, "model.py:5 in forward")
     assert (outer["self_us"], outer["inclusive_us"]) == pytest.approx((30.0, 220.0))
@@ -138,6 +180,7 @@ def test_user_paths_override_the_guess(tmp_path):
 
 # --- GPU kernels through their launches --------------------------------------------------------
 
+
 def test_gpu_trace_attributes_kernel_time_through_the_launch(tmp_path):
     trace = _load(tmp_path, _events(gpu=True))
     modules = trace.module_breakdown()
@@ -145,7 +188,7 @@ def test_gpu_trace_attributes_kernel_time_through_the_launch(tmp_path):
     assert modules.total_us == pytest.approx(150.0) and modules.unlinked_us == pytest.approx(3.0)
     chain = _row(modules, "Model_0/Block_0/LnGelu_0")
     assert chain["kernel_us"] == pytest.approx(77.0) and chain["inclusive_us"] == pytest.approx(77.0)
-    assert chain["cpu_op_us"] == pytest.approx(90.0)      # both bases are reported
+    assert chain["cpu_op_us"] == pytest.approx(90.0)  # both bases are reported
     block = _row(modules, "Model_0/Block_0")
     assert (block["inclusive_us"], block["self_us"]) == pytest.approx((137.0, 60.0))
     model = _row(modules, "Model_0")
@@ -206,8 +249,10 @@ def test_python_events_without_modules_or_user_frames_say_why(tmp_path):
 
 # --- bad input, persistence, frames --------------------------------------------------------------
 
-@pytest.mark.parametrize("kwargs", [{"basis": "gpu"}, {"calls": 0}, {"calls": 1.5}, {"scale": 0.0},
-                                    {"scale": float("nan")}, {"top": 0}])
+
+@pytest.mark.parametrize(
+    "kwargs", [{"basis": "gpu"}, {"calls": 0}, {"calls": 1.5}, {"scale": 0.0}, {"scale": float("nan")}, {"top": 0}]
+)
 def test_bad_arguments_raise_a_clear_error(tmp_path, kwargs):
     trace = _load(tmp_path, _events())
     with pytest.raises(InvalidArgumentError):
@@ -238,24 +283,31 @@ def test_frames_and_user_files():
     assert parse_frame("/tmp/ipykernel_77/3301.py(12): chain").location == "notebook cell 3301:12 in chain"
     assert parse_frame("/tmp/ipykernel_77/3301.py(0): <module>").location == "notebook cell 3301 (top level)"
     assert parse_frame("train.py(4): <module>").location == "train.py:4 (top level)"
-    for library in ("torch/nn/modules/module.py", "threading.py", "multiprocessing/spawn.py",
-                    "/usr/lib/python3.11/site-packages/foo/bar.py", "/work/main/workbench/capture/timing.py",
-                    "<string>", "transformers/models/bert/modeling_bert.py"):
+    for library in (
+        "torch/nn/modules/module.py",
+        "threading.py",
+        "multiprocessing/spawn.py",
+        "/usr/lib/python3.11/site-packages/foo/bar.py",
+        "/work/main/workbench/capture/timing.py",
+        "<string>",
+        "transformers/models/bert/modeling_bert.py",
+    ):
         assert not is_user_file(library), library
 
 
 # --- renderings ----------------------------------------------------------------------------------
 
+
 def test_renderings_show_the_tree_per_call_times_and_source_lines(tmp_path):
     both = attribution(_load(tmp_path, _events()))
     out = render_attribution.text(both)
     assert "LnGelu_0" in out and "model.py:40 in forward" in out
-    assert "90 µs" in out                                     # format_ms of the chain's per-call time
+    assert "90 µs" in out  # format_ms of the chain's per-call time
     lines = out.splitlines()
     model_line = next(line for line in lines if "Model_0" in line)
     chain_line = next(line for line in lines if "LnGelu_0" in line)
     indent = lambda line: len(line) - len(line.lstrip(" \u00a0"))  # noqa: E731
-    assert indent(chain_line) > indent(model_line)             # nested modules are indented
+    assert indent(chain_line) > indent(model_line)  # nested modules are indented
     md = render_attribution.markdown(both)
     assert "| module |" in md and "model.py:40 in forward" in md
     html = render_attribution.html(both)

@@ -4,6 +4,7 @@ trip) or says plainly why it has nothing to report; none raises.
 
 The awkward traces are cut from real ones (the H100 bert trace, the A100 alexnet trace, a CPU trace the
 capture code recorded), in a temporary folder."""
+
 from __future__ import annotations
 
 import functools
@@ -16,12 +17,23 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from tests.analysis.conftest import GPU_DIR, load_set
 import workbench.analysis as wb_analysis
+from tests.analysis.conftest import GPU_DIR, load_set
 from workbench.api.trace import Trace
 
-FUNCS = ["op_breakdown", "kernel_breakdown", "temporal_breakdown", "idle_breakdown", "launch_stats",
-         "comm_overlap", "copy_stats", "sync_audit", "stragglers", "step_breakdown", "analytic_work"]
+FUNCS = [
+    "op_breakdown",
+    "kernel_breakdown",
+    "temporal_breakdown",
+    "idle_breakdown",
+    "launch_stats",
+    "comm_overlap",
+    "copy_stats",
+    "sync_audit",
+    "stragglers",
+    "step_breakdown",
+    "analytic_work",
+]
 KINDS = ["no_gpu_events", "one_event", "only_cpu_ops", "no_steps", "nan_durations"]
 FRAMES = ("table", "types", "gaps", "by_api", "by_cause")
 CPU_TRACE = GPU_DIR.parent / "cpu" / "cpu_mlp_plain.json.gz"
@@ -61,7 +73,7 @@ def awkward(tmp_path_factory):
             "no_gpu_events": wb.load_trace(CPU_TRACE),
             "one_event": _cut(tmp, "one_event", lambda ev: [e for e in ev if e.get("cat") == "kernel"][:1]),
             "only_cpu_ops": _cut(tmp, "only_cpu_ops", lambda ev: [e for e in ev if e.get("cat") == "cpu_op"]),
-            "no_steps": load_set("hta_a100_alexnet"),   # a real GPU trace without ProfilerStep annotations
+            "no_steps": load_set("hta_a100_alexnet"),  # a real GPU trace without ProfilerStep annotations
             "nan_durations": _with_nan_durations(load_set("tracelens_h100_bert_small")),
         }
 
@@ -95,8 +107,15 @@ def test_analysis_is_well_formed_on_awkward_traces(awkward, func, kind, semantic
 @pytest.mark.parametrize("kind", ["no_gpu_events", "only_cpu_ops"])
 def test_gpu_tables_are_empty_without_gpu_work_and_say_why(awkward, kind):
     trace = awkward[kind]
-    for func in ("kernel_breakdown", "temporal_breakdown", "idle_breakdown", "launch_stats", "comm_overlap",
-                 "copy_stats", "stragglers"):
+    for func in (
+        "kernel_breakdown",
+        "temporal_breakdown",
+        "idle_breakdown",
+        "launch_stats",
+        "comm_overlap",
+        "copy_stats",
+        "stragglers",
+    ):
         assert len(getattr(wb_analysis, func)(trace).table) == 0, func
     assert "no GPU kernels" in wb_analysis.stragglers(trace).reason
     assert math.isnan(wb_analysis.temporal_breakdown(trace).idle_pct)

@@ -10,6 +10,7 @@ HTA leaves out; there our path is longer, never shorter, and the test says why.
 Then hand-built traces, one per kind of edge, what-if, and the bad inputs: no correlation ids, no GPU-side
 sync events, overlapping steps, an empty window.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,14 +48,20 @@ def _ours(case: str, semantics: str) -> CriticalPath:
 def _hta_shares(ref: dict) -> tuple[float, float]:
     b = ref["bound_by_pct"]
     cpu = b.get("cpu_bound", 0.0) + b.get("data_loading", 0.0)
-    gpu = b.get("gpu_compute_bound", 0.0) + b.get("gpu_communication_bound", 0.0) + \
-        b.get("gpu_kernel_kernel_overhead", 0.0)
+    gpu = (
+        b.get("gpu_compute_bound", 0.0)
+        + b.get("gpu_communication_bound", 0.0)
+        + b.get("gpu_kernel_kernel_overhead", 0.0)
+    )
     return cpu, gpu
 
 
-PARITY = [pytest.param(case, sem, mode, id=f"{case}-{sem}") for case in sorted(CASES)
-          for sem, mode in (("hta", "rounded"), ("hta_noround", "noround"))
-          if "length_us" in CASES[case][mode]]
+PARITY = [
+    pytest.param(case, sem, mode, id=f"{case}-{sem}")
+    for case in sorted(CASES)
+    for sem, mode in (("hta", "rounded"), ("hta_noround", "noround"))
+    if "length_us" in CASES[case][mode]
+]
 
 
 def test_reference_covers_htas_own_tests_and_the_shared_traces():
@@ -101,7 +108,7 @@ def test_result_round_trips_and_its_table_is_the_path():
     assert again == cp
     t = cp.table
     assert np.isclose(t["dur_us"].sum(), cp.length_us)
-    assert (t["end_us"].to_numpy()[:-1] <= t["ts_us"].to_numpy()[1:] + 1e-9).all()   # in time order, chained
+    assert (t["end_us"].to_numpy()[:-1] <= t["ts_us"].to_numpy()[1:] + 1e-9).all()  # in time order, chained
     assert set(t["kind"]) <= {"host", "launch", "kernel", "memory", "communication", "gpu_idle", "dependency", "sync"}
     assert (t.loc[t["kind"] == "kernel", "source"] == "kernel").all()
     assert cp.bound_by == "host"
@@ -114,6 +121,7 @@ def test_multi_rank_folder_gives_a_path_per_rank():
 
 
 # --- hand-built traces ------------------------------------------------------------------------------
+
 
 def _write(tmp_path, events, name="t.json"):
     path = tmp_path / name
@@ -140,22 +148,44 @@ def kernel(name, ts, dur, corr, stream=7, cat="kernel"):
 
 
 def gpu_sync(kind, ts, dur, corr, stream=-1):
-    return {"ph": "X", "cat": "cuda_sync", "name": kind, "pid": 0, "tid": stream, "ts": ts, "dur": dur,
-            "args": {"cuda_sync_kind": kind, "stream": stream, "correlation": corr, "device": 0}}
+    return {
+        "ph": "X",
+        "cat": "cuda_sync",
+        "name": kind,
+        "pid": 0,
+        "tid": stream,
+        "ts": ts,
+        "dur": dur,
+        "args": {"cuda_sync_kind": kind, "stream": stream, "correlation": corr, "device": 0},
+    }
 
 
 def step(ts, dur, n=1):
-    return {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": 1, "tid": 1, "ts": ts,
-            "dur": dur, "args": {}}
+    return {
+        "ph": "X",
+        "cat": "user_annotation",
+        "name": f"ProfilerStep#{n}",
+        "pid": 1,
+        "tid": 1,
+        "ts": ts,
+        "dur": dur,
+        "args": {},
+    }
 
 
 def _launch_and_wait(sync_events=True, correlation=True, gemm_us=100):
     """Op A launches gemm (30 - 130) and a short copy on another stream; op S waits in cudaDeviceSynchronize."""
     c1, c2, c3 = (10, 11, 12) if correlation else (None, None, None)
-    events = [step(0, 200), op("A", 0, 20), call("cudaLaunchKernel", 5, 5, c1),
-              call("cudaLaunchKernel", 12, 4, c2),
-              kernel("gemm", 30, gemm_us, c1), kernel("small", 31, 5, c2, stream=8),
-              op("S", 22, 40 + gemm_us), call("cudaDeviceSynchronize", 25, 30 + gemm_us, c3)]
+    events = [
+        step(0, 200),
+        op("A", 0, 20),
+        call("cudaLaunchKernel", 5, 5, c1),
+        call("cudaLaunchKernel", 12, 4, c2),
+        kernel("gemm", 30, gemm_us, c1),
+        kernel("small", 31, 5, c2, stream=8),
+        op("S", 22, 40 + gemm_us),
+        call("cudaDeviceSynchronize", 25, 30 + gemm_us, c3),
+    ]
     if sync_events:
         events.append(gpu_sync("Context Sync", 26, 29 + gemm_us, c3))
     return events
@@ -180,38 +210,60 @@ def test_launch_kernel_and_sync_edges(tmp_path):
     assert kinds["launch"] == pytest.approx(25.0) and kinds["kernel"] == pytest.approx(100.0)
     assert "sync" in set(cp.table["kind"])
     assert cp.bound_by == "kernel"
-    assert cp.sync_wait_us == pytest.approx(100.0 + 25.0 - 1.0, abs=30.0)   # the gemm the host waited for
+    assert cp.sync_wait_us == pytest.approx(100.0 + 25.0 - 1.0, abs=30.0)  # the gemm the host waited for
     assert "gemm" in set(cp.table["name"]) and "small" not in set(cp.table["name"])
 
 
 def test_kernel_kernel_gap_memory_and_communication_kinds(tmp_path):
-    events = [step(0, 300), op("A", 0, 30), call("cudaLaunchKernel", 2, 3, 1), call("cudaMemcpyAsync", 10, 3, 2),
-              call("cudaLaunchKernel", 14, 3, 3),
-              kernel("k1", 7, 50, 1), kernel("Memcpy HtoD (Pinned -> Device)", 59, 20, 2, cat="gpu_memcpy"),
-              kernel("ncclDevKernel_AllReduce_Sum_f32", 82, 60, 3),
-              op("S", 150, 10), call("cudaDeviceSynchronize", 151, 8, 4), gpu_sync("Context Sync", 152, 6, 4)]
+    events = [
+        step(0, 300),
+        op("A", 0, 30),
+        call("cudaLaunchKernel", 2, 3, 1),
+        call("cudaMemcpyAsync", 10, 3, 2),
+        call("cudaLaunchKernel", 14, 3, 3),
+        kernel("k1", 7, 50, 1),
+        kernel("Memcpy HtoD (Pinned -> Device)", 59, 20, 2, cat="gpu_memcpy"),
+        kernel("ncclDevKernel_AllReduce_Sum_f32", 82, 60, 3),
+        op("S", 150, 10),
+        call("cudaDeviceSynchronize", 151, 8, 4),
+        gpu_sync("Context Sync", 152, 6, 4),
+    ]
     cp = critical_path(_write(tmp_path, events))
     by = cp.by_kind_us
     assert by["kernel"] == pytest.approx(50) and by["memory"] == pytest.approx(20)
     assert by["communication"] == pytest.approx(60)
-    assert by["gpu_idle"] == pytest.approx(2 + 3)   # 57 -> 59 and 79 -> 82: queued work, gaps on the stream
-    assert by["launch"] == pytest.approx(5)         # the first kernel only: the others were queued behind it
+    assert by["gpu_idle"] == pytest.approx(2 + 3)  # 57 -> 59 and 79 -> 82: queued work, gaps on the stream
+    assert by["launch"] == pytest.approx(5)  # the first kernel only: the others were queued behind it
     assert cp.length_us == pytest.approx(2 + 5 + 50 + 2 + 20 + 3 + 60 + 1)
 
 
 def test_a_kernel_with_work_queued_behind_it_gets_no_launch_edge(tmp_path):
     # HTA's queue test: k1's launch edge needs the stream's queue empty at its start; k2 was launched first
-    events = [step(0, 300), op("A", 0, 30), call("cudaLaunchKernel", 2, 3, 1), call("cudaLaunchKernel", 6, 3, 2),
-              kernel("k1", 20, 50, 1), kernel("k2", 72, 10, 2)]
+    events = [
+        step(0, 300),
+        op("A", 0, 30),
+        call("cudaLaunchKernel", 2, 3, 1),
+        call("cudaLaunchKernel", 6, 3, 2),
+        kernel("k1", 20, 50, 1),
+        kernel("k2", 72, 10, 2),
+    ]
     cp = critical_path(_write(tmp_path, events))
     assert cp.by_kind_us["launch"] == 0.0
-    assert cp.table["kind"].iloc[0] == "kernel"   # the path starts at k1, not at its launch
+    assert cp.table["kind"].iloc[0] == "kernel"  # the path starts at k1, not at its launch
 
 
 def test_stream_sync_waits_only_on_its_stream(tmp_path):
-    events = [step(0, 400), op("A", 0, 20), call("cudaLaunchKernel", 2, 3, 1), call("cudaLaunchKernel", 6, 3, 2),
-              kernel("long_on_8", 20, 300, 1, stream=8), kernel("short_on_7", 21, 10, 2, stream=7),
-              op("S", 30, 20), call("cudaStreamSynchronize", 31, 18, 3), gpu_sync("Stream Sync", 32, 16, 3, stream=7)]
+    events = [
+        step(0, 400),
+        op("A", 0, 20),
+        call("cudaLaunchKernel", 2, 3, 1),
+        call("cudaLaunchKernel", 6, 3, 2),
+        kernel("long_on_8", 20, 300, 1, stream=8),
+        kernel("short_on_7", 21, 10, 2, stream=7),
+        op("S", 30, 20),
+        call("cudaStreamSynchronize", 31, 18, 3),
+        gpu_sync("Stream Sync", 32, 16, 3, stream=7),
+    ]
     cp = critical_path(_write(tmp_path, events))
     # the path may end on the long kernel (it is the longest chain), but the host never waits on stream 8
     sync_edges = cp.table[cp.table["kind"] == "sync"]
@@ -219,6 +271,7 @@ def test_stream_sync_waits_only_on_its_stream(tmp_path):
 
 
 # --- what-if ------------------------------------------------------------------------------------------
+
 
 def test_halving_a_kernel_on_the_path_shortens_it_by_half_the_kernel(tmp_path):
     t = _write(tmp_path, _launch_and_wait())
@@ -245,7 +298,7 @@ def test_shrinking_past_the_slack_moves_the_bound(tmp_path):
 
 def test_remove_gaps(tmp_path):
     w = what_if(_write(tmp_path, _launch_and_wait()), remove_gaps=True)
-    assert w.saved_us == pytest.approx(25.0)   # the launch delay
+    assert w.saved_us == pytest.approx(25.0)  # the launch delay
     assert w.after.by_kind_us["launch"] == 0.0
 
 
@@ -259,6 +312,7 @@ def test_what_if_needs_a_change(tmp_path):
 
 # --- bad input -----------------------------------------------------------------------------------------
 
+
 def test_without_correlation_ids_launches_are_inferred_and_said(tmp_path):
     cp = critical_path(_write(tmp_path, _launch_and_wait(correlation=False, sync_events=False)))
     assert cp.partial
@@ -270,8 +324,8 @@ def test_without_sync_events_waits_are_inferred_and_said(tmp_path):
     t = _write(tmp_path, _launch_and_wait(sync_events=False))
     cp = critical_path(t)
     assert any("no GPU-side sync events" in n for n in cp.notes)
-    assert cp.length_us == pytest.approx(137.0)   # the same path as with the sync events
-    hta = critical_path(t, semantics="hta")        # HTA has no edge back to the host: said, not hidden
+    assert cp.length_us == pytest.approx(137.0)  # the same path as with the sync events
+    hta = critical_path(t, semantics="hta")  # HTA has no edge back to the host: said, not hidden
     assert any("no GPU-side sync events" in n for n in hta.notes)
 
 
@@ -298,6 +352,7 @@ def test_window_and_whole_trace(tmp_path):
 
 
 # --- face: facade, CLI, charts -------------------------------------------------------------------------
+
 
 def test_facade_delegates(tmp_path):
     t = _write(tmp_path, _launch_and_wait())
@@ -326,7 +381,7 @@ def test_charts_draw_the_path_offline(tmp_path):
     spec = critical_path_chart(cp, t).to_dict()
     assert spec["usermeta"]["workbench_chart"] == "critical_path"
     layers = spec["layer"]
-    assert len(layers) == 2   # the window's events in grey, the path on top
+    assert len(layers) == 2  # the window's events in grey, the path on top
     datasets = spec["datasets"]
     kinds = {r["kind"] for rows in datasets.values() for r in rows if "kind" in r}
     assert {"host", "launch", "kernel"} <= kinds
@@ -340,7 +395,7 @@ def test_collectives_say_which_rank_they_wait_on():
     from workbench.analysis.critical_path import CollectiveWaits, collective_waits
 
     cw = collective_waits(_trace("param_v100_dlrm_8rank"))
-    assert len(cw.paths) == 8 and len(cw.table) == 8   # 8 ranks, 8 collectives each
+    assert len(cw.paths) == 8 and len(cw.table) == 8  # 8 ranks, 8 collectives each
     assert (cw.table["n_ranks"] == 8).all()
     assert cw.table["waits_on"].between(0, 7).all() and (cw.table["wait_us"] >= 0).all()
     again = CollectiveWaits.from_dict(json.loads(json.dumps(cw.to_dict())))
@@ -348,16 +403,22 @@ def test_collectives_say_which_rank_they_wait_on():
 
 
 def test_path_edges_carry_module_scope_and_source_line():
-    cp = critical_path(_trace("tracelens_h100_owlv2"))   # recorded with stacks and modules
-    assert (cp.table["module"] != "").mean() > 0.5   # kernels through their launch call, host ops directly
+    cp = critical_path(_trace("tracelens_h100_owlv2"))  # recorded with stacks and modules
+    assert (cp.table["module"] != "").mean() > 0.5  # kernels through their launch call, host ops directly
     t = cp.table[cp.table["kind"] == "host"]
-    assert (t["location"] != "").mean() > 0.9        # the pre- and post-processing ops run outside any module
+    assert (t["location"] != "").mean() > 0.9  # the pre- and post-processing ops run outside any module
     assert t["module"].str.startswith("Owlv2ForObjectDetection_0").any()
 
 
 def test_a_cuda_graph_keeps_all_its_kernels_hta_keeps_one(tmp_path):
-    events = [step(0, 300), op("A", 0, 10), call("cudaGraphLaunch", 2, 5, 5),
-              kernel("g1", 20, 50, 5), kernel("g2", 71, 50, 5), kernel("g3", 122, 50, 5)]
+    events = [
+        step(0, 300),
+        op("A", 0, 10),
+        call("cudaGraphLaunch", 2, 5, 5),
+        kernel("g1", 20, 50, 5),
+        kernel("g2", 71, 50, 5),
+        kernel("g3", 122, 50, 5),
+    ]
     t = _write(tmp_path, events)
     ours, hta = critical_path(t), critical_path(t, semantics="hta")
     assert ours.by_kind_us["kernel"] == pytest.approx(150.0)

@@ -6,6 +6,7 @@ accounted for once (appeared + disappeared + changed + unchanged = all), and the
 contributors are the three largest per-name differences. On a CPU eager / compiled pair: the diff
 names the eager ops fused into the compiled region. Steps normalise; no step in common is said.
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -24,9 +25,13 @@ PAIR = DATA / "cpu" / "diff"
 def _kernel_ns(path) -> dict[str, tuple[int, int]]:
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        return {n: (c, t) for n, c, t in con.execute(
-            "SELECT s.value, count(*), sum(k.end - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k "
-            "JOIN StringIds s ON s.id = k.demangledName GROUP BY s.value")}
+        return {
+            n: (c, t)
+            for n, c, t in con.execute(
+                "SELECT s.value, count(*), sum(k.end - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                "JOIN StringIds s ON s.id = k.demangledName GROUP BY s.value"
+            )
+        }
     finally:
         con.close()
 
@@ -37,15 +42,19 @@ def nsys_diff():
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return wb.diff(shared("nsys", "mfu_2gpu_before.sqlite"), shared("nsys", "mfu_2gpu_after.sqlite"),
-                       label_a="before", label_b="after")
+        return wb.diff(
+            shared("nsys", "mfu_2gpu_before.sqlite"),
+            shared("nsys", "mfu_2gpu_after.sqlite"),
+            label_a="before",
+            label_b="after",
+        )
 
 
 def test_total_change_is_the_difference_of_the_kernel_times(nsys_diff):
     before = _kernel_ns(shared("nsys", "mfu_2gpu_before.sqlite"))
     after = _kernel_ns(shared("nsys", "mfu_2gpu_after.sqlite"))
     total_a, total_b = sum(t for _, t in before.values()), sum(t for _, t in after.values())
-    assert nsys_diff.basis == "per run"   # neither export has a step range: said in the notes
+    assert nsys_diff.basis == "per run"  # neither export has a step range: said in the notes
     assert any("compared per run" in n for n in nsys_diff.notes)
     assert round(nsys_diff.total_a_us * 1000) == total_a and round(nsys_diff.total_b_us * 1000) == total_b
     assert round(nsys_diff.delta_us * 1000) == total_b - total_a
@@ -97,14 +106,15 @@ def test_eager_and_compiled_names_the_fused_ops():
     for fused in ("aten::mul", "aten::add", "aten::relu", "aten::sum"):
         assert names[fused] == "disappeared"
         assert fused in d.summary
-    assert names["aten::mm"] in ("changed", "unchanged")     # by name it stays: moved under the compiled region
+    assert names["aten::mm"] in ("changed", "unchanged")  # by name it stays: moved under the compiled region
     assert names["Torch-Compiled Region: 0/0"] == "appeared"
     assert d.summary.startswith("compiled: fused into Torch-Compiled Region")
     # by call-tree place, mm moved: gone at its eager place, new under the compiled region
     paths = d.ops.set_index("path")["status"]
     assert paths["aten::matmul > aten::mm"] == "disappeared"
-    assert any(p.startswith("Torch-Compiled Region") and p.endswith("aten::mm") and s == "appeared"
-               for p, s in paths.items())
+    assert any(
+        p.startswith("Torch-Compiled Region") and p.endswith("aten::mm") and s == "appeared" for p, s in paths.items()
+    )
 
 
 def test_same_trace_is_all_unchanged_and_per_step():
@@ -167,7 +177,7 @@ def test_waterfall_chart():
         d = wb.diff(PAIR / "eager.json.gz", PAIR / "compiled.json.gz", label_a="eager", label_b="compiled")
     bars = waterfall_table(d)
     assert len(bars) == len(d.groups) + 2 and bars["label"].is_unique
-    assert bars["end_ms"].iloc[-2] == pytest.approx(d.total_b_us / 1000)   # the last step lands on b's total
+    assert bars["end_ms"].iloc[-2] == pytest.approx(d.total_b_us / 1000)  # the last step lands on b's total
     spec = diff_waterfall_chart(d).to_dict()
     assert spec["mark"]["type"] == "bar" and spec["encoding"]["y2"]["field"] == "end_ms"
     assert "eager -> compiled" in spec["title"]
@@ -177,8 +187,10 @@ def test_cli_diff_writes_text_json_and_page(tmp_path, capsys):
     from workbench.cli import main
 
     out = tmp_path / "d"
-    assert main(["diff", str(PAIR / "eager.json.gz"), str(PAIR / "compiled.json.gz"), "--out", str(out),
-                 "--top", "3"]) == 0
+    assert (
+        main(["diff", str(PAIR / "eager.json.gz"), str(PAIR / "compiled.json.gz"), "--out", str(out), "--top", "3"])
+        == 0
+    )
     text = capsys.readouterr().out
     assert "fused into" in text and "== change by group ==" in text
     assert {p.name for p in out.iterdir()} == {"diff.json", "diff.html", "waterfall.svg"}
@@ -203,13 +215,15 @@ def _with_nvtx_steps(source, target, n=2):
     for tid, calls in con.execute("SELECT globalTid, count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME GROUP BY globalTid"):
         if calls > busiest.get(tid >> 24, (0, 0))[1]:
             busiest[tid >> 24] = (tid, calls)
-    threads = list(busiest.values())   # each process's launching thread
+    threads = list(busiest.values())  # each process's launching thread
     lo, hi = con.execute("SELECT min(start), max(end) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchone()
     width = (hi - lo) // n
     for tid, _ in threads:
         for k in range(n):
-            con.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) "
-                        "VALUES (?, ?, 59, ?, ?, 0)", (lo + k * width, lo + (k + 1) * width, f"step {k}", tid))
+            con.execute(
+                "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) VALUES (?, ?, 59, ?, ?, 0)",
+                (lo + k * width, lo + (k + 1) * width, f"step {k}", tid),
+            )
     con.commit()
     con.close()
     return target
@@ -263,4 +277,4 @@ def test_kernels_replaced_by_triton_kernels_are_said(tmp_path):
     assert set(gone["family"]) == {"elementwise"} and len(gone) == len(names)
     n = int(gone["count_a"].sum())
     assert f"{n} elementwise kernel" in d.summary and "replaced by" in d.summary and "triton kernel" in d.summary
-    assert d.delta_us == pytest.approx(0.0, abs=1e-6)       # a rename moves no time
+    assert d.delta_us == pytest.approx(0.0, abs=1e-6)  # a rename moves no time

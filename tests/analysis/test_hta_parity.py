@@ -9,6 +9,7 @@ timestamps (~0.25 µs apart at 1.7e15 µs), its merge that lets a lone negative-
 from busy time, its idle breakdown leaving out ``cuda_sync`` markers, and its linking of a kernel whose
 launch call is missing from the trace to itself (the kernel counts as launched at its own start).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,8 +17,7 @@ import pandas as pd
 import pytest
 
 from tests.analysis.conftest import HTA_DIR, load_set
-from workbench.analysis import (comm_overlap, idle_breakdown, kernel_breakdown, launch_stats,
-                                temporal_breakdown)
+from workbench.analysis import comm_overlap, idle_breakdown, kernel_breakdown, launch_stats, temporal_breakdown
 
 SETS = sorted(p.name for p in HTA_DIR.iterdir() if p.is_dir())
 FLOAT_SETS = sorted(s for s in SETS if (HTA_DIR / s / "rounded").is_dir())
@@ -40,8 +40,13 @@ def hta_csv(set_name: str, name: str, semantics: str) -> pd.DataFrame:
 
 def test_parity_covers_every_shared_set_and_both_modes():
     assert len(SETS) == 11
-    assert FLOAT_SETS == ["hta_a100_ddp_2rank_r0", "hta_v100_ddp_resnet_1rank", "tracelens_h100_bert_small",
-                          "tracelens_h100_owlv2", "tracelens_mi300x_sglang_prefilldecode"]
+    assert FLOAT_SETS == [
+        "hta_a100_ddp_2rank_r0",
+        "hta_v100_ddp_resnet_1rank",
+        "tracelens_h100_bert_small",
+        "tracelens_h100_owlv2",
+        "tracelens_mi300x_sglang_prefilldecode",
+    ]
 
 
 @pytest.mark.parametrize("set_name", [s for s in SETS if s not in FLOAT_SETS])
@@ -56,8 +61,12 @@ def test_rounding_changes_nothing_on_integer_us_traces(set_name):
 def test_temporal_breakdown_matches_hta(set_name, semantics):
     ours = temporal_breakdown(load_set(set_name), semantics).table.set_index("rank")
     ref = hta_csv(set_name, "temporal_breakdown", semantics).set_index("rank")
-    for col, ref_col in (("idle_us", "idle_time(us)"), ("compute_us", "compute_time(us)"),
-                         ("non_compute_us", "non_compute_time(us)"), ("kernel_time_us", "kernel_time(us)")):
+    for col, ref_col in (
+        ("idle_us", "idle_time(us)"),
+        ("compute_us", "compute_time(us)"),
+        ("non_compute_us", "non_compute_time(us)"),
+        ("kernel_time_us", "kernel_time(us)"),
+    ):
         got = ours.loc[ref.index, col]
         assert close(got, ref[ref_col]).all(), f"{col}: ours {got.tolist()} vs HTA {ref[ref_col].tolist()}"
 

@@ -1,4 +1,5 @@
 """Memory timeline and peak on the shared traces with allocator events, and on small built tables."""
+
 from __future__ import annotations
 
 import glob
@@ -52,13 +53,12 @@ def test_a_trace_with_sizes_only_says_its_peak_is_relative():
     peak = trace.memory_peak()
     assert set(peak.devices["source"]) == {mem.FROM_SIZES}
     assert any("sizes only" in n for n in peak.notes) and any("no addresses" in n for n in peak.notes)
-    assert len(peak.table) == 0 and peak.peak_bytes > 0   # no blocks without addresses; never a made-up table
+    assert len(peak.table) == 0 and peak.peak_bytes > 0  # no blocks without addresses; never a made-up table
 
 
 @pytest.mark.parametrize("name", WITH_TOTALS + ("kineto_v100_resnet50_2021",))
 def test_memory_chart_draws_offline(name, tmp_path):
     from workbench.charts.memory import memory_chart
-
     from workbench.charts.offline import to_offline_html
 
     html = to_offline_html(memory_chart(wb.load_trace(_shared(name))))
@@ -67,9 +67,18 @@ def test_memory_chart_draws_offline(name, tmp_path):
 
 def _table(ts, nbytes, addr, totals=None):
     n = len(ts)
-    return frame("memory", {"rank": [0] * n, "tid": ["1"] * n, "ts_us": np.asarray(ts, float), "bytes": nbytes,
-                            "addr": addr, "device_type": [0] * n,
-                            "total_allocated": totals if totals is not None else [-1] * n})
+    return frame(
+        "memory",
+        {
+            "rank": [0] * n,
+            "tid": ["1"] * n,
+            "ts_us": np.asarray(ts, float),
+            "bytes": nbytes,
+            "addr": addr,
+            "device_type": [0] * n,
+            "total_allocated": totals if totals is not None else [-1] * n,
+        },
+    )
 
 
 class _T:
@@ -80,7 +89,7 @@ class _T:
 def test_frees_without_allocations_are_blocks_from_before_the_trace():
     t = _T(_table([1, 2, 3], [-100, 50, -50], [7, 8, 8]))
     timeline = mem.memory_timeline(t)
-    assert timeline.devices.iloc[0]["baseline_bytes"] == 100      # raised so it never goes negative
+    assert timeline.devices.iloc[0]["baseline_bytes"] == 100  # raised so it never goes negative
     peak = mem.memory_peak(t)
     assert peak.peak_bytes == 100 and peak.table.iloc[0]["preexisting"]
     assert any("before the trace began" in n for n in peak.notes)

@@ -3,6 +3,7 @@
 Every expected number here was worked out from the raw trace JSON by a separate script (events read with
 ``json.load(..., parse_float=Decimal)``, intervals merged by hand), not from our own output.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -15,14 +16,14 @@ import pandas as pd
 import pytest
 
 import workbench as wb
-from tests.analysis.conftest import GPU_DIR, HTA_DIR, load_set
 import workbench.analysis as analysis
+from tests.analysis.conftest import GPU_DIR, HTA_DIR, load_set
 from workbench.analysis.semantics import WORKBENCH, kernel_type_of
 from workbench.analysis.view import prepare
 from workbench.errors import TraceWarning
 
-
 # --- sync_audit: the alexnet trace's host waits ---------------------------------------------------------
+
 
 def test_sync_audit_finds_the_blocking_copy_and_its_cause_op():
     audit = analysis.sync_audit(load_set("hta_a100_alexnet"))
@@ -36,7 +37,7 @@ def test_sync_audit_finds_the_blocking_copy_and_its_cause_op():
     by = audit.by_cause.set_index(["kind", "cause_op"])
     assert by.loc[("blocking_copy", "aten::to"), "count"] == 16
     assert by.loc[("blocking_copy", "aten::to"), "blocked_us"] == 56991.0
-    assert by.loc[("stream_synchronize", "aten::to"), "count"] == 16      # 16 cudaStreamSynchronize, 559 µs
+    assert by.loc[("stream_synchronize", "aten::to"), "count"] == 16  # 16 cudaStreamSynchronize, 559 µs
     assert by.loc[("stream_synchronize", "aten::to"), "blocked_us"] == 559.0
     # five cudaDeviceSynchronize calls outside any op: 11 + 15 + 14 + 884 + 14 µs
     dev = t[t["kind"] == "device_synchronize"]
@@ -46,16 +47,17 @@ def test_sync_audit_finds_the_blocking_copy_and_its_cause_op():
 
 # --- step_breakdown ----------------------------------------------------------------------------------------
 
+
 def test_step_breakdown_on_resnet_attributes_gpu_work_through_launch_calls():
     t = analysis.step_breakdown(load_set("hta_v100_ddp_resnet_1rank")).table
     assert t["step"].tolist() == [f"ProfilerStep#{n}" for n in range(101, 106)]
     assert (t["n_kernels"] == 1219).all()
     s = t.set_index("step").loc["ProfilerStep#102"]
     assert s["dur_us"] == pytest.approx(72077.474, abs=1e-6)
-    assert s["gpu_busy_us"] == pytest.approx(94591.138, abs=1e-6)     # union of its 1219 GPU events
+    assert s["gpu_busy_us"] == pytest.approx(94591.138, abs=1e-6)  # union of its 1219 GPU events
     assert s["gpu_end_us"] - s["gpu_start_us"] == pytest.approx(95736.026, abs=1e-6)
     assert s["gpu_idle_us"] == pytest.approx(95736.026 - 94591.138, abs=1e-6)
-    assert s["memory_us"] == pytest.approx(856.668, abs=1e-6)           # its 349 memcpy/memset
+    assert s["memory_us"] == pytest.approx(856.668, abs=1e-6)  # its 349 memcpy/memset
     # the GPU runs behind the host: the step's GPU work ends long after its CPU side
     assert s["gpu_end_us"] > s["ts_us"] + s["dur_us"]
 
@@ -69,6 +71,7 @@ def test_step_breakdown_on_dlrm_has_one_step_per_rank_with_its_collectives():
 
 
 # --- op_breakdown on the 2021 trace format (string thread ids, Operator/Runtime/Kernel categories) -------
+
 
 def test_op_breakdown_self_time_on_the_2021_format_is_consistent():
     trace = load_set("kineto_v100_resnet50_2021")
@@ -138,16 +141,22 @@ def test_unrecognised_collectives_keep_their_overlap_where_hta_loses_it(renamed_
 
 def test_unrecognised_collectives_keep_their_communication_share(renamed_dlrm):
     ours = analysis.kernel_breakdown(renamed_dlrm).type_totals().set_index("kernel_type")["dur_us"]
-    expected = analysis.kernel_breakdown(load_set("param_v100_dlrm_8rank")).type_totals().set_index("kernel_type")["dur_us"]
+    expected = (
+        analysis.kernel_breakdown(load_set("param_v100_dlrm_8rank")).type_totals().set_index("kernel_type")["dur_us"]
+    )
     pd.testing.assert_series_equal(ours, expected)
     assert ours["COMMUNICATION"] > 40_000
     hta = analysis.kernel_breakdown(renamed_dlrm, "hta").type_totals()
     assert not hta["kernel_type"].str.contains("COMMUNICATION").any()
     assert analysis.temporal_breakdown(renamed_dlrm, "hta").table["non_compute_us"].sum() < 0.01 * ours["COMMUNICATION"]
-    assert analysis.stragglers(renamed_dlrm).stragglers == analysis.stragglers(load_set("param_v100_dlrm_8rank")).stragglers
+    assert (
+        analysis.stragglers(renamed_dlrm).stragglers
+        == analysis.stragglers(load_set("param_v100_dlrm_8rank")).stragglers
+    )
 
 
 # --- two rank files claiming one rank ----------------------------------------------------------------------
+
 
 def test_every_rank_file_is_analysed_when_two_claim_the_same_rank(tmp_path):
     sources = sorted((GPU_DIR / "dlrm_8rank").glob("*.json.gz"))[:3]
@@ -166,10 +175,12 @@ def test_every_rank_file_is_analysed_when_two_claim_the_same_rank(tmp_path):
     strag = analysis.stragglers(merged)
     assert strag.table["rank"].tolist() == [0, 1, 2]
     assert sorted(strag.table["comm_us"]) == sorted(
-        analysis.stragglers(original).table.set_index("rank").loc[[0, 1, 2], "comm_us"])
+        analysis.stragglers(original).table.set_index("rank").loc[[0, 1, 2], "comm_us"]
+    )
 
 
 # --- HTA's rounding -----------------------------------------------------------------------------------------
+
 
 def test_hta_rounding_shrinks_kernel_time_and_makes_negative_durations_where_we_make_none():
     trace = load_set("tracelens_h100_bert_small")
@@ -184,9 +195,9 @@ def test_hta_rounding_shrinks_kernel_time_and_makes_negative_durations_where_we_
 
 
 def test_hta_rounding_gives_kernels_negative_length_on_the_owlv2_trace():
-    trace = load_set("tracelens_h100_owlv2")   # skips when ../shared is absent
+    trace = load_set("tracelens_h100_owlv2")  # skips when ../shared is absent
     ref = pd.read_csv(HTA_DIR / "tracelens_h100_owlv2" / "rounded" / "kernel_breakdown_full.csv")
-    assert (ref["min (us)"] == -1.0).any()     # HTA's own output: a memcpy of -1 µs
+    assert (ref["min (us)"] == -1.0).any()  # HTA's own output: a memcpy of -1 µs
     hta = analysis.kernel_breakdown(trace, "hta").table
     ours = analysis.kernel_breakdown(trace).table
     assert (hta["min_us"] < 0).sum() >= 1 and (ours["min_us"] >= 0).all()

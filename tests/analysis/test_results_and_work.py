@@ -1,4 +1,5 @@
 """Round trips of every result, the work formulas, and where we are right and HTA is not."""
+
 from __future__ import annotations
 
 import json
@@ -10,13 +11,24 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.analysis.conftest import load_set
 import workbench.analysis as analysis
+from tests.analysis.conftest import load_set
 from workbench.analysis.intervals import coverage_by_mask, union_length, union_length_by
 from workbench.analysis.work import op_work
 
-FUNCS = ["op_breakdown", "kernel_breakdown", "temporal_breakdown", "idle_breakdown", "launch_stats",
-         "comm_overlap", "copy_stats", "sync_audit", "stragglers", "step_breakdown", "analytic_work"]
+FUNCS = [
+    "op_breakdown",
+    "kernel_breakdown",
+    "temporal_breakdown",
+    "idle_breakdown",
+    "launch_stats",
+    "comm_overlap",
+    "copy_stats",
+    "sync_audit",
+    "stragglers",
+    "step_breakdown",
+    "analytic_work",
+]
 
 
 def test_union_merges_overlaps_and_groups():
@@ -51,7 +63,10 @@ def test_graph_launches_carry_all_their_kernels():
 
 
 def test_work_formulas():
-    assert op_work("aten::mm", "[[64, 32], [32, 16]]", '["float", "float"]')[:2] == (2 * 64 * 32 * 16, 4 * (64 * 32 + 32 * 16 + 64 * 16))
+    assert op_work("aten::mm", "[[64, 32], [32, 16]]", '["float", "float"]')[:2] == (
+        2 * 64 * 32 * 16,
+        4 * (64 * 32 + 32 * 16 + 64 * 16),
+    )
     f, b, r = op_work("aten::linear", [[8, 32], [16, 32], [16]], ["c10::BFloat16"] * 3)
     assert f == 2 * 8 * 32 * 16 + 8 * 16 and r == ""
     f, _, _ = op_work("aten::add", [[4, 1], [1, 5]], ["float", "float"])
@@ -69,14 +84,16 @@ def test_fills_in_place_and_out_ops_count_what_they_move():
     # in place: reads self and other, writes self back
     assert op_work("aten::add_", [[256], [256]], ["float", "float"])[:2] == (256.0, 4 * 3 * 256)
     # an out= buffer past the op's arity is written, not read
-    assert op_work("aten::add", [[256], [256], [], [256]], ["float", "float", "Scalar", "float"])[:2] == (256.0, 4 * 3 * 256)
+    assert op_work("aten::add", [[256], [256], [], [256]], ["float", "float", "Scalar", "float"])[:2] == (
+        256.0,
+        4 * 3 * 256,
+    )
     assert op_work("aten::relu", [[64], [64]], ["float", "float"])[:2] == (64.0, 4 * 2 * 64)
     # a ternary op reads its three tensors
     assert op_work("aten::addcmul", [[8], [8], [8]], ["float"] * 3)[:2] == (8.0, 4 * 4 * 8)
 
 
 def test_analysis_does_not_import_torch_ipython_or_altair():
-    code = ("import sys, workbench.analysis; "
-            "print([m for m in ('torch', 'IPython', 'altair') if m in sys.modules])")
+    code = "import sys, workbench.analysis; print([m for m in ('torch', 'IPython', 'altair') if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

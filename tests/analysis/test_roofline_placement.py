@@ -1,5 +1,6 @@
 """The one roofline placement: memory/compute only away from the ridge, above-the-roof points flagged as
 anomalies, where the work came from, a frozen result that round-trips."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -8,7 +9,7 @@ import pytest
 from workbench.analysis.roofline import FORMULA, RIDGE_BAND, RooflinePlacement, bound_of, place
 from workbench.devices.ceilings import Ceiling
 
-CEIL = Ceiling(10.0, {"fp32": 100e9}, "test CPU", "given in the test", True, kind="measured")   # ridge 10 FLOP/B
+CEIL = Ceiling(10.0, {"fp32": 100e9}, "test CPU", "given in the test", True, kind="measured")  # ridge 10 FLOP/B
 
 
 def test_bound_is_claimed_only_away_from_the_ridge():
@@ -33,8 +34,9 @@ def test_a_point_above_the_roof_is_an_anomaly_not_a_win():
 def test_per_point_dtype_picks_its_peak():
     gpu = Ceiling(1000.0, {"fp32": 50e12, "fp16_tensor/bf16_tensor": 500e12}, "GPU", "vendor peak: test", True)
     assert gpu.kind == "datasheet" and gpu.primary == "fp32"
-    pts = pd.DataFrame({"flops": [2e9, 2e9], "bytes": [1e7, 1e7], "time_us": [100.0, 100.0],
-                        "dtype": ["fp32", "bf16_tensor"]})
+    pts = pd.DataFrame(
+        {"flops": [2e9, 2e9], "bytes": [1e7, 1e7], "time_us": [100.0, 100.0], "dtype": ["fp32", "bf16_tensor"]}
+    )
     p = place(pts, gpu, dtype_column="dtype").table
     # intensity 200: compute-bound against fp32's ridge (50), memory-bound against bf16's (500: below the band 250..1000)
     assert list(p["bound"]) == ["compute", "memory"]

@@ -1,12 +1,20 @@
 """Headless Debian chromium through playwright; every test here skips, with the reason, without it."""
+
 import os
 from pathlib import Path
 
 import pytest
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 LOCAL_SCHEMES = ("file:", "data:", "about:", "blob:")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
@@ -49,12 +57,14 @@ class PageVisit:
         self.page.wait_for_function(
             "() => { const d = [...document.querySelectorAll('.workbench-chart')];"
             " return d.length > 0 && d.every(c => c.querySelector('svg, canvas') || c.textContent.length); }",
-            timeout=timeout_ms)
+            timeout=timeout_ms,
+        )
 
     def marks_per_chart(self) -> list[int]:
         return self.page.evaluate(
             "() => [...document.querySelectorAll('.workbench-chart')].map(c =>"
-            " c.querySelectorAll('svg g[class*=mark] path, svg g[class*=mark] line, svg g[class*=mark] text').length)")
+            " c.querySelectorAll('svg g[class*=mark] path, svg g[class*=mark] line, svg g[class*=mark] text').length)"
+        )
 
     def screenshot(self, name: str) -> Path:
         ARTIFACTS.mkdir(exist_ok=True)

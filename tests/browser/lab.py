@@ -1,6 +1,7 @@
 """The JupyterLab the browser tests drive: a server from this interpreter on 127.0.0.1 (a free port,
 a random token, network features off) as the module-scoped ``lab`` fixture, and the page helpers
 that open a notebook, wait for its kernel and run its cells. Support code, not a test module."""
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -53,8 +53,13 @@ def _training_cells() -> list[str]:
     as ``loss = step()``, then a foreach=True rewrite and a doubled loss as ``%%gpuvariant`` cells."""
     from tests.magics.training_cells import FAST, PROFILE, SETUP, VARIANTS
 
-    return [SETUP, PROFILE, VARIANTS, f"%%gpuvariant foreach {FAST}\nloss = step_foreach()",
-            f"%%gpuvariant doubled {FAST}\nloss = step_foreach() * 2"]
+    return [
+        SETUP,
+        PROFILE,
+        VARIANTS,
+        f"%%gpuvariant foreach {FAST}\nloss = step_foreach()",
+        f"%%gpuvariant doubled {FAST}\nloss = step_foreach() * 2",
+    ]
 
 
 TRAINING_CELLS = _training_cells()
@@ -104,15 +109,29 @@ def lab(tmp_path_factory):
         pytest.skip(f"the JupyterLab test needs jupyter-lab next to {sys.executable} (pip install jupyterlab)")
     tmp = tmp_path_factory.mktemp("lab")
     root, port, token = _write_root(tmp), _free_port(), secrets.token_hex(16)
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp / "config"), "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
-           "JUPYTERLAB_SETTINGS_DIR": str(tmp / "settings"), "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "ws"),
-           "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
-           "OMP_WAIT_POLICY": "PASSIVE"}
-    args = [str(LAB), "--allow-root", "--no-browser", "--ServerApp.open_browser=False",
-            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-            "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-            "--LabApp.extension_manager=readonly"]
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(tmp / "config"),
+        "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
+        "JUPYTERLAB_SETTINGS_DIR": str(tmp / "settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "ws"),
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
+        "OMP_WAIT_POLICY": "PASSIVE",
+    }
+    args = [
+        str(LAB),
+        "--allow-root",
+        "--no-browser",
+        "--ServerApp.open_browser=False",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        "--LabApp.news_url=",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.extension_manager=readonly",
+    ]
     log = (tmp / "server.log").open("w")
     proc = subprocess.Popen(args, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -167,8 +186,7 @@ def _wait_kernel_connected(page, lab: dict, name: str, timeout_s: float = 30.0) 
     while time.monotonic() < deadline:
         with urllib.request.urlopen(url, timeout=5) as r:
             sessions = json.load(r)
-        if any(s["path"].endswith(name) and (s.get("kernel") or {}).get("connections", 0) > 0
-               for s in sessions):
+        if any(s["path"].endswith(name) and (s.get("kernel") or {}).get("connections", 0) > 0 for s in sessions):
             return
         page.wait_for_timeout(300)
     raise RuntimeError(f"no kernel connected for {name} within {timeout_s} s (server log: {lab['log']})")

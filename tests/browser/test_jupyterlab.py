@@ -7,6 +7,7 @@ The server runs from this interpreter on 127.0.0.1, a free port and a random tok
 root holding two small notebooks; its config dir disables the network features (news,
 update check, extension manager listing from PyPI). Screenshots are kept in test-artifacts/.
 """
+
 from __future__ import annotations
 
 import re
@@ -14,7 +15,13 @@ import re
 import pytest
 
 from tests.browser.lab import (  # noqa: F401 - `lab` is a fixture used by the tests below
-    ARTIFACTS, LIVE_TRACE, LabVisit, OUTPUT_READY, _open_notebook, _run_all_cells, lab,
+    ARTIFACTS,
+    LIVE_TRACE,
+    OUTPUT_READY,
+    LabVisit,
+    _open_notebook,
+    _run_all_cells,
+    lab,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -33,7 +40,8 @@ def test_gpuprofile_in_jupyterlab_shows_charts_tables_and_widgets(browser, lab):
         page.screenshot(path=str(shot), full_page=True)
     run_output = page.locator(".jp-Cell").nth(1).locator(".jp-OutputArea")
     titles = run_output.locator(".workbench-chart svg").evaluate_all(
-        "els => els.map(e => e.getAttribute('aria-label') || e.textContent.slice(0, 80))")
+        "els => els.map(e => e.getAttribute('aria-label') || e.textContent.slice(0, 80))"
+    )
     marks = run_output.locator(".workbench-chart svg g[class*=mark] path").count()
     assert len(titles) >= 4 and marks > 20, (titles, marks)
     assert "aten::mm" in run_output.locator(".workbench-run").inner_text()
@@ -93,14 +101,19 @@ def _wait_requeried(page, timeout_ms: int = 30000) -> dict:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     try:
-        return page.wait_for_function(f"() => {{ const s = ({LIVE_SNAPSHOT})(); "
-                                      f"return !!s && /{WINDOW_SUBTITLE.pattern}/.test(s.subtitle) && s; }}",
-                                      timeout=timeout_ms, polling=300).json_value()
+        return page.wait_for_function(
+            f"() => {{ const s = ({LIVE_SNAPSHOT})(); "
+            f"return !!s && /{WINDOW_SUBTITLE.pattern}/.test(s.subtitle) && s; }}",
+            timeout=timeout_ms,
+            polling=300,
+        ).json_value()
     except PlaywrightTimeout:
         now = page.evaluate(LIVE_SNAPSHOT)
-        raise AssertionError(f"{timeout_ms / 1000:.0f} s after the wheel zoom the chart still shows no window "
-                             f"(subtitle: {now and now['subtitle']!r}): the kernel did not re-query and "
-                             "redraw it (see workbench/charts/live.py)") from None
+        raise AssertionError(
+            f"{timeout_ms / 1000:.0f} s after the wheel zoom the chart still shows no window "
+            f"(subtitle: {now and now['subtitle']!r}): the kernel did not re-query and "
+            "redraw it (see workbench/charts/live.py)"
+        ) from None
 
 
 def test_live_timeline_zoom_in_jupyterlab_requeries_the_window_event_by_event(browser, lab):

@@ -11,6 +11,7 @@
 
 Screenshots are kept in test-artifacts/ (jupyterlab_face*.png, jupyterlab_charts*.png).
 """
+
 from __future__ import annotations
 
 import json
@@ -20,7 +21,13 @@ import nbformat
 import pytest
 
 from tests.browser.lab import (  # noqa: F401 - `lab` is a fixture used by the tests below
-    ARTIFACTS, NOTEBOOK_READY, ROOT, LabVisit, _run_all_cells, _wait_kernel_connected, lab,
+    ARTIFACTS,
+    NOTEBOOK_READY,
+    ROOT,
+    LabVisit,
+    _run_all_cells,
+    _wait_kernel_connected,
+    lab,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -38,11 +45,13 @@ FACE_CELLS = [
     "                     compare_options=dict(checks=1, budget_s=0.5, profile=False))\npanel.widget",
     "panel.insert_winner()",
 ]
-TRACE = ROOT / "tests" / "data" / "gpu" / "h100_bert_small.json.gz"   # has op shapes: roofline points
-CHART_SETUP = ("import torch\ntorch.set_num_threads(1)\nimport workbench as wb\n"
-               f"trace = wb.load_trace({str(TRACE)!r})\n"
-               "run = wb.profile(lambda: torch.ones(64, 64) @ torch.ones(64, 64), warmup=1, repeat=5, trace=False)")
-BUILDERS = {   # every public builder that returns one chart, as a cell's last line
+TRACE = ROOT / "tests" / "data" / "gpu" / "h100_bert_small.json.gz"  # has op shapes: roofline points
+CHART_SETUP = (
+    "import torch\ntorch.set_num_threads(1)\nimport workbench as wb\n"
+    f"trace = wb.load_trace({str(TRACE)!r})\n"
+    "run = wb.profile(lambda: torch.ones(64, 64) @ torch.ones(64, 64), warmup=1, repeat=5, trace=False)"
+)
+BUILDERS = {  # every public builder that returns one chart, as a cell's last line
     "timeline_chart": "wb.charts.timeline_chart(trace)",
     "trace_roofline_chart": "wb.charts.trace_roofline_chart(trace)",
     "top_ops_chart": "wb.charts.top_ops_chart(trace.op_breakdown())",
@@ -51,10 +60,10 @@ BUILDERS = {   # every public builder that returns one chart, as a cell's last l
     "idle_chart": "wb.charts.idle_chart(trace.idle_breakdown())",
     "per_rank_chart": "wb.charts.per_rank_chart(trace.temporal_breakdown())",
     "roofline_chart": "wb.charts.roofline_chart(wb.charts.op_roofline_points(trace)[0], memory_gbps=1500.0, "
-                      "peak_flops={'fp32': 19.5e12})",
+    "peak_flops={'fp32': 19.5e12})",
     "variants_roofline_chart": "wb.charts.variants_roofline_chart({'eager': trace, 'again': trace})",
     "comparison_chart": "wb.charts.comparison_chart({'eager': [1.0, 1.1, 1.2], 'fast': [0.5, 0.55, 0.6]}, "
-                        "baseline='eager')",
+    "baseline='eager')",
     "timing_chart": "wb.charts.timing_chart(run.timing)",
     "message_chart": "wb.charts.message_chart('nothing to draw here', title='A message')",
 }
@@ -78,8 +87,12 @@ def _put_notebook(lab: dict, name: str, cells: list[str]) -> None:
     nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
     nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
     body = json.dumps({"type": "notebook", "format": "json", "content": json.loads(nbformat.writes(nb))})
-    req = urllib.request.Request(f"{lab['base']}/api/contents/{name}?token={lab['token']}", data=body.encode(),
-                                 method="PUT", headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        f"{lab['base']}/api/contents/{name}?token={lab['token']}",
+        data=body.encode(),
+        method="PUT",
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=10) as r:
         assert r.status in (200, 201)
 
@@ -94,8 +107,9 @@ def _open_notebook(visit: LabVisit, lab: dict, name: str) -> None:
     """Open ``name`` in a workspace of its own, reset (so no other test's notebook is restored)."""
     page = visit.page
     stem = name.rsplit(".", 1)[0]
-    page.goto(f"{lab['base']}/lab/workspaces/{stem}/tree/{name}?token={lab['token']}&reset",
-              wait_until="load", timeout=30000)
+    page.goto(
+        f"{lab['base']}/lab/workspaces/{stem}/tree/{name}?token={lab['token']}&reset", wait_until="load", timeout=30000
+    )
     page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell", timeout=30000)
     _wait_kernel_connected(page, lab, name)
     page.wait_for_function(NOTEBOOK_READY, arg=name, timeout=30000)
@@ -123,27 +137,37 @@ def test_profile_variant_panel_then_alive_in_jupyterlab(browser, lab):
         assert "alive" in _cell_text(page, 3)
         variant = _cell_text(page, 2)
         assert "Comparison against profiled" in variant and "Decision:" in variant, variant[:2000]
-        assert "Problem" in variant and "Evidence" in variant        # the decision record, in full
+        assert "Problem" in variant and "Evidence" in variant  # the decision record, in full
         box = page.locator(".jp-OutputArea .widget-checkbox", has_text="one_pass")
-        assert box.locator("input").is_checked()                     # suggested: checked
+        assert box.locator("input").is_checked()  # suggested: checked
         # the user's own variants start checked too (issue 22: not only the suggested ones)
         assert page.locator(".jp-OutputArea .widget-checkbox", has_text="also_slow").locator("input").is_checked()
         page.get_by_role("button", name="Run selected").click()
-        page.wait_for_function("() => [...document.querySelectorAll('.jp-OutputArea .widget-html')]"
-                               ".some(e => /done: winner one_pass/.test(e.textContent))", timeout=120000, polling=500)
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.jp-OutputArea .widget-html')]"
+            ".some(e => /done: winner one_pass/.test(e.textContent))",
+            timeout=120000,
+            polling=500,
+        )
         panel_text = _cell_text(page, 4)
         assert "Decision record: one_pass" in panel_text and "Bottleneck" in panel_text
         show = page.get_by_role("button", name="Show the winner's code")
         assert show.is_enabled()
         show.click()
-        page.wait_for_function("() => [...document.querySelectorAll('.jp-OutputArea textarea')]"
-                               ".some(t => t.value.includes('def one_chain'))", timeout=30000)
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.jp-OutputArea textarea')]"
+            ".some(t => t.value.includes('def one_chain'))",
+            timeout=30000,
+        )
         n_cells = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell").count()
         last = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell").nth(len(FACE_CELLS) - 1)
         last.locator(".jp-InputArea-editor").click()
-        page.keyboard.press("Control+Enter")                        # run panel.insert_winner() in place
-        page.wait_for_function(f"() => document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) "
-                               f".jp-Cell').length > {n_cells}", timeout=60000, polling=300)
+        page.keyboard.press("Control+Enter")  # run panel.insert_winner() in place
+        page.wait_for_function(
+            f"() => document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell').length > {n_cells}",
+            timeout=60000,
+            polling=300,
+        )
         inserted = _cell_text(page, len(FACE_CELLS))
         assert "def one_chain" in inserted, inserted
         cells = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell")
@@ -178,8 +202,10 @@ def test_every_chart_builder_draws_offline_and_after_a_reload(browser, lab):
     assert shot.stat().st_size > 20_000
     # save: one copy of vega in the file, not one per chart
     page.keyboard.press("Control+s")
-    page.wait_for_function("() => !document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)')"
-                           ".classList.contains('jp-mod-dirty')", timeout=30000)
+    page.wait_for_function(
+        "() => !document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)').classList.contains('jp-mod-dirty')",
+        timeout=30000,
+    )
     page.wait_for_timeout(1000)
     saved = _get_notebook_text(lab, "charts.ipynb")
     assert saved.count(BUNDLE_MARK) == 1, saved.count(BUNDLE_MARK)

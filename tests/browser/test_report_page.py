@@ -1,4 +1,5 @@
 """The exported report in headless chromium: charts draw, nothing leaves the machine, no console error."""
+
 import math
 
 import pandas as pd
@@ -30,9 +31,11 @@ def test_report_renders_offline_with_marks(visit, report_html):
 
 def test_hostile_names_and_empty_data_draw_without_errors(visit, tmp_path):
     hostile = "</script><script>document.title='pwned'</script> ∑ 名"
-    built = [charts.top_ops_chart(pd.DataFrame({"name": [hostile, "b"], "self_us": [2.0, math.nan]})),
-             charts.top_ops_chart(pd.DataFrame({"name": [], "self_us": []})),
-             charts.comparison_chart({"eager": [2.0, 2.1, 2.2], "compiled": [1.0, 1.1, 0.9]})]
+    built = [
+        charts.top_ops_chart(pd.DataFrame({"name": [hostile, "b"], "self_us": [2.0, math.nan]})),
+        charts.top_ops_chart(pd.DataFrame({"name": [], "self_us": []})),
+        charts.comparison_chart({"eager": [2.0, 2.1, 2.2], "compiled": [1.0, 1.1, 0.9]}),
+    ]
     page = tmp_path / "charts.html"
     page.write_text(charts.page_html(built, title="hostile"), encoding="utf-8")
     visit.open(page)

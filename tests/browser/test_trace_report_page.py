@@ -1,5 +1,6 @@
 """The page of ``workbench report --trace`` in headless chromium: charts draw, no console error, nothing
 requested from outside the machine; on the 8-rank trace and on a single H100 trace (tests/data)."""
+
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,10 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.parametrize("trace, name", [(DATA / "dlrm_8rank", "trace_report_8rank.png"),
-                                         (DATA / "h100_bert_small.json.gz", "trace_report_h100.png")])
+@pytest.mark.parametrize(
+    "trace, name",
+    [(DATA / "dlrm_8rank", "trace_report_8rank.png"), (DATA / "h100_bert_small.json.gz", "trace_report_h100.png")],
+)
 def test_trace_report_renders_offline_with_marks(visit, tmp_path, trace, name):
     out = tmp_path / "report"
     assert main(["report", "--trace", str(trace), "--out", str(out)]) == 0

@@ -2,12 +2,17 @@
 with ``%%gpuprofile``, then ``%%gpuvariant`` cells for a foreach=True AdamW (kept or undecided, never rejected)
 and a doubled loss (rejected, on ``loss``), each record shown once. The screenshots are kept in
 test-artifacts/jupyterlab_training_*.png for a person to look at."""
+
 from __future__ import annotations
 
 import pytest
 
 from tests.browser.lab import (  # noqa: F401 - `lab` is a fixture used by the test below
-    ARTIFACTS, LabVisit, _open_notebook, _run_all_cells, lab,
+    ARTIFACTS,
+    LabVisit,
+    _open_notebook,
+    _run_all_cells,
+    lab,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -33,15 +38,18 @@ def test_a_training_step_is_checked_in_jupyterlab(browser, lab):
     for index, name in ((3, "foreach"), (4, "doubled")):
         cells.nth(index).scroll_into_view_if_needed()
         cells.nth(index).screenshot(path=str(ARTIFACTS / f"jupyterlab_training_{name}.png"))
-    foreach, doubled = cells.nth(3).locator(".jp-OutputArea").inner_text(), \
-        cells.nth(4).locator(".jp-OutputArea").inner_text()
+    foreach, doubled = (
+        cells.nth(3).locator(".jp-OutputArea").inner_text(),
+        cells.nth(4).locator(".jp-OutputArea").inner_text(),
+    )
     assert "Decision record" in foreach and "Traceback" not in foreach, foreach[-2000:]
     assert "Decision record: reject for foreach" not in foreach, foreach[-2000:]
-    assert "Decision record: reject for doubled" in doubled or "reject" in doubled.split("Decision record")[1][:80], \
+    assert "Decision record: reject for doubled" in doubled or "reject" in doubled.split("Decision record")[1][:80], (
         doubled[-2000:]
+    )
     assert "loss" in doubled and "Traceback" not in doubled
     for text in (foreach, doubled):
-        assert text.count("Decision record") == 1, text[-3000:]       # the record is shown once
+        assert text.count("Decision record") == 1, text[-3000:]  # the record is shown once
     assert visit.external == [], visit.external
     assert visit.real_errors() == [], visit.errors
     page.close()

@@ -31,8 +31,12 @@ def torch_log_output():
     """What torch's own log handlers print during the test (they hold the stream they were
     created with, which pytest's capfd does not see)."""
     buffer = io.StringIO()
-    handlers = {id(h): h for name in ("torch", "torch._dynamo", "torch._inductor")
-                for h in logging.getLogger(name).handlers if isinstance(h, logging.StreamHandler)}
+    handlers = {
+        id(h): h
+        for name in ("torch", "torch._dynamo", "torch._inductor")
+        for h in logging.getLogger(name).handlers
+        if isinstance(h, logging.StreamHandler)
+    }
     swapped = [(h, h.setStream(buffer)) for h in handlers.values()]
     yield buffer
     for handler, stream in swapped:

@@ -3,6 +3,7 @@
 The pin lasts for the rest of a process, so every pin is made in a child process; whether it took
 is read from glibc itself (``mallinfo2().hblkhd``: the bytes in buffers that got their own mmap).
 """
+
 import json
 import os
 import subprocess
@@ -40,8 +41,9 @@ CHILD = textwrap.dedent("""
 def _child(arg: str, **env: str) -> dict:
     environ = {k: v for k, v in os.environ.items() if k not in allocator.steady_env()}
     environ.update(env)
-    proc = subprocess.run([sys.executable, "-c", CHILD, arg], capture_output=True, text=True, env=environ,
-                          timeout=120, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, arg], capture_output=True, text=True, env=environ, timeout=120, check=True
+    )
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -106,19 +108,30 @@ def _timing() -> Measurement:
 
 
 def test_the_health_check_says_which_mode_the_calls_were_timed_in():
-    steady = allocator.AllocatorMode("steady", True, (("mmap_threshold", 32 * 2**20), ("trim_threshold", 2**30),
-                                                       ("top_pad", 64 * 2**20)), "mallopt")
-    machine = MachineState(load_avg_1m=0.1, usable_cores=2, torch_threads=1, omp_wait_policy="PASSIVE",
-                           allocator_mode="steady", allocator_label=steady.label)
+    steady = allocator.AllocatorMode(
+        "steady", True, (("mmap_threshold", 32 * 2**20), ("trim_threshold", 2**30), ("top_pad", 64 * 2**20)), "mallopt"
+    )
+    machine = MachineState(
+        load_avg_1m=0.1,
+        usable_cores=2,
+        torch_threads=1,
+        omp_wait_policy="PASSIVE",
+        allocator_mode="steady",
+        allocator_label=steady.label,
+    )
     health = check_health(_timing(), machine=machine)
     check = health.check("allocator")
     assert check is not None and check.level == "note"
-    assert "steady mode (glibc thresholds pinned: mmap above 32 MiB, trim above 1 GiB, top pad 64 MiB)" in check.observed
+    assert (
+        "steady mode (glibc thresholds pinned: mmap above 32 MiB, trim above 1 GiB, top pad 64 MiB)" in check.observed
+    )
     again = ProfileHealth.from_dict(health.to_dict())
     assert again.machine.allocator_mode == "steady" and again.check("allocator") == check
 
-    plain = check_health(_timing(), machine=MachineState(load_avg_1m=0.1, usable_cores=2, allocator_mode="default",
-                                                         allocator_label="default mode"))
+    plain = check_health(
+        _timing(),
+        machine=MachineState(load_avg_1m=0.1, usable_cores=2, allocator_mode="default", allocator_label="default mode"),
+    )
     assert plain.check("allocator").level == "ok"
     # an older run's machine state (no mode recorded): no line at all rather than a guess
     assert check_health(_timing(), machine=MachineState(load_avg_1m=0.1, usable_cores=2)).check("allocator") is None

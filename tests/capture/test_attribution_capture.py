@@ -1,6 +1,7 @@
 """The traced pass records what attribution needs (Python frames, nn.Module scopes), and a real
 small transformer-ish block profiled with wb.profile attributes its hand-written layernorm+gelu
 chain to the chain's own module and to the chain's source line."""
+
 from __future__ import annotations
 
 import inspect
@@ -34,7 +35,7 @@ class LayerNormGelu(torch.nn.Module):
         mean = x.mean(-1, keepdim=True)
         var = ((x - mean) ** 2).mean(-1, keepdim=True)
         y = (x - mean) / torch.sqrt(var + 1e-5) * self.weight + self.bias
-        return 0.5 * y * (1.0 + torch.tanh(0.7978845608 * (y + 0.044715 * y ** 3)))
+        return 0.5 * y * (1.0 + torch.tanh(0.7978845608 * (y + 0.044715 * y**3)))
 
 
 class Attention(torch.nn.Module):
@@ -68,8 +69,9 @@ def run():
     torch.manual_seed(0)
     model = Block(WIDTH).eval()
     x = torch.randn(BATCH, TOKENS, WIDTH)
-    return wb.profile(model, x, warmup=1, repeat=5, trace_repeat=3, threads=1, grad_enabled=False,
-                      history=False, name="block")
+    return wb.profile(
+        model, x, warmup=1, repeat=5, trace_repeat=3, threads=1, grad_enabled=False, history=False, name="block"
+    )
 
 
 def _chain_path(modules) -> str:
@@ -82,7 +84,7 @@ def test_traced_pass_records_python_frames_and_module_scopes(run):
     names = run.trace.python_calls["name"].astype(str)
     assert names.str.startswith("nn.Module: LayerNormGelu").any()
     assert names.str.contains("test_attribution_capture.py").any()
-    assert run.timing.metadata["under_profiler"] is False      # the clean timing ran without it
+    assert run.timing.metadata["under_profiler"] is False  # the clean timing ran without it
 
 
 def test_module_breakdown_names_the_chain_module_with_most_of_the_chain_ops_time(run):
@@ -107,7 +109,7 @@ def test_modules_nest_and_shares_add_up(run):
     chain = _chain_path(modules)
     block = chain.rsplit("/", 1)[0]
     assert table.loc[chain, "parent"] == block and table.loc[chain, "depth"] == table.loc[block, "depth"] + 1
-    assert f"{block}/Attention_0/Linear_0" in table.index              # Attention's qkv, two levels down
+    assert f"{block}/Attention_0/Linear_0" in table.index  # Attention's qkv, two levels down
     assert table.loc[block, "count"] == run.traced_calls
     assert (table["inclusive_us"] >= table["self_us"] - 1e-9).all()
     children_us = table.loc[chain, "inclusive_us"] + table.loc[f"{block}/Attention_0", "inclusive_us"]
@@ -154,7 +156,7 @@ def test_session_without_stack_records_no_python_events(tmp_path):
     assert not module_breakdown(trace).recorded
 
     (tmp_path / "stack").mkdir()
-    with ProfilerSession(torch, False, tmp_path / "stack") as session:   # the default records the stack
+    with ProfilerSession(torch, False, tmp_path / "stack") as session:  # the default records the stack
         with session.step(0):
             torch.nn.Linear(16, 16)(x)
     assert session.records_stack and session.stack_note == ""
@@ -174,8 +176,9 @@ class _RefusesStack:
 
 def test_without_the_python_tracer_module_scopes_come_from_forward_hooks(tmp_path, monkeypatch):
     real = ProfilerSession._profiler
-    monkeypatch.setattr(ProfilerSession, "_profiler",
-                        lambda self, with_stack: _RefusesStack() if with_stack else real(self, with_stack))
+    monkeypatch.setattr(
+        ProfilerSession, "_profiler", lambda self, with_stack: _RefusesStack() if with_stack else real(self, with_stack)
+    )
     torch.manual_seed(0)
     model, x = Block(WIDTH).eval(), torch.randn(BATCH, TOKENS, WIDTH)
     with torch.no_grad(), ProfilerSession(torch, False, tmp_path) as session:
@@ -183,7 +186,7 @@ def test_without_the_python_tracer_module_scopes_come_from_forward_hooks(tmp_pat
             with session.step(i):
                 model(x)
     assert not session.records_stack and "forward hooks" in session.stack_note
-    assert not torch.nn.modules.module._global_forward_pre_hooks    # the hooks are gone again
+    assert not torch.nn.modules.module._global_forward_pre_hooks  # the hooks are gone again
     trace, note = load_trace(session.trace_path)
     assert note == "" and len(trace.python_calls) == 0
     modules = module_breakdown(trace, top=50)
@@ -221,7 +224,7 @@ def test_module_scopes_close_when_a_forward_raises():
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         with ModuleScopes(torch) as scopes:
             Outer()(torch.ones(2))
-            assert scopes._open() == []     # Outer's return closed the scope Fails left open
+            assert scopes._open() == []  # Outer's return closed the scope Fails left open
     names = [event.name for event in prof.events()]
     assert "nn.Module: Outer_0" in names and "nn.Module: Fails_0" in names
     assert not torch.nn.modules.module._global_forward_hooks

@@ -5,19 +5,20 @@ TRACED_MS under torch.profiler; ``wb.profile`` must put only the clean calls in 
 the traced ones in ``run.traced_timing``, and state the overhead as their ratio. Stakes read from
 the trace are then per clean call.
 """
+
 from __future__ import annotations
 
 import dataclasses
-import statistics
 import importlib
 import json
+import statistics
 
 import pytest
 import torch
 
 import workbench as wb
-from workbench.measurement import Measurement
 from workbench.hypotheses.diagnose import ONE_TIME_RULES
+from workbench.measurement import Measurement
 
 timing_module = importlib.import_module("workbench.capture.timing")
 
@@ -44,7 +45,7 @@ def fake_clock(monkeypatch):
     clock = FakeClock()
     monkeypatch.setattr(timing_module, "clock_ns", clock)
     clock.waited_ns = 0
-    monkeypatch.setattr(timing_module, "make_wait_reader", lambda: (lambda: clock.waited_ns))
+    monkeypatch.setattr(timing_module, "make_wait_reader", lambda: lambda: clock.waited_ns)
     return clock
 
 
@@ -57,6 +58,7 @@ def _workload(clock: FakeClock):
         profiled = torch.autograd.profiler._is_profiler_enabled
         clock.advance_ms((TRACED_MS if profiled else CLEAN_MS) + (COLD_EXTRA_MS if calls["n"] == 1 else 0.0))
         return (x @ x).sum()
+
     return step, calls
 
 
@@ -64,7 +66,7 @@ def test_timing_is_clean_and_the_traced_pass_is_apart(fake_clock):
     step, calls = _workload(fake_clock)
     run = wb.profile(step, warmup=2, repeat=8, trace_repeat=4)
     assert calls["n"] == 1 + 2 + 8 + 4
-    assert run.timing.samples_ms == (CLEAN_MS,) * 8          # no sample taken under the profiler
+    assert run.timing.samples_ms == (CLEAN_MS,) * 8  # no sample taken under the profiler
     assert run.traced_timing.samples_ms == (TRACED_MS,) * 4
     assert run.cold_ms == pytest.approx(CLEAN_MS + COLD_EXTRA_MS)
     assert run.profiler_overhead == pytest.approx(TRACED_MS / CLEAN_MS)
@@ -84,17 +86,18 @@ def test_a_traced_pass_that_waited_for_a_cpu_is_traced_again_and_the_least_waiti
     def preempted_first_pass():
         if torch.autograd.profiler._is_profiler_enabled:
             traced_calls["n"] += 1
-            if traced_calls["n"] <= 3:                 # the whole first traced pass waits 3 ms a call
+            if traced_calls["n"] <= 3:  # the whole first traced pass waits 3 ms a call
                 fake_clock.waited_ns += 3_000_000
         return step()
 
     run = wb.profile(preempted_first_pass, warmup=0, repeat=5, trace_repeat=3)
-    assert calls["n"] == 1 + 5 + 3 + 3                 # one more traced pass, no more
+    assert calls["n"] == 1 + 5 + 3 + 3  # one more traced pass, no more
     assert run.traced_timing.n == 3 and traced_calls["n"] == 6
     wait = run.health.check("cpu_wait")
     assert wait.level == "ok" and "least of 2" in wait.observed
     assert run.trace is not None and (run.trace.cpu_ops["name"] == "aten::mm").sum() == 3
     import os
+
     assert os.path.basename(os.path.dirname(run.trace_path)) == "pass-2"
 
 
@@ -128,7 +131,7 @@ def test_trace_stakes_are_per_clean_call_and_bounded_by_it(matmul_run):
     for rule_name, stake in at_slow.items():
         assert stake <= clean.median_ms + 1e-12
         if rule_name in at_same and at_same[rule_name] < clean.median_ms:
-            assert stake == pytest.approx(at_same[rule_name] * ratio)   # share kept, magnitude from the clean time
+            assert stake == pytest.approx(at_same[rule_name] * ratio)  # share kept, magnitude from the clean time
     for h in list(diagnose(same).hypotheses) + list(diagnose(slow).hypotheses):
         assert h.time_at_stake_ms > 0
         if h.rule not in ONE_TIME_RULES:
@@ -140,8 +143,9 @@ def test_per_call_op_times_never_add_up_past_the_clean_call(matmul_run):
     run-queue waits taken out (short) while the trace's spans kept them (long), the ops' per-call
     self times sum to at most one clean call."""
     clean = matmul_run.timing.median_ms
-    fast_traced = dataclasses.replace(matmul_run, traced_timing=Measurement(
-        tuple(s * 0.01 for s in matmul_run.traced_timing.samples_ms)))   # a traced median far too short
+    fast_traced = dataclasses.replace(
+        matmul_run, traced_timing=Measurement(tuple(s * 0.01 for s in matmul_run.traced_timing.samples_ms))
+    )  # a traced median far too short
     for run in (matmul_run, fast_traced):
         table = run.per_call_ops(top=None)
         assert len(table) > 0
@@ -159,11 +163,11 @@ def test_new_fields_round_trip_and_older_records_load_with_clear_defaults(matmul
     doc = json.loads((folder / "run.json").read_text())
     for key in ("traced_timing", "trace_repeat", "profiler_overhead", "health", "profiler_stderr"):
         doc["run"].pop(key)
-    doc["run"]["timing"]["metadata"]["under_profiler"] = True     # how older runs were timed
+    doc["run"]["timing"]["metadata"]["under_profiler"] = True  # how older runs were timed
     (folder / "run.json").write_text(json.dumps(doc))
     old = wb.load_run(folder)
     assert old.traced_timing is None and old.profiler_overhead is None and old.trace_scale == 1.0
-    assert old.trace_repeat == old.repeat and old.traced_calls == old.repeat   # the trace covered the repeats
+    assert old.trace_repeat == old.repeat and old.traced_calls == old.repeat  # the trace covered the repeats
     assert old.timed_under_profiler
     assert old.health.check("profiler_overhead").level == "warn"
     assert old.health.check("machine_load").level == "unknown"
@@ -178,10 +182,10 @@ def test_report_sections_show_clean_timing_overhead_health_and_per_call_ops(matm
     assert summary["traced_n"] == matmul_run.trace_repeat
     assert summary["profiler_overhead"] == pytest.approx(matmul_run.profiler_overhead)
     assert summary["health"]["verdict"] in ("ok", "caution") and summary["health"]["checks"]
-    json.dumps(summary)                                   # summary.json can hold it
+    json.dumps(summary)  # summary.json can hold it
     page = sections.timing_html(matmul_run)
     assert "clean median (per call)" in page and "profiler overhead" in page and "profile health" in page
-    assert f"{matmul_run.timing.median_ms:.3f} ms" in page   # the exact figure rides along as a tooltip
+    assert f"{matmul_run.timing.median_ms:.3f} ms" in page  # the exact figure rides along as a tooltip
     ops = sections.top_ops_html(matmul_run)
     assert "self / call" in ops and "aten::mm" in ops and "e+0" not in ops
     hyps = sections.hypotheses_html(matmul_run)
@@ -199,7 +203,7 @@ def test_one_time_costs_are_spread_over_the_calls_the_user_states(fake_clock, tm
     stated = wb.profile(_workload(fake_clock)[0], warmup=1, repeat=10, trace=False, expected_calls=10)
     cold = {r.expected_calls: next(h for h in r.hypotheses if h.rule == "cold_start") for r in (default, stated)}
     assert cold[None].time_at_stake_ms == pytest.approx(COLD_EXTRA_MS / ONE_TIME_COST_CALLS)
-    assert cold[10].time_at_stake_ms == pytest.approx(COLD_EXTRA_MS / 10)   # may exceed one call: one-time
+    assert cold[10].time_at_stake_ms == pytest.approx(COLD_EXTRA_MS / 10)  # may exceed one call: one-time
     assert wb.load_run(stated.save(tmp_path / "s")).expected_calls == 10
     from workbench.errors import InvalidArgumentError
 

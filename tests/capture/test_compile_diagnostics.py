@@ -1,4 +1,5 @@
 """torch.compile diagnostics recorded while profiling (backend="eager": dynamo without inductor)."""
+
 from __future__ import annotations
 
 import logging
@@ -8,13 +9,16 @@ import torch
 
 import workbench as wb
 from workbench.capture.compile_diag import (
-    CompileDiagnostics, CompileWatcher, parse_graph_break, parse_recompile,
+    CompileDiagnostics,
+    CompileWatcher,
+    parse_graph_break,
+    parse_recompile,
 )
 
 
 def _breaking(x):
     y = x * 2
-    print("side effect")          # dynamo cannot trace print: a graph break
+    print("side effect")  # dynamo cannot trace print: a graph break
     return y + 1
 
 
@@ -29,8 +33,10 @@ def test_graph_breaks_and_recompiles_are_recorded_with_reasons(capfd, torch_log_
     diag = run.compile
     assert diag.dynamo_loaded and diag.graph_count >= 2 and diag.compile_time_ms > 0
     assert diag.graph_break_count >= 1
-    assert any("print" in b.reason and b.location.endswith(".py:" + str(_breaking.__code__.co_firstlineno + 2))
-               for b in diag.graph_breaks), diag.graph_breaks
+    assert any(
+        "print" in b.reason and b.location.endswith(".py:" + str(_breaking.__code__.co_firstlineno + 2))
+        for b in diag.graph_breaks
+    ), diag.graph_breaks
     assert diag.recompile_count >= 1
     assert any("size mismatch" in failure for r in diag.recompiles for failure in r.guard_failures)
     page = run._repr_html_()
@@ -68,17 +74,19 @@ def test_collector_handler_removed_after_exception():
 
     for name in ("torch._dynamo", "torch._inductor"):
         assert not any(isinstance(h, RecordCollector) for h in logging.getLogger(name).handlers)
-        assert not any(isinstance(f, DropArtifacts) for h in logging.getLogger(name).handlers
-                       for f in h.filters)
+        assert not any(isinstance(f, DropArtifacts) for h in logging.getLogger(name).handlers for f in h.filters)
 
 
 def test_parsers_read_dynamo_messages():
     reason, where = parse_graph_break(
         "Graph break in user code at /a/b.py:13\nGraph Break Reason: Encountered graph break\n\n"
-        "Failed to trace builtin operator\n  Explanation: Dynamo does not know how to trace `print`\n")
+        "Failed to trace builtin operator\n  Explanation: Dynamo does not know how to trace `print`\n"
+    )
     assert (reason, where) == ("Dynamo does not know how to trace `print`", "/a/b.py:13")
-    rec = parse_recompile("Recompiling function f in /a/b.py:11\n    triggered by the following guard "
-                          "failure(s):\n    - 0/0: tensor 'x' size mismatch at index 0. expected 8, actual 16")
+    rec = parse_recompile(
+        "Recompiling function f in /a/b.py:11\n    triggered by the following guard "
+        "failure(s):\n    - 0/0: tensor 'x' size mismatch at index 0. expected 8, actual 16"
+    )
     assert rec.function == "f" and rec.location == "/a/b.py:11"
     assert rec.guard_failures == ("tensor 'x' size mismatch at index 0. expected 8, actual 16",)
 
@@ -99,7 +107,7 @@ def test_a_recompile_inside_the_first_call_is_not_a_steady_state_one():
 
     def part(x):
         y = torch.sin(x @ weight)
-        return y - y[y < 0.1].sum() * 0.01     # data-dependent shape: a graph break
+        return y - y[y < 0.1].sum() * 0.01  # data-dependent shape: a graph break
 
     @torch.compile(backend="eager")
     def three_parts(x):
@@ -119,7 +127,7 @@ def test_a_recompile_inside_the_first_call_is_not_a_steady_state_one():
 def test_recompiles_after_the_first_call_are_steady_state_ones():
     torch._dynamo.reset()
     compiled = torch.compile(lambda x: x * 2 + 1, backend="eager", dynamic=False)
-    sizes = iter([8, 16, 24, 16] + [16] * 10)     # new shapes in the warm-up calls
+    sizes = iter([8, 16, 24, 16] + [16] * 10)  # new shapes in the warm-up calls
     run = wb.profile(lambda: compiled(torch.ones(next(sizes))), warmup=3, repeat=3, trace=False)
     diag = run.compile
     assert diag.first_call_marked and diag.steady_recompile_count >= 2
@@ -129,8 +137,13 @@ def test_recompiles_after_the_first_call_are_steady_state_ones():
 
 
 def test_runs_saved_before_the_first_call_split_load_with_every_recompile_counted():
-    old = {"dynamo_loaded": True, "graph_count": 2, "frames_compiled": 2, "compile_time_ms": 30.0,
-           "recompiles": [{"function": "f", "location": "a.py:1", "guard_failures": ["size mismatch"]}]}
+    old = {
+        "dynamo_loaded": True,
+        "graph_count": 2,
+        "frames_compiled": 2,
+        "compile_time_ms": 30.0,
+        "recompiles": [{"function": "f", "location": "a.py:1", "guard_failures": ["size mismatch"]}],
+    }
     diag = CompileDiagnostics.from_dict(old)
     assert not diag.first_call_marked and diag.steady_frames_compiled is None
     assert diag.steady_compile_time_ms is None and not diag.recompiles[0].on_first_call

@@ -4,6 +4,7 @@ The wrapper fixture ``data/inductor_wrapper_cdist_histc_mm.py.txt`` is the Pytho
 generated (torch 2.13, CPU) for ``(x @ w).relu().sum() + torch.cdist(x, w).sum() +
 torch.histc(w, bins=4).sum()``, as logged on the ``output_code`` artifact.
 """
+
 from __future__ import annotations
 
 import logging
@@ -14,7 +15,10 @@ import torch
 
 import workbench as wb
 from workbench.capture.compile_diag import (
-    SILENT_CUDAGRAPH_SKIP, CompileDiagnostics, CompileWatcher, fallback_ops_in_code,
+    SILENT_CUDAGRAPH_SKIP,
+    CompileDiagnostics,
+    CompileWatcher,
+    fallback_ops_in_code,
 )
 
 WRAPPER = Path(__file__).parent / "data" / "inductor_wrapper_cdist_histc_mm.py.txt"
@@ -22,11 +26,11 @@ TOUCHED_ARTIFACTS = ("graph_breaks", "recompiles", "perf_hints", "output_code", 
 
 
 def _with_fallback(x, w):
-    return (x @ w).relu().sum() + torch.histc(w, bins=4).sum()   # histc: inductor's make_fallback
+    return (x @ w).relu().sum() + torch.histc(w, bins=4).sum()  # histc: inductor's make_fallback
 
 
 def _plain(x, w):
-    return (x @ w).sin().sum()                                     # mm: an intended extern kernel
+    return (x @ w).sin().sum()  # mm: an intended extern kernel
 
 
 def _inputs():
@@ -39,13 +43,14 @@ def _logging_state() -> dict:
     import torch._logging._internal as internal
 
     names = ["torch._dynamo", "torch._inductor"] + [
-        q for q in internal.log_registry.get_artifact_log_qnames()
-        if getattr(logging.getLogger(q), "artifact_name", None) in TOUCHED_ARTIFACTS]
+        q
+        for q in internal.log_registry.get_artifact_log_qnames()
+        if getattr(logging.getLogger(q), "artifact_name", None) in TOUCHED_ARTIFACTS
+    ]
     state = {}
     for name in names:
         log = logging.getLogger(name)
-        state[name] = (log.level, log.propagate,
-                       tuple((h, tuple(h.filters)) for h in log.handlers))
+        state[name] = (log.level, log.propagate, tuple((h, tuple(h.filters)) for h in log.handlers))
     return {"loggers": state, "artifacts": frozenset(internal.log_state.artifact_names)}
 
 
@@ -70,10 +75,10 @@ def test_reduce_overhead_on_cpu_records_skip_and_fallback_and_fires_rules(capfd,
 
     torch._dynamo.reset()
     before = _logging_state()
-    with inductor_config.patch(fx_graph_cache=False), \
-            functorch_config.patch(enable_autograd_cache=False):
-        run = wb.profile(torch.compile(_with_fallback, mode="reduce-overhead"), *_inputs(),
-                         warmup=1, repeat=3, trace=False)
+    with inductor_config.patch(fx_graph_cache=False), functorch_config.patch(enable_autograd_cache=False):
+        run = wb.profile(
+            torch.compile(_with_fallback, mode="reduce-overhead"), *_inputs(), warmup=1, repeat=3, trace=False
+        )
     diag = run.compile
     assert diag.graph_count >= 1
     assert diag.cudagraph_skip_reasons and diag.cudagraph_skip_reasons[0] == SILENT_CUDAGRAPH_SKIP
@@ -131,18 +136,19 @@ def test_fallback_ops_read_from_recorded_wrapper():
 
 
 def test_new_fields_round_trip_and_old_bundles_load():
-    diag = CompileDiagnostics(True, 1, 1, cudagraph_skip_reasons=("skipping cudagraphs due to x",),
-                              fallback_kernels=("aten.histc.default",))
+    diag = CompileDiagnostics(
+        True, 1, 1, cudagraph_skip_reasons=("skipping cudagraphs due to x",), fallback_kernels=("aten.histc.default",)
+    )
     assert CompileDiagnostics.from_dict(diag.to_dict()) == diag
-    old = {k: v for k, v in diag.to_dict().items()
-           if k not in ("cudagraph_skip_reasons", "fallback_kernels")}
+    old = {k: v for k, v in diag.to_dict().items() if k not in ("cudagraph_skip_reasons", "fallback_kernels")}
     loaded = CompileDiagnostics.from_dict(old)
     assert loaded.cudagraph_skip_reasons == () and loaded.fallback_kernels == ()
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(),
-                    reason="not applicable: no CUDA device (torch.cuda.is_available() is False)")
+@pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="not applicable: no CUDA device (torch.cuda.is_available() is False)"
+)
 def test_cuda_graph_skip_reason_is_the_logged_one_on_gpu():
     """A graph mixing a CPU op into CUDA work: inductor logs why it skips the CUDA graph.
     (Graph partitioning, on by default, would split the CPU op off instead of skipping.)"""
@@ -154,8 +160,7 @@ def test_cuda_graph_skip_reason_is_the_logged_one_on_gpu():
     torch._dynamo.reset()
     x, c = torch.randn(64, device="cuda"), torch.randn(8)
     with inductor_config.patch(graph_partition=False):
-        run = wb.profile(torch.compile(mixed, mode="reduce-overhead"), x, c,
-                         warmup=1, repeat=3, trace=False)
+        run = wb.profile(torch.compile(mixed, mode="reduce-overhead"), x, c, warmup=1, repeat=3, trace=False)
     reasons = run.compile.cudagraph_skip_reasons
     assert reasons and SILENT_CUDAGRAPH_SKIP not in reasons
     assert all("cudagraph" in r.lower() for r in reasons), reasons

@@ -1,5 +1,6 @@
 """The health check counts the minor page faults of the clean calls: a call that maps fresh memory
 every time is told so, with what to do (its time depends on the allocator's state)."""
+
 from __future__ import annotations
 
 import mmap
@@ -12,7 +13,7 @@ from workbench.capture.health import FRESH_PAGES_WARN_FAULTS, PAGE_BYTES, _fresh
 
 pytestmark = pytest.mark.skipif(read_minor_faults() is None, reason="not applicable: no getrusage here")
 
-FRESH_PAGES = 4096             # 16 MiB of 4 KiB pages, mapped and touched on every call
+FRESH_PAGES = 4096  # 16 MiB of 4 KiB pages, mapped and touched on every call
 
 
 def fresh_buffer() -> int:
@@ -23,7 +24,7 @@ def fresh_buffer() -> int:
     view = memoryview(buf)
     for page in range(FRESH_PAGES):
         view[page * PAGE_BYTES] = 1
-    total = sum(view[::PAGE_BYTES * 512])
+    total = sum(view[:: PAGE_BYTES * 512])
     view.release()
     buf.close()
     return total
@@ -42,7 +43,7 @@ def _check(run):
 def test_a_call_that_maps_fresh_memory_each_time_is_warned_about():
     check = _check(wb.profile(fresh_buffer, warmup=1, repeat=5, trace=False, history=False))
     assert check.level == "warn", check
-    assert check.value >= FRESH_PAGES * 0.9        # about one fault per 4 KiB page
+    assert check.value >= FRESH_PAGES * 0.9  # about one fault per 4 KiB page
     assert "reuse buffers" in check.advice and "minor page faults" in check.observed
 
 

@@ -1,4 +1,5 @@
 """CUDA timing and tracing: real code paths, run only where a GPU is present."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,8 +8,9 @@ import torch
 import workbench as wb
 
 pytestmark = pytest.mark.gpu
-needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(),
-                               reason="not applicable: no CUDA device (torch.cuda.is_available() is False)")
+needs_gpu = pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="not applicable: no CUDA device (torch.cuda.is_available() is False)"
+)
 
 
 @needs_gpu

@@ -4,6 +4,7 @@ The cheap sections run to their "no CUDA device" exits, each writing its JSON; t
 status and the wheel lists are checked without running anything heavy. The whole dry run (a Python 3.12
 venv with torch 2.11 and the carried wheels) is ``benchmarks/gpu/dry_run.sh``.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -34,12 +35,19 @@ def _sections():
 def test_run_sh_sections_reach_their_first_cuda_call_and_exit_zero(tmp_path):
     out = tmp_path / "out"
     sections = ["gpu_check", "triton_kernels", "memory"]
-    env = {**os.environ, "OUT": str(out), "PYTHON": sys.executable, "WB_GPU_SECTIONS": " ".join(sections),
-           "WB_GPU_SKIP_IMPORTS": "1", "WB_GPU_REQUIRE_CUDA": "0", "WB_GPU_WHEEL_DIR": str(tmp_path / "no-wheels"),
-           "OMP_NUM_THREADS": "1", "TMPDIR": str(tmp_path)}
+    env = {
+        **os.environ,
+        "OUT": str(out),
+        "PYTHON": sys.executable,
+        "WB_GPU_SECTIONS": " ".join(sections),
+        "WB_GPU_SKIP_IMPORTS": "1",
+        "WB_GPU_REQUIRE_CUDA": "0",
+        "WB_GPU_WHEEL_DIR": str(tmp_path / "no-wheels"),
+        "OMP_NUM_THREADS": "1",
+        "TMPDIR": str(tmp_path),
+    }
     env.pop("WB_GPU_REHEARSE", None)
-    done = subprocess.run(["bash", str(GPU / "run.sh")], capture_output=True, text=True, timeout=240, env=env,
-                          cwd=ROOT)
+    done = subprocess.run(["bash", str(GPU / "run.sh")], capture_output=True, text=True, timeout=240, env=env, cwd=ROOT)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["exit_status"] == 0 and summary["failed"] == []
@@ -47,7 +55,12 @@ def test_run_sh_sections_reach_their_first_cuda_call_and_exit_zero(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == sorted([f"{s}.json" for s in sections] + ["summary.json"])
     for name in sections:
         doc = json.loads((out / f"{name}.json").read_text())
-        assert doc["status"] in ("not_applicable", "skipped"), (name, doc["status"], doc["reason"], doc.get("traceback"))
+        assert doc["status"] in ("not_applicable", "skipped"), (
+            name,
+            doc["status"],
+            doc["reason"],
+            doc.get("traceback"),
+        )
         if doc["status"] == "not_applicable":
             assert "no CUDA device" in doc["reason"]
             assert doc["reached"][-1].startswith("first CUDA call"), doc["reached"]
@@ -55,18 +68,33 @@ def test_run_sh_sections_reach_their_first_cuda_call_and_exit_zero(tmp_path):
         assert f"[{name}]" in doc["stdout_tail"]
     # the not-yet-built workbench pieces are named, not failed
     memory = json.loads((out / "memory.json").read_text())
-    assert set(memory["result"]["workbench_api"]) == {"profile(memory=True)", "load_memory_snapshot",
-                                                      "Trace.memory_timeline"}
+    assert set(memory["result"]["workbench_api"]) == {
+        "profile(memory=True)",
+        "load_memory_snapshot",
+        "Trace.memory_timeline",
+    }
 
 
 @pytest.mark.parametrize("name", ["memory", "critical_path"])
 def test_the_code_after_the_cuda_gate_runs_in_the_cpu_rehearsal_without_an_exception(tmp_path, name):
     """WB_GPU_REHEARSE=1 runs a section past its gate on CPU tensors: its verdict means nothing, but a
     slip in the code that only the device would reach shows here (the workbench API, once built, too)."""
-    env = {**os.environ, "WB_GPU_REHEARSE": "1", "WB_GPU_OUT": str(tmp_path), "WB_GPU_WORK": str(tmp_path / "w"),
-           "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, str(GPU / "sections.py"), "run", name, "--limit", "200"],
-                          capture_output=True, text=True, timeout=240, env=env, cwd=ROOT)
+    env = {
+        **os.environ,
+        "WB_GPU_REHEARSE": "1",
+        "WB_GPU_OUT": str(tmp_path),
+        "WB_GPU_WORK": str(tmp_path / "w"),
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    done = subprocess.run(
+        [sys.executable, str(GPU / "sections.py"), "run", name, "--limit", "200"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+        cwd=ROOT,
+    )
     doc = json.loads((tmp_path / f"{name}.json").read_text())
     assert doc.get("rehearsal") is True and "traceback" not in doc, (doc.get("traceback"), done.stdout[-2000:])
     assert doc["status"] in ("ok", "failed"), doc["reason"]
@@ -75,17 +103,21 @@ def test_the_code_after_the_cuda_gate_runs_in_the_cpu_rehearsal_without_an_excep
 
 
 def _write(out: Path, name: str, status: str, reason: str = "") -> None:
-    (out / f"{name}.json").write_text(json.dumps({"section": name, "status": status, "reason": reason,
-                                                   "reached": ["x"]}))
+    (out / f"{name}.json").write_text(
+        json.dumps({"section": name, "status": status, "reason": reason, "reached": ["x"]})
+    )
 
 
-@pytest.mark.parametrize("statuses, require_cuda, expected", [
-    ({"a": "ok", "b": "not_applicable", "c": "skipped"}, "0", 0),
-    ({"a": "ok", "b": "failed"}, "0", 1),
-    ({"a": "ok", "b": "timeout"}, "0", 1),
-    ({"a": "ok", "b": "crashed"}, "0", 1),
-    ({"a": "ok", "b": "not_applicable"}, "1", 1),     # a GPU machine whose torch sees no CUDA
-])
+@pytest.mark.parametrize(
+    "statuses, require_cuda, expected",
+    [
+        ({"a": "ok", "b": "not_applicable", "c": "skipped"}, "0", 0),
+        ({"a": "ok", "b": "failed"}, "0", 1),
+        ({"a": "ok", "b": "timeout"}, "0", 1),
+        ({"a": "ok", "b": "crashed"}, "0", 1),
+        ({"a": "ok", "b": "not_applicable"}, "1", 1),  # a GPU machine whose torch sees no CUDA
+    ],
+)
 def test_summary_exit_status(tmp_path, monkeypatch, statuses, require_cuda, expected):
     sections = _sections()
     monkeypatch.setenv("WB_GPU_OUT", str(tmp_path))
@@ -109,7 +141,7 @@ def test_finalize_marks_a_killed_section_as_timeout_and_keeps_its_steps(tmp_path
     doc = json.loads((tmp_path / "memory.json").read_text())
     assert doc["status"] == "timeout" and "40 s" in doc["reason"] and doc["reached"] == ["x"]
     assert doc["stdout_tail"] == "[memory] step one\n"
-    sections.finalize("gpu_tests", 1, None, 1.0, 90)             # no JSON at all: the process died early
+    sections.finalize("gpu_tests", 1, None, 1.0, 90)  # no JSON at all: the process died early
     assert json.loads((tmp_path / "gpu_tests.json").read_text())["status"] == "crashed"
 
 
@@ -146,4 +178,4 @@ def test_supported_torch_range_is_stated_once_and_holds_the_pin_and_the_gpu_mach
     assert pin.split("==")[1] in spec and "2.11.0" in spec
     assert f"`{supported}`" in (ROOT / "README.md").read_text()
     assert f"torch{supported}" in (ROOT / "environment.yml").read_text()
-    assert "torch==2.11.0" in (GPU / "dry_run.sh").read_text()       # the documented check of the oldest
+    assert "torch==2.11.0" in (GPU / "dry_run.sh").read_text()  # the documented check of the oldest

@@ -1,5 +1,6 @@
 """The profile-health check on made-up inputs: machine states, samples and overheads are given,
 never read from this machine."""
+
 from __future__ import annotations
 
 import json
@@ -7,20 +8,37 @@ import json
 import pytest
 
 from workbench.capture.health import (
-    MAX_PROFILER_OVERHEAD, MachineState, ProfileHealth, check_health, read_machine_state,
+    MAX_PROFILER_OVERHEAD,
+    MachineState,
+    ProfileHealth,
+    check_health,
+    read_machine_state,
 )
 from workbench.measurement import Measurement
 
-QUIET = MachineState(load_avg_1m=0.5, usable_cores=8, torch_threads=4, omp_wait_policy="PASSIVE",
-                     cpu_governor="performance", cpu_cur_mhz=3000.0, cpu_max_mhz=3000.0)
+QUIET = MachineState(
+    load_avg_1m=0.5,
+    usable_cores=8,
+    torch_threads=4,
+    omp_wait_policy="PASSIVE",
+    cpu_governor="performance",
+    cpu_cur_mhz=3000.0,
+    cpu_max_mhz=3000.0,
+)
 STEADY = Measurement(tuple(10.0 + 0.01 * (i % 3) for i in range(20)))
 
 
-def _health(timing=STEADY, traced=None, warmup="ran: one short session", waits=(0.01, 0.02), attempts=1,
-            **machine):
+def _health(timing=STEADY, traced=None, warmup="ran: one short session", waits=(0.01, 0.02), attempts=1, **machine):
     m = QUIET.__class__(**{**QUIET.to_dict(), **machine})
-    return check_health(timing, traced=traced, profiler_warmup=warmup, machine=m, clean_wait_share=waits[0],
-                        traced_wait_share=waits[1], trace_attempts=attempts)
+    return check_health(
+        timing,
+        traced=traced,
+        profiler_warmup=warmup,
+        machine=m,
+        clean_wait_share=waits[0],
+        traced_wait_share=waits[1],
+        trace_attempts=attempts,
+    )
 
 
 def _level(health, name):
@@ -40,7 +58,7 @@ def test_profiler_overhead_above_the_limit_warns_and_says_what_to_do():
     assert c.level == "warn" and c.value == pytest.approx(1.5, rel=0.01) and c.threshold == 1 + MAX_PROFILER_OVERHEAD
     assert "scaled to the clean time" in c.advice
     assert h.verdict == "caution" and "profiler overhead" in h.headline()
-    assert _level(_health(traced=Measurement((11.5, 11.6, 11.4))), "profiler_overhead") == "ok"   # 15 %
+    assert _level(_health(traced=Measurement((11.5, 11.6, 11.4))), "profiler_overhead") == "ok"  # 15 %
 
 
 def test_no_warm_up_session_and_a_slow_first_traced_call():

@@ -1,6 +1,7 @@
 """``wb.profile(..., memory=True)`` on live CPU runs: planted causes named first, attributed to their module
 and line; the category split held against ``torch.profiler._memory_profiler`` on the same profiler session.
 Bytes are asserted, never times."""
+
 from __future__ import annotations
 
 import pytest
@@ -88,8 +89,16 @@ def test_category_split_agrees_with_torch_memory_profiler(tmp_path):
 
     for _ in range(2):
         step(x)
-    with TensorRoles(torch, (x,)) as roles, profile(activities=[ProfilerActivity.CPU], record_shapes=True,
-                                                   profile_memory=True, with_stack=True, with_modules=True) as prof:
+    with (
+        TensorRoles(torch, (x,)) as roles,
+        profile(
+            activities=[ProfilerActivity.CPU],
+            record_shapes=True,
+            profile_memory=True,
+            with_stack=True,
+            with_modules=True,
+        ) as prof,
+    ):
         for i in range(2):
             with record_function(f"ProfilerStep#{i}"):
                 step(x)

@@ -2,6 +2,7 @@
 with the reason, and never crashes the process (two kineto profilers at once segfault).
 
 Each case runs in a child interpreter, so a segmentation fault fails the test instead of pytest."""
+
 from __future__ import annotations
 
 import subprocess

@@ -1,4 +1,5 @@
 """wb.profile on real callables: call counts, cold/warm split, trace, restored state, bad input."""
+
 from __future__ import annotations
 
 import importlib
@@ -20,12 +21,13 @@ def _counting(fn=lambda: None):
     def wrapped(*args, **kwargs):
         calls.append((args, kwargs))
         return fn(*args, **kwargs)
+
     return wrapped, calls
 
 
 def test_calls_cold_once_then_warmup_then_timed_repeats_then_traced_pass(monkeypatch):
     timing_module = importlib.import_module("workbench.capture.timing")
-    monkeypatch.setattr(timing_module, "make_wait_reader", lambda: (lambda: 0))   # no CPU waits: one traced pass
+    monkeypatch.setattr(timing_module, "make_wait_reader", lambda: lambda: 0)  # no CPU waits: one traced pass
     fn, calls = _counting(lambda a, b=0: a + b)
     run = wb.profile(fn, 1, warmup=2, repeat=5, trace_repeat=2, b=2)
     assert len(calls) == 1 + 2 + 5 + 2
@@ -38,7 +40,7 @@ def test_calls_cold_once_then_warmup_then_timed_repeats_then_traced_pass(monkeyp
     assert run.timing.n == 5 and run.warmup == 2 and run.repeat == 5
     assert run.timing.timer in ("perf_counter_ns", "perf_counter_ns - run-queue wait")
     assert run.trace is None and run.trace_path is None and run.trace_note == "trace off"
-    assert run.name == "_counting.<locals>.wrapped"   # the qualified name by default
+    assert run.name == "_counting.<locals>.wrapped"  # the qualified name by default
 
 
 def test_cold_call_is_timed_apart_from_warm_repeats():
@@ -46,24 +48,24 @@ def test_cold_call_is_timed_apart_from_warm_repeats():
 
     def lazy_init():
         if state["first"]:
-            time.sleep(0.05)          # stands for compile / autotune / lazy init
+            time.sleep(0.05)  # stands for compile / autotune / lazy init
             state["first"] = False
 
     run = wb.profile(lazy_init, warmup=0, repeat=5, trace=False)
     assert run.cold_ms >= 50
-    assert run.timing.max_ms < 25     # the slow first call is not among the samples
+    assert run.timing.max_ms < 25  # the slow first call is not among the samples
     assert run.cold_over_warm > 2
 
 
 def test_traced_run_parses_ops_with_one_step_per_traced_call(matmul_run):
     run = matmul_run
     assert run.trace is not None, run.trace_note
-    assert not run.timed_under_profiler           # the clean repeats ran with no profiler
-    n = run.trace_repeat         # not given: a few, enough to cover TRACE_TARGET_MS of clean time
+    assert not run.timed_under_profiler  # the clean repeats ran with no profiler
+    n = run.trace_repeat  # not given: a few, enough to cover TRACE_TARGET_MS of clean time
     assert run.timing.n == 6 and n == profile_module.auto_trace_repeat(run.timing.median_ms)
     assert run.traced_timing is not None and run.traced_timing.n == n and run.traced_calls == n
     ops = run.trace.cpu_ops
-    assert (ops["name"] == "aten::mm").sum() == n   # the traced pass only: not cold, warm-up or clean
+    assert (ops["name"] == "aten::mm").sum() == n  # the traced pass only: not cold, warm-up or clean
     steps = run.trace.annotations
     step_names = set(steps[steps["name"].str.startswith("ProfilerStep#")]["name"])
     assert step_names == {f"ProfilerStep#{i}" for i in range(n)}
@@ -79,7 +81,7 @@ def test_traced_ops_carry_input_shapes(matmul_run):
     mm = matmul_run.trace.cpu_ops.query("name == 'aten::mm'")
     assert len(mm) == matmul_run.trace_repeat
     assert "64" in str(mm["input_dims"].iloc[0])
-    assert len(matmul_run.trace.memory) > 0          # profile_memory=True: allocator events
+    assert len(matmul_run.trace.memory) > 0  # profile_memory=True: allocator events
 
 
 def test_traced_calls_by_default_cover_a_target_of_clean_time():
@@ -99,8 +101,9 @@ def test_profiler_warm_up_runs_once_per_process():
 def test_exception_propagates_unchanged_and_profiler_is_stopped(monkeypatch):
     folders = []
     real_mkdtemp = profile_module.tempfile.mkdtemp
-    monkeypatch.setattr(profile_module.tempfile, "mkdtemp",
-                        lambda **kw: folders.append(real_mkdtemp(**kw)) or folders[-1])
+    monkeypatch.setattr(
+        profile_module.tempfile, "mkdtemp", lambda **kw: folders.append(real_mkdtemp(**kw)) or folders[-1]
+    )
     fn, calls = _counting()
 
     def fails_on_third():
@@ -111,7 +114,7 @@ def test_exception_propagates_unchanged_and_profiler_is_stopped(monkeypatch):
     with pytest.raises(ValueError, match="bad batch"):
         wb.profile(fails_on_third, warmup=1, repeat=5)
     assert not torch.autograd.profiler._is_profiler_enabled
-    with torch.profiler.profile():   # a new session can start
+    with torch.profiler.profile():  # a new session can start
         torch.ones(2).sum()
     assert folders and not os.path.exists(folders[0]), "the partial trace folder is left behind"
 
@@ -133,22 +136,31 @@ def test_keyboard_interrupt_mid_repeats_stops_profiler_and_restores_threads():
 
 def test_threads_and_grad_mode_apply_inside_and_are_restored():
     seen = []
-    run = wb.profile(lambda: seen.append((torch.get_num_threads(), torch.is_grad_enabled())),
-                     warmup=0, repeat=2, trace=False, threads=2, grad_enabled=False)
+    run = wb.profile(
+        lambda: seen.append((torch.get_num_threads(), torch.is_grad_enabled())),
+        warmup=0,
+        repeat=2,
+        trace=False,
+        threads=2,
+        grad_enabled=False,
+    )
     assert set(seen) == {(2, False)}
     assert run.settings == {"num_threads": 2, "grad_enabled": False}
     assert torch.get_num_threads() == 1 and torch.is_grad_enabled()
 
 
-@pytest.mark.parametrize("kwargs, fragment", [
-    ({"warmup": -1}, "warmup must be an integer >= 0"),
-    ({"repeat": 0}, "repeat must be an integer >= 1"),
-    ({"repeat": 2.5}, "repeat must be an integer >= 1"),
-    ({"repeat": True}, "repeat must be an integer >= 1"),
-    ({"threads": 0}, "threads must be an integer >= 1"),
-    ({"device": "tpu"}, "device must be one of"),
-    ({"trace_repeat": 0}, "trace_repeat must be an integer >= 1"),
-])
+@pytest.mark.parametrize(
+    "kwargs, fragment",
+    [
+        ({"warmup": -1}, "warmup must be an integer >= 0"),
+        ({"repeat": 0}, "repeat must be an integer >= 1"),
+        ({"repeat": 2.5}, "repeat must be an integer >= 1"),
+        ({"repeat": True}, "repeat must be an integer >= 1"),
+        ({"threads": 0}, "threads must be an integer >= 1"),
+        ({"device": "tpu"}, "device must be one of"),
+        ({"trace_repeat": 0}, "trace_repeat must be an integer >= 1"),
+    ],
+)
 def test_bad_options_raise_invalid_argument(kwargs, fragment):
     fn, calls = _counting()
     with pytest.raises(InvalidArgumentError, match=fragment):

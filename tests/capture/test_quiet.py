@@ -1,4 +1,5 @@
 """Native stderr (fd 2) held back during the traced pass; shown only when something failed."""
+
 from __future__ import annotations
 
 import os
@@ -14,7 +15,7 @@ def test_native_writes_are_held_back_and_kept(capfd):
         os.write(2, b"CPUAllocator: Memory block of unknown size\n")
     assert held.text == "USDT: profiler_start\nCPUAllocator: Memory block of unknown size\n"
     assert "USDT" not in capfd.readouterr().err
-    os.write(2, b"after\n")                       # fd 2 is restored
+    os.write(2, b"after\n")  # fd 2 is restored
     assert capfd.readouterr().err == "after\n"
 
 

@@ -2,6 +2,7 @@
 timing caveats qualify findings instead of outranking them (they stand before only the findings
 smaller than the noise they report), nothing-at-stake is not shown, stakes
 are per clean call, and one-time costs are spread over a stated number of calls."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -10,17 +11,26 @@ import types
 import pytest
 
 from workbench.capture.compile_diag import CompileDiagnostics
-from workbench.measurement import Measurement
 from workbench.hypotheses import get_rule
 from workbench.hypotheses.diagnose import qualify, rank
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.run_facts import ONE_TIME_COST_CALLS, RunFacts
+from workbench.measurement import Measurement
 
 
 def _h(rule, category, stake, confidence="medium"):
-    return Hypothesis(category=category, title=rule, observed="o", mechanism="m",
-                      evidence=(Evidence("x", 1.0, "u"),), time_at_stake_ms=stake, predicted_effect="p",
-                      falsifier="f", confidence=confidence, rule=rule)
+    return Hypothesis(
+        category=category,
+        title=rule,
+        observed="o",
+        mechanism="m",
+        evidence=(Evidence("x", 1.0, "u"),),
+        time_at_stake_ms=stake,
+        predicted_effect="p",
+        falsifier="f",
+        confidence=confidence,
+        rule=rule,
+    )
 
 
 def test_a_finding_above_the_noise_outranks_a_high_confidence_caveat():
@@ -28,12 +38,12 @@ def test_a_finding_above_the_noise_outranks_a_high_confidence_caveat():
     memory = _h("cpu_memory_bound_ops", "memory_bound", 2.5)
     ranked = rank(qualify([few, memory]))
     assert [h.rule for h in ranked] == ["cpu_memory_bound_ops", "too_few_samples"]
-    assert ranked[0].confidence == "medium"       # above the uncertainty: not qualified
+    assert ranked[0].confidence == "medium"  # above the uncertainty: not qualified
 
 
 def test_a_finding_within_the_noise_loses_one_step_and_the_caveat_ranks_before_the_findings_it_exceeds():
     noisy = _h("noisy_timing", "measurement", 1.0, "high")
-    gaps = _h("cpu_host_gaps", "host_bound", 1.0, "high")      # tied with the uncertainty
+    gaps = _h("cpu_host_gaps", "host_bound", 1.0, "high")  # tied with the uncertainty
     small = _h("frequent_sequences", "launch_overhead", 0.3, "medium")
     ranked = rank(qualify([gaps, small, noisy]))
     # a caveat qualifies the findings (one confidence step less) and is never "high". It stands after
@@ -78,9 +88,19 @@ def test_equal_stakes_rank_deterministically():
 
 def _run(samples, cold_ms, *, expected_calls=None, traced=None):
     return types.SimpleNamespace(
-        name="fake", timing=Measurement(tuple(samples)), cold_ms=cold_ms, warmup=3, repeat=len(samples),
-        compile=CompileDiagnostics(), environment={}, trace=None, profiler_warmup="ran",
-        traced_timing=traced, trace_repeat=traced.n if traced else 0, expected_calls=expected_calls)
+        name="fake",
+        timing=Measurement(tuple(samples)),
+        cold_ms=cold_ms,
+        warmup=3,
+        repeat=len(samples),
+        compile=CompileDiagnostics(),
+        environment={},
+        trace=None,
+        profiler_warmup="ran",
+        traced_timing=traced,
+        trace_repeat=traced.n if traced else 0,
+        expected_calls=expected_calls,
+    )
 
 
 def test_cold_start_is_one_time_and_spread_over_a_stated_number_of_calls():
@@ -91,7 +111,7 @@ def test_cold_start_is_one_time_and_spread_over_a_stated_number_of_calls():
     rows = {k: v for e in h.evidence for r in e.rows for k, v in r.items()}
     assert rows["one_time_ms"] == pytest.approx(200.0) and rows["spread_over_calls"] == ONE_TIME_COST_CALLS
     stated = get_rule("cold_start")(RunFacts(_run([4.0] * 20, cold_ms=204.0, expected_calls=10)))[0]
-    assert stated.time_at_stake_ms == pytest.approx(20.0)   # over the calls the user states
+    assert stated.time_at_stake_ms == pytest.approx(20.0)  # over the calls the user states
 
 
 def test_too_few_samples_without_an_interval_holds_the_whole_median():
@@ -99,12 +119,12 @@ def test_too_few_samples_without_an_interval_holds_the_whole_median():
     assert four.time_at_stake_ms == pytest.approx(1.015, rel=1e-6)
     assert "no 95% interval" in four.observed
     eight = get_rule("too_few_samples")(RunFacts(_run([1.0 + 0.01 * i for i in range(8)], cold_ms=1.0)))[0]
-    assert eight.time_at_stake_ms < 0.1                       # an interval exists: its half-width
+    assert eight.time_at_stake_ms < 0.1  # an interval exists: its half-width
 
 
 def test_trace_scale_reads_the_traced_pass():
     clean = [2.0] * 10
-    assert RunFacts(_run(clean, 2.0)).trace_scale == 1.0                  # no traced pass: unscaled
+    assert RunFacts(_run(clean, 2.0)).trace_scale == 1.0  # no traced pass: unscaled
     facts = RunFacts(_run(clean, 2.0, traced=Measurement((5.0, 5.0, 5.0))))
     assert facts.trace_scale == pytest.approx(0.4) and facts.clean_ms == pytest.approx(2.0)
     assert facts.calls_profiled == 1 + 3 + 10 + 3

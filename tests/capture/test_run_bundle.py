@@ -1,5 +1,6 @@
 """ProfileRun round trips (to_dict, save/load_run), bad bundles, notebook display; the capture
 record under it (``RunRecord``) and the face run over it."""
+
 from __future__ import annotations
 
 import gzip
@@ -38,9 +39,9 @@ def test_the_face_run_is_the_capture_record_with_the_facade_trace(matmul_run, tm
     from workbench.trace import TraceData
 
     assert isinstance(matmul_run, RunRecord) and type(matmul_run.trace) is wb.Trace
-    assert matmul_run.environment["torch"]           # the face's profile attached the fingerprint
+    assert matmul_run.environment["torch"]  # the face's profile attached the fingerprint
     folder = matmul_run.save(tmp_path / "bundle")
-    record = RunRecord.load(folder)                  # one reader: the record's, which the face inherits
+    record = RunRecord.load(folder)  # one reader: the record's, which the face inherits
     assert type(record) is RunRecord and type(record.trace) is TraceData and not hasattr(record, "hypotheses")
     face = wb.ProfileRun.from_record(record)
     assert type(face.trace) is wb.Trace and face.timing == matmul_run.timing
@@ -51,11 +52,12 @@ def test_history_is_assignable_and_saved_with_the_run(matmul_run, tmp_path):
     from workbench.study.history import History, HistoryEntry
 
     run = wb.load_run(matmul_run.save(tmp_path / "a"))
-    run.history = History(key="k", entries=(HistoryEntry(key="k", time="t", median_ms=1.0, spread_ms=0.1),),
-                          change_points=())
+    run.history = History(
+        key="k", entries=(HistoryEntry(key="k", time="t", median_ms=1.0, spread_ms=0.1),), change_points=()
+    )
     assert wb.load_run(run.save(tmp_path / "b")).history == run.history
     with pytest.raises(AttributeError):
-        run.cold_ms = 1.0                            # the measured fields stay frozen
+        run.cold_ms = 1.0  # the measured fields stay frozen
 
 
 def test_untraced_run_saves_without_trace(tmp_path):
@@ -135,11 +137,11 @@ def test_html_shows_timing_cold_and_top_ops(matmul_run):
     page = matmul_run._repr_html_()
     assert "clean median (per call)" in page and "cold (first call)" in page
     assert "traced pass" in page and "overhead" in page and "profile health" in page
-    table = page[page.index("Top 10 CPU ops"):page.index("</table>", page.index("Top 10 CPU ops"))]
+    table = page[page.index("Top 10 CPU ops") : page.index("</table>", page.index("Top 10 CPU ops"))]
     assert "<th>self / call</th>" in table and "self_us" not in table and "e+0" not in table
-    assert " µs" in table or " ms" in table        # per call, adaptive units
+    assert " µs" in table or " ms" in table  # per call, adaptive units
     assert "Top 10 CPU ops by self time" in page and "aten::mm" in page
-    assert "torch.compile" not in page            # nothing compiled: no empty section
+    assert "torch.compile" not in page  # nothing compiled: no empty section
 
 
 def test_html_without_trace_has_no_op_section():
@@ -152,5 +154,5 @@ def test_hypotheses_are_ranked_and_categorised(matmul_run):
     hyps = matmul_run.hypotheses
     assert isinstance(hyps, list)
     assert all(h.category in CATEGORIES for h in hyps)
-    assert rank(hyps) == hyps                     # already in the engine's ranked order
-    assert any(h.category == "measurement" for h in hyps)   # 6 samples is too few to trust
+    assert rank(hyps) == hyps  # already in the engine's ranked order
+    assert any(h.category == "measurement" for h in hyps)  # 6 samples is too few to trust

@@ -1,4 +1,5 @@
 """Breakdown, roofline and comparison builders, checked through the vega-lite spec."""
+
 import math
 
 import pandas as pd
@@ -14,12 +15,14 @@ def _values(spec):
 
 
 def _ops_table(n=30):
-    return pd.DataFrame({
-        "name": [f"aten::op{i}" for i in range(n)],
-        "count": list(range(1, n + 1)),
-        "self_us": [float(i * 10) for i in range(n)],
-        "total_us": [float(i * 20) for i in range(n)],
-    })
+    return pd.DataFrame(
+        {
+            "name": [f"aten::op{i}" for i in range(n)],
+            "count": list(range(1, n + 1)),
+            "self_us": [float(i * 10) for i in range(n)],
+            "total_us": [float(i * 20) for i in range(n)],
+        }
+    )
 
 
 def test_top_ops_keeps_the_n_largest_by_self_time():
@@ -48,10 +51,15 @@ def test_top_ops_missing_column_is_a_clear_error():
 
 
 def test_kernel_charts_use_sum_us_and_kernel_type():
-    table = pd.DataFrame({"name": ["gemm", "nccl", "memcpy"], "kernel_type": ["computation", "communication", "memory"],
-                          "sum_us": [50.0, 30.0, 20.0]})
+    table = pd.DataFrame(
+        {
+            "name": ["gemm", "nccl", "memcpy"],
+            "kernel_type": ["computation", "communication", "memory"],
+            "sum_us": [50.0, 30.0, 20.0],
+        }
+    )
     spec = charts.top_kernels_chart(table).to_dict()
-    compute, communication = spec["vconcat"]               # communication kernels apart, below
+    compute, communication = spec["vconcat"]  # communication kernels apart, below
     assert compute["encoding"]["color"]["field"] == "kernel_type"
     assert compute["encoding"]["x"]["field"] == "sum_us"
     assert {r["name"] for r in _values(spec) if r["kernel_type"] == "communication"} == {"nccl"}
@@ -61,10 +69,10 @@ def test_kernel_charts_use_sum_us_and_kernel_type():
 
 
 def test_idle_chart_accepts_long_and_wide_tables():
-    long = pd.DataFrame({"rank": [0, 0], "stream": [7, 7], "idle_category": ["host_wait", "other"],
-                         "idle_us": [5.0, 7.0]})
-    wide = pd.DataFrame({"rank": [0], "stream": [7], "host_wait_us": [5.0], "kernel_wait_us": [0.0],
-                         "other_us": [7.0]})
+    long = pd.DataFrame(
+        {"rank": [0, 0], "stream": [7, 7], "idle_category": ["host_wait", "other"], "idle_us": [5.0, 7.0]}
+    )
+    wide = pd.DataFrame({"rank": [0], "stream": [7], "host_wait_us": [5.0], "kernel_wait_us": [0.0], "other_us": [7.0]})
     for table in (long, wide):
         rows = _values(charts.idle_chart(table).to_dict())
         assert {r["part"]: r["time_us"] for r in rows if r["time_us"]} == {"host_wait": 5.0, "other": 7.0}
@@ -78,8 +86,15 @@ def test_per_rank_chart_stacks_every_us_column():
 
 
 def test_roofline_places_points_and_marks_the_ridge():
-    points = pd.DataFrame({"name": ["mm", "add", "mm"], "flops": [2e9, 1e6, 2e9], "bytes": [1e7, 1.2e7, 1e7],
-                           "dur_us": [100.0, 10.0, 50.0], "variant": ["baseline", "baseline", "compiled"]})
+    points = pd.DataFrame(
+        {
+            "name": ["mm", "add", "mm"],
+            "flops": [2e9, 1e6, 2e9],
+            "bytes": [1e7, 1.2e7, 1e7],
+            "dur_us": [100.0, 10.0, 50.0],
+            "variant": ["baseline", "baseline", "compiled"],
+        }
+    )
     spec = charts.roofline_chart(points, memory_gbps=1000.0, peak_flops={"fp32": 20e12, "bf16": 300e12}).to_dict()
     rows = _values(spec)
     ridges = {r["dtype"]: r["intensity"] for r in rows if "text" in r}

@@ -1,4 +1,5 @@
 """Charts of a real variant Comparison: samples and speedup, and variants that were not timed."""
+
 import pytest
 
 import workbench as wb
@@ -19,9 +20,15 @@ def comparison():
     def fast(x):
         return x * sum(range(30))
 
-    return wb.compare({"eager": slow, "rewrite": fast, "graph": wb.variants.cuda_graph(slow)},
-                      inputs=lambda: (torch.randn(64, 64, dtype=torch.float64),), budget_s=0.3,
-                      min_rounds=5, max_rounds=8, checks=1, profile=False)
+    return wb.compare(
+        {"eager": slow, "rewrite": fast, "graph": wb.variants.cuda_graph(slow)},
+        inputs=lambda: (torch.randn(64, 64, dtype=torch.float64),),
+        budget_s=0.3,
+        min_rounds=5,
+        max_rounds=8,
+        checks=1,
+        profile=False,
+    )
 
 
 def test_comparison_charts_show_samples_speedup_and_untimed_variants(comparison):

@@ -1,5 +1,6 @@
 """A GPU trace's charts include its critical path: the bound-by bar and the path on its timeline (offline
 altair specs, read through ``to_dict()``)."""
+
 from __future__ import annotations
 
 import json

@@ -1,13 +1,14 @@
 """Writing a result's charts to files: the same charts the notebook shows, one file per format."""
+
 import json
 from pathlib import Path
 
 import pytest
 
 from workbench import charts
+from workbench.api.trace import load_trace
 from workbench.cli import main
 from workbench.errors import InvalidArgumentError
-from workbench.api.trace import load_trace
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
 
@@ -22,13 +23,15 @@ def test_trace_charts_become_svg_and_png_files_in_display_order(trace, tmp_path)
     shown = charts.result_charts(trace)
     assert len(paths) == 2 * len(shown)
     names = [p.name for p in paths]
-    assert names[0].startswith("01-top-") and "ops" in names[0] and names[0].endswith(".svg") and names[1].endswith(".png")
+    assert (
+        names[0].startswith("01-top-") and "ops" in names[0] and names[0].endswith(".svg") and names[1].endswith(".png")
+    )
     assert any("timeline" in n for n in names) and any("roofline" in n for n in names)
     for p in paths:
         data = p.read_bytes()
         assert data.startswith(b"\x89PNG") if p.suffix == ".png" else b"<svg" in data[:200]
     timeline_svg = next(p for p in paths if "timeline" in p.name and p.suffix == ".svg").read_text()
-    assert timeline_svg.count("<path") > 20          # bars drawn, not an empty frame
+    assert timeline_svg.count("<path") > 20  # bars drawn, not an empty frame
 
 
 def test_a_comparison_writes_its_samples_and_speedup_chart(tmp_path):
@@ -37,8 +40,17 @@ def test_a_comparison_writes_its_samples_and_speedup_chart(tmp_path):
     import workbench as wb
 
     x = torch.randn(20_000)
-    cmp = wb.compare({"eager": lambda t: t * 2 + 1, "rewrite": lambda t: torch.addcmul(torch.ones_like(t), t, torch.full_like(t, 2.0))},
-                     inputs=(x,), budget_s=0.3, min_rounds=10, max_rounds=20, profile=False)
+    cmp = wb.compare(
+        {
+            "eager": lambda t: t * 2 + 1,
+            "rewrite": lambda t: torch.addcmul(torch.ones_like(t), t, torch.full_like(t, 2.0)),
+        },
+        inputs=(x,),
+        budget_s=0.3,
+        min_rounds=10,
+        max_rounds=20,
+        profile=False,
+    )
     paths = charts.save_charts(cmp, tmp_path, formats=("svg",))
     assert len(paths) == len(charts.result_charts(cmp)) >= 1
     svg = paths[0].read_text()
@@ -69,8 +81,19 @@ def test_a_file_where_the_folder_should_be_is_a_clear_error(tmp_path):
 
 
 def test_cli_analyze_writes_the_charts(tmp_path, capsys):
-    assert main(["analyze", str(DATA / "a100_alexnet.json.gz"), "--charts", str(tmp_path / "c"),
-                 "--chart-format", "svg,html"]) == 0
+    assert (
+        main(
+            [
+                "analyze",
+                str(DATA / "a100_alexnet.json.gz"),
+                "--charts",
+                str(tmp_path / "c"),
+                "--chart-format",
+                "svg,html",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     written = sorted((tmp_path / "c").iterdir())
     assert f"wrote {len(written)} chart file(s)" in out and len(written) >= 8

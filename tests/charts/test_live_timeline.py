@@ -4,6 +4,7 @@ The frontend reports a zoom by setting the widget's ``_vl_selections`` (what alt
 JavaScript sends over the comm); the tests set it the same way, so the path from the comm message
 through altair's selection traits to the re-query is the one a live notebook runs.
 """
+
 import re
 from types import SimpleNamespace
 
@@ -25,12 +26,27 @@ KERNEL_DUR_US = 0.5
 def trace():
     rng = np.random.default_rng(7)
     ts = np.sort(rng.uniform(0, 1e6, N_KERNELS))
-    kernels = pd.DataFrame({"rank": 0, "stream": np.where(np.arange(N_KERNELS) % 4 == 0, 13, 7),
-                            "name": ["gemm", "add"] * (N_KERNELS // 2), "kind": "kernel",
-                            "ts_us": ts, "dur_us": KERNEL_DUR_US})
-    ops = pd.DataFrame({"rank": 0, "tid": 11, "name": ["aten::mm", "aten::add"],
-                        "ts_us": [10.0, 500_000.0], "dur_us": [400_000.0, 20.0], "depth": 0,
-                        "input_dims": ["[[8, 16], [16, 4]]", "[[8]]"]})
+    kernels = pd.DataFrame(
+        {
+            "rank": 0,
+            "stream": np.where(np.arange(N_KERNELS) % 4 == 0, 13, 7),
+            "name": ["gemm", "add"] * (N_KERNELS // 2),
+            "kind": "kernel",
+            "ts_us": ts,
+            "dur_us": KERNEL_DUR_US,
+        }
+    )
+    ops = pd.DataFrame(
+        {
+            "rank": 0,
+            "tid": 11,
+            "name": ["aten::mm", "aten::add"],
+            "ts_us": [10.0, 500_000.0],
+            "dur_us": [400_000.0, 20.0],
+            "depth": 0,
+            "input_dims": ["[[8, 16], [16, 4]]", "[[8]]"],
+        }
+    )
     return SimpleNamespace(kernels=kernels, cpu_ops=ops, runtime=None, annotations=None)
 
 
@@ -112,14 +128,19 @@ def test_empty_same_or_eventless_windows_leave_the_chart_alone(widget):
     assert widget.timeline.requeries == 1 and widget.spec is spec
 
 
-@pytest.mark.parametrize("value, expected", [
-    ({"ts_us": [5.0, 1.0]}, (1.0, 5.0)),
-    ({"ts_us": [1.0, 1.0]}, None),
-    ({"ts_us": [1.0, float("nan")]}, None),
-    ({"ts_us": ["a", 2]}, None),
-    ({"other": [1.0, 2.0]}, None),
-    ({}, None), (None, None), ([1.0, 2.0], None),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ({"ts_us": [5.0, 1.0]}, (1.0, 5.0)),
+        ({"ts_us": [1.0, 1.0]}, None),
+        ({"ts_us": [1.0, float("nan")]}, None),
+        ({"ts_us": ["a", 2]}, None),
+        ({"other": [1.0, 2.0]}, None),
+        ({}, None),
+        (None, None),
+        ([1.0, 2.0], None),
+    ],
+)
 def test_zoom_window_reads_only_finite_non_empty_intervals(value, expected):
     assert zoom_window(value) == expected
     assert zoom_window(SimpleNamespace(value=value)) == expected
@@ -136,8 +157,7 @@ def test_a_trace_without_events_gives_a_message_widget_with_nothing_to_observe()
 def test_offline_widget_javascript_has_no_cdn_import(trace):
     import altair as alt
 
-    widget = charts.live_timeline(trace.kernels.assign(lane="rank 0 · stream 7", shapes=None),
-                                  offline=True)
+    widget = charts.live_timeline(trace.kernels.assign(lane="rank 0 · stream 7", shapes=None), offline=True)
     esm = widget.get_state()["_esm"]  # the module the frontend is sent
     assert alt.JupyterChart._is_offline and len(esm) > 100_000
     assert "esm.sh" not in esm and not re.search(r"(from|import)\s*\(?\s*[\"']https?://", esm)

@@ -1,4 +1,5 @@
 """Offline HTML: vega inlined once, specs that cannot break out of their script, static export."""
+
 import re
 from pathlib import Path
 
@@ -33,8 +34,11 @@ def test_without_bundle_the_div_says_what_is_missing():
 
 def test_every_notebook_output_carries_the_bundle_once():
     # an output must draw on its own (browser reload, saved notebook, outputs above cleared)
-    for html in (charts.OfflineChart(_chart())._repr_html_(), charts.OfflineChart(_chart())._repr_html_(),
-                 charts.charts_html([_chart(), _chart(), _chart()])):
+    for html in (
+        charts.OfflineChart(_chart())._repr_html_(),
+        charts.OfflineChart(_chart())._repr_html_(),
+        charts.charts_html([_chart(), _chart(), _chart()]),
+    ):
         assert html.count("if (!window.vegaEmbed) { (function") == 1 and len(html) > 500_000
     assert charts.charts_html([_chart(), _chart()]).count('class="workbench-chart"') == 2
 
@@ -56,8 +60,9 @@ def test_page_html_inlines_one_bundle_for_many_charts():
     assert "<title>&lt;t&gt;</title>" in page
 
 
-@pytest.mark.parametrize("suffix,magic", [(".svg", b"<svg"), (".png", b"\x89PNG"), (".html", b"<!DOCTYPE"),
-                                          (".json", b"{")])
+@pytest.mark.parametrize(
+    "suffix,magic", [(".svg", b"<svg"), (".png", b"\x89PNG"), (".html", b"<!DOCTYPE"), (".json", b"{")]
+)
 def test_save_writes_each_format(tmp_path, suffix, magic):
     path = charts.save(_chart(), tmp_path / f"chart{suffix}")
     data = path.read_bytes()
@@ -86,7 +91,7 @@ def test_builder_charts_shown_directly_are_offline_html():
 
     from workbench import charts
 
-    assert alt.renderers.active == "workbench"           # enabled by importing workbench.charts
+    assert alt.renderers.active == "workbench"  # enabled by importing workbench.charts
     chart = charts.top_ops_chart(pd.DataFrame({"name": ["aten::mm"], "self_us": [3.0]}))
     bundle = chart._repr_mimebundle_()
     data = bundle[0] if isinstance(bundle, tuple) else bundle
@@ -118,14 +123,14 @@ def test_one_bundle_per_notebook_where_the_front_end_names_cells(monkeypatch):
     monkeypatch.setattr(offline, "_bundle_cells", set())
     cell = {"id": None}
     monkeypatch.setattr(offline, "_current_cell_id", lambda: cell["id"])
-    assert offline.BUNDLE_OPEN in offline.notebook_html(chart, include_bundle=None)   # no cell id: each output
+    assert offline.BUNDLE_OPEN in offline.notebook_html(chart, include_bundle=None)  # no cell id: each output
     cell["id"] = "first"
     assert offline.BUNDLE_OPEN in charts.charts_html([chart, chart])
     cell["id"] = "second"
     later = charts.charts_html([chart])
     assert offline.BUNDLE_OPEN not in later and len(later) < 20_000
-    assert offline.bundle_storage_key() in later                       # loads the browser's copy
-    cell["id"] = "first"                                               # the first cell re-run: carries it again
+    assert offline.bundle_storage_key() in later  # loads the browser's copy
+    cell["id"] = "first"  # the first cell re-run: carries it again
     assert offline.BUNDLE_OPEN in offline.OfflineChart(chart)._repr_html_()
 
 
@@ -155,21 +160,27 @@ def test_a_kernel_that_names_no_cells_still_gets_one_bundle_per_notebook(monkeyp
     assert offline.BUNDLE_OPEN in run_cell("charts.top_ops_chart(t)")
     later = [run_cell("charts.top_ops_chart(t, n=1)"), run_cell("charts.comparison_chart(s)")]
     assert all(offline.BUNDLE_OPEN not in html and len(html) < 20_000 for html in later)
-    assert all(offline.bundle_storage_key() in html for html in later)     # they load the stored copy
-    assert offline.BUNDLE_OPEN in run_cell("charts.top_ops_chart(t)")       # the first cell re-run: carries it
-    kernel.parent = {"header": {"msg_type": "execute_request"}, "content": {"code": "x"},
-                     "metadata": {"cellId": "lab-cell-1"}}
-    assert offline._current_cell_id() == "lab-cell-1"                      # a front end's own id wins
+    assert all(offline.bundle_storage_key() in html for html in later)  # they load the stored copy
+    assert offline.BUNDLE_OPEN in run_cell("charts.top_ops_chart(t)")  # the first cell re-run: carries it
+    kernel.parent = {
+        "header": {"msg_type": "execute_request"},
+        "content": {"code": "x"},
+        "metadata": {"cellId": "lab-cell-1"},
+    }
+    assert offline._current_cell_id() == "lab-cell-1"  # a front end's own id wins
 
 
 def test_a_notebook_executed_by_nbclient_with_three_charts_carries_vega_once(tmp_path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     root = str(Path(__file__).resolve().parents[2])
-    cells = [f"import sys; sys.path.insert(0, {root!r})\nimport pandas as pd\nfrom workbench import charts\n"
-             "t = pd.DataFrame({'name': ['aten::mm', 'aten::add'], 'self_us': [3.0, 2.0]})",
-             "charts.top_ops_chart(t)", "charts.top_ops_chart(t, n=1)",
-             "charts.comparison_chart({'a': [1.0, 1.1], 'b': [0.5, 0.6]}, baseline='a')"]
+    cells = [
+        f"import sys; sys.path.insert(0, {root!r})\nimport pandas as pd\nfrom workbench import charts\n"
+        "t = pd.DataFrame({'name': ['aten::mm', 'aten::add'], 'self_us': [3.0, 2.0]})",
+        "charts.top_ops_chart(t)",
+        "charts.top_ops_chart(t, n=1)",
+        "charts.comparison_chart({'a': [1.0, 1.1], 'b': [0.5, 0.6]}, baseline='a')",
+    ]
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
     nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
@@ -179,4 +190,4 @@ def test_a_notebook_executed_by_nbclient_with_three_charts_carries_vega_once(tmp
     text = path.read_text(encoding="utf-8")
     assert text.count('class=\\"workbench-chart\\"') == 3
     assert text.count(offline.BUNDLE_OPEN.split("\n")[0].split(">", 1)[1]) == 1
-    assert path.stat().st_size < 1_200_000, path.stat().st_size     # one copy (~0.9 MB), was ~2.8 MB
+    assert path.stat().st_size < 1_200_000, path.stat().st_size  # one copy (~0.9 MB), was ~2.8 MB

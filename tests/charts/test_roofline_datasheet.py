@@ -1,5 +1,6 @@
 """CPU roofline with datasheet rows: a known CPU model's derived peaks drawn as grey reference roofs
 beside the measured (or default) ceiling, compute scaled to torch's threads; unknown models unchanged."""
+
 from pathlib import Path
 
 import pytest
@@ -11,14 +12,22 @@ from workbench.charts.roofline_data import RooflineCeilings, cpu_ceilings, datas
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SPR = "Intel(R) Xeon(R) Platinum 8480+"
-SPR_FP32_8T = 8 * 2.0e9 * 64        # 8 of 56 cores x 2.0 GHz x 64 FLOP/cycle
-SPR_BF16_8T = 8 * 2.0e9 * 1024      # AMX
+SPR_FP32_8T = 8 * 2.0e9 * 64  # 8 of 56 cores x 2.0 GHz x 64 FLOP/cycle
+SPR_BF16_8T = 8 * 2.0e9 * 1024  # AMX
 
 
 def _recorded(model, threads, copy_gbps=12.5, gflops=250.0):
-    return {"cpu_model": model, "threads": threads, "torch_version": "x", "copy_gbps": copy_gbps,
-            "matmul_fp32_gflops": gflops, "copy_bytes": 2**20, "matmul_n": 64, "repeats": 2,
-            "measured_at": "2026-01-01T00:00:00+00:00"}
+    return {
+        "cpu_model": model,
+        "threads": threads,
+        "torch_version": "x",
+        "copy_gbps": copy_gbps,
+        "matmul_fp32_gflops": gflops,
+        "copy_bytes": 2**20,
+        "matmul_n": 64,
+        "repeats": 2,
+        "measured_at": "2026-01-01T00:00:00+00:00",
+    }
 
 
 def _values(spec):
@@ -49,8 +58,10 @@ def test_measured_ceiling_stays_primary_and_the_datasheet_comes_along():
     assert c.measured and c.memory_gbps == 12.5 and c.peak_flops == {"fp32 matmul": 250e9}
     ref = c.reference
     assert ref.memory_gbps == pytest.approx(307.2)
-    assert ref.peak_flops == {"datasheet fp32 x8/56 cores": pytest.approx(SPR_FP32_8T),
-                              "datasheet bf16 AMX x8/56 cores": pytest.approx(SPR_BF16_8T)}
+    assert ref.peak_flops == {
+        "datasheet fp32 x8/56 cores": pytest.approx(SPR_FP32_8T),
+        "datasheet bf16 AMX x8/56 cores": pytest.approx(SPR_BF16_8T),
+    }
     assert "compute x 8/56 cores (torch threads / cores)" in ref.device
     assert "a few threads cannot reach" in ref.device and "not verifiable offline" in ref.source
     assert RooflineCeilings.from_dict(c.to_dict()) == c
@@ -91,8 +102,10 @@ def test_chart_draws_grey_datasheet_roofs_beside_the_measured_one(cpu_trace):
     assert ridge["intensity"] == pytest.approx(SPR_FP32_8T / 307.2e9)
     subtitle = "\n".join(spec["title"]["subtitle"])
     assert "ceiling: measured 2026-01-01" in subtitle
-    assert ("grey roofs, not used for judging: Intel Xeon Platinum 8480+ datasheet: "
-            "compute x 8/56 cores (torch threads / cores)") in subtitle
+    assert (
+        "grey roofs, not used for judging: Intel Xeon Platinum 8480+ datasheet: "
+        "compute x 8/56 cores (torch threads / cores)"
+    ) in subtitle
     assert "307.2 GB/s is the socket's DRAM peak, which a few threads cannot reach" in subtitle
 
 

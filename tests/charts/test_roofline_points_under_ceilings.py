@@ -1,5 +1,6 @@
 """Every roofline point of the shared traces lies under its ceiling or carries the anomaly flag, and a CPU
 op whose work is in its callee (aten::relu -> aten::clamp_min) is placed with its inclusive time."""
+
 from __future__ import annotations
 
 import json
@@ -31,21 +32,28 @@ def test_points_are_under_the_ceiling_or_flagged(name):
     over = placed["achieved_flops"] > (placed["intensity"] * ceiling.memory_gbps * 1e9).clip(upper=top) * 1.05
     assert not (over & ~placed["above_roof"]).any()
     # the chart flags exactly what the analysis placement flags (the same function)
-    assert list(placed["above_roof"]) == list(place(points, ceiling, time_column="dur_us", dtype_column="dtype").table["above_roof"])
+    assert list(placed["above_roof"]) == list(
+        place(points, ceiling, time_column="dur_us", dtype_column="dtype").table["above_roof"]
+    )
 
 
 def test_relu_point_uses_the_time_its_callee_carries(tmp_path):
     n = 1 << 20
+
     def op(name, ts, dur, dims=None, types=None):
         args = {"External id": ts + 1}
         if dims is not None:
             args.update({"Input Dims": dims, "Input type": types})
         return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": args}
-    events = [op("aten::relu", 0, 1000, [[n]], ["float"]), op("aten::clamp_min", 5, 990, [[n], []], ["float", "Scalar"])]
+
+    events = [
+        op("aten::relu", 0, 1000, [[n]], ["float"]),
+        op("aten::clamp_min", 5, 990, [[n], []], ["float", "Scalar"]),
+    ]
     path = tmp_path / "relu.json"
     path.write_text(json.dumps({"traceEvents": events}))
     points, _ = op_roofline_points(wb.load_trace(path))
     relu = points[points["name"] == "aten::relu"]
     if relu.empty:
         pytest.skip("aten::relu has no work formula here")
-    assert relu["time_us"].iloc[0] == pytest.approx(1000.0)     # inclusive, not its 10 µs of self time
+    assert relu["time_us"].iloc[0] == pytest.approx(1000.0)  # inclusive, not its 10 µs of self time

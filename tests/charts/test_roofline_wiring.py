@@ -1,5 +1,6 @@
 """The roofline wired to traces: points from analytic work, ceilings from specs or measurement,
 variant arrows, and bad input (no shapes, hostile names, NaN) drawn or explained in words."""
+
 import json
 import math
 from pathlib import Path
@@ -10,7 +11,11 @@ import pytest
 import workbench as wb
 from workbench import charts
 from workbench.charts.roofline_data import (
-    RooflineCeilings, ceilings_for, cpu_ceilings, gpu_ceilings, op_roofline_points,
+    RooflineCeilings,
+    ceilings_for,
+    cpu_ceilings,
+    gpu_ceilings,
+    op_roofline_points,
 )
 from workbench.errors import InvalidArgumentError, NotApplicableError
 
@@ -97,9 +102,17 @@ def test_cpu_ceilings_recorded_cached_or_default(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # nothing cached here
     default = cpu_ceilings({})
     assert not default.measured and "documented default" in default.source
-    recorded = {"cpu_model": "Test CPU", "threads": 1, "torch_version": "x", "copy_gbps": 12.5,
-                "matmul_fp32_gflops": 250.0, "copy_bytes": 2**20, "matmul_n": 64, "repeats": 2,
-                "measured_at": "2026-01-01T00:00:00+00:00"}
+    recorded = {
+        "cpu_model": "Test CPU",
+        "threads": 1,
+        "torch_version": "x",
+        "copy_gbps": 12.5,
+        "matmul_fp32_gflops": 250.0,
+        "copy_bytes": 2**20,
+        "matmul_n": 64,
+        "repeats": 2,
+        "measured_at": "2026-01-01T00:00:00+00:00",
+    }
     c = cpu_ceilings({"cpu_ceiling": recorded})
     assert c.measured and c.memory_gbps == 12.5 and c.peak_flops == {"fp32 matmul": 250e9}
     assert "Test CPU" in c.device
@@ -128,11 +141,16 @@ def test_trace_roofline_chart_marks_ridge_and_names_its_ceiling(cpu_trace):
 
 
 def test_variant_arrows_join_the_same_op_and_shapes():
-    points = pd.DataFrame({
-        "name": ["aten::mm", "aten::mm", "aten::mm", "aten::mm", "aten::add"],
-        "shapes": ["[[8,8],[8,8]]", "[[64,64],[64,64]]", "[[8,8],[8,8]]", "[[64,64],[64,64]]", "[[8]]"],
-        "flops": [1024.0, 524288.0, 1024.0, 524288.0, 8.0], "bytes": [768.0, 49152.0, 768.0, 49152.0, 96.0],
-        "dur_us": [1.0, 10.0, 0.5, 2.0, 1.0], "variant": ["eager", "eager", "fast", "fast", "fast"]})
+    points = pd.DataFrame(
+        {
+            "name": ["aten::mm", "aten::mm", "aten::mm", "aten::mm", "aten::add"],
+            "shapes": ["[[8,8],[8,8]]", "[[64,64],[64,64]]", "[[8,8],[8,8]]", "[[64,64],[64,64]]", "[[8]]"],
+            "flops": [1024.0, 524288.0, 1024.0, 524288.0, 8.0],
+            "bytes": [768.0, 49152.0, 768.0, 49152.0, 96.0],
+            "dur_us": [1.0, 10.0, 0.5, 2.0, 1.0],
+            "variant": ["eager", "eager", "fast", "fast", "fast"],
+        }
+    )
     spec = charts.roofline_chart(points, memory_gbps=100.0, peak_flops={"fp32": 1e12}, baseline="eager").to_dict()
     arrows = sorted((r["y"], r["y2"]) for r in _values(spec) if "x2" in r)
     assert arrows == [pytest.approx((1024e6, 2048e6)), pytest.approx((524288e5, 524288e5 * 5))]
@@ -144,8 +162,9 @@ def test_variants_roofline_of_two_traces(cpu_trace):
     rows = _values(spec)
     n_points = len([r for r in rows if r.get("variant") == "eager" and "achieved_flops" in r])
     assert n_points > 0 and len([r for r in rows if "x2" in r]) == n_points
-    missing = charts.variants_roofline_chart({"a": cpu_trace, "b": type("Run", (), {"trace": None})()},
-                                             ceilings=ceilings).to_dict()
+    missing = charts.variants_roofline_chart(
+        {"a": cpu_trace, "b": type("Run", (), {"trace": None})()}, ceilings=ceilings
+    ).to_dict()
     assert "have no trace" in missing["usermeta"]["workbench_empty"]
 
 
@@ -163,8 +182,15 @@ def test_one_event_without_shapes_says_why(tmp_path):
 
 
 def test_hostile_names_and_nan_times_draw_escaped(tmp_path):
-    points = pd.DataFrame({"name": [HOSTILE, "aten::mm", "nan op"], "shapes": ["[[2]]", "[[4,4],[4,4]]", "[[1]]"],
-                           "flops": [2.0, 128.0, 1.0], "bytes": [16.0, 192.0, 8.0], "dur_us": [1.0, 2.0, math.nan]})
+    points = pd.DataFrame(
+        {
+            "name": [HOSTILE, "aten::mm", "nan op"],
+            "shapes": ["[[2]]", "[[4,4],[4,4]]", "[[1]]"],
+            "flops": [2.0, 128.0, 1.0],
+            "bytes": [16.0, 192.0, 8.0],
+            "dur_us": [1.0, 2.0, math.nan],
+        }
+    )
     chart = charts.roofline_chart(points, memory_gbps=10.0, peak_flops={"fp32": 1e11})
     labels = {r["label"] for r in _values(chart.to_dict()) if "label" in r}
     assert labels == {f"{HOSTILE} [[2]]", "aten::mm [[4,4],[4,4]]"}  # the NaN row is left out
@@ -175,8 +201,10 @@ def test_hostile_names_and_nan_times_draw_escaped(tmp_path):
 
 
 def test_trace_repr_html_is_escaped_and_draws(tmp_path):
-    events = [_op(HOSTILE, 0, 10, [[4, 4], [4, 4]], ["float", "float"]), _op("aten::mm", 20, 5, [[4, 4], [4, 4]],
-                                                                             ["float", "float"])]
+    events = [
+        _op(HOSTILE, 0, 10, [[4, 4], [4, 4]], ["float", "float"]),
+        _op("aten::mm", 20, 5, [[4, 4], [4, 4]], ["float", "float"]),
+    ]
     html = _write_trace(tmp_path / "hostile.json", events)._repr_html_()
     assert "<script>alert" not in html and "Trace: 1 rank(s)" in html
     assert html.count('class="workbench-chart"') >= 3  # top ops, roofline, timeline

@@ -1,4 +1,5 @@
 """Timeline: lanes, kinds, tooltips, zoom, and the level of detail that bounds the marks."""
+
 import json
 import math
 from types import SimpleNamespace
@@ -21,16 +22,36 @@ def _trace(n_kernels=10, kernel_dur=5.0, names=None, seed=0):
     rng = np.random.default_rng(seed)
     ts = np.sort(rng.uniform(0, 1e6, n_kernels))
     names = names or ["gemm", "elementwise"]
-    kernels = pd.DataFrame({
-        "rank": 0, "stream": np.where(np.arange(n_kernels) % 3 == 0, 13, 7),
-        "name": [names[i % len(names)] for i in range(n_kernels)],
-        "kind": ["memcpy" if i % 5 == 4 else "kernel" for i in range(n_kernels)],
-        "ts_us": ts, "dur_us": np.full(n_kernels, kernel_dur)})
-    ops = pd.DataFrame({"rank": 0, "tid": [11, 11, 11], "name": ["aten::mm", "aten::add", "aten::addmm"],
-                        "ts_us": [0.0, 100.0, 50.0], "dur_us": [90.0, 5.0, 10.0], "depth": [0, 0, 1],
-                        "input_dims": ["[[8, 16], [16, 4]]", "[[8]]", "[]"]})
-    runtime = pd.DataFrame({"rank": 0, "tid": [11, 11], "name": ["cudaLaunchKernel", "cudaDeviceSynchronize"],
-                            "ts_us": [1.0, 200.0], "dur_us": [2.0, 40.0]})
+    kernels = pd.DataFrame(
+        {
+            "rank": 0,
+            "stream": np.where(np.arange(n_kernels) % 3 == 0, 13, 7),
+            "name": [names[i % len(names)] for i in range(n_kernels)],
+            "kind": ["memcpy" if i % 5 == 4 else "kernel" for i in range(n_kernels)],
+            "ts_us": ts,
+            "dur_us": np.full(n_kernels, kernel_dur),
+        }
+    )
+    ops = pd.DataFrame(
+        {
+            "rank": 0,
+            "tid": [11, 11, 11],
+            "name": ["aten::mm", "aten::add", "aten::addmm"],
+            "ts_us": [0.0, 100.0, 50.0],
+            "dur_us": [90.0, 5.0, 10.0],
+            "depth": [0, 0, 1],
+            "input_dims": ["[[8, 16], [16, 4]]", "[[8]]", "[]"],
+        }
+    )
+    runtime = pd.DataFrame(
+        {
+            "rank": 0,
+            "tid": [11, 11],
+            "name": ["cudaLaunchKernel", "cudaDeviceSynchronize"],
+            "ts_us": [1.0, 200.0],
+            "dur_us": [2.0, 40.0],
+        }
+    )
     notes = pd.DataFrame({"rank": 0, "name": ["ProfilerStep#1"], "ts_us": [0.0], "dur_us": [1e6], "kind": ["step"]})
     return SimpleNamespace(kernels=kernels, cpu_ops=ops, runtime=runtime, annotations=notes)
 
@@ -116,17 +137,26 @@ def test_nan_durations_are_left_out_and_said():
 
 
 def test_empty_trace_says_there_is_nothing():
-    empty = SimpleNamespace(kernels=None, cpu_ops=pd.DataFrame(columns=["rank", "tid", "name", "ts_us", "dur_us"]),
-                            runtime=None, annotations=None)
+    empty = SimpleNamespace(
+        kernels=None,
+        cpu_ops=pd.DataFrame(columns=["rank", "tid", "name", "ts_us", "dur_us"]),
+        runtime=None,
+        annotations=None,
+    )
     spec = charts.timeline_chart(empty).to_dict()
     assert spec["usermeta"]["workbench_empty"] == "no timeline to draw: the trace has no events"
 
 
 def test_one_event_and_hostile_names_draw():
     name = "</script><script>alert(1)</script> ∑ kernel\u2028名"
-    trace = SimpleNamespace(kernels=pd.DataFrame({"rank": [0], "stream": [7], "name": [name], "kind": ["kernel"],
-                                                  "ts_us": [0.0], "dur_us": [3.0]}),
-                            cpu_ops=None, runtime=None, annotations=None)
+    trace = SimpleNamespace(
+        kernels=pd.DataFrame(
+            {"rank": [0], "stream": [7], "name": [name], "kind": ["kernel"], "ts_us": [0.0], "dur_us": [3.0]}
+        ),
+        cpu_ops=None,
+        runtime=None,
+        annotations=None,
+    )
     rows = _rows(charts.timeline_chart(trace).to_dict())
     assert len(rows) == 1 and rows[0]["name"] == name
 
@@ -139,8 +169,13 @@ def test_real_gpu_trace_draws_streams_threads_and_kind_colours():
 
     trace = wb.load_trace(DATA / "gpu" / "a100_alexnet.json.gz")
     events = charts.timeline_events(trace)
-    assert len(events) == len(trace.kernels) + (trace.cpu_ops["depth"] == 0).sum() + len(trace.annotations) + \
-        (events["kind"] == "sync").sum()
+    assert (
+        len(events)
+        == len(trace.kernels)
+        + (trace.cpu_ops["depth"] == 0).sum()
+        + len(trace.annotations)
+        + (events["kind"] == "sync").sum()
+    )
     assert {"kernel", "memcpy", "op"} <= set(events["kind"])
     assert events["lane"].str.contains("stream").any() and events["lane"].str.contains("thread").any()
     rows = _rows(charts.timeline_chart(trace).to_dict())
@@ -210,7 +245,7 @@ def test_marks_per_level_are_bounded_and_finer_levels_cover_less(busy_spec):
     assert len(rows) <= 10 * 2000 + per_level[0]
     assert [lv["marks"] for lv in levels] == [per_level[k] for k in range(len(levels))]
     coverage = [lv["tiles_stored"] / lv["tiles_total"] for lv in levels]
-    assert coverage[0] == coverage[1] == 1.0 and coverage[-1] < 0.5    # first zoom refines everywhere
+    assert coverage[0] == coverage[1] == 1.0 and coverage[-1] < 0.5  # first zoom refines everywhere
     assert all(a >= b for a, b in zip(coverage, coverage[1:]))
 
 
@@ -229,7 +264,7 @@ def test_the_page_carries_columns_and_each_text_once(busy_spec):
     assert set(datum["wb_kinds"]) <= {"kernel", "memcpy", "op", "sync", "annotation"}
     assert len(datum["wb_lanes"]) == len(set(datum["wb_lanes"])) == 4
     assert len(datum["ts_us"]) == len(datum["li"]) == len(_rows(spec)) > 10_000
-    assert len(json.dumps(datum)) / len(datum["ts_us"]) < 120      # bytes per row in the page
+    assert len(json.dumps(datum)) / len(datum["ts_us"]) < 120  # bytes per row in the page
 
 
 def test_long_events_stay_individual_at_every_level(busy_spec):
@@ -251,13 +286,20 @@ def test_levels_round_trip_through_dict():
 def test_events_drawn_one_by_one_when_the_pyramid_would_be_larger_than_them():
     # 4,000 events spread evenly over many lanes: above the detail threshold, but every bin would
     # hold about one event, so the pyramid carries more rows than the events themselves
-    events = pd.DataFrame({"lane": [f"rank 0 · stream {i % 40}" for i in range(4000)], "kind": "kernel",
-                           "name": [f"k{i}" for i in range(4000)], "ts_us": np.arange(4000) * 10.0,
-                           "dur_us": 1.0, "shapes": None})
+    events = pd.DataFrame(
+        {
+            "lane": [f"rank 0 · stream {i % 40}" for i in range(4000)],
+            "kind": "kernel",
+            "name": [f"k{i}" for i in range(4000)],
+            "ts_us": np.arange(4000) * 10.0,
+            "dur_us": 1.0,
+            "shapes": None,
+        }
+    )
     levels, info = charts.timeline.timeline_levels(events)
     assert not info["aggregated"] and len(levels.table) == 4000 and set(levels.table["ind"]) == {1}
     many = pd.concat([events.assign(ts_us=events["ts_us"] + k * 0.01) for k in range(10)], ignore_index=True)
-    levels, info = charts.timeline.timeline_levels(many)           # 40,000: binned as before
+    levels, info = charts.timeline.timeline_levels(many)  # 40,000: binned as before
     assert info["aggregated"] and len(levels.table) < len(many)
 
 

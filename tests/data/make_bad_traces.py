@@ -1,6 +1,7 @@
 """Write tests/data/bad/: one small file (or folder) per kind of bad input, cut from a real trace
 (gpu/h100_bert_small.json.gz). Run again to refresh them:  .venv/bin/python tests/data/make_bad_traces.py
 """
+
 from __future__ import annotations
 
 import gzip
@@ -74,8 +75,11 @@ def _more(good: dict, events: list[dict]) -> None:
     # 1k and 100k levels of nesting in one event's args: that event is skipped, the rest loads
     for name, levels in (("nested_args_1k.json", 1_000), ("nested_args_100k.json", 100_000)):
         texts = [json.dumps(e) for e in events]
-        texts[3] = texts[3][:-1] + ', "args": {"deep": ' + _nested(levels) + "}}" if "args" not in events[3] \
+        texts[3] = (
+            texts[3][:-1] + ', "args": {"deep": ' + _nested(levels) + "}}"
+            if "args" not in events[3]
             else json.dumps({**events[3], "args": {}})[:-2] + '"deep": ' + _nested(levels) + "}}"
+        )
         _write(name, (head + ', "traceEvents": [' + ",\n".join(texts) + "]}").encode())
     _write("rank_2_70.json", _dump({**good, "distributedInfo": {"rank": 2**70, "world_size": 2}}))
     # what Python's json, gzip and HTA accept: NaN/Infinity tokens, a UTF-8 BOM, UTF-16, gzip zero padding
@@ -93,15 +97,24 @@ def _more(good: dict, events: list[dict]) -> None:
         pairs.remove(op)
     outer, inner = ops[0], ops[1]
     t0 = outer["ts"]
-    pairs += [{"ph": "B", "cat": "cpu_op", "name": "outer_BE", "pid": outer["pid"], "tid": outer["tid"], "ts": t0,
-               "args": {"External id": 9001}},
-              {"ph": "B", "cat": "cpu_op", "name": "inner_BE", "pid": outer["pid"], "tid": outer["tid"], "ts": t0 + 2},
-              {"ph": "E", "pid": outer["pid"], "tid": outer["tid"], "ts": t0 + 5},
-              {"ph": "E", "pid": outer["pid"], "tid": outer["tid"], "ts": t0 + 10.5},
-              {"ph": "B", "cat": "cpu_op", "name": "never_ends", "pid": inner["pid"], "tid": inner["tid"], "ts": t0 + 20},
-              {"ph": "X", "cat": "my_tool", "name": "custom", "pid": 1, "tid": 1, "ts": t0, "dur": 1},
-              {"ph": "X", "cat": "my_tool", "name": "custom", "pid": 1, "tid": 1, "ts": t0 + 1, "dur": 1},
-              {"ph": "C", "cat": "counters", "name": "memory", "pid": 1, "tid": 1, "ts": t0, "args": {"v": 3}}]
+    pairs += [
+        {
+            "ph": "B",
+            "cat": "cpu_op",
+            "name": "outer_BE",
+            "pid": outer["pid"],
+            "tid": outer["tid"],
+            "ts": t0,
+            "args": {"External id": 9001},
+        },
+        {"ph": "B", "cat": "cpu_op", "name": "inner_BE", "pid": outer["pid"], "tid": outer["tid"], "ts": t0 + 2},
+        {"ph": "E", "pid": outer["pid"], "tid": outer["tid"], "ts": t0 + 5},
+        {"ph": "E", "pid": outer["pid"], "tid": outer["tid"], "ts": t0 + 10.5},
+        {"ph": "B", "cat": "cpu_op", "name": "never_ends", "pid": inner["pid"], "tid": inner["tid"], "ts": t0 + 20},
+        {"ph": "X", "cat": "my_tool", "name": "custom", "pid": 1, "tid": 1, "ts": t0, "dur": 1},
+        {"ph": "X", "cat": "my_tool", "name": "custom", "pid": 1, "tid": 1, "ts": t0 + 1, "dur": 1},
+        {"ph": "C", "cat": "counters", "name": "memory", "pid": 1, "tid": 1, "ts": t0, "args": {"v": 3}},
+    ]
     _write("begin_end_pairs.json", _dump({**good, "traceEvents": pairs}))
     # timestamps written in ns (epoch ns, ~1.7e18): the unit is said, not "profile a region"
     ns = [{**e, "ts": int(e["ts"] * 1000) + 1_700_000_000_000_000_000} if "ts" in e else e for e in events]
@@ -115,11 +128,15 @@ def _more(good: dict, events: list[dict]) -> None:
     # odd but loadable: for the analyses' numeric warnings (kernels, launches and ops)
     with gzip.open(HERE / "gpu" / "h100_bert_small.json.gz") as fh:
         full = json.load(fh)["traceEvents"]
-    rich = [e for e in full if e.get("cat") == "cpu_op"][:100] + \
-        [e for e in full if e.get("cat") in ("kernel", "cuda_runtime")]
+    rich = [e for e in full if e.get("cat") == "cpu_op"][:100] + [
+        e for e in full if e.get("cat") in ("kernel", "cuda_runtime")
+    ]
     kernel = next(e for e in rich if e.get("cat") == "kernel")
-    launch = next(e for e in rich if e.get("cat") == "cuda_runtime"
-                  and e.get("args", {}).get("correlation") == kernel["args"]["correlation"])
+    launch = next(
+        e
+        for e in rich
+        if e.get("cat") == "cuda_runtime" and e.get("args", {}).get("correlation") == kernel["args"]["correlation"]
+    )
     one = [e for e in rich if e.get("cat") == "cpu_op"][:1] + [launch, kernel]
     _write("one_kernel.json", _dump({**good, "traceEvents": one}))
     zero = [{**e, "dur": 0} if "dur" in e else e for e in rich]

@@ -1,7 +1,8 @@
 """Record the CPU-only fixture traces with torch.profiler (run again to refresh them).
 
-    .venv/bin/python tests/data/record_cpu_traces.py
+.venv/bin/python tests/data/record_cpu_traces.py
 """
+
 from __future__ import annotations
 
 import gzip
@@ -23,9 +24,13 @@ def _model() -> torch.nn.Module:
 def record_steps(path: Path) -> None:
     """Three ProfilerStep# steps of a small MLP, with shapes and memory events."""
     model, x = _model(), torch.randn(32, 64)
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=True, profile_memory=True,
-                 schedule=schedule(wait=0, warmup=1, active=3, repeat=1),
-                 on_trace_ready=lambda p: _export(p, path)) as prof:
+    with profile(
+        activities=[ProfilerActivity.CPU],
+        record_shapes=True,
+        profile_memory=True,
+        schedule=schedule(wait=0, warmup=1, active=3, repeat=1),
+        on_trace_ready=lambda p: _export(p, path),
+    ) as prof:
         for _ in range(4):
             with record_function("train_step"):
                 loss = model(x).square().mean()

@@ -3,6 +3,7 @@ the fused ops" case): three ProfilerStep#N of the same small function, eager and
 
     python tests/data/record_diff_traces.py tests/data/cpu/diff   # then gzip the two .json files
 """
+
 import sys
 import time
 

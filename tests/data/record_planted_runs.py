@@ -27,6 +27,7 @@ The machine state a fresh clone has is reproduced: ``OMP_WAIT_POLICY=PASSIVE`` (
 the default malloc mode (as tests/conftest.py), and an empty cache folder (no measured CPU ceiling:
 the documented default ceiling, which the replay tests also use).
 """
+
 from __future__ import annotations
 
 import os
@@ -36,7 +37,7 @@ import tempfile
 _SCRATCH = tempfile.mkdtemp(prefix="record-planted-")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ["WORKBENCH_ALLOCATOR"] = "default"
-os.environ["XDG_CACHE_HOME"] = os.path.join(_SCRATCH, "xdg")          # no measured CPU ceiling
+os.environ["XDG_CACHE_HOME"] = os.path.join(_SCRATCH, "xdg")  # no measured CPU ceiling
 os.environ["WORKBENCH_CACHE_DIR"] = os.path.join(_SCRATCH, "cache")
 os.environ["WORKBENCH_HISTORY"] = os.path.join(_SCRATCH, "history.jsonl")
 
@@ -54,13 +55,13 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 import workbench as wb  # noqa: E402
-from tests.workloads.recorded import CORPUS_RUNS, PLANTED_RUNS, corpus_cases, planted_cases  # noqa: E402
 from tests.workloads.planted import fresh_buffer_cost_ratio  # noqa: E402
+from tests.workloads.recorded import CORPUS_RUNS, PLANTED_RUNS, corpus_cases, planted_cases  # noqa: E402
 
 ATTEMPTS = 4
-QUIET_LOAD_PER_CORE = 0.75     # the health check's machine_load limit
-MAX_WAIT_S = 40                # per attempt, for the load average to fall
-BUDGET_S = 45 * 60             # past this (the whole recording), one attempt per case and no waiting, logged
+QUIET_LOAD_PER_CORE = 0.75  # the health check's machine_load limit
+MAX_WAIT_S = 40  # per attempt, for the load average to fall
+BUDGET_S = 45 * 60  # past this (the whole recording), one attempt per case and no waiting, logged
 _STARTED = time.monotonic()
 NOISE_CHECKS = ("machine_load", "cpu_wait", "noisy_timing")
 # categories whose planted problem itself spreads the clean samples: data-dependent waits and too few
@@ -97,7 +98,7 @@ def machine_noise(run, category: str | None) -> list[str]:
     out = []
     for name in NOISE_CHECKS:
         if name == "noisy_timing" and category in WORKLOAD_SPREAD:
-            continue   # the planted problem makes the spread: not a reason to profile again
+            continue  # the planted problem makes the spread: not a reason to profile again
         c = run.health.check(name)
         if c is not None and c.level == "warn":
             out.append(f"{name}: {c.observed}")
@@ -133,7 +134,7 @@ def _ranking(run) -> list[list]:
 
 def profile_case(build, options: dict):
     if "torch._dynamo" in sys.modules:
-        torch._dynamo.reset()          # a rebuilt workload compiles afresh (dynamo caches by code object)
+        torch._dynamo.reset()  # a rebuilt workload compiles afresh (dynamo caches by code object)
     fn, own = build()
     run = wb.profile(fn, **{**options, **own})
     if "torch._dynamo" in sys.modules:
@@ -149,11 +150,20 @@ def record_case(case, out: Path, log) -> dict:
         ratio = fresh_buffer_cost_ratio() if case.category == "allocation_churn" else None
         run = profile_case(case.build, case.options)
         noise = machine_noise(run, case.category)
-        attempts.append({"attempt": attempt, "load_avg_before": round(load, 2), "machine_noise": noise,
-                         "fresh_buffer_cost_ratio": ratio})
-        log(f"  attempt {attempt}: load {load:.2f}, median {run.timing.median_ms:.4g} ms, "
-            f"IQR {run.timing.relative_iqr:.0%}" + (f", fresh-buffer ratio {ratio:.2f}" if ratio else "")
-            + (f"; machine noise, profiling again: {'; '.join(noise)}" if noise else "; quiet, kept"))
+        attempts.append(
+            {
+                "attempt": attempt,
+                "load_avg_before": round(load, 2),
+                "machine_noise": noise,
+                "fresh_buffer_cost_ratio": ratio,
+            }
+        )
+        log(
+            f"  attempt {attempt}: load {load:.2f}, median {run.timing.median_ms:.4g} ms, "
+            f"IQR {run.timing.relative_iqr:.0%}"
+            + (f", fresh-buffer ratio {ratio:.2f}" if ratio else "")
+            + (f"; machine noise, profiling again: {'; '.join(noise)}" if noise else "; quiet, kept")
+        )
         score = run.timing.relative_iqr
         if kept is None or (not noise) or (kept_noise and score < kept_noise[1]):
             kept, kept_noise, kept_ratio = run, (noise, score), ratio
@@ -163,7 +173,9 @@ def record_case(case, out: Path, log) -> dict:
             log(f"  past the recording's time budget ({BUDGET_S // 60} min): no more attempts")
             break
     if kept_noise[0]:
-        log(f"  the machine stayed noisy over {len(attempts)} attempt(s): kept the least noisy (IQR {kept_noise[1]:.0%})")
+        log(
+            f"  the machine stayed noisy over {len(attempts)} attempt(s): kept the least noisy (IQR {kept_noise[1]:.0%})"
+        )
     folder = out / case.id
     if folder.exists():
         shutil.rmtree(folder)
@@ -173,23 +185,38 @@ def record_case(case, out: Path, log) -> dict:
     replayed = _ranking(wb.load_run(folder))
     if replayed != live:
         log(f"  REPLAY MISMATCH: live {live} vs loaded {replayed}")
-    log(f"  saved {folder.relative_to(ROOT)} ({sum(p.stat().st_size for p in folder.iterdir()) // 1024} KiB); "
-        f"top: {live[:3]}")
-    return {"category": case.category, "workload": case.name, "options": {**case.options},
-            "attempts": attempts, "kept_machine_noise": kept_noise[0], "fresh_buffer_cost_ratio": kept_ratio,
-            "health_verdict": kept.health.verdict, "live_ranking": live, "replay_matches": replayed == live}
+    log(
+        f"  saved {folder.relative_to(ROOT)} ({sum(p.stat().st_size for p in folder.iterdir()) // 1024} KiB); "
+        f"top: {live[:3]}"
+    )
+    return {
+        "category": case.category,
+        "workload": case.name,
+        "options": {**case.options},
+        "attempts": attempts,
+        "kept_machine_noise": kept_noise[0],
+        "fresh_buffer_cost_ratio": kept_ratio,
+        "health_verdict": kept.health.verdict,
+        "live_ranking": live,
+        "replay_matches": replayed == live,
+    }
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--set", choices=("planted", "corpus", "all"), default="all")
     ap.add_argument("--only", nargs="*", help="workload names to record again (default: every case of the set)")
-    ap.add_argument("--trim-only", action="store_true",
-                    help="profile nothing: trim the saved traces and check each replay against the live ranking "
-                         "the manifest holds")
+    ap.add_argument(
+        "--trim-only",
+        action="store_true",
+        help="profile nothing: trim the saved traces and check each replay against the live ranking the manifest holds",
+    )
     args = ap.parse_args(argv)
-    sets = {"planted": [(PLANTED_RUNS, planted_cases())], "corpus": [(CORPUS_RUNS, corpus_cases())],
-            "all": [(PLANTED_RUNS, planted_cases()), (CORPUS_RUNS, corpus_cases())]}[args.set]
+    sets = {
+        "planted": [(PLANTED_RUNS, planted_cases())],
+        "corpus": [(CORPUS_RUNS, corpus_cases())],
+        "all": [(PLANTED_RUNS, planted_cases()), (CORPUS_RUNS, corpus_cases())],
+    }[args.set]
     mismatched = []
     if args.trim_only:
         for out, cases in sets:
@@ -210,13 +237,17 @@ def main(argv=None) -> int:
         manifest_file = out / "manifest.json"
         manifest = json.loads(manifest_file.read_text()) if manifest_file.exists() else {}
         with log_file.open("a") as fh:
+
             def log(line: str) -> None:
                 print(line, flush=True)
                 fh.write(line + "\n")
                 fh.flush()
-            log(f"\n== {datetime.now(timezone.utc).isoformat(timespec='seconds')}: recording {len(cases)} case(s) "
+
+            log(
+                f"\n== {datetime.now(timezone.utc).isoformat(timespec='seconds')}: recording {len(cases)} case(s) "
                 f"into {out.relative_to(ROOT)}, torch {torch.__version__}, {_usable_cores()} usable core(s), "
-                f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} ==")
+                f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} =="
+            )
             for case in cases:
                 if args.only and case.name not in args.only:
                     continue

@@ -1,15 +1,30 @@
 """One ceiling type, resolved in one place, each labelled measured / datasheet / default."""
+
 from __future__ import annotations
 
 import pytest
 
-from workbench.devices.ceilings import (DEFAULT_CPU_CEILING, Ceiling, ceiling_for, cpu_ceilings, gpu_ceilings,
-                                        recorded_cpu_ceiling)
+from workbench.devices.ceilings import (
+    DEFAULT_CPU_CEILING,
+    Ceiling,
+    ceiling_for,
+    cpu_ceilings,
+    gpu_ceilings,
+    recorded_cpu_ceiling,
+)
 from workbench.errors import NotApplicableError
 
-RECORDED = {"cpu_model": "Test CPU", "threads": 2, "torch_version": "x", "copy_gbps": 27.9,
-            "matmul_fp32_gflops": 357.0, "copy_bytes": 2**20, "matmul_n": 64, "repeats": 2,
-            "measured_at": "2026-01-01T00:00:00+00:00"}
+RECORDED = {
+    "cpu_model": "Test CPU",
+    "threads": 2,
+    "torch_version": "x",
+    "copy_gbps": 27.9,
+    "matmul_fp32_gflops": 357.0,
+    "copy_bytes": 2**20,
+    "matmul_n": 64,
+    "repeats": 2,
+    "measured_at": "2026-01-01T00:00:00+00:00",
+}
 
 
 def test_kinds_are_labelled():
@@ -27,7 +42,7 @@ def test_round_trip_and_the_old_fields():
     c = cpu_ceilings({"cpu_ceiling": RECORDED})
     assert Ceiling.from_dict(c.to_dict()) == c
     assert c.peak_gflops == pytest.approx(357.0) and c.ridge_flops_per_byte == pytest.approx(357.0 / 27.9)
-    assert c.roof_us(0.0, 27.9e3) == pytest.approx(1.0)      # 27.9 kB at 27.9 GB/s: 1 µs
+    assert c.roof_us(0.0, 27.9e3) == pytest.approx(1.0)  # 27.9 kB at 27.9 GB/s: 1 µs
 
 
 def test_a_run_environment_without_a_recorded_ceiling_gets_the_default_never_this_machines_cache(tmp_path, monkeypatch):
@@ -66,14 +81,16 @@ def _cache_here(tmp_path, monkeypatch, threads: int, copy_gbps: float) -> dict:
     from workbench.devices.fingerprint import cpu_model
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    entry = dict(RECORDED, cpu_model=cpu_model(), threads=threads, torch_version=torch.__version__,
-                 copy_gbps=copy_gbps)
+    entry = dict(RECORDED, cpu_model=cpu_model(), threads=threads, torch_version=torch.__version__, copy_gbps=copy_gbps)
     key = f"{cpu_model()}|threads={threads}|torch={torch.__version__}"
     (tmp_path / "workbench").mkdir()
     (tmp_path / "workbench" / CACHE_FILE_NAME).write_text(
-        json.dumps({"format_version": CACHE_FORMAT_VERSION, "entries": {key: entry}}))
-    return {"host": {"cpu_model": cpu_model(), "logical_cpus": os.cpu_count(), "platform": platform.platform()},
-            "torch": {"num_threads": threads}}
+        json.dumps({"format_version": CACHE_FORMAT_VERSION, "entries": {key: entry}})
+    )
+    return {
+        "host": {"cpu_model": cpu_model(), "logical_cpus": os.cpu_count(), "platform": platform.platform()},
+        "torch": {"num_threads": threads},
+    }
 
 
 def test_a_run_recorded_here_is_judged_against_this_machines_measured_ceiling_at_its_threads(tmp_path, monkeypatch):
@@ -87,8 +104,14 @@ def test_a_run_recorded_here_is_judged_against_this_machines_measured_ceiling_at
     here = resolve_cpu_ceiling(env)
     assert here.kind == "measured" and here.memory_gbps == 31.5
     # the rules of the run and its roofline chart resolve the same ceiling
-    run = SimpleNamespace(timing=None, cold_ms=None, compile=None, environment=env, name="r",
-                          trace=SimpleNamespace(kernels=__import__("pandas").DataFrame()))
+    run = SimpleNamespace(
+        timing=None,
+        cold_ms=None,
+        compile=None,
+        environment=env,
+        name="r",
+        trace=SimpleNamespace(kernels=__import__("pandas").DataFrame()),
+    )
     assert RunFacts(run).trace_facts.ceiling == ceilings_for(SimpleNamespace(has_gpu=False), env) == here
     # another thread count has no measurement: the default, labelled, never a guess
     assert resolve_cpu_ceiling(dict(env, torch={"num_threads": 5})).kind == "default"

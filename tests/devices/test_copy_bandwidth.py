@@ -1,4 +1,5 @@
 """The one copy-bandwidth measurement both roofs use: what it counts, and bad arguments."""
+
 import pytest
 
 from workbench.devices import copy_bandwidth
@@ -25,7 +26,7 @@ def test_samples_are_seconds_per_copy_and_small_copies_are_repeated(monkeypatch)
 
 def test_gbps_counts_moved_bytes_and_the_minimum_tensor():
     assert gbps(2_000_000_000, 1.0) == pytest.approx(2.0)
-    assert gbps(8, 1e-9) == pytest.approx(8192 / 1e-9 / 1e9)   # a 1024-float copy at least
+    assert gbps(8, 1e-9) == pytest.approx(8192 / 1e-9 / 1e9)  # a 1024-float copy at least
 
 
 @pytest.mark.parametrize("kwargs", [{"moved_bytes": 0}, {"moved_bytes": 4096, "repeats": 0}])

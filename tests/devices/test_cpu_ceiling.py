@@ -1,4 +1,5 @@
 """Measured CPU ceiling: real (small) microbenchmarks, cached on disk, opt-in."""
+
 from __future__ import annotations
 
 import json
@@ -20,6 +21,7 @@ def test_measures_and_caches(tmp_path, monkeypatch):
 
     def no_measuring(*a, **k):
         raise AssertionError("measured again although a cached value exists")
+
     monkeypatch.setattr(cc, "_measure", no_measuring)
     assert cc.measure_cpu_ceiling(cache_path=path, **SMALL) == first
     assert cc.cached_cpu_ceiling(cache_path=path) == first

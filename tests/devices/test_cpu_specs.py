@@ -1,5 +1,6 @@
 """CPU datasheet rows: every figure recomputed from its parameters, model-name matching
 (real /proc/cpuinfo strings and near-miss SKUs), lookup errors and thread scaling."""
+
 from __future__ import annotations
 
 import pytest
@@ -21,25 +22,25 @@ REAL_NAMES = {
 }
 # Other SKUs of the same families, whose parameters differ: they must match no row.
 NEAR_MISSES = [
-    "Intel(R) Xeon(R) Platinum 8480",            # no such SKU without the "+"
-    "Intel(R) Xeon(R) Platinum 8480C",           # cloud-only part
-    "Intel(R) Xeon(R) Platinum 8380H CPU @ 2.90GHz",   # Cooper Lake, 28 cores, 6 channels
+    "Intel(R) Xeon(R) Platinum 8480",  # no such SKU without the "+"
+    "Intel(R) Xeon(R) Platinum 8480C",  # cloud-only part
+    "Intel(R) Xeon(R) Platinum 8380H CPU @ 2.90GHz",  # Cooper Lake, 28 cores, 6 channels
     "Intel(R) Xeon(R) Platinum 8380HL CPU @ 2.90GHz",
-    "INTEL(R) XEON(R) PLATINUM 8592V",            # Emerald Rapids, other clocks and memory
+    "INTEL(R) XEON(R) PLATINUM 8592V",  # Emerald Rapids, other clocks and memory
     "Intel(R) Xeon(R) Platinum 82800",
     "Intel(R) Xeon(R) Gold 6280 CPU",
-    "AMD EPYC 7V13 64-Core Processor",            # Azure's Milan
+    "AMD EPYC 7V13 64-Core Processor",  # Azure's Milan
     "AMD EPYC 77630 Processor",
-    "AMD EPYC 9754S 128-Core Processor",          # SMT off
-    "AMD EPYC 9684X 96-Core Processor",           # Genoa-X
-    "Intel(R) Xeon(R) Processor",                 # this build machine
+    "AMD EPYC 9754S 128-Core Processor",  # SMT off
+    "AMD EPYC 9684X 96-Core Processor",  # Genoa-X
+    "Intel(R) Xeon(R) Processor",  # this build machine
     "NVIDIA H100 80GB HBM3",
 ]
 # Hand-computed from the vendor parameters (not through the table's code).
 HAND_COMPUTED = {  # name: (GB/s, fp32 TFLOP/s, bf16 TFLOP/s or None)
-    "Intel Xeon Platinum 8280": (6 * 2933 * 8 / 1000, 28 * 2.7 * 64 / 1000, None),   # 140.784, 4.8384
-    "Intel Xeon Platinum 8480+": (307.2, 7.168, 114.688),                             # 56 x 2.0 GHz
-    "AMD EPYC 9654": (460.8, 7.3728, None),                                          # 96 x 2.4 x 32
+    "Intel Xeon Platinum 8280": (6 * 2933 * 8 / 1000, 28 * 2.7 * 64 / 1000, None),  # 140.784, 4.8384
+    "Intel Xeon Platinum 8480+": (307.2, 7.168, 114.688),  # 56 x 2.0 GHz
+    "AMD EPYC 9654": (460.8, 7.3728, None),  # 96 x 2.4 x 32
 }
 
 
@@ -62,7 +63,7 @@ def test_every_row_is_its_parameters_arithmetic():
         for dtype, per_cycle in s.flops_per_cycle.items():
             assert s.peak_tflops[dtype] == pytest.approx(s.cores * s.base_ghz * per_cycle / 1000), s.name
             assert s.peak_flops(dtype) == pytest.approx(s.peak_tflops[dtype] * 1e12)
-        lanes_fp32 = 16 if "AVX-512 FMA units" in s.simd else 8     # 512- or 256-bit FMA pipes
+        lanes_fp32 = 16 if "AVX-512 FMA units" in s.simd else 8  # 512- or 256-bit FMA pipes
         assert s.flops_per_cycle["fp32"] == 2 * lanes_fp32 * 2 == 2 * s.flops_per_cycle["fp64"], s.name
         has_amx = "AMX" in s.simd
         assert ("bf16_tensor" in s.flops_per_cycle) == has_amx == ("int8_tensor" in s.flops_per_cycle)

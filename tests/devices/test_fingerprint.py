@@ -1,4 +1,5 @@
 """Environment fingerprint: JSON-able, and it reflects the settings actually in effect."""
+
 from __future__ import annotations
 
 import json

@@ -1,10 +1,16 @@
 """Known device specs: lookup by the names real traces carry, datasheet sanity, round trips."""
+
 from __future__ import annotations
 
 import pytest
 
 from workbench.devices import (
-    DTYPES, KNOWN_DEVICES, DeviceSpec, device_spec, find_device_spec, spec_for_device_properties,
+    DTYPES,
+    KNOWN_DEVICES,
+    DeviceSpec,
+    device_spec,
+    find_device_spec,
+    spec_for_device_properties,
 )
 from workbench.errors import RegistryError
 

@@ -1,5 +1,6 @@
 """Collectives on CPU: gloo's ops and annotations are communication, so stragglers, overlap and the
 load_imbalance rule work on CPU-only traces. Built traces (no processes): exact and fast."""
+
 from __future__ import annotations
 
 import json
@@ -9,14 +10,24 @@ import pandas as pd
 import pytest
 
 import workbench as wb
+import workbench.trace.classify as classify
 from workbench.analysis.stragglers import collective_activity
 from workbench.errors import TraceWarning
-import workbench.trace.classify as classify
 
 
-@pytest.mark.parametrize("name", ["c10d::allreduce_", "c10d::broadcast_", "gloo:all_reduce", "gloo:broadcast",
-                                  "nccl:all_reduce", "record_param_comms", "ProcessGroupGloo::allreduce",
-                                  "_c10d_functional::all_reduce"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "c10d::allreduce_",
+        "c10d::broadcast_",
+        "gloo:all_reduce",
+        "gloo:broadcast",
+        "nccl:all_reduce",
+        "record_param_comms",
+        "ProcessGroupGloo::allreduce",
+        "_c10d_functional::all_reduce",
+    ],
+)
 def test_collective_names(name):
     assert classify.is_collective(name)
     assert list(classify.host_activity_types(pd.Categorical([name]))) == ["communication"]
@@ -37,14 +48,28 @@ def _rank_file(folder, rank, steps, late_us, world_size=2):
     for _ in range(steps):
         start = t + late_us[rank]
         events.append({"ph": "X", "cat": "cpu_op", "name": "aten::add_", "pid": 1, "tid": 1, "ts": start, "dur": 50})
-        events.append({"ph": "X", "cat": "cpu_op", "name": "c10d::allreduce_", "pid": 1, "tid": 1,
-                       "ts": start + 60, "dur": 20})
-        end = t + slowest + 60 + 200   # every rank leaves the collective when the slowest one has arrived
-        events.append({"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce", "pid": 1, "tid": 2,
-                       "ts": start + 70, "dur": end - (start + 70)})
+        events.append(
+            {"ph": "X", "cat": "cpu_op", "name": "c10d::allreduce_", "pid": 1, "tid": 1, "ts": start + 60, "dur": 20}
+        )
+        end = t + slowest + 60 + 200  # every rank leaves the collective when the slowest one has arrived
+        events.append(
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": "gloo:all_reduce",
+                "pid": 1,
+                "tid": 2,
+                "ts": start + 70,
+                "dur": end - (start + 70),
+            }
+        )
         t = end + 10
-    data = {"schemaVersion": 1, "traceEvents": events, "deviceProperties": [],
-            "distributedInfo": {"rank": rank, "world_size": world_size, "backend": "gloo"}}
+    data = {
+        "schemaVersion": 1,
+        "traceEvents": events,
+        "deviceProperties": [],
+        "distributedInfo": {"rank": rank, "world_size": world_size, "backend": "gloo"},
+    }
     path = folder / f"rank-{rank}.pt.trace.json"
     path.write_text(json.dumps(data))
     return path
@@ -66,7 +91,7 @@ def test_a_cpu_straggler_is_found_and_the_rule_fires(tmp_path):
     assert len(imbalance) == 1
     h = imbalance[0]
     assert h.title.startswith("Rank 1 is a straggler") and h.scope == "ranks 1"
-    assert "CPU idle" in h.observed and "GPU" not in h.observed   # said for a CPU job
+    assert "CPU idle" in h.observed and "GPU" not in h.observed  # said for a CPU job
     overlap = trace.comm_overlap().table.set_index("rank")
     assert overlap.loc[0, "comm_us"] > overlap.loc[1, "comm_us"] > 0
 
@@ -93,8 +118,16 @@ def test_one_rank_is_not_judged(tmp_path):
 
 
 def test_gpu_traces_keep_reading_kernels():
-    kernels = pd.DataFrame({"rank": [0], "name": ["k"], "kind": ["kernel"], "kernel_type": ["computation"],
-                            "ts_us": [0.0], "end_us": [1.0]})
+    kernels = pd.DataFrame(
+        {
+            "rank": [0],
+            "name": ["k"],
+            "kind": ["kernel"],
+            "kernel_type": ["computation"],
+            "ts_us": [0.0],
+            "end_us": [1.0],
+        }
+    )
     ops = pd.DataFrame({"rank": [0], "name": ["c10d::allreduce_"], "depth": [0], "ts_us": [0.0], "end_us": [5.0]})
     activity, device = collective_activity(kernels, ops, None)
     assert device == "gpu" and activity is kernels

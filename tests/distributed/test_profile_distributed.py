@@ -1,5 +1,6 @@
 """wb.profile_distributed: N local gloo processes with the profiler on each; the multi-rank Trace and the
 per-rank timings come back, a planted straggler is named, failures are said plainly."""
+
 from __future__ import annotations
 
 import json
@@ -16,19 +17,30 @@ from workbench.errors import InvalidArgumentError, ProfileError, TraceWarning
 @pytest.mark.timeout(60)
 def test_a_planted_straggler_is_named(tmp_path):
     out = str(tmp_path / "run")
-    trace = wb.profile_distributed(workloads.straggler_job, world_size=2, backend="gloo", args=(8, 1, 0.030),
-                                   timeout_s=45, out=out, wait=1, warmup=1, active=5)
+    trace = wb.profile_distributed(
+        workloads.straggler_job,
+        world_size=2,
+        backend="gloo",
+        args=(8, 1, 0.030),
+        timeout_s=45,
+        out=out,
+        wait=1,
+        warmup=1,
+        active=5,
+    )
     assert trace.ranks == [0, 1] and trace.complete
     assert list(trace.timings["rank"]) == [0, 1] and set(trace.timings["status"]) == {"ok"}
     assert (trace.timings["wall_ms"] > 0).all() and list(trace.timings["steps"]) == [8, 8]
-    assert sorted(f for f in os.listdir(out) if f.endswith(".pt.trace.json")) == \
-        ["rank-0.pt.trace.json", "rank-1.pt.trace.json"]
+    assert sorted(f for f in os.listdir(out) if f.endswith(".pt.trace.json")) == [
+        "rank-0.pt.trace.json",
+        "rank-1.pt.trace.json",
+    ]
     with open(os.path.join(out, "summary.json"), encoding="utf-8") as fh:
         assert json.load(fh)["complete"] is True
     assert trace.stragglers().stragglers == (1,)
     imbalance = [h for h in trace.hypotheses() if h.category == "load_imbalance"]
     assert len(imbalance) == 1 and imbalance[0].title.startswith("Rank 1 is a straggler")
-    overlap = trace.comm_overlap().table   # gloo collectives are communication on a CPU-only trace
+    overlap = trace.comm_overlap().table  # gloo collectives are communication on a CPU-only trace
     assert list(overlap["rank"]) == [0, 1] and (overlap["comm_us"] > 0).all()
     # rank 0 waits for rank 1 in every all-reduce: its communication time holds the planted 5 x 30 ms
     assert overlap.set_index("rank").loc[0, "comm_us"] > 100_000
@@ -37,8 +49,7 @@ def test_a_planted_straggler_is_named(tmp_path):
 @pytest.mark.timeout(60)
 def test_a_crash_on_one_rank_keeps_the_others_trace(tmp_path):
     with pytest.warns(TraceWarning, match="rank 1 failed"):
-        trace = wb.profile_distributed(workloads.crash_on_rank_1, world_size=2, timeout_s=40,
-                                       out=str(tmp_path / "c"))
+        trace = wb.profile_distributed(workloads.crash_on_rank_1, world_size=2, timeout_s=40, out=str(tmp_path / "c"))
     assert not trace.complete
     by_rank = trace.timings.set_index("rank")
     assert by_rank.loc[0, "status"] == "ok" and by_rank.loc[1, "status"] == "failed"

@@ -1,6 +1,7 @@
 """The per-rank map on a Dask cluster (``wb.load_trace(path, client=...)``, ``workbench analyze --scheduler``):
 the same breakdowns as the local load; a scheduler that does not answer and a missing ``distributed`` are
 said plainly."""
+
 from __future__ import annotations
 
 import sys
@@ -11,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import workbench as wb
-from workbench.errors import MissingDependencyError, TraceWarning
 from workbench.api.rank_folder import RankFolder, connect
+from workbench.errors import MissingDependencyError, TraceWarning
 from workbench.trace.rank_map import RankMapError, SchedulerError, map_ranks
 from workbench.trace.ranks import trace_paths
 
@@ -48,8 +49,7 @@ def test_a_local_cluster_gives_the_breakdowns_of_the_local_load(client):
 def test_a_failing_rank_on_the_cluster_is_named(client):
     paths = [str(p) for p in trace_paths(DLRM)[:2]]
     with pytest.raises(RankMapError, match="worker1.json.gz: the per-rank function failed"):
-        map_ranks("tests.distributed.test_rank_map_local:raise_on", paths, {"victim": "worker1.json.gz"},
-                  client=client)
+        map_ranks("tests.distributed.test_rank_map_local:raise_on", paths, {"victim": "worker1.json.gz"}, client=client)
 
 
 @pytest.mark.timeout(60)

@@ -1,6 +1,7 @@
 """Rank folders mapped over worker processes (workbench.trace.rank_map, workbench.api.rank_folder): the same
 breakdowns as one process, and every failure at scale named (a worker that dies, a rank file that cannot be
 read, a corrupt cache entry)."""
+
 from __future__ import annotations
 
 import os
@@ -15,8 +16,8 @@ import pytest
 
 import workbench as wb
 import workbench.trace.rank_map as rank_map
-from workbench.errors import InvalidArgumentError, TraceWarning
 from workbench.api.rank_folder import RankFolder
+from workbench.errors import InvalidArgumentError, TraceWarning
 from workbench.trace.rank_map import RankMapError, map_ranks, worker_count
 from workbench.trace.ranks import trace_paths
 
@@ -81,8 +82,15 @@ def test_two_workers_give_the_breakdowns_of_one_process_exactly(dlrm_one, dlrm_t
         one, two = getattr(dlrm_one, method)(), getattr(dlrm_two, method)()
         assert one == two, method  # tables compared with .equals and their dtypes, every other field too
         assert len(one.table) > 0
-    for method in ("comm_overlap", "copy_stats", "sync_audit", "step_breakdown", "launch_stats", "stragglers",
-                   "op_breakdown"):
+    for method in (
+        "comm_overlap",
+        "copy_stats",
+        "sync_audit",
+        "step_breakdown",
+        "launch_stats",
+        "stragglers",
+        "op_breakdown",
+    ):
         assert getattr(dlrm_one, method)() == getattr(dlrm_two, method)(), method
     assert dlrm_two.summary().split("; read in")[0] == dlrm_one.summary()
 
@@ -90,7 +98,9 @@ def test_two_workers_give_the_breakdowns_of_one_process_exactly(dlrm_one, dlrm_t
 @pytest.mark.timeout(300)
 def test_other_semantics_and_thresholds_map_again_with_the_same_results(dlrm_one, dlrm_two):
     assert dlrm_one.kernel_breakdown("hta") == dlrm_two.kernel_breakdown("hta")
-    assert dlrm_one.idle_breakdown(kernel_wait_threshold_us=5.0) == dlrm_two.idle_breakdown(kernel_wait_threshold_us=5.0)
+    assert dlrm_one.idle_breakdown(kernel_wait_threshold_us=5.0) == dlrm_two.idle_breakdown(
+        kernel_wait_threshold_us=5.0
+    )
 
 
 def test_a_rank_comes_back_with_its_full_tables_only_when_asked(dlrm_one, dlrm_two):
@@ -130,7 +140,9 @@ def test_workers_are_bounded_by_cores_ranks_and_free_memory(monkeypatch):
     monkeypatch.setattr(rank_map, "available_memory_bytes", lambda: 64 << 30)
     assert worker_count(paths) == 8  # at most one per rank
     assert worker_count(paths[:3]) == 3
-    monkeypatch.setattr(rank_map, "available_memory_bytes", lambda: 3 * max(map(rank_map.estimate_rank_bytes, paths)) + 1)
+    monkeypatch.setattr(
+        rank_map, "available_memory_bytes", lambda: 3 * max(map(rank_map.estimate_rank_bytes, paths)) + 1
+    )
     assert worker_count(paths) == 3  # what the free memory holds
     monkeypatch.setattr(rank_map, "available_memory_bytes", lambda: 1)
     assert worker_count(paths) == 1
@@ -230,7 +242,8 @@ def test_load_trace_names_the_rank_whose_worker_died_and_partial_keeps_the_other
     assert kept.ranks == [0, 1, 2, 4, 5, 6, 7]
     assert any("worker3.json.gz" in m and "partial=True" in m for m in said)
     assert kept.temporal_breakdown().table.equals(
-        dlrm_one.temporal_breakdown().table.query("rank != 3").reset_index(drop=True))
+        dlrm_one.temporal_breakdown().table.query("rank != 3").reset_index(drop=True)
+    )
 
 
 @pytest.mark.timeout(300)
@@ -253,8 +266,12 @@ def test_a_rank_file_that_fails_to_parse_is_named_and_the_good_ranks_load():
     assert one.temporal_breakdown() == two.temporal_breakdown()
     assert [f.kind for f in two.failures] == ["unreadable"]
     with pytest.raises(RankMapError, match="rank1.json: cannot be read"):
-        map_ranks("workbench.analysis.rank_summary:summarize_rank_file",
-                  [str(p) for p in trace_paths(BAD / "one_bad_rank")], {"options": {}, "cache": False}, workers=2)
+        map_ranks(
+            "workbench.analysis.rank_summary:summarize_rank_file",
+            [str(p) for p in trace_paths(BAD / "one_bad_rank")],
+            {"options": {}, "cache": False},
+            workers=2,
+        )
 
 
 @pytest.mark.timeout(300)
@@ -281,9 +298,11 @@ def test_a_mapped_function_must_be_importable_by_name():
 @pytest.mark.timeout(300)
 def test_a_script_without_a_main_guard_maps_without_running_again(tmp_path):
     script = tmp_path / "no_guard.py"
-    script.write_text("import warnings\nwarnings.simplefilter('ignore')\nimport workbench as wb\n"
-                      f"print('ran')\nt = wb.load_trace({str(DLRM)!r}, workers=2, cache=False)\n"
-                      "print(type(t).__name__, t.temporal_breakdown().table.shape[0])\n")
+    script.write_text(
+        "import warnings\nwarnings.simplefilter('ignore')\nimport workbench as wb\n"
+        f"print('ran')\nt = wb.load_trace({str(DLRM)!r}, workers=2, cache=False)\n"
+        "print(type(t).__name__, t.temporal_breakdown().table.shape[0])\n"
+    )
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=240, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["ran", "RankFolder", "8"]

@@ -1,11 +1,12 @@
 """Picklable rank functions for wb.profile_distributed (spawned ranks import them from here)."""
+
 from __future__ import annotations
 
 import os
 import time
 
 STRAGGLER_RANK = 1
-EXTRA_WORK_S = 0.030   # Python work the straggler does before each all-reduce: large against the noise
+EXTRA_WORK_S = 0.030  # Python work the straggler does before each all-reduce: large against the noise
 STEPS = 6
 
 

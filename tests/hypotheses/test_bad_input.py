@@ -1,4 +1,5 @@
 """Bad input gets the hypotheses its evidence supports and a statement of what was not judged."""
+
 from __future__ import annotations
 
 import json

@@ -2,6 +2,7 @@
 case where the rule fires and one where it must not: composite ops judged by their children, compile
 gaps after a dynamo cache lookup, allocation faults not counted as streaming, and suggested variants
 that test each hypothesis's mechanism."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,17 +19,37 @@ def _composites(n_calls: int, child_dims: str, child_us: float = 2.0):
     t = 0.0
     for _ in range(n_calls):
         top = len(names)
-        names.append("aten::gru_cell"); ts.append(t); dur.append(30.0); depth.append(0); parent.append(-1); dims.append("")
+        names.append("aten::gru_cell")
+        ts.append(t)
+        dur.append(30.0)
+        depth.append(0)
+        parent.append(-1)
+        dims.append("")
         for j, child in enumerate(("aten::addmm", "aten::addmm", "aten::sigmoid")):
-            names.append(child); ts.append(t + 1 + j * (child_us + 1)); dur.append(child_us)
-            depth.append(1); parent.append(top)
+            names.append(child)
+            ts.append(t + 1 + j * (child_us + 1))
+            dur.append(child_us)
+            depth.append(1)
+            parent.append(top)
             dims.append(child_dims if child == "aten::addmm" else "[[1,18]]")
         t += 32.0
     n = len(names)
     ts_a, dur_a = np.asarray(ts), np.asarray(dur)
-    return frame("cpu_ops", {"rank": [0] * n, "tid": ["1"] * n, "name": names, "ts_us": ts_a, "dur_us": dur_a,
-                             "end_us": ts_a + dur_a, "depth": depth, "parent": parent, "input_dims": dims,
-                             "input_types": ['["float","float","float"]'] * n})
+    return frame(
+        "cpu_ops",
+        {
+            "rank": [0] * n,
+            "tid": ["1"] * n,
+            "name": names,
+            "ts_us": ts_a,
+            "dur_us": dur_a,
+            "end_us": ts_a + dur_a,
+            "depth": depth,
+            "parent": parent,
+            "input_dims": dims,
+            "input_types": ['["float","float","float"]'] * n,
+        },
+    )
 
 
 def test_a_composite_op_whose_children_are_tiny_is_dispatch_bound():
@@ -45,9 +66,20 @@ def test_gaps_right_after_a_dynamo_cache_lookup_are_compiles_not_host_work():
     durs = [5.0, 100.0] * 10
     ts = np.cumsum([0.0] + [d + (2000.0 if n == "TorchDynamo Cache Lookup" else 1.0) for n, d in zip(names, durs)][:-1])
     n = len(names)
-    ops = frame("cpu_ops", {"rank": [0] * n, "tid": ["1"] * n, "name": names, "ts_us": ts, "dur_us": durs,
-                            "end_us": ts + np.asarray(durs), "depth": [0] * n, "input_dims": [""] * n,
-                            "input_types": ['["float","float"]'] * n})
+    ops = frame(
+        "cpu_ops",
+        {
+            "rank": [0] * n,
+            "tid": ["1"] * n,
+            "name": names,
+            "ts_us": ts,
+            "dur_us": durs,
+            "end_us": ts + np.asarray(durs),
+            "depth": [0] * n,
+            "input_dims": [""] * n,
+            "input_types": ['["float","float"]'] * n,
+        },
+    )
     assert fires("cpu_host_gaps", facts(cpu_ops=ops)) == []
     # the same gaps after an ordinary op are host work
     ops2 = ops.assign(name=["aten::relu", "aten::mm"] * 10)
@@ -91,15 +123,20 @@ def test_suggested_variants_test_the_mechanism_and_exist_in_the_registry():
 
 
 def test_recompiles_suggest_dynamic_shapes():
-    from workbench.capture.compile_diag import CompileDiagnostics, Recompile
     from tests.hypotheses.builders import run
+    from workbench.capture.compile_diag import CompileDiagnostics, Recompile
 
-    diag = CompileDiagnostics(dynamo_loaded=True, graph_count=5, frames_compiled=5, compile_time_ms=500.0,
-                              recompiles=tuple(Recompile("f", "f.py:1", ("size mismatch",)) for _ in range(4)))
+    diag = CompileDiagnostics(
+        dynamo_loaded=True,
+        graph_count=5,
+        frames_compiled=5,
+        compile_time_ms=500.0,
+        recompiles=tuple(Recompile("f", "f.py:1", ("size mismatch",)) for _ in range(4)),
+    )
     h = fires("recompiles", run([1.0] * 20, compile=diag))[0]
     assert h.suggested_variants == ("compiled_dynamic",)
     with pytest.raises(Exception):
-        fires("recompiles", run([1.0] * 20))   # no compile diagnostics: not judged
+        fires("recompiles", run([1.0] * 20))  # no compile diagnostics: not judged
 
 
 def _backward_step(mm_dims: str, mm_us: float):
@@ -115,11 +152,23 @@ def _backward_step(mm_dims: str, mm_us: float):
         ("aten::mm", 2 * mm_us + 14, mm_us, 2, 3, mm_dims),
     ]
     n = len(rows)
-    ts = np.array([r[1] for r in rows]); dur = np.array([r[2] for r in rows], dtype=float)
-    return frame("cpu_ops", {"rank": [0] * n, "tid": ["1"] * n, "name": [r[0] for r in rows], "ts_us": ts,
-                             "dur_us": dur, "end_us": ts + dur, "depth": [r[3] for r in rows],
-                             "parent": [r[4] for r in rows], "input_dims": [r[5] for r in rows],
-                             "input_types": ['["float","float","float"]'] * n})
+    ts = np.array([r[1] for r in rows])
+    dur = np.array([r[2] for r in rows], dtype=float)
+    return frame(
+        "cpu_ops",
+        {
+            "rank": [0] * n,
+            "tid": ["1"] * n,
+            "name": [r[0] for r in rows],
+            "ts_us": ts,
+            "dur_us": dur,
+            "end_us": ts + dur,
+            "depth": [r[3] for r in rows],
+            "parent": [r[4] for r in rows],
+            "input_dims": [r[5] for r in rows],
+            "input_types": ['["float","float","float"]'] * n,
+        },
+    )
 
 
 def test_backward_nodes_get_the_work_of_the_ops_under_them_counted_once():
@@ -128,9 +177,9 @@ def test_backward_nodes_get_the_work_of_the_ops_under_them_counted_once():
     ops = _backward_step("[[1024,1024],[1024,1024]]", 20_000.0)
     placed = placed_main_ops(facts(cpu_ops=ops)).set_index("name")
     node = placed.loc["autograd::engine::evaluate_function: MmBackward0"]
-    assert node["flops"] == pytest.approx(2 * 2.0 * 1024 ** 3)          # both gradient matmuls, once each
+    assert node["flops"] == pytest.approx(2 * 2.0 * 1024**3)  # both gradient matmuls, once each
     assert node["bound"] == "compute"
-    assert placed.loc["aten::linear", "bound"] == "compute"               # its own formula, not its addmm again
+    assert placed.loc["aten::linear", "bound"] == "compute"  # its own formula, not its addmm again
     h = fires("cpu_compute_bound_ops", facts(cpu_ops=ops))
     assert h and h[0].category == "compute_bound"
     # a backward node whose children's work is unknown and long: nothing is guessed

@@ -1,21 +1,32 @@
 """Logic fixes found by an independent set of planted workloads: compiles of the first call are not
 recompiles, and convolutions are compute work (their backward counted from shapes). The ranking fix
 (caveats after findings) is tested in tests/capture/test_ranking.py."""
+
 from __future__ import annotations
 
 from tests.hypotheses.builders import fires, run
 from workbench.capture.compile_diag import CompileDiagnostics, GraphBreak, Recompile
 
-_RESUME = Recompile("torch_dynamo_resume_in_part_at_8", "w.py:8",
-                    ("tensor '___stack1' size mismatch at index 0. expected 1239, actual 1281",),
-                    on_first_call=True)
+_RESUME = Recompile(
+    "torch_dynamo_resume_in_part_at_8",
+    "w.py:8",
+    ("tensor '___stack1' size mismatch at index 0. expected 1239, actual 1281",),
+    on_first_call=True,
+)
 
 
 def _broken(recompiles, steady_frames, steady_compile_ms, marked=True):
-    return CompileDiagnostics(dynamo_loaded=True, graph_count=3, frames_compiled=6,
-                              graph_breaks=(GraphBreak("data-dependent shape", "w.py:8", 4, ""),),
-                              recompiles=recompiles, compile_time_ms=300.0, first_call_marked=marked,
-                              steady_frames_compiled=steady_frames, steady_compile_time_ms=steady_compile_ms)
+    return CompileDiagnostics(
+        dynamo_loaded=True,
+        graph_count=3,
+        frames_compiled=6,
+        graph_breaks=(GraphBreak("data-dependent shape", "w.py:8", 4, ""),),
+        recompiles=recompiles,
+        compile_time_ms=300.0,
+        first_call_marked=marked,
+        steady_frames_compiled=steady_frames,
+        steady_compile_time_ms=steady_compile_ms,
+    )
 
 
 def test_a_resume_function_recompiled_inside_the_first_call_is_not_recompilation():
@@ -25,7 +36,7 @@ def test_a_resume_function_recompiled_inside_the_first_call_is_not_recompilation
     diag = _broken((_RESUME,), steady_frames=0, steady_compile_ms=0.0)
     assert diag.recompile_count == 1 and diag.steady_recompile_count == 0
     assert fires("recompiles", run([1.0] * 20, cold=400.0, compile=diag)) == []
-    assert fires("graph_breaks", run([1.0] * 20, cold=400.0, compile=diag))   # the breaks are the finding
+    assert fires("graph_breaks", run([1.0] * 20, cold=400.0, compile=diag))  # the breaks are the finding
 
 
 def test_recompiles_after_the_first_call_still_fire_and_name_the_first_calls_apart():
@@ -49,8 +60,9 @@ def test_compiles_after_the_first_call_without_a_log_record_count():
 
 def test_diagnostics_without_the_split_count_every_recompile():
     """Older saved runs and hand-written dicts did not mark the first call: every recompile counts."""
-    diag = _broken((Recompile("f", "w.py:2", ("size mismatch",)),), steady_frames=None,
-                   steady_compile_ms=None, marked=False)
+    diag = _broken(
+        (Recompile("f", "w.py:2", ("size mismatch",)),), steady_frames=None, steady_compile_ms=None, marked=False
+    )
     assert fires("recompiles", run([1.0] * 20, compile=diag))[0].evidence[0].value == 1
     as_dict = {"graph_count": 2, "recompile_count": 2, "compile_time_ms": 10.0}
     assert fires("recompiles", run([1.0] * 20, compile=as_dict))[0].evidence[0].value == 2
@@ -70,14 +82,33 @@ def _conv_training_step(backward_us: float = 3500.0):
         ("aten::conv2d", 0.0, 1000.0, 0, -1, f"[{act},{w},[32],[],[],[],[]]", '["float","float","float"]'),
         ("autograd::engine::evaluate_function: ConvolutionBackward0", 1100.0, backward_us, 0, -1, "", "[]"),
         ("ConvolutionBackward0", 1101.0, backward_us - 2, 1, 1, f"[{act}]", '["float"]'),
-        ("aten::convolution_backward", 1102.0, backward_us - 4, 2, 2, f"[{act},{act},{w},[],[],[],[],[],[],[],[]]",
-         '["float","float","float"]'),
+        (
+            "aten::convolution_backward",
+            1102.0,
+            backward_us - 4,
+            2,
+            2,
+            f"[{act},{act},{w},[],[],[],[],[],[],[],[]]",
+            '["float","float","float"]',
+        ),
     ]
     name, ts, dur, depth, parent, dims, types = (list(col) for col in zip(*rows))
     n = len(rows)
-    return frame("cpu_ops", {"rank": [0] * n, "tid": ["1"] * n, "name": name, "ts_us": np.asarray(ts),
-                             "dur_us": np.asarray(dur), "end_us": np.asarray(ts) + np.asarray(dur), "depth": depth,
-                             "parent": parent, "input_dims": dims, "input_types": types})
+    return frame(
+        "cpu_ops",
+        {
+            "rank": [0] * n,
+            "tid": ["1"] * n,
+            "name": name,
+            "ts_us": np.asarray(ts),
+            "dur_us": np.asarray(dur),
+            "end_us": np.asarray(ts) + np.asarray(dur),
+            "depth": depth,
+            "parent": parent,
+            "input_dims": dims,
+            "input_types": types,
+        },
+    )
 
 
 def test_convolution_backward_is_judged_as_compute_work():
@@ -91,4 +122,4 @@ def test_convolution_backward_is_judged_as_compute_work():
     node = placed.loc["autograd::engine::evaluate_function: ConvolutionBackward0"]
     assert node["bound"] == "compute" and node["flops"] == 2 * 2 * (8 * 32 * 32 * 32) * (32 * 9)
     h = fires("cpu_compute_bound_ops", f)[0]
-    assert h.category == "compute_bound" and h.evidence[0].value > 95   # of the window, a 100 µs gap included
+    assert h.category == "compute_bound" and h.evidence[0].value > 95  # of the window, a 100 µs gap included

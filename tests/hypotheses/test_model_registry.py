@@ -12,10 +12,25 @@ from workbench.hypotheses.render import render_html, render_markdown, render_tex
 
 
 def hyp(category="host_bound", stake=1.0, confidence="medium", evidence=True, title="t"):
-    ev = (Evidence("idle_pct", 50.0, "%", 20.0, source="kernels", rows=({"name": "<b>k</b>", "gap_us": 1.5},)),) if evidence else ()
-    return Hypothesis(category=category, title=title, observed="o", mechanism="m", evidence=ev,
-                      time_at_stake_ms=stake, predicted_effect="p", falsifier="f", confounders=("c",),
-                      confidence=confidence, suggested_variants=("compiled",), rule="r")
+    ev = (
+        (Evidence("idle_pct", 50.0, "%", 20.0, source="kernels", rows=({"name": "<b>k</b>", "gap_us": 1.5},)),)
+        if evidence
+        else ()
+    )
+    return Hypothesis(
+        category=category,
+        title=title,
+        observed="o",
+        mechanism="m",
+        evidence=ev,
+        time_at_stake_ms=stake,
+        predicted_effect="p",
+        falsifier="f",
+        confounders=("c",),
+        confidence=confidence,
+        suggested_variants=("compiled",),
+        rule="r",
+    )
 
 
 def test_hypothesis_round_trips_through_dict():
@@ -60,7 +75,7 @@ def test_caveats_stand_after_every_finding_larger_than_their_noise():
     assert [h.title for h in rank([big, void, noise])] == ["void", "big", "noise"]
     # a low-confidence caveat (an interval exists, the findings within it qualified) outranks nothing
     assert [h.title for h in rank([few, weak, small])] == ["weak", "small", "few"]
-    assert [h.title for h in rank([few, noise])] == ["noise", "few"]          # alone, they lead
+    assert [h.title for h in rank([few, noise])] == ["noise", "few"]  # alone, they lead
     assert [h.title for h in rank([hyp("host_bound", stake=0.0, title="zero"), small])] == ["small"]
 
 
@@ -74,7 +89,9 @@ def test_a_timing_caveat_is_never_high_confidence_and_weakens_the_findings_withi
     clear = hyp("host_bound", stake=5.0, confidence="high", title="clear")
     by_title = {h.title: h for h in qualify([noise, inside, clear])}
     assert by_title["noise"].confidence == "medium"
-    assert by_title["inside"].confidence == "medium" and "cannot be told from noise" in by_title["inside"].confounders[-1]
+    assert (
+        by_title["inside"].confidence == "medium" and "cannot be told from noise" in by_title["inside"].confounders[-1]
+    )
     assert by_title["clear"].confidence == "high"
 
 
@@ -108,8 +125,10 @@ def test_renderings_escape_trace_strings():
 
 
 def test_hypotheses_layer_imports_no_torch_ipython_or_altair():
-    code = ("import sys, workbench.hypotheses as h; h.list_rules(); "
-            "bad=[m for m in ('torch','IPython','altair') if m in sys.modules]; assert not bad, bad")
+    code = (
+        "import sys, workbench.hypotheses as h; h.list_rules(); "
+        "bad=[m for m in ('torch','IPython','altair') if m in sys.modules]; assert not bad, bad"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

@@ -1,6 +1,7 @@
 """The optimizer rules read the step and zero_grad spans as torch records them: user annotations
 (``Optimizer.step#AdamW.step``), in a live profile and in the shared DLRM trace alike, not only as CPU ops;
 the finding names the optimizer class and the parameter tensors it walks."""
+
 from __future__ import annotations
 
 import os
@@ -19,15 +20,37 @@ def _annotated(outer: str, inner: list[str]) -> object:
     """An ``outer`` user annotation on thread 1 enclosing the ``inner`` CPU ops (as torch records an optimizer)."""
     n = len(inner)
     ts = 1.0 + np.arange(n) * 10.0
-    ops = frame("cpu_ops", {"rank": [0] * n, "tid": ["1"] * n, "name": inner, "ts_us": ts, "dur_us": np.full(n, 8.0),
-                            "end_us": ts + 8.0, "depth": [0] * n, "parent": [-1] * n})
-    ann = frame("annotations", {"rank": [0], "pid": [1], "tid": ["1"], "name": [outer], "kind": ["user"],
-                                "ts_us": [0.0], "dur_us": [n * 10.0 + 2.0], "end_us": [n * 10.0 + 2.0]})
+    ops = frame(
+        "cpu_ops",
+        {
+            "rank": [0] * n,
+            "tid": ["1"] * n,
+            "name": inner,
+            "ts_us": ts,
+            "dur_us": np.full(n, 8.0),
+            "end_us": ts + 8.0,
+            "depth": [0] * n,
+            "parent": [-1] * n,
+        },
+    )
+    ann = frame(
+        "annotations",
+        {
+            "rank": [0],
+            "pid": [1],
+            "tid": ["1"],
+            "name": [outer],
+            "kind": ["user"],
+            "ts_us": [0.0],
+            "dur_us": [n * 10.0 + 2.0],
+            "end_us": [n * 10.0 + 2.0],
+        },
+    )
     return facts(cpu_ops=ops, annotations=ann)
 
 
 def test_a_per_tensor_adamw_recorded_as_an_annotation_is_named_with_its_parameters():
-    inner = ["aten::lerp_", "aten::mul_", "aten::addcmul_", "aten::sqrt", "aten::addcdiv_"] * 20   # 20 parameters
+    inner = ["aten::lerp_", "aten::mul_", "aten::addcmul_", "aten::sqrt", "aten::addcdiv_"] * 20  # 20 parameters
     found = get_rule("single_tensor_optimizer")(_annotated("Optimizer.step#AdamW.step", inner))
     assert found, "the annotated optimizer step was not judged"
     h = found[0]
@@ -61,7 +84,7 @@ def test_a_live_adamw_foreach_false_step_names_the_optimizer_loop():
     import workbench as wb
 
     torch.manual_seed(0)
-    model = torch.nn.Sequential(*[torch.nn.Linear(16, 16) for _ in range(6)])   # 12 parameter tensors
+    model = torch.nn.Sequential(*[torch.nn.Linear(16, 16) for _ in range(6)])  # 12 parameter tensors
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=False)
     x = torch.randn(4, 16)
 

@@ -5,6 +5,7 @@ follow which (a convolution with a bias before a batch norm; a loop body repeati
 the ops' shapes (the bias pass at the ceiling's bandwidth) or from gaps inside the repeats, which a
 busy machine only lengthens. Only the trace rules are run (``diagnose(run.trace)``): no timing caveat
 can outrank them. Checked passing with two CPU hogs beside them (load average 6-8 on 2 cores)."""
+
 import numpy as np
 import pytest
 import torch
@@ -12,7 +13,6 @@ import torch
 import workbench as wb
 from workbench.hypotheses import diagnose
 from workbench.hypotheses.rules.sequences import best_sequence, primitive_period
-
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -41,7 +41,7 @@ def test_a_loop_body_repeating_is_reported_as_the_body_with_all_its_repeats():
     h = _rules(wb.profile(loop, torch.randn(64), warmup=1, repeat=3))["frequent_sequences"]
     assert h.title.startswith("A sequence of 3 ops repeats")
     repeats = int(h.title.split("repeats ")[1].split()[0])
-    assert repeats >= 30 and repeats % 30 == 0      # every iteration of every profiled call
+    assert repeats >= 30 and repeats % 30 == 0  # every iteration of every profiled call
     assert "aten::mul -> aten::add -> aten::relu" in h.observed
 
 

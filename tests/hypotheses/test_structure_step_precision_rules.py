@@ -2,20 +2,30 @@
 measurement (first step, first profiler session, faster than the roofline), launch delays and
 precision: each fires on a case made for it and stays silent on a near miss (builders in
 tests/hypotheses/builders.py)."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from tests.hypotheses.builders import (
-    A100, conv_bn, cpu_ops, fill_and_copy, fires, gpu, gpu_run, half_gpu, mm_run, steps,
+    A100,
+    conv_bn,
+    cpu_ops,
+    fill_and_copy,
+    fires,
+    gpu,
+    gpu_run,
+    half_gpu,
+    mm_run,
+    steps,
 )
 from workbench.hypotheses.facts import TraceFacts
 
 
 def test_frequent_sequences_on_kernels_and_on_cpu_ops():
     names = ["gemm_a", "bias_add", "relu_k", "softmax_k"] * 12
-    starts = np.arange(48) * 20.0           # 10 µs kernels, 10 µs idle between them
+    starts = np.arange(48) * 20.0  # 10 µs kernels, 10 µs idle between them
     k, rt = gpu(starts, [10] * 48, starts - 5, [3] * 48, names=names)
     h = fires("frequent_sequences", TraceFacts(None, kernels=k, runtime=rt))[0]
     assert h.category == "launch_overhead"
@@ -27,7 +37,7 @@ def test_frequent_sequences_on_kernels_and_on_cpu_ops():
     assert fires("frequent_sequences", TraceFacts(None, kernels=k, runtime=rt)) == []
     ops = cpu_ops(["aten::mul", "aten::add", "aten::relu"] * 10, [5.0] * 30, 20.0)
     assert fires("frequent_sequences", TraceFacts(None, cpu_ops=ops))[0].scope.endswith("host thread")
-    same = cpu_ops(["aten::add"] * 30, [5.0] * 30, 20.0)      # one op repeated is no sequence
+    same = cpu_ops(["aten::add"] * 30, [5.0] * 30, 20.0)  # one op repeated is no sequence
     assert fires("frequent_sequences", TraceFacts(None, cpu_ops=same)) == []
 
 
@@ -36,8 +46,8 @@ def test_cpu_fill_then_copy():
     h = fires("cpu_fill_then_copy", fill_and_copy("[[1024,1024],[],[],[]]", mib4))[0]
     assert h.category == "transfer" and h.evidence[0].rows[0]["fill_op"] == "aten::normal_"
     assert h.time_at_stake_ms == pytest.approx((700.0 + 1500.0) / 1e3)
-    assert fires("cpu_fill_then_copy", fill_and_copy("[[512,1024],[],[],[]]", mib4)) == []          # other size
-    assert fires("cpu_fill_then_copy", fill_and_copy("[[1024,1024],[],[],[]]", mib4, True)) == []   # GPU fill
+    assert fires("cpu_fill_then_copy", fill_and_copy("[[512,1024],[],[],[]]", mib4)) == []  # other size
+    assert fires("cpu_fill_then_copy", fill_and_copy("[[1024,1024],[],[],[]]", mib4, True)) == []  # GPU fill
 
 
 def test_conv_bias_before_batch_norm():
@@ -54,7 +64,9 @@ def test_data_parallel_not_ddp():
     ops = cpu_ops(names, [300.0, 100.0, 200.0, 50.0], 10.0)
     h = fires("data_parallel_not_ddp", TraceFacts(None, cpu_ops=ops))[0]
     assert h.category == "communication" and h.evidence[0].value > 50
-    plain = cpu_ops(["aten::mm", "GatherBackward0", "aten::scatter_"], [300.0, 100.0, 50.0], 10.0)   # aten's own backward
+    plain = cpu_ops(
+        ["aten::mm", "GatherBackward0", "aten::scatter_"], [300.0, 100.0, 50.0], 10.0
+    )  # aten's own backward
     assert fires("data_parallel_not_ddp", TraceFacts(None, cpu_ops=plain)) == []
 
 
@@ -79,16 +91,16 @@ def test_faster_than_roofline():
     from workbench.hypotheses.registry import NotJudged
 
     measured = {"copy_gbps": 6.5, "matmul_fp32_gflops": 157.0, "threads": 1}
-    h = fires("faster_than_roofline", mm_run(10.0, measured))[0]      # 17.2 GFLOP needs >= 109 ms at 157 GFLOP/s
+    h = fires("faster_than_roofline", mm_run(10.0, measured))[0]  # 17.2 GFLOP needs >= 109 ms at 157 GFLOP/s
     assert h.category == "measurement" and h.confidence == "high"
-    assert h.evidence[0].rows[0]["roof_ms"] == pytest.approx(2 * 2048 ** 3 / 157e6, rel=1e-6)
+    assert h.evidence[0].rows[0]["roof_ms"] == pytest.approx(2 * 2048**3 / 157e6, rel=1e-6)
     assert fires("faster_than_roofline", mm_run(150.0, measured)) == []
     # a measured ceiling is the best this machine reached once: a call 15 % faster than it is the
     # machine's fluctuation, not an impossible time (against a datasheet peak it would be)
-    assert fires("faster_than_roofline", mm_run(0.85 * 2 * 2048 ** 3 / 157e6, measured)) == []
+    assert fires("faster_than_roofline", mm_run(0.85 * 2 * 2048**3 / 157e6, measured)) == []
     with pytest.raises(NotJudged, match="documented default"):
         fires("faster_than_roofline", mm_run(10.0, None))
-    assert diagnose(mm_run(10.0, measured).run).hypotheses[0].rule == "faster_than_roofline"   # it gates the ranking
+    assert diagnose(mm_run(10.0, measured).run).hypotheses[0].rule == "faster_than_roofline"  # it gates the ranking
 
 
 def test_launch_delay_outliers():
@@ -101,7 +113,7 @@ def test_launch_delay_outliers():
     h = fires("launch_delay_outliers", TraceFacts(None, kernels=k, runtime=rt))[0]
     assert h.category == "launch_overhead" and h.evidence[0].value == 5
     late_host = launch.copy()
-    late_host[20:] = ts[20:] - 20        # launched after the stream went idle: host wait, not a delay
+    late_host[20:] = ts[20:] - 20  # launched after the stream went idle: host wait, not a delay
     k, rt = gpu(ts, [100] * 25, late_host, [5] * 25)
     assert fires("launch_delay_outliers", TraceFacts(None, kernels=k, runtime=rt)) == []
 
@@ -109,8 +121,10 @@ def test_launch_delay_outliers():
 def test_precision_rules():
     starts = np.arange(10) * 100.0
     k, rt = gpu(starts, [90] * 10, starts - 5, [3] * 10, names="ampere_sgemm_128x64_nn")
-    assert fires("fp32_matmul_without_tf32", TraceFacts(None, kernels=k, runtime=rt, device_properties=A100))[0] \
-        .category == "precision"
+    assert (
+        fires("fp32_matmul_without_tf32", TraceFacts(None, kernels=k, runtime=rt, device_properties=A100))[0].category
+        == "precision"
+    )
     v100 = [{"name": "Tesla V100-SXM2-32GB", "computeMajor": 7}]
     assert fires("fp32_matmul_without_tf32", TraceFacts(None, kernels=k, runtime=rt, device_properties=v100)) == []
     tf32, rt2 = gpu(starts, [90] * 10, starts - 5, [3] * 10, names="sm80_xmma_gemm_f32f32_tf32f32_f32_nn")

@@ -9,6 +9,7 @@ It runs in one subprocess with TRITON_INTERPRET unset (under the interpreter ``@
 no compilable function), and is skipped, with the reason, where triton cannot compile even a
 trivial kernel here (no CUDA backend in the wheel, no ptxas, an API of another triton version).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -23,7 +24,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-SCRIPT = textwrap.dedent('''
+SCRIPT = textwrap.dedent("""
     import json, sys, time
     import triton
     import triton.language as tl
@@ -101,22 +102,30 @@ SCRIPT = textwrap.dedent('''
         except Exception as exc:
             out.append({"name": name, "ok": False, "error": f"{type(exc).__name__}: {str(exc)[:2000]}"})
     print("COMPILE-JSON" + json.dumps({"triton": triton.__version__, "results": out}))
-''')
+""")
 
 
-@pytest.mark.skipif(importlib.util.find_spec("triton") is None,
-                    reason="not applicable: triton not installed (pip install triton, ~1 GB)")
+@pytest.mark.skipif(
+    importlib.util.find_spec("triton") is None,
+    reason="not applicable: triton not installed (pip install triton, ~1 GB)",
+)
 def test_every_kernel_variant_compiles_for_sm90_without_a_gpu(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env.update({"TRITON_CACHE_DIR": str(tmp_path / "triton-cache"), "TRITON_DEFAULT_FP_FUSION": "1",
-                "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])})
-    script = tmp_path / "compile_check.py"      # a file: triton reads a kernel's source with inspect
+    env.update(
+        {
+            "TRITON_CACHE_DIR": str(tmp_path / "triton-cache"),
+            "TRITON_DEFAULT_FP_FUSION": "1",
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        }
+    )
+    script = tmp_path / "compile_check.py"  # a file: triton reads a kernel's source with inspect
     script.write_text(SCRIPT)
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=str(ROOT), env=env,
-                          timeout=280)
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=str(ROOT), env=env, timeout=280
+    )
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("COMPILE-JSON")), None)
     assert proc.returncode == 0 and line is not None, proc.stderr[-3000:]
-    data = json.loads(line[len("COMPILE-JSON"):])
+    data = json.loads(line[len("COMPILE-JSON") :])
     if "skip" in data:
         pytest.skip(data["skip"])
     failed = [f"{r['name']}: {r['error']}" for r in data["results"] if not r["ok"]]

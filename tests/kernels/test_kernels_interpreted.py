@@ -13,6 +13,7 @@ in float64; tolerances are per kernel and dtype in ``checking.TOLERANCES`` (fp32
 conversion truncates instead of rounding to nearest (measured: max error 0.0156 against 0.0074 for
 ``.to(torch.bfloat16)``), so the bf16 errors here are about twice eager's; the tolerances hold either way.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -29,9 +30,11 @@ from workbench.kernels import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 HAS_TRITON = importlib.util.find_spec("triton") is not None
-needs_triton = pytest.mark.skipif(not HAS_TRITON, reason="not applicable: triton not installed (pip install triton, ~1 GB)")
+needs_triton = pytest.mark.skipif(
+    not HAS_TRITON, reason="not applicable: triton not installed (pip install triton, ~1 GB)"
+)
 
-SCRIPT = textwrap.dedent('''
+SCRIPT = textwrap.dedent("""
     import json, os, sys, time
     assert os.environ.get("TRITON_INTERPRET") == "1" and "triton" not in sys.modules
     t0 = time.perf_counter()
@@ -112,20 +115,25 @@ SCRIPT = textwrap.dedent('''
             "original_untouched": type(model[2]).__name__}
     print("KERNELS-JSON" + json.dumps({"rows": rows, "modules": modules, "nograd_loss": nograd, "swap": swap,
                                        "seconds": time.perf_counter() - t0}))
-''')
+""")
 
 
 @pytest.fixture(scope="module")
 def interpreted():
     if not HAS_TRITON:
         pytest.skip("not applicable: triton not installed (pip install triton, ~1 GB)")
-    env = {**os.environ, "TRITON_INTERPRET": "1", "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, cwd=str(ROOT), env=env,
-                          timeout=280)
+    env = {
+        **os.environ,
+        "TRITON_INTERPRET": "1",
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, cwd=str(ROOT), env=env, timeout=280
+    )
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("KERNELS-JSON")), None)
     assert proc.returncode == 0 and line is not None, proc.stderr[-3000:]
-    return json.loads(line[len("KERNELS-JSON"):])
+    return json.loads(line[len("KERNELS-JSON") :])
 
 
 def _describe(row):
@@ -149,7 +157,7 @@ def test_kernel_matches_eager_forward_and_backward(interpreted, kernel):
     assert "sliced" in labels or "transposed" in labels
     for r in fp32:
         assert "output" in r["checks"] and any(k.startswith("grad[") for k in r["checks"]), r["case"]
-        for name, c in r["checks"].items():            # a zero reference would pass any kernel
+        for name, c in r["checks"].items():  # a zero reference would pass any kernel
             assert c["ref_max_abs"] > 10 * r["atol"], f"{r['case']} {name}: reference too small to test"
     assert {"float16", "bfloat16"} <= {r["dtype"] for r in rows}
 
@@ -172,8 +180,9 @@ def test_cross_entropy_cases_cover_ignore_index_reductions_and_in_place(interpre
     lin = [r for r in interpreted["rows"] if r["kernel"] == "linear_cross_entropy" and r["dtype"] == "float32"]
     assert any("bias=True" in r["case"] for r in lin) and any("reduction=sum" in r["case"] for r in lin)
     # hidden, weight and bias gradients all compared where there is a bias
-    assert all(len([k for k in r["checks"] if k.startswith("grad[")]) == (3 if "bias=True" in r["case"] else 2)
-               for r in lin)
+    assert all(
+        len([k for k in r["checks"] if k.startswith("grad[")]) == (3 if "bias=True" in r["case"] else 2) for r in lin
+    )
 
 
 @needs_triton
@@ -206,8 +215,11 @@ def test_checks_poison_outputs_so_an_unwritten_element_fails():
         y[:-1] = x[:-1] * 2
         return y
 
-    case = checking.Case("softmax", "unwritten last row",
-                         lambda gen, dev, dt: ((checking._leaf(gen, (3, 5), dev, dt),), leaves_a_row, lambda x: x * 2))
+    case = checking.Case(
+        "softmax",
+        "unwritten last row",
+        lambda gen, dev, dt: ((checking._leaf(gen, (3, 5), dev, dt),), leaves_a_row, lambda x: x * 2),
+    )
     row = checking.run_case(case)
     assert not row["passed"] and not row["checks"]["output"]["passed"]
     with checking.poisoned():
@@ -216,11 +228,11 @@ def test_checks_poison_outputs_so_an_unwritten_element_fails():
 
 
 def test_importing_the_package_does_not_import_triton():
-    code = ("import sys, workbench.kernels as k; k.names(); k.missing_reason(); "
-            "print('triton' in sys.modules)")
+    code = "import sys, workbench.kernels as k; k.names(); k.missing_reason(); print('triton' in sys.modules)"
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(ROOT), env=env,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=str(ROOT), env=env, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip().splitlines()[-1] == "False"
 
@@ -249,8 +261,13 @@ def test_benchmark_without_cuda_says_not_applicable_and_writes_json(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("a CUDA device is present: benchmarks/kernels.py times the kernels there")
     out = tmp_path / "k.json"
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "kernels.py"), "--json", str(out)],
-                          capture_output=True, text=True, cwd=str(ROOT), timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "kernels.py"), "--json", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=str(ROOT),
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.strip().splitlines()
     assert len(lines) == len(registry.KERNELS)

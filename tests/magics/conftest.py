@@ -9,7 +9,7 @@ def ip():
 
     saved = torch.get_num_threads()
     torch.set_num_threads(1)
-    shell = start_ipython()            # None when an earlier module already started it
+    shell = start_ipython()  # None when an earlier module already started it
     if shell is None:
         from IPython.core.interactiveshell import InteractiveShell
 
@@ -24,4 +24,5 @@ def ip():
 def run_cell(ip):
     def _run(source: str):
         return ip.run_cell(source, store_history=True)
+
     return _run

@@ -7,6 +7,7 @@ threads and grad mode are back, the namespace is intact, and the next magic work
 The cells run in a real IPython shell in a child process (tests/magics/_matrix_worker.py), so a
 segmentation fault or a hang fails this test instead of ending the session.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,15 +27,25 @@ TIMEOUT_S = 400
 @pytest.fixture(scope="module")
 def matrix(tmp_path_factory):
     out = tmp_path_factory.mktemp("matrix") / "matrix.json"
-    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE",
-           "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    env = {
+        **os.environ,
+        "OMP_WAIT_POLICY": "PASSIVE",
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
+    }
     try:
-        proc = subprocess.run([sys.executable, "-m", "tests.magics._matrix_worker", str(out)], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=TIMEOUT_S)
+        proc = subprocess.run(
+            [sys.executable, "-m", "tests.magics._matrix_worker", str(out)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+        )
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"the failure matrix hung for {TIMEOUT_S} s; its output ended with:\n{str(exc.stdout)[-3000:]}")
-    assert proc.returncode == 0, (f"the matrix process ended with {proc.returncode} (-11: segfault)\n"
-                                  f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    assert proc.returncode == 0, (
+        f"the matrix process ended with {proc.returncode} (-11: segfault)\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    )
     return json.loads(out.read_text())
 
 

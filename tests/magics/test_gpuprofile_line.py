@@ -1,4 +1,5 @@
 """``%gpuprofile`` (line form) and ``--explain``, through a real IPython shell."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,10 +10,12 @@ import workbench.magics as magics
 from workbench.magics import gpuprofile
 from workbench.magics.line_form import split_options
 
-SETUP = ("import torch\n"
-         "x = torch.randn(64, 64)\n"
-         "def scaled(t, s):\n    return (t @ t) * s\n"
-         "def with_break(t):\n    y = t.sin() * 2\n    torch._dynamo.graph_break()\n    return y.cos() + 1\n")
+SETUP = (
+    "import torch\n"
+    "x = torch.randn(64, 64)\n"
+    "def scaled(t, s):\n    return (t @ t) * s\n"
+    "def with_break(t):\n    y = t.sin() * 2\n    torch._dynamo.graph_break()\n    return y.cos() + 1\n"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -25,14 +28,19 @@ def test_line_form_profiles_the_expression_with_the_shared_options(ip, run_cell)
     assert result.success, result.error_in_exec
     run = ip.user_ns["lined"]
     assert run is magics.last_run() and run.timing.n == 3 and run.warmup == 1
-    assert (run.trace.cpu_ops["name"] == "aten::mm").sum() == run.traced_calls   # "-1" was code, not an option
+    assert (run.trace.cpu_ops["name"] == "aten::mm").sum() == run.traced_calls  # "-1" was code, not an option
     assert gpuprofile.last_cell_source() == "scaled(x, -1)"
 
 
-@pytest.mark.parametrize("line,fragment", [("%gpuprofile -r 3", "needs code after the options"),
-                                           ("%gpuprofile -r 0 scaled(x, 1)", "-r/--repeat must be >= 1"),
-                                           ("%gpuprofile --explain x + 1", "one call"),
-                                           ("%%gpuprofile --explain\nscaled(x, 1)", "line form")])
+@pytest.mark.parametrize(
+    "line,fragment",
+    [
+        ("%gpuprofile -r 3", "needs code after the options"),
+        ("%gpuprofile -r 0 scaled(x, 1)", "-r/--repeat must be >= 1"),
+        ("%gpuprofile --explain x + 1", "one call"),
+        ("%%gpuprofile --explain\nscaled(x, 1)", "line form"),
+    ],
+)
 def test_line_form_usage_errors(run_cell, line, fragment):
     result = run_cell(line)
     assert isinstance(result.error_in_exec, UsageError), result.error_in_exec
@@ -64,14 +72,24 @@ def test_explain_unwraps_a_compiled_function():
     def f(t):
         return t + 1
 
-    assert _unwrap(torch.compile(f)) is f             # torch.compile is lazy: nothing compiles here
+    assert _unwrap(torch.compile(f)) is f  # torch.compile is lazy: nothing compiles here
     assert _unwrap(f) is f
 
 
 def test_the_docstring_lists_the_options():
     doc = magics.gpuprofile.GpuProfileMagics.gpuprofile.__doc__
-    for option in ("--warmup", "--repeat", "--no-trace", "--name", "--output", "--threads", "--no-grad",
-                   "--quiet", "--explain", "%gpuprofile -r 10 f(x)"):
+    for option in (
+        "--warmup",
+        "--repeat",
+        "--no-trace",
+        "--name",
+        "--output",
+        "--threads",
+        "--no-grad",
+        "--quiet",
+        "--explain",
+        "%gpuprofile -r 10 f(x)",
+    ):
         assert option in doc, option
 
 
@@ -80,4 +98,4 @@ def test_explain_refuses_a_non_call_before_profiling(ip, run_cell):
     ip.user_ns["calls"] = 0
     result = run_cell("%gpuprofile --explain calls += 1")
     assert isinstance(result.error_in_exec, UsageError)
-    assert ip.user_ns["calls"] == 0 and magics.last_run() is kept          # nothing ran, nothing kept
+    assert ip.user_ns["calls"] == 0 and magics.last_run() is kept  # nothing ran, nothing kept

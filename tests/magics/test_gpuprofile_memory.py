@@ -1,13 +1,14 @@
 """``%%gpuprofile --memory``: the traced pass records memory; --memory with -T is a usage error."""
+
 from __future__ import annotations
 
 import workbench.magics as magics
 
 
 def test_memory_option_records_allocations(ip, run_cell):
-    result = run_cell("%%gpuprofile --memory -w 1 -r 3 --trace-repeat 3 -q\n"
-                      "import torch\n"
-                      "y = torch.ones(256, 256) * 2\n")
+    result = run_cell(
+        "%%gpuprofile --memory -w 1 -r 3 --trace-repeat 3 -q\nimport torch\ny = torch.ones(256, 256) * 2\n"
+    )
     assert result.success, result.error_in_exec
     run = magics.last_run()
     assert run.memory.recorded and run.memory.peak.peak_bytes >= 256 * 256 * 4

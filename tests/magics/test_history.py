@@ -5,6 +5,7 @@ one file, and a history that cannot be written (a warning, never a failed profil
 The cell sleeps for ``DELAY_S``: the same source every time (so the same key), its time set from
 outside the cell. 10 ms then 14 ms (40 % slower) is far beyond a loaded machine's sleep jitter
 (a few hundred microseconds), so the change is deterministic."""
+
 from __future__ import annotations
 
 import json
@@ -80,9 +81,10 @@ def test_a_history_that_cannot_be_written_is_a_warning_not_a_failed_profile(ip, 
         warnings.simplefilter("always")
         run = _profile(ip, run_cell)
     assert run.timing.n == 9
-    assert any("not added to its history" in str(w.message) and "newer workbench" in str(w.message)
-               for w in caught), [str(w.message) for w in caught]
-    assert history_file.read_text().count("\n") == 1          # nothing rewritten
+    assert any("not added to its history" in str(w.message) and "newer workbench" in str(w.message) for w in caught), [
+        str(w.message) for w in caught
+    ]
+    assert history_file.read_text().count("\n") == 1  # nothing rewritten
 
 
 def work():

@@ -5,6 +5,7 @@ display publisher captured (two captures released in the wrong order); the kerne
 every request (`'CapturingDisplayPublisher' object has no attribute 'set_parent'`) and the next
 cell hung.  Each cell here has a timeout, so a regression fails instead of hanging.
 """
+
 from __future__ import annotations
 
 import os
@@ -46,8 +47,9 @@ def executed(tmp_path_factory):
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env_before) if p)
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
-        client = nbclient.NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
-                                         allow_errors=False, startup_timeout=120)
+        client = nbclient.NotebookClient(
+            nb, timeout=CELL_TIMEOUT_S, kernel_name="python3", allow_errors=False, startup_timeout=120
+        )
         client.execute(cwd=str(tmp_path_factory.mktemp("kernel")))
     finally:
         if env_before is None:
@@ -65,7 +67,7 @@ def test_the_variant_magic_shows_its_comparison_and_decision(executed):
     shown = _texts(executed.cells[2])
     assert "Comparison against profiled" in shown
     assert "fused" in shown and "Decision" in shown
-    assert "USDT" not in shown and "CPUAllocator" not in shown      # the profiler's native lines held back
+    assert "USDT" not in shown and "CPUAllocator" not in shown  # the profiler's native lines held back
 
 
 def test_a_slow_profile_shows_a_status_line_that_ends_done(executed):

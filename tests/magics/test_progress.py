@@ -1,4 +1,5 @@
 """The status line of a long magic: the phase of each call, published off the timed path."""
+
 from __future__ import annotations
 
 import time
@@ -16,7 +17,7 @@ def test_phases_follow_the_calls():
     assert phase(5, True, w, r, True).startswith("starting the traced pass")
     assert phase(6, False, w, r, True) == "traced pass, call 1"
     assert phase(7, True, w, r, True) == "parsing the trace"
-    assert phase(5, True, w, r, False) == "timed repeat 3/3"          # no trace: no traced pass
+    assert phase(5, True, w, r, False) == "timed repeat 3/3"  # no trace: no traced pass
 
 
 class _Guard:
@@ -39,7 +40,7 @@ def test_the_line_shows_after_the_delay_updates_in_place_and_ends_with_what_was_
     line.close("%gpuprofile cell[3]: done")
     texts = [t for t, _, _ in guard.published]
     assert "timed repeat 1/2" in texts[0] and texts[-1] == "%gpuprofile cell[3]: done"
-    assert len({d for _, d, _ in guard.published}) == 1                 # one display, updated
+    assert len({d for _, d, _ in guard.published}) == 1  # one display, updated
     assert [u for _, _, u in guard.published] == [False] + [True] * (len(texts) - 1)
 
 
@@ -48,5 +49,5 @@ def test_a_short_magic_shows_nothing():
     line = StatusLine(guard, "x", 0, 1, False, delay_s=5.0, enabled=True).start()
     line.close("done")
     assert guard.published == []
-    off = StatusLine(guard, "x", 0, 1, False, delay_s=0.0)            # no kernel: a terminal, off
+    off = StatusLine(guard, "x", 0, 1, False, delay_s=0.0)  # no kernel: a terminal, off
     assert off.enabled is False

@@ -1,4 +1,5 @@
 """What a notebook shows for a run's hypotheses: the readable rendering, not dataclass reprs."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,16 +11,28 @@ def _hypothesis(title: str, stake: float):
     from workbench.hypotheses.hypothesis import Hypothesis
 
     fields = Hypothesis.__dataclass_fields__
-    values = dict(category="launch_overhead", title=title, observed="300 ops per call <b>",
-                  mechanism="per-op dispatch", evidence=(), time_at_stake_ms=stake,
-                  predicted_effect="fewer ops: faster", falsifier="compile the chain", confounders=(),
-                  confidence="medium", status="proposed", suggested_variants=("compiled",))
+    values = dict(
+        category="launch_overhead",
+        title=title,
+        observed="300 ops per call <b>",
+        mechanism="per-op dispatch",
+        evidence=(),
+        time_at_stake_ms=stake,
+        predicted_effect="fewer ops: faster",
+        falsifier="compile the chain",
+        confounders=(),
+        confidence="medium",
+        status="proposed",
+        suggested_variants=("compiled",),
+    )
     return Hypothesis(**{k: v for k, v in values.items() if k in fields})
 
 
 def test_a_hypothesis_list_is_a_list_that_reads_well():
-    hyps = HypothesisList([_hypothesis("many short ops", 2.0), _hypothesis("memory bound", 1.0)],
-                          notes=["no GPU activity: kernel rules not judged"])
+    hyps = HypothesisList(
+        [_hypothesis("many short ops", 2.0), _hypothesis("memory bound", 1.0)],
+        notes=["no GPU activity: kernel rules not judged"],
+    )
     assert isinstance(hyps, list) and len(hyps) == 2 and hyps[0].title == "many short ops"
     assert [h.title for h in hyps[1:]] == ["memory bound"]
     text = repr(hyps)
@@ -27,7 +40,7 @@ def test_a_hypothesis_list_is_a_list_that_reads_well():
     assert "Hypothesis(" not in text and "not judged" in text
     page = hyps._repr_html_()
     assert page == render_html(hyps) and "wb-diagnosis" in page
-    assert "&lt;b&gt;" in page and "<b>\n" not in page                  # data escaped
+    assert "&lt;b&gt;" in page and "<b>\n" not in page  # data escaped
     assert hyps.to_text() == render_text(hyps) and "### 1." in hyps._repr_markdown_()
     assert repr(HypothesisList()).startswith("0 ranked hypotheses")
 

@@ -13,6 +13,7 @@ in training mode (outputs, every parameter gradient, the optimizer's updated sta
 - the record is shown once and says the cells take no inputs; the names the cells bind get back
   the values they had before.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,30 +33,32 @@ CELL_TIMEOUT_S = 240
 
 
 def _summary(name: str) -> str:
-    return (f"print('SUMMARY ' + json.dumps({{'decision': _gpuvariant[{name!r}].decision, "
-            f"'reason': _gpuvariant[{name!r}].decision_reason, 'mode': _gpuvariant.decision.mode, "
-            f"'status': _gpuvariant[{name!r}].status}}))")
+    return (
+        f"print('SUMMARY ' + json.dumps({{'decision': _gpuvariant[{name!r}].decision, "
+        f"'reason': _gpuvariant[{name!r}].decision_reason, 'mode': _gpuvariant.decision.mode, "
+        f"'status': _gpuvariant[{name!r}].status}}))"
+    )
 
 
 CELLS = [
-    SETUP,                                                                  # 0
-    PROFILE,                                                                # 1
-    VARIANTS,                                                               # 2
-    f"%%gpuvariant foreach {FAST}\nloss = step_foreach()",                  # 3
-    _summary("foreach"),                                                    # 4
-    f"%%gpuvariant doubled {FAST}\nloss = step_foreach() * 2",              # 5
-    _summary("doubled"),                                                    # 6
-    f"%%gpuvariant detached {FAST}\nloss = step_detached()",                # 7
-    _summary("detached"),                                                   # 8
+    SETUP,  # 0
+    PROFILE,  # 1
+    VARIANTS,  # 2
+    f"%%gpuvariant foreach {FAST}\nloss = step_foreach()",  # 3
+    _summary("foreach"),  # 4
+    f"%%gpuvariant doubled {FAST}\nloss = step_foreach() * 2",  # 5
+    _summary("doubled"),  # 6
+    f"%%gpuvariant detached {FAST}\nloss = step_detached()",  # 7
+    _summary("detached"),  # 8
     f"%%gpuvariant nothing {FAST}\nfor _ in range(1):\n    step_foreach()",  # 9
-    "print('SAME', loss is loss_before, torch.equal(model.head.weight, weight_before))",   # 10
+    "print('SAME', loss is loss_before, torch.equal(model.head.weight, weight_before))",  # 10
     # the panel on the same step: the doubled loss is rejected there too
     "from workbench.widgets import VariantPanel\n"
     "panel = VariantPanel(step, None, user_variants={'doubled': lambda: step_foreach() * 2},\n"
     "                     compare_options=dict(budget_s=0.5, checks=2, mode='training'))\n"
     "panel.run()\n"
     "print('PANEL ' + json.dumps({n: r['decision'] for n, r in panel.rows.items()}))\n"
-    "print('STATUS ' + panel.status.value)",                                                # 11
+    "print('STATUS ' + panel.status.value)",  # 11
 ]
 
 
@@ -75,7 +78,7 @@ def _html(cell) -> str:
 
 def _summary_of(cell) -> dict:
     line = next(ln for ln in _texts(cell).splitlines() if ln.startswith("SUMMARY "))
-    return json.loads(line[len("SUMMARY "):])
+    return json.loads(line[len("SUMMARY ") :])
 
 
 @pytest.fixture(scope="module")
@@ -87,8 +90,9 @@ def executed(tmp_path_factory):
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env_before) if p)
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
-        client = nbclient.NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
-                                         allow_errors=True, startup_timeout=120)
+        client = nbclient.NotebookClient(
+            nb, timeout=CELL_TIMEOUT_S, kernel_name="python3", allow_errors=True, startup_timeout=120
+        )
         client.execute(cwd=str(tmp_path_factory.mktemp("training")))
     finally:
         if env_before is None:
@@ -101,8 +105,11 @@ def executed(tmp_path_factory):
 
 
 def _no_error(cell) -> None:
-    errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"
-              or (o.get("name") == "stderr" and "Error" in o.get("text", ""))]
+    errors = [
+        o
+        for o in cell.get("outputs", [])
+        if o.get("output_type") == "error" or (o.get("name") == "stderr" and "Error" in o.get("text", ""))
+    ]
     assert not errors, _texts(cell)[-3000:]
 
 
@@ -116,7 +123,7 @@ def test_a_foreach_optimizer_is_kept_or_undecided_never_rejected(executed):
     summary = _summary_of(executed.cells[4])
     assert summary["mode"] == "training", summary
     assert summary["decision"] in ("keep", "need_more_evidence", "micro_only"), summary
-    assert not summary["reason"].startswith("cannot judge"), summary      # it was checked, not waved through
+    assert not summary["reason"].startswith("cannot judge"), summary  # it was checked, not waved through
 
 
 def test_the_record_is_shown_once_and_states_the_cell_takes_no_inputs(executed):
@@ -124,7 +131,7 @@ def test_the_record_is_shown_once_and_states_the_cell_takes_no_inputs(executed):
     assert page.count("Decision record:") == 1, page.count("Decision record:")
     assert "training" in page and "takes no inputs" in page
     assert "fresh random inputs" not in page
-    assert "compared on `loss`" in page                                   # what the cells were compared on
+    assert "compared on `loss`" in page  # what the cells were compared on
 
 
 def test_a_doubled_loss_is_rejected(executed):
@@ -149,16 +156,16 @@ def test_a_cell_that_binds_nothing_is_refused_in_one_line(executed):
 
 def test_the_names_the_cells_bind_get_their_values_back(executed):
     line = next(ln for ln in _texts(executed.cells[10]).splitlines() if ln.startswith("SAME"))
-    assert line.split()[1] == "True", line                  # loss is the profiled cell's again
+    assert line.split()[1] == "True", line  # loss is the profiled cell's again
 
 
 def test_the_model_is_left_as_the_comparisons_found_it(executed):
     line = next(ln for ln in _texts(executed.cells[10]).splitlines() if ln.startswith("SAME"))
-    assert line.split()[2] == "True", line                  # the engine's state restore
+    assert line.split()[2] == "True", line  # the engine's state restore
 
 
 def test_the_panel_rejects_the_doubled_loss_too(executed):
     _no_error(executed.cells[11])
     line = next(ln for ln in _texts(executed.cells[11]).splitlines() if ln.startswith("PANEL "))
-    decisions = json.loads(line[len("PANEL "):])
+    decisions = json.loads(line[len("PANEL ") :])
     assert decisions.get("doubled") == "reject", line

@@ -2,11 +2,12 @@
 an AdamW(foreach=False), ``loss = step()``), shared by the notebook test in a real kernel
 (tests/magics/test_training_notebook.py) and the JupyterLab test (tests/browser/test_training_step_lab.py).
 Support code, not a test module."""
+
 from __future__ import annotations
 
 FAST = "--budget 0.5 --checks 2"
 
-SETUP = '''%load_ext workbench
+SETUP = """%load_ext workbench
 import copy, json
 import torch, torch.nn as nn, torch.nn.functional as F
 torch.set_num_threads(1)
@@ -52,12 +53,12 @@ def step():
     loss.backward()
     opt.step()
     return loss.detach()
-'''
+"""
 
 PROFILE = "%%gpuprofile -T -w 1 -r 3\nloss = step()"
 
 # the variants start from the state the profiled step has reached: the same weights, the optimizer's state
-VARIANTS = '''opt_f = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=True)
+VARIANTS = """opt_f = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=True)
 opt_f.load_state_dict(copy.deepcopy(opt.state_dict()))
 for group in opt_f.param_groups:
     group["foreach"] = True
@@ -83,4 +84,4 @@ def step_detached():
 
 loss_before = loss
 weight_before = model.head.weight.detach().clone()
-'''
+"""

@@ -2,6 +2,7 @@
 record carries: a real training-path comparison (gradients checked; a candidate whose gradient is
 2 % off rejected, the gradient named), timed on a seeded fake clock, in HTML, text and Markdown;
 an inference record says no gradient was checked."""
+
 from __future__ import annotations
 
 import pytest
@@ -28,7 +29,7 @@ def _copy(x, w):
 
 def _wrong_gradient(x, w):
     y = torch.tanh(x @ w)
-    return y.detach() + (y - y.detach()) * 1.02     # the same forward, a gradient 2 % too large
+    return y.detach() + (y - y.detach()) * 1.02  # the same forward, a gradient 2 % too large
 
 
 def _inputs():
@@ -38,8 +39,16 @@ def _inputs():
 @pytest.fixture(scope="module")
 def training_record():
     timer = FakeTimer({"step": 2.0}, default_ms=1.0, noise=0.02, seed=0, call=False)
-    cmp = wb.compare({"step": _step, "copy": _copy, "wrong_grad": _wrong_gradient}, inputs=_inputs,
-                     baseline="step", timer=timer, checks=2, profile=False, budget_s=0.5, min_rounds=10)
+    cmp = wb.compare(
+        {"step": _step, "copy": _copy, "wrong_grad": _wrong_gradient},
+        inputs=_inputs,
+        baseline="step",
+        timer=timer,
+        checks=2,
+        profile=False,
+        budget_s=0.5,
+        min_rounds=10,
+    )
     assert cmp.decision.mode == "training" and cmp.decision.variant == "copy"
     return cmp.decision
 
@@ -50,16 +59,18 @@ def test_a_training_record_shows_its_mode_and_gradient_checks_in_three_formats(t
     assert "<th style='text-align:left'>Mode</th>" in page and mode_text(record.to_dict()) in page
     assert mode_text(record.to_dict()).startswith("training: outputs checked, and the gradients and state changes")
     assert "<h4>Gradient checks</h4>" in page
-    checks = page[page.index("<h4>Gradient checks</h4>"):page.index("<h4>Evidence</h4>")]
-    assert "float32 rtol" in checks                                          # the gradient tolerances it used
+    checks = page[page.index("<h4>Gradient checks</h4>") : page.index("<h4>Evidence</h4>")]
+    assert "float32 rtol" in checks  # the gradient tolerances it used
     assert "wrong_grad: reject" in checks and "grad arg[0]" in checks and "grad arg[1]" in checks
     out = render.text(record)
     assert "  Mode             training:" in out and "  Gradient checks:" in out
-    assert any(line.strip().startswith("- rejected alternatives: wrong_grad: reject") and "grad arg[0]" in line
-               for line in out.splitlines())
+    assert any(
+        line.strip().startswith("- rejected alternatives: wrong_grad: reject") and "grad arg[0]" in line
+        for line in out.splitlines()
+    )
     md = render.markdown(record)
     assert "**Mode:** training:" in md and "#### Gradient checks" in md and "grad arg\\[0\\]" in md
-    assert sections.decision_record_html(record.to_dict()) == page            # the report shows the same record
+    assert sections.decision_record_html(record.to_dict()) == page  # the report shows the same record
 
 
 def test_the_gradient_lines_come_from_the_records_fields(training_record):

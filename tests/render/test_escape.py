@@ -1,6 +1,7 @@
 """Escaping for Markdown shows the original characters: a Markdown renderer (mistune, what
 nbconvert renders Markdown with) turns ``markdown_text(value)`` back into ``value`` as text, never
 into markup, an entity or a second table cell; a code span shows its text verbatim."""
+
 from __future__ import annotations
 
 import html
@@ -14,7 +15,7 @@ from workbench.render.tables import markdown_table
 mistune = pytest.importorskip("mistune")
 
 HOSTILE = "it's \"quoted\" <script>alert('x')</script> a|b *bold* _it_ # not a heading & &amp; nul\x00end"
-SHOWN = HOSTILE.replace("\x00", "\ufffd")        # a NUL shows as U+FFFD, as in every view
+SHOWN = HOSTILE.replace("\x00", "\ufffd")  # a NUL shows as U+FFFD, as in every view
 
 
 def _rendered(md: str) -> str:
@@ -31,9 +32,9 @@ def test_markdown_text_renders_back_to_the_original_characters():
     page = _rendered(md)
     assert _text_of(page) == SHOWN
     assert "<script" not in page and "<em>" not in page and "<strong>" not in page and "<h1>" not in page
-    assert "&#x27;" not in md and "&quot;" not in md and "&lt;" not in md     # no entity in the Markdown source
-    assert "\\&amp;" in md                       # a literal "&amp;" in a name stays text, not the entity
-    assert "'" in md and '"' in md                                            # quotes stay as they are
+    assert "&#x27;" not in md and "&quot;" not in md and "&lt;" not in md  # no entity in the Markdown source
+    assert "\\&amp;" in md  # a literal "&amp;" in a name stays text, not the entity
+    assert "'" in md and '"' in md  # quotes stay as they are
 
 
 def test_the_html_escaped_quote_bug_is_gone():

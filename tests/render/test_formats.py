@@ -1,5 +1,6 @@
 """Each result type rendered in HTML, text and Markdown: the content (columns, numbers, sections)
 and the escaping of hostile names (markup, quotes, control characters)."""
+
 from __future__ import annotations
 
 import html
@@ -27,7 +28,7 @@ def _no_tag(md: str) -> bool:
 
 def _no_raw(page: str, *names: str) -> None:
     for name in names:
-        assert name not in page, name                      # never as markup
+        assert name not in page, name  # never as markup
         assert html.escape(name, quote=True) in page, name  # always as text
 
 
@@ -36,11 +37,11 @@ def test_run_html_card_has_timing_tables_hypotheses_and_escapes_names(hostile_ru
     for header in OP_HEADERS + KERNEL_HEADERS:
         assert f"<th>{html.escape(header)}</th>" in page, header
     assert "clean median (per call)" in page and "cold (first call)" in page and "profiler overhead" in page
-    assert "1.25× the clean call" in page                  # traced 2.5 ms over clean 2 ms
+    assert "1.25× the clean call" in page  # traced 2.5 ms over clean 2 ms
     assert "Hypotheses (ranked)" in page and "per call at stake" in page
     _no_raw(page, HOSTILE_OP, HOSTILE_KERNEL, HOSTILE_RUN)
-    assert "alert(&quot;op&quot;)" in page                 # the double quote escaped too
-    assert "&lt;script&gt;2.x" not in page                 # the environment is the report's section, not the card
+    assert "alert(&quot;op&quot;)" in page  # the double quote escaped too
+    assert "&lt;script&gt;2.x" not in page  # the environment is the report's section, not the card
 
 
 def test_run_card_is_the_face_runs_repr_and_carries_the_offline_charts(hostile_run):
@@ -53,7 +54,7 @@ def test_run_text_has_the_timing_lines_and_the_tables_with_names_as_text(hostile
     out = render.text(hostile_run)
     assert out == hostile_run.to_text()
     assert "clean median  2 ms per call" in out and "overhead 1.25x" in out
-    assert HOSTILE_OP in out and HOSTILE_KERNEL in out     # plain text shows the names as they are
+    assert HOSTILE_OP in out and HOSTILE_KERNEL in out  # plain text shows the names as they are
     header = next(line for line in out.splitlines() if line.strip().startswith("op "))
     assert all(h in header for h in OP_HEADERS)
     assert "hypotheses (ranked):" in out
@@ -63,7 +64,7 @@ def test_run_markdown_tables_escape_markup(hostile_run):
     out = render.markdown(hostile_run)
     assert out == hostile_run.to_markdown()
     assert "| " + " | ".join(OP_HEADERS) in out
-    assert "\\<script\\>" in out and "\\<img" in out           # backslash-escaped: shown as text, never a tag
+    assert "\\<script\\>" in out and "\\<img" in out  # backslash-escaped: shown as text, never a tag
     assert "&lt;" not in out and "&#" not in out and _no_tag(out)  # no HTML entity (it would show literally)
     assert "#### Hypotheses (ranked)" in out
 
@@ -72,7 +73,7 @@ def test_control_characters_never_reach_a_view(hostile_trace_path):
     run = make_run(hostile_trace_path, name="nul\x00name\x1b[31m")
     for out in (render.text(run), render.markdown(run), render.html(run, charts=False)):
         assert "\x00" not in out and "\x1b" not in out and "nul\ufffdname" in out
-    assert plain("a\tb\nc") == "a\tb\nc"                   # tabs and newlines are kept in text
+    assert plain("a\tb\nc") == "a\tb\nc"  # tabs and newlines are kept in text
 
 
 def test_run_without_trace_says_why_instead_of_tables():
@@ -84,8 +85,10 @@ def test_run_without_trace_says_why_instead_of_tables():
 
 def test_history_is_shown_saved_and_loaded(hostile_run, tmp_path):
     run = make_run(hostile_run.trace_path)
-    entries = tuple(HistoryEntry(key="k", time=f"2026-01-0{i + 1}", median_ms=m, spread_ms=0.01, n=20)
-                    for i, m in enumerate((2.0, 2.0, 2.8, 2.8)))
+    entries = tuple(
+        HistoryEntry(key="k", time=f"2026-01-0{i + 1}", median_ms=m, spread_ms=0.01, n=20)
+        for i, m in enumerate((2.0, 2.0, 2.8, 2.8))
+    )
     run.history = History(key="k", entries=entries, change_points=(2,))
     page = render.html(run, charts=False)
     assert "History of this cell" in page and "runs recorded" in page and "run 2 (2026-01-03)" in page
@@ -105,17 +108,31 @@ def test_diagnosis_and_run_hypotheses_in_three_formats(diagnosis):
         assert out.startswith("1. [memory_bound] " + diagnosis.hypotheses[0].title)
         assert "refute by: fuse it & time it" in out
         md = render.markdown(value)
-        assert md.startswith("### 1.") and "<script>" not in md and _no_tag(md) and "**Next experiment (falsifier):**" in md
+        assert (
+            md.startswith("### 1.")
+            and "<script>" not in md
+            and _no_tag(md)
+            and "**Next experiment (falsifier):**" in md
+        )
 
 
 def test_comparison_in_three_formats(comparison):
     page = render.html(comparison, charts=False)
-    for header in ("variant", "status", "correct", "median (ms)", "p95 (ms)", "speed-up", "95 % interval", "setup",
-                   "decision"):
+    for header in (
+        "variant",
+        "status",
+        "correct",
+        "median (ms)",
+        "p95 (ms)",
+        "speed-up",
+        "95 % interval",
+        "setup",
+        "decision",
+    ):
         assert f"<th>{header}</th>" in page
     _no_raw(page, HOSTILE_VARIANT)
     assert "1.54×" in page and "1.5× – 1.58×" in page and "12.5 ms" in page
-    assert "Decision record: <code>keep</code>" in page     # the record under the table
+    assert "Decision record: <code>keep</code>" in page  # the record under the table
     out = render.text(comparison)
     assert HOSTILE_VARIANT in out and "decision: keep for " + HOSTILE_VARIANT in out
     assert out.splitlines()[1].split()[:3] == ["variant", "status", "correct"]
@@ -132,8 +149,16 @@ def test_comparison_html_carries_its_chart_offline(comparison):
 def test_decision_record_in_three_formats():
     record = decision_record()
     page = render.html(record)
-    for title in ("Problem", "Bottleneck", "Numerical class", "Why it is safe", "Fallback", "Result",
-                  "Evidence", "Remaining risk"):
+    for title in (
+        "Problem",
+        "Bottleneck",
+        "Numerical class",
+        "Why it is safe",
+        "Fallback",
+        "Result",
+        "Evidence",
+        "Remaining risk",
+    ):
         assert title in page
     _no_raw(page, HOSTILE_VARIANT, "<script>risk</script>", "slow <chain>")
     assert "faster by 1.5× &quot;end to end&quot; &lt;i&gt;" in page
@@ -142,7 +167,7 @@ def test_decision_record_in_three_formats():
     md = render.markdown(record)
     assert md.startswith("### Decision: `keep`") and "**Numerical class:** reordered" in md and _no_tag(md)
     assert "**Mode:** inference: outputs checked, forward timed (no gradient checked)" in md
-    assert "Gradient checks" not in md and "Gradient checks" not in page   # an inference record checked none
+    assert "Gradient checks" not in md and "Gradient checks" not in page  # an inference record checked none
 
 
 def test_trace_summary_card_in_three_formats(hostile_run):

@@ -2,6 +2,7 @@
 display as their HTML rendering: their layers may not import ``workbench.render``, so the HTML is
 registered with IPython's display formatter by type name, when ``workbench`` is imported inside
 the shell and by ``%load_ext workbench``, without importing altair."""
+
 from __future__ import annotations
 
 import json
@@ -32,22 +33,25 @@ BUILD = """
 
 def _run(*parts: str) -> dict:
     script = "\n".join(textwrap.dedent(part) for part in parts)
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def test_importing_workbench_inside_a_shell_registers_the_html_display():
-    result = _run("""
+    result = _run(
+        """
         import json, sys
         from IPython.core.interactiveshell import InteractiveShell
         shell = InteractiveShell.instance()
         import workbench
         altair_at_import = "altair" in sys.modules
-    """, BUILD, """
+    """,
+        BUILD,
+        """
         print(json.dumps({"altair_at_import": altair_at_import, "shown": shown()}))
-    """)
+    """,
+    )
     assert result["altair_at_import"] is False
     shown = result["shown"]
     assert "<th>95 % interval</th>" in shown["Comparison"] and "&lt;script&gt;" in shown["Comparison"]
@@ -57,16 +61,20 @@ def test_importing_workbench_inside_a_shell_registers_the_html_display():
 
 
 def test_load_ext_registers_it_in_a_shell_started_after_the_import():
-    result = _run("""
+    result = _run(
+        """
         import json
         import workbench
         from IPython.core.interactiveshell import InteractiveShell
         shell = InteractiveShell.instance()
-    """, BUILD, """
+    """,
+        BUILD,
+        """
         before = shown()
         shell.run_line_magic("load_ext", "workbench")
         print(json.dumps({"before": before, "after": shown()}))
-    """)
+    """,
+    )
     assert result["before"]["Comparison"] == "" and result["before"]["DecisionRecord"] == ""
     assert "<th>variant</th>" in result["after"]["Comparison"]
     assert "Decision record" in result["after"]["DecisionRecord"]
@@ -98,8 +106,13 @@ def test_run_attribution_and_history_as_a_cells_last_line_show_their_tables_not_
     assert attribution["plain"].startswith("Time by nn.Module") and "Attribution(" not in attribution["plain"]
     assert "model.py:40 in forward" in attribution["plain"]
     assert "Time by nn.Module" in result["modules"]["html"] and "Time by source line" not in result["modules"]["html"]
-    assert "ModuleBreakdown(" not in result["modules"]["plain"] and "<b>ModuleBreakdown</b>" not in result["modules"]["html"]
+    assert (
+        "ModuleBreakdown(" not in result["modules"]["plain"]
+        and "<b>ModuleBreakdown</b>" not in result["modules"]["html"]
+    )
     assert result["sources"]["plain"].startswith("Time by source line")
     history = result["history"]
-    assert "run 2 (2026-01-03): 2 ms → 2.8 ms (+40%)" in history["html"] and 'class="workbench-chart"' in history["html"]
+    assert (
+        "run 2 (2026-01-03): 2 ms → 2.8 ms (+40%)" in history["html"] and 'class="workbench-chart"' in history["html"]
+    )
     assert history["plain"].startswith("  runs recorded  4") and "History(" not in history["plain"]

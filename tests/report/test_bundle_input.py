@@ -1,4 +1,5 @@
 """A run bundle may only name files inside itself; fields a report shows as text must be text."""
+
 import json
 
 import pytest
@@ -16,7 +17,7 @@ def untraced_run():
 @pytest.fixture
 def bundle(untraced_run, tmp_path):
     folder = untraced_run.save(tmp_path / "bundle")
-    (folder / "trace.json.gz").write_bytes(b"")   # a file of the bundle's own, for the links below
+    (folder / "trace.json.gz").write_bytes(b"")  # a file of the bundle's own, for the links below
     return folder
 
 
@@ -30,7 +31,7 @@ def _edit(folder, **changes):
 def test_a_trace_outside_the_bundle_is_refused(bundle, name):
     (bundle.parent / "outside.json.gz").write_bytes(b"secret")
     _edit(bundle, trace_path=name)
-    if name == "":   # no trace named: nothing to follow
+    if name == "":  # no trace named: nothing to follow
         assert wb.load_run(bundle).trace is None
         return
     with pytest.raises(BundleError, match="outside the bundle; a bundle may only name files inside"):
@@ -45,8 +46,10 @@ def test_a_link_out_of_the_bundle_is_refused(bundle, tmp_path):
         wb.load_run(bundle)
 
 
-@pytest.mark.parametrize("field,value", [("name", 42), ("name", ["a"]), ("name", None), ("device", 0),
-                                         ("created_at", {"t": 1}), ("trace_path", 7)])
+@pytest.mark.parametrize(
+    "field,value",
+    [("name", 42), ("name", ["a"]), ("name", None), ("device", 0), ("created_at", {"t": 1}), ("trace_path", 7)],
+)
 def test_a_field_shown_as_text_must_be_text(bundle, field, value):
     _edit(bundle, **{field: value})
     with pytest.raises(BundleError, match="must be a|a file name inside the bundle"):

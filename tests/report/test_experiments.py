@@ -1,4 +1,5 @@
 """The report's experiments section: which variants run, and every way it can have none."""
+
 import json
 from types import SimpleNamespace
 
@@ -22,7 +23,7 @@ def test_suggested_variants_in_rank_order_without_the_baseline_or_triton():
 
 def test_demo_inputs_are_fresh_each_call():
     func, inputs = workload_inputs("workbench.workloads.demo:workload")
-    (x1, w1), (x2, w2) = inputs(), inputs()
+    (x1, _w1), (x2, _w2) = inputs(), inputs()
     assert x1.shape == x2.shape and not bool((x1 == x2).all())
     assert callable(func)
 
@@ -39,15 +40,22 @@ def test_a_failure_is_written_down_and_shown_escaped(tmp_path):
 def test_no_suggestion_turned_off_and_bundle_reports_say_why(tmp_path):
     path, _ = write_experiments(tmp_path, "workbench.workloads.demo:workload", SimpleNamespace(hypotheses=[_h()]))
     assert "No experiments: no hypothesis suggests" in sections.experiments_html(load_experiments(path))
-    path, _ = write_experiments(tmp_path, "workbench.workloads.demo:workload", SimpleNamespace(hypotheses=[]),
-                                enabled=False)
+    path, _ = write_experiments(
+        tmp_path, "workbench.workloads.demo:workload", SimpleNamespace(hypotheses=[]), enabled=False
+    )
     assert "turned off" in sections.experiments_html(load_experiments(path))
     assert "saved run bundle" in sections.experiments_html(load_experiments(""))
 
 
 def test_decision_record_html_escapes_every_field():
-    record = {"decision": "keep", "variant": HOSTILE, "reason": "r", "problem": HOSTILE,
-              "evidence": [HOSTILE, "speedup x2"], "failure_cases": []}
+    record = {
+        "decision": "keep",
+        "variant": HOSTILE,
+        "reason": "r",
+        "problem": HOSTILE,
+        "evidence": [HOSTILE, "speedup x2"],
+        "failure_cases": [],
+    }
     html = sections.decision_record_html(record)
     assert "<script>" not in html and html.count("&lt;script&gt;") == 3
     assert "<li>speedup x2</li>" in html and "<h4>Failure cases</h4><ul><li>none</li></ul>" in html
@@ -55,8 +63,13 @@ def test_decision_record_html_escapes_every_field():
 
 
 def _comparison(eager_samples):
-    return {"baseline": "eager", "results": [{"name": "eager", "timing": {"samples_ms": eager_samples}},
-                                             {"name": "compiled", "timing": {"samples_ms": [1.0]}}]}
+    return {
+        "baseline": "eager",
+        "results": [
+            {"name": "eager", "timing": {"samples_ms": eager_samples}},
+            {"name": "compiled", "timing": {"samples_ms": [1.0]}},
+        ],
+    }
 
 
 def test_the_experiments_baseline_is_held_against_the_headline():

@@ -1,4 +1,5 @@
 """The CI gate's verdicts, on seeded synthetic and on recorded sample sets: no timing here."""
+
 import json
 import math
 from pathlib import Path
@@ -8,12 +9,29 @@ import pytest
 
 from workbench.errors import InvalidArgumentError
 from workbench.report.regression import (
-    INCONCLUSIVE, OK, REFUSED, REGRESSION, GateVerdict, SampleSet, check_threshold, environment_differences,
-    gate, t_quantile,
+    INCONCLUSIVE,
+    OK,
+    REFUSED,
+    REGRESSION,
+    GateVerdict,
+    SampleSet,
+    check_threshold,
+    environment_differences,
+    gate,
+    t_quantile,
 )
 
-ENV = {"cpu_model": "Test CPU 9000", "logical_cpus": 8, "gpu": "none", "device": "cpu", "torch": "2.13.0+cpu",
-       "cuda": None, "threads": 4, "python": "3.11.7", "omp_wait_policy": "PASSIVE"}
+ENV = {
+    "cpu_model": "Test CPU 9000",
+    "logical_cpus": 8,
+    "gpu": "none",
+    "device": "cpu",
+    "torch": "2.13.0+cpu",
+    "cuda": None,
+    "threads": 4,
+    "python": "3.11.7",
+    "omp_wait_policy": "PASSIVE",
+}
 RECORDED = Path(__file__).parent / "data" / "gate_recorded.json"
 
 
@@ -24,8 +42,14 @@ def synthetic(center_ms, *, processes=5, samples=20, between=0.01, within=0.03, 
     for _ in range(processes):
         level = center_ms * math.exp(rng.normal(0, between))
         groups.append(tuple(level * np.exp(rng.normal(0, within, samples))))
-    return SampleSet(processes=tuple(groups), environment=dict(env), workload="m:f", warmup=3, repeat=samples,
-                     cpu_wait_pct=tuple(wait))
+    return SampleSet(
+        processes=tuple(groups),
+        environment=dict(env),
+        workload="m:f",
+        warmup=3,
+        repeat=samples,
+        cpu_wait_pct=tuple(wait),
+    )
 
 
 def test_a_slowdown_beyond_the_threshold_is_a_regression():
@@ -53,15 +77,17 @@ def test_noise_between_processes_makes_it_inconclusive_not_a_failure():
     assert v.status == INCONCLUSIVE and v.exit_code == 0
     assert v.ratio_low < 1.05 < v.ratio_high
     assert v.message().startswith("INCONCLUSIVE") and "noise is too large to tell" in v.message()
-    assert v.flagged_above_pct > 25.0   # only a large slowdown could have been seen with this noise
+    assert v.flagged_above_pct > 25.0  # only a large slowdown could have been seen with this noise
 
 
 def test_another_environment_is_refused_with_the_differences():
     other = dict(ENV, cpu_model="Much Faster CPU", torch="2.14.0+cpu")
     v = gate(synthetic(10.0, seed=7), synthetic(1.0, seed=8, env=other), 5.0)
     assert v.status == REFUSED and v.exit_code == 2 and math.isnan(v.ratio)
-    assert v.environment_differences == ("cpu_model: 'Test CPU 9000' vs 'Much Faster CPU'",
-                                         "torch: '2.13.0+cpu' vs '2.14.0+cpu'")
+    assert v.environment_differences == (
+        "cpu_model: 'Test CPU 9000' vs 'Much Faster CPU'",
+        "torch: '2.13.0+cpu' vs '2.14.0+cpu'",
+    )
     assert "--allow-environment-change" in v.message() and "Much Faster CPU" in v.message()
     forced = gate(synthetic(10.0, seed=7), synthetic(1.0, seed=8, env=other), 5.0, allow_environment_change=True)
     assert forced.status == OK and "note: the environments differ" in forced.message()
@@ -120,7 +146,7 @@ def test_the_quantile_must_be_in_0_1(q):
 def test_the_verdict_is_seeded_and_round_trips():
     old, new = synthetic(10.0, seed=9), synthetic(10.4, seed=10)
     a, b = gate(old, new, 5.0), gate(old, new, 5.0)
-    assert json.dumps(a.to_dict()) == json.dumps(b.to_dict())   # (nan fields: unknown CPU wait)
+    assert json.dumps(a.to_dict()) == json.dumps(b.to_dict())  # (nan fields: unknown CPU wait)
     again = GateVerdict.from_dict(json.loads(json.dumps(a.to_dict())))
     assert json.dumps(again.to_dict()) == json.dumps(a.to_dict())
     assert gate(old, new, 5.0, seed=1).ratio_low != a.ratio_low and gate(old, new, 5.0, seed=1).ratio == a.ratio
@@ -149,11 +175,19 @@ def test_a_threshold_must_be_a_number_at_least_0(bad):
         gate(synthetic(10.0), synthetic(10.0), bad)
 
 
-@pytest.mark.parametrize("processes,match", [
-    ((), "at least one process"), (((),), "no samples"), (((1.0, math.nan),), "not times from 0 to"),
-    (((0.0, 0.0, 1.0),), "median of 0 ms"), (((1.0, -2.0),), "not times from 0 to"),
-    (((1.0, 1e308),), "not times from 0 to 1e\\+09 ms"),
-    (((1.0, "x"),), "not a number"), ("abc", "list of per-process")])
+@pytest.mark.parametrize(
+    "processes,match",
+    [
+        ((), "at least one process"),
+        (((),), "no samples"),
+        (((1.0, math.nan),), "not times from 0 to"),
+        (((0.0, 0.0, 1.0),), "median of 0 ms"),
+        (((1.0, -2.0),), "not times from 0 to"),
+        (((1.0, 1e308),), "not times from 0 to 1e\\+09 ms"),
+        (((1.0, "x"),), "not a number"),
+        ("abc", "list of per-process"),
+    ],
+)
 def test_sample_sets_refuse_what_no_timing_can_be(processes, match):
     with pytest.raises(InvalidArgumentError, match=match):
         SampleSet(processes=processes)
@@ -162,7 +196,9 @@ def test_sample_sets_refuse_what_no_timing_can_be(processes, match):
 def test_environment_differences_name_each_key():
     assert environment_differences(ENV, dict(ENV)) == ()
     assert environment_differences({"threads": 4}, {"threads": 8, "gpu": "1x H100"}) == (
-        "gpu: (not recorded) vs '1x H100'", "threads: 4 vs 8")
+        "gpu: (not recorded) vs '1x H100'",
+        "threads: 4 vs 8",
+    )
 
 
 def test_t_quantiles():
@@ -199,5 +235,5 @@ def test_recorded_sample_sets_from_a_loaded_machine():
         naive_alarms += naive > 1.05
         assert gate(a, b, 5.0).status != REGRESSION, f"round {i}: identical code"
         assert gate(a, c, 5.0).status == REGRESSION, f"round {i}: 25 % slower"
-        assert gate(a, b, 5.0).busy_note or gate(a, c, 5.0).busy_note   # the load is said
-    assert naive_alarms >= 2    # what the old gate (median against median) did with the same samples
+        assert gate(a, b, 5.0).busy_note or gate(a, c, 5.0).busy_note  # the load is said
+    assert naive_alarms >= 2  # what the old gate (median against median) did with the same samples

@@ -1,4 +1,5 @@
 """Workload specs, template checks, earlier reports' summaries: the bad inputs a report can get."""
+
 import json
 import math
 
@@ -20,9 +21,14 @@ def test_demo_workload_resolves_with_its_inputs():
     assert func is demo.run and args == ()
 
 
-@pytest.mark.parametrize("spec,match", [("workbench.workloads.demo", "module:function"),
-                                        ("no_such_module_xyz:f", "no module named 'no_such_module_xyz'"),
-                                        ("workbench.workloads.demo:nope", "no callable 'nope'")])
+@pytest.mark.parametrize(
+    "spec,match",
+    [
+        ("workbench.workloads.demo", "module:function"),
+        ("no_such_module_xyz:f", "no module named 'no_such_module_xyz'"),
+        ("workbench.workloads.demo:nope", "no callable 'nope'"),
+    ],
+)
 def test_bad_workload_specs_say_what_is_wrong(spec, match):
     with pytest.raises(InvalidArgumentError, match=match):
         resolve_workload(spec)
@@ -74,18 +80,21 @@ def test_missing_or_broken_summary_is_a_report_error(tmp_path):
         load_summary(tmp_path)
 
 
-@pytest.mark.parametrize("summary,match", [
-    ({"timing": {"median_ms": 10.0}}, "no per-process samples: it was written by an older workbench"),
-    ({"timing": {"median_ms": math.nan}, "samples": SAMPLES}, "median of nan ms"),
-    ({"timing": {"median_ms": 0.0}, "samples": SAMPLES}, "median of 0.0 ms"),
-    ({"timing": {"median_ms": -3.0}, "samples": SAMPLES}, "median of -3.0 ms"),
-    ({"timing": {"median_ms": "fast"}, "samples": SAMPLES}, "median of 'fast' ms"),
-    ({"samples": {**SAMPLES, "format_version": 99}}, "version 99"),
-    ({"samples": {**SAMPLES, "processes": [{"samples_ms": [math.nan]}]}}, "not times from 0 to"),
-    ({"samples": {**SAMPLES, "processes": [{"samples_ms": [0.0]}]}}, "median of 0 ms"),
-    ({"samples": {**SAMPLES, "processes": "many"}}, "must be a list"),
-])
+@pytest.mark.parametrize(
+    "summary,match",
+    [
+        ({"timing": {"median_ms": 10.0}}, "no per-process samples: it was written by an older workbench"),
+        ({"timing": {"median_ms": math.nan}, "samples": SAMPLES}, "median of nan ms"),
+        ({"timing": {"median_ms": 0.0}, "samples": SAMPLES}, "median of 0.0 ms"),
+        ({"timing": {"median_ms": -3.0}, "samples": SAMPLES}, "median of -3.0 ms"),
+        ({"timing": {"median_ms": "fast"}, "samples": SAMPLES}, "median of 'fast' ms"),
+        ({"samples": {**SAMPLES, "format_version": 99}}, "version 99"),
+        ({"samples": {**SAMPLES, "processes": [{"samples_ms": [math.nan]}]}}, "not times from 0 to"),
+        ({"samples": {**SAMPLES, "processes": [{"samples_ms": [0.0]}]}}, "median of 0 ms"),
+        ({"samples": {**SAMPLES, "processes": "many"}}, "must be a list"),
+    ],
+)
 def test_an_unusable_baseline_says_why(tmp_path, summary, match):
-    (tmp_path / "summary.json").write_text(json.dumps(summary))   # json writes NaN as NaN, as a report would
+    (tmp_path / "summary.json").write_text(json.dumps(summary))  # json writes NaN as NaN, as a report would
     with pytest.raises(ReportError, match=match):
         load_samples(tmp_path)

@@ -1,4 +1,5 @@
 """The report pipeline end to end: profile the demo, papermill, nbconvert, offline HTML, CI compare."""
+
 import json
 import re
 
@@ -22,7 +23,7 @@ def test_report_shows_timing_top_ops_and_charts_offline(demo_report):
     summary = load_summary(demo_report)
     assert f"{summary['timing']['median_ms']:.3f} ms" in html
     assert f"{summary['timing']['p95_ms']:.3f} ms" in html
-    top_ops = html[html.index('class="wb-top-ops"'):]
+    top_ops = html[html.index('class="wb-top-ops"') :]
     assert "aten::mm" in top_ops[:20000] and "aten::clamp" in top_ops[:20000]  # matmul and the elementwise chain
     assert html.count('class="workbench-chart"') >= 2
     assert html.count("if (!window.vegaEmbed) { (function") == 1  # vega inlined once
@@ -51,18 +52,38 @@ def test_a_bundle_report_and_the_gate_against_an_earlier_report(demo_report, tmp
     again = (tmp_path / "again" / "report.html").read_text(encoding="utf-8")
     assert "No experiments: this report was made from a saved run bundle" in again
     assert not (tmp_path / "again" / "experiments.json").exists()
-    assert load_summary(tmp_path / "again")["samples"] is None   # a bundle is no baseline
+    assert load_summary(tmp_path / "again")["samples"] is None  # a bundle is no baseline
     capsys.readouterr()
-    code = main(["report", "--out", str(tmp_path / "gated"), "--repeat", "5", "--warmup", "1", "--processes", "2",
-                 "--no-experiments", "--compare-to", str(demo_report), "--fail-on-regression", "5"])
+    code = main(
+        [
+            "report",
+            "--out",
+            str(tmp_path / "gated"),
+            "--repeat",
+            "5",
+            "--warmup",
+            "1",
+            "--processes",
+            "2",
+            "--no-experiments",
+            "--compare-to",
+            str(demo_report),
+            "--fail-on-regression",
+            "5",
+        ]
+    )
     captured = capsys.readouterr()
     verdict = load_summary(tmp_path / "gated")["regression"]
     # real timing on a shared machine: any verdict but a refusal; what matters is that it is stated
     assert verdict["status"] in ("ok", "inconclusive", "regression") and code == verdict["exit_code"]
     assert "smallest change this pair of reports could detect" in captured.out
     assert verdict["ratio_low"] <= verdict["ratio"] <= verdict["ratio_high"]
-    for phase in ("timing the workload in a fresh process (2/2)...", "profiling the workload with the trace...",
-                  "executing the report notebook...", "rendering the HTML page..."):
+    for phase in (
+        "timing the workload in a fresh process (2/2)...",
+        "profiling the workload with the trace...",
+        "executing the report notebook...",
+        "rendering the HTML page...",
+    ):
         assert f"workbench report: {phase}" in captured.err
 
 
@@ -78,15 +99,20 @@ def test_report_runs_the_suggested_variants_and_shows_the_decision(demo_report):
 
     doc = json.loads((demo_report / "experiments.json").read_text())
     rows = {r["name"]: r for r in doc["comparison"]["results"]}
-    assert list(rows)[0] == "eager" and "compiled" in rows      # the memory-bound chain suggests compile
+    assert list(rows)[0] == "eager" and "compiled" in rows  # the memory-bound chain suggests compile
     assert rows["compiled"]["status"] == "ok" and rows["compiled"]["correctness"]["passed"]
     summary = load_summary(demo_report)["experiments"]
     assert summary["variant"] in rows and summary["decision"] in (
-        "keep", "keep_guarded", "micro_only", "reject", "need_more_evidence")
+        "keep",
+        "keep_guarded",
+        "micro_only",
+        "reject",
+        "need_more_evidence",
+    )
     html = (demo_report / "report.html").read_text(encoding="utf-8")
-    section = html[html.index('id="Experiments"'):html.index('id="Environment"')]
+    section = html[html.index('id="Experiments"') : html.index('id="Environment"')]
     assert "Decision record" in section and "Hypothesis held against the measurement" in section
     assert f"<code>{summary['decision']}</code>" in section
     if "cuda_graph" in rows and not torch.cuda.is_available():
         assert rows["cuda_graph"]["status"] == "not_applicable" and "not applicable" in section
-    assert html.count("if (!window.vegaEmbed) { (function") == 1      # the comparison chart shares it
+    assert html.count("if (!window.vegaEmbed) { (function") == 1  # the comparison chart shares it

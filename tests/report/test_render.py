@@ -1,4 +1,5 @@
 """Rendering a notebook to offline HTML, escaping, and the guard against network sources."""
+
 import math
 
 import nbformat
@@ -60,13 +61,18 @@ def test_environment_table_has_one_row_per_leaf_setting_escaped():
 
     from workbench.report.sections import environment_html
 
-    run = SimpleNamespace(environment={"torch": {"version": "2.13.0", "math_mode": {"float32_matmul_precision": "highest"}},
-                                       "host": {"cpu_model": "<script>x</script>"}, "seed": 0})
+    run = SimpleNamespace(
+        environment={
+            "torch": {"version": "2.13.0", "math_mode": {"float32_matmul_precision": "highest"}},
+            "host": {"cpu_model": "<script>x</script>"},
+            "seed": 0,
+        }
+    )
     html = environment_html(run)
     assert "<th>torch.math_mode.float32_matmul_precision</th><td>highest</td>" in html
     assert "<th>torch.version</th><td>2.13.0</td>" in html and "<th>seed</th><td>0</td>" in html
     assert "<script>" not in html and "&lt;script&gt;" in html
-    assert "{" not in html   # no dict printed raw
+    assert "{" not in html  # no dict printed raw
 
 
 def test_report_kernel_talks_over_unix_sockets_so_ipykernel_has_nothing_to_warn_about(tmp_path, capfd):
@@ -98,7 +104,7 @@ def test_a_markdown_rendering_reads_as_its_original_characters_on_the_rendered_p
     from workbench.render.escape import markdown_text
     from workbench.render.tables import markdown_table
 
-    name = "it's \"q\" <script>alert(1)</script> a|b *x* #h nul\x00"
+    name = 'it\'s "q" <script>alert(1)</script> a|b *x* #h nul\x00'
     md = f"**{markdown_text(name)}**\n\n" + markdown_table(["op", "n"], [[name, "1"]])
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
@@ -111,5 +117,5 @@ def test_a_markdown_rendering_reads_as_its_original_characters_on_the_rendered_p
     strong = re.search(r"<strong>(.*?)</strong>", page, re.S)
     assert strong is not None and html_module.unescape(strong.group(1)) == shown
     cells = re.findall(r"<td[^>]*>(.*?)</td>", page, re.S)
-    assert [html_module.unescape(c.strip()) for c in cells] == [shown, "1"]     # one cell, its text intact
+    assert [html_module.unescape(c.strip()) for c in cells] == [shown, "1"]  # one cell, its text intact
     assert "<script>alert(1)" not in page and "&amp;#x27;" not in page and "&amp;\\#" not in page

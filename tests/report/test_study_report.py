@@ -2,6 +2,7 @@
 clock, an accepted change) made by the test, reported through the CLI with papermill; the page
 draws offline, holds every section and leaves the study folder as it was; bad input is refused
 before anything runs."""
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,9 @@ def study_folder(tmp_path_factory):
     study = wb.Study("tiny", folder=folder)
     study.set_baseline(chain, make_inputs, warmup=1, repeat=5, trace=False)
     timer = FakeTimer({"baseline": 2.0, "rewritten": 1.0}, seed=0, call=False)
-    rnd = study.run_round({"rewritten": rewritten, "wrong": wrong}, timer=timer, checks=1, profile=False,
-                          budget_s=0.3, min_rounds=10)
+    rnd = study.run_round(
+        {"rewritten": rewritten, "wrong": wrong}, timer=timer, checks=1, profile=False, budget_s=0.3, min_rounds=10
+    )
     assert {k: v.decision for k, v in rnd.decisions.items()} == {"rewritten": "keep", "wrong": "reject"}
     study.accept("rewritten")
     return folder
@@ -55,7 +57,7 @@ def report(study_folder, tmp_path_factory):
     out = tmp_path_factory.mktemp("study_report") / "tiny"
     before = _snapshot(study_folder)
     assert main(["report", "--study", str(study_folder), "--out", str(out)]) == 0
-    assert _snapshot(study_folder) == before              # nothing in the study was written
+    assert _snapshot(study_folder) == before  # nothing in the study was written
     return out
 
 
@@ -64,8 +66,14 @@ def test_the_study_report_holds_every_section_and_draws_offline(report, study_fo
     nb = json.loads((report / "report.ipynb").read_text(encoding="utf-8"))
     assert not [o for c in nb["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
     page = (report / "report.html").read_text(encoding="utf-8")
-    for heading in ("The study now", "Baselines", "The bottleneck after each accepted change", "Rounds",
-                    "Decisions", "Ledger"):
+    for heading in (
+        "The study now",
+        "Baselines",
+        "The bottleneck after each accepted change",
+        "Rounds",
+        "Decisions",
+        "Ledger",
+    ):
         assert f">{heading}<" in page, heading
     study = wb.Study.open(study_folder)
     first, second = study.baselines
@@ -75,11 +83,12 @@ def test_the_study_report_holds_every_section_and_draws_offline(report, study_fo
     assert "Decision record: <code>keep</code> for rewritten" in page
     assert "Decision record: <code>reject</code> for wrong" in page
     assert external_sources(page) == []
-    assert page.count('class="workbench-chart"') >= 1           # the baselines' medians, drawn offline
+    assert page.count('class="workbench-chart"') >= 1  # the baselines' medians, drawn offline
     summary = json.loads((report / "summary.json").read_text())
     assert [b["baseline_id"] for b in summary["baselines"]] == [first.baseline_id, second.baseline_id]
-    assert summary["rounds"] == [{"round": 1, "baseline_id": first.baseline_id,
-                                  "decisions": {"rewritten": "keep", "wrong": "reject"}}]
+    assert summary["rounds"] == [
+        {"round": 1, "baseline_id": first.baseline_id, "decisions": {"rewritten": "keep", "wrong": "reject"}}
+    ]
     assert summary["warnings"] == []
 
 
@@ -106,4 +115,4 @@ def test_a_corrupt_ledger_line_is_reported_as_a_warning_and_the_rest_is_shown(st
 
     study, warned = open_study(damaged)
     assert len(warned) == 1 and "ledger" in warned[0] and "skipped" in warned[0]
-    assert study_summary(study)["ledger"]                   # the readable entries are all there
+    assert study_summary(study)["ledger"]  # the readable entries are all there

@@ -1,5 +1,6 @@
 """``workbench report --trace``: the trace template executed with papermill (once, on the small
 8-rank trace in tests/data), the folded per-rank sections, and bad input refused before anything runs."""
+
 import json
 from pathlib import Path
 
@@ -28,17 +29,33 @@ def test_the_template_runs_and_the_page_holds_every_section_offline(eight_rank_r
     nb = json.loads((eight_rank_report / "report.ipynb").read_text(encoding="utf-8"))
     assert not [o for c in nb["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
     html = (eight_rank_report / "report.html").read_text(encoding="utf-8")
-    for heading in ("Trace summary", "Hypotheses", "Time by module and source line", "Kernels", "CPU ops", "Time per rank", "Timeline", "Roofline",
-                    "Communication and compute overlap", "Stragglers", "Launches", "Copies", "Synchronisation",
-                    "Environment", "distributedInfo", "Device properties"):
+    for heading in (
+        "Trace summary",
+        "Hypotheses",
+        "Time by module and source line",
+        "Kernels",
+        "CPU ops",
+        "Time per rank",
+        "Timeline",
+        "Roofline",
+        "Communication and compute overlap",
+        "Stragglers",
+        "Launches",
+        "Copies",
+        "Synchronisation",
+        "Environment",
+        "distributedInfo",
+        "Device properties",
+    ):
         assert f">{heading}<" in html or f">{heading}</" in html, heading
     assert html.count('class="workbench-chart"') >= 6
-    assert html.count("if (!window.vegaEmbed) { (function") == 1   # vega inlined once per page
+    assert html.count("if (!window.vegaEmbed) { (function") == 1  # vega inlined once per page
     assert external_sources(html) == []
     assert "Tesla V100-SXM2-32GB" in html and "nccl" in html
     # no Python events in these rank files: the attribution section says why, in one sentence
-    assert "No time by module or source line: the trace has no Python events" in html or \
-        "report on its file alone" in html
+    assert (
+        "No time by module or source line: the trace has no Python events" in html or "report on its file alone" in html
+    )
 
 
 @pytest.mark.timeout(120)
@@ -48,7 +65,7 @@ def test_summary_json_says_what_was_loaded_and_the_categories(eight_rank_report)
     assert s["devices"] == ["Tesla V100-SXM2-32GB"] and s["has_gpu"]
     assert s["paths"] == [str(EIGHT_RANKS.resolve())]
     assert s["categories"] == sorted({h["category"] for h in s["hypotheses"]}) and "communication" in s["categories"]
-    assert "timing" not in s and "samples" not in s   # nothing for a gate
+    assert "timing" not in s and "samples" not in s  # nothing for a gate
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +76,7 @@ def eight():
 def test_per_rank_tables_are_one_table_worst_rank_first(eight):
     idle = tr.idle_table(eight)
     totals = idle.groupby("rank", sort=False)["idle_us"].sum()
-    assert list(totals.index) == list(totals.sort_values(ascending=False).index)   # worst rank first
+    assert list(totals.index) == list(totals.sort_values(ascending=False).index)  # worst rank first
     assert idle["rank"].nunique() == 8
     html = tr.temporal_html(eight)
     assert html.count("<table") == 1
@@ -97,9 +114,23 @@ def test_environment_folds_identical_devices_and_distributed_info(eight):
 
 def test_a_single_h100_trace_gets_every_section_without_error():
     trace = wb.load_trace(H100)
-    for build in (tr.summary_html, tr.kernels_html, tr.ops_html, tr.temporal_html, tr.idle_html, tr.overlap_html,
-                  tr.stragglers_html, tr.launch_html, tr.copies_html, tr.syncs_html, tr.steps_html,
-                  tr.hypotheses_html, tr.attribution_html, tr.environment_html, tr.kernel_roofline_html):
+    for build in (
+        tr.summary_html,
+        tr.kernels_html,
+        tr.ops_html,
+        tr.temporal_html,
+        tr.idle_html,
+        tr.overlap_html,
+        tr.stragglers_html,
+        tr.launch_html,
+        tr.copies_html,
+        tr.syncs_html,
+        tr.steps_html,
+        tr.hypotheses_html,
+        tr.attribution_html,
+        tr.environment_html,
+        tr.kernel_roofline_html,
+    ):
         assert isinstance(build(trace), str)
     assert "NVIDIA H100 80GB HBM3" in tr.environment_html(trace)
     assert "One rank" in tr.stragglers_html(trace)
@@ -112,11 +143,14 @@ def test_text_from_the_trace_is_escaped():
     assert "<script>" not in html and "&lt;script&gt;" in html
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--trace", "/no/such/trace.json"], "does not exist"),
-    (["--trace", str(DATA / "bad" / "empty_file.json")], ""),
-    (["--trace", str(H100), "--compare-to", "/tmp"], "nothing to gate"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--trace", "/no/such/trace.json"], "does not exist"),
+        (["--trace", str(DATA / "bad" / "empty_file.json")], ""),
+        (["--trace", str(H100), "--compare-to", "/tmp"], "nothing to gate"),
+    ],
+)
 def test_bad_input_exits_2_before_any_notebook_runs(tmp_path, capsys, argv, message):
     out = tmp_path / "out"
     assert main(["report", *argv, "--out", str(out)]) == 2

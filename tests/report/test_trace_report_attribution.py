@@ -1,6 +1,7 @@
 """The trace report and ``workbench analyze`` show the time by module and by source line where the
 trace recorded Python events (the real H100 trace does), say why not where it did not, and draw
 results through ``workbench.render`` (the hypotheses as well)."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,8 @@ from workbench.cli import main
 from workbench.report import trace_report as tr
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-H100 = DATA / "gpu" / "h100_bert_small.json.gz"            # recorded with the Python stack
-CPU_PLAIN = DATA / "cpu" / "cpu_mlp_plain.json.gz"          # recorded without it
+H100 = DATA / "gpu" / "h100_bert_small.json.gz"  # recorded with the Python stack
+CPU_PLAIN = DATA / "cpu" / "cpu_mlp_plain.json.gz"  # recorded without it
 EIGHT_RANKS = DATA / "gpu" / "dlrm_8rank"
 TEMPLATE = Path(__file__).resolve().parents[2] / "templates" / "trace_report.ipynb"
 
@@ -60,7 +61,7 @@ def test_the_template_shows_the_section_and_calls_no_repr_directly():
 def test_analyze_prints_the_attribution_of_a_trace_with_python_events(capsys):
     assert main(["analyze", str(H100), "--top", "3"]) == 0
     out = capsys.readouterr().out
-    section = out[out.index("== time by module and source line =="):out.index("== hypotheses (ranked) ==")]
+    section = out[out.index("== time by module and source line ==") : out.index("== hypotheses (ranked) ==")]
     assert section.splitlines()[1] == "Time by nn.Module" and "BertModel_0" in section
     assert "Time by source line" in section and "text_base_model.py:28 in run_on_input" in section
 

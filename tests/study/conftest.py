@@ -2,6 +2,7 @@
 built from given samples, a fixed environment) and the hypotheses it ranks, so that the study's
 bookkeeping is tested without timing this machine. Comparisons run through the real wb.compare on
 a seeded fake clock (``FakeTimer``)."""
+
 from __future__ import annotations
 
 import sys
@@ -11,25 +12,50 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from workbench.capture.compile_diag import CompileDiagnostics  # noqa: E402
-from workbench.measurement import Measurement  # noqa: E402
 from workbench.api.run import ProfileRun  # noqa: E402
+from workbench.capture.compile_diag import CompileDiagnostics  # noqa: E402
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis  # noqa: E402
+from workbench.measurement import Measurement  # noqa: E402
 from workbench.study import identity, measure  # noqa: E402
 
-ENVIRONMENT = {"recorded_at": "2026-01-01T00:00:00+00:00", "workbench_version": "0.1.0",
-               "host": {"python": "3.12", "cpu_model": "Recorded CPU", "logical_cpus": 2, "env": {}},
-               "torch": {"available": True, "version": "2.x", "num_threads": 1, "initial_seed": 123,
-                         "gpu": {"available": False, "reason": "recorded"}},
-               "argv0": "recorded"}
+ENVIRONMENT = {
+    "recorded_at": "2026-01-01T00:00:00+00:00",
+    "workbench_version": "0.1.0",
+    "host": {"python": "3.12", "cpu_model": "Recorded CPU", "logical_cpus": 2, "env": {}},
+    "torch": {
+        "available": True,
+        "version": "2.x",
+        "num_threads": 1,
+        "initial_seed": 123,
+        "gpu": {"available": False, "reason": "recorded"},
+    },
+    "argv0": "recorded",
+}
 
 
-def hypothesis(category="memory_bound", *, rule="cpu_memory_bound_ops", stake=1.2, suggested=("fused",),
-               confidence="medium", scope="host thread"):
-    return Hypothesis(category=category, title=f"{category} symptom", observed="recorded", mechanism="recorded",
-                      evidence=(Evidence("share_pct", 80.0, "%", 50.0),), time_at_stake_ms=stake,
-                      predicted_effect="fusing the chain leaves one pass", falsifier="fuse it: if time does not drop, rejected",
-                      confidence=confidence, suggested_variants=suggested, rule=rule, scope=scope)
+def hypothesis(
+    category="memory_bound",
+    *,
+    rule="cpu_memory_bound_ops",
+    stake=1.2,
+    suggested=("fused",),
+    confidence="medium",
+    scope="host thread",
+):
+    return Hypothesis(
+        category=category,
+        title=f"{category} symptom",
+        observed="recorded",
+        mechanism="recorded",
+        evidence=(Evidence("share_pct", 80.0, "%", 50.0),),
+        time_at_stake_ms=stake,
+        predicted_effect="fusing the chain leaves one pass",
+        falsifier="fuse it: if time does not drop, rejected",
+        confidence=confidence,
+        suggested_variants=suggested,
+        rule=rule,
+        scope=scope,
+    )
 
 
 def recorded_run(name, median_ms=2.0, n=20, seed=0):
@@ -37,10 +63,22 @@ def recorded_run(name, median_ms=2.0, n=20, seed=0):
 
     rng = np.random.default_rng(seed)
     samples = tuple(float(median_ms * x) for x in np.exp(rng.normal(0, 0.02, n)))
-    return ProfileRun(name=name, timing=Measurement(samples_ms=samples, label=name), cold_ms=median_ms * 3,
-                      warmup=1, repeat=n, device="cpu", compile=CompileDiagnostics(), environment=dict(ENVIRONMENT),
-                      settings={"num_threads": 1, "grad_enabled": True}, memory={}, profiler_warmup="recorded",
-                      trace_path=None, trace_note="trace off (recorded)", created_at="2026-01-01T00:00:00+00:00")
+    return ProfileRun(
+        name=name,
+        timing=Measurement(samples_ms=samples, label=name),
+        cold_ms=median_ms * 3,
+        warmup=1,
+        repeat=n,
+        device="cpu",
+        compile=CompileDiagnostics(),
+        environment=dict(ENVIRONMENT),
+        settings={"num_threads": 1, "grad_enabled": True},
+        memory={},
+        profiler_warmup="recorded",
+        trace_path=None,
+        trace_note="trace off (recorded)",
+        created_at="2026-01-01T00:00:00+00:00",
+    )
 
 
 class Lab:
@@ -61,7 +99,7 @@ class Lab:
     def profile(self, fn, args, options):
         name = self.name_of(fn)
         self.profiled.append(name)
-        fn(*args)                                           # it must run on the inputs the reset procedure built
+        fn(*args)  # it must run on the inputs the reset procedure built
         return recorded_run(name, self.medians.get(name, 2.0))
 
     def ranked(self, run):
@@ -82,7 +120,8 @@ def workload_module(tmp_path, monkeypatch):
     folder = tmp_path / "mods"
     folder.mkdir()
     name = f"study_workload_{abs(hash(str(tmp_path))) % 10**8}"
-    (folder / f"{name}.py").write_text(textwrap.dedent('''
+    (folder / f"{name}.py").write_text(
+        textwrap.dedent("""
         import torch
 
         def base(x):
@@ -102,7 +141,8 @@ def workload_module(tmp_path, monkeypatch):
 
         def make_inputs():
             return (torch.randn(64),)
-    '''))
+    """)
+    )
     monkeypatch.syspath_prepend(str(folder))
     import importlib
 
@@ -124,9 +164,10 @@ def _timer(**ms):
 @pytest.fixture
 def started(lab, workload_module, tmp_path):
     mod = workload_module
-    lab.hypotheses["base"] = [hypothesis("memory_bound", suggested=("fused",), stake=1.2),
-                              hypothesis("launch_overhead", rule="cpu_dispatch_overhead", suggested=("other",),
-                                         stake=0.8, confidence="high")]
+    lab.hypotheses["base"] = [
+        hypothesis("memory_bound", suggested=("fused",), stake=1.2),
+        hypothesis("launch_overhead", rule="cpu_dispatch_overhead", suggested=("other",), stake=0.8, confidence="high"),
+    ]
     from workbench.study import Study
 
     study = Study("chain", folder=tmp_path / "study")
@@ -137,6 +178,9 @@ def started(lab, workload_module, tmp_path):
 @pytest.fixture
 def after_round(started):
     study, base, mod = started
-    rnd = study.run_round({"fused": mod.fused, "other": mod.other, "wrong": mod.wrong},
-                          timer=_timer(fused=1.0, other=2.0, wrong=1.0), **FAKE)
+    rnd = study.run_round(
+        {"fused": mod.fused, "other": mod.other, "wrong": mod.wrong},
+        timer=_timer(fused=1.0, other=2.0, wrong=1.0),
+        **FAKE,
+    )
     return study, base, mod, rnd

@@ -4,6 +4,7 @@ the line, and the study (open, ledger, a round, the report's sections) or the hi
 keys, the next profile) goes on; a path that is not a regular file, or too big, is refused
 before it is opened; a folder that cannot be written is said before any profile runs; accept
 takes only the code its round tested. Nothing is rewritten."""
+
 from __future__ import annotations
 
 import contextlib
@@ -16,23 +17,38 @@ from pathlib import Path
 
 import pytest
 
+from tests.study.conftest import ENVIRONMENT, FAKE, _timer, recorded_run
 from workbench.cli import main
 from workbench.errors import StudyError
-from workbench.study import Study, StudyWarning, append_run, history_key, history_keys, load_history, record_run
-from workbench.study import records
+from workbench.study import (
+    Study,
+    StudyWarning,
+    append_run,
+    history_key,
+    history_keys,
+    load_history,
+    record_run,
+    records,
+)
 from workbench.study.history import record_profile
-
-from tests.study.conftest import ENVIRONMENT, FAKE, _timer, recorded_run
 
 
 # -- helpers ------------------------------------------------------------------------------------
 def _read(study_folder):
     """Everything that reads the study: open, the ledger, the text, the report's sections."""
-    from workbench.report.study_report import (baselines_html, bottlenecks_html, decisions_html, ledger_html,
-                                               open_study, overview_html, rounds_html, study_summary)
+    from workbench.report.study_report import (
+        baselines_html,
+        bottlenecks_html,
+        decisions_html,
+        ledger_html,
+        open_study,
+        overview_html,
+        rounds_html,
+        study_summary,
+    )
 
     study, read_warnings = open_study(study_folder)
-    for message in read_warnings:                             # said again, for pytest.warns
+    for message in read_warnings:  # said again, for pytest.warns
         warnings.warn(message, StudyWarning)
     study.ledger, study.rounds, study.hypotheses, study.to_text()
     json.dumps(study_summary(study), default=str)
@@ -80,19 +96,34 @@ def test_a_wrong_typed_ledger_line_is_skipped_with_a_warning_and_the_study_goes_
     with pytest.warns(StudyWarning):
         rnd = Study.open(study.folder).run_round({"fused": mod.fused}, timer=_timer(fused=1.0), **FAKE)
     assert rnd.index == 2
-    assert path.read_bytes().startswith(before)              # appended to, never rewritten
+    assert path.read_bytes().startswith(before)  # appended to, never rewritten
 
 
 BAD_ROUNDS = {
     "a string round number": lambda r: {**r, "round": "abc"},
     "an overflowing round number": lambda r: {**r, "round": 1e999},
     "a boolean round number": lambda r: {**r, "round": True},
-    "results that are strings": lambda r: {**r, "outcome": {**r["outcome"], "summary": {
-        **r["outcome"]["summary"], "results": ["fused"]}}},
-    "a speedup that is a string": lambda r: {**r, "outcome": {**r["outcome"], "summary": {
-        **r["outcome"]["summary"], "results": [{**x, "speedup": "fast"} for x in r["outcome"]["summary"]["results"]]}}},
-    "a decision that is a list": lambda r: {**r, "outcome": {**r["outcome"], "decisions": {
-        k: {**v, "decision": ["keep"]} for k, v in r["outcome"]["decisions"].items()}}},
+    "results that are strings": lambda r: {
+        **r,
+        "outcome": {**r["outcome"], "summary": {**r["outcome"]["summary"], "results": ["fused"]}},
+    },
+    "a speedup that is a string": lambda r: {
+        **r,
+        "outcome": {
+            **r["outcome"],
+            "summary": {
+                **r["outcome"]["summary"],
+                "results": [{**x, "speedup": "fast"} for x in r["outcome"]["summary"]["results"]],
+            },
+        },
+    },
+    "a decision that is a list": lambda r: {
+        **r,
+        "outcome": {
+            **r["outcome"],
+            "decisions": {k: {**v, "decision": ["keep"]} for k, v in r["outcome"]["decisions"].items()},
+        },
+    },
     "an outcome of another round": lambda r: {**r, "outcome": {**r["outcome"], "index": 7}},
 }
 
@@ -109,7 +140,7 @@ def test_a_wrong_typed_rounds_line_is_skipped_with_a_warning_and_the_study_goes_
     assert again.rounds == ()
     with pytest.warns(StudyWarning):
         rnd = Study.open(study.folder).run_round({"fused": mod.fused}, timer=_timer(fused=1.0), **FAKE)
-    assert rnd.index == 2                                     # round 1 was planned: its number is not reused
+    assert rnd.index == 2  # round 1 was planned: its number is not reused
     assert path.read_bytes().startswith(before)
 
 
@@ -117,8 +148,14 @@ def test_a_wrong_typed_baselines_line_is_skipped_with_a_warning(after_round):
     study, base, mod, _ = after_round
     path = study.folder / "baselines.jsonl"
     good = json.loads(path.read_text().splitlines()[0])
-    for bad in ({"index": 1e999}, {"index": "one"}, {"median_ms": float("nan")}, {"median_ms": -1},
-                {"hypotheses": [{"category": "memory_bound"}]}, {"accepted_from": {"round": "x"}}):
+    for bad in (
+        {"index": 1e999},
+        {"index": "one"},
+        {"median_ms": float("nan")},
+        {"median_ms": -1},
+        {"hypotheses": [{"category": "memory_bound"}]},
+        {"accepted_from": {"round": "x"}},
+    ):
         _with_line(path, json.dumps({**good, "baseline_id": "b-bad", **bad}).encode())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -133,7 +170,7 @@ def test_truncated_and_binary_lines_are_skipped_with_a_warning_naming_them(after
     path = study.folder / "ledger.jsonl"
     _with_line(path, b"\x00\xff\xfe binary \x80", at=1)
     _with_line(path, b'{"event": "tested", "key": "memory_bound:cpu', at=2)
-    _with_line(path, b'[1, 2, 3]', at=3)
+    _with_line(path, b"[1, 2, 3]", at=3)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         again, _ = _read(study.folder)
@@ -204,14 +241,14 @@ def test_a_round_number_recorded_twice_by_an_older_workbench_keeps_both_rounds(a
 # -- item 4: accept(fn=...) takes only the code its round tested ----------------------------------
 def test_accept_with_code_the_round_did_not_test_is_refused_or_recorded_as_untested(after_round, lab):
     study, base, mod, rnd = after_round
-    reopened = Study.open(study.folder)                     # the round's callables are not in this process
+    reopened = Study.open(study.folder)  # the round's callables are not in this process
     before = {p.name: p.read_bytes() for p in study.folder.glob("*.jsonl")}
     with pytest.raises(StudyError, match=r"not the code round 1 tested as 'fused'.*run a round with it first"):
         reopened.accept("fused", fn=mod.slower)
     with pytest.raises(StudyError, match="untested=True"):
         reopened.accept("fused", fn=lambda x: x)
     assert {p.name: p.read_bytes() for p in study.folder.glob("*.jsonl")} == before
-    assert lab.profiled == ["base"]                          # nothing was profiled
+    assert lab.profiled == ["base"]  # nothing was profiled
     untested = reopened.accept("fused", fn=mod.slower, untested=True)
     assert untested.accepted_from["untested"] is True and untested.accepted_from["speedup"] is None
     assert "not the one round 1 tested" in untested.accepted_from["reason"]
@@ -228,13 +265,13 @@ def test_accept_on_a_round_recorded_without_source_hashes_asks_for_untested(afte
     study, base, mod, _ = after_round
     path = study.folder / "rounds.jsonl"
     old = []
-    for line in path.read_text().splitlines():               # as an older workbench wrote it
+    for line in path.read_text().splitlines():  # as an older workbench wrote it
         rec = json.loads(line)
         for v in rec.get("variants", []) + (rec.get("outcome") or {}).get("summary", {}).get("variants", []):
             v.pop("source_hash", None), v.pop("qualname", None)
         old.append(json.dumps(rec))
     path.write_text("\n".join(old) + "\n")
-    reopened = Study.open(study.folder)                     # an old folder still opens
+    reopened = Study.open(study.folder)  # an old folder still opens
     assert [r.index for r in reopened.rounds] == [1]
     with pytest.raises(StudyError, match="did not record the code"):
         reopened.accept("fused", fn=mod.fused)
@@ -271,12 +308,14 @@ def test_a_read_only_study_folder_is_said_before_any_profile_or_round_runs(after
     study, base, mod, _ = after_round
     lab.medians["fused"] = 1.0
     with _read_only(study.folder):
-        for attempt in (lambda: study.set_baseline(mod.other, mod.make_inputs),
-                        lambda: study.accept("fused"),
-                        lambda: study.run_round({"fused": mod.fused}, timer=_timer(fused=1.0), **FAKE)):
+        for attempt in (
+            lambda: study.set_baseline(mod.other, mod.make_inputs),
+            lambda: study.accept("fused"),
+            lambda: study.run_round({"fused": mod.fused}, timer=_timer(fused=1.0), **FAKE),
+        ):
             with pytest.raises(StudyError, match=r"cannot be written.*nothing was (profiled|run)"):
                 attempt()
-    assert lab.profiled == ["base"]                          # not one profile ran
+    assert lab.profiled == ["base"]  # not one profile ran
     assert len(Study.open(study.folder).rounds) == 1
 
 
@@ -301,12 +340,13 @@ def _history(tmp_path, medians=(2.0, 2.0, 2.0)):
 
 @pytest.mark.parametrize("median", [0, -1.5, "NaN", "Infinity", "abc", None, [2.0], True])
 def test_a_history_entry_with_a_bad_median_is_skipped_with_a_warning_and_later_runs_are_added(
-        tmp_path, monkeypatch, median):
+    tmp_path, monkeypatch, median
+):
     path, key = _history(tmp_path)
     lines = path.read_text().splitlines()
     entry = json.loads(lines[1])
     raw = json.dumps({"entry": {**entry["entry"], "median_ms": median}})
-    raw = raw.replace('"NaN"', "NaN").replace('"Infinity"', "Infinity")    # what a hand edit or numpy writes
+    raw = raw.replace('"NaN"', "NaN").replace('"Infinity"', "Infinity")  # what a hand edit or numpy writes
     path.write_text("\n".join(lines[:2] + [raw] + lines[2:]) + "\n")
     with pytest.warns(StudyWarning, match=r"h\.jsonl', line 3: not a readable record.*median_ms"):
         h = load_history(path, key)
@@ -333,12 +373,20 @@ def test_a_history_path_that_is_a_folder_a_list_dev_zero_or_a_fifo_is_refused_wi
     link.symlink_to(fifo)
     dangling = tmp_path / "dangling"
     dangling.symlink_to(tmp_path / "nothing")
-    cases = {folder: "is a folder", fifo: r"is a FIFO", link: r"FIFO \(named pipe\) \(through a symlink\)",
-             Path("/dev/zero"): "is a character device", dangling: "symlink to nothing"}
+    cases = {
+        folder: "is a folder",
+        fifo: r"is a FIFO",
+        link: r"FIFO \(named pipe\) \(through a symlink\)",
+        Path("/dev/zero"): "is a character device",
+        dangling: "symlink to nothing",
+    }
     for path, said in cases.items():
-        for call in (lambda: load_history(path, key), lambda: history_keys(path),
-                     lambda: append_run(path, recorded_run("cell", 2.0), key),
-                     lambda: record_run(recorded_run("cell", 2.0), source="x", path=path)):
+        for call in (
+            lambda: load_history(path, key),
+            lambda: history_keys(path),
+            lambda: append_run(path, recorded_run("cell", 2.0), key),
+            lambda: record_run(recorded_run("cell", 2.0), source="x", path=path),
+        ):
             with pytest.raises(StudyError, match=said):
                 call()
     for bad in (["h.jsonl"], 3, None, b"h.jsonl"):
@@ -346,7 +394,7 @@ def test_a_history_path_that_is_a_folder_a_list_dev_zero_or_a_fifo_is_refused_wi
             load_history(bad, key)
         with pytest.raises(StudyError, match="path must be a str or a path"):
             append_run(bad, recorded_run("cell", 2.0), key)
-    assert not (tmp_path / "nothing").exists() and list(folder.iterdir()) == []      # nothing written through them
+    assert not (tmp_path / "nothing").exists() and list(folder.iterdir()) == []  # nothing written through them
 
 
 def test_workbench_history_on_a_fifo_exits_2_with_the_reason(tmp_path, capsys):
@@ -369,20 +417,25 @@ def test_a_run_with_a_non_finite_median_is_not_written_to_the_history(tmp_path):
     before = path.read_bytes()
     from types import SimpleNamespace
 
-    run = SimpleNamespace(name="cell", created_at="now", environment=dict(ENVIRONMENT),
-                          timing=SimpleNamespace(median_ms=math.nan, iqr_ms=0.0, p95_ms=math.nan, n=3))
+    run = SimpleNamespace(
+        name="cell",
+        created_at="now",
+        environment=dict(ENVIRONMENT),
+        timing=SimpleNamespace(median_ms=math.nan, iqr_ms=0.0, p95_ms=math.nan, n=3),
+    )
     with pytest.raises(StudyError, match="cannot be added to its history"):
         append_run(path, run, key)
     assert path.read_bytes() == before
 
 
 def test_workbench_history_without_a_path_reads_what_the_magic_writes_and_shows_first_lines(
-        tmp_path, monkeypatch, capsys):
+    tmp_path, monkeypatch, capsys
+):
     monkeypatch.delenv("WORKBENCH_HISTORY", raising=False)
     monkeypatch.chdir(tmp_path)
-    notebook = tmp_path / "analysis.ipynb"                   # Jupyter runs the kernel in the notebook's folder
+    notebook = tmp_path / "analysis.ipynb"  # Jupyter runs the kernel in the notebook's folder
     record_profile(recorded_run("cell[1]", 2.0), "%%gpuprofile -q\ny = torch.relu(x) @ w\n", notebook=str(notebook))
-    record_profile(recorded_run("work", 3.0), "def work():\n    return 1\n")           # wb.profile, same folder
+    record_profile(recorded_run("work", 3.0), "def work():\n    return 1\n")  # wb.profile, same folder
     assert main(["history", "--no-chart"]) == 0
     out = capsys.readouterr().out
     assert "workbench-history.jsonl: 2 key(s)" in out

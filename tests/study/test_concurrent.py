@@ -3,6 +3,7 @@ processes running a round on one study at once get two round numbers, both visib
 
 The children are forked (they inherit the recorded profiles and the workload module) and wait on
 a barrier so that they really run at once; every join is bounded, so a deadlock fails, never hangs."""
+
 from __future__ import annotations
 
 import json
@@ -11,10 +12,9 @@ import warnings
 
 import pytest
 
+from tests.study.conftest import FAKE, _timer
 from workbench.study import Study, StudyWarning, records
 from workbench.study.files import dumps
-
-from tests.study.conftest import FAKE, _timer
 
 WRITERS, APPENDS = 4, 100
 JOIN_S = 120
@@ -49,12 +49,12 @@ def test_400_concurrent_appends_from_4_processes_are_all_kept(tmp_path):
         p.start()
     _join(procs)
     with warnings.catch_warnings():
-        warnings.simplefilter("error")                    # not one line unreadable
+        warnings.simplefilter("error")  # not one line unreadable
         lines, skipped = records.read_jsonl(path, "test log")
     assert skipped == [] and len(lines) == WRITERS * APPENDS
     got = sorted((ln.record["writer"], ln.record["i"]) for ln in lines)
     assert got == [(w, i) for w in range(WRITERS) for i in range(APPENDS)]
-    for w in range(WRITERS):                                # each writer's records in its own order
+    for w in range(WRITERS):  # each writer's records in its own order
         assert [ln.record["i"] for ln in lines if ln.record["writer"] == w] == list(range(APPENDS))
     assert all(json.loads(x) for x in path.read_text().splitlines())
 
@@ -64,7 +64,7 @@ def _round_in_child(folder, fused, barrier, queue):
 
     real = measure.compare_variants
 
-    def together(*a, **kw):            # both rounds planned (numbered) before either is compared
+    def together(*a, **kw):  # both rounds planned (numbered) before either is compared
         barrier.wait(30)
         return real(*a, **kw)
 

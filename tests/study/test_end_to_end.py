@@ -7,6 +7,7 @@ when a loaded machine measures a slow copy). Only decisions with wide margins ar
 compiled kept, an identical copy undecided (its interval includes 1, at 99 % confidence; the
 budget is not extended, so the copy cannot narrow its interval at length), a
 subtly wrong variant (one constant off by 4e-3) rejected as incorrect before any timing."""
+
 import json
 import os
 import subprocess
@@ -43,7 +44,7 @@ def wrong(x):
     y = y + 0.5 * x
     y = (y + 3.0).clamp(0.0, 6.0) * y
     y = y / 6.0
-    y = y * 0.9 + 0.104          # the subtle slip: 0.104 for 0.1
+    y = y * 0.9 + 0.104  # the subtle slip: 0.104 for 0.1
     return y - 0.5 * x
 
 
@@ -55,13 +56,18 @@ def make_inputs():
 def study(tmp_path_factory):
     folder = tmp_path_factory.mktemp("studies") / "chain"
     saved = torch.get_num_threads()
-    torch.set_num_threads(1)             # one thread: the same conditions for every variant and the copy roof
+    torch.set_num_threads(1)  # one thread: the same conditions for every variant and the copy roof
     try:
         s = wb.Study("chain", folder=folder)
         first = s.set_baseline(chain, make_inputs, warmup=2, repeat=15)
         copy = types.FunctionType(chain.__code__, chain.__globals__, "chain_copy")
-        rnd = s.run_round({"compiled": wb.variants.compiled(chain), "copy": copy, "wrong": wrong},
-                          checks=2, budget_s=1.5, max_budget_s=1.5, confidence=0.99)
+        rnd = s.run_round(
+            {"compiled": wb.variants.compiled(chain), "copy": copy, "wrong": wrong},
+            checks=2,
+            budget_s=1.5,
+            max_budget_s=1.5,
+            confidence=0.99,
+        )
         second = s.accept("compiled")
         yield s, first, rnd, second
     finally:
@@ -89,8 +95,15 @@ def test_the_round_decides_keep_need_more_evidence_and_reject(study):
     assert memory["status_after"] == "supported" and memory["residual"] == "supported"
     assert any(r["variant"] == "compiled" and r["residual"] == "supported" for r in summary.residuals)
     text = summary.to_text()
-    for section in ("Reset procedure", "Hypotheses and discriminators", "Baseline check per variant",
-                    "Confidence updates", "Residuals", "Disposition", "Next"):
+    for section in (
+        "Reset procedure",
+        "Hypotheses and discriminators",
+        "Baseline check per variant",
+        "Confidence updates",
+        "Residuals",
+        "Disposition",
+        "Next",
+    ):
         assert section in text
     assert "study.accept('compiled')" in summary.next_step
     json.dumps(summary.to_dict())
@@ -108,19 +121,22 @@ def test_accept_gives_a_new_baseline_reprofiled(study):
 
 def test_reopened_in_a_fresh_process_both_baselines_and_the_ledger_are_there(study):
     s, first, _, second = study
-    code = ("import json, sys, workbench as wb\n"
-            "s = wb.Study.open(sys.argv[1])\n"
-            "print(json.dumps({'baselines': [b.baseline_id for b in s.baselines],\n"
-            "  'ledger': [[e.category, e.status, e.round, e.reopen_when] for e in s.ledger],\n"
-            "  'rounds': [r.index for r in s.rounds], 'decisions': {k: v.decision for k, v in s.rounds[-1].decisions.items()}}))\n")
+    code = (
+        "import json, sys, workbench as wb\n"
+        "s = wb.Study.open(sys.argv[1])\n"
+        "print(json.dumps({'baselines': [b.baseline_id for b in s.baselines],\n"
+        "  'ledger': [[e.category, e.status, e.round, e.reopen_when] for e in s.ledger],\n"
+        "  'rounds': [r.index for r in s.rounds], 'decisions': {k: v.decision for k, v in s.rounds[-1].decisions.items()}}))\n"
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", code, str(s.folder)], capture_output=True, text=True, env=env,
-                         timeout=240, cwd=str(ROOT))
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(s.folder)], capture_output=True, text=True, env=env, timeout=240, cwd=str(ROOT)
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["baselines"] == [first.baseline_id, second.baseline_id]
     assert ["memory_bound", "supported", 1] in [row[:3] for row in got["ledger"]]
-    assert all(row[3] for row in got["ledger"])          # every entry says when to reopen it
+    assert all(row[3] for row in got["ledger"])  # every entry says when to reopen it
     assert got["rounds"] == [1]
     assert got["decisions"] == {"compiled": "keep", "copy": "need_more_evidence", "wrong": "reject"}
 

@@ -1,27 +1,26 @@
 """``%gpustudy`` in a real IPython shell: a round run from a line (variants evaluated in the
 notebook's namespace), the round displayed as HTML, accept, the study shown, and bad lines refused.
 Profiles are recorded and timing runs on a seeded fake clock (tests/study/conftest.py)."""
+
 from __future__ import annotations
 
 import pytest
 from IPython.core.error import UsageError
 
+from tests.study.conftest import hypothesis
 from workbench.study import Study
 from workbench.variants.clock import FakeTimer
-
-from tests.study.conftest import hypothesis
 
 
 @pytest.fixture
 def shell():
     from IPython.core.interactiveshell import InteractiveShell
     from IPython.testing.globalipapp import start_ipython
-
     from traitlets.config.configurable import MultipleInstanceError
 
     try:
         ip = start_ipython() or InteractiveShell.instance()
-    except MultipleInstanceError:            # another test module already made the plain shell
+    except MultipleInstanceError:  # another test module already made the plain shell
         ip = InteractiveShell.instance()
     result = ip.run_cell("%load_ext workbench")
     assert result.success, result.error_in_exec
@@ -33,15 +32,18 @@ def test_a_round_accept_and_the_study_from_the_gpustudy_line(shell, lab, workloa
     lab.hypotheses["base"] = [hypothesis("memory_bound", suggested=("fused",))]
     study = Study("chain", folder=tmp_path / "s")
     base = study.set_baseline(mod.base, mod.make_inputs)
-    shell.user_ns.update(study=study, mod=mod,
-                         timer=FakeTimer({"baseline": 2.0, "fused": 1.0}, noise=0.02, seed=0, call=False))
-    result = shell.run_cell('%gpustudy study fused=mod.fused wrong=mod.wrong -c 1 -o rnd '
-                            '-O "dict(timer=timer, profile=False, budget_s=0.5, min_rounds=10)"')
+    shell.user_ns.update(
+        study=study, mod=mod, timer=FakeTimer({"baseline": 2.0, "fused": 1.0}, noise=0.02, seed=0, call=False)
+    )
+    result = shell.run_cell(
+        "%gpustudy study fused=mod.fused wrong=mod.wrong -c 1 -o rnd "
+        '-O "dict(timer=timer, profile=False, budget_s=0.5, min_rounds=10)"'
+    )
     assert result.success, result.error_in_exec
     rnd = shell.user_ns["rnd"]
     assert rnd is shell.user_ns["_gpustudy"] is result.result
     assert {k: v.decision for k, v in rnd.decisions.items()} == {"fused": "keep", "wrong": "reject"}
-    html = shell.display_formatter.formatters["text/html"].lookup(rnd)(rnd)   # (the test shell's HTML is off)
+    html = shell.display_formatter.formatters["text/html"].lookup(rnd)(rnd)  # (the test shell's HTML is off)
     assert "Round 1 against baseline" in html
     accepted = shell.run_cell("%gpustudy study --accept fused")
     assert accepted.success, accepted.error_in_exec

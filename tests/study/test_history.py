@@ -1,15 +1,15 @@
 """Per-cell history: entries appended under a key, read back per key, and change points by a
 step fit with a noise model, on seeded synthetic series."""
+
 import json
 
 import numpy as np
 import pytest
 
+from tests.study.conftest import ENVIRONMENT, recorded_run
 from workbench.errors import StudyError
 from workbench.study import StudyWarning, append_run, change_points, history_key, load_history
 from workbench.study.history import HistoryEntry
-
-from tests.study.conftest import ENVIRONMENT, recorded_run
 
 
 def _series(levels, noise, seed, n=20):
@@ -28,8 +28,9 @@ def test_four_runs_then_four_runs_40_percent_slower_give_one_change_point_at_ind
 
 
 def test_identical_runs_give_no_change_point_in_at_least_19_of_20_seeded_series():
-    found = [change_points(_series([10.0] * n, 0.03, seed), seed=seed)
-             for seed, n in zip(range(20), [8, 12, 16, 24] * 5)]
+    found = [
+        change_points(_series([10.0] * n, 0.03, seed), seed=seed) for seed, n in zip(range(20), [8, 12, 16, 24] * 5)
+    ]
     assert sum(1 for f in found if f) <= 1, found
 
 
@@ -42,10 +43,12 @@ def test_two_shifts_are_both_found_and_a_single_outlier_is_not_a_change():
 
 def test_a_shift_smaller_than_the_runs_own_noise_is_not_a_change():
     # medians that happen to sit still, runs whose samples scatter by 50%: a 3% step is noise
-    entries = [HistoryEntry("k", f"t{i}", m, spread_ms=m * 0.5 * 1.349, n=5)
-               for i, m in enumerate([10.0, 10.01, 9.99, 10.0, 10.3, 10.31, 10.29, 10.3])]
+    entries = [
+        HistoryEntry("k", f"t{i}", m, spread_ms=m * 0.5 * 1.349, n=5)
+        for i, m in enumerate([10.0, 10.01, 9.99, 10.0, 10.3, 10.31, 10.29, 10.3])
+    ]
     assert change_points(entries) == []
-    assert change_points([e.median_ms for e in entries]) == [4]     # plain medians: no noise model to hold
+    assert change_points([e.median_ms for e in entries]) == [4]  # plain medians: no noise model to hold
 
 
 def test_change_points_are_deterministic_and_validate_their_options():
@@ -76,7 +79,7 @@ def test_append_and_load_under_a_key(tmp_path):
 
 def test_the_key_holds_source_environment_and_notebook():
     k = history_key("a", ENVIRONMENT)
-    assert history_key("a", {**ENVIRONMENT, "recorded_at": "later", "argv0": "other"}) == k   # volatile fields out
+    assert history_key("a", {**ENVIRONMENT, "recorded_at": "later", "argv0": "other"}) == k  # volatile fields out
     assert history_key("b", ENVIRONMENT) != k
     assert history_key("a", {**ENVIRONMENT, "host": {**ENVIRONMENT["host"], "cpu_model": "other"}}) != k
     assert history_key("a", ENVIRONMENT, notebook="x.ipynb") != k
@@ -109,7 +112,7 @@ def test_a_corrupt_line_a_newer_format_and_a_file_that_is_not_a_history(tmp_path
     path.write_text("\n".join(lines[:2] + ['{"entry": {"key": "' + key + '", "median'] + lines[2:]) + "\n")
     with pytest.warns(StudyWarning, match=r"line 3: not valid JSON"):
         h = load_history(path, key)
-    assert len(h.entries) == 3                 # every whole entry, before and after the damaged line
+    assert len(h.entries) == 3  # every whole entry, before and after the damaged line
     newer = tmp_path / "newer.jsonl"
     newer.write_text(json.dumps({"format": "workbench-history", "version": 7}) + "\n")
     with pytest.raises(StudyError, match="newer workbench"):

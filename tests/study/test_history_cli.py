@@ -1,15 +1,15 @@
 """``record_run`` (where the history goes, the key), ``workbench history`` (listing keys, one
 key's runs and change points, the trend chart) and ``history_chart``."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from workbench.cli import main
-from workbench.study.history import (HISTORY_ENV, NOTEBOOK_FILE, default_history_path, load_history, record_run)
-
 from tests.study.conftest import recorded_run
+from workbench.cli import main
+from workbench.study.history import HISTORY_ENV, NOTEBOOK_FILE, default_history_path, load_history, record_run
 
 
 @pytest.fixture
@@ -26,14 +26,14 @@ def _eight(path, source="x = f(y)", notebook=None):
 
 def test_record_run_writes_beside_the_notebook_or_here(tmp_path, monkeypatch, no_env):
     monkeypatch.chdir(tmp_path)
-    assert default_history_path() == tmp_path / NOTEBOOK_FILE          # the one default: what %%gpuprofile writes
+    assert default_history_path() == tmp_path / NOTEBOOK_FILE  # the one default: what %%gpuprofile writes
     nb = tmp_path / "nbs" / "analysis.ipynb"
     assert default_history_path(str(nb)) == (tmp_path / "nbs" / NOTEBOOK_FILE)
     plain = record_run(recorded_run("cell", 2.0), source="a = 1")
     assert (tmp_path / NOTEBOOK_FILE).is_file() and len(plain.entries) == 1
     beside = record_run(recorded_run("cell", 2.0), source="a = 1", notebook=str(nb))
     assert (tmp_path / "nbs" / NOTEBOOK_FILE).is_file() and beside.entries[0].notebook == "analysis.ipynb"
-    assert beside.key != plain.key                           # the notebook is part of the key
+    assert beside.key != plain.key  # the notebook is part of the key
     monkeypatch.setenv(HISTORY_ENV, str(tmp_path / "ci.jsonl"))
     record_run(recorded_run("cell", 2.0), source="a = 1")
     assert (tmp_path / "ci.jsonl").is_file()
@@ -72,7 +72,7 @@ def test_workbench_history_bad_input(tmp_path, capsys, no_env, monkeypatch):
     newer.write_text(json.dumps({"format": "workbench-history", "version": 5}) + "\n")
     assert main(["history", str(newer)]) == 2
     assert "newer workbench" in capsys.readouterr().err
-    assert main(["history", str(tmp_path)]) == 2           # a folder without a history file
+    assert main(["history", str(tmp_path)]) == 2  # a folder without a history file
 
 
 def test_history_chart_marks_the_change_points():
@@ -112,7 +112,7 @@ def test_a_over_a_through_record_run_gives_no_change_point_in_at_least_19_of_20_
         path = tmp_path / f"aa-{seed}.jsonl"
         h = None
         for i in range(8):
-            median = 2.0 * float(np.exp(rng.normal(0, 0.02)))     # the same cell, run-to-run noise only
+            median = 2.0 * float(np.exp(rng.normal(0, 0.02)))  # the same cell, run-to-run noise only
             h = record_run(recorded_run("cell", median, seed=100 * seed + i), source="same cell", path=path)
         assert len(h.entries) == 8
         flagged.append(bool(h.change_points))

@@ -1,5 +1,6 @@
 """The study's renderings (``workbench.render.study``), called directly, and a Study displayed as
 HTML in a fresh IPython shell after ``import workbench``."""
+
 from __future__ import annotations
 
 import json
@@ -9,7 +10,6 @@ import sys
 from pathlib import Path
 
 import workbench.render.study as render_study
-
 from tests.study.conftest import FAKE, _timer, hypothesis
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,10 +35,17 @@ def test_a_round_and_its_summary_render_alike_in_the_methods_terms(after_round):
     _, base, _, rnd = after_round
     page = render_study.html(rnd)
     assert page == render_study.html(rnd.summary)
-    for section in ("Reset procedure", "Hypotheses and discriminators", "Baseline check per variant",
-                    "Confidence updates", "Residuals", "Disposition", "Next"):
+    for section in (
+        "Reset procedure",
+        "Hypotheses and discriminators",
+        "Baseline check per variant",
+        "Confidence updates",
+        "Residuals",
+        "Disposition",
+        "Next",
+    ):
         assert section in page, section
-    assert "study.accept(&#x27;fused&#x27;)" in page                   # the next step, escaped
+    assert "study.accept(&#x27;fused&#x27;)" in page  # the next step, escaped
     assert render_study.text(rnd) == rnd.summary.to_text()
     assert "| wrong | reject | ✗ |" in render_study.markdown(rnd)
 
@@ -65,16 +72,24 @@ def test_an_empty_study_says_what_to_do(tmp_path):
 
 def test_a_study_displays_as_html_in_a_fresh_ipython_shell_after_import_workbench(after_round):
     study, base, _, _ = after_round
-    code = ("import json, sys\n"
-            "from IPython.core.interactiveshell import InteractiveShell\n"
-            "shell = InteractiveShell.instance()\n"
-            "result = shell.run_cell('import workbench as wb\\nstudy = wb.Study.open(' + repr(sys.argv[1]) + ')')\n"
-            "assert result.success, result.error_in_exec\n"
-            "data, _ = shell.display_formatter.format(shell.user_ns['study'])\n"
-            "print(json.dumps({'mimes': sorted(data), 'html': data.get('text/html', '')}))\n")
+    code = (
+        "import json, sys\n"
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "shell = InteractiveShell.instance()\n"
+        "result = shell.run_cell('import workbench as wb\\nstudy = wb.Study.open(' + repr(sys.argv[1]) + ')')\n"
+        "assert result.success, result.error_in_exec\n"
+        "data, _ = shell.display_formatter.format(shell.user_ns['study'])\n"
+        "print(json.dumps({'mimes': sorted(data), 'html': data.get('text/html', '')}))\n"
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", code, str(study.folder)], capture_output=True, text=True, env=env,
-                         timeout=240, cwd=str(ROOT))
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(study.folder)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+        cwd=str(ROOT),
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert "text/html" in got["mimes"], got["mimes"]

@@ -1,13 +1,13 @@
 """Each residual class from known rows: the variant's speedup interval and its counted mechanism
 (the comparison's footprint), held against a hypothesis's prediction; and the confidence change."""
+
 import pytest
 
+from tests.study.conftest import hypothesis
 from workbench.study.ledger import step_confidence
 from workbench.study.residuals import classify_pair, combine, prediction, speedup_bound
 from workbench.variants.results import VariantResult
 from workbench.variants.stats import Speedup
-
-from tests.study.conftest import hypothesis
 
 
 def _speedup(point, lo, hi):
@@ -16,8 +16,13 @@ def _speedup(point, lo, hi):
 
 def _rows(speedup, ops_after, ops_before=8, status="ok"):
     base = VariantResult(name="baseline", kind="user", status="ok", footprint={"op_count": ops_before})
-    row = VariantResult(name="fused", kind="user", status=status, speedup=speedup,
-                        footprint={"op_count": ops_after} if ops_after is not None else {})
+    row = VariantResult(
+        name="fused",
+        kind="user",
+        status=status,
+        speedup=speedup,
+        footprint={"op_count": ops_after} if ops_after is not None else {},
+    )
     return base, row
 
 
@@ -25,17 +30,20 @@ H = hypothesis("memory_bound", suggested=("fused",), stake=1.5, confidence="medi
 PRED = prediction(H, ["fused"], 2.0)
 
 
-@pytest.mark.parametrize("speedup, ops_after, residual, status", [
-    (_speedup(2.0, 1.8, 2.2), 1, "supported", "supported"),                       # both moved
-    (_speedup(2.0, 1.8, 2.2), None, "supported", "supported"),                    # mechanism not measured
-    (_speedup(1.0, 0.99, 1.01), 1, "mechanism_moved_not_target", "rejected"),     # the falsifier fired
-    (_speedup(1.0, 0.99, 1.01), None, "rejected", "rejected"),                    # no gain, precisely
-    (_speedup(1.0, 0.8, 1.25), None, "untested", "proposed"),                     # too wide to say
-    (_speedup(1.5, 1.4, 1.6), 8, "target_moved_without_mechanism", "weakened"),
-    (_speedup(0.6, 0.55, 0.65), 1, "opposite_sign", "weakened"),                  # slower though ops fell
-    (_speedup(0.6, 0.55, 0.65), 8, "opposite_sign", "proposed"),                  # slower, mechanism untouched
-    (_speedup(1.0, 0.99, 1.01), 8, "untested", "proposed"),                       # did not touch the mechanism
-])
+@pytest.mark.parametrize(
+    "speedup, ops_after, residual, status",
+    [
+        (_speedup(2.0, 1.8, 2.2), 1, "supported", "supported"),  # both moved
+        (_speedup(2.0, 1.8, 2.2), None, "supported", "supported"),  # mechanism not measured
+        (_speedup(1.0, 0.99, 1.01), 1, "mechanism_moved_not_target", "rejected"),  # the falsifier fired
+        (_speedup(1.0, 0.99, 1.01), None, "rejected", "rejected"),  # no gain, precisely
+        (_speedup(1.0, 0.8, 1.25), None, "untested", "proposed"),  # too wide to say
+        (_speedup(1.5, 1.4, 1.6), 8, "target_moved_without_mechanism", "weakened"),
+        (_speedup(0.6, 0.55, 0.65), 1, "opposite_sign", "weakened"),  # slower though ops fell
+        (_speedup(0.6, 0.55, 0.65), 8, "opposite_sign", "proposed"),  # slower, mechanism untouched
+        (_speedup(1.0, 0.99, 1.01), 8, "untested", "proposed"),  # did not touch the mechanism
+    ],
+)
 def test_each_residual_class(speedup, ops_after, residual, status):
     base, row = _rows(speedup, ops_after)
     r = classify_pair(H, base, row, PRED, min_effect=0.03)

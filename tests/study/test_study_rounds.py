@@ -1,6 +1,7 @@
 """The study's bookkeeping on recorded profiles and a seeded fake clock: baselines and their IDs,
 predictions written before a round, residuals and confidence after it, the ledger, accept, reopen,
 and the bad inputs (newer format, a corrupt line, a callable gone, accepting what was not kept)."""
+
 import json
 import warnings
 
@@ -8,18 +9,19 @@ import pytest
 import torch
 
 import workbench as wb
+from tests.study.conftest import FAKE, _timer, hypothesis
 from workbench.errors import InvalidArgumentError, StudyError
 from workbench.study import Study, StudyWarning
 from workbench.study.summary import RoundSummary
 
-from tests.study.conftest import FAKE, _timer, hypothesis
 
 def test_baseline_has_an_id_a_reset_procedure_and_ranked_hypotheses(started, lab):
     study, base, mod = started
     assert wb.Study is Study
     assert base.baseline_id.startswith("b-") and len(base.baseline_id) == 14
-    assert base.inputs["seed"] == 7 and base.inputs["signature"] == [{"shape": [64], "dtype": "float32",
-                                                                        "device": "cpu", "requires_grad": False}]
+    assert base.inputs["seed"] == 7 and base.inputs["signature"] == [
+        {"shape": [64], "dtype": "float32", "device": "cpu", "requires_grad": False}
+    ]
     assert base.callable_ref["qualname"] == "base" and base.callable_ref["importable"]
     assert any("seed python, numpy and torch with 7" in s for s in base.reset_procedure)
     assert any("num_threads=1" in s for s in base.reset_procedure)
@@ -37,7 +39,10 @@ def test_baseline_has_an_id_a_reset_procedure_and_ranked_hypotheses(started, lab
 def test_a_round_decides_each_variant_and_classifies_each_residual(after_round):
     study, base, mod, rnd = after_round
     assert {k: v.decision for k, v in rnd.decisions.items()} == {
-        "fused": "keep", "other": "need_more_evidence", "wrong": "reject"}
+        "fused": "keep",
+        "other": "need_more_evidence",
+        "wrong": "reject",
+    }
     assert rnd.decisions["wrong"].variant == "wrong" and "incorrect" in rnd.decisions["wrong"].reason
     updates = {u["key"].split(":")[0]: u for u in rnd.summary.confidence_updates}
     assert updates["memory_bound"]["residual"] == "supported"
@@ -80,8 +85,7 @@ def test_predictions_are_written_before_the_round_runs(started, monkeypatch):
 
 def test_tests_mapping_and_opposite_sign(started):
     study, base, mod = started
-    rnd = study.run_round({"slower": mod.slower}, tests={"slower": "memory_bound"},
-                          timer=_timer(slower=3.0), **FAKE)
+    rnd = study.run_round({"slower": mod.slower}, tests={"slower": "memory_bound"}, timer=_timer(slower=3.0), **FAKE)
     [update] = rnd.summary.confidence_updates
     assert update["residual"] == "opposite_sign" and update["status_after"] == "proposed"
     assert rnd.decisions["slower"].decision == "reject"
@@ -95,14 +99,16 @@ def test_tests_mapping_and_opposite_sign(started):
 
 def test_accept_makes_a_new_baseline_and_a_rejected_hypothesis_is_not_proposed_again(after_round, lab):
     study, base, mod, rnd = after_round
-    lab.hypotheses["fused"] = [hypothesis("launch_overhead", rule="cpu_dispatch_overhead", suggested=("other",)),
-                               hypothesis("allocation_churn", rule="alloc_churn", suggested=())]
+    lab.hypotheses["fused"] = [
+        hypothesis("launch_overhead", rule="cpu_dispatch_overhead", suggested=("other",)),
+        hypothesis("allocation_churn", rule="alloc_churn", suggested=()),
+    ]
     lab.medians["fused"] = 1.0
     new = study.accept("fused")
     assert new.baseline_id != base.baseline_id and new.parent_id == base.baseline_id
     assert new.accepted_from["round"] == 1 and new.accepted_from["decision"] == "keep"
     assert [b.baseline_id for b in study.baselines] == [base.baseline_id, new.baseline_id]
-    assert lab.profiled[-1] == "fused"                       # re-profiled
+    assert lab.profiled[-1] == "fused"  # re-profiled
     assert [h.category for h in study.hypotheses] == ["allocation_churn"]
     assert new.held_back[0]["key"].startswith("launch_overhead") and "not proposed again" in new.held_back[0]["reason"]
     # under another scope (other input shapes) the rejected hypothesis is proposed again: reopenable
@@ -158,13 +164,13 @@ def test_a_corrupt_ledger_line_is_skipped_with_a_warning_naming_it(after_round):
     study, base, mod, rnd = after_round
     path = study.folder / "ledger.jsonl"
     lines = path.read_text().splitlines()
-    lines.insert(1, '{"event": "tested", "key": "memory_bound:cpu')     # a write cut short
+    lines.insert(1, '{"event": "tested", "key": "memory_bound:cpu')  # a write cut short
     path.write_text("\n".join(lines) + "\n")
     before = path.read_bytes()
     with pytest.warns(StudyWarning, match=r"ledger\.jsonl', line 2: not valid JSON"):
         again = Study.open(study.folder)
     assert {e.category: e.status for e in again.ledger} == {"memory_bound": "supported", "launch_overhead": "rejected"}
-    assert path.read_bytes() == before                        # nothing rewritten
+    assert path.read_bytes() == before  # nothing rewritten
 
 
 def test_a_folder_from_a_newer_format_is_refused_untouched(started):
@@ -190,9 +196,9 @@ def test_open_of_a_folder_without_a_study_and_a_name_mismatch(tmp_path, started)
 
 def test_a_baseline_callable_that_no_longer_exists(started):
     study, base, mod = started
-    delattr(mod, "base")                                     # renamed or deleted since the study was written
+    delattr(mod, "base")  # renamed or deleted since the study was written
     before = {p.name: p.read_bytes() for p in study.folder.glob("*.jsonl")}
-    again = Study.open(study.folder)                         # the records read back all the same
+    again = Study.open(study.folder)  # the records read back all the same
     assert again.baselines == study.baselines
     with pytest.raises(StudyError, match=r"no longer exists.*has no 'base'.*study\.attach"):
         again.run_round({"fused": mod.fused}, timer=_timer(fused=1.0), **FAKE)
@@ -233,14 +239,14 @@ def test_an_interrupted_round_is_recorded_as_aborted(started, monkeypatch):
 def test_a_line_cut_short_at_the_end_stays_apart_from_the_next_record(after_round):
     study, base, mod, rnd = after_round
     path = study.folder / "ledger.jsonl"
-    path.write_bytes(path.read_bytes() + b'{"event": "tested", "key": "mem')      # a crash mid-write, no newline
+    path.write_bytes(path.read_bytes() + b'{"event": "tested", "key": "mem')  # a crash mid-write, no newline
     with pytest.warns(StudyWarning, match="not valid JSON"):
         again = Study.open(study.folder)
         again.run_round({"fused": mod.fused}, timer=_timer(fused=1.0), **FAKE)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         reread = Study.open(study.folder)
-    [only] = [str(w.message) for w in caught if issubclass(w.category, StudyWarning)]    # the cut line alone
+    [only] = [str(w.message) for w in caught if issubclass(w.category, StudyWarning)]  # the cut line alone
     assert "line 5: not valid JSON" in only
     memory = next(e for e in reread.ledger if e.category == "memory_bound")
     assert memory.status == "supported" and memory.round == 2
@@ -256,12 +262,13 @@ def test_a_keep_wrong_only_at_a_non_power_of_two_size_gets_that_failure_case_and
     def make(shape, dtype):
         return (torch.randn(*shape, dtype=dtype),)
 
-    rnd = study.run_round({"fused": pow2_only}, sweep=make, dtypes=("float32", "float64"),
-                          timer=_timer(fused=1.0), **FAKE)
+    rnd = study.run_round(
+        {"fused": pow2_only}, sweep=make, dtypes=("float32", "float64"), timer=_timer(fused=1.0), **FAKE
+    )
     record = rnd.decisions["fused"]
     assert record.decision == "keep_guarded", record.reason
     odd = [c for c in record.failure_cases if "(17,)" in c or "(65,)" in c]
-    assert len(odd) == 4 and all("outside tolerance" in c for c in odd), record.failure_cases   # 2 sizes x 2 dtypes
+    assert len(odd) == 4 and all("outside tolerance" in c for c in odd), record.failure_cases  # 2 sizes x 2 dtypes
     assert not any(c.startswith(("(64,)", "(256,)", "(8,)")) for c in record.failure_cases)
     assert record.guard.startswith("use only on the swept cases where it won") and "(64,) float32" in record.guard
     assert "none" not in record.guard
@@ -271,8 +278,12 @@ def test_a_keep_wrong_only_at_a_non_power_of_two_size_gets_that_failure_case_and
 
 def test_a_sweep_that_finds_nothing_says_none_and_a_keep_without_one_says_not_swept(started):
     study, base, mod = started
-    rnd = study.run_round({"fused": mod.fused}, sweep=lambda shape, dtype: (torch.randn(*shape, dtype=dtype),),
-                          timer=_timer(fused=1.0), **FAKE)
+    rnd = study.run_round(
+        {"fused": mod.fused},
+        sweep=lambda shape, dtype: (torch.randn(*shape, dtype=dtype),),
+        timer=_timer(fused=1.0),
+        **FAKE,
+    )
     record = rnd.decisions["fused"]
     assert record.decision == "keep" and record.failure_cases == ()
     assert "none" in record.to_markdown().split("## Failure cases")[1].split("##")[0]

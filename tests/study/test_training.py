@@ -1,14 +1,14 @@
 """A study of a training path: the baseline's output requires grad, so every round checks the
 gradients of each input as well as the outputs; a variant whose forward matches but whose
 gradient is wrong is rejected with the gradient error in its record, which carries the mode."""
+
 from __future__ import annotations
 
 import torch
 
+from tests.study.conftest import hypothesis
 from workbench.study import Study
 from workbench.variants.clock import FakeTimer
-
-from tests.study.conftest import hypothesis
 
 FAKE = dict(checks=1, profile=False, budget_s=0.5, min_rounds=10)
 
@@ -19,7 +19,7 @@ def step(x, w):
 
 def wrong_gradient(x, w):
     y = torch.tanh(x @ w)
-    return y.detach() + (y - y.detach()) * 1.02          # the same forward; the gradient 2 % too large
+    return y.detach() + (y - y.detach()) * 1.02  # the same forward; the gradient 2 % too large
 
 
 def forward_only(x, w):
@@ -43,7 +43,7 @@ def test_a_training_step_whose_gradient_is_wrong_is_rejected_with_the_gradient_e
     assert "grad arg[0]" in wrong.reason and "outside tolerance" in wrong.reason
     assert "grad arg" in " ".join(wrong.evidence + (wrong.reason, wrong.why_safe))
     fast = rnd.decisions["fast_forward"]
-    assert fast.decision == "reject" and "no gradient reached it" in fast.reason     # never a keep
+    assert fast.decision == "reject" and "no gradient reached it" in fast.reason  # never a keep
     # the mode survives a reopen, with the records
     again = Study.open(study.folder)
     assert again.baseline.mode == "training"

@@ -2,6 +2,7 @@
 through the same training-step wrapper ``wb.compare`` times), so its hypotheses see the backward
 pass and the drift check compares like with like: an A/A study (the baseline as its own variant)
 reports no baseline drift, round after round."""
+
 from __future__ import annotations
 
 import time
@@ -34,10 +35,10 @@ def test_the_profiled_callable_of_a_training_baseline_runs_the_backward_pass(tmp
     base = study.set_baseline(model, lambda: (torch.randn(32, 64),), mode="training", warmup=1, repeat=3)
     assert base.mode == "training"
     assert backward_calls, "the training baseline's profile never ran a backward pass"
-    assert getattr(profiled[-1], "__wrapped__", None) is model       # the user's callable under the step
+    assert getattr(profiled[-1], "__wrapped__", None) is model  # the user's callable under the step
     before = len(backward_calls)
     study.set_baseline(model, lambda: (torch.randn(32, 64),), mode="inference", warmup=1, repeat=3)
-    assert len(backward_calls) == before                              # an inference path is forward only
+    assert len(backward_calls) == before  # an inference path is forward only
 
 
 class _SlowBackward(torch.autograd.Function):
@@ -67,9 +68,8 @@ class _Step(torch.nn.Module):
 def test_a_training_study_a_a_over_three_rounds_reports_no_baseline_drift(tmp_path):
     step = _Step()
     study = Study("aa", folder=tmp_path / "aa")
-    base = study.set_baseline(step, lambda: (torch.randn(4, 8),), mode="training", warmup=2, repeat=15,
-                              trace=False)
-    assert base.median_ms > 7, base.median_ms            # forward + backward: a forward-only profile is ~2 ms
+    base = study.set_baseline(step, lambda: (torch.randn(4, 8),), mode="training", warmup=2, repeat=15, trace=False)
+    assert base.median_ms > 7, base.median_ms  # forward + backward: a forward-only profile is ~2 ms
     checks = []
     for _ in range(3):
         rnd = study.run_round({"same": step}, checks=1, budget_s=0.5, profile=False)

@@ -1,24 +1,28 @@
 """One fixture per kind of bad input (tests/data/bad): a TraceFormatError naming the file (and the
 event where there is one), or a TraceWarning saying what was done where the trace is usable."""
+
 from __future__ import annotations
 
 import warnings
 
 import pytest
 
+from tests.trace.conftest import BAD
 from workbench.errors import TraceFormatError, TraceWarning, WorkbenchError
 from workbench.trace import read_trace
-from tests.trace.conftest import BAD
 
 
-@pytest.mark.parametrize("name, words", [
-    ("truncated_gzip.json.gz", "gzip data is truncated"),
-    ("truncated_json.json", "not valid JSON, or truncated"),
-    ("not_json.json", "not valid JSON"),
-    ("empty_file.json", "the file is empty"),
-    ("not_a_trace.json", "no 'traceEvents'"),
-    ("empty_events.json", "'traceEvents' is empty"),
-])
+@pytest.mark.parametrize(
+    "name, words",
+    [
+        ("truncated_gzip.json.gz", "gzip data is truncated"),
+        ("truncated_json.json", "not valid JSON, or truncated"),
+        ("not_json.json", "not valid JSON"),
+        ("empty_file.json", "the file is empty"),
+        ("not_a_trace.json", "no 'traceEvents'"),
+        ("empty_events.json", "'traceEvents' is empty"),
+    ],
+)
 def test_unreadable_files_raise_with_the_file_named(name, words):
     with pytest.raises(TraceFormatError) as info:
         read_trace(BAD / name)
@@ -119,8 +123,10 @@ def test_a_rank_too_large_for_any_integer_type_is_read_as_absent():
 def test_one_bad_rank_file_leaves_out_that_rank_only():
     trace, messages = _load_warned(BAD / "one_bad_rank")
     assert trace.ranks == [0, 2]
-    assert any("rank1.json: rank file left out, it cannot be read" in m and "the other 2 rank file(s) were loaded" in m
-               for m in messages)
+    assert any(
+        "rank1.json: rank file left out, it cannot be read" in m and "the other 2 rank file(s) were loaded" in m
+        for m in messages
+    )
     assert any("rank1.json" in w for w in trace.meta.warnings)
 
 
@@ -142,11 +148,17 @@ def test_ns_timestamps_say_what_the_unit_looks_like():
 def test_odd_but_loadable_traces_raise_no_numeric_warnings():
     """Analyses and rules of odd traces (one kernel, zero durations, CPU ops only, NaN values):
     no numpy RuntimeWarning reaches the user (checked as errors)."""
-    from workbench.cli.analyze import ANALYSES
     from workbench.api.trace import load_trace
+    from workbench.cli.analyze import ANALYSES
 
-    for name in ("one_kernel.json", "zero_durations.json", "cpu_ops_only.json", "nan_tokens.json",
-                 "negative_duration.json", "begin_end_pairs.json"):
+    for name in (
+        "one_kernel.json",
+        "zero_durations.json",
+        "cpu_ops_only.json",
+        "nan_tokens.json",
+        "negative_duration.json",
+        "begin_end_pairs.json",
+    ):
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)
             warnings.simplefilter("ignore", TraceWarning)

@@ -1,6 +1,7 @@
 """Paths that cannot be a trace file, one test per kind: each a TraceFormatError (a WorkbenchError)
 naming the path and saying what to do, decided before the file is opened where opening could hang
 (a FIFO) or never end (/dev/zero). Special files are made in tmp_path by the tests themselves."""
+
 from __future__ import annotations
 
 import os
@@ -8,11 +9,11 @@ import threading
 
 import pytest
 
-from workbench.errors import TraceFormatError, WorkbenchError
-from workbench.api.trace import load_trace
-from workbench.trace import read_trace
 import workbench.trace.paths as trace_paths
 from tests.trace.conftest import BAD, CPU
+from workbench.api.trace import load_trace
+from workbench.errors import TraceFormatError, WorkbenchError
+from workbench.trace import read_trace
 
 GOOD = CPU / "cpu_mlp_plain.json.gz"
 
@@ -26,8 +27,10 @@ def _raises(source, *words):
     return info.value
 
 
-@pytest.mark.parametrize("source, kind", [(None, "NoneType"), (5, "int"), (3.5, "float"),
-                                          (b"/tmp/trace.json", "bytes"), (object(), "object")])
+@pytest.mark.parametrize(
+    "source, kind",
+    [(None, "NoneType"), (5, "int"), (3.5, "float"), (b"/tmp/trace.json", "bytes"), (object(), "object")],
+)
 def test_a_source_that_is_not_a_path(source, kind):
     error = _raises(source, f"load_trace got {kind}", "pass a trace file, a folder of rank files")
     assert isinstance(error, WorkbenchError)
@@ -153,8 +156,11 @@ def test_an_empty_list():
 
 
 def test_a_list_holding_a_folder():
-    error = _raises([GOOD, BAD / "no_ranks"], "item #1 of the list of trace paths is a folder",
-                    "pass the folder itself (not inside a list)")
+    error = _raises(
+        [GOOD, BAD / "no_ranks"],
+        "item #1 of the list of trace paths is a folder",
+        "pass the folder itself (not inside a list)",
+    )
     assert error.path.endswith("no_ranks")
 
 

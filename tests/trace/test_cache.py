@@ -2,6 +2,7 @@
 is never served from an old entry, a corrupt entry or one from another version is survived (a
 warning, then rewritten), the size limit evicts the least recently used, and ``cache=False`` /
 ``--no-cache`` skip it. WORKBENCH_CACHE_DIR points at a per-test folder (tests/conftest.py)."""
+
 from __future__ import annotations
 
 import os
@@ -14,11 +15,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from workbench.errors import TraceWarning
-from workbench.api.trace import load_trace
 import workbench.trace.cache as trace_cache
 import workbench.trace.load as trace_load
 from tests.trace.conftest import BAD, CPU, GPU
+from workbench.api.trace import load_trace
+from workbench.errors import TraceWarning
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,6 +32,7 @@ def _fresh(source, **options):
 
 def _cached_only(monkeypatch, source, **options):
     """Load with decoding made impossible: only a cache hit can succeed."""
+
     def no_decode(path):
         raise AssertionError(f"decoded {path}: the cache was not used")
 
@@ -54,13 +56,16 @@ def _same(a, b) -> None:
     assert a.meta == b.meta
 
 
-@pytest.mark.parametrize("source, options", [
-    (GPU / "mi300x_sglang.json.gz", {}),
-    (GPU / "v100_resnet50_2021.json.gz", {"hta_compat": True}),
-    (GPU / "dlrm_8rank", {}),
-    (CPU / "cpu_mlp_steps_memory.json.gz", {}),
-    (BAD / "rank_2_70.json", {}),  # a distributedInfo int beyond 64 bits in the meta
-])
+@pytest.mark.parametrize(
+    "source, options",
+    [
+        (GPU / "mi300x_sglang.json.gz", {}),
+        (GPU / "v100_resnet50_2021.json.gz", {"hta_compat": True}),
+        (GPU / "dlrm_8rank", {}),
+        (CPU / "cpu_mlp_steps_memory.json.gz", {}),
+        (BAD / "rank_2_70.json", {}),  # a distributedInfo int beyond 64 bits in the meta
+    ],
+)
 def test_every_table_round_trips_exactly(monkeypatch, source, options):
     first = _fresh(source, **options)
     with warnings.catch_warnings():
@@ -191,11 +196,15 @@ def test_the_next_process_reads_the_entry(tmp_path):
     """First load in one process, second in a fresh one, with decoding disabled there."""
     path = str(GPU / "mi300x_sglang.json.gz")
     env = {**os.environ, trace_cache.ENV_DIR: str(tmp_path / "shared")}
-    first = ("import warnings; warnings.simplefilter('ignore'); import workbench as wb; "
-             f"print(len(wb.load_trace({path!r}).python_calls))")
-    second = ("import warnings; warnings.simplefilter('ignore'); import workbench as wb; "
-              "import workbench.trace.load as trace_load; trace_load.decode_file = None; "
-              f"print(len(wb.load_trace({path!r}).python_calls))")
+    first = (
+        "import warnings; warnings.simplefilter('ignore'); import workbench as wb; "
+        f"print(len(wb.load_trace({path!r}).python_calls))"
+    )
+    second = (
+        "import warnings; warnings.simplefilter('ignore'); import workbench as wb; "
+        "import workbench.trace.load as trace_load; trace_load.decode_file = None; "
+        f"print(len(wb.load_trace({path!r}).python_calls))"
+    )
     a = subprocess.run([sys.executable, "-c", first], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     b = subprocess.run([sys.executable, "-c", second], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     assert a.stdout == b.stdout and int(a.stdout) > 0

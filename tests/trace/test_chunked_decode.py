@@ -1,5 +1,6 @@
 """Decoding in chunks gives the same tables as decoding in one piece, even when "},{" occurs
 inside a string or a nested value."""
+
 from __future__ import annotations
 
 import json
@@ -7,10 +8,9 @@ import json
 import pandas as pd
 import pytest
 
-from workbench.errors import TraceWarning
-from workbench.trace import decode, stream
-from workbench.trace import read_trace
 from tests.trace.conftest import GPU
+from workbench.errors import TraceWarning
+from workbench.trace import decode, read_trace, stream
 
 
 def _tables(trace):
@@ -27,9 +27,19 @@ def test_chunked_equals_whole(monkeypatch):
 
 
 def test_cut_inside_a_string_is_not_taken(monkeypatch, tmp_path):
-    events = [{"ph": "X", "cat": "cpu_op", "name": "op" + "},{" * (i % 3) + "x" * 50, "pid": 1, "tid": 1,
-               "ts": 10 * i, "dur": 5, "args": {"Input Dims": [[1, 2], [3]], "Concrete Inputs": ["}, {"]}}
-              for i in range(400)]
+    events = [
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "op" + "},{" * (i % 3) + "x" * 50,
+            "pid": 1,
+            "tid": 1,
+            "ts": 10 * i,
+            "dur": 5,
+            "args": {"Input Dims": [[1, 2], [3]], "Concrete Inputs": ["}, {"]},
+        }
+        for i in range(400)
+    ]
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": events}))
     monkeypatch.setattr(decode, "CHUNK_BYTES", 1_000)
@@ -54,11 +64,9 @@ def test_wrong_type_in_a_later_chunk_skips_that_event_only(monkeypatch, tmp_path
 
 
 def test_pieces_are_many_and_the_header_after_the_events_is_read(monkeypatch, tmp_path):
-    events = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i, "dur": 1}
-              for i in range(500)]
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i, "dur": 1} for i in range(500)]
     path = tmp_path / "t.json"
-    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events,
-                                "baseTimeNanoseconds": 1700000000000000000}))
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events, "baseTimeNanoseconds": 1700000000000000000}))
     monkeypatch.setattr(decode, "CHUNK_BYTES", 2_000)
     monkeypatch.setattr(stream, "BLOCK_BYTES", 512)
     header, chunks = decode.decode_file(str(path))
@@ -71,10 +79,9 @@ def test_pieces_are_many_and_the_header_after_the_events_is_read(monkeypatch, tm
 def test_gzip_streams_in_blocks_like_the_plain_file(monkeypatch, tmp_path):
     import gzip
 
-    events = [{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": i, "dur": 1}
-              for i in range(300)]
+    events = [{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": i, "dur": 1} for i in range(300)]
     text = json.dumps({"traceEvents": events}).encode()
-    (tmp_path / "a.json.gz").write_bytes(gzip.compress(text[:len(text) // 2]) + gzip.compress(text[len(text) // 2:]))
+    (tmp_path / "a.json.gz").write_bytes(gzip.compress(text[: len(text) // 2]) + gzip.compress(text[len(text) // 2 :]))
     monkeypatch.setattr(stream, "BLOCK_BYTES", 256)
     assert b"".join(stream.blocks(str(tmp_path / "a.json.gz"))) == text  # two gzip members
     monkeypatch.setattr(decode, "CHUNK_BYTES", 1_500)
@@ -111,14 +118,28 @@ def test_fast_and_generic_decoders_give_the_same_tables(monkeypatch):
 
 
 def test_an_unknown_category_falls_back_to_the_generic_decoder(monkeypatch, tmp_path):
-    events = [{"ph": "X", "cat": "cpu_op" if i % 50 else "my_tool", "name": f"op{i % 7}", "pid": 1,
-               "tid": 1, "ts": 10 * i, "dur": 5, "args": {"External id": i}} for i in range(600)]
+    events = [
+        {
+            "ph": "X",
+            "cat": "cpu_op" if i % 50 else "my_tool",
+            "name": f"op{i % 7}",
+            "pid": 1,
+            "tid": 1,
+            "ts": 10 * i,
+            "dur": 5,
+            "args": {"External id": i},
+        }
+        for i in range(600)
+    ]
     events.append({"ph": "X", "name": "no category", "pid": 1, "tid": 1, "ts": 1, "dur": 1})
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": events}))
     monkeypatch.setattr(decode, "CHUNK_BYTES", 3_000)
     monkeypatch.setattr(stream, "BLOCK_BYTES", 1_000)
-    with pytest.warns(TraceWarning, match=r"13 event\(s\) of a kind no table reads were skipped \(12 with cat 'my_tool' ph 'X', 1 with cat '' ph 'X'\)"):
+    with pytest.warns(
+        TraceWarning,
+        match=r"13 event\(s\) of a kind no table reads were skipped \(12 with cat 'my_tool' ph 'X', 1 with cat '' ph 'X'\)",
+    ):
         trace = read_trace(path)
     assert len(trace.cpu_ops) == 588  # the "my_tool" and uncategorised events are not ops
     assert sorted(trace.cpu_ops["external_id"].tolist()) == [i for i in range(600) if i % 50]
@@ -127,8 +148,7 @@ def test_an_unknown_category_falls_back_to_the_generic_decoder(monkeypatch, tmp_
 def test_a_string_that_is_not_utf8_is_a_trace_format_error(monkeypatch, tmp_path):
     from workbench.errors import TraceFormatError
 
-    events = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i, "dur": 1}
-              for i in range(300)]
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i, "dur": 1} for i in range(300)]
     text = json.dumps({"traceEvents": events}).encode()
     monkeypatch.setattr(decode, "CHUNK_BYTES", 2_000)
     monkeypatch.setattr(stream, "BLOCK_BYTES", 512)

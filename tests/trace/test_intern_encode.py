@@ -1,6 +1,7 @@
 """The one-pass ``KeyInterner.encode`` gives every event the same labels as the earlier
 three-pass version (kept here as the reference), on real traces decoded in small chunks, and
 assigns new codes in a deterministic order (first appearance), not in a set's hash order."""
+
 from __future__ import annotations
 
 from itertools import compress, repeat
@@ -11,10 +12,10 @@ import msgspec
 import numpy as np
 import pytest
 
+from tests.trace.conftest import GPU
 from workbench.trace import decode, stream
 from workbench.trace.columns import Interners
 from workbench.trace.intern import Interner, KeyInterner
-from tests.trace.conftest import GPU
 
 FIELDS = ("name", "pid", "tid", "ph", "cat")
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -73,7 +74,8 @@ def test_one_pass_encode_matches_the_reference_on_real_traces(path, monkeypatch)
         ours = interners.keys.encode(chunk.events)
         theirs = reference.encode(chunk.events)
         for field, interner, ref_interner, codes, ref_codes in zip(
-                FIELDS, ours_interners, reference.interners, ours, theirs):
+            FIELDS, ours_interners, reference.interners, ours, theirs
+        ):
             got = _labels(interner, codes)
             assert got == _labels(ref_interner, ref_codes), (path.name, field)
             values = list(map(attrgetter(field), chunk.events))
@@ -90,8 +92,7 @@ def test_new_codes_follow_first_appearance_across_chunks():
     codes = keys.encode(first)[0]
     assert names.labels == [f"op{i}" for i in range(7)]
     assert codes.tolist() == [i % 7 for i in range(50)]
-    second = [_Item("op3", 1, 2), _Item("new_b", 1, 2), _Item("op0", 1, 2), _Item("new_a", 1, 2),
-              _Item("new_b", 1, 2)]
+    second = [_Item("op3", 1, 2), _Item("new_b", 1, 2), _Item("op0", 1, 2), _Item("new_a", 1, 2), _Item("new_b", 1, 2)]
     codes = keys.encode(second)[0]
     assert names.labels[7:] == ["new_b", "new_a"]
     assert codes.tolist() == [3, 7, 0, 8, 7]

@@ -1,6 +1,7 @@
 """What Python's json, gzip and Holistic Trace Analysis accept is accepted (NaN/Infinity tokens, a UTF-8
 byte-order mark, UTF-16, gzip zero padding); B/E events are paired into spans; events of a kind no
 table reads are counted in a warning, never dropped silently."""
+
 from __future__ import annotations
 
 import gzip
@@ -11,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.trace.conftest import BAD
 from workbench.errors import TraceWarning
 from workbench.trace import read_trace
-from tests.trace.conftest import BAD
 
 
 def _load(path):
@@ -55,8 +56,10 @@ def test_nan_and_infinity_tokens_are_read_as_absent():
 
 
 def test_nan_inside_a_string_is_left_alone(tmp_path):
-    events = [{"ph": "X", "cat": "cpu_op", "name": "NaN Infinity op", "pid": 1, "tid": 1, "ts": 1, "dur": 2},
-              {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "ts": 4, "dur": float("nan")}]
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "NaN Infinity op", "pid": 1, "tid": 1, "ts": 1, "dur": 2},
+        {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "ts": 4, "dur": float("nan")},
+    ]
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": events}))
     trace, _ = _load(path)
@@ -76,8 +79,10 @@ def test_begin_end_pairs_become_spans():
 
 
 def test_an_end_without_a_begin_is_counted(tmp_path):
-    events = [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2},
-              {"ph": "E", "pid": 1, "tid": 1, "ts": 5}]
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2},
+        {"ph": "E", "pid": 1, "tid": 1, "ts": 5},
+    ]
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": events}))
     _, messages = _load(path)
@@ -86,8 +91,11 @@ def test_an_end_without_a_begin_is_counted(tmp_path):
 
 def test_events_of_unknown_categories_are_counted_and_named():
     _, messages = _load(BAD / "begin_end_pairs.json")
-    assert any("3 event(s) of a kind no table reads were skipped (2 with cat 'my_tool' ph 'X', "
-               "1 with cat 'counters' ph 'C')" in m for m in messages)
+    assert any(
+        "3 event(s) of a kind no table reads were skipped (2 with cat 'my_tool' ph 'X', "
+        "1 with cat 'counters' ph 'C')" in m
+        for m in messages
+    )
 
 
 def test_real_traces_warn_about_no_unknown_category(load):
@@ -104,8 +112,10 @@ def test_begin_end_pairs_split_across_chunks(monkeypatch, tmp_path):
 
     events = []
     for i in range(100):
-        events += [{"ph": "B", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": 10 * i},
-                   {"ph": "E", "pid": 1, "tid": 1, "ts": 10 * i + 7}]
+        events += [
+            {"ph": "B", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": 10 * i},
+            {"ph": "E", "pid": 1, "tid": 1, "ts": 10 * i + 7},
+        ]
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": events}))
     monkeypatch.setattr(decode, "CHUNK_BYTES", 500)

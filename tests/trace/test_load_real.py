@@ -1,4 +1,5 @@
 """Real traces (tests/data/gpu, tests/data/cpu) load into the declared tables with the right content."""
+
 from __future__ import annotations
 
 import gzip
@@ -7,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from workbench.trace import schema
 from tests.trace.conftest import CPU, GPU
+from workbench.trace import schema
 
 
 def _events(path):
@@ -20,16 +21,22 @@ def _count(events, cats, ph="X"):
     return sum(1 for e in events if e.get("ph") == ph and e.get("cat") in cats)
 
 
-@pytest.mark.parametrize("name", ["a100_alexnet", "h100_bert_small", "mi300x_sglang",
-                                  "v100_resnet50_2021", "v100_ns_resolution"])
+@pytest.mark.parametrize(
+    "name", ["a100_alexnet", "h100_bert_small", "mi300x_sglang", "v100_resnet50_2021", "v100_ns_resolution"]
+)
 def test_counts_match_the_file(load, name):
     path = GPU / f"{name}.json.gz"
     events = _events(path)
     trace = load(path)
     assert len(trace.kernels) == _count(events, {"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset"})
     assert len(trace.runtime) == _count(events, {"cuda_runtime", "cuda_driver", "Runtime"})
-    steps = sum(1 for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")
-                and e.get("cat") in ("cpu_op", "Operator", "user_annotation"))
+    steps = sum(
+        1
+        for e in events
+        if e.get("ph") == "X"
+        and str(e.get("name", "")).startswith("ProfilerStep#")
+        and e.get("cat") in ("cpu_op", "Operator", "user_annotation")
+    )
     assert (trace.annotations["kind"] == "step").sum() == steps
     assert trace.has_gpu
 
@@ -65,8 +72,13 @@ def test_kernel_links_to_runtime_call_and_cpu_op(load):
     calls = trace.runtime.iloc[linked["runtime_index"].to_numpy()]
     assert (calls["correlation"].to_numpy() == linked["correlation"].to_numpy()).all()
     assert (linked["launch_ts_us"].to_numpy() <= linked["ts_us"].to_numpy()).all()
-    assert set(linked["launch_name"].astype(str)) <= {"cudaLaunchKernel", "cuLaunchKernel", "cudaMemcpyAsync",
-                                                       "cudaLaunchKernelExC", "cudaMemsetAsync"}
+    assert set(linked["launch_name"].astype(str)) <= {
+        "cudaLaunchKernel",
+        "cuLaunchKernel",
+        "cudaMemcpyAsync",
+        "cudaLaunchKernelExC",
+        "cudaMemsetAsync",
+    }
     # the launching op contains its runtime call
     ops = trace.cpu_ops.iloc[calls["op_index"].to_numpy()[calls["op_index"].to_numpy() >= 0]]
     inner = calls[calls["op_index"].to_numpy() >= 0]
@@ -119,8 +131,9 @@ def test_cpu_trace_with_memory_and_shapes(load):
     assert (trace.memory["bytes"] < 0).any() and (trace.memory["bytes"] > 0).any()
     assert (trace.memory["total_allocated"] >= 0).all()
     addmm = trace.cpu_ops[trace.cpu_ops["name"] == "aten::addmm"]
-    assert "[[32,64],[128,64],[128]]" in set(addmm["input_dims"].astype(str)) or \
-        "[[128],[32,64],[64,128],[],[]]" in set(addmm["input_dims"].astype(str))
+    assert "[[32,64],[128,64],[128]]" in set(
+        addmm["input_dims"].astype(str)
+    ) or "[[128],[32,64],[64,128],[],[]]" in set(addmm["input_dims"].astype(str))
     assert sorted(trace.annotations.loc[trace.annotations["kind"] == "step", "step"]) == [1, 2, 3]
     assert "user" in set(trace.annotations["kind"].astype(str))
     assert "CPU only" in trace.summary()
@@ -136,8 +149,13 @@ def test_syncs_from_runtime_and_cuda_sync_events(load):
     sources = trace.syncs["source"].value_counts()
     assert sources["cuda_sync"] > 0 and sources["runtime"] > 0
     runtime_syncs = trace.syncs[trace.syncs["source"] == "runtime"]
-    assert set(runtime_syncs["name"].astype(str)) <= {"cudaDeviceSynchronize", "cudaStreamSynchronize",
-                                                      "cudaEventSynchronize", "cudaStreamWaitEvent", "cudaMemcpy"}
+    assert set(runtime_syncs["name"].astype(str)) <= {
+        "cudaDeviceSynchronize",
+        "cudaStreamSynchronize",
+        "cudaEventSynchronize",
+        "cudaStreamWaitEvent",
+        "cudaMemcpy",
+    }
 
 
 def test_device_properties_and_distributed_info(load):

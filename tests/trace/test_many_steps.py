@@ -1,6 +1,7 @@
 """Per-step work stays linear: the diagnosis of a trace with 10x the profiler steps does about the same
 number of table operations (counted, not timed): no rule or analysis filters the whole op table once
 per step (20,000 steps took 48 s in hypotheses() when two rules did)."""
+
 from __future__ import annotations
 
 import json
@@ -16,11 +17,35 @@ def _trace(tmp_path, steps: int):
     for s in range(steps):
         events += [
             {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{s}", "pid": 1, "tid": 1, "ts": t, "dur": 100},
-            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t + 10, "dur": 20,
-             "args": {"Input Dims": [[64, 64], [64, 64]], "Input type": ["float", "float"]}},
-            {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": t + 40, "dur": 20,
-             "args": {"Input Dims": [[64, 64], [64, 64]], "Input type": ["float", "float"]}},
-            {"ph": "X", "cat": "cpu_op", "name": "Optimizer.step#SGD.step", "pid": 1, "tid": 1, "ts": t + 70, "dur": 20},
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": "aten::mm",
+                "pid": 1,
+                "tid": 1,
+                "ts": t + 10,
+                "dur": 20,
+                "args": {"Input Dims": [[64, 64], [64, 64]], "Input type": ["float", "float"]},
+            },
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": "aten::add",
+                "pid": 1,
+                "tid": 1,
+                "ts": t + 40,
+                "dur": 20,
+                "args": {"Input Dims": [[64, 64], [64, 64]], "Input type": ["float", "float"]},
+            },
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": "Optimizer.step#SGD.step",
+                "pid": 1,
+                "tid": 1,
+                "ts": t + 70,
+                "dur": 20,
+            },
         ]
         t += 120
     path = tmp_path / f"steps{steps}.json"

@@ -1,5 +1,6 @@
 """``wb.load_memory_snapshot``: a snapshot-like pickle into the memory table; pickles that would run code are
 refused before anything runs."""
+
 from __future__ import annotations
 
 import os
@@ -12,8 +13,10 @@ from workbench.trace.memory_snapshot import SnapshotError
 
 
 def _snapshot():
-    frames = [{"filename": "/usr/lib/python3.12/site-packages/torch/nn/modules/linear.py", "line": 125,
-               "name": "forward"}, {"filename": "/home/me/train.py", "line": 42, "name": "step"}]
+    frames = [
+        {"filename": "/usr/lib/python3.12/site-packages/torch/nn/modules/linear.py", "line": 125, "name": "forward"},
+        {"filename": "/home/me/train.py", "line": 42, "name": "step"},
+    ]
     trace = [
         {"action": "segment_alloc", "addr": 0, "size": 4 << 20, "stream": 0, "time_us": 10, "frames": []},
         {"action": "alloc", "addr": 0, "size": 1 << 20, "stream": 0, "time_us": 11, "frames": frames},
@@ -22,9 +25,17 @@ def _snapshot():
         {"action": "free_completed", "addr": 0, "size": 1 << 20, "stream": 0, "time_us": 14, "frames": []},
     ]
     # at snapshot time: the 2 MiB block and a 512 KiB block allocated before the history began
-    segments = [{"device": 0, "address": 0, "total_size": 4 << 20, "blocks": [
-        {"address": 1 << 20, "size": 2 << 20, "state": "active_allocated"},
-        {"address": 3 << 20, "size": 512 << 10, "state": "active_allocated"}]}]
+    segments = [
+        {
+            "device": 0,
+            "address": 0,
+            "total_size": 4 << 20,
+            "blocks": [
+                {"address": 1 << 20, "size": 2 << 20, "state": "active_allocated"},
+                {"address": 3 << 20, "size": 512 << 10, "state": "active_allocated"},
+            ],
+        }
+    ]
     return {"segments": segments, "device_traces": [trace]}
 
 

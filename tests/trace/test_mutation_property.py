@@ -1,4 +1,5 @@
 """Property: a mutated real trace either loads or raises TraceFormatError; no other exception."""
+
 from __future__ import annotations
 
 import gzip
@@ -11,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.trace.conftest import CPU, GPU
 from workbench.errors import TraceFormatError
 from workbench.trace import read_trace
-from tests.trace.conftest import CPU, GPU
 
 
 def _base_events() -> list[dict]:
@@ -28,14 +29,45 @@ def _base_events() -> list[dict]:
 
 BASE = _base_events()
 FIELDS = ["ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "args", "s", "bp"]
-ARG_KEYS = ["External id", "correlation", "stream", "device", "grid", "block", "bytes", "Bytes",
-            "Input Dims", "Total Allocated", "registers per thread", "memory bandwidth (GB/s)"]
+ARG_KEYS = [
+    "External id",
+    "correlation",
+    "stream",
+    "device",
+    "grid",
+    "block",
+    "bytes",
+    "Bytes",
+    "Input Dims",
+    "Total Allocated",
+    "registers per thread",
+    "memory bandwidth (GB/s)",
+]
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False)
-    | st.text(max_size=8) | st.sampled_from(["X", "i", "s", "f", "M", "kernel", "cpu_op", "ac2g",
-                                              "cuda_runtime", "[memory]", "ProfilerStep#3", "gpu_memcpy"]),
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=8)
+    | st.sampled_from(
+        [
+            "X",
+            "i",
+            "s",
+            "f",
+            "M",
+            "kernel",
+            "cpu_op",
+            "ac2g",
+            "cuda_runtime",
+            "[memory]",
+            "ProfilerStep#3",
+            "gpu_memcpy",
+        ]
+    ),
     lambda children: st.lists(children, max_size=3) | st.dictionaries(st.sampled_from(ARG_KEYS), children, max_size=3),
-    max_leaves=6)
+    max_leaves=6,
+)
 
 
 @st.composite
@@ -56,8 +88,9 @@ def mutated(draw) -> bytes:
             events.append(dict(events[i]))
         else:
             del events[i]
-    body = json.dumps({"traceEvents": events, "distributedInfo": draw(JSON_VALUES),
-                       "deviceProperties": draw(JSON_VALUES)}).encode()
+    body = json.dumps(
+        {"traceEvents": events, "distributedInfo": draw(JSON_VALUES), "deviceProperties": draw(JSON_VALUES)}
+    ).encode()
     if draw(st.integers(0, 9)) == 0:  # sometimes cut or corrupt the bytes too
         cut = draw(st.integers(0, len(body)))
         body = body[:cut] + draw(st.binary(max_size=4))

@@ -6,6 +6,7 @@ raw rows; copies, runtime calls and NVTX ranges are all there; the trace says wh
 Bad input (an SQLite file that is not an export, a truncated copy, an unknown schema version) is a
 clear error.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -59,9 +60,15 @@ def _union_ns(rows):
 @pytest.mark.parametrize("name", NSYS_FILES)
 def test_kernels_per_name_equal_sql_group_by(loaded, name):
     path = shared("nsys", name)
-    expected = {n: (c, t) for n, c, t in _sql(path, """
+    expected = {
+        n: (c, t)
+        for n, c, t in _sql(
+            path,
+            """
         SELECT s.value, count(*), sum(k.end - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k
-        JOIN StringIds s ON s.id = k.demangledName GROUP BY s.value""")}
+        JOIN StringIds s ON s.id = k.demangledName GROUP BY s.value""",
+        )
+    }
     trace = loaded(name)
     table = trace.kernel_breakdown().table
     kernels = table[table["name"].astype(str).isin(expected)]
@@ -79,24 +86,34 @@ def test_kernels_per_name_equal_sql_group_by(loaded, name):
 @pytest.mark.parametrize("name", NSYS_FILES)
 def test_kernels_per_device_and_name_equal_sql(loaded, name):
     path = shared("nsys", name)
-    expected = {(d, n): (c, t) for d, n, c, t in _sql(path, """
+    expected = {
+        (d, n): (c, t)
+        for d, n, c, t in _sql(
+            path,
+            """
         SELECT k.deviceId, s.value, count(*), sum(k.end - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k
-        JOIN StringIds s ON s.id = k.demangledName GROUP BY 1, 2""")}
+        JOIN StringIds s ON s.id = k.demangledName GROUP BY 1, 2""",
+        )
+    }
     trace = loaded(name)
     device_of_rank = {r: info["device"] for r, info in trace.distributed_info.items()}
     assert sorted(device_of_rank.values()) == sorted({d for d, _ in expected})
     k = trace.kernels[trace.kernels["kind"] == "kernel"]
-    got = k.groupby([k["rank"].map(device_of_rank), k["name"].astype(str)]).agg(n=("dur_us", "size"),
-                                                                               t=("dur_us", "sum"))
+    got = k.groupby([k["rank"].map(device_of_rank), k["name"].astype(str)]).agg(
+        n=("dur_us", "size"), t=("dur_us", "sum")
+    )
     assert {key: (int(r.n), round(float(r.t) * 1000)) for key, r in got.iterrows()} == expected
 
 
 @pytest.mark.parametrize("name", NSYS_FILES)
 def test_idle_share_per_device_equals_raw_rows(loaded, name):
     path = shared("nsys", name)
-    rows = _sql(path, """SELECT deviceId, streamId, start, end FROM CUPTI_ACTIVITY_KIND_KERNEL
+    rows = _sql(
+        path,
+        """SELECT deviceId, streamId, start, end FROM CUPTI_ACTIVITY_KIND_KERNEL
                          UNION ALL SELECT deviceId, streamId, start, end FROM CUPTI_ACTIVITY_KIND_MEMCPY
-                         UNION ALL SELECT deviceId, streamId, start, end FROM CUPTI_ACTIVITY_KIND_MEMSET""")
+                         UNION ALL SELECT deviceId, streamId, start, end FROM CUPTI_ACTIVITY_KIND_MEMSET""",
+    )
     trace = loaded(name)
     temporal = trace.temporal_breakdown().table.set_index("rank")
     idle = trace.idle_breakdown().table
@@ -118,30 +135,41 @@ def test_idle_share_per_device_equals_raw_rows(loaded, name):
 def test_copies_runtime_and_ranges_are_all_read(loaded, name):
     path = shared("nsys", name)
     trace = loaded(name)
-    (n_copy, copy_bytes), = _sql(path, "SELECT count(*), sum(bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY")
-    (n_set,), = _sql(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMSET")
-    (n_calls,), = _sql(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME")
-    (n_ranges,), = _sql(path, "SELECT count(*) FROM NVTX_EVENTS WHERE end IS NOT NULL AND eventType IN (59, 60)")
+    ((n_copy, copy_bytes),) = _sql(path, "SELECT count(*), sum(bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY")
+    ((n_set,),) = _sql(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMSET")
+    ((n_calls,),) = _sql(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME")
+    ((n_ranges,),) = _sql(path, "SELECT count(*) FROM NVTX_EVENTS WHERE end IS NOT NULL AND eventType IN (59, 60)")
     copies = trace.copies
     assert (copies["kind"] == "memcpy").sum() == n_copy and (copies["kind"] == "memset").sum() == n_set
     assert int(copies.loc[copies["kind"] == "memcpy", "bytes"].sum()) == copy_bytes
-    assert set(copies.loc[copies["kind"] == "memcpy", "copy_kind"].astype(str)) <= {"HtoD", "DtoH", "DtoD", "HtoH",
-                                                                                    "PtoP"}
+    assert set(copies.loc[copies["kind"] == "memcpy", "copy_kind"].astype(str)) <= {
+        "HtoD",
+        "DtoH",
+        "DtoD",
+        "HtoH",
+        "PtoP",
+    }
     assert len(trace.runtime) == n_calls
     assert len(trace.cpu_ops) + len(trace.annotations) == n_ranges
     # runtime calls joined to their kernels by correlation id, and kernels to the emit_nvtx op around the call
     # (correlation ids are per process: the same id in two processes is two calls)
-    (linked,), = _sql(path, """SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k WHERE EXISTS
+    ((linked,),) = _sql(
+        path,
+        """SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k WHERE EXISTS
         (SELECT 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME r WHERE r.correlationId = k.correlationId
-         AND (r.globalTid >> 24) = (k.globalPid >> 24))""")
+         AND (r.globalTid >> 24) = (k.globalPid >> 24))""",
+    )
     k = trace.kernels[trace.kernels["kind"] == "kernel"]
     assert int((k["runtime_index"] >= 0).sum()) == linked
     assert (k.loc[k["runtime_index"] >= 0, "launch_name"].astype(str).str.startswith("cu")).all()
     assert (k["op_name"].astype(str) != "").sum() > 0.9 * linked
     assert not trace.cpu_ops["name"].astype(str).str.contains("op_id").any()
     # grid, block, registers and shared memory as recorded
-    (grid, block, regs, smem), = _sql(path, """SELECT sum(gridX*gridY*gridZ), sum(blockX*blockY*blockZ),
-        sum(registersPerThread), sum(staticSharedMemory + dynamicSharedMemory) FROM CUPTI_ACTIVITY_KIND_KERNEL""")
+    ((grid, block, regs, smem),) = _sql(
+        path,
+        """SELECT sum(gridX*gridY*gridZ), sum(blockX*blockY*blockZ),
+        sum(registersPerThread), sum(staticSharedMemory + dynamicSharedMemory) FROM CUPTI_ACTIVITY_KIND_KERNEL""",
+    )
     assert int((k["grid_x"] * k["grid_y"] * k["grid_z"]).sum()) == grid
     assert int((k["block_x"] * k["block_y"] * k["block_z"]).sum()) == block
     assert int(k["registers_per_thread"].sum()) == regs and int(k["shared_memory_bytes"].sum()) == smem
@@ -158,7 +186,7 @@ def test_source_fidelity_and_not_available(loaded):
         trace.step_breakdown()
     with pytest.raises(NotAvailableError, match="python_calls"):
         trace.module_breakdown()
-    assert len(trace.launch_stats().table) > 0   # what the format has still works
+    assert len(trace.launch_stats().table) > 0  # what the format has still works
 
 
 def test_analyze_says_what_the_format_lacks(capsys):
@@ -245,8 +273,8 @@ def test_one_process_on_two_devices_is_two_ranks(tmp_path):
     path = tmp_path / "one_process.sqlite"
     shutil.copy(shared("nsys", "h100_2gpu_1s.sqlite"), path)
     con = sqlite3.connect(path)
-    (first,), = con.execute("SELECT min(globalPid) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchall()
-    (tid,), = con.execute("SELECT min(globalTid) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchall()
+    ((first,),) = con.execute("SELECT min(globalPid) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchall()
+    ((tid,),) = con.execute("SELECT min(globalTid) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchall()
     for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
         con.execute(f"UPDATE {table} SET globalPid = ?", (first,))
     con.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET globalTid = ?", (tid,))
@@ -307,11 +335,16 @@ def test_devices_from_target_info_gpu(tmp_path):
     path = tmp_path / "with_gpu_info.sqlite"
     shutil.copy(shared("nsys", "h100_2gpu_1s.sqlite"), path)
     con = sqlite3.connect(path)
-    con.execute("CREATE TABLE TARGET_INFO_GPU (vmId INTEGER, id INTEGER, name TEXT, totalMemory INTEGER, "
-                "smCount INTEGER, clockRate INTEGER, memoryBandwidth INTEGER)")
+    con.execute(
+        "CREATE TABLE TARGET_INFO_GPU (vmId INTEGER, id INTEGER, name TEXT, totalMemory INTEGER, "
+        "smCount INTEGER, clockRate INTEGER, memoryBandwidth INTEGER)"
+    )
     for device in (0, 1):
-        con.execute("INSERT INTO TARGET_INFO_GPU VALUES (1, ?, 'NVIDIA H100 80GB HBM3', 85520809984, 132, "
-                    "1980000000, 3352320000000)", (device,))
+        con.execute(
+            "INSERT INTO TARGET_INFO_GPU VALUES (1, ?, 'NVIDIA H100 80GB HBM3', 85520809984, 132, "
+            "1980000000, 3352320000000)",
+            (device,),
+        )
     con.commit()
     con.close()
     with warnings.catch_warnings():

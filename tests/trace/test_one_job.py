@@ -1,6 +1,7 @@
 """A folder of rank files holds one job: a copy of a rank, a rank of another job (another world size, another
 GPU model, another clock) and a rank file that cannot be opened (a link loop, a link to /dev/zero) are left out
 with a warning naming the file and why, in one process and with workers alike."""
+
 from __future__ import annotations
 
 import gzip
@@ -27,7 +28,7 @@ def _rank_file(folder, rank, world_size=3, *, device=None, base_shift_ns=0, name
         trace["deviceProperties"] = [{"id": 0, "name": device}]
     for event in trace["traceEvents"]:
         if isinstance(event.get("ts"), (int, float)):
-            event["ts"] += rank * 7      # distinct content per rank
+            event["ts"] += rank * 7  # distinct content per rank
     path = os.path.join(folder, name or f"rank-{rank}.json")
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(trace, fh)
@@ -67,8 +68,14 @@ def test_another_gpu_model_and_another_clock_are_left_out(tmp_path, workers):
     for r in range(3):
         _rank_file(tmp_path, r, device="NVIDIA H100 80GB HBM3")
     _rank_file(tmp_path, 3, world_size=3, device="Tesla V100-SXM2-16GB", name="other-device.json")
-    _rank_file(tmp_path, 4, world_size=3, device="NVIDIA H100 80GB HBM3", base_shift_ns=30 * 3600 * 10**9,
-               name="other-day.json")
+    _rank_file(
+        tmp_path,
+        4,
+        world_size=3,
+        device="NVIDIA H100 80GB HBM3",
+        base_shift_ns=30 * 3600 * 10**9,
+        name="other-day.json",
+    )
     trace, said = _load(tmp_path, workers)
     assert list(trace.ranks) == [0, 1, 2]
     assert any("other-device.json" in m and "Tesla V100" in m for m in said), said
@@ -76,9 +83,11 @@ def test_another_gpu_model_and_another_clock_are_left_out(tmp_path, workers):
 
 
 def test_no_majority_leaves_every_file_in():
-    files = [RankFile("a.json", {"rank": 0, "world_size": 2}, (), None),
-             RankFile("b.json", {"rank": 1, "world_size": 4}, (), None)]
-    kept, messages = one_job(files)        # the paths do not exist: no fingerprint, no copy check
+    files = [
+        RankFile("a.json", {"rank": 0, "world_size": 2}, (), None),
+        RankFile("b.json", {"rank": 1, "world_size": 4}, (), None),
+    ]
+    kept, messages = one_job(files)  # the paths do not exist: no fingerprint, no copy check
     assert kept == [0, 1] and messages == []
 
 

@@ -1,12 +1,13 @@
 """Nanosecond precision of epoch-µs float timestamps; Holistic Trace Analysis's reading as options."""
+
 from __future__ import annotations
 
 import json
 
 import numpy as np
 
-from workbench.trace import read_trace
 from tests.trace.conftest import CPU, GPU
+from workbench.trace import read_trace
 
 
 def _write(tmp_path, events, **top):
@@ -18,10 +19,12 @@ def _write(tmp_path, events, **top):
 
 def test_epoch_us_with_ns_digits_keeps_every_ns(tmp_path):
     # written as text: float64 would round these to multiples of 0.25 µs
-    text = ('{"traceEvents": ['
-            '{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1712195495519689.047, "dur": 10.001},'
-            '{"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "ts": 1712195495519690.812, "dur": 0.003},'
-            '{"ph": "X", "cat": "cpu_op", "name": "c", "pid": 1, "tid": 1, "ts": 1712195495519695.001, "dur": 1}]}')
+    text = (
+        '{"traceEvents": ['
+        '{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1712195495519689.047, "dur": 10.001},'
+        '{"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "ts": 1712195495519690.812, "dur": 0.003},'
+        '{"ph": "X", "cat": "cpu_op", "name": "c", "pid": 1, "tid": 1, "ts": 1712195495519695.001, "dur": 1}]}'
+    )
     path = tmp_path / "ns.json"
     path.write_text(text)
     trace = read_trace(path)
@@ -39,8 +42,10 @@ def test_real_ns_resolution_trace_keeps_ns(load):
 
 
 def test_relative_float_and_integer_timestamps(tmp_path):
-    events = [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1419247333291.708, "dur": 22.51},
-              {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "ts": 1419247333292, "dur": 1}]
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1419247333291.708, "dur": 22.51},
+        {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "ts": 1419247333292, "dur": 1},
+    ]
     trace = read_trace(_write(tmp_path, events))
     assert trace.cpu_ops["ts_us"].tolist() == [0.0, 0.292]
     assert trace.meta.origins_ns[0] == 1419247333291708

@@ -1,5 +1,6 @@
 """A quote in a record_function label: torch's exporter writes it unescaped (invalid JSON); the
 trace is read through a mended copy, never lost for a label (issue 12, hostile names)."""
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,12 @@ def test_the_fixture_is_what_the_exporter_writes_and_not_json():
 def test_a_broken_field_line_is_mended_and_valid_lines_are_left_alone():
     assert repair_line(b'    "name": "attn "qkv"",\n') == b'    "name": "attn \\"qkv\\"",\n'
     assert repair_line(b'    "name": "a "b" c"\n') == b'    "name": "a \\"b\\" c"\n'
-    for valid in (b'    "name": "aten::mm",\n', b'    "name": "say \\"hi\\"",\n', b'"a": "x", "b": "y",\n',
-                  b'      "External id": 1,"Record function id": 0\n'):
+    for valid in (
+        b'    "name": "aten::mm",\n',
+        b'    "name": "say \\"hi\\"",\n',
+        b'"a": "x", "b": "y",\n',
+        b'      "External id": 1,"Record function id": 0\n',
+    ):
         assert repair_line(valid) is None
 
 
@@ -35,8 +40,10 @@ def test_torch_2_11s_line_of_several_fields_is_mended_at_the_name():
     line = b'    "ph": "X", "cat": "user_annotation", "name": "attn "qkv"", "pid": 30442, "tid": 30442,\n'
     fixed = b'    "ph": "X", "cat": "user_annotation", "name": "attn \\"qkv\\"", "pid": 30442, "tid": 30442,\n'
     assert repair_line(line) == fixed
-    assert repair_line(b'    "ph": "X", "name": "a "b" c", "cat": "cpu_op", "pid": 1,\n') == \
-        b'    "ph": "X", "name": "a \\"b\\" c", "cat": "cpu_op", "pid": 1,\n'
+    assert (
+        repair_line(b'    "ph": "X", "name": "a "b" c", "cat": "cpu_op", "pid": 1,\n')
+        == b'    "ph": "X", "name": "a \\"b\\" c", "cat": "cpu_op", "pid": 1,\n'
+    )
     assert repair_line(b'    "ph": "X", "cat": "cpu_op", "name": "aten::ones", "pid": 1, "tid": 1,\n') is None
 
 
@@ -53,7 +60,7 @@ def test_a_file_broken_another_way_keeps_its_error(tmp_path):
     assert repair_unescaped_quotes(str(broken), str(tmp_path)) is None
     with pytest.raises(TraceFormatError):
         wb.load_trace(str(broken), cache=False)
-    assert [p.name for p in tmp_path.iterdir()] == ["cut.json"]      # no copy left behind
+    assert [p.name for p in tmp_path.iterdir()] == ["cut.json"]  # no copy left behind
 
 
 def test_a_profiled_function_with_a_quoted_label_keeps_its_trace():
@@ -80,4 +87,4 @@ def test_a_gzipped_export_is_mended_too_and_no_copy_is_left(tmp_path, monkeypatc
     packed.write_bytes(gzip.compress((BAD / "unescaped_quotes.json").read_bytes(), mtime=0))
     trace = wb.load_trace(str(packed), cache=False)
     assert LABEL in set(trace.annotations["name"].astype(str))
-    assert list((tmp_path / "tmp").iterdir()) == []                 # the mended copy is deleted once read
+    assert list((tmp_path / "tmp").iterdir()) == []  # the mended copy is deleted once read

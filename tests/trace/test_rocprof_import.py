@@ -4,6 +4,7 @@ Kernel count and total time per kernel name equal the file's own kernel_dispatch
 HIP API calls link to their dispatches by correlation id; what the format lacks is said; a file of
 another layout (tool version), a truncated file and JSON that is not rocprof's are clear errors.
 """
+
 from __future__ import annotations
 
 import copy
@@ -97,14 +98,31 @@ def _small(document, n=50):
     htod = entry["strings"]["buffer_records"][copy_kind]["operations"].index("MEMORY_COPY_HOST_TO_DEVICE")
     gpu = next(a["id"]["handle"] for a in entry["agents"] if a["type"] == 2)
     cpu = next(a["id"]["handle"] for a in entry["agents"] if a["type"] == 1)
-    records["hip_api"] = [{"kind": hip, "operation": launch, "thread_id": r["thread_id"],
-                           "correlation_id": dict(r["correlation_id"]), "start_timestamp": r["start_timestamp"] - 5000,
-                           "end_timestamp": r["start_timestamp"] - 1000} for r in records["kernel_dispatch"]]
+    records["hip_api"] = [
+        {
+            "kind": hip,
+            "operation": launch,
+            "thread_id": r["thread_id"],
+            "correlation_id": dict(r["correlation_id"]),
+            "start_timestamp": r["start_timestamp"] - 5000,
+            "end_timestamp": r["start_timestamp"] - 1000,
+        }
+        for r in records["kernel_dispatch"]
+    ]
     start = records["kernel_dispatch"][-1]["end_timestamp"] + 1000
-    records["memory_copy"] = [{"kind": copy_kind, "operation": htod, "thread_id": 1, "bytes": 4096,
-                               "correlation_id": {"internal": 10**6, "external": 0}, "start_timestamp": start,
-                               "end_timestamp": start + 2048, "src_agent_id": {"handle": cpu},
-                               "dst_agent_id": {"handle": gpu}}]
+    records["memory_copy"] = [
+        {
+            "kind": copy_kind,
+            "operation": htod,
+            "thread_id": 1,
+            "bytes": 4096,
+            "correlation_id": {"internal": 10**6, "external": 0},
+            "start_timestamp": start,
+            "end_timestamp": start + 2048,
+            "src_agent_id": {"handle": cpu},
+            "dst_agent_id": {"handle": gpu},
+        }
+    ]
     entry["buffer_records"] = records
     return doc
 

@@ -2,6 +2,7 @@
 and metadata of the single-process path, on real traces cut into many pieces; a file with anything
 odd in a piece (NaN tokens, begin/end pairs, unreadable events, a cut inside a string) is read the
 single-process way, with the same result."""
+
 from __future__ import annotations
 
 import gzip
@@ -15,15 +16,20 @@ import pytest
 
 import workbench.trace.rank_map as rank_map
 import workbench.trace.split_decode as split_decode
-from workbench.trace import decode, read_trace
 from tests.trace.conftest import BAD, CPU, GPU
+from workbench.trace import decode, read_trace
 
 SHARED = Path("/work/shared/traces")
 
 
 def _real_traces() -> list[Path]:
-    found = [GPU / "h100_bert_small.json.gz", GPU / "a100_alexnet.json.gz", GPU / "mi300x_sglang.json.gz",
-             GPU / "v100_ns_resolution.json.gz", CPU / "cpu_mlp_steps_memory.json.gz"]
+    found = [
+        GPU / "h100_bert_small.json.gz",
+        GPU / "a100_alexnet.json.gz",
+        GPU / "mi300x_sglang.json.gz",
+        GPU / "v100_ns_resolution.json.gz",
+        CPU / "cpu_mlp_steps_memory.json.gz",
+    ]
     if SHARED.is_dir():
         found += sorted(SHARED.glob("hta_v100_ddp_resnet_1rank/*.json.gz"))[:1]
         found += sorted(SHARED.glob("kineto_v100_resnet50_2021/*.json.gz"))[:1]
@@ -92,8 +98,19 @@ def test_a_gzip_file_is_read_in_one_process(small_pieces):
 
 
 def _events(count: int, **extra) -> list[dict]:
-    return [{"ph": "X", "cat": "cpu_op", "name": f"op{i % 5}", "pid": 1, "tid": 1, "ts": 10 * i, "dur": 5,
-             "args": {"External id": i, **extra}} for i in range(count)]
+    return [
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": f"op{i % 5}",
+            "pid": 1,
+            "tid": 1,
+            "ts": 10 * i,
+            "dur": 5,
+            "args": {"External id": i, **extra},
+        }
+        for i in range(count)
+    ]
 
 
 def _write(tmp_path: Path, events: list[dict], text_edit=None) -> Path:
@@ -111,8 +128,10 @@ def test_odd_pieces_fall_back_with_the_same_result(case, tmp_path, monkeypatch, 
         events[1500]["dur"] = "__NAN__"
         edit = lambda text: text.replace('"__NAN__"', "NaN")  # noqa: E731
     elif case == "begin_end":
-        events[1200:1202] = [{"ph": "B", "cat": "user_annotation", "name": "span", "pid": 1, "tid": 2, "ts": 1},
-                             {"ph": "E", "pid": 1, "tid": 2, "ts": 9}]
+        events[1200:1202] = [
+            {"ph": "B", "cat": "user_annotation", "name": "span", "pid": 1, "tid": 2, "ts": 1},
+            {"ph": "E", "pid": 1, "tid": 2, "ts": 9},
+        ]
     elif case == "bad_event":
         events[2000]["pid"] = [1, 2]
     elif case == "cut_in_string":

@@ -1,6 +1,7 @@
 """The derived categorical columns of the tables (launch_name, op_name, kind, api, copy parts) are built from
 the distinct names alone (tables.by_code): exactly the categoricals a per-row build gives, categories and
 their order included."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,5 +1,6 @@
 """Variants that fail in every way: each reported in its own row; the others still run;
 nothing global is left changed."""
+
 import threading
 import time
 
@@ -7,9 +8,8 @@ import pytest
 import torch
 
 import workbench as wb
-from workbench.errors import InvalidArgumentError
-
 from tests.variants.variant_workloads import FAST, chain
+from workbench.errors import InvalidArgumentError
 
 
 def _raises(x):
@@ -17,7 +17,7 @@ def _raises(x):
 
 
 def _hangs(x):
-    while True:            # interruptible: sleeps in short slices
+    while True:  # interruptible: sleeps in short slices
         time.sleep(0.01)
 
 
@@ -46,9 +46,20 @@ def cmp():
     threads_before = threading.active_count()
     settings_before = (torch.get_default_dtype(), torch.backends.cuda.matmul.allow_tf32, torch.is_grad_enabled())
     result = wb.compare(
-        {"eager": chain, "raises": _raises, "hangs": _hangs, "shape": _wrong_shape, "dtype": _wrong_dtype,
-         "nan": _nan, "state": _flips_state, "same": lambda x: chain(x)},
-        inputs=lambda: torch.randn(2048), time_limit_s=1.0, **FAST)
+        {
+            "eager": chain,
+            "raises": _raises,
+            "hangs": _hangs,
+            "shape": _wrong_shape,
+            "dtype": _wrong_dtype,
+            "nan": _nan,
+            "state": _flips_state,
+            "same": lambda x: chain(x),
+        },
+        inputs=lambda: torch.randn(2048),
+        time_limit_s=1.0,
+        **FAST,
+    )
     after = (torch.get_default_dtype(), torch.backends.cuda.matmul.allow_tf32, torch.is_grad_enabled())
     return result, threads_before, settings_before, after
 
@@ -80,10 +91,10 @@ def test_the_others_still_run_and_are_timed(cmp):
 def test_nothing_global_is_left_changed(cmp):
     c, threads_before, before, after = cmp
     assert after == before
-    assert threading.active_count() == threads_before          # the hung call was interrupted
+    assert threading.active_count() == threads_before  # the hung call was interrupted
     flags = _row(c, "state")["flags"]
     assert "changed global state (restored): torch.get_default_dtype torch.float32 -> torch.float64" in flags
-    assert "precision lowered: the call switched matmul precision" in flags   # TF32 switched on
+    assert "precision lowered: the call switched matmul precision" in flags  # TF32 switched on
     assert _row(c, "state").decision == "reject"
 
 

@@ -1,4 +1,5 @@
 """Variants that cheat, each caught and rejected with the reason."""
+
 import threading
 import time
 
@@ -6,7 +7,6 @@ import pytest
 import torch
 
 import workbench as wb
-
 from tests.variants.variant_workloads import FAST, chain
 
 
@@ -40,7 +40,7 @@ def test_patched_timers_are_caught_and_restored():
     assert any(f.startswith("patched timer: time.perf_counter") for f in row.flags)
     assert row.decision == "reject"
     assert (time.perf_counter, time.perf_counter_ns) == originals
-    assert row.timing is not None and row.timing.median_ms > 0     # our own timer still measured it
+    assert row.timing is not None and row.timing.median_ms > 0  # our own timer still measured it
 
 
 def test_work_left_running_in_a_thread_is_caught():
@@ -64,8 +64,8 @@ def test_lowered_precision_inside_is_seen_and_judged_as_reduced_precision_never_
     """A variant computing in bfloat16 inside (same dtype out) is found by what its ops compute, classed
     "reduced precision" and judged with bfloat16's tolerances; a keep says so in its reason.  A variant
     whose error looks like bfloat16 rounding but whose ops compute in float32 is still flagged."""
-    bf16 = lambda x: chain(x.bfloat16()).float()          # same dtype out, bfloat16 error inside
-    wrong = lambda x: chain(x) * 1.01                      # wrong, but not a rounding profile
+    bf16 = lambda x: chain(x.bfloat16()).float()  # same dtype out, bfloat16 error inside
+    wrong = lambda x: chain(x) * 1.01  # wrong, but not a rounding profile
     c = wb.compare({"eager": chain, "bf16": bf16, "wrong": wrong}, inputs=lambda: torch.randn(4096), **FAST)
     row = _row(c, "bf16")
     assert row.numerical_class == "reduced precision" and "bfloat16" in row.precision
@@ -75,19 +75,20 @@ def test_lowered_precision_inside_is_seen_and_judged_as_reduced_precision_never_
     assert not any(f.startswith("precision lowered") for f in _row(c, "wrong").flags)
     assert _row(c, "wrong").decision == "reject"
 
-    def rounded(x):                                        # bfloat16-like error, float32 ops only
+    def rounded(x):  # bfloat16-like error, float32 ops only
         y = chain(x)
-        return y + y * torch.where(torch.rand_like(y) < 0.5, 1.0, -1.0) * 2.0 ** -9
+        return y + y * torch.where(torch.rand_like(y) < 0.5, 1.0, -1.0) * 2.0**-9
+
     c = wb.compare({"eager": chain, "rounded": rounded}, inputs=lambda: torch.randn(4096), **FAST)
     assert any("matches bfloat16 rounding" in f for f in _row(c, "rounded").flags)
     assert _row(c, "rounded").decision == "reject"
 
 
 def test_faster_than_the_roofline_is_flagged():
-    x = torch.randn(2 ** 22)                               # 16 MB in, 16 MB out
+    x = torch.randn(2**22)  # 16 MB in, 16 MB out
     cache = {}
 
-    def memo(t):                                           # returns a stored answer: no work
+    def memo(t):  # returns a stored answer: no work
         if "y" not in cache:
             cache["y"] = chain(t)
         return cache["y"]
@@ -103,7 +104,7 @@ def test_faster_than_the_roofline_is_flagged():
 def test_unwritten_elements_show_through_poison():
     affine = lambda t: t * 2 + 1
 
-    def forgets_last(t):                    # a kernel whose last block is never written
+    def forgets_last(t):  # a kernel whose last block is never written
         out = torch.empty_like(t)
         out[:-1] = affine(t[:-1])
         return out
@@ -114,7 +115,7 @@ def test_unwritten_elements_show_through_poison():
     assert row.status == "incorrect"
     worst = row.correctness.outputs[0]
     assert worst.worst_index == (4095,)
-    assert worst.nonfinite_mismatch == 1 and worst.worst_got != worst.worst_got   # the poison (NaN) shows
+    assert worst.nonfinite_mismatch == 1 and worst.worst_got != worst.worst_got  # the poison (NaN) shows
 
 
 def test_noise_is_flagged():
@@ -122,12 +123,13 @@ def test_noise_is_flagged():
 
     rnd = random.Random(0)
 
-    def jittery(x):                        # the same work plus 0-3 ms of random waiting
+    def jittery(x):  # the same work plus 0-3 ms of random waiting
         time.sleep(rnd.random() * 3e-3)
         return chain(x)
 
-    c = wb.compare({"eager": jittery, "twin": lambda x: jittery(x)},
-                   inputs=lambda: torch.randn(256), **{**FAST, "min_rounds": 12})
+    c = wb.compare(
+        {"eager": jittery, "twin": lambda x: jittery(x)}, inputs=lambda: torch.randn(256), **{**FAST, "min_rounds": 12}
+    )
     row = _row(c, "twin")
     assert any(f.startswith("noisy: IQR") for f in row.flags)
     assert "noisy" in c.table.set_index("variant").loc["twin", "flags"]

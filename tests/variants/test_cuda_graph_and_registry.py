@@ -2,13 +2,13 @@ import pytest
 import torch
 
 import workbench as wb
+from tests.variants.variant_workloads import FAST, chain
 from workbench.errors import InvalidArgumentError, NotApplicableError, RegistryError
 from workbench.variants.cuda_graph import input_signature, refuse_cpu_tensors, refuse_signature_change
 
-from tests.variants.variant_workloads import FAST, chain
-
-needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(),
-                               reason="not applicable: no CUDA device (torch.cuda.is_available() is False)")
+needs_gpu = pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="not applicable: no CUDA device (torch.cuda.is_available() is False)"
+)
 
 
 def test_cuda_graph_refuses_cpu_tensors_with_the_reason():
@@ -18,7 +18,7 @@ def test_cuda_graph_refuses_cpu_tensors_with_the_reason():
 
 def test_cuda_graph_refuses_changed_shapes_with_the_reason():
     captured = input_signature((torch.randn(4, 8),))
-    refuse_signature_change(captured, (torch.randn(4, 8),))          # same shape: fine
+    refuse_signature_change(captured, (torch.randn(4, 8),))  # same shape: fine
     with pytest.raises(NotApplicableError, match=r"\(4, 8\).*\(5, 8\).*replays fixed shapes"):
         refuse_signature_change(captured, (torch.randn(5, 8),))
     with pytest.raises(NotApplicableError, match="float64"):
@@ -27,7 +27,7 @@ def test_cuda_graph_refuses_changed_shapes_with_the_reason():
 
 def test_registry_builds_known_names_and_refuses_unknown_ones():
     assert {"eager", "compiled", "compiled_dynamic", "cuda_graph", "triton"} <= set(wb.variants.names())
-    v = wb.variants.build("compiled", chain)                         # lazy: nothing compiles yet
+    v = wb.variants.build("compiled", chain)  # lazy: nothing compiles yet
     assert v.kind == "compiled" and v.requires == ("torch.compile",) and v.numerical_class == "reordered"
     assert wb.variants.build("cuda_graph", chain, name="g").requires == ("cuda",)
     with pytest.raises(RegistryError, match="unknown variant 'nope'.*register"):
@@ -57,8 +57,7 @@ def test_unknown_requirement_is_an_error():
 @needs_gpu
 def test_cuda_graph_captures_replays_and_is_correct():
     inputs = lambda: (torch.randn(1 << 20, device="cuda"),)
-    c = wb.compare({"eager": chain, "graph": wb.variants.cuda_graph(chain)}, inputs=inputs,
-                   **{**FAST, "profile": True})
+    c = wb.compare({"eager": chain, "graph": wb.variants.cuda_graph(chain)}, inputs=inputs, **{**FAST, "profile": True})
     row = c["graph"]
     assert row.status == "ok" and row.correctness.passed, row.reason
     assert row.timing.timer == "cuda_event"
@@ -71,8 +70,11 @@ def test_cuda_graph_refuses_a_region_that_syncs():
     def syncs(x):
         return chain(x) * x.sum().item()
 
-    c = wb.compare({"eager": syncs, "graph": wb.variants.cuda_graph(syncs)},
-                   inputs=lambda: (torch.randn(1024, device="cuda"),), **FAST)
+    c = wb.compare(
+        {"eager": syncs, "graph": wb.variants.cuda_graph(syncs)},
+        inputs=lambda: (torch.randn(1024, device="cuda"),),
+        **FAST,
+    )
     assert c["graph"].status == "not_applicable" and "synchronises with the host" in c["graph"].reason
 
 
@@ -96,11 +98,12 @@ def test_side_stream_work_not_joined_is_caught():
         out = torch.empty_like(x)
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            torch.cuda._sleep(2_000_000)                     # ~1 ms of spinning, then the write
+            torch.cuda._sleep(2_000_000)  # ~1 ms of spinning, then the write
             out.copy_(chain(x))
-        return out                                            # never joined with the caller's stream
+        return out  # never joined with the caller's stream
 
-    c = wb.compare({"eager": chain, "side": on_side_stream},
-                   inputs=lambda: (torch.randn(1 << 16, device="cuda"),), **FAST)
+    c = wb.compare(
+        {"eager": chain, "side": on_side_stream}, inputs=lambda: (torch.randn(1 << 16, device="cuda"),), **FAST
+    )
     assert any(f.startswith("output changed after return") for f in c["side"].flags)
     assert c["side"].decision == "reject"

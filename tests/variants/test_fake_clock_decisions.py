@@ -1,6 +1,7 @@
 """Decision and ranking logic on seeded fake clocks: the verdicts, the rounds added while
 undecided, the family-wise error over several candidates, the smallest detectable effect, and
 the settings written into the record.  No assertion here depends on this machine's timing."""
+
 import dataclasses
 import re
 
@@ -8,11 +9,10 @@ import pytest
 import torch
 
 import workbench as wb
+from tests.variants.variant_workloads import chain
 from workbench.errors import InvalidArgumentError
 from workbench.variants.clock import FakeTimer, RecordedTimer
 from workbench.variants.settings import CompareSettings
-
-from tests.variants.variant_workloads import chain
 
 BASE = dict(checks=1, profile=False, min_rounds=10)
 
@@ -60,23 +60,28 @@ def test_identical_variants_are_rarely_called_different_even_under_bursty_load()
     for seed in range(40):
         c = _cmp({"eager": 1.0, "twin": 1.0}, noise=0.03, load=0.15, seed=seed, budget_s=0.3, max_budget_s=0.9)
         called += c["twin"].speedup.significant
-    assert called <= 2, called                      # <= 5% of 40
+    assert called <= 2, called  # <= 5% of 40
 
 
 def test_a_ten_percent_slowdown_is_found_under_the_same_load():
-    found = sum(_cmp({"eager": 1.0, "slow": 1.1}, noise=0.03, load=0.15, seed=seed, budget_s=0.3,
-                     max_budget_s=0.9)["slow"].speedup.slower for seed in range(20))
+    found = sum(
+        _cmp({"eager": 1.0, "slow": 1.1}, noise=0.03, load=0.15, seed=seed, budget_s=0.3, max_budget_s=0.9)[
+            "slow"
+        ].speedup.slower
+        for seed in range(20)
+    )
     assert found >= 18, found
 
 
 def test_holm_holds_the_family_wise_error_over_many_identical_candidates():
     wrong = 0
     for seed in range(30):
-        c = _cmp({"eager": 1.0, **{f"twin{i}": 1.0 for i in range(5)}}, noise=0.05, seed=seed,
-                 budget_s=0.3, max_budget_s=0.3)
+        c = _cmp(
+            {"eager": 1.0, **{f"twin{i}": 1.0 for i in range(5)}}, noise=0.05, seed=seed, budget_s=0.3, max_budget_s=0.3
+        )
         wrong += any(c[f"twin{i}"].speedup.significant for i in range(5))
         assert all(c[f"twin{i}"].speedup.family_size == 5 for i in range(5))
-    assert wrong <= 3, wrong                         # family-wise, not 5% per candidate (~23% unadjusted)
+    assert wrong <= 3, wrong  # family-wise, not 5% per candidate (~23% unadjusted)
 
 
 def test_holm_intervals_agree_with_their_verdicts():
@@ -90,15 +95,25 @@ def test_holm_intervals_agree_with_their_verdicts():
 
 def test_recorded_samples_replay_into_the_same_verdict():
     rec = RecordedTimer({"eager": [1.0, 1.01, 0.99, 1.02] * 10, "b": [0.5, 0.51, 0.49, 0.5] * 10})
-    c = wb.compare({"eager": chain, "b": lambda x: chain(x)}, inputs=lambda: torch.randn(64), timer=rec,
-                   **{**BASE, "budget_s": 0.02, "max_budget_s": 0.02})
+    c = wb.compare(
+        {"eager": chain, "b": lambda x: chain(x)},
+        inputs=lambda: torch.randn(64),
+        timer=rec,
+        **{**BASE, "budget_s": 0.02, "max_budget_s": 0.02},
+    )
     assert c["b"].decision == "keep" and c["b"].speedup.point == pytest.approx(2.0, rel=0.05)
     assert c["eager"].timing.timer == "recorded"
 
 
 def test_settings_object_and_keywords_are_the_same_and_written_into_the_record():
-    spec = CompareSettings(checks=1, budget_s=0.2, min_rounds=10, profile=False, seed=4,
-                           timer=FakeTimer({"eager": 2.0, "b": 1.0}, seed=4, call=False))
+    spec = CompareSettings(
+        checks=1,
+        budget_s=0.2,
+        min_rounds=10,
+        profile=False,
+        seed=4,
+        timer=FakeTimer({"eager": 2.0, "b": 1.0}, seed=4, call=False),
+    )
     c = wb.compare({"eager": chain, "b": lambda x: chain(x)}, inputs=lambda: torch.randn(64), settings=spec)
     assert c.decision.settings["budget_s"] == 0.2 and c.decision.settings["timing_cap_s"] == pytest.approx(0.6)
     assert c.decision.settings["timer"].startswith("FakeTimer(seed=4")
@@ -106,7 +121,7 @@ def test_settings_object_and_keywords_are_the_same_and_written_into_the_record()
     assert c.settings["checks"] == 1 and c.settings["min_effect"] == 0.03
     again = type(c.decision).from_dict(c.decision.to_dict())
     assert again == c.decision
-    assert CompareSettings.from_dict(spec.to_dict()) == spec        # the timer is not part of equality
+    assert CompareSettings.from_dict(spec.to_dict()) == spec  # the timer is not part of equality
     with pytest.raises(InvalidArgumentError, match="unknown settings"):
         wb.compare({"eager": chain}, inputs=lambda: torch.randn(4), budget=3)
     with pytest.raises(InvalidArgumentError, match="budget_s must be"):
@@ -124,7 +139,10 @@ def test_a_difference_smaller_than_min_effect_is_never_decided():
     assert "smaller than the comparison's min_effect of 3%" in small["tiny"].decision_reason
     judged = _cmp({"eager": 1.0, "tiny": 1.0 / 1.006}, noise=0.001, budget_s=0.5, min_effect=0.002)
     assert judged["tiny"].decision == "keep", judged["tiny"].decision_reason
-    decided = [seed for seed in range(20)
-               if _cmp({"eager": 1.0, "same": 1.0}, seed=seed, noise=0.05, load=0.3, budget_s=0.2)["same"].decision
-               != "need_more_evidence"]
+    decided = [
+        seed
+        for seed in range(20)
+        if _cmp({"eager": 1.0, "same": 1.0}, seed=seed, noise=0.05, load=0.3, budget_s=0.2)["same"].decision
+        != "need_more_evidence"
+    ]
     assert decided == []

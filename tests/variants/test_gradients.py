@@ -1,6 +1,7 @@
 """Training paths: gradients of every input and parameter are checked as well as the outputs, a
 forward-only variant is never kept, and the DecisionRecord carries the mode. Timing runs on a
 seeded fake clock (the verdicts here rest on correctness, not on speed)."""
+
 from __future__ import annotations
 
 import pytest
@@ -44,8 +45,13 @@ def make_inputs():
 
 
 def test_a_variant_whose_forward_matches_but_gradient_is_wrong_is_rejected_with_the_gradient_error():
-    cmp = wb.compare({"step": step, "copy": step_copy, "wrong_grad": wrong_gradient}, inputs=make_inputs,
-                     baseline="step", timer=_timer(), **FAST)
+    cmp = wb.compare(
+        {"step": step, "copy": step_copy, "wrong_grad": wrong_gradient},
+        inputs=make_inputs,
+        baseline="step",
+        timer=_timer(),
+        **FAST,
+    )
     rows = {r.name: r for r in cmp.results}
     assert rows["copy"].decision == "keep", rows["copy"].decision_reason
     wrong = rows["wrong_grad"]
@@ -53,15 +59,17 @@ def test_a_variant_whose_forward_matches_but_gradient_is_wrong_is_rejected_with_
     assert "grad arg[0]" in wrong.reason and "grad arg[1]" in wrong.reason and "outside tolerance" in wrong.reason
     bad = [o for o in wrong.correctness.outputs if not o.passed]
     assert {o.path for o in bad} == {"grad arg[0]", "grad arg[1]"}
-    assert all(o.max_rel_err > 0.01 for o in bad)                   # the 2 % error, measured
+    assert all(o.max_rel_err > 0.01 for o in bad)  # the 2 % error, measured
     out_check = next(o for o in wrong.correctness.outputs if o.path == "out")
-    assert out_check.passed and out_check.max_abs_err < 1e-6          # the forward was right
+    assert out_check.passed and out_check.max_abs_err < 1e-6  # the forward was right
     record = cmp.decision
     assert record.variant == "copy" and record.mode == "training"
     assert any(line.startswith("wrong_grad: reject") and "grad arg" in line for line in record.rejected_alternatives)
-    assert record.settings["gradient_tolerances"]["float32"] == {"rtol": GRADIENT_TOLERANCES["float32"][0],
-                                                                  "atol": GRADIENT_TOLERANCES["float32"][1]}
-    assert "2 input gradients match the baseline's too" in record.why_safe      # counted, never "every"
+    assert record.settings["gradient_tolerances"]["float32"] == {
+        "rtol": GRADIENT_TOLERANCES["float32"][0],
+        "atol": GRADIENT_TOLERANCES["float32"][1],
+    }
+    assert "2 input gradients match the baseline's too" in record.why_safe  # counted, never "every"
     assert cmp["copy"].compared["input_gradients"] == 2 and cmp["copy"].max_grad_rel_err < 1e-5
     assert "**Mode:** training" in record.to_markdown()
     again = type(record).from_dict(record.to_dict())
@@ -69,8 +77,13 @@ def test_a_variant_whose_forward_matches_but_gradient_is_wrong_is_rejected_with_
 
 
 def test_a_forward_only_speedup_is_never_a_keep_on_a_training_path():
-    cmp = wb.compare({"step": step, "fast_forward": forward_only}, inputs=make_inputs, baseline="step",
-                     timer=_timer(fast_forward=0.2), **FAST)
+    cmp = wb.compare(
+        {"step": step, "fast_forward": forward_only},
+        inputs=make_inputs,
+        baseline="step",
+        timer=_timer(fast_forward=0.2),
+        **FAST,
+    )
     row = cmp["fast_forward"]
     assert row.decision == "reject" and row.status == "incorrect"
     assert "no gradient reached it" in row.reason
@@ -93,14 +106,15 @@ def test_parameter_gradients_of_a_wrapping_module_are_matched_by_identity():
             return torch.nn.functional.linear(x, w.detach() + (w - w.detach()) * 1.05, self.inner.bias)
 
     def inputs():
-        return (torch.randn(32, 16),)                  # no input requires grad: the parameters do
+        return (torch.randn(32, 16),)  # no input requires grad: the parameters do
 
-    cmp = wb.compare({"step": model, "skewed": SkewedWeightGrad(model)}, inputs=inputs, baseline="step",
-                     timer=_timer(), **FAST)
+    cmp = wb.compare(
+        {"step": model, "skewed": SkewedWeightGrad(model)}, inputs=inputs, baseline="step", timer=_timer(), **FAST
+    )
     row = cmp["skewed"]
-    assert cmp.settings["mode"] == "training"          # decided from the output, which requires grad
+    assert cmp.settings["mode"] == "training"  # decided from the output, which requires grad
     assert row.decision == "reject" and "grad weight" in row.reason and "grad bias" not in row.reason
-    assert model.weight.grad is None                   # the checks left no gradient behind
+    assert model.weight.grad is None  # the checks left no gradient behind
 
 
 def test_parameter_gradient_error_is_named_in_the_record():
@@ -114,8 +128,9 @@ def test_parameter_gradient_error_is_named_in_the_record():
 
     skewed = Skewed(16, 8)
     skewed.load_state_dict(base.state_dict())
-    cmp = wb.compare({"step": base, "skewed": skewed}, inputs=lambda: (torch.randn(32, 16),), baseline="step",
-                     timer=_timer(), **FAST)
+    cmp = wb.compare(
+        {"step": base, "skewed": skewed}, inputs=lambda: (torch.randn(32, 16),), baseline="step", timer=_timer(), **FAST
+    )
     row = cmp["skewed"]
     assert row.decision == "reject" and "grad weight" in row.reason and "grad bias" not in row.reason
     assert cmp.decision.mode == "training"
@@ -123,12 +138,23 @@ def test_parameter_gradient_error_is_named_in_the_record():
 
 
 def test_inference_mode_checks_outputs_only_and_says_so():
-    cmp = wb.compare({"step": step, "wrong_grad": wrong_gradient}, inputs=make_inputs, baseline="step",
-                     timer=_timer(), mode="inference", **FAST)
-    assert cmp["wrong_grad"].decision == "keep"          # its forward is right; gradients were not asked for
+    cmp = wb.compare(
+        {"step": step, "wrong_grad": wrong_gradient},
+        inputs=make_inputs,
+        baseline="step",
+        timer=_timer(),
+        mode="inference",
+        **FAST,
+    )
+    assert cmp["wrong_grad"].decision == "keep"  # its forward is right; gradients were not asked for
     assert cmp.decision.mode == "inference"
-    plain = wb.compare({"f": lambda x: x * 2, "g": lambda x: x + x}, inputs=lambda: (torch.randn(64),),
-                       baseline="f", timer=FakeTimer({"f": 2.0}, default_ms=1.0, seed=0, call=False), **FAST)
+    plain = wb.compare(
+        {"f": lambda x: x * 2, "g": lambda x: x + x},
+        inputs=lambda: (torch.randn(64),),
+        baseline="f",
+        timer=FakeTimer({"f": 2.0}, default_ms=1.0, seed=0, call=False),
+        **FAST,
+    )
     assert plain.decision.mode == "inference" and "gradient_tolerances" not in plain.decision.settings
     with pytest.raises(InvalidArgumentError, match="mode must be"):
         wb.compare({"f": step, "g": step_copy}, inputs=make_inputs, mode="train", timer=_timer(), **FAST)
@@ -153,17 +179,31 @@ def test_a_training_path_is_timed_forward_and_backward():
     def inputs():
         return (torch.randn(64, requires_grad=True),)
 
-    cmp = wb.compare({"step": counted, "copy": lambda x: x * 2}, inputs=inputs, baseline="step",
-                     checks=1, profile=False, budget_s=0.05, min_rounds=3, max_rounds=5)
+    cmp = wb.compare(
+        {"step": counted, "copy": lambda x: x * 2},
+        inputs=inputs,
+        baseline="step",
+        checks=1,
+        profile=False,
+        budget_s=0.05,
+        min_rounds=3,
+        max_rounds=5,
+    )
     timed_calls = cmp["step"].timing.n
     assert cmp.settings["mode"] == "training"
-    assert calls["backward"] >= timed_calls            # every timed call ran its backward too
+    assert calls["backward"] >= timed_calls  # every timed call ran its backward too
 
 
 def test_mode_training_on_plain_inputs_checks_the_gradient_of_every_floating_input():
     plain = lambda: (torch.randn(32, 16), torch.randn(16, 8))  # noqa: E731 - no input requires grad
-    cmp = wb.compare({"step": step, "wrong_grad": wrong_gradient}, inputs=plain, baseline="step", timer=_timer(),
-                     mode="training", **FAST)
+    cmp = wb.compare(
+        {"step": step, "wrong_grad": wrong_gradient},
+        inputs=plain,
+        baseline="step",
+        timer=_timer(),
+        mode="training",
+        **FAST,
+    )
     row = cmp["wrong_grad"]
     assert row.decision == "reject" and "grad arg[0]" in row.reason and "grad arg[1]" in row.reason
     assert cmp.decision.mode == "training"

@@ -4,15 +4,14 @@ import pytest
 import torch
 
 import workbench as wb
+from tests.variants.variant_workloads import FAST
 from workbench.variants.hypothesis_check import judge
 from workbench.variants.results import VariantResult
 from workbench.variants.stats import Speedup
 
-from tests.variants.variant_workloads import FAST
-
 
 @dataclass(frozen=True)
-class FrozenHypothesis:               # the shape the hypotheses package is expected to have
+class FrozenHypothesis:  # the shape the hypotheses package is expected to have
     category: str
     predicted_effect: object = None
     suggested_variants: tuple = ()
@@ -31,29 +30,34 @@ def _speedup(point, lo, hi):
 
 def _results(speedup, ops_after):
     base = VariantResult("eager", "eager", "ok", footprint={"op_count": 40, "alloc_count": 40})
-    cand = VariantResult("fused", "user", "ok", speedup=speedup,
-                         footprint={"op_count": ops_after, "alloc_count": 40})
+    cand = VariantResult("fused", "user", "ok", speedup=speedup, footprint={"op_count": ops_after, "alloc_count": 40})
     return [base, cand]
 
 
-@pytest.mark.parametrize("speedup, ops_after, status, case", [
-    (_speedup(3.0, 2.5, 3.5), 2, "supported", "both_moved"),
-    (_speedup(1.0, 0.95, 1.05), 2, "rejected", "mechanism_moved_time_did_not"),
-    (_speedup(2.0, 1.8, 2.2), 40, "weakened", "time_moved_without_mechanism"),
-    (_speedup(0.64, 0.6, 0.68), 2, "weakened", "opposite_sign"),
-])
+@pytest.mark.parametrize(
+    "speedup, ops_after, status, case",
+    [
+        (_speedup(3.0, 2.5, 3.5), 2, "supported", "both_moved"),
+        (_speedup(1.0, 0.95, 1.05), 2, "rejected", "mechanism_moved_time_did_not"),
+        (_speedup(2.0, 1.8, 2.2), 40, "weakened", "time_moved_without_mechanism"),
+        (_speedup(0.64, 0.6, 0.68), 2, "weakened", "opposite_sign"),
+    ],
+)
 def test_the_cases(speedup, ops_after, status, case):
     h = FrozenHypothesis("launch_overhead", predicted_effect=2.0, suggested_variants=("fused",))
     verdict, updated = judge(h, _results(speedup, ops_after), "eager")
     assert (verdict["status"], verdict["case"]) == (status, case)
-    assert updated.status == status and h.status == "proposed"       # frozen: a copy carries it
+    assert updated.status == status and h.status == "proposed"  # frozen: a copy carries it
     assert verdict["metric"] == "op_count" and verdict["residual_speedup"] == pytest.approx(speedup.point - 2.0)
 
 
-@pytest.mark.parametrize("speedup, ops_after, case", [
-    (_speedup(1.0, 0.95, 1.05), 40, "untested_mechanism_untouched"),
-    (_speedup(0.64, 0.6, 0.68), 40, "opposite_sign_mechanism_untouched"),
-])
+@pytest.mark.parametrize(
+    "speedup, ops_after, case",
+    [
+        (_speedup(1.0, 0.95, 1.05), 40, "untested_mechanism_untouched"),
+        (_speedup(0.64, 0.6, 0.68), 40, "opposite_sign_mechanism_untouched"),
+    ],
+)
 def test_a_variant_that_does_not_touch_the_mechanism_cannot_reject_it(speedup, ops_after, case):
     h = FrozenHypothesis("launch_overhead", predicted_effect=2.0, suggested_variants=("fused",))
     verdict, updated = judge(h, _results(speedup, ops_after), "eager")
@@ -73,7 +77,7 @@ def test_an_opposite_sign_result_is_said_as_such():
 
 def test_a_variant_the_hypothesis_does_not_suggest_cannot_reject_it():
     h = FrozenHypothesis("launch_overhead", predicted_effect=2.0, suggested_variants=("compiled",))
-    verdict, _ = judge(h, _results(_speedup(1.0, 0.95, 1.05), 40), "eager")     # only "fused" ran
+    verdict, _ = judge(h, _results(_speedup(1.0, 0.95, 1.05), 40), "eager")  # only "fused" ran
     assert verdict["status"] == "proposed" and verdict["case"].startswith("untested")
 
 
@@ -97,9 +101,12 @@ def _many_tiny_ops(x):
 
 def test_end_to_end_launch_overhead_is_supported():
     h = MutableHypothesis("launch_overhead", predicted_effect=3.0, suggested_variants=("one_op",))
-    cmp = wb.compare({"eager": _many_tiny_ops, "one_op": lambda x: x + 60},
-                     inputs=lambda: torch.randn(64), hypothesis=h,
-                     **{**FAST, "profile": True, "min_rounds": 20, "budget_s": 1.0, "max_rounds": 200})
+    cmp = wb.compare(
+        {"eager": _many_tiny_ops, "one_op": lambda x: x + 60},
+        inputs=lambda: torch.randn(64),
+        hypothesis=h,
+        **{**FAST, "profile": True, "min_rounds": 20, "budget_s": 1.0, "max_rounds": 200},
+    )
     v = cmp.hypothesis_verdict
     assert h.status == "supported" and v["case"] == "both_moved", v
     assert v["metric_before"] >= 60 and v["metric_after"] <= 2
@@ -109,10 +116,17 @@ def test_end_to_end_launch_overhead_is_supported():
 
 def test_the_real_hypothesis_model_gets_a_status_copy():
     model = pytest.importorskip("workbench.hypotheses.hypothesis")
-    h = model.Hypothesis(category="launch_overhead", title="many tiny ops", observed="60 adds per call",
-                         mechanism="dispatch cost per op", evidence=(), time_at_stake_ms=1.0,
-                         predicted_effect="fusing the adds removes most of the time", falsifier="fuse them",
-                         suggested_variants=("compiled", "one_op"))
+    h = model.Hypothesis(
+        category="launch_overhead",
+        title="many tiny ops",
+        observed="60 adds per call",
+        mechanism="dispatch cost per op",
+        evidence=(),
+        time_at_stake_ms=1.0,
+        predicted_effect="fusing the adds removes most of the time",
+        falsifier="fuse them",
+        suggested_variants=("compiled", "one_op"),
+    )
     verdict, updated = judge(h, _results(_speedup(3.0, 2.5, 3.5), 2), "eager")
     assert isinstance(updated, model.Hypothesis) and updated.status == "supported" and h.status == "proposed"
     assert verdict["prediction_text"].startswith("fusing") and verdict["case"] == "both_moved"

@@ -41,7 +41,7 @@ def test_nan_and_inf_mismatches_are_counted():
     assert not c.passed and c.nonfinite_mismatch == 2
     same = x.clone()
     same[3] = math.nan
-    assert check_outputs(same.clone(), _ref(same), same)[0].passed   # NaN where the reference has NaN
+    assert check_outputs(same.clone(), _ref(same), same)[0].passed  # NaN where the reference has NaN
 
 
 def test_output_below_tolerance_is_flagged_not_passed():
@@ -54,7 +54,7 @@ def test_output_below_tolerance_is_flagged_not_passed():
 def test_reordered_float32_sum_passes_and_roundtrips():
     x = torch.randn(1000, 64)
     native = x.sum(dim=1)
-    got = x.flip(1).sum(dim=1)                     # different summation order
+    got = x.flip(1).sum(dim=1)  # different summation order
     ref = x.double().sum(dim=1)
     c = check_outputs(got, ref, native)[0]
     assert c.passed and c.max_abs_err > 0
@@ -79,9 +79,9 @@ def test_poison_fills_floats_with_nan_and_ints_with_sentinel():
 
 def test_ill_conditioned_elements_allow_the_baselines_own_error():
     x = torch.tensor([1e-8, 4e-8, 0.3, 2.0]) - torch.tensor([0.0, 0.0, 0.0, 0.0])
-    native = torch.sqrt((x + 1.0) - 1.0)                 # cancellation: float32 is far off near 0
+    native = torch.sqrt((x + 1.0) - 1.0)  # cancellation: float32 is far off near 0
     ref = torch.sqrt((x.double() + 1.0) - 1.0)
-    assert check_outputs(native.clone(), ref, native)[0].passed           # the baseline's twin passes
+    assert check_outputs(native.clone(), ref, native)[0].passed  # the baseline's twin passes
     off = native.clone()
-    off[3] += 1e-2                                        # a well-conditioned element really wrong
+    off[3] += 1e-2  # a well-conditioned element really wrong
     assert not check_outputs(off, ref, native)[0].passed

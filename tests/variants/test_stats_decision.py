@@ -13,13 +13,13 @@ def test_median_interval_covers_at_95_percent():
     for _ in range(2000):
         x = np.sort(rng.lognormal(0, 0.3, size=25))
         lo, hi = median_rank_interval(25)
-        hits += x[lo] <= 1.0 <= x[hi]          # the lognormal's true median is 1
+        hits += x[lo] <= 1.0 <= x[hi]  # the lognormal's true median is 1
     assert 0.94 <= hits / 2000 <= 0.99
 
 
 def test_paired_speedup_detects_a_shift_and_not_identity():
     rng = np.random.default_rng(2)
-    drift = np.linspace(1, 3, 30)              # a whole-round drift, shared by the pair
+    drift = np.linspace(1, 3, 30)  # a whole-round drift, shared by the pair
     base = drift * rng.lognormal(0, 0.03, 30)
     same = drift * rng.lognormal(0, 0.03, 30)
     slow = 1.1 * drift * rng.lognormal(0, 0.03, 30)
@@ -31,24 +31,44 @@ def test_paired_speedup_detects_a_shift_and_not_identity():
 def test_classify_covers_every_decision():
     from workbench.variants.stats import Speedup
 
-    fast, noise, slow = (Speedup(2, 1.8, 2.2, 2, 1.8, 2.2, 30), Speedup(1, .9, 1.1, 1, .9, 1.1, 30),
-                         Speedup(.5, .45, .55, .5, .45, .55, 30))
+    fast, noise, slow = (
+        Speedup(2, 1.8, 2.2, 2, 1.8, 2.2, 30),
+        Speedup(1, 0.9, 1.1, 1, 0.9, 1.1, 30),
+        Speedup(0.5, 0.45, 0.55, 0.5, 0.45, 0.55, 30),
+    )
     common = dict(status="ok", reason="", flags=(), timing_meaningful=True, saving_ms=1.0)
     assert classify(**common, speedup=fast).decision == "keep"
     assert classify(**common, speedup=fast, failure_cases=("(1,) float32: wrong",)).decision == "keep_guarded"
     assert classify(**common, speedup=fast, end_to_end_ms=1000).decision == "micro_only"
     assert classify(**common, speedup=noise).decision == "need_more_evidence"
     assert classify(**common, speedup=slow).decision == "reject"
-    assert classify(**common, speedup=fast, setup_ms=1e9).decision == "reject"       # too costly
-    assert classify(**{**common, "status": "not_applicable", "reason": "no GPU"}, speedup=None).decision \
+    assert classify(**common, speedup=fast, setup_ms=1e9).decision == "reject"  # too costly
+    assert (
+        classify(**{**common, "status": "not_applicable", "reason": "no GPU"}, speedup=None).decision
         == "need_more_evidence"
+    )
     assert classify(**{**common, "flags": ("patched timer: x",)}, speedup=fast).decision == "reject"
 
 
 def test_decision_record_renders_and_roundtrips():
-    rec = DecisionRecord("keep", "compiled", "faster", "slow chain", "memory_bound: passes", "compiled",
-                         "reordered", "matches float64", "none", "eager", ("a", "b"), "10 ms -> 2 ms",
-                         ("cuda_graph: need_more_evidence",), ("few checks",), (), {"torch": "2.13"})
+    rec = DecisionRecord(
+        "keep",
+        "compiled",
+        "faster",
+        "slow chain",
+        "memory_bound: passes",
+        "compiled",
+        "reordered",
+        "matches float64",
+        "none",
+        "eager",
+        ("a", "b"),
+        "10 ms -> 2 ms",
+        ("cuda_graph: need_more_evidence",),
+        ("few checks",),
+        (),
+        {"torch": "2.13"},
+    )
     md = rec.to_markdown()
     assert "# Decision: `keep` — compiled" in md and "**Fallback:** eager" in md and "- cuda_graph" in md
     assert DecisionRecord.from_dict(json.loads(rec.to_json())) == rec
@@ -56,7 +76,7 @@ def test_decision_record_renders_and_roundtrips():
 
 def _bursty_log_ratios(rng, n: int, phi: float, sigma: float = 0.02) -> np.ndarray:
     """Log ratios of identical variants under interference that lasts several rounds (AR(1))."""
-    e = rng.normal(0, sigma * np.sqrt(1 - phi ** 2), n)
+    e = rng.normal(0, sigma * np.sqrt(1 - phi**2), n)
     d = np.empty(n)
     d[0] = rng.normal(0, sigma)
     for i in range(1, n):
@@ -77,9 +97,9 @@ def test_block_medians_keep_bursty_interference_from_calling_identical_variants_
         reported += s.significant
         detected += paired_speedup(np.exp(d), np.full(200, 1.1)).slower
         assert s.ci_low <= s.block_low and s.ci_high >= s.block_high
-    assert rank_only / trials > 0.2           # the signed-rank interval alone is far too narrow here
+    assert rank_only / trials > 0.2  # the signed-rank interval alone is far too narrow here
     assert reported / trials <= 0.1
-    assert detected == trials                 # a 10% slowdown is still found every time
+    assert detected == trials  # a 10% slowdown is still found every time
 
 
 def test_the_p_value_is_dual_to_the_interval():
@@ -89,7 +109,7 @@ def test_the_p_value_is_dual_to_the_interval():
     for n, shift in ((8, 1.05), (25, 1.02), (80, 1.01), (80, 1.0)):
         e = PairedEvidence(rng.lognormal(0, 0.03, n), shift * rng.lognormal(0, 0.03, n))
         p = e.p_value()
-        if 1e-15 < p < 1.0:                    # 1e-15: excluded at every level (the floor)
+        if 1e-15 < p < 1.0:  # 1e-15: excluded at every level (the floor)
             assert e.excludes_one(1 - p * 1.001) and not e.excludes_one(1 - p * 0.999)
         elif p <= 1e-15:
             assert e.excludes_one(1 - 1e-12)

@@ -2,18 +2,17 @@ import pytest
 import torch
 
 import workbench as wb
+from tests.variants.variant_workloads import FAST, chain
 from workbench.errors import InvalidArgumentError
 
-from tests.variants.variant_workloads import FAST, chain
 
-
-def _twice(x):                       # the baseline does the work three times: the candidate is faster
+def _twice(x):  # the baseline does the work three times: the candidate is faster
     chain(x)
     chain(x)
     return chain(x)
 
 
-def _wrong_when_small(x):            # fast, but wrong below 32 elements
+def _wrong_when_small(x):  # fast, but wrong below 32 elements
     y = chain(x)
     return y + 1 if x.shape[0] < 32 else y
 
@@ -28,11 +27,15 @@ def test_sweep_shapes_cover_small_target_large_and_awkward():
 
 
 def test_failing_shapes_become_the_guard_and_failure_cases():
-    sweep = wb.variants.ShapeSweep(lambda shape, dtype: (torch.randn(shape, dtype=dtype),),
-                                   shapes=((1,), (17,), (50_000,)), budget_s=0.3)
-    cmp = wb.compare({"eager": _twice, "candidate": _wrong_when_small},
-                     inputs=lambda: torch.randn(50_000), sweep=sweep,
-                     **{**FAST, "min_rounds": 15, "budget_s": 1.0})
+    sweep = wb.variants.ShapeSweep(
+        lambda shape, dtype: (torch.randn(shape, dtype=dtype),), shapes=((1,), (17,), (50_000,)), budget_s=0.3
+    )
+    cmp = wb.compare(
+        {"eager": _twice, "candidate": _wrong_when_small},
+        inputs=lambda: torch.randn(50_000),
+        sweep=sweep,
+        **{**FAST, "min_rounds": 15, "budget_s": 1.0},
+    )
     row = cmp["candidate"]
     assert [e["case"] for e in row.sweep] == ["(1,) float32", "(17,) float32", "(50000,) float32"]
     assert [e["ok"] for e in row.sweep] == [False, False, True]
@@ -46,5 +49,6 @@ def test_failing_shapes_become_the_guard_and_failure_cases():
 
 def test_sweep_needs_a_shape_sweep():
     with pytest.raises(InvalidArgumentError, match="ShapeSweep"):
-        wb.compare({"eager": chain, "b": lambda x: chain(x)}, inputs=lambda: torch.randn(64),
-                   sweep={"shapes": [1]}, **FAST)
+        wb.compare(
+            {"eager": chain, "b": lambda x: chain(x)}, inputs=lambda: torch.randn(64), sweep={"shapes": [1]}, **FAST
+        )

@@ -1,5 +1,6 @@
 """Triton variants: not applicable without a GPU unless interpreted; under the interpreter
 (in a subprocess) correct, with timing marked not meaningful.  Gated on triton being installed."""
+
 import importlib.util
 import sys
 import textwrap
@@ -8,11 +9,9 @@ import pytest
 import torch
 
 import workbench as wb
-
 from tests.variants.variant_workloads import FAST, chain
 
-
-NOT_APPLICABLE_CHECK = textwrap.dedent('''
+NOT_APPLICABLE_CHECK = textwrap.dedent("""
     import json, os, torch
     os.environ.pop("TRITON_INTERPRET", None)
     import workbench as wb
@@ -21,7 +20,7 @@ NOT_APPLICABLE_CHECK = textwrap.dedent('''
                    inputs=lambda: torch.randn(64), **FAST)
     row = c["triton"]
     print(json.dumps({"status": row.status, "reason": row.reason, "decision": row.decision}))
-''')
+""")
 
 
 def test_without_gpu_or_interpreter_it_is_not_applicable_with_the_hint():
@@ -33,15 +32,21 @@ def test_without_gpu_or_interpreter_it_is_not_applicable_with_the_hint():
     if torch.cuda.is_available():
         pytest.skip("a GPU is present: the Triton variant runs")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run([sys.executable, "-c", NOT_APPLICABLE_CHECK], capture_output=True, text=True,
-                          cwd=os.getcwd(), env=env, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", NOT_APPLICABLE_CHECK],
+        capture_output=True,
+        text=True,
+        cwd=os.getcwd(),
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     row = json.loads(proc.stdout.strip().splitlines()[-1])
     assert row["status"] == "not_applicable" and "TRITON_INTERPRET=1" in row["reason"]
     assert row["decision"] == "need_more_evidence"
 
 
-KERNEL_MODULE = textwrap.dedent('''
+KERNEL_MODULE = textwrap.dedent("""
     import torch
     import triton
     import triton.language as tl
@@ -63,11 +68,13 @@ KERNEL_MODULE = textwrap.dedent('''
 
     def make_inputs():
         return (torch.randn(1000),)
-''')
+""")
 
 
-@pytest.mark.skipif(importlib.util.find_spec("triton") is None,
-                    reason="not applicable: triton is not installed (pip install triton, ~1 GB)")
+@pytest.mark.skipif(
+    importlib.util.find_spec("triton") is None,
+    reason="not applicable: triton is not installed (pip install triton, ~1 GB)",
+)
 def test_interpreter_check_in_a_subprocess(tmp_path, monkeypatch):
     import os
 

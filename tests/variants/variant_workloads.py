@@ -1,4 +1,5 @@
 """Workloads and settings shared by the variant tests (imported by name: no package here)."""
+
 import os
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")

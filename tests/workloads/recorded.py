@@ -9,6 +9,7 @@ shared CI runner and the machine that recorded it. The ``judged_as_recorded`` fi
 (tests/workloads/conftest.py) keeps this machine's cached CPU ceiling out of the judgement, as the
 recorder did.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,7 +32,7 @@ def case_id(category: str | None, name: str) -> str:
 
 @dataclass(frozen=True)
 class Case:
-    category: str | None          # None: a clean workload
+    category: str | None  # None: a clean workload
     name: str
     build: Callable[[], tuple[Callable[[], Any], dict]] = field(repr=False, compare=False)
     options: dict = field(default_factory=dict, compare=False)
@@ -45,8 +46,11 @@ def planted_cases() -> list[Case]:
     """tests/workloads/planted.py in the order test_planted profiled it live: planted by category, then clean."""
     from tests.workloads.planted import CLEAN, PLANTED
 
-    out = [Case(category, b.__name__, b, dict(PLANTED_OPTIONS))
-           for category, builders in sorted(PLANTED.items()) for b in builders]
+    out = [
+        Case(category, b.__name__, b, dict(PLANTED_OPTIONS))
+        for category, builders in sorted(PLANTED.items())
+        for b in builders
+    ]
     return out + [Case(None, b.__name__, b, dict(PLANTED_OPTIONS)) for b in CLEAN]
 
 
@@ -63,8 +67,10 @@ def load_recorded(folder: Path, case: Case):
 
     path = folder / case.id
     if not path.is_dir():
-        raise AssertionError(f"no recorded run for {case.id} in {folder}: record it with "
-                             f"`.venv/bin/python tests/data/record_planted_runs.py --only {case.name}`")
+        raise AssertionError(
+            f"no recorded run for {case.id} in {folder}: record it with "
+            f"`.venv/bin/python tests/data/record_planted_runs.py --only {case.name}`"
+        )
     return wb.load_run(path)
 
 

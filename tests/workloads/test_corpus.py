@@ -12,6 +12,7 @@ re-record. How often a live profile on this machine gets it right is the benchma
 
 Only workloads whose margin is wide are held here (``NOT_HELD`` names the others and why).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -42,8 +43,10 @@ CLEAN = [c for c in CASES if c.category is None]
 def test_planted_category_within_top_k(case):
     ratio = manifest(CORPUS_RUNS).get(case.id, {}).get("fresh_buffer_cost_ratio")
     if case.category == "allocation_churn" and ratio is not None and ratio < PLANTED_COST_MIN_RATIO:
-        pytest.skip(f"not applicable: when {case.id} was recorded a fresh 36 MB buffer cost no more than a "
-                    f"reused one ({ratio:.2f}x), so the planted allocation cost is absent from the recording")
+        pytest.skip(
+            f"not applicable: when {case.id} was recorded a fresh 36 MB buffer cost no more than a "
+            f"reused one ({ratio:.2f}x), so the planted allocation cost is absent from the recording"
+        )
     run = load_recorded(CORPUS_RUNS, case)
     ranked = list(run.hypotheses)
     listing = [(h.category, h.rule, h.confidence, round(h.time_at_stake_ms, 4)) for h in ranked[:4]]
@@ -64,8 +67,9 @@ def test_clean_workload_has_no_high_confidence_hypothesis(case):
 def test_every_tuning_workload_has_a_recording_and_no_recording_is_stale():
     recorded = {p.name for p in CORPUS_RUNS.iterdir() if p.is_dir()}
     wanted = {c.id for c in CASES}
-    assert wanted - recorded == set(), ("record them: .venv/bin/python tests/data/record_planted_runs.py "
-                                        "--set corpus --only NAME")
+    assert wanted - recorded == set(), (
+        "record them: .venv/bin/python tests/data/record_planted_runs.py --set corpus --only NAME"
+    )
     assert recorded - wanted == set(), "recordings of workloads corpus.py's tuning half no longer has: remove them"
     assert all(manifest(CORPUS_RUNS)[c.id]["replay_matches"] for c in CASES)
 
@@ -74,8 +78,17 @@ def test_the_split_alternates_in_definition_order_and_covers_every_cpu_category(
     from tests.workloads.corpus import CORPUS, HALVES
 
     assert [w.half for w in CORPUS] == [HALVES[i % 2] for i in range(len(CORPUS))]
-    cpu_categories = {"launch_overhead", "host_bound", "memory_bound", "compute_bound", "allocation_churn",
-                      "graph_break", "recompilation", "cold_start", "measurement"}
+    cpu_categories = {
+        "launch_overhead",
+        "host_bound",
+        "memory_bound",
+        "compute_bound",
+        "allocation_churn",
+        "graph_break",
+        "recompilation",
+        "cold_start",
+        "measurement",
+    }
     for c in cpu_categories:
         assert len(workloads(category=c)) >= 5, c
     assert len(workloads(category=None)) >= 5

@@ -14,6 +14,7 @@ what load cannot change (see ``test_live_run_finds_the_planted_category_or_says_
 often a live profile ranks the planted category first is a benchmark, not a test:
 ``benchmarks/diagnosis_accuracy.py --half planted``.
 """
+
 from __future__ import annotations
 
 import sys
@@ -24,14 +25,13 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import workbench as wb  # noqa: E402
-from workbench.hypotheses import diagnose  # noqa: E402
 from tests.workloads.planted import CLEAN, PLANTED, PLANTED_COST_MIN_RATIO, fresh_buffer_cost_ratio  # noqa: E402
 from tests.workloads.recorded import PLANTED_OPTIONS, PLANTED_RUNS, load_recorded, manifest, planted_cases  # noqa: E402
+from workbench.hypotheses import diagnose  # noqa: E402
 
 COMPILED = {"graph_break", "recompilation"}
 # the health checks that say the machine, not the workload, shaped the timing
 LOAD_CHECKS = ("machine_load", "cpu_wait", "noisy_timing", "thread_oversubscription")
-
 
 
 class LiveRunOnALoadedMachine(UserWarning):
@@ -53,8 +53,10 @@ def _listing(ranked, top=4):
 def test_planted_category_ranks_first(case):
     ratio = manifest(PLANTED_RUNS).get(case.id, {}).get("fresh_buffer_cost_ratio")
     if case.category == "allocation_churn" and ratio is not None and ratio < PLANTED_COST_MIN_RATIO:
-        pytest.skip(f"not applicable: when {case.id} was recorded a fresh 36 MB buffer cost no more than a "
-                    f"reused one ({ratio:.2f}x), so the planted allocation cost is absent from the recording")
+        pytest.skip(
+            f"not applicable: when {case.id} was recorded a fresh 36 MB buffer cost no more than a "
+            f"reused one ({ratio:.2f}x), so the planted allocation cost is absent from the recording"
+        )
     run = load_recorded(PLANTED_RUNS, case)
     ranked = run.hypotheses
     assert ranked, f"{case.id}: no hypothesis at all; not judged: {diagnose(run).statements()}"
@@ -74,8 +76,9 @@ def test_clean_workload_has_no_high_confidence_hypothesis(case):
 def test_every_planted_workload_has_a_recording_and_no_recording_is_stale():
     recorded = {p.name for p in PLANTED_RUNS.iterdir() if p.is_dir()}
     wanted = {c.id for c in CASES}
-    assert wanted - recorded == set(), ("record them: .venv/bin/python tests/data/record_planted_runs.py "
-                                        "--set planted --only NAME")
+    assert wanted - recorded == set(), (
+        "record them: .venv/bin/python tests/data/record_planted_runs.py --set planted --only NAME"
+    )
     assert recorded - wanted == set(), "recordings of workloads planted.py no longer has: remove them"
     notes = manifest(PLANTED_RUNS)
     for c in CASES:
@@ -84,8 +87,17 @@ def test_every_planted_workload_has_a_recording_and_no_recording_is_stale():
 
 
 def test_every_cpu_category_has_two_workloads_and_there_are_clean_ones():
-    cpu_categories = {"launch_overhead", "host_bound", "memory_bound", "compute_bound", "allocation_churn",
-                      "graph_break", "recompilation", "cold_start", "measurement"}
+    cpu_categories = {
+        "launch_overhead",
+        "host_bound",
+        "memory_bound",
+        "compute_bound",
+        "allocation_churn",
+        "graph_break",
+        "recompilation",
+        "cold_start",
+        "measurement",
+    }
     assert {c for c, bs in PLANTED.items() if len(bs) >= 2} >= cpu_categories
     assert len(CLEAN) >= 2
 
@@ -94,10 +106,10 @@ def test_every_cpu_category_has_two_workloads_and_there_are_clean_ones():
 @pytest.fixture
 def _fresh_dynamo():
     if "torch._dynamo" in sys.modules:
-        torch._dynamo.reset()   # a rebuilt workload must compile afresh (dynamo caches by code object)
+        torch._dynamo.reset()  # a rebuilt workload must compile afresh (dynamo caches by code object)
     yield
     if "torch._dynamo" in sys.modules:
-        torch._dynamo.reset()   # compiled workloads leave no caches behind for the next test
+        torch._dynamo.reset()  # compiled workloads leave no caches behind for the next test
 
 
 def _live_cases():
@@ -123,18 +135,25 @@ def test_live_run_finds_the_planted_category_or_says_why_not(category, builder, 
     - every hypothesis shown has evidence and a falsifier, and no stake exceeds the time measured.
     """
     if category == "allocation_churn" and fresh_buffer_cost_ratio() < PLANTED_COST_MIN_RATIO:
-        pytest.skip("not applicable: in this process a fresh 36 MB buffer costs no more than a reused one "
-                    f"({fresh_buffer_cost_ratio():.2f}x), so the planted allocation cost is absent")
+        pytest.skip(
+            "not applicable: in this process a fresh 36 MB buffer costs no more than a reused one "
+            f"({fresh_buffer_cost_ratio():.2f}x), so the planted allocation cost is absent"
+        )
     fn, options = builder()
     run = wb.profile(fn, **{**PLANTED_OPTIONS, **options})
     ranked = list(run.hypotheses)
     loaded = [f"{c.name}: {c.observed}" for c in run.health.problems if c.name in LOAD_CHECKS]
     found = category in [h.category for h in ranked]
-    assert found or loaded, \
+    assert found or loaded, (
         f"{builder.__name__}: planted {category} not found on a quiet run: {_listing(ranked)}; {run.health.headline()}"
-    if not found:   # passed on the health check's word: say so in the summary, it is not silent
-        warnings.warn(f"{builder.__name__}: planted {category} not found live; the machine shaped the timing "
-                      f"({'; '.join(loaded)}): {_listing(ranked)}", LiveRunOnALoadedMachine, stacklevel=1)
+    )
+    if not found:  # passed on the health check's word: say so in the summary, it is not silent
+        warnings.warn(
+            f"{builder.__name__}: planted {category} not found live; the machine shaped the timing "
+            f"({'; '.join(loaded)}): {_listing(ranked)}",
+            LiveRunOnALoadedMachine,
+            stacklevel=1,
+        )
     again = wb.load_run(run.save(tmp_path / "run"))
     assert _listing(again.hypotheses, None) == _listing(ranked, None)
     for h in ranked:

@@ -6,11 +6,18 @@ Every function takes the Trace first and ``semantics``: ``"workbench"`` (default
 timestamps and rounding, its dropping of the last ProfilerStep, its kernel classification and launch-API
 list, its interval merge); these match its CSVs on all eleven shared trace sets to 0.01 µs.
 """
+
 from __future__ import annotations
 
 from workbench.analysis.copies import CopyStats, copy_stats
 from workbench.analysis.critical_path import (
-    CollectiveWaits, CriticalPath, WhatIf, collective_waits, critical_path, critical_paths, what_if,
+    CollectiveWaits,
+    CriticalPath,
+    WhatIf,
+    collective_waits,
+    critical_path,
+    critical_paths,
+    what_if,
 )
 from workbench.analysis.idle import IdleBreakdown, idle_breakdown
 from workbench.analysis.kernels import KernelBreakdown, kernel_breakdown
@@ -24,10 +31,38 @@ from workbench.analysis.temporal import CommOverlap, TemporalBreakdown, comm_ove
 from workbench.analysis.work import AnalyticWork, analytic_work, op_work
 
 __all__ = [
-    "op_breakdown", "kernel_breakdown", "temporal_breakdown", "idle_breakdown", "launch_stats", "comm_overlap",
-    "copy_stats", "sync_audit", "stragglers", "step_breakdown", "analytic_work", "op_work",
-    "critical_path", "critical_paths", "what_if", "collective_waits", "CriticalPath", "WhatIf", "CollectiveWaits",
-    "OpBreakdown", "KernelBreakdown", "TemporalBreakdown", "IdleBreakdown", "LaunchStats", "CommOverlap",
-    "CopyStats", "SyncAudit", "Stragglers", "StepBreakdown", "AnalyticWork",
-    "Semantics", "WORKBENCH", "HTA", "HTA_NOROUND",
+    "op_breakdown",
+    "kernel_breakdown",
+    "temporal_breakdown",
+    "idle_breakdown",
+    "launch_stats",
+    "comm_overlap",
+    "copy_stats",
+    "sync_audit",
+    "stragglers",
+    "step_breakdown",
+    "analytic_work",
+    "op_work",
+    "critical_path",
+    "critical_paths",
+    "what_if",
+    "collective_waits",
+    "CriticalPath",
+    "WhatIf",
+    "CollectiveWaits",
+    "OpBreakdown",
+    "KernelBreakdown",
+    "TemporalBreakdown",
+    "IdleBreakdown",
+    "LaunchStats",
+    "CommOverlap",
+    "CopyStats",
+    "SyncAudit",
+    "Stragglers",
+    "StepBreakdown",
+    "AnalyticWork",
+    "Semantics",
+    "WORKBENCH",
+    "HTA",
+    "HTA_NOROUND",
 ]

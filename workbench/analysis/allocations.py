@@ -8,6 +8,7 @@ larger; consecutive growth steps form a chain. Shapes come from the profiler's `
 ``TensorList``'s dims are a list of shapes); element sizes are not needed: the ratio of elements written
 to elements kept is the same in bytes.
 """
+
 from __future__ import annotations
 
 import json
@@ -50,7 +51,7 @@ def growth_chains(ops: pd.DataFrame) -> pd.DataFrame:
         total = sum(numels) if numels else None
         fed = previous_out if numels and previous_out is not None and previous_out in numels else None
         if fed is None and numels and len(numels) > 1 and 0 in numels:
-            fed, current = 0, -1                      # a new chain starts from an empty accumulator
+            fed, current = 0, -1  # a new chain starts from an empty accumulator
         grows = fed is not None and total is not None and total > fed
         if grows:
             if current < 0:
@@ -70,10 +71,21 @@ def growth_summary(steps: pd.DataFrame) -> dict[str, float]:
     (``written_numel``: every output in full) and elements a preallocated buffer writes once
     (``kept_numel``: each chain's final size), and ``removable_fraction`` = 1 - kept / written."""
     if steps.empty:
-        return {"steps": 0, "chains": 0, "dur_us": 0.0, "written_numel": 0.0, "kept_numel": 0.0,
-                "removable_fraction": 0.0}
+        return {
+            "steps": 0,
+            "chains": 0,
+            "dur_us": 0.0,
+            "written_numel": 0.0,
+            "kept_numel": 0.0,
+            "removable_fraction": 0.0,
+        }
     written = float(steps["out_numel"].sum())
     kept = float(steps.groupby("chain")["out_numel"].max().sum())
-    return {"steps": int(len(steps)), "chains": int(steps["chain"].nunique()), "dur_us": float(steps["dur_us"].sum()),
-            "written_numel": written, "kept_numel": kept,
-            "removable_fraction": float(np.clip(1.0 - kept / written, 0.0, 1.0)) if written > 0 else 0.0}
+    return {
+        "steps": int(len(steps)),
+        "chains": int(steps["chain"].nunique()),
+        "dur_us": float(steps["dur_us"].sum()),
+        "written_numel": written,
+        "kept_numel": kept,
+        "removable_fraction": float(np.clip(1.0 - kept / written, 0.0, 1.0)) if written > 0 else 0.0,
+    }

@@ -24,6 +24,7 @@ records with forward hooks where the Python tracer is unavailable) count as modu
 The line of a source location is the function's first line, as the profiler names Python events
 (``file.py(123): fn``); the exported trace does not hold call-site lines.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -42,23 +43,57 @@ if TYPE_CHECKING:
     from workbench.trace import TraceData
 
 BASES = ("auto", "kernel", "cpu_op")
-TOP_ITEMS = 3     # ops / kernels kept per module or source line
-NO_PYTHON_EVENTS = ("the trace has no Python events (python_function): it was recorded without the "
-                    "Python stack; profile with torch.profiler.profile(with_stack=True, with_modules=True), "
-                    "as wb.profile does")
-NO_MODULES = ("the Python events of the trace hold no nn.Module scope: no nn.Module ran in the traced "
-              "calls (or the profiler did not record module scopes)")
-NO_USER_FRAMES = ("no Python frame in the trace is in your files (every frame is in torch, the standard "
-                  "library or site-packages); name your files with user_paths=")
-NO_FRAMES = ("the trace holds nn.Module scopes but no Python frames (recorded without the Python tracer); "
-             "source lines need torch.profiler.profile(with_stack=True)")
+TOP_ITEMS = 3  # ops / kernels kept per module or source line
+NO_PYTHON_EVENTS = (
+    "the trace has no Python events (python_function): it was recorded without the "
+    "Python stack; profile with torch.profiler.profile(with_stack=True, with_modules=True), "
+    "as wb.profile does"
+)
+NO_MODULES = (
+    "the Python events of the trace hold no nn.Module scope: no nn.Module ran in the traced "
+    "calls (or the profiler did not record module scopes)"
+)
+NO_USER_FRAMES = (
+    "no Python frame in the trace is in your files (every frame is in torch, the standard "
+    "library or site-packages); name your files with user_paths="
+)
+NO_FRAMES = (
+    "the trace holds nn.Module scopes but no Python frames (recorded without the Python tracer); "
+    "source lines need torch.profiler.profile(with_stack=True)"
+)
 NO_WORK = "the trace has no CPU ops or GPU kernels to attribute"
 
-MODULE_COLUMNS = ["path", "module", "depth", "parent", "count", "inclusive_us", "self_us", "inclusive_pct",
-                  "self_pct", "inclusive_ms_per_call", "self_ms_per_call", "cpu_op_us", "cpu_op_self_us",
-                  "kernel_us", "kernel_self_us", "wall_us"]
-SOURCE_COLUMNS = ["location", "file", "line", "function", "count", "self_us", "inclusive_us", "self_pct",
-                  "inclusive_pct", "self_ms_per_call", "inclusive_ms_per_call"]
+MODULE_COLUMNS = [
+    "path",
+    "module",
+    "depth",
+    "parent",
+    "count",
+    "inclusive_us",
+    "self_us",
+    "inclusive_pct",
+    "self_pct",
+    "inclusive_ms_per_call",
+    "self_ms_per_call",
+    "cpu_op_us",
+    "cpu_op_self_us",
+    "kernel_us",
+    "kernel_self_us",
+    "wall_us",
+]
+SOURCE_COLUMNS = [
+    "location",
+    "file",
+    "line",
+    "function",
+    "count",
+    "self_us",
+    "inclusive_us",
+    "self_pct",
+    "inclusive_pct",
+    "self_ms_per_call",
+    "inclusive_ms_per_call",
+]
 ITEM_COLUMNS = ["key", "name", "us", "pct_of_key"]
 
 
@@ -149,8 +184,10 @@ class Attribution:
     @classmethod
     def from_dict(cls, data: dict) -> Attribution:
         if data.get("kind") != "attribution":
-            raise InvalidArgumentError(f"Attribution.from_dict got a {data.get('kind')!r} result; pass the "
-                                       "dict that Attribution.to_dict() produced")
+            raise InvalidArgumentError(
+                f"Attribution.from_dict got a {data.get('kind')!r} result; pass the "
+                "dict that Attribution.to_dict() produced"
+            )
         modules, sources = ModuleBreakdown.from_dict(data["modules"]), SourceBreakdown.from_dict(data["sources"])
         assert isinstance(modules, ModuleBreakdown) and isinstance(sources, SourceBreakdown)  # kinds checked
         return cls(modules, sources)
@@ -165,14 +202,25 @@ class Attribution:
 
 # --- public functions -------------------------------------------------------------------------
 
-def module_breakdown(trace: TraceData, *, basis: str = "auto", calls: int | None = None, scale: float = 1.0,
-                     top: int = TOP_ITEMS) -> ModuleBreakdown:
+
+def module_breakdown(
+    trace: TraceData, *, basis: str = "auto", calls: int | None = None, scale: float = 1.0, top: int = TOP_ITEMS
+) -> ModuleBreakdown:
     """Op and kernel time per ``nn.Module`` path (see the module docstring)."""
     work = _work(trace, basis, calls, scale, top)
     reason = work.reason or (NO_MODULES if not work.stack.has_modules else "")
     if reason:
-        return ModuleBreakdown(_empty(MODULE_COLUMNS), _empty(ITEM_COLUMNS), work.basis, work.total_us,
-                               work.total_us, work.unlinked_us, work.calls, work.scale, reason)
+        return ModuleBreakdown(
+            _empty(MODULE_COLUMNS),
+            _empty(ITEM_COLUMNS),
+            work.basis,
+            work.total_us,
+            work.total_us,
+            work.unlinked_us,
+            work.calls,
+            work.scale,
+            reason,
+        )
     stack = work.stack
     cpu_path = _paths(stack, work.cpu_event)
     gpu_path = _paths(stack, work.gpu_event)
@@ -182,28 +230,48 @@ def module_breakdown(trace: TraceData, *, basis: str = "auto", calls: int | None
     self_gpu = _sums(gpu_path, work.gpu_us)
     modules = np.flatnonzero(stack.module_path != "")
     counts = pd.Series(stack.module_path[modules]).value_counts().to_dict()
-    dur = (stack.events["end_us"].to_numpy() - stack.events["ts_us"].to_numpy())
+    dur = stack.events["end_us"].to_numpy() - stack.events["ts_us"].to_numpy()
     walls = pd.Series(dur[modules]).groupby(stack.module_path[modules]).sum().to_dict()
     all_paths = set(counts)
-    inclusive_basis, inclusive_cpu, inclusive_gpu = (_inclusive(sums, all_paths)
-                                                     for sums in (self_basis, self_cpu, self_gpu))
+    inclusive_basis, inclusive_cpu, inclusive_gpu = (
+        _inclusive(sums, all_paths) for sums in (self_basis, self_cpu, self_gpu)
+    )
     rows = []
     for path in _tree_order(all_paths, inclusive_basis):
         parent, _, module = path.rpartition("/")
-        rows.append({"path": path, "module": module, "depth": path.count("/"), "parent": parent,
-                     "count": int(counts.get(path, 0)), "inclusive_us": inclusive_basis.get(path, 0.0),
-                     "self_us": self_basis.get(path, 0.0), "cpu_op_us": inclusive_cpu.get(path, 0.0),
-                     "cpu_op_self_us": self_cpu.get(path, 0.0), "kernel_us": inclusive_gpu.get(path, 0.0),
-                     "kernel_self_us": self_gpu.get(path, 0.0), "wall_us": float(walls.get(path, 0.0))})
+        rows.append(
+            {
+                "path": path,
+                "module": module,
+                "depth": path.count("/"),
+                "parent": parent,
+                "count": int(counts.get(path, 0)),
+                "inclusive_us": inclusive_basis.get(path, 0.0),
+                "self_us": self_basis.get(path, 0.0),
+                "cpu_op_us": inclusive_cpu.get(path, 0.0),
+                "cpu_op_self_us": self_cpu.get(path, 0.0),
+                "kernel_us": inclusive_gpu.get(path, 0.0),
+                "kernel_self_us": self_gpu.get(path, 0.0),
+                "wall_us": float(walls.get(path, 0.0)),
+            }
+        )
     table = _with_shares(pd.DataFrame(rows), work)[MODULE_COLUMNS]
     items = _items(basis_path, work.names, work.us, top, inclusive=True)
     outside = float(work.us[basis_path == ""].sum())
-    return ModuleBreakdown(table, items, work.basis, work.total_us, outside, work.unlinked_us, work.calls,
-                           work.scale, "")
+    return ModuleBreakdown(
+        table, items, work.basis, work.total_us, outside, work.unlinked_us, work.calls, work.scale, ""
+    )
 
 
-def source_breakdown(trace: TraceData, *, basis: str = "auto", calls: int | None = None, scale: float = 1.0,
-                     top: int = TOP_ITEMS, user_paths: Sequence[str] | None = None) -> SourceBreakdown:
+def source_breakdown(
+    trace: TraceData,
+    *,
+    basis: str = "auto",
+    calls: int | None = None,
+    scale: float = 1.0,
+    top: int = TOP_ITEMS,
+    user_paths: Sequence[str] | None = None,
+) -> SourceBreakdown:
     """Op and kernel time per source location in the user's files (see the module docstring).
 
     ``user_paths``: file path prefixes or suffixes that are the user's code (``("model.py",
@@ -213,8 +281,16 @@ def source_breakdown(trace: TraceData, *, basis: str = "auto", calls: int | None
     has_frames = any(frame is not None for frame in work.stack.frames)
     reason = work.reason or ("" if work.stack.has_user_frames else NO_USER_FRAMES if has_frames else NO_FRAMES)
     if reason:
-        return SourceBreakdown(_empty(SOURCE_COLUMNS), _empty(ITEM_COLUMNS), work.basis, work.total_us,
-                               work.total_us, work.calls, work.scale, reason)
+        return SourceBreakdown(
+            _empty(SOURCE_COLUMNS),
+            _empty(ITEM_COLUMNS),
+            work.basis,
+            work.total_us,
+            work.total_us,
+            work.calls,
+            work.scale,
+            reason,
+        )
     stack = work.stack
     event = work.cpu_event if work.basis == "cpu_op" else work.gpu_event
     innermost = np.where(event >= 0, stack.user[np.clip(event, 0, None)], -1)
@@ -230,27 +306,45 @@ def source_breakdown(trace: TraceData, *, basis: str = "auto", calls: int | None
     for location, count in counts.items():
         frame = stack.frames[first[location]]
         assert frame is not None
-        rows.append({"location": location, "file": frame.file, "line": frame.line, "function": frame.function,
-                     "count": int(count), "self_us": self_us.get(location, 0.0),
-                     "inclusive_us": inclusive.get(location, 0.0)})
+        rows.append(
+            {
+                "location": location,
+                "file": frame.file,
+                "line": frame.line,
+                "function": frame.function,
+                "count": int(count),
+                "self_us": self_us.get(location, 0.0),
+                "inclusive_us": inclusive.get(location, 0.0),
+            }
+        )
     table = _with_shares(pd.DataFrame(rows, columns=SOURCE_COLUMNS[:7]), work)
-    table = table[table["inclusive_us"] > 0]   # frames that ran no op or kernel are not shown
-    table = table.sort_values(["self_us", "inclusive_us", "location"], ascending=[False, False, True],
-                              ignore_index=True)[SOURCE_COLUMNS]
+    table = table[table["inclusive_us"] > 0]  # frames that ran no op or kernel are not shown
+    table = table.sort_values(
+        ["self_us", "inclusive_us", "location"], ascending=[False, False, True], ignore_index=True
+    )[SOURCE_COLUMNS]
     items = _items(locations, work.names, work.us, top, inclusive=False)
     outside = float(work.us[locations == ""].sum())
     return SourceBreakdown(table, items, work.basis, work.total_us, outside, work.calls, work.scale, "")
 
 
-def attribution(trace: TraceData, *, basis: str = "auto", calls: int | None = None, scale: float = 1.0,
-                top: int = TOP_ITEMS, user_paths: Sequence[str] | None = None) -> Attribution:
+def attribution(
+    trace: TraceData,
+    *,
+    basis: str = "auto",
+    calls: int | None = None,
+    scale: float = 1.0,
+    top: int = TOP_ITEMS,
+    user_paths: Sequence[str] | None = None,
+) -> Attribution:
     """Both breakdowns, from one nesting of the trace's Python events."""
-    return Attribution(module_breakdown(trace, basis=basis, calls=calls, scale=scale, top=top),
-                       source_breakdown(trace, basis=basis, calls=calls, scale=scale, top=top,
-                                        user_paths=user_paths))
+    return Attribution(
+        module_breakdown(trace, basis=basis, calls=calls, scale=scale, top=top),
+        source_breakdown(trace, basis=basis, calls=calls, scale=scale, top=top, user_paths=user_paths),
+    )
 
 
 # --- the work to attribute ---------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class _Work:
@@ -260,11 +354,11 @@ class _Work:
     scale: float
     total_us: float
     unlinked_us: float
-    us: np.ndarray           # basis time per item
-    names: np.ndarray        # basis item names (op or kernel)
-    cpu_event: np.ndarray    # per CPU op: the Python event open when it started
+    us: np.ndarray  # basis time per item
+    names: np.ndarray  # basis item names (op or kernel)
+    cpu_event: np.ndarray  # per CPU op: the Python event open when it started
     cpu_us: np.ndarray
-    gpu_event: np.ndarray    # per linked GPU event: the Python event open when its launch started
+    gpu_event: np.ndarray  # per linked GPU event: the Python event open when its launch started
     gpu_us: np.ndarray
     reason: str
 
@@ -273,21 +367,24 @@ def _check(basis: str, calls: int | None, scale: float, top: int) -> None:
     if basis not in BASES:
         raise InvalidArgumentError(f"basis must be one of {BASES}; got {basis!r}")
     if calls is not None and (isinstance(calls, bool) or not isinstance(calls, (int, np.integer)) or calls < 1):
-        raise InvalidArgumentError(f"calls must be an integer >= 1 (the profiled calls the trace covers); "
-                                   f"got {calls!r}")
+        raise InvalidArgumentError(
+            f"calls must be an integer >= 1 (the profiled calls the trace covers); got {calls!r}"
+        )
     if not isinstance(scale, (int, float)) or not scale > 0 or scale != scale or scale == float("inf"):
         raise InvalidArgumentError(f"scale must be a finite number > 0 (clean / traced time); got {scale!r}")
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise InvalidArgumentError(f"top must be an integer >= 1 (ops or kernels kept per row); got {top!r}")
 
 
-def _work(trace: TraceData, basis: str, calls: int | None, scale: float, top: int,
-          user_paths: Sequence[str] | None = None) -> _Work:
+def _work(
+    trace: TraceData, basis: str, calls: int | None, scale: float, top: int, user_paths: Sequence[str] | None = None
+) -> _Work:
     _check(basis, calls, scale, top)
     for table in ("python_calls", "cpu_ops", "kernels", "runtime", "annotations"):
         if not hasattr(trace, table):
-            raise InvalidArgumentError(f"attribution needs a Trace (from workbench.load_trace); got "
-                                       f"{type(trace).__name__} without .{table}")
+            raise InvalidArgumentError(
+                f"attribution needs a Trace (from workbench.load_trace); got {type(trace).__name__} without .{table}"
+            )
     kernels, ops = trace.kernels, trace.cpu_ops
     chosen = ("kernel" if len(kernels) else "cpu_op") if basis == "auto" else basis
     n_calls = int(calls) if calls is not None else _steps(trace.annotations)
@@ -307,11 +404,24 @@ def _work(trace: TraceData, basis: str, calls: int | None, scale: float, top: in
     total_us = float(kernels["dur_us"].sum()) if chosen == "kernel" else float(cpu_us.sum())
     if reason:
         empty = np.zeros(0, dtype=np.int64)
-        return _Work(stack, chosen, n_calls, float(scale), total_us, unlinked_us, np.zeros(0),
-                     np.zeros(0, dtype=object), empty, np.zeros(0), empty, np.zeros(0), reason)
+        return _Work(
+            stack,
+            chosen,
+            n_calls,
+            float(scale),
+            total_us,
+            unlinked_us,
+            np.zeros(0),
+            np.zeros(0, dtype=object),
+            empty,
+            np.zeros(0),
+            empty,
+            np.zeros(0),
+            reason,
+        )
     cpu_event = stack.enclosing(_points(ops))
     gpu_event = np.zeros(0, dtype=np.int64)
-    if linked.any():   # kernel time per module is reported whatever the basis
+    if linked.any():  # kernel time per module is reported whatever the basis
         launches = trace.runtime.iloc[kernels["runtime_index"].to_numpy()[linked]]
         gpu_event = stack.enclosing(_points(launches))
     else:
@@ -320,8 +430,21 @@ def _work(trace: TraceData, basis: str, calls: int | None, scale: float, top: in
         us, names = gpu_us, kernels["name"].astype(str).to_numpy(dtype=object)[linked]
     else:
         us, names = cpu_us, ops["name"].astype(str).to_numpy(dtype=object)
-    return _Work(stack, chosen, n_calls, float(scale), total_us, unlinked_us if chosen == "kernel" else 0.0,
-                 us, names, cpu_event, cpu_us, gpu_event, gpu_us, "")
+    return _Work(
+        stack,
+        chosen,
+        n_calls,
+        float(scale),
+        total_us,
+        unlinked_us if chosen == "kernel" else 0.0,
+        us,
+        names,
+        cpu_event,
+        cpu_us,
+        gpu_event,
+        gpu_us,
+        "",
+    )
 
 
 def _stack_events(python_calls: pd.DataFrame, annotations: pd.DataFrame) -> pd.DataFrame:
@@ -349,6 +472,7 @@ def _steps(annotations: pd.DataFrame) -> int:
 
 
 # --- aggregation -------------------------------------------------------------------------------
+
 
 def _paths(stack: PythonStack, event: np.ndarray) -> np.ndarray:
     """The module path of each item, from the Python event open when it started ("" outside any module)."""
@@ -397,8 +521,11 @@ def _tree_order(paths: set[str], inclusive: dict[str, float]) -> list[str]:
 
 def _source_inclusive(stack: PythonStack, innermost: np.ndarray, us: np.ndarray) -> dict[str, float]:
     """Time per location with the location anywhere on the item's user stack (once per item)."""
-    user_parent = np.where(stack.parent >= 0, stack.user[np.clip(stack.parent, 0, None)], -1) \
-        if len(stack.parent) else stack.parent
+    user_parent = (
+        np.where(stack.parent >= 0, stack.user[np.clip(stack.parent, 0, None)], -1)
+        if len(stack.parent)
+        else stack.parent
+    )
     per_event = pd.Series(us[innermost >= 0]).groupby(innermost[innermost >= 0]).sum()
     out: dict[str, float] = defaultdict(float)
     for event, event_us in per_event.items():
@@ -427,15 +554,17 @@ def _items(keys: np.ndarray, names: np.ndarray, us: np.ndarray, top: int, inclus
     inside = keys != ""
     if not inside.any():
         return _empty(ITEM_COLUMNS)
-    grouped = pd.DataFrame({"key": keys[inside], "name": names[inside], "us": us[inside]}) \
-        .groupby(["key", "name"], sort=False)["us"].sum()
+    grouped = (
+        pd.DataFrame({"key": keys[inside], "name": names[inside], "us": us[inside]})
+        .groupby(["key", "name"], sort=False)["us"]
+        .sum()
+    )
     sums: dict[tuple[str, str], float] = defaultdict(float)
     for (key, name), value in grouped.items():
-        for prefix in (_prefixes(str(key)) if inclusive else [str(key)]):
+        for prefix in _prefixes(str(key)) if inclusive else [str(key)]:
             sums[(prefix, str(name))] += float(value)
     frame = pd.DataFrame([(k, n, v) for (k, n), v in sums.items()], columns=["key", "name", "us"])
     key_total = frame.groupby("key")["us"].transform("sum")
     frame["pct_of_key"] = np.where(key_total > 0, 100.0 * frame["us"] / key_total, 0.0)
     frame = frame.sort_values(["key", "us", "name"], ascending=[True, False, True], kind="stable")
     return frame.groupby("key", sort=False).head(top).reset_index(drop=True)[ITEM_COLUMNS]
-

@@ -1,5 +1,6 @@
 """Copy statistics: per direction (HtoD / DtoH / DtoD / PtoP ...) and host memory (pageable / pinned),
 count, bytes, time and achieved bandwidth; memsets alongside."""
+
 from __future__ import annotations
 
 import re
@@ -31,18 +32,29 @@ def copy_stats(trace, semantics="workbench") -> CopyStats:
     view = prepare(trace, semantics)
     k = view.kernels[view.kernels["kind"].astype(str).isin(["memcpy", "memset"])]
     parts = _parts(k)
-    per_copy = pd.DataFrame({
-        "rank": k["rank"].to_numpy(), "kind": k["kind"].astype(str).to_numpy(),
-        "direction": parts[0], "host_memory": parts[1],
-        "bytes": pd.to_numeric(k["bytes"], errors="coerce").fillna(-1).to_numpy(np.int64),
-        "dur_us": k["dur_us"].to_numpy(np.float64)})
-    per_copy["gbps"] = np.where((per_copy["dur_us"] > 0) & (per_copy["bytes"] >= 0),
-                                per_copy["bytes"] / np.where(per_copy["dur_us"] > 0, per_copy["dur_us"], 1) / 1e3,
-                                np.nan)
+    per_copy = pd.DataFrame(
+        {
+            "rank": k["rank"].to_numpy(),
+            "kind": k["kind"].astype(str).to_numpy(),
+            "direction": parts[0],
+            "host_memory": parts[1],
+            "bytes": pd.to_numeric(k["bytes"], errors="coerce").fillna(-1).to_numpy(np.int64),
+            "dur_us": k["dur_us"].to_numpy(np.float64),
+        }
+    )
+    per_copy["gbps"] = np.where(
+        (per_copy["dur_us"] > 0) & (per_copy["bytes"] >= 0),
+        per_copy["bytes"] / np.where(per_copy["dur_us"] > 0, per_copy["dur_us"], 1) / 1e3,
+        np.nan,
+    )
     table = _summarise(per_copy)
     pageable = per_copy[(per_copy["host_memory"] == "pageable") & (per_copy["bytes"] > 0)]["bytes"].sum()
-    return CopyStats(table=table, pageable_bytes=int(pageable), total_copy_us=float(per_copy["dur_us"].sum()),
-                     semantics=view.semantics.name)
+    return CopyStats(
+        table=table,
+        pageable_bytes=int(pageable),
+        total_copy_us=float(per_copy["dur_us"].sum()),
+        semantics=view.semantics.name,
+    )
 
 
 def _parts(k: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -73,8 +85,9 @@ def _summarise(c: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame({col: pd.Series(dtype="float64") for col in cols})
     c = c.assign(known_bytes=c["bytes"].clip(lower=0))
     g = c.groupby(["rank", "kind", "direction", "host_memory"])
-    t = g.agg(count=("dur_us", "size"), bytes=("known_bytes", "sum"), dur_us=("dur_us", "sum"),
-              median_gbps=("gbps", "median")).reset_index()
+    t = g.agg(
+        count=("dur_us", "size"), bytes=("known_bytes", "sum"), dur_us=("dur_us", "sum"), median_gbps=("gbps", "median")
+    ).reset_index()
     t["gbps"] = np.where(t["dur_us"] > 0, t["bytes"] / t["dur_us"].where(t["dur_us"] > 0, 1) / 1e3, np.nan)
     t["count"] = t["count"].astype("int64")
     t["bytes"] = t["bytes"].astype("int64")

@@ -45,6 +45,7 @@ GPU-side copies); without ``wait_on_stream`` / ``wait_on_correlation`` columns i
 waits on the GPU activity launched last before the preceding ``cudaEventRecord`` on its thread (said in
 ``notes``; the trace tables do not carry those args yet).
 """
+
 from __future__ import annotations
 
 import re
@@ -58,17 +59,43 @@ from workbench.analysis.result import AnalysisResult
 from workbench.analysis.view import STEP_PREFIX, _hta_times, _origins_ns, prepare
 from workbench.errors import InvalidArgumentError
 
-KERNEL_KERNEL_DELAY_THRESHOLD_US = 1500.0   # HTA: a longer gap on a stream is an unrecognised dependency
-LOCK_CALLS = frozenset({"cudaHostAlloc", "cudaLaunchKernel", "cudaMemcpyAsync"})   # HTA's CUDA runtime lock
-BLOCKING_CALLS = frozenset({"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventQuery",
-                            "cudaEventSynchronize", "cudaMemcpy", "cudaMemcpyAsync",
-                            "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize",
-                            "hipEventQuery", "hipMemcpy", "hipMemcpyAsync", "cuCtxSynchronize",
-                            "cuStreamSynchronize", "cuEventSynchronize"})
+KERNEL_KERNEL_DELAY_THRESHOLD_US = 1500.0  # HTA: a longer gap on a stream is an unrecognised dependency
+LOCK_CALLS = frozenset({"cudaHostAlloc", "cudaLaunchKernel", "cudaMemcpyAsync"})  # HTA's CUDA runtime lock
+BLOCKING_CALLS = frozenset(
+    {
+        "cudaDeviceSynchronize",
+        "cudaStreamSynchronize",
+        "cudaEventQuery",
+        "cudaEventSynchronize",
+        "cudaMemcpy",
+        "cudaMemcpyAsync",
+        "hipDeviceSynchronize",
+        "hipStreamSynchronize",
+        "hipEventSynchronize",
+        "hipEventQuery",
+        "hipMemcpy",
+        "hipMemcpyAsync",
+        "cuCtxSynchronize",
+        "cuStreamSynchronize",
+        "cuEventSynchronize",
+    }
+)
 # the launch calls HTA's queue length counts
-QUEUE_LAUNCH_CALLS = frozenset({"cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
-                                "cudaMemcpyAsync", "cudaMemsetAsync", "hipLaunchKernel", "hipExtModuleLaunchKernel",
-                                "hipMemsetAsync", "hipMemcpyAsync", "hipMemcpyWithStream"})
+QUEUE_LAUNCH_CALLS = frozenset(
+    {
+        "cudaLaunchKernel",
+        "cudaLaunchKernelExC",
+        "cuLaunchKernel",
+        "cuLaunchKernelEx",
+        "cudaMemcpyAsync",
+        "cudaMemsetAsync",
+        "hipLaunchKernel",
+        "hipExtModuleLaunchKernel",
+        "hipMemsetAsync",
+        "hipMemcpyAsync",
+        "hipMemcpyWithStream",
+    }
+)
 DEVICE_SYNC_CALLS = frozenset({"cudaDeviceSynchronize", "hipDeviceSynchronize", "cuCtxSynchronize"})
 STREAM_SYNC_CALLS = frozenset({"cudaStreamSynchronize", "hipStreamSynchronize", "cuStreamSynchronize"})
 EVENT_SYNC_CALLS = frozenset({"cudaEventSynchronize", "hipEventSynchronize", "cuEventSynchronize"})
@@ -76,14 +103,27 @@ RECORD_CALLS = frozenset({"cudaEventRecord", "hipEventRecord", "cuEventRecord", 
 
 # edge kinds (the ``kind`` column), and the HTA edge type each comes from
 KINDS = ("host", "launch", "kernel", "memory", "communication", "gpu_idle", "dependency", "sync")
-HTA_TYPE = {"host": "critical_path_operator", "kernel": "critical_path_operator",
-            "memory": "critical_path_operator", "communication": "critical_path_operator",
-            "launch": "critical_path_kernel_launch_delay", "gpu_idle": "critical_path_kernel_kernel_delay",
-            "dependency": "critical_path_dependency", "sync": "critical_path_sync_dependency"}
+HTA_TYPE = {
+    "host": "critical_path_operator",
+    "kernel": "critical_path_operator",
+    "memory": "critical_path_operator",
+    "communication": "critical_path_operator",
+    "launch": "critical_path_kernel_launch_delay",
+    "gpu_idle": "critical_path_kernel_kernel_delay",
+    "dependency": "critical_path_dependency",
+    "sync": "critical_path_sync_dependency",
+}
 # HTA's bound_by of each kind ("" for the weightless edges)
-HTA_BOUND_BY = {"host": "cpu_bound", "kernel": "gpu_compute_bound", "memory": "gpu_compute_bound",
-                "communication": "gpu_communication_bound", "launch": "gpu_kernel_launch_overhead",
-                "gpu_idle": "gpu_kernel_kernel_overhead", "dependency": "", "sync": ""}
+HTA_BOUND_BY = {
+    "host": "cpu_bound",
+    "kernel": "gpu_compute_bound",
+    "memory": "gpu_compute_bound",
+    "communication": "gpu_communication_bound",
+    "launch": "gpu_kernel_launch_overhead",
+    "gpu_idle": "gpu_kernel_kernel_overhead",
+    "dependency": "",
+    "sync": "",
+}
 SHARE_KINDS = ("host", "launch", "kernel", "memory", "communication", "gpu_idle")
 GPU_KINDS = ("kernel", "memory", "communication", "gpu_idle")
 _K = {k: i for i, k in enumerate(KINDS)}
@@ -145,11 +185,14 @@ class CriticalPath(AnalysisResult):
 
     def summary(self) -> str:
         """One line: length, step time and the shares."""
-        parts = ", ".join(f"{k} {self.shares_pct.get(k, 0.0):.1f} %" for k in SHARE_KINDS
-                          if self.shares_pct.get(k, 0.0))
+        parts = ", ".join(
+            f"{k} {self.shares_pct.get(k, 0.0):.1f} %" for k in SHARE_KINDS if self.shares_pct.get(k, 0.0)
+        )
         note = f"; partial: {'; '.join(self.notes)}" if self.notes else ""
-        return (f"critical path of {self.step} on rank {self.rank}: {self.length_us / 1000:.3f} ms of a "
-                f"{self.step_us / 1000:.3f} ms step, bound by {self.bound_by} ({parts}){note}")
+        return (
+            f"critical path of {self.step} on rank {self.rank}: {self.length_us / 1000:.3f} ms of a "
+            f"{self.step_us / 1000:.3f} ms step, bound by {self.bound_by} ({parts}){note}"
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -184,6 +227,7 @@ class WhatIf(AnalysisResult):
 
 # --- the graph ----------------------------------------------------------------------------------------
 
+
 @dataclass
 class _Graph:
     """Events (source, row, name, ts, end, ...) and edges between their nodes (2e: start, 2e+1: end)."""
@@ -200,12 +244,12 @@ class _Graph:
     ev_tid: np.ndarray
     ev_stream: np.ndarray
     ev_op_name: np.ndarray
-    ev_kind: np.ndarray        # the kind of an event's own edge: host / kernel / memory / communication
+    ev_kind: np.ndarray  # the kind of an event's own edge: host / kernel / memory / communication
     src: np.ndarray
     dst: np.ndarray
     weight: np.ndarray
-    kind: np.ndarray           # index into KINDS
-    event: np.ndarray          # the event an edge's time is attributed to (-1: none)
+    kind: np.ndarray  # index into KINDS
+    event: np.ndarray  # the event an edge's time is attributed to (-1: none)
     blocking_sync: np.ndarray  # per event: a blocking call whose end a sync edge reaches
     notes: list = field(default_factory=list)
     semantics: str = "workbench"
@@ -220,16 +264,31 @@ class _Graph:
         return out
 
 
-def critical_path(trace, annotation: str = "ProfilerStep", instance: int = 0, rank: int | None = None,
-                  window: tuple[float, float] | None = None, semantics="workbench") -> CriticalPath:
+def critical_path(
+    trace,
+    annotation: str = "ProfilerStep",
+    instance: int = 0,
+    rank: int | None = None,
+    window: tuple[float, float] | None = None,
+    semantics="workbench",
+) -> CriticalPath:
     """The critical path of one instance of ``annotation`` (a ``ProfilerStep``, a ``record_function``
     range, an NVTX range; ``""``: the whole trace) or of ``window=(start_us, end_us)`` on ``rank``."""
     return PathGraph(trace, annotation, instance, rank, window, semantics).path
 
 
-def what_if(trace, changes: dict | None = None, *, remove_gaps: bool = False, kinds: dict | None = None,
-            annotation: str = "ProfilerStep", instance: int = 0, rank: int | None = None,
-            window: tuple[float, float] | None = None, semantics="workbench") -> WhatIf:
+def what_if(
+    trace,
+    changes: dict | None = None,
+    *,
+    remove_gaps: bool = False,
+    kinds: dict | None = None,
+    annotation: str = "ProfilerStep",
+    instance: int = 0,
+    rank: int | None = None,
+    window: tuple[float, float] | None = None,
+    semantics="workbench",
+) -> WhatIf:
     """Shrink (or grow) the named work on the path's graph and recompute the path.
 
     ``changes``: {pattern: factor}: every host op, runtime call or GPU activity whose name matches the
@@ -239,31 +298,45 @@ def what_if(trace, changes: dict | None = None, *, remove_gaps: bool = False, ki
     ``kinds``: {kind: factor} for every edge of a kind (``KINDS``: "kernel", "memory", "host", ...).
     ``remove_gaps``: launch delays and GPU idle gaps take no time."""
     return PathGraph(trace, annotation, instance, rank, window, semantics).what_if(
-        changes, kinds=kinds, remove_gaps=remove_gaps)
+        changes, kinds=kinds, remove_gaps=remove_gaps
+    )
 
 
 class PathGraph:
     """One step's dependency graph, built once: ``.path`` (its ``CriticalPath``) and ``.what_if(...)`` on it,
     as often as asked without building the graph again."""
 
-    def __init__(self, trace, annotation: str = "ProfilerStep", instance: int = 0, rank: int | None = None,
-                 window: tuple[float, float] | None = None, semantics="workbench", scopes: bool = True):
+    def __init__(
+        self,
+        trace,
+        annotation: str = "ProfilerStep",
+        instance: int = 0,
+        rank: int | None = None,
+        window: tuple[float, float] | None = None,
+        semantics="workbench",
+        scopes: bool = True,
+    ):
         self._graph, self._ctx = _build(trace, annotation, instance, rank, window, semantics)
         self._scopes = scopes
         self.path = _result(self._graph, self._graph.weight, self._ctx, scopes=scopes)
 
-    def what_if(self, changes: dict | None = None, *, kinds: dict | None = None,
-                remove_gaps: bool = False) -> WhatIf:
+    def what_if(self, changes: dict | None = None, *, kinds: dict | None = None, remove_gaps: bool = False) -> WhatIf:
         """See ``what_if``."""
         changes, kinds = dict(changes or {}), dict(kinds or {})
         if not changes and not kinds and not remove_gaps:
-            raise InvalidArgumentError("what_if needs changes ({'kernel or op pattern': factor}), kinds "
-                                       "({'kernel': 0.5}) or remove_gaps=True")
+            raise InvalidArgumentError(
+                "what_if needs changes ({'kernel or op pattern': factor}), kinds ({'kernel': 0.5}) or remove_gaps=True"
+            )
         for what, factor in (*changes.items(), *kinds.items()):
-            if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not np.isfinite(factor) \
-                    or factor < 0:
-                raise InvalidArgumentError(f"what_if factor for {what!r} must be a number >= 0 (0.5: twice as "
-                                           f"fast); got {factor!r}")
+            if (
+                isinstance(factor, bool)
+                or not isinstance(factor, (int, float))
+                or not np.isfinite(factor)
+                or factor < 0
+            ):
+                raise InvalidArgumentError(
+                    f"what_if factor for {what!r} must be a number >= 0 (0.5: twice as fast); got {factor!r}"
+                )
         unknown = sorted(set(kinds) - set(KINDS))
         if unknown:
             raise InvalidArgumentError(f"what_if kinds {unknown} unknown; use some of {list(KINDS)}")
@@ -271,35 +344,54 @@ class PathGraph:
         weight = graph.weight.copy()
         rows = []
         names = graph.ev_name.astype(str)
-        is_work = np.isin(graph.kind, [_K["host"], _K["kernel"], _K["memory"], _K["communication"]]) & \
-            (graph.event >= 0)
+        is_work = np.isin(graph.kind, [_K["host"], _K["kernel"], _K["memory"], _K["communication"]]) & (
+            graph.event >= 0
+        )
         for pattern, factor in changes.items():
             rx = re.compile(pattern)
             hit_ev = np.array([bool(rx.search(n)) for n in names], dtype=bool)
             edges = is_work & hit_ev[np.clip(graph.event, 0, None)]
             weight[edges] = weight[edges] * float(factor)
             ev = np.flatnonzero(hit_ev)
-            rows.append({"pattern": pattern, "factor": float(factor), "n_events": int(len(ev)),
-                         "work_us": float((graph.ev_end[ev] - graph.ev_ts[ev]).sum()),
-                         "on_path_us": before.time_on_path_us(pattern)})
+            rows.append(
+                {
+                    "pattern": pattern,
+                    "factor": float(factor),
+                    "n_events": int(len(ev)),
+                    "work_us": float((graph.ev_end[ev] - graph.ev_ts[ev]).sum()),
+                    "on_path_us": before.time_on_path_us(pattern),
+                }
+            )
         for kind, factor in kinds.items():
             edges = graph.kind == _K[kind]
             weight[edges] = weight[edges] * float(factor)
-            rows.append({"pattern": f"kind:{kind}", "factor": float(factor), "n_events": int(edges.sum()),
-                         "work_us": float(graph.weight[edges].sum()),
-                         "on_path_us": float(before.by_kind_us.get(kind, 0.0))})
+            rows.append(
+                {
+                    "pattern": f"kind:{kind}",
+                    "factor": float(factor),
+                    "n_events": int(edges.sum()),
+                    "work_us": float(graph.weight[edges].sum()),
+                    "on_path_us": float(before.by_kind_us.get(kind, 0.0)),
+                }
+            )
         if remove_gaps:
             weight[np.isin(graph.kind, [_K["launch"], _K["gpu_idle"]])] = 0.0
         after = _result(graph, weight, self._ctx, scopes=self._scopes)
         table = pd.DataFrame(rows, columns=["pattern", "factor", "n_events", "work_us", "on_path_us"])
-        return WhatIf(table=table, before=before, after=after, saved_us=before.length_us - after.length_us,
-                      remove_gaps=bool(remove_gaps))
+        return WhatIf(
+            table=table,
+            before=before,
+            after=after,
+            saved_us=before.length_us - after.length_us,
+            remove_gaps=bool(remove_gaps),
+        )
 
 
 def _build(trace, annotation, instance, rank, window, semantics):
     view = prepare(trace, semantics)
-    ranks = sorted(set(view.cpu_ops["rank"].tolist()) | set(view.runtime["rank"].tolist())
-                   | set(view.kernels["rank"].tolist()))
+    ranks = sorted(
+        set(view.cpu_ops["rank"].tolist()) | set(view.runtime["rank"].tolist()) | set(view.kernels["rank"].tolist())
+    )
     if not ranks:
         raise InvalidArgumentError("the trace has no CPU ops, runtime calls or GPU activity: no path to find")
     if rank is None:
@@ -339,19 +431,23 @@ def _window(trace, view, annotation, instance, rank, window, notes) -> tuple[str
     if not len(found):
         raise InvalidArgumentError(
             f"no {annotation!r} annotation on rank {rank}: pass another annotation (a record_function or NVTX "
-            f"range name), annotation='' for the whole trace, or window=(start_us, end_us)")
+            f"range name), annotation='' for the whole trace, or window=(start_us, end_us)"
+        )
     if instance >= len(found):
-        raise InvalidArgumentError(f"instance {instance} of {annotation!r} asked, but rank {rank} has "
-                                   f"{len(found)} (0 to {len(found) - 1})")
+        raise InvalidArgumentError(
+            f"instance {instance} of {annotation!r} asked, but rank {rank} has {len(found)} (0 to {len(found) - 1})"
+        )
     row = found.iloc[int(instance)]
     start, end = float(row["ts_us"]), float(row["ts_us"] + row["dur_us"])
     others = found.drop(found.index[int(instance)])
     others = others[(others["ts_us"].to_numpy() != start) | ((others["ts_us"] + others["dur_us"]).to_numpy() != end)]
     overlapping = others[(others["ts_us"].to_numpy() < end) & ((others["ts_us"] + others["dur_us"]).to_numpy() > start)]
     if len(overlapping):
-        notes.append(f"{len(overlapping)} other instance(s) of {annotation!r} overlap this one "
-                     f"({', '.join(map(str, overlapping['name'].astype(str).head(3)))}): their events inside "
-                     "the window are on its graph too")
+        notes.append(
+            f"{len(overlapping)} other instance(s) of {annotation!r} overlap this one "
+            f"({', '.join(map(str, overlapping['name'].astype(str).head(3)))}): their events inside "
+            "the window are on its graph too"
+        )
     return str(row["name"]), start, end
 
 
@@ -378,26 +474,30 @@ def _graph(trace, view, rank, step, start, end, notes) -> _Graph:
     rt_w_mask = in_window(rt_r)
     rt_w = rt_r[rt_w_mask]
     if not len(ops_w) and not len(rt_w):
-        raise InvalidArgumentError(f"no CPU op or runtime call starts in {step} ({start:.1f}-{end:.1f} µs) on "
-                                   f"rank {rank}: the window has no events to build a path from")
+        raise InvalidArgumentError(
+            f"no CPU op or runtime call starts in {step} ({start:.1f}-{end:.1f} µs) on "
+            f"rank {rank}: the window has no events to build a path from"
+        )
     # GPU activity whose launch call is in the window: by correlation, else paired in time order
-    rt_pos = {int(i): p for p, i in enumerate(rt_r.index)}   # table row label -> position in rt_r
+    rt_pos = {int(i): p for p, i in enumerate(rt_r.index)}  # table row label -> position in rt_r
     link = k_r["runtime_index"].to_numpy(np.int64) if "runtime_index" in k_r.columns else np.full(len(k_r), -1)
     k_launch = np.full(len(k_r), -1, dtype=np.int64)  # position in rt_r
     linked = link >= 0
-    if linked.any():   # runtime_index: the launch call's row in the trace's runtime table (labels kept by views)
+    if linked.any():  # runtime_index: the launch call's row in the trace's runtime table (labels kept by views)
         k_launch[linked] = np.array([rt_pos.get(int(x), -1) for x in link[linked].tolist()], dtype=np.int64)
     is_launch = rt_r["is_launch"].to_numpy(bool) if "is_launch" in rt_r.columns else np.zeros(len(rt_r), bool)
     if len(k_r) and not linked.any() and is_launch.any():
         k_launch = _pair_in_time_order(k_r, rt_r, is_launch)
-        notes.append("launch edges inferred from time order: no correlation ids link the runtime calls to the "
-                     f"GPU activity in this trace ({int((k_launch >= 0).sum())} of {len(k_r)} paired)")
+        notes.append(
+            "launch edges inferred from time order: no correlation ids link the runtime calls to the "
+            f"GPU activity in this trace ({int((k_launch >= 0).sum())} of {len(k_r)} paired)"
+        )
     elif len(k_r) and not linked.any():
         notes.append("no launch calls in this trace: GPU activity is linked only along its streams")
     k_in = np.zeros(len(k_r), dtype=bool)
     has = k_launch >= 0
     k_in[has] = rt_w_mask[k_launch[has]]
-    if not len(rt_r) and len(k_r):   # a GPU-only trace: the activity in the window, by its own time
+    if not len(rt_r) and len(k_r):  # a GPU-only trace: the activity in the window, by its own time
         kts = k_r["ts_us"].to_numpy(np.float64)
         k_in = (kts >= start) & (kts <= end)
     if _has_hta_semantics(view) and k_in.any():
@@ -406,19 +506,21 @@ def _graph(trace, view, rank, step, start, end, notes) -> _Graph:
         kts = k_r["ts_us"].to_numpy(np.float64)
         cand = np.flatnonzero(k_in)
         order = cand[np.lexsort((kts[cand], k_launch[cand]))]
-        later = np.zeros(len(order), dtype=bool)   # not the first (earliest) GPU event of its launch call
+        later = np.zeros(len(order), dtype=bool)  # not the first (earliest) GPU event of its launch call
         later[1:] = k_launch[order[1:]] == k_launch[order[:-1]]
         dropped = int(later.sum())
         k_in[order[later]] = False
         if dropped:
-            notes.append(f"{dropped} GPU event(s) left out: under HTA's semantics a launch call (a CUDA-graph "
-                         "launch) keeps only one of the GPU events it launched")
+            notes.append(
+                f"{dropped} GPU event(s) left out: under HTA's semantics a launch call (a CUDA-graph "
+                "launch) keeps only one of the GPU events it launched"
+            )
     k_w = k_r[k_in]
     k_w_launch = k_launch[k_in]
 
     # events: ops, runtime calls in the window, GPU activity
     n_op, n_rt, n_k = len(ops_w), len(rt_w), len(k_w)
-    rt_w_pos = np.flatnonzero(rt_w_mask)                         # position in rt_r of each rt_w row
+    rt_w_pos = np.flatnonzero(rt_w_mask)  # position in rt_r of each rt_w row
     rt_event = np.full(len(rt_r), -1, dtype=np.int64)
     rt_event[rt_w_pos] = n_op + np.arange(n_rt)
     ev_source = np.concatenate([np.full(n_op, _SRC_OP), np.full(n_rt, _SRC_RT), np.full(n_k, _SRC_GPU)]).astype(np.int8)
@@ -427,41 +529,83 @@ def _graph(trace, view, rank, step, start, end, notes) -> _Graph:
     ev_ts = np.concatenate([df["ts_us"].to_numpy(np.float64) for df in (ops_w, rt_w, k_w)])
     ev_end = np.concatenate([(df["ts_us"] + df["dur_us"]).to_numpy(np.float64) for df in (ops_w, rt_w, k_w)])
     ann = trace.annotations
-    if len(ann):   # HTA looks for the forward and backward threads among the window's events
+    if len(ann):  # HTA looks for the forward and backward threads among the window's events
         a_ts = ann["ts_us"].to_numpy(np.float64)
-        ann = ann[(ann["rank"] == rank).to_numpy() & (ann["kind"].astype(str) != "gpu_user").to_numpy()
-                  & (a_ts >= start) & (a_ts <= end)]
-    tids = _merged_tids(ops_w, rt_w, pd.concat([ops_w[["pid", "tid", "name"]].astype(str),
-                                                ann[["pid", "tid", "name"]].astype(str)], ignore_index=True))
+        ann = ann[
+            (ann["rank"] == rank).to_numpy()
+            & (ann["kind"].astype(str) != "gpu_user").to_numpy()
+            & (a_ts >= start)
+            & (a_ts <= end)
+        ]
+    tids = _merged_tids(
+        ops_w,
+        rt_w,
+        pd.concat(
+            [ops_w[["pid", "tid", "name"]].astype(str), ann[["pid", "tid", "name"]].astype(str)], ignore_index=True
+        ),
+    )
     ev_tid = np.concatenate([tids, np.full(n_k, "", dtype=object)])
     ev_stream = np.concatenate([np.full(n_op + n_rt, -1), k_w["stream"].to_numpy(np.int64)])
     ktype = k_w["kernel_type"].astype(str).to_numpy(dtype=object) if n_k else np.zeros(0, dtype=object)
-    own = np.where(ktype == "communication", _K["communication"],
-                   np.where(ktype == "memory", _K["memory"], _K["kernel"]))
+    own = np.where(
+        ktype == "communication", _K["communication"], np.where(ktype == "memory", _K["memory"], _K["kernel"])
+    )
     ev_kind = np.concatenate([np.full(n_op + n_rt, _K["host"]), own]).astype(np.int8)
-    op_names = _names(trace.cpu_ops)   # op_index: a row of the trace's table (a view may have dropped rows)
+    op_names = _names(trace.cpu_ops)  # op_index: a row of the trace's table (a view may have dropped rows)
     k_op = k_w["op_index"].to_numpy(np.int64) if "op_index" in k_w.columns and n_k else np.full(n_k, -1)
-    ev_op_name = np.concatenate([np.full(n_op + n_rt, "", dtype=object),
-                                 np.where(k_op >= 0, op_names[np.clip(k_op, 0, None)] if len(op_names) else "", "")])
-    file_index = np.concatenate([df["event_index"].to_numpy(np.int64) if "event_index" in df.columns
-                                 else np.full(len(df), -1) for df in (ops_w, rt_w, k_w)])
+    ev_op_name = np.concatenate(
+        [
+            np.full(n_op + n_rt, "", dtype=object),
+            np.where(k_op >= 0, op_names[np.clip(k_op, 0, None)] if len(op_names) else "", ""),
+        ]
+    )
+    file_index = np.concatenate(
+        [
+            df["event_index"].to_numpy(np.int64) if "event_index" in df.columns else np.full(len(df), -1)
+            for df in (ops_w, rt_w, k_w)
+        ]
+    )
     rt_names_w = _names(rt_w)
     is_lock = np.concatenate([np.zeros(n_op, bool), np.isin(rt_names_w, list(LOCK_CALLS)), np.zeros(n_k, bool)])
     blocking = np.concatenate([np.zeros(n_op, bool), np.isin(rt_names_w, list(BLOCKING_CALLS)), np.zeros(n_k, bool)])
 
     edges: list[tuple[np.ndarray, ...]] = []
     n_cpu = n_op + n_rt
-    edges.append(_cpu_chains(ev_ts[:n_cpu], ev_end[:n_cpu], ev_tid[:n_cpu], ev_source[:n_cpu], file_index[:n_cpu],
-                             is_lock[:n_cpu], blocking[:n_cpu]))
+    edges.append(
+        _cpu_chains(
+            ev_ts[:n_cpu],
+            ev_end[:n_cpu],
+            ev_tid[:n_cpu],
+            ev_source[:n_cpu],
+            file_index[:n_cpu],
+            is_lock[:n_cpu],
+            blocking[:n_cpu],
+        )
+    )
     edges.append(_lock_edges(ev_ts, ev_end, is_lock, file_index))
     k_event = n_cpu + np.arange(n_k)
     launch_event = np.where(k_w_launch >= 0, rt_event[np.clip(k_w_launch, 0, None)] if len(rt_event) else -1, -1)
-    syncs = _sync_rows(trace, rank, rt_r, rt_event, rt_all_names, rt_w_mask, k_w, k_w_launch, notes,
-                       infer=not _has_hta_semantics(view))
+    syncs = _sync_rows(
+        trace, rank, rt_r, rt_event, rt_all_names, rt_w_mask, k_w, k_w_launch, notes, infer=not _has_hta_semantics(view)
+    )
     q_rt, q_k = _queue_lengths(rt_r, rt_all_names, k_r, k_launch, k_in)
-    gpu_edges, blocking_sync = _gpu_edges(k_w, k_event, launch_event, ev_ts, ev_end, q_rt, q_k, syncs,
-                                          n_events=len(ev_ts), view=view, rt_r=rt_r, rt_event=rt_event,
-                                          k_w_launch=k_w_launch, rt_all_names=rt_all_names, notes=notes)
+    gpu_edges, blocking_sync = _gpu_edges(
+        k_w,
+        k_event,
+        launch_event,
+        ev_ts,
+        ev_end,
+        q_rt,
+        q_k,
+        syncs,
+        n_events=len(ev_ts),
+        view=view,
+        rt_r=rt_r,
+        rt_event=rt_event,
+        k_w_launch=k_w_launch,
+        rt_all_names=rt_all_names,
+        notes=notes,
+    )
     edges.append(gpu_edges)
     src = np.concatenate([e[0] for e in edges]).astype(np.int64)
     dst = np.concatenate([e[1] for e in edges]).astype(np.int64)
@@ -471,12 +615,14 @@ def _graph(trace, view, rank, step, start, end, notes) -> _Graph:
     node_ts[0::2], node_ts[1::2] = ev_ts, ev_end
     weight = node_ts[dst] - node_ts[src] if len(src) else np.zeros(0)
     weight = np.where(np.isin(kind, [_K["dependency"], _K["sync"]]), 0.0, weight)
-    weight = np.where(event == -2, 0.0, weight)   # a blocking call's end: weight 0
+    weight = np.where(event == -2, 0.0, weight)  # a blocking call's end: weight 0
     event = np.where(event == -2, -1, event)
     negative = weight < 0
     if (weight < -1.0).any():
-        notes.append(f"{int((weight < -1.0).sum())} edge(s) ran backwards in time by more than 1 µs "
-                     "(events out of order on their thread or stream): taken as 0")
+        notes.append(
+            f"{int((weight < -1.0).sum())} edge(s) ran backwards in time by more than 1 µs "
+            "(events out of order on their thread or stream): taken as 0"
+        )
     weight[negative] = 0.0
     # one edge per (src, dst): the last added wins, as in HTA's graph
     if len(src):
@@ -485,8 +631,29 @@ def _graph(trace, view, rank, step, start, end, notes) -> _Graph:
         keep = np.sort(len(key) - 1 - last)
         src, dst, kind, event, weight = src[keep], dst[keep], kind[keep], event[keep], weight[keep]
     semantics = view.semantics.name
-    return _Graph(rank, step, start, end, ev_source, ev_row, ev_name, ev_ts, ev_end, ev_tid, ev_stream, ev_op_name,
-                  ev_kind, src, dst, weight, kind, event, blocking_sync, notes, semantics)
+    return _Graph(
+        rank,
+        step,
+        start,
+        end,
+        ev_source,
+        ev_row,
+        ev_name,
+        ev_ts,
+        ev_end,
+        ev_tid,
+        ev_stream,
+        ev_op_name,
+        ev_kind,
+        src,
+        dst,
+        weight,
+        kind,
+        event,
+        blocking_sync,
+        notes,
+        semantics,
+    )
 
 
 def _has_hta_semantics(view) -> bool:
@@ -515,11 +682,20 @@ def _pair_in_time_order(k_r: pd.DataFrame, rt_r: pd.DataFrame, is_launch: np.nda
 def _merged_tids(ops_w, rt_w, ops_r) -> np.ndarray:
     """Thread of each CPU event; the backward thread (the one thread with ``autograd`` ops or annotations)
     merged into the forward thread (the one thread with ``forward`` ones), as HTA does."""
-    tids = np.concatenate([ops_w["tid"].astype(str).to_numpy(dtype=object),
-                           rt_w["tid"].astype(str).to_numpy(dtype=object)]) if len(ops_w) + len(rt_w) else \
-        np.zeros(0, dtype=object)
-    pid = np.concatenate([ops_w["pid"].astype(str).to_numpy(dtype=object),
-                          rt_w["pid"].astype(str).to_numpy(dtype=object)]) if len(tids) else tids
+    tids = (
+        np.concatenate(
+            [ops_w["tid"].astype(str).to_numpy(dtype=object), rt_w["tid"].astype(str).to_numpy(dtype=object)]
+        )
+        if len(ops_w) + len(rt_w)
+        else np.zeros(0, dtype=object)
+    )
+    pid = (
+        np.concatenate(
+            [ops_w["pid"].astype(str).to_numpy(dtype=object), rt_w["pid"].astype(str).to_numpy(dtype=object)]
+        )
+        if len(tids)
+        else tids
+    )
     tids = pid + "/" + tids if len(tids) else tids
     if not len(ops_r):
         return tids
@@ -554,8 +730,8 @@ def _cpu_chains(ts, end, tid, source, file_index, is_lock, blocking):
     host, dep = _K["host"], _K["dependency"]
     cur_tid = None
     stack: list[int] = []
-    last = -1            # last node visited on this thread
-    last_parent = -1     # enclosing event of the last node visited
+    last = -1  # last node visited on this thread
+    last_parent = -1  # enclosing event of the last node visited
 
     def visit(node: int, parent: int) -> None:
         nonlocal last, last_parent
@@ -602,8 +778,7 @@ def _cpu_chains(ts, end, tid, source, file_index, is_lock, blocking):
     while stack:
         top = stack.pop()
         visit(2 * top + 1, stack[-1] if stack else -1)
-    return (np.array(src_l, np.int64), np.array(dst_l, np.int64), np.array(kind_l, np.int8),
-            np.array(ev_l, np.int64))
+    return (np.array(src_l, np.int64), np.array(dst_l, np.int64), np.array(kind_l, np.int8), np.array(ev_l, np.int64))
 
 
 def _lock_edges(ts, end, is_lock, file_index):
@@ -640,8 +815,7 @@ def _lock_edges(ts, end, is_lock, file_index):
                 kind_l.append(dep)
                 ev_l.append(-1)
         last = node
-    return (np.array(src_l, np.int64), np.array(dst_l, np.int64), np.array(kind_l, np.int8),
-            np.array(ev_l, np.int64))
+    return (np.array(src_l, np.int64), np.array(dst_l, np.int64), np.array(kind_l, np.int8), np.array(ev_l, np.int64))
 
 
 def _queue_lengths(rt_r, rt_names, k_r, k_launch, k_in):
@@ -698,8 +872,11 @@ class _Syncs:
 def _sync_rows(trace, rank, rt_r, rt_event, rt_names, rt_w_mask, k_w, k_w_launch, notes, infer=True) -> _Syncs:
     out = _Syncs([], [], [], [], [], [])
     syncs = getattr(trace, "syncs", None)
-    gpu = syncs[(syncs["rank"] == rank).to_numpy() & (syncs["source"].astype(str) == "cuda_sync").to_numpy()] \
-        if syncs is not None and len(syncs) else None
+    gpu = (
+        syncs[(syncs["rank"] == rank).to_numpy() & (syncs["source"].astype(str) == "cuda_sync").to_numpy()]
+        if syncs is not None and len(syncs)
+        else None
+    )
     rt_corr = rt_r["correlation"].to_numpy(np.int64)
     rt_first = pd.Series(np.arange(len(rt_r)), index=rt_corr)
     rt_first = rt_first[~rt_first.index.duplicated()]
@@ -734,12 +911,26 @@ def _sync_rows(trace, rank, rt_r, rt_event, rt_names, rt_w_mask, k_w, k_w_launch
     has_wait_cols = gpu is not None and "wait_on_correlation" in gpu.columns and "wait_on_stream" in gpu.columns
     if (gpu is None or not len(gpu)) and not infer:
         if rt_w_mask.any() and np.isin(rt_names[rt_w_mask], list(BLOCKING_CALLS)).any():
-            notes.append("no GPU-side sync events in this trace: the host's waits are not linked to the GPU work "
-                         "they wait for (as HTA has it; the workbench semantics infer them from the blocking calls)")
+            notes.append(
+                "no GPU-side sync events in this trace: the host's waits are not linked to the GPU work "
+                "they wait for (as HTA has it; the workbench semantics infer them from the blocking calls)"
+            )
         return out
     if gpu is None or not len(gpu):
-        _inferred_syncs(out, rt_r, rt_names, rt_event, rt_w_mask, rt_tid, rt_ts, launches_sorted, launches_ts,
-                        launch_to_k, k_stream, notes)
+        _inferred_syncs(
+            out,
+            rt_r,
+            rt_names,
+            rt_event,
+            rt_w_mask,
+            rt_tid,
+            rt_ts,
+            launches_sorted,
+            launches_ts,
+            launch_to_k,
+            k_stream,
+            notes,
+        )
         return out
     inferred_record = 0
     for row in gpu.itertuples(index=False):
@@ -783,13 +974,16 @@ def _sync_rows(trace, rank, rt_r, rt_event, rt_names, rt_w_mask, k_w, k_w_launch
             out.src_activity.append(src)
             out.dst_activity.append(dst)
     if inferred_record:
-        notes.append(f"event syncs ({inferred_record}) wait on the GPU activity launched last before the "
-                     "preceding cudaEventRecord on their thread: the syncs table has no wait_on_stream column")
+        notes.append(
+            f"event syncs ({inferred_record}) wait on the GPU activity launched last before the "
+            "preceding cudaEventRecord on their thread: the syncs table has no wait_on_stream column"
+        )
     return out
 
 
-def _inferred_syncs(out, rt_r, rt_names, rt_event, rt_w_mask, rt_tid, rt_ts, launches_sorted, launches_ts,
-                    launch_to_k, k_stream, notes) -> None:
+def _inferred_syncs(
+    out, rt_r, rt_names, rt_event, rt_w_mask, rt_tid, rt_ts, launches_sorted, launches_ts, launch_to_k, k_stream, notes
+) -> None:
     """No GPU-side sync events (older traces): sync edges from the blocking calls themselves."""
     blocking = rt_w_mask & np.isin(rt_names, list(DEVICE_SYNC_CALLS | STREAM_SYNC_CALLS | EVENT_SYNC_CALLS))
     if not blocking.any():
@@ -800,7 +994,7 @@ def _inferred_syncs(out, rt_r, rt_names, rt_event, rt_w_mask, rt_tid, rt_ts, lau
         out.kind.append("context" if name in DEVICE_SYNC_CALLS else "stream")
         out.ts.append(float(end[pos]))
         stream = -1
-        if name not in DEVICE_SYNC_CALLS:   # the stream of the last launch from this thread before the call
+        if name not in DEVICE_SYNC_CALLS:  # the stream of the last launch from this thread before the call
             cand = launches_sorted[(launches_ts <= rt_ts[pos])]
             for lp in cand[::-1].tolist():
                 if rt_tid[lp] == rt_tid[pos]:
@@ -810,12 +1004,29 @@ def _inferred_syncs(out, rt_r, rt_names, rt_event, rt_w_mask, rt_tid, rt_ts, lau
         out.call_event.append(int(rt_event[pos]))
         out.src_activity.append(-1)
         out.dst_activity.append(-1)
-    notes.append(f"sync edges inferred from {int(blocking.sum())} blocking call(s): no GPU-side sync events in "
-                 "this trace (a stream sync waits on the stream its thread launched on last)")
+    notes.append(
+        f"sync edges inferred from {int(blocking.sum())} blocking call(s): no GPU-side sync events in "
+        "this trace (a stream sync waits on the stream its thread launched on last)"
+    )
 
 
-def _gpu_edges(k_w, k_event, launch_event, ev_ts, ev_end, q_rt, q_k, syncs: _Syncs, n_events, view, rt_r,
-               rt_event, k_w_launch, rt_all_names, notes):
+def _gpu_edges(
+    k_w,
+    k_event,
+    launch_event,
+    ev_ts,
+    ev_end,
+    q_rt,
+    q_k,
+    syncs: _Syncs,
+    n_events,
+    view,
+    rt_r,
+    rt_event,
+    k_w_launch,
+    rt_all_names,
+    notes,
+):
     """HTA's kernel loop: each activity's own edge, its launch or kernel-kernel edge, the sync edges."""
     n_k = len(k_w)
     blocking_sync = np.zeros(n_events, dtype=bool)
@@ -834,7 +1045,8 @@ def _gpu_edges(k_w, k_event, launch_event, ev_ts, ev_end, q_rt, q_k, syncs: _Syn
         is_copy = kind_col == "memcpy"
         sync_call = np.isin(call, ["cudaMemcpy", "hipMemcpy", "hipMemcpyWithStream"])
         async_blocking = np.isin(call, ["cudaMemcpyAsync", "hipMemcpyAsync"]) & np.array(
-            [("DtoH" in n) or ("Pageable" in n) for n in names], dtype=bool)
+            [("DtoH" in n) or ("Pageable" in n) for n in names], dtype=bool
+        )
         copy_wait = is_copy & (sync_call | async_blocking) & (launch_event >= 0)
         # the host waited for the copy only where its call returned after the copy ended (a pageable
         # host-to-device copy returns once staged, its copy can end later)
@@ -844,8 +1056,8 @@ def _gpu_edges(k_w, k_event, launch_event, ev_ts, ev_end, q_rt, q_k, syncs: _Syn
     order_ts = np.concatenate([k_ts, np.array(syncs.ts, dtype=np.float64)])
     is_sync = np.concatenate([np.zeros(n_k, bool), np.ones(len(syncs.kind), bool)])
     order = np.lexsort((np.arange(len(order_ts)), order_ts))
-    last: dict[int, int] = {}          # stream -> end node of the last activity
-    kernel_sync: dict[int, int] = {}   # activity position -> activity position it waits for
+    last: dict[int, int] = {}  # stream -> end node of the last activity
+    kernel_sync: dict[int, int] = {}  # activity position -> activity position it waits for
     k_event_l = k_event.tolist()
     kt = _K
     stream_l = stream.tolist()
@@ -853,8 +1065,8 @@ def _gpu_edges(k_w, k_event, launch_event, ev_ts, ev_end, q_rt, q_k, syncs: _Syn
     launch_event_l, launch_ts_l = launch_event.tolist(), launch_ts.tolist()
     k_ts_l = k_ts.tolist()
     copy_wait_l = copy_wait.tolist()
-    node_end = lambda e: 2 * e + 1   # noqa: E731
-    node_start = lambda e: 2 * e     # noqa: E731
+    node_end = lambda e: 2 * e + 1  # noqa: E731
+    node_start = lambda e: 2 * e  # noqa: E731
     for i in order.tolist():
         if is_sync[i]:
             j = i - n_k
@@ -862,8 +1074,11 @@ def _gpu_edges(k_w, k_event, launch_event, ev_ts, ev_end, q_rt, q_k, syncs: _Syn
             if call_ev < 0:
                 continue
             if kind in ("stream", "context"):
-                targets = list(last.values()) if kind == "context" or syncs.stream[j] < 0 else \
-                    ([last[syncs.stream[j]]] if syncs.stream[j] in last else [])
+                targets = (
+                    list(last.values())
+                    if kind == "context" or syncs.stream[j] < 0
+                    else ([last[syncs.stream[j]]] if syncs.stream[j] in last else [])
+                )
                 for node in targets:
                     src_l.append(node)
                     dst_l.append(node_end(call_ev))
@@ -877,14 +1092,14 @@ def _gpu_edges(k_w, k_event, launch_event, ev_ts, ev_end, q_rt, q_k, syncs: _Syn
                 kind_l.append(kt["sync"])
                 ev_l.append(-1)
                 blocking_sync[call_ev] = True
-            else:   # stream wait event
+            else:  # stream wait event
                 kernel_sync[syncs.dst_activity[j]] = syncs.src_activity[j]
             continue
         e = k_event_l[i]
         s = stream_l[i]
         src_l.append(node_start(e))
         dst_l.append(node_end(e))
-        kind_l.append(-1)     # its own kind, filled below
+        kind_l.append(-1)  # its own kind, filled below
         ev_l.append(e)
         sync_src = kernel_sync.pop(i, None)
         sync_end_ts = None
@@ -898,14 +1113,22 @@ def _gpu_edges(k_w, k_event, launch_event, ev_ts, ev_end, q_rt, q_k, syncs: _Syn
         prev = last.get(s)
         lts = launch_ts_l[i]
         prev_ts = ev_end[prev >> 1] if prev is not None else None
-        if (q_rt_l[i] == 1 and q_k_l[i] == 0 and launch_event_l[i] >= 0
-                and (prev is None or prev_ts < lts) and (sync_end_ts is None or sync_end_ts < lts)):
+        if (
+            q_rt_l[i] == 1
+            and q_k_l[i] == 0
+            and launch_event_l[i] >= 0
+            and (prev is None or prev_ts < lts)
+            and (sync_end_ts is None or sync_end_ts < lts)
+        ):
             src_l.append(node_start(launch_event_l[i]))
             dst_l.append(node_start(e))
             kind_l.append(kt["launch"])
             ev_l.append(-1)
-        elif (prev is not None and k_ts_l[i] - prev_ts < KERNEL_KERNEL_DELAY_THRESHOLD_US
-              and (sync_end_ts is None or sync_end_ts < prev_ts)):
+        elif (
+            prev is not None
+            and k_ts_l[i] - prev_ts < KERNEL_KERNEL_DELAY_THRESHOLD_US
+            and (sync_end_ts is None or sync_end_ts < prev_ts)
+        ):
             src_l.append(prev)
             dst_l.append(node_start(e))
             kind_l.append(kt["gpu_idle"])
@@ -934,6 +1157,7 @@ def _own_kinds(k_w) -> np.ndarray:
 
 # --- the longest path -------------------------------------------------------------------------------
 
+
 def _longest(n_nodes: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> list[int]:
     """Edges (indices) of a longest path of the DAG, in order (Kahn's topological order, one pass)."""
     if not len(src):
@@ -960,8 +1184,9 @@ def _longest(n_nodes: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray)
             if not indeg[v]:
                 stack.append(v)
     if seen < n_nodes:
-        raise InvalidArgumentError("the dependency graph has a cycle (events out of order in the trace): "
-                                   "no longest path; report the trace")
+        raise InvalidArgumentError(
+            "the dependency graph has a cycle (events out of order in the trace): no longest path; report the trace"
+        )
     node = int(np.argmax(dist))
     path = []
     while pred[node] >= 0:
@@ -979,26 +1204,29 @@ def _result(graph: _Graph, weight: np.ndarray, ctx, scopes: bool = True) -> Crit
     has = ev >= 0
     evc = np.clip(ev, 0, None)
     n = len(path)
+
     def pick(arr, fill):
         return np.where(has, arr[evc] if len(arr) else fill, fill) if n else np.zeros(0, dtype=object)
 
-    table = pd.DataFrame({
-        "rank": np.full(n, graph.rank, dtype=np.int64),
-        "kind": np.array(KINDS, dtype=object)[kind] if n else np.zeros(0, dtype=object),
-        "hta_type": np.array([HTA_TYPE[k] for k in KINDS], dtype=object)[kind] if n else np.zeros(0, dtype=object),
-        "ts_us": node_ts[graph.src[path]] if n else np.zeros(0),
-        "end_us": node_ts[graph.dst[path]] if n else np.zeros(0),
-        "dur_us": weight[path].astype(np.float64) if n else np.zeros(0),
-        "source": pick(np.array(SOURCES, dtype=object)[graph.ev_source], ""),
-        "row": np.where(has, graph.ev_row[evc], -1).astype(np.int64) if n else np.zeros(0, np.int64),
-        "name": pick(graph.ev_name, ""),
-        "tid": pick(graph.ev_tid, ""),
-        "stream": np.where(has, graph.ev_stream[evc], -1).astype(np.int64) if n else np.zeros(0, np.int64),
-        "op_name": pick(graph.ev_op_name, ""),
-    })
+    table = pd.DataFrame(
+        {
+            "rank": np.full(n, graph.rank, dtype=np.int64),
+            "kind": np.array(KINDS, dtype=object)[kind] if n else np.zeros(0, dtype=object),
+            "hta_type": np.array([HTA_TYPE[k] for k in KINDS], dtype=object)[kind] if n else np.zeros(0, dtype=object),
+            "ts_us": node_ts[graph.src[path]] if n else np.zeros(0),
+            "end_us": node_ts[graph.dst[path]] if n else np.zeros(0),
+            "dur_us": weight[path].astype(np.float64) if n else np.zeros(0),
+            "source": pick(np.array(SOURCES, dtype=object)[graph.ev_source], ""),
+            "row": np.where(has, graph.ev_row[evc], -1).astype(np.int64) if n else np.zeros(0, np.int64),
+            "name": pick(graph.ev_name, ""),
+            "tid": pick(graph.ev_tid, ""),
+            "stream": np.where(has, graph.ev_stream[evc], -1).astype(np.int64) if n else np.zeros(0, np.int64),
+            "op_name": pick(graph.ev_op_name, ""),
+        }
+    )
     # a launch or gpu_idle edge: named after the activity it leads to / follows
     if n:
-        launch = (kind == _K["launch"])
+        launch = kind == _K["launch"]
         if launch.any():
             to_ev = graph.dst[path][launch] >> 1
             table.loc[launch, "name"] = graph.ev_name[to_ev]
@@ -1015,12 +1243,26 @@ def _result(graph: _Graph, weight: np.ndarray, ctx, scopes: bool = True) -> Crit
     bound = max(SHARE_KINDS, key=lambda k: by_kind[k]) if length > 0 else "nothing"
     sync_wait = _sync_wait(graph, path, table)
     waited_on = _waited_on(graph, table)
-    return CriticalPath(table=table, rank=int(graph.rank), step=graph.step, window_start_us=graph.start_us,
-                        window_end_us=graph.end_us, step_us=graph.end_us - graph.start_us, length_us=length,
-                        by_kind_us=by_kind, shares_pct=shares, cpu_pct=cpu, gpu_pct=gpu, bound_by=bound,
-                        sync_wait_us=sync_wait, waited_on_us=waited_on, n_nodes=int(graph.n_nodes),
-                        n_edges=int(len(graph.src)),
-                        notes=tuple(graph.notes), semantics=graph.semantics)
+    return CriticalPath(
+        table=table,
+        rank=int(graph.rank),
+        step=graph.step,
+        window_start_us=graph.start_us,
+        window_end_us=graph.end_us,
+        step_us=graph.end_us - graph.start_us,
+        length_us=length,
+        by_kind_us=by_kind,
+        shares_pct=shares,
+        cpu_pct=cpu,
+        gpu_pct=gpu,
+        bound_by=bound,
+        sync_wait_us=sync_wait,
+        waited_on_us=waited_on,
+        n_nodes=int(graph.n_nodes),
+        n_edges=int(len(graph.src)),
+        notes=tuple(graph.notes),
+        semantics=graph.semantics,
+    )
 
 
 def _waited_on(graph: _Graph, table: pd.DataFrame) -> dict:
@@ -1029,8 +1271,11 @@ def _waited_on(graph: _Graph, table: pd.DataFrame) -> dict:
     out = {k: 0.0 for k in ("kernel", "memory", "communication")}
     if not len(table):
         return out
-    host = table[(table["kind"] == "host").to_numpy() & (table["dur_us"] > 0).to_numpy()
-                 & table["name"].isin(list(BLOCKING_CALLS)).to_numpy()]
+    host = table[
+        (table["kind"] == "host").to_numpy()
+        & (table["dur_us"] > 0).to_numpy()
+        & table["name"].isin(list(BLOCKING_CALLS)).to_numpy()
+    ]
     if not len(host):
         return out
     gpu = np.flatnonzero(graph.ev_source == _SRC_GPU)
@@ -1072,9 +1317,12 @@ def _scopes(trace, table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     src = table["source"].to_numpy(dtype=object)
     rows = table["row"].to_numpy(np.int64).copy()
     is_kernel = (src == "kernel") & (rows >= 0)
-    if is_kernel.any():   # a kernel's CPU side: its launch call
-        launch = trace.kernels["runtime_index"].to_numpy(np.int64) if "runtime_index" in trace.kernels.columns \
+    if is_kernel.any():  # a kernel's CPU side: its launch call
+        launch = (
+            trace.kernels["runtime_index"].to_numpy(np.int64)
+            if "runtime_index" in trace.kernels.columns
             else np.full(len(trace.kernels), -1)
+        )
         rows[is_kernel] = launch[rows[is_kernel]]
     table_of = np.where(src == "cpu_op", 0, np.where((src == "runtime") | is_kernel, 1, -1))
     ok_mask = (rows >= 0) & (table_of >= 0)
@@ -1116,8 +1364,9 @@ def critical_paths(trace, annotation: str = "ProfilerStep", instance: int = 0, s
     return {r: g.path for r, g in path_graphs(trace, annotation, instance, semantics).items()}
 
 
-def path_graphs(trace, annotation: str = "ProfilerStep", instance: int = 0, semantics="workbench",
-                scopes: bool = True) -> dict:
+def path_graphs(
+    trace, annotation: str = "ProfilerStep", instance: int = 0, semantics="workbench", scopes: bool = True
+) -> dict:
     """{rank: PathGraph} for every rank that has the step (a rank without it is left out)."""
     view = prepare(trace, semantics)
     ranks = sorted(set(view.cpu_ops["rank"].tolist()) | set(view.runtime["rank"].tolist()))
@@ -1154,8 +1403,9 @@ class CollectiveWaits(AnalysisResult):
         return super().from_dict.__func__(cls, d)  # type: ignore[attr-defined]
 
 
-def collective_waits(trace, annotation: str = "ProfilerStep", instance: int = 0,
-                     semantics="workbench") -> CollectiveWaits:
+def collective_waits(
+    trace, annotation: str = "ProfilerStep", instance: int = 0, semantics="workbench"
+) -> CollectiveWaits:
     """Per-rank critical paths of one step and, for each collective, which rank's path the others wait on."""
     graphs = path_graphs(trace, annotation, instance, semantics)
     paths = {r: g.path for r, g in graphs.items()}
@@ -1169,17 +1419,25 @@ def collective_waits(trace, annotation: str = "ProfilerStep", instance: int = 0,
     notes = []
     counts = {r: len(v) for r, v in per_rank.items() if v}
     if len(set(counts.values())) > 1:
-        notes.append(f"ranks hold different numbers of collectives in the step ({counts}): matched by order "
-                     "up to the fewest")
+        notes.append(
+            f"ranks hold different numbers of collectives in the step ({counts}): matched by order up to the fewest"
+        )
     n = min(counts.values()) if counts else 0
     rows = []
     for i in range(n):
         starts = {r: per_rank[r][i] for r in counts}
         last = max(starts, key=lambda r: starts[r][0])
         first = min(v[0] for v in starts.values())
-        rows.append({"index": i, "name": starts[last][1], "n_ranks": len(starts), "waits_on": int(last),
-                     "wait_us": starts[last][0] - first,
-                     "on_path_ranks": ",".join(str(r) for r in sorted(starts) if starts[r][2])})
+        rows.append(
+            {
+                "index": i,
+                "name": starts[last][1],
+                "n_ranks": len(starts),
+                "waits_on": int(last),
+                "wait_us": starts[last][0] - first,
+                "on_path_ranks": ",".join(str(r) for r in sorted(starts) if starts[r][2]),
+            }
+        )
     if len(counts) < 2:
         notes.append("fewer than two ranks with collectives in the step: nothing to match")
     table = pd.DataFrame(rows, columns=["index", "name", "n_ranks", "waits_on", "wait_us", "on_path_ranks"])

@@ -2,6 +2,7 @@
 ``host_wait`` when its launching runtime call started after the previous kernel on the stream ended (the
 host was late), else ``kernel_wait`` when the gap is under a threshold (back-to-back launch latency),
 else ``other``."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,16 +34,20 @@ class IdleBreakdown(AnalysisResult):
         return {c: float(s.get(c, 0.0)) for c in CATEGORIES}
 
 
-def idle_breakdown(trace, semantics="workbench",
-                   kernel_wait_threshold_us: float = KERNEL_WAIT_THRESHOLD_US) -> IdleBreakdown:
+def idle_breakdown(
+    trace, semantics="workbench", kernel_wait_threshold_us: float = KERNEL_WAIT_THRESHOLD_US
+) -> IdleBreakdown:
     view = prepare(trace, semantics)
     kernels = view.kernels
     if "hta_sync_marker" in kernels.columns:  # HTA's idle breakdown does not see cuda_sync markers
         kernels = kernels[~kernels["hta_sync_marker"].to_numpy(bool)]
-    gaps = _gaps(kernels, view.runtime, hta=view.semantics.hta_idle_gaps,
-                 threshold_us=kernel_wait_threshold_us)
-    return IdleBreakdown(table=_summarise(gaps), gaps=gaps, kernel_wait_threshold_us=kernel_wait_threshold_us,
-                         semantics=view.semantics.name)
+    gaps = _gaps(kernels, view.runtime, hta=view.semantics.hta_idle_gaps, threshold_us=kernel_wait_threshold_us)
+    return IdleBreakdown(
+        table=_summarise(gaps),
+        gaps=gaps,
+        kernel_wait_threshold_us=kernel_wait_threshold_us,
+        semantics=view.semantics.name,
+    )
 
 
 def _launch_ts(k: pd.DataFrame, runtime: pd.DataFrame) -> np.ndarray:
@@ -74,16 +79,25 @@ def _gaps(k: pd.DataFrame, runtime: pd.DataFrame, hta: bool, threshold_us: float
     host = launch > prev_end
     category = np.where(host, "host_wait", np.where(gap < threshold_us, "kernel_wait", "other"))
     has_gap = same
-    return pd.DataFrame({"rank": rank[has_gap], "stream": stream[has_gap], "ts_us": ts[has_gap],
-                         "gap_us": gap[has_gap], "idle_category": category[has_gap]})
+    return pd.DataFrame(
+        {
+            "rank": rank[has_gap],
+            "stream": stream[has_gap],
+            "ts_us": ts[has_gap],
+            "gap_us": gap[has_gap],
+            "idle_category": category[has_gap],
+        }
+    )
 
 
 def _summarise(gaps: pd.DataFrame) -> pd.DataFrame:
     cols = ["rank", "stream", "idle_category", "idle_us", "count", "ratio"]
     if gaps.empty:
         return pd.DataFrame({c: pd.Series(dtype="float64") for c in cols})
-    full = pd.MultiIndex.from_product([np.unique(gaps["rank"]), np.unique(gaps["stream"]), list(CATEGORIES)],
-                                      names=["rank", "stream", "idle_category"])
+    full = pd.MultiIndex.from_product(
+        [np.unique(gaps["rank"]), np.unique(gaps["stream"]), list(CATEGORIES)],
+        names=["rank", "stream", "idle_category"],
+    )
     present = gaps.groupby(["rank", "stream"]).size().index
     g = gaps.groupby(["rank", "stream", "idle_category"])["gap_us"].agg(idle_us="sum", count="size")
     t = g.reindex(full, fill_value=0).reset_index()

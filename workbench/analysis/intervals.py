@@ -3,6 +3,7 @@
 Times are float64 microseconds. An interval is ``[start, end)``; zero-length and negative intervals
 contribute nothing to a union.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -121,7 +122,7 @@ def covered_within(start_us: np.ndarray, end_us: np.ndarray, cover: tuple[np.nda
     cs, ce = union(*cover)
     if cs.size == 0 or start.size == 0:
         return np.zeros(start.size)
-    before = np.r_[0.0, np.cumsum(ce - cs)]      # covered length before each union piece starts
+    before = np.r_[0.0, np.cumsum(ce - cs)]  # covered length before each union piece starts
 
     def covered_up_to(x: np.ndarray) -> np.ndarray:
         i = np.searchsorted(cs, x, side="right")  # pieces starting at or before x

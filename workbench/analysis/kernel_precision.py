@@ -19,6 +19,7 @@ an ``f32`` after a lower-precision input is the accumulator, not the precision o
 that states no type gives ``None``: the precision is then the launching op's input dtype, or
 unknown (never guessed).
 """
+
 from __future__ import annotations
 
 import re
@@ -30,25 +31,44 @@ import pandas as pd
 FP8, BF16, FP16, TF32, FP32, FP64, INT8 = "fp8", "bf16", "fp16", "tf32", "fp32", "fp64", "int8"
 HALF_TYPES = (BF16, FP16)
 ELEMENT_BYTES = {FP8: 1, INT8: 1, BF16: 2, FP16: 2, TF32: 4, FP32: 4, FP64: 8}
-ALIGNED_BYTES = 16     # tensor-core kernels load 16-byte vectors: align8 for 16-bit types
+ALIGNED_BYTES = 16  # tensor-core kernels load 16-byte vectors: align8 for 16-bit types
 
-_XMMA = re.compile(r"xmma_\w*?_((?:bf16|f16|tf32|f32|f64|e4m3|e5m2|i8|s8)+)_((?:bf16|f16|tf32|f32|f64|e4m3|e5m2|i8|s8|s32)+)_", re.I)
+_XMMA = re.compile(
+    r"xmma_\w*?_((?:bf16|f16|tf32|f32|f64|e4m3|e5m2|i8|s8)+)_((?:bf16|f16|tf32|f32|f64|e4m3|e5m2|i8|s8|s32)+)_", re.I
+)
 _TYPE_TOKEN = [  # (pattern, type) in the order a name is read: the first hit in the name is the input type
     (re.compile(r"e4m3|e5m2|fp8|float8", re.I), FP8),
     (re.compile(r"bf16|bfloat16", re.I), BF16),
-    (re.compile(r"(?<![a-z])(?:f16|fp16|half|__half)(?![a-z0-9])|c10::Half|_h\d{3,5}(?:gemm|fprop|dgrad|wgrad)|hgemm|hcudnn", re.I), FP16),
+    (
+        re.compile(
+            r"(?<![a-z])(?:f16|fp16|half|__half)(?![a-z0-9])|c10::Half|_h\d{3,5}(?:gemm|fprop|dgrad|wgrad)|hgemm|hcudnn",
+            re.I,
+        ),
+        FP16,
+    ),
     (re.compile(r"tf32", re.I), TF32),
     (re.compile(r"imma|int8|_i8i8", re.I), INT8),
     (re.compile(r"dgemm|<double|(?<![a-z])f64(?![a-z0-9])", re.I), FP64),
     (re.compile(r"sgemm|scudnn|gcgemm|_simt_s|<float\b|(?<![a-z])(?:f32|fp32)(?![a-z0-9])", re.I), FP32),
 ]
-_TENSOR_OP_S = re.compile(r"tensorop_s\d{3,6}(?:gemm|fprop|dgrad|wgrad)", re.I)   # CUTLASS fp32 in, tensor cores: TF32
-_TENSOR = re.compile(r"tensorop|xmma|wmma|tensor\d+x\d+x\d+|_[hs]\d{3,6}(?:gemm|fprop|dgrad|wgrad)|hmma|imma|mma_", re.I)
+_TENSOR_OP_S = re.compile(r"tensorop_s\d{3,6}(?:gemm|fprop|dgrad|wgrad)", re.I)  # CUTLASS fp32 in, tensor cores: TF32
+_TENSOR = re.compile(
+    r"tensorop|xmma|wmma|tensor\d+x\d+x\d+|_[hs]\d{3,6}(?:gemm|fprop|dgrad|wgrad)|hmma|imma|mma_", re.I
+)
 _SIMT = re.compile(r"simt|sgemm|scudnn|dgemm|gemv|gemmk1|gcgemm", re.I)
 _ACC = re.compile(r"_s\d{3,6}(?:gemm|fprop|dgrad|wgrad)", re.I)
 _ALIGN = re.compile(r"align(\d+)(?![0-9])", re.I)
-_OP_TYPE = {"float": FP32, "double": FP64, "c10::Half": FP16, "half": FP16, "c10::BFloat16": BF16,
-            "bfloat16": BF16, "c10::Float8_e4m3fn": FP8, "c10::Float8_e5m2": FP8, "signed char": INT8}
+_OP_TYPE = {
+    "float": FP32,
+    "double": FP64,
+    "c10::Half": FP16,
+    "half": FP16,
+    "c10::BFloat16": BF16,
+    "bfloat16": BF16,
+    "c10::Float8_e4m3fn": FP8,
+    "c10::Float8_e5m2": FP8,
+    "signed char": INT8,
+}
 
 
 @dataclass(frozen=True)
@@ -78,11 +98,11 @@ def kernel_precision(name: str) -> KernelPrecision:
         return KernelPrecision(kind, acc, None if kind == FP32 else True, m.group(0))
     acc = FP32 if _ACC.search(name) else None
     lower = [(h.start(), k, h.group(0)) for h, k in ((p.search(name), k) for p, k in _TYPE_TOKEN[:-1]) if h]
-    if lower:                      # the first lower-precision type named is the inputs' type
+    if lower:  # the first lower-precision type named is the inputs' type
         _, kind, token = min(lower)
         return KernelPrecision(kind, acc, tensor if kind != FP64 else False, token)
     tf32 = _TENSOR_OP_S.search(name)
-    if tf32:                       # CUTLASS tensor-core op on fp32 elements: TF32
+    if tf32:  # CUTLASS tensor-core op on fp32 elements: TF32
         return KernelPrecision(TF32, FP32, True, tf32.group(0))
     fp32 = _TYPE_TOKEN[-1][0].search(name)
     if fp32:
@@ -93,8 +113,20 @@ def kernel_precision(name: str) -> KernelPrecision:
 def _types(group: str) -> list[str]:
     out = []
     for tok in re.findall(r"bf16|tf32|f16|f32|f64|e4m3|e5m2|i8|s8|s32", group.lower()):
-        out.append({"bf16": BF16, "tf32": TF32, "f16": FP16, "f32": FP32, "f64": FP64, "e4m3": FP8,
-                    "e5m2": FP8, "i8": INT8, "s8": INT8, "s32": "int32"}[tok])
+        out.append(
+            {
+                "bf16": BF16,
+                "tf32": TF32,
+                "f16": FP16,
+                "f32": FP32,
+                "f64": FP64,
+                "e4m3": FP8,
+                "e5m2": FP8,
+                "i8": INT8,
+                "s8": INT8,
+                "s32": "int32",
+            }[tok]
+        )
     return out
 
 
@@ -154,12 +186,25 @@ def kernel_precisions(kernels: pd.DataFrame, cpu_ops: pd.DataFrame) -> pd.DataFr
     from_op = (precision == "") & (op_row >= 0)
     precision[from_op] = dtypes[op_row[from_op]]
     source[from_op] = "op dtype"
-    return kernels.assign(precision=precision, precision_from=source, accumulator=take(acc),
-                          tensor_cores=take(tensor), alignment=take(align), op_row=op_row)
+    return kernels.assign(
+        precision=precision,
+        precision_from=source,
+        accumulator=take(acc),
+        tensor_cores=take(tensor),
+        alignment=take(align),
+        op_row=op_row,
+    )
 
 
-_CEILING_KEY = {FP32: "fp32", TF32: "tf32_tensor", FP16: "fp16_tensor", BF16: "bf16_tensor", FP8: "fp8_tensor",
-                FP64: "fp64", INT8: "int8_tensor"}
+_CEILING_KEY = {
+    FP32: "fp32",
+    TF32: "tf32_tensor",
+    FP16: "fp16_tensor",
+    BF16: "bf16_tensor",
+    FP8: "fp8_tensor",
+    FP64: "fp64",
+    INT8: "int8_tensor",
+}
 
 
 def ceiling_dtype(precision: str | None) -> str:

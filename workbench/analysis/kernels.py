@@ -1,5 +1,6 @@
 """Kernel breakdown: time per kernel name, and per kernel type with the overlaps between types as extra
 rows (HTA's ``get_gpu_kernel_breakdown``)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -44,8 +45,13 @@ def kernel_breakdown(trace, semantics="workbench") -> KernelBreakdown:
     k = view.kernels
     table = _per_name(k)
     types = _per_type(view)
-    return KernelBreakdown(table=table, types=types, total_kernel_us=float(k["dur_us"].sum()),
-                           busy_us=float(types["dur_us"].sum()), semantics=view.semantics.name)
+    return KernelBreakdown(
+        table=table,
+        types=types,
+        total_kernel_us=float(k["dur_us"].sum()),
+        busy_us=float(types["dur_us"].sum()),
+        semantics=view.semantics.name,
+    )
 
 
 def _per_name(k: pd.DataFrame) -> pd.DataFrame:
@@ -69,8 +75,14 @@ def _per_type(view: TraceView) -> pd.DataFrame:
         cover = coverage_by_mask(sets) if not view.semantics.hta_int_segments else _int_coverage(sets)
         busy = sum(cover.values())
         for mask, dur in cover.items():
-            rows.append({"rank": rank, "kernel_type": _label(mask), "dur_us": dur,
-                         "pct": 100.0 * dur / busy if busy > 0 else 0.0})
+            rows.append(
+                {
+                    "rank": rank,
+                    "kernel_type": _label(mask),
+                    "dur_us": dur,
+                    "pct": 100.0 * dur / busy if busy > 0 else 0.0,
+                }
+            )
     t = pd.DataFrame(rows, columns=["rank", "kernel_type", "dur_us", "pct"])
     return t.sort_values(["rank", "dur_us"], ascending=[True, False], ignore_index=True)
 

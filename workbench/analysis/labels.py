@@ -4,6 +4,7 @@ Categorical columns (what the reader produces) cost nothing; others are factoris
 
 And the one shortening of kernel and op names for every chart and text table (``short_name``,
 ``unique_labels``): the function name as Nsight Systems shows it, never two kernels under one label."""
+
 from __future__ import annotations
 
 import functools
@@ -51,13 +52,55 @@ def label_mask(labels: np.ndarray, codes: np.ndarray, wanted) -> np.ndarray:
 
 MAX_LABEL_CHARS = 56
 # wrapper kernels whose own name says nothing: the label names their first telling template argument
-_WRAPPERS = frozenset({"Kernel", "Kernel2", "device_kernel", "kernel", "elementwise_kernel",
-                       "vectorized_elementwise_kernel", "unrolled_elementwise_kernel",
-                       "elementwise_kernel_with_index", "reduce_kernel", "distribution_elementwise_grid_stride_kernel",
-                       "index_elementwise_kernel", "launch_kernel"})
-_NOT_TELLING = frozenset({"void", "bool", "char", "short", "int", "long", "unsigned", "signed", "float", "double",
-                          "half", "true", "false", "std", "array", "operator", "const", "at", "native", "c10",
-                          "detail", "cuda", "cutlass", "anonymous", "namespace", "lambda", "ul", "u", "l"})
+_WRAPPERS = frozenset(
+    {
+        "Kernel",
+        "Kernel2",
+        "device_kernel",
+        "kernel",
+        "elementwise_kernel",
+        "vectorized_elementwise_kernel",
+        "unrolled_elementwise_kernel",
+        "elementwise_kernel_with_index",
+        "reduce_kernel",
+        "distribution_elementwise_grid_stride_kernel",
+        "index_elementwise_kernel",
+        "launch_kernel",
+    }
+)
+_NOT_TELLING = frozenset(
+    {
+        "void",
+        "bool",
+        "char",
+        "short",
+        "int",
+        "long",
+        "unsigned",
+        "signed",
+        "float",
+        "double",
+        "half",
+        "true",
+        "false",
+        "std",
+        "array",
+        "operator",
+        "const",
+        "at",
+        "native",
+        "c10",
+        "detail",
+        "cuda",
+        "cutlass",
+        "anonymous",
+        "namespace",
+        "lambda",
+        "ul",
+        "u",
+        "l",
+    }
+)
 _OPEN, _CLOSE = "<({[", ">)}]"
 _ANON = "(anonymous namespace)"
 
@@ -107,7 +150,7 @@ def _telling(argument: str) -> str:
     """The most telling identifier of a template argument ('' when it holds only numbers and types)."""
     for component in reversed(_top_level(argument.strip(), "::")):
         component = component.strip()
-        if component.startswith(("{", "operator")):      # lambdas, call operators
+        if component.startswith(("{", "operator")):  # lambdas, call operators
             continue
         words = _identifier(component).split()
         word = words[-1] if words else ""
@@ -129,7 +172,7 @@ def _demangled_signature(name: str) -> str | None:
         paren = len(text)
     head = text[:paren]
     words = _top_level(head, " ")
-    qualified = words[-1] if words else head          # the return type goes
+    qualified = words[-1] if words else head  # the return type goes
     components = _top_level(qualified, "::")
     last = components[-1]
     ident = _identifier(last)
@@ -137,7 +180,7 @@ def _demangled_signature(name: str) -> str | None:
         return None
     lt = _first_top(last, "<")
     if ident in _WRAPPERS and lt > 0:
-        arguments = _top_level(last[lt + 1:last.rfind(">")], ",")
+        arguments = _top_level(last[lt + 1 : last.rfind(">")], ",")
         telling = next((t for t in map(_telling, arguments) if t), "")
         if telling and ident in ("Kernel", "Kernel2", "device_kernel", "kernel"):
             return telling
@@ -174,24 +217,27 @@ def _mangled_name(name: str) -> str | None:
         if match:
             size = int(match.group(1))
             start = match.end()
-            idents.append(name[start:start + size])
+            idents.append(name[start : start + size])
             pos = start + size
             if not nested:
                 break
             continue
-        if name[pos] == "I":                       # template arguments: the first telling source name
+        if name[pos] == "I":  # template arguments: the first telling source name
             template_first = _first_template_name(name, pos + 1)
         break
     if not idents:
         return None
     ident = idents[-1]
     if ident in _WRAPPERS and template_first and template_first.isidentifier():
-        return template_first if ident in ("Kernel", "Kernel2", "device_kernel", "kernel") else \
-            f"{ident}<{template_first}>"
+        return (
+            template_first
+            if ident in ("Kernel", "Kernel2", "device_kernel", "kernel")
+            else f"{ident}<{template_first}>"
+        )
     return ident
 
 
-_SKIPPED = re.compile(r"L[^E]*E|[ST][0-9A-Z]*_|S[a-z]")   # literals, substitutions, std:: abbreviations
+_SKIPPED = re.compile(r"L[^E]*E|[ST][0-9A-Z]*_|S[a-z]")  # literals, substitutions, std:: abbreviations
 
 
 def _first_template_name(name: str, pos: int) -> str:
@@ -204,7 +250,7 @@ def _first_template_name(name: str, pos: int) -> str:
         match = _SOURCE_NAME.match(name, pos)
         if match:
             start = match.end()
-            ident = name[start:start + int(match.group(1))]
+            ident = name[start : start + int(match.group(1))]
             if ident not in _NOT_TELLING:
                 return ident
             pos = start + len(ident)
@@ -228,8 +274,12 @@ def _cxa_demangle() -> Any:
         except (OSError, AttributeError):
             continue
         function.restype = ctypes.c_void_p
-        function.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t),
-                             ctypes.POINTER(ctypes.c_int)]
+        function.argtypes = [
+            ctypes.c_char_p,
+            ctypes.c_char_p,
+            ctypes.POINTER(ctypes.c_size_t),
+            ctypes.POINTER(ctypes.c_int),
+        ]
         free = ctypes.CDLL(ctypes.util.find_library("c") or None).free
         free.argtypes = [ctypes.c_void_p]
         return function, free

@@ -28,6 +28,7 @@ frame in the user's files open at that moment (the trace's Python events, ``with
 ``optimizer_state`` / ``gradient`` for memory allocated before the trace, where the capture named those
 tensors (``roles``: what ``wb.profile(memory=True)`` records), ``unknown`` otherwise.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -45,8 +46,16 @@ from workbench.trace.nesting import nest
 if TYPE_CHECKING:
     from workbench.trace import TraceData
 
-CATEGORIES = ("parameter", "optimizer_state", "input", "temporary", "activation", "gradient",
-              "autograd_detail", "unknown")
+CATEGORIES = (
+    "parameter",
+    "optimizer_state",
+    "input",
+    "temporary",
+    "activation",
+    "gradient",
+    "autograd_detail",
+    "unknown",
+)
 PHASES = ("forward", "backward", "optimizer", "zero_grad", "other")
 DEVICE_TYPES = {0: "cpu", 1: "cuda", 6: "hip", 12: "xpu", 13: "mps", 20: "privateuse1"}
 TOP_BLOCKS = 10
@@ -54,17 +63,48 @@ TOP_BLOCKS = 10
 MAX_PAIRED_EVENTS = 5_000_000
 ROLE_COLUMNS = ["device", "addr", "bytes", "role", "name"]
 TIMELINE_COLUMNS = ["rank", "device", "ts_us", "bytes", "allocated_bytes", "reserved_bytes"]
-DEVICE_COLUMNS = ["rank", "device", "events", "peak_bytes", "peak_ts_us", "peak_order", "reserved_peak_bytes",
-                  "reserved_at_peak_bytes", "start_bytes", "end_bytes", "source", "baseline_bytes"]
-BLOCK_COLUMNS = ["rank", "device", "addr", "bytes", "alloc_ts_us", "free_ts_us", "lifetime_us", "preexisting",
-                 "op_name", "top_op", "module", "location", "phase", "category", "name"]
+DEVICE_COLUMNS = [
+    "rank",
+    "device",
+    "events",
+    "peak_bytes",
+    "peak_ts_us",
+    "peak_order",
+    "reserved_peak_bytes",
+    "reserved_at_peak_bytes",
+    "start_bytes",
+    "end_bytes",
+    "source",
+    "baseline_bytes",
+]
+BLOCK_COLUMNS = [
+    "rank",
+    "device",
+    "addr",
+    "bytes",
+    "alloc_ts_us",
+    "free_ts_us",
+    "lifetime_us",
+    "preexisting",
+    "op_name",
+    "top_op",
+    "module",
+    "location",
+    "phase",
+    "category",
+    "name",
+]
 
 RECORDED, FROM_SIZES, MIXED = "recorded totals", "from sizes", "recorded totals and sizes"
-NO_ADDRESSES = ("the trace's memory events carry no addresses (Addr): allocations cannot be paired with their "
-                "frees, so the blocks live at the peak, their lifetimes and categories are not known")
-FROM_SIZES_NOTE = ("{device}: the trace records sizes only (no Total Allocated): allocated bytes are the running "
-                   "sum of sizes from the trace's start, raised by {base:,} bytes freed that were allocated "
-                   "before it; the peak is relative to what was allocated when the trace started")
+NO_ADDRESSES = (
+    "the trace's memory events carry no addresses (Addr): allocations cannot be paired with their "
+    "frees, so the blocks live at the peak, their lifetimes and categories are not known"
+)
+FROM_SIZES_NOTE = (
+    "{device}: the trace records sizes only (no Total Allocated): allocated bytes are the running "
+    "sum of sizes from the trace's start, raised by {base:,} bytes freed that were allocated "
+    "before it; the peak is relative to what was allocated when the trace started"
+)
 
 
 def device_label(device_type: int, device_id: int) -> str:
@@ -75,6 +115,7 @@ def device_label(device_type: int, device_id: int) -> str:
 
 # --- the events with their context ---------------------------------------------------------------
 
+
 def memory_events(trace: TraceData, user_paths: Sequence[str] | None = None) -> pd.DataFrame:
     """The trace's memory table in time order, with ``device`` (``cpu``, ``cuda:0``), ``order`` (its
     position), and where the trace tells: ``op_name``, ``top_op``, ``module``, ``location``, ``phase``."""
@@ -84,20 +125,37 @@ def memory_events(trace: TraceData, user_paths: Sequence[str] | None = None) -> 
     mem = mem.reset_index(drop=True)
     n = len(mem)
     if n and (mem["bytes"].to_numpy() == -1).all() and (mem["total_allocated"].to_numpy() < 0).all():
-        raise InvalidArgumentError("the trace's memory events carry neither sizes (Bytes) nor totals "
-                                   "(Total Allocated): there is nothing to add up; re-record with "
-                                   "torch.profiler.profile(profile_memory=True)")
+        raise InvalidArgumentError(
+            "the trace's memory events carry neither sizes (Bytes) nor totals "
+            "(Total Allocated): there is nothing to add up; re-record with "
+            "torch.profiler.profile(profile_memory=True)"
+        )
     types = mem["device_type"].to_numpy() if n else np.zeros(0, np.int64)
     ids = mem["device_id"].to_numpy() if n else np.zeros(0, np.int64)
-    pairs = {(int(t), int(i)) for t, i in zip(types, ids)} if n < 1000 else \
-        {tuple(p) for p in np.unique(np.stack([types, ids]), axis=1).T.tolist()}
+    pairs = (
+        {(int(t), int(i)) for t, i in zip(types, ids)}
+        if n < 1000
+        else {tuple(p) for p in np.unique(np.stack([types, ids]), axis=1).T.tolist()}
+    )
     labels = {p: device_label(*p) for p in pairs}
-    device = np.array([labels[(int(t), int(i))] for t, i in zip(types, ids)], dtype=object) if n < 1000 else \
-        _labels_fast(types, ids, labels)
-    out = pd.DataFrame({"rank": mem["rank"].to_numpy(), "pid": mem["pid"], "tid": mem["tid"],
-                        "device": pd.Categorical(device), "ts_us": mem["ts_us"].to_numpy(),
-                        "bytes": mem["bytes"].to_numpy(), "total_allocated": mem["total_allocated"].to_numpy(),
-                        "total_reserved": mem["total_reserved"].to_numpy(), "addr": mem["addr"].to_numpy()})
+    device = (
+        np.array([labels[(int(t), int(i))] for t, i in zip(types, ids)], dtype=object)
+        if n < 1000
+        else _labels_fast(types, ids, labels)
+    )
+    out = pd.DataFrame(
+        {
+            "rank": mem["rank"].to_numpy(),
+            "pid": mem["pid"],
+            "tid": mem["tid"],
+            "device": pd.Categorical(device),
+            "ts_us": mem["ts_us"].to_numpy(),
+            "bytes": mem["bytes"].to_numpy(),
+            "total_allocated": mem["total_allocated"].to_numpy(),
+            "total_reserved": mem["total_reserved"].to_numpy(),
+            "addr": mem["addr"].to_numpy(),
+        }
+    )
     for col in ("op_name", "top_op", "module", "location", "phase", "name", "frame"):
         if col in mem.columns:
             out[col] = mem[col].astype(str).to_numpy(dtype=object)
@@ -111,8 +169,15 @@ def memory_events(trace: TraceData, user_paths: Sequence[str] | None = None) -> 
 def _labels_fast(types: np.ndarray, ids: np.ndarray, labels: dict) -> np.ndarray:
     keys = types.astype(np.int64) * 1_000_003 + ids.astype(np.int64)
     uniq, inverse = np.unique(keys, return_inverse=True)
-    names = np.array([labels[(int(k // 1_000_003), int(k % 1_000_003))] if (int(k // 1_000_003), int(k % 1_000_003)) in labels
-                      else labels[_split_key(int(k))] for k in uniq], dtype=object)
+    names = np.array(
+        [
+            labels[(int(k // 1_000_003), int(k % 1_000_003))]
+            if (int(k // 1_000_003), int(k % 1_000_003)) in labels
+            else labels[_split_key(int(k))]
+            for k in uniq
+        ],
+        dtype=object,
+    )
     return names[inverse]
 
 
@@ -155,8 +220,9 @@ def _add_context(events: pd.DataFrame, trace: TraceData, user_paths: Sequence[st
                 break
             top[move] = up[move]
         events.loc[has, "top_op"] = names[top[has]]
-        is_backward = np.array([("Backward" in s or "autograd::engine" in s or "AccumulateGrad" in s)
-                                for s in names], dtype=bool)
+        is_backward = np.array(
+            [("Backward" in s or "autograd::engine" in s or "AccumulateGrad" in s) for s in names], dtype=bool
+        )
         # an allocation is in backward when any op on its chain is a backward op
         cur = op.copy()
         for _ in range(256):
@@ -182,8 +248,13 @@ def _add_context(events: pd.DataFrame, trace: TraceData, user_paths: Sequence[st
         if len(scopes):
             cols = ["rank", "pid", "tid", "name", "ts_us", "end_us"]
             text = {"pid": str, "tid": str, "name": str}
-            stack_events = pd.concat([stack_events[cols].astype(text) if len(stack_events) else
-                                      pd.DataFrame(columns=cols), scopes[cols].astype(text)], ignore_index=True)
+            stack_events = pd.concat(
+                [
+                    stack_events[cols].astype(text) if len(stack_events) else pd.DataFrame(columns=cols),
+                    scopes[cols].astype(text),
+                ],
+                ignore_index=True,
+            )
     if len(stack_events):
         stack = python_stack(stack_events, user_paths)
         at = stack.enclosing(points)
@@ -197,13 +268,14 @@ def _add_context(events: pd.DataFrame, trace: TraceData, user_paths: Sequence[st
 
 # --- timeline ------------------------------------------------------------------------------------
 
+
 def _allocated(events: pd.DataFrame) -> tuple[np.ndarray, dict[tuple[int, str], tuple[str, int]]]:
     """Allocated bytes after each event, and per (rank, device) how they were found and the baseline."""
     allocated = np.zeros(len(events), dtype=np.int64)
     how: dict[tuple[int, str], tuple[str, int]] = {}
     for (rank, device), rows in events.groupby(["rank", "device"], observed=True, sort=True).indices.items():
         size = events["bytes"].to_numpy()[rows]
-        size = np.where(size == -1, 0, size)   # an absent size adds nothing (a recorded total still counts)
+        size = np.where(size == -1, 0, size)  # an absent size adds nothing (a recorded total still counts)
         total = events["total_allocated"].to_numpy()[rows]
         running = np.cumsum(size)
         known = total >= 0
@@ -261,14 +333,22 @@ def memory_timeline(trace: TraceData, *, events: pd.DataFrame | None = None) -> 
     ev = events if events is not None else memory_events(trace)
     notes: list[str] = []
     if not len(ev):
-        return MemoryTimeline(table=pd.DataFrame({c: pd.Series(dtype="int64") for c in TIMELINE_COLUMNS}),
-                              devices=pd.DataFrame({c: pd.Series(dtype="int64") for c in DEVICE_COLUMNS}),
-                              notes=("the trace has no memory events: record with profile_memory=True "
-                                     "(wb.profile(fn, memory=True))",))
+        return MemoryTimeline(
+            table=pd.DataFrame({c: pd.Series(dtype="int64") for c in TIMELINE_COLUMNS}),
+            devices=pd.DataFrame({c: pd.Series(dtype="int64") for c in DEVICE_COLUMNS}),
+            notes=("the trace has no memory events: record with profile_memory=True (wb.profile(fn, memory=True))",),
+        )
     allocated, how = _allocated(ev)
-    table = pd.DataFrame({"rank": ev["rank"].to_numpy(), "device": ev["device"].astype(str).to_numpy(),
-                          "ts_us": ev["ts_us"].to_numpy(), "bytes": ev["bytes"].to_numpy(),
-                          "allocated_bytes": allocated, "reserved_bytes": ev["total_reserved"].to_numpy()})
+    table = pd.DataFrame(
+        {
+            "rank": ev["rank"].to_numpy(),
+            "device": ev["device"].astype(str).to_numpy(),
+            "ts_us": ev["ts_us"].to_numpy(),
+            "bytes": ev["bytes"].to_numpy(),
+            "allocated_bytes": allocated,
+            "reserved_bytes": ev["total_reserved"].to_numpy(),
+        }
+    )
     rows = []
     for (rank, device), index in table.groupby(["rank", "device"], sort=True).indices.items():
         part = table.iloc[index]
@@ -276,25 +356,44 @@ def memory_timeline(trace: TraceData, *, events: pd.DataFrame | None = None) -> 
         reserved = part["reserved_bytes"].to_numpy()
         source, base = how[(int(rank), str(device))]
         first = part.iloc[0]
-        start = int(first["allocated_bytes"] - first["bytes"]) if first["bytes"] != -1 else int(first["allocated_bytes"])
-        peak_bytes, peak_ts, peak_order = int(part["allocated_bytes"].iloc[at]), float(part["ts_us"].iloc[at]), int(index[at])
-        if start > peak_bytes:   # the most was allocated before the first event (a trace that starts mid-run)
+        start = (
+            int(first["allocated_bytes"] - first["bytes"]) if first["bytes"] != -1 else int(first["allocated_bytes"])
+        )
+        peak_bytes, peak_ts, peak_order = (
+            int(part["allocated_bytes"].iloc[at]),
+            float(part["ts_us"].iloc[at]),
+            int(index[at]),
+        )
+        if start > peak_bytes:  # the most was allocated before the first event (a trace that starts mid-run)
             peak_bytes, peak_ts, peak_order = start, float(first["ts_us"]), int(index[0]) - 1
-        rows.append({"rank": int(rank), "device": device, "events": len(part),
-                     "peak_bytes": peak_bytes, "peak_ts_us": peak_ts, "peak_order": peak_order,
-                     "reserved_peak_bytes": int(reserved.max()) if (reserved >= 0).any() else -1,
-                     "reserved_at_peak_bytes": int(reserved[at]),
-                     "start_bytes": start,
-                     "end_bytes": int(part["allocated_bytes"].iloc[-1]), "source": source, "baseline_bytes": base})
+        rows.append(
+            {
+                "rank": int(rank),
+                "device": device,
+                "events": len(part),
+                "peak_bytes": peak_bytes,
+                "peak_ts_us": peak_ts,
+                "peak_order": peak_order,
+                "reserved_peak_bytes": int(reserved.max()) if (reserved >= 0).any() else -1,
+                "reserved_at_peak_bytes": int(reserved[at]),
+                "start_bytes": start,
+                "end_bytes": int(part["allocated_bytes"].iloc[-1]),
+                "source": source,
+                "baseline_bytes": base,
+            }
+        )
         if source == FROM_SIZES:
             notes.append(FROM_SIZES_NOTE.format(device=device, base=base))
         if (part["bytes"].to_numpy() == -1).any() and source != RECORDED:
-            notes.append(f"{device}: {(part['bytes'].to_numpy() == -1).sum():,} memory event(s) without a size were "
-                         "counted as 0 bytes: the timeline may be low")
+            notes.append(
+                f"{device}: {(part['bytes'].to_numpy() == -1).sum():,} memory event(s) without a size were "
+                "counted as 0 bytes: the timeline may be low"
+            )
     return MemoryTimeline(table=table, devices=pd.DataFrame(rows, columns=DEVICE_COLUMNS), notes=tuple(notes))
 
 
 # --- blocks --------------------------------------------------------------------------------------
+
 
 def memory_blocks(events: pd.DataFrame, roles: pd.DataFrame | None = None) -> tuple[pd.DataFrame, tuple[str, ...]]:
     """One row per block (an allocation and its free; a free without an allocation in the trace is a block
@@ -308,22 +407,26 @@ def memory_blocks(events: pd.DataFrame, roles: pd.DataFrame | None = None) -> tu
         return pd.DataFrame(columns=BLOCK_COLUMNS), (
             f"{len(events):,} memory events: more than {MAX_PAIRED_EVENTS:,}, so allocations were not paired "
             "with their frees (the timeline and its peak are exact; live blocks and categories are not given); "
-            "trace fewer steps for them",)
+            "trace fewer steps for them",
+        )
     ev = events[(events["addr"].to_numpy() >= 0) & (events["bytes"].to_numpy() != 0)]
     if len(ev) < len(events):
         missing = int((events["addr"].to_numpy() < 0).sum())
         if missing:
             notes.append(f"{missing:,} memory event(s) without an address were left out of the blocks")
     key = ev[["rank", "device", "addr"]].astype({"device": str})
-    order = np.lexsort((ev["order"].to_numpy(), key["addr"].to_numpy(), key["device"].to_numpy(),
-                        key["rank"].to_numpy()))
+    order = np.lexsort(
+        (ev["order"].to_numpy(), key["addr"].to_numpy(), key["device"].to_numpy(), key["rank"].to_numpy())
+    )
     e = ev.iloc[order].reset_index(drop=True)
     k = key.iloc[order].reset_index(drop=True)
     same_next = np.zeros(len(e), dtype=bool)
     if len(e) > 1:
-        same_next[:-1] = ((k["rank"].to_numpy()[1:] == k["rank"].to_numpy()[:-1])
-                          & (k["device"].to_numpy()[1:] == k["device"].to_numpy()[:-1])
-                          & (k["addr"].to_numpy()[1:] == k["addr"].to_numpy()[:-1]))
+        same_next[:-1] = (
+            (k["rank"].to_numpy()[1:] == k["rank"].to_numpy()[:-1])
+            & (k["device"].to_numpy()[1:] == k["device"].to_numpy()[:-1])
+            & (k["addr"].to_numpy()[1:] == k["addr"].to_numpy()[:-1])
+        )
     size = e["bytes"].to_numpy()
     is_alloc = size > 0
     nxt = np.arange(1, len(e) + 1)
@@ -344,32 +447,61 @@ def memory_blocks(events: pd.DataFrame, roles: pd.DataFrame | None = None) -> tu
         return e[col].to_numpy()[rows] if col in e.columns else np.full(len(rows), "", dtype=object)
 
     a_free = np.where(free_rows >= 0, ts[np.clip(free_rows, 0, None)], np.nan)
-    blocks = pd.DataFrame({
-        "rank": pick("rank", alloc_rows), "device": k["device"].to_numpy()[alloc_rows],
-        "addr": pick("addr", alloc_rows), "bytes": size[alloc_rows], "alloc_ts_us": ts[alloc_rows],
-        "free_ts_us": a_free, "alloc_order": pick("order", alloc_rows),
-        "free_order": np.where(free_rows >= 0, e["order"].to_numpy()[np.clip(free_rows, 0, None)], np.iinfo(np.int64).max),
-        "preexisting": np.zeros(len(alloc_rows), dtype=bool),
-        "op_name": pick("op_name", alloc_rows), "top_op": pick("top_op", alloc_rows),
-        "module": pick("module", alloc_rows), "location": pick("location", alloc_rows),
-        "phase": pick("phase", alloc_rows),
-        "free_phase": np.where(free_rows >= 0, pick("phase", np.clip(free_rows, 0, None)), ""),
-        "free_top_op": np.where(free_rows >= 0, pick("top_op", np.clip(free_rows, 0, None)), ""),
-        "name": pick("name", alloc_rows) if "name" in e.columns else np.full(len(alloc_rows), "", dtype=object)})
-    pre = pd.DataFrame({
-        "rank": pick("rank", pre_rows), "device": k["device"].to_numpy()[pre_rows], "addr": pick("addr", pre_rows),
-        "bytes": -size[pre_rows], "alloc_ts_us": np.full(len(pre_rows), start_ts), "free_ts_us": ts[pre_rows],
-        "alloc_order": np.full(len(pre_rows), -1, dtype=np.int64), "free_order": pick("order", pre_rows),
-        "preexisting": np.ones(len(pre_rows), dtype=bool), "op_name": "", "top_op": "", "module": "",
-        "location": "", "phase": "before the trace", "free_phase": pick("phase", pre_rows),
-        "free_top_op": pick("top_op", pre_rows), "name": ""})
+    blocks = pd.DataFrame(
+        {
+            "rank": pick("rank", alloc_rows),
+            "device": k["device"].to_numpy()[alloc_rows],
+            "addr": pick("addr", alloc_rows),
+            "bytes": size[alloc_rows],
+            "alloc_ts_us": ts[alloc_rows],
+            "free_ts_us": a_free,
+            "alloc_order": pick("order", alloc_rows),
+            "free_order": np.where(
+                free_rows >= 0, e["order"].to_numpy()[np.clip(free_rows, 0, None)], np.iinfo(np.int64).max
+            ),
+            "preexisting": np.zeros(len(alloc_rows), dtype=bool),
+            "op_name": pick("op_name", alloc_rows),
+            "top_op": pick("top_op", alloc_rows),
+            "module": pick("module", alloc_rows),
+            "location": pick("location", alloc_rows),
+            "phase": pick("phase", alloc_rows),
+            "free_phase": np.where(free_rows >= 0, pick("phase", np.clip(free_rows, 0, None)), ""),
+            "free_top_op": np.where(free_rows >= 0, pick("top_op", np.clip(free_rows, 0, None)), ""),
+            "name": pick("name", alloc_rows) if "name" in e.columns else np.full(len(alloc_rows), "", dtype=object),
+        }
+    )
+    pre = pd.DataFrame(
+        {
+            "rank": pick("rank", pre_rows),
+            "device": k["device"].to_numpy()[pre_rows],
+            "addr": pick("addr", pre_rows),
+            "bytes": -size[pre_rows],
+            "alloc_ts_us": np.full(len(pre_rows), start_ts),
+            "free_ts_us": ts[pre_rows],
+            "alloc_order": np.full(len(pre_rows), -1, dtype=np.int64),
+            "free_order": pick("order", pre_rows),
+            "preexisting": np.ones(len(pre_rows), dtype=bool),
+            "op_name": "",
+            "top_op": "",
+            "module": "",
+            "location": "",
+            "phase": "before the trace",
+            "free_phase": pick("phase", pre_rows),
+            "free_top_op": pick("top_op", pre_rows),
+            "name": "",
+        }
+    )
     if len(pre_rows):
-        notes.append(f"{len(pre_rows):,} free(s) of memory allocated before the trace began "
-                     f"({int(-size[pre_rows].sum()):,} bytes): counted as blocks live from the trace's start")
+        notes.append(
+            f"{len(pre_rows):,} free(s) of memory allocated before the trace began "
+            f"({int(-size[pre_rows].sum()):,} bytes): counted as blocks live from the trace's start"
+        )
     out = pd.concat([blocks, pre], ignore_index=True) if len(pre) else blocks
-    out["lifetime_us"] = np.where(np.isnan(out["free_ts_us"].to_numpy(np.float64)),
-                                  end_ts - out["alloc_ts_us"].to_numpy(np.float64),
-                                  out["free_ts_us"].to_numpy(np.float64) - out["alloc_ts_us"].to_numpy(np.float64))
+    out["lifetime_us"] = np.where(
+        np.isnan(out["free_ts_us"].to_numpy(np.float64)),
+        end_ts - out["alloc_ts_us"].to_numpy(np.float64),
+        out["free_ts_us"].to_numpy(np.float64) - out["alloc_ts_us"].to_numpy(np.float64),
+    )
     out["category"] = _categories(out, events)
     if roles is not None and len(roles):
         out = _with_roles(out, roles, start_ts)
@@ -407,14 +539,17 @@ def _categories(blocks: pd.DataFrame, events: pd.DataFrame) -> np.ndarray:
         if not len(rows) or not len(end_orders):
             continue
         at = np.searchsorted(end_orders, alloc_order[rows])
-        run_end = np.where(at < len(end_orders), end_orders[np.clip(at, 0, len(end_orders) - 1)], np.iinfo(np.int64).max)
+        run_end = np.where(
+            at < len(end_orders), end_orders[np.clip(at, 0, len(end_orders) - 1)], np.iinfo(np.int64).max
+        )
         outlives[rows] = free_order[rows] > run_end
     accumulate = np.array(["AccumulateGrad" in s for s in top], dtype=bool)
     back = phase == "backward"
     out[back] = "autograd_detail"
     out[back & (outlives | accumulate)] = "gradient"
-    out[(phase == "optimizer")] = np.where(freed[phase == "optimizer"] & (free_phase[phase == "optimizer"] == "optimizer"),
-                                           "temporary", "optimizer_state")
+    out[(phase == "optimizer")] = np.where(
+        freed[phase == "optimizer"] & (free_phase[phase == "optimizer"] == "optimizer"), "temporary", "optimizer_state"
+    )
     fwd = (phase == "forward") | (phase == "other")
     out[fwd] = "activation"
     out[fwd & same_op] = "temporary"
@@ -447,8 +582,10 @@ def _with_roles(blocks: pd.DataFrame, roles: pd.DataFrame, start_ts: float) -> p
     that the trace never freed as blocks live over the whole trace."""
     roles = roles.copy()
     roles["device"] = roles["device"].astype(str)
-    known = {(str(d), int(a)): (str(r), str(n), int(b)) for d, a, r, n, b in
-             zip(roles["device"], roles["addr"], roles["role"], roles["name"], roles["bytes"])}
+    known = {
+        (str(d), int(a)): (str(r), str(n), int(b))
+        for d, a, r, n, b in zip(roles["device"], roles["addr"], roles["role"], roles["name"], roles["bytes"])
+    }
     pre = blocks["preexisting"].to_numpy(bool)
     cats = blocks["category"].to_numpy().copy()
     names = blocks["name"].astype(str).to_numpy(dtype=object).copy()
@@ -462,21 +599,43 @@ def _with_roles(blocks: pd.DataFrame, roles: pd.DataFrame, start_ts: float) -> p
     allocated_in_trace = {(str(d), int(a)) for d, a, p in zip(blocks["device"], blocks["addr"], pre) if not p}
     # gradients are named at the traced pass's end: they may have been allocated in it, so only the
     # tensors that outlive steps (parameters, optimizer state, inputs) are added as live from the start
-    extra = roles[[(d, int(a)) not in seen and (d, int(a)) not in allocated_in_trace and r != "gradient"
-                   for d, a, r in zip(roles["device"], roles["addr"], roles["role"])]].drop_duplicates(["device", "addr"])
+    extra = roles[
+        [
+            (d, int(a)) not in seen and (d, int(a)) not in allocated_in_trace and r != "gradient"
+            for d, a, r in zip(roles["device"], roles["addr"], roles["role"])
+        ]
+    ].drop_duplicates(["device", "addr"])
     if not len(extra):
         return blocks
     rank = int(blocks["rank"].iloc[0]) if len(blocks) else 0
-    add = pd.DataFrame({"rank": rank, "device": extra["device"].to_numpy(), "addr": extra["addr"].to_numpy(np.int64),
-                        "bytes": extra["bytes"].to_numpy(np.int64), "alloc_ts_us": start_ts, "free_ts_us": np.nan,
-                        "alloc_order": -1, "free_order": np.iinfo(np.int64).max, "preexisting": True,
-                        "op_name": "", "top_op": "", "module": "", "location": "", "phase": "before the trace",
-                        "free_phase": "", "free_top_op": "", "name": extra["name"].astype(str).to_numpy(),
-                        "lifetime_us": np.nan, "category": extra["role"].astype(str).to_numpy()})
+    add = pd.DataFrame(
+        {
+            "rank": rank,
+            "device": extra["device"].to_numpy(),
+            "addr": extra["addr"].to_numpy(np.int64),
+            "bytes": extra["bytes"].to_numpy(np.int64),
+            "alloc_ts_us": start_ts,
+            "free_ts_us": np.nan,
+            "alloc_order": -1,
+            "free_order": np.iinfo(np.int64).max,
+            "preexisting": True,
+            "op_name": "",
+            "top_op": "",
+            "module": "",
+            "location": "",
+            "phase": "before the trace",
+            "free_phase": "",
+            "free_top_op": "",
+            "name": extra["name"].astype(str).to_numpy(),
+            "lifetime_us": np.nan,
+            "category": extra["role"].astype(str).to_numpy(),
+        }
+    )
     return pd.concat([blocks, add], ignore_index=True)
 
 
 # --- the peak ------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, eq=False)
 class MemoryPeak(AnalysisResult):
@@ -515,8 +674,13 @@ class MemoryPeak(AnalysisResult):
         return t.groupby(column)["bytes"].sum().sort_values(ascending=False)
 
 
-def memory_peak(trace: TraceData, *, roles: pd.DataFrame | None = None, user_paths: Sequence[str] | None = None,
-                events: pd.DataFrame | None = None) -> MemoryPeak:
+def memory_peak(
+    trace: TraceData,
+    *,
+    roles: pd.DataFrame | None = None,
+    user_paths: Sequence[str] | None = None,
+    events: pd.DataFrame | None = None,
+) -> MemoryPeak:
     """The peak of allocated bytes per device, and the blocks live at it (see the module's docstring).
     ``roles``: tensors the capture named (columns device, addr, bytes, role, name), for memory allocated
     before the trace."""
@@ -530,7 +694,7 @@ def memory_peak(trace: TraceData, *, roles: pd.DataFrame | None = None, user_pat
     for row in timeline.devices.itertuples():
         if not len(blocks):
             continue
-        at = int(row.peak_order)   # the event after which the peak holds (the row's position in ``ev``)
+        at = int(row.peak_order)  # the event after which the peak holds (the row's position in ``ev``)
         b = blocks[(blocks["rank"] == row.rank) & (blocks["device"].astype(str) == row.device)]
         live = b[(b["alloc_order"].to_numpy() <= at) & (b["free_order"].to_numpy() > at)]
         live = live.sort_values("bytes", ascending=False, kind="stable")
@@ -539,11 +703,17 @@ def memory_peak(trace: TraceData, *, roles: pd.DataFrame | None = None, user_pat
         # without the capture's named tensors, what no block accounts for (allocated before the trace) is unknown
         before = 0 if (roles is not None and len(roles)) else max(0, int(row.peak_bytes) - int(live["bytes"].sum()))
         for cat in CATEGORIES:
-            cat_rows.append({"rank": int(row.rank), "device": row.device, "category": cat,
-                             "bytes": int(sums.get(cat, 0)) + (before if cat == "unknown" else 0)})
+            cat_rows.append(
+                {
+                    "rank": int(row.rank),
+                    "device": row.device,
+                    "category": cat,
+                    "bytes": int(sums.get(cat, 0)) + (before if cat == "unknown" else 0),
+                }
+            )
         if row.device == main:
             main_live = int(live["bytes"].sum())
-    table = (pd.concat(live_parts, ignore_index=True) if live_parts else pd.DataFrame(columns=BLOCK_COLUMNS))
+    table = pd.concat(live_parts, ignore_index=True) if live_parts else pd.DataFrame(columns=BLOCK_COLUMNS)
     table = table.reindex(columns=BLOCK_COLUMNS).reset_index(drop=True)
     peak = timeline.peak_bytes(main) if main else 0
     main_rows = timeline.devices[timeline.devices["device"] == main]
@@ -551,16 +721,27 @@ def memory_peak(trace: TraceData, *, roles: pd.DataFrame | None = None, user_pat
     has_roles = roles is not None and len(roles) > 0
     unattributed = max(0, peak - main_live) if len(blocks) and not has_roles else 0
     if len(blocks) and unattributed:
-        notes.append(f"{main}: {unattributed:,} of the peak's {peak:,} bytes were allocated before the trace and not "
-                     "freed in it: no block in the trace accounts for them")
+        notes.append(
+            f"{main}: {unattributed:,} of the peak's {peak:,} bytes were allocated before the trace and not "
+            "freed in it: no block in the trace accounts for them"
+        )
     if has_roles and main_live > peak:
-        peak_note = (f"{main}: the named tensors alive before the trace add {main_live - peak:,} bytes "
-                     "the trace's totals do not count (they count from the profiler's start)")
+        peak_note = (
+            f"{main}: the named tensors alive before the trace add {main_live - peak:,} bytes "
+            "the trace's totals do not count (they count from the profiler's start)"
+        )
         notes.append(peak_note)
-    return MemoryPeak(table=table, devices=timeline.devices,
-                      categories=pd.DataFrame(cat_rows, columns=["rank", "device", "category", "bytes"]),
-                      device=main, peak_bytes=int(peak), peak_ts_us=peak_ts, live_bytes=int(main_live),
-                      unattributed_bytes=int(unattributed), notes=tuple(notes))
+    return MemoryPeak(
+        table=table,
+        devices=timeline.devices,
+        categories=pd.DataFrame(cat_rows, columns=["rank", "device", "category", "bytes"]),
+        device=main,
+        peak_bytes=int(peak),
+        peak_ts_us=peak_ts,
+        live_bytes=int(main_live),
+        unattributed_bytes=int(unattributed),
+        notes=tuple(notes),
+    )
 
 
 def _peak_order(events: pd.DataFrame, timeline: MemoryTimeline, rank: int, device: str) -> int:
@@ -571,6 +752,7 @@ def _peak_order(events: pd.DataFrame, timeline: MemoryTimeline, rank: int, devic
 
 
 # --- growth across steps -------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, eq=False)
 class MemoryGrowth(AnalysisResult):
@@ -589,25 +771,52 @@ class MemoryGrowth(AnalysisResult):
     kind: ClassVar[str] = "memory_growth"
 
 
-GROWTH_COLUMNS = ["rank", "device", "step", "start_bytes", "end_bytes", "growth_bytes", "kept_bytes",
-                  "kept_blocks", "top_op", "module", "location"]
+GROWTH_COLUMNS = [
+    "rank",
+    "device",
+    "step",
+    "start_bytes",
+    "end_bytes",
+    "growth_bytes",
+    "kept_bytes",
+    "kept_blocks",
+    "top_op",
+    "module",
+    "location",
+]
 
 
-def memory_growth(trace: TraceData, *, events: pd.DataFrame | None = None,
-                  user_paths: Sequence[str] | None = None) -> MemoryGrowth:
+def memory_growth(
+    trace: TraceData, *, events: pd.DataFrame | None = None, user_paths: Sequence[str] | None = None
+) -> MemoryGrowth:
     """Allocated bytes across ``ProfilerStep#`` spans: what each step kept (see ``MemoryGrowth``)."""
     ev = events if events is not None else memory_events(trace, user_paths)
     notes: list[str] = []
-    empty = MemoryGrowth(table=pd.DataFrame(columns=GROWTH_COLUMNS), device="", steps=0, growth_per_step_bytes=0.0,
-                         kept_per_step_bytes=0.0, steps_growing=0, notes=())
+    empty = MemoryGrowth(
+        table=pd.DataFrame(columns=GROWTH_COLUMNS),
+        device="",
+        steps=0,
+        growth_per_step_bytes=0.0,
+        kept_per_step_bytes=0.0,
+        steps_growing=0,
+        notes=(),
+    )
     anns = getattr(trace, "annotations", None)
     if not len(ev) or anns is None or not len(anns):
-        return MemoryGrowth(**{**empty.__dict__, "notes": ("no ProfilerStep# spans or no memory events: "
-                                                           "growth across steps needs both",)})
+        return MemoryGrowth(
+            **{
+                **empty.__dict__,
+                "notes": ("no ProfilerStep# spans or no memory events: growth across steps needs both",),
+            }
+        )
     steps = anns[anns["kind"].astype(str) == "step"].sort_values(["rank", "ts_us"])
     if len(steps) < 2:
-        return MemoryGrowth(**{**empty.__dict__, "notes": ("fewer than two ProfilerStep# spans: growth across steps "
-                                                           "needs at least two",)})
+        return MemoryGrowth(
+            **{
+                **empty.__dict__,
+                "notes": ("fewer than two ProfilerStep# spans: growth across steps needs at least two",),
+            }
+        )
     timeline = memory_timeline(trace, events=ev)
     blocks, _ = memory_blocks(ev)
     device = timeline.main_device()
@@ -622,25 +831,47 @@ def memory_growth(trace: TraceData, *, events: pd.DataFrame | None = None,
                 continue
             first, last = np.flatnonzero(inside)[[0, -1]]
             start = int(alloc[first] - max(0, size[first])) if size[first] > 0 else int(alloc[first] - size[first])
-            kept = blocks[(blocks["rank"] == rank) & (blocks["device"].astype(str) == device)
-                          & ~blocks["preexisting"].to_numpy(bool) & blocks["free_ts_us"].isna()
-                          & (blocks["alloc_ts_us"] >= step.ts_us) & (blocks["alloc_ts_us"] <= step.end_us)] \
-                if len(blocks) else blocks
+            kept = (
+                blocks[
+                    (blocks["rank"] == rank)
+                    & (blocks["device"].astype(str) == device)
+                    & ~blocks["preexisting"].to_numpy(bool)
+                    & blocks["free_ts_us"].isna()
+                    & (blocks["alloc_ts_us"] >= step.ts_us)
+                    & (blocks["alloc_ts_us"] <= step.end_us)
+                ]
+                if len(blocks)
+                else blocks
+            )
             top = kept.sort_values("bytes", ascending=False).head(1) if len(kept) else None
-            rows.append({"rank": int(rank), "device": device, "step": int(step.step), "start_bytes": start,
-                         "end_bytes": int(alloc[last]), "growth_bytes": int(alloc[last]) - start,
-                         "kept_bytes": int(kept["bytes"].sum()) if len(kept) else 0, "kept_blocks": int(len(kept)),
-                         "top_op": str(top["top_op"].iloc[0]) if top is not None else "",
-                         "module": str(top["module"].iloc[0]) if top is not None else "",
-                         "location": str(top["location"].iloc[0]) if top is not None else ""})
+            rows.append(
+                {
+                    "rank": int(rank),
+                    "device": device,
+                    "step": int(step.step),
+                    "start_bytes": start,
+                    "end_bytes": int(alloc[last]),
+                    "growth_bytes": int(alloc[last]) - start,
+                    "kept_bytes": int(kept["bytes"].sum()) if len(kept) else 0,
+                    "kept_blocks": int(len(kept)),
+                    "top_op": str(top["top_op"].iloc[0]) if top is not None else "",
+                    "module": str(top["module"].iloc[0]) if top is not None else "",
+                    "location": str(top["location"].iloc[0]) if top is not None else "",
+                }
+            )
     table = pd.DataFrame(rows, columns=GROWTH_COLUMNS)
     later = table.iloc[1:] if len(table) > 1 else table
     if not len(blocks):
         notes.append("blocks could not be paired (no addresses): kept bytes per step are not known")
-    return MemoryGrowth(table=table, device=device, steps=int(len(table)),
-                        growth_per_step_bytes=float(later["growth_bytes"].median()) if len(later) else 0.0,
-                        kept_per_step_bytes=float(later["kept_bytes"].median()) if len(later) else 0.0,
-                        steps_growing=int((later["growth_bytes"] > 0).sum()), notes=tuple(notes))
+    return MemoryGrowth(
+        table=table,
+        device=device,
+        steps=int(len(table)),
+        growth_per_step_bytes=float(later["growth_bytes"].median()) if len(later) else 0.0,
+        kept_per_step_bytes=float(later["kept_bytes"].median()) if len(later) else 0.0,
+        steps_growing=int((later["growth_bytes"] > 0).sum()),
+        notes=tuple(notes),
+    )
 
 
 def roles_frame(records: object) -> pd.DataFrame | None:

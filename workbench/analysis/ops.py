@@ -1,5 +1,6 @@
 """CPU op breakdown: per op name, calls, self and total time, share of all self time, and the most common
 input shapes and dtypes (the first table a user sees on a CPU profile)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -30,15 +31,29 @@ class OpBreakdown(AnalysisResult):
 def op_breakdown(trace, semantics="workbench") -> OpBreakdown:
     view = prepare(trace, semantics)
     ops = view.cpu_ops
-    cols = ["name", "count", "self_us", "total_us", "mean_us", "mean_self_us", "pct",
-            "top_input_dims", "top_input_types", "top_shape_count"]
+    cols = [
+        "name",
+        "count",
+        "self_us",
+        "total_us",
+        "mean_us",
+        "mean_self_us",
+        "pct",
+        "top_input_dims",
+        "top_input_types",
+        "top_shape_count",
+    ]
     if len(ops) == 0:
-        return OpBreakdown(table=pd.DataFrame({c: pd.Series(dtype="float64") for c in cols}),
-                           total_self_us=0.0, semantics=view.semantics.name)
+        return OpBreakdown(
+            table=pd.DataFrame({c: pd.Series(dtype="float64") for c in cols}),
+            total_self_us=0.0,
+            semantics=view.semantics.name,
+        )
     name, labels = column_codes(ops, "name")
     self_us = ops["self_us"] if "self_us" in ops.columns else ops["dur_us"]
-    frame = pd.DataFrame({"name": name, "self_us": self_us.to_numpy(np.float64),
-                          "total_us": ops["dur_us"].to_numpy(np.float64)})
+    frame = pd.DataFrame(
+        {"name": name, "self_us": self_us.to_numpy(np.float64), "total_us": ops["dur_us"].to_numpy(np.float64)}
+    )
     g = frame.groupby("name", sort=False)
     t = g.agg(count=("total_us", "size"), self_us=("self_us", "sum"), total_us=("total_us", "sum")).reset_index()
     t["mean_us"] = t["total_us"] / t["count"]
@@ -60,7 +75,11 @@ def _top_signature(ops: pd.DataFrame, name: np.ndarray) -> pd.DataFrame:
     sig = pd.DataFrame({"name": name, "dims": dims, "types": types})
     counts = sig.groupby(["name", "dims", "types"], sort=False).size().rename("n").reset_index()
     counts = counts.sort_values("n", ascending=False, kind="stable").drop_duplicates("name")
-    return pd.DataFrame({"name": counts["name"].to_numpy(),
-                         "top_input_dims": dims_labels[counts["dims"].to_numpy()],
-                         "top_input_types": types_labels[counts["types"].to_numpy()],
-                         "top_shape_count": counts["n"].to_numpy()})
+    return pd.DataFrame(
+        {
+            "name": counts["name"].to_numpy(),
+            "top_input_dims": dims_labels[counts["dims"].to_numpy()],
+            "top_input_types": types_labels[counts["types"].to_numpy()],
+            "top_shape_count": counts["n"].to_numpy(),
+        }
+    )

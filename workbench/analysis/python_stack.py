@@ -14,6 +14,7 @@ or workbench's own, or a ``<...>`` pseudo-file other than an IPython cell (an ab
 ``sys.path``, is the user's unless a folder on it is such a package). The innermost user
 frame of an op is what ``group_by_stack_n`` grouped by; ``user_paths`` overrides the guess.
 """
+
 from __future__ import annotations
 
 import re
@@ -29,16 +30,55 @@ from workbench.trace.nesting import nest
 MODULE_PREFIX = "nn.Module: "
 _FRAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): (?P<function>.+)$")
 # top-level packages that are frameworks or tools, not the user's code (their frames are skipped)
-LIBRARY_PACKAGES = frozenset({
-    "torch", "torchvision", "torchaudio", "torchtext", "functorch", "triton", "numpy", "scipy",
-    "pandas", "transformers", "accelerate", "diffusers", "timm", "einops", "xformers", "flash_attn",
-    "apex", "deepspeed", "fairscale", "lightning", "pytorch_lightning", "sympy", "jinja2", "tqdm",
-    "IPython", "ipykernel", "jupyter_client", "tornado", "zmq", "traitlets", "pytest", "_pytest",
-    "pluggy", "papermill", "nbclient", "workbench", "typing_extensions", "filelock", "fsspec",
-    "_distutils_hack", "setuptools", "pkg_resources", "importlib_metadata",
-})
-_IPYKERNEL_CELL = re.compile(r"(?:^|[/\\])ipykernel_\d+[/\\](\d+)\.py$")   # a Jupyter cell's code file
-CELL_FILE_PREFIXES = ("<ipython-input-", "<cell")   # IPython's cell pseudo-files are the user's
+LIBRARY_PACKAGES = frozenset(
+    {
+        "torch",
+        "torchvision",
+        "torchaudio",
+        "torchtext",
+        "functorch",
+        "triton",
+        "numpy",
+        "scipy",
+        "pandas",
+        "transformers",
+        "accelerate",
+        "diffusers",
+        "timm",
+        "einops",
+        "xformers",
+        "flash_attn",
+        "apex",
+        "deepspeed",
+        "fairscale",
+        "lightning",
+        "pytorch_lightning",
+        "sympy",
+        "jinja2",
+        "tqdm",
+        "IPython",
+        "ipykernel",
+        "jupyter_client",
+        "tornado",
+        "zmq",
+        "traitlets",
+        "pytest",
+        "_pytest",
+        "pluggy",
+        "papermill",
+        "nbclient",
+        "workbench",
+        "typing_extensions",
+        "filelock",
+        "fsspec",
+        "_distutils_hack",
+        "setuptools",
+        "pkg_resources",
+        "importlib_metadata",
+    }
+)
+_IPYKERNEL_CELL = re.compile(r"(?:^|[/\\])ipykernel_\d+[/\\](\d+)\.py$")  # a Jupyter cell's code file
+CELL_FILE_PREFIXES = ("<ipython-input-", "<cell")  # IPython's cell pseudo-files are the user's
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"__future__"}
 
 
@@ -82,7 +122,7 @@ def is_user_file(file: str, user_paths: Sequence[str] | None = None) -> bool:
         return False
     if any(p in ("site-packages", "dist-packages") or re.fullmatch(r"python3(\.\d+)?", p) for p in parts[:-1]):
         return False
-    if path.startswith("/") or re.match(r"[A-Za-z]:/", path):   # absolute: not under a sys.path entry
+    if path.startswith("/") or re.match(r"[A-Za-z]:/", path):  # absolute: not under a sys.path entry
         return not any(p in LIBRARY_PACKAGES for p in parts[:-1])
     top = parts[0][:-3] if len(parts) == 1 and parts[0].endswith(".py") else parts[0]
     return top not in LIBRARY_PACKAGES and top not in _STDLIB
@@ -136,16 +176,17 @@ def python_stack(python_calls: pd.DataFrame, user_paths: Sequence[str] | None = 
     codes, distinct = pd.factorize(names)
     distinct_frames = [parse_frame(str(name)) for name in distinct]
     frames = tuple(distinct_frames[c] for c in codes)
-    is_module = np.array([str(name).startswith(MODULE_PREFIX) for name in distinct], dtype=bool)[codes] \
-        if n else np.zeros(0, dtype=bool)
-    user_of_name = np.array([f is not None and is_user_file(f.file, user_paths) for f in distinct_frames],
-                            dtype=bool)
+    is_module = (
+        np.array([str(name).startswith(MODULE_PREFIX) for name in distinct], dtype=bool)[codes]
+        if n
+        else np.zeros(0, dtype=bool)
+    )
+    user_of_name = np.array([f is not None and is_user_file(f.file, user_paths) for f in distinct_frames], dtype=bool)
     is_user = user_of_name[codes] if n else np.zeros(0, dtype=bool)
     module = _nearest(is_module, parent)
     user = _nearest(is_user, parent)
     module_path = _module_paths(names, is_module, module, parent)
-    location = np.array([f.location if (f is not None and u) else "" for f, u in zip(frames, is_user)],
-                        dtype=object)
+    location = np.array([f.location if (f is not None and u) else "" for f, u in zip(frames, is_user)], dtype=object)
     return PythonStack(events, parent, module, user, module_path, location, frames)
 
 
@@ -153,15 +194,14 @@ def _nearest(flag: np.ndarray, parent: np.ndarray) -> np.ndarray:
     """Per event: itself if ``flag``, else its nearest flagged ancestor, else -1 (pointer walk)."""
     out = np.where(flag, np.arange(len(flag)), parent)
     while True:
-        need = (out >= 0)
+        need = out >= 0
         need[need] = ~flag[out[need]]
         if not need.any():
             return out
         out[need] = parent[out[need]]
 
 
-def _module_paths(names: np.ndarray, is_module: np.ndarray, module: np.ndarray,
-                  parent: np.ndarray) -> np.ndarray:
+def _module_paths(names: np.ndarray, is_module: np.ndarray, module: np.ndarray, parent: np.ndarray) -> np.ndarray:
     """``Outer_0/Inner_0`` per module event: the chain of enclosing module scopes."""
     paths = np.full(len(names), "", dtype=object)
     rows = np.flatnonzero(is_module)
@@ -175,7 +215,7 @@ def _module_paths(names: np.ndarray, is_module: np.ndarray, module: np.ndarray,
         depth[live] += 1
         current[live] = enclosing_module[current[live]]
     for row in rows[np.argsort(depth[rows], kind="stable")]:
-        label = str(names[row])[len(MODULE_PREFIX):]
+        label = str(names[row])[len(MODULE_PREFIX) :]
         up = enclosing_module[row]
         paths[row] = f"{paths[up]}/{label}" if up >= 0 else label
     return paths

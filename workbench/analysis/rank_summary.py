@@ -12,6 +12,7 @@ API, sync causes, the median step, op totals per name, stragglers) is recomputed
 Scalars summed over ranks (``total_kernel_us``, ``total_copy_us``, an op's ``self_us``) can differ from a
 one-pass sum in the last bits of a float; tables of per-rank rows are exactly equal.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -42,8 +43,18 @@ from workbench.errors import InvalidArgumentError
 from workbench.trace import TraceData, TraceMeta, read_trace
 from workbench.trace.ranks import declared_rank
 
-OP_COLUMNS = ["name", "count", "self_us", "total_us", "mean_us", "mean_self_us", "pct",
-              "top_input_dims", "top_input_types", "top_shape_count"]
+OP_COLUMNS = [
+    "name",
+    "count",
+    "self_us",
+    "total_us",
+    "mean_us",
+    "mean_self_us",
+    "pct",
+    "top_input_dims",
+    "top_input_types",
+    "top_shape_count",
+]
 STRAGGLER_INPUTS = ["rank", "busy_us", "compute_us", "comm_us", "device", "kernel_time_us"]
 
 
@@ -96,8 +107,11 @@ def _relabeled_result(result: AnalysisResult, rank: int) -> AnalysisResult:
     for field in dataclasses.fields(result):
         value = getattr(result, field.name)
         if isinstance(value, pd.DataFrame) and "rank" in value.columns:
-            changes[field.name] = value.assign(rank=np.full(len(value), rank, dtype=value["rank"].dtype
-                                                            if value["rank"].dtype.kind in "iu" else np.int64))
+            changes[field.name] = value.assign(
+                rank=np.full(
+                    len(value), rank, dtype=value["rank"].dtype if value["rank"].dtype.kind in "iu" else np.int64
+                )
+            )
     return dataclasses.replace(result, **changes)
 
 
@@ -106,50 +120,82 @@ def relabeled_meta(meta: TraceMeta, old: int, new: int) -> TraceMeta:
         return {(new if key == old else key): value for key, value in mapping.items()}
 
     return dataclasses.replace(
-        meta, ranks=tuple(new if r == old else r for r in meta.ranks),
+        meta,
+        ranks=tuple(new if r == old else r for r in meta.ranks),
         file_ranks={path: (new if r == old else r) for path, r in meta.file_ranks.items()},
-        origins_ns=moved(meta.origins_ns), device_properties=moved(meta.device_properties),
-        distributed_info=moved(meta.distributed_info), process_names=moved(meta.process_names),
-        thread_names=moved(meta.thread_names), base_time_ns=moved(meta.base_time_ns))
+        origins_ns=moved(meta.origins_ns),
+        device_properties=moved(meta.device_properties),
+        distributed_info=moved(meta.distributed_info),
+        process_names=moved(meta.process_names),
+        thread_names=moved(meta.thread_names),
+        base_time_ns=moved(meta.base_time_ns),
+    )
 
 
 # --- in the worker: one rank file -> its summary ----------------------------------------------
-def summarize(trace: TraceData, path: str, semantics: Semantics | str = "workbench",
-              kernel_wait_threshold_us: float = KERNEL_WAIT_THRESHOLD_US) -> RankSummary:
+def summarize(
+    trace: TraceData,
+    path: str,
+    semantics: Semantics | str = "workbench",
+    kernel_wait_threshold_us: float = KERNEL_WAIT_THRESHOLD_US,
+) -> RankSummary:
     """The summary of a one-rank trace (``trace.ranks`` holds one rank)."""
     if len(trace.ranks) != 1:
-        raise InvalidArgumentError(f"a rank summary is of one rank; this trace has ranks {trace.ranks}: "
-                                   "pass trace.rank(r)")
+        raise InvalidArgumentError(
+            f"a rank summary is of one rank; this trace has ranks {trace.ranks}: pass trace.rank(r)"
+        )
     view = prepare(trace, semantics)
     totals, signatures = _op_parts(view.cpu_ops)
     straggler = stragglers(trace, semantics).table
     declared = declared_rank(trace.meta.distributed_info.get(trace.ranks[0]))
     return RankSummary(
-        path=path, rank=trace.ranks[0], declared_rank=declared,
-        semantics=view.semantics.name, kernel_wait_threshold_us=float(kernel_wait_threshold_us),
-        kernel=kernel_breakdown(trace, semantics), temporal=temporal_breakdown(trace, semantics),
+        path=path,
+        rank=trace.ranks[0],
+        declared_rank=declared,
+        semantics=view.semantics.name,
+        kernel_wait_threshold_us=float(kernel_wait_threshold_us),
+        kernel=kernel_breakdown(trace, semantics),
+        temporal=temporal_breakdown(trace, semantics),
         idle=idle_breakdown(trace, semantics, kernel_wait_threshold_us=kernel_wait_threshold_us),
-        comm=comm_overlap(trace, semantics), copies=copy_stats(trace, semantics),
-        syncs=sync_audit(trace, semantics), steps=step_breakdown(trace, semantics),
-        launches=launch_stats(trace, semantics), op_totals=totals, op_signatures=signatures,
+        comm=comm_overlap(trace, semantics),
+        copies=copy_stats(trace, semantics),
+        syncs=sync_audit(trace, semantics),
+        steps=step_breakdown(trace, semantics),
+        launches=launch_stats(trace, semantics),
+        op_totals=totals,
+        op_signatures=signatures,
         straggler_inputs=straggler[[c for c in STRAGGLER_INPUTS if c in straggler.columns]].reset_index(drop=True),
-        meta=trace.meta, warnings=tuple(trace.meta.warnings), event_count=trace.event_count(),
-        cpu_op_count=len(trace.cpu_ops), runtime_count=len(trace.runtime), gpu_event_count=len(trace.kernels),
-        span_us=trace.span_us())
+        meta=trace.meta,
+        warnings=tuple(trace.meta.warnings),
+        event_count=trace.event_count(),
+        cpu_op_count=len(trace.cpu_ops),
+        runtime_count=len(trace.runtime),
+        gpu_event_count=len(trace.kernels),
+        span_us=trace.span_us(),
+    )
 
 
-def summarize_rank_file(path: str, *, options: dict[str, bool], cache: bool,
-                        semantics: Semantics | str = "workbench",
-                        kernel_wait_threshold_us: float = KERNEL_WAIT_THRESHOLD_US) -> RankSummary:
+def summarize_rank_file(
+    path: str,
+    *,
+    options: dict[str, bool],
+    cache: bool,
+    semantics: Semantics | str = "workbench",
+    kernel_wait_threshold_us: float = KERNEL_WAIT_THRESHOLD_US,
+) -> RankSummary:
     """What a worker runs per rank file (``workbench.trace.rank_map``): read it, summarise it.
 
     Its warnings cannot reach the caller from another process: they are kept in the summary
     (``warnings``; the reading's own are in ``meta.warnings``) and re-emitted by the caller."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        trace = read_trace([path], cache=cache, round_ns=options.get("round_ns"),
-                           drop_last_step=options.get("drop_last_step"),
-                           decode_workers=1)  # the rank map owns the cores: no decode processes nested in it
+        trace = read_trace(
+            [path],
+            cache=cache,
+            round_ns=options.get("round_ns"),
+            drop_last_step=options.get("drop_last_step"),
+            decode_workers=1,
+        )  # the rank map owns the cores: no decode processes nested in it
         summary = summarize(trace, path, semantics, kernel_wait_threshold_us)
     said = set(trace.meta.warnings)
     extra = tuple(str(w.message) for w in caught if str(w.message) not in said)
@@ -188,12 +234,21 @@ class PackedSummary:
 
 
 def pack(summary: RankSummary) -> PackedSummary:
-    return PackedSummary(path=summary.path, rank=summary.rank, declared_rank=summary.declared_rank,
-                         semantics=summary.semantics, kernel_wait_threshold_us=summary.kernel_wait_threshold_us,
-                         meta=summary.meta, warnings=summary.warnings, event_count=summary.event_count,
-                         cpu_op_count=summary.cpu_op_count, runtime_count=summary.runtime_count,
-                         gpu_event_count=summary.gpu_event_count, span_us=summary.span_us,
-                         payload=pickle.dumps(summary, protocol=pickle.HIGHEST_PROTOCOL))
+    return PackedSummary(
+        path=summary.path,
+        rank=summary.rank,
+        declared_rank=summary.declared_rank,
+        semantics=summary.semantics,
+        kernel_wait_threshold_us=summary.kernel_wait_threshold_us,
+        meta=summary.meta,
+        warnings=summary.warnings,
+        event_count=summary.event_count,
+        cpu_op_count=summary.cpu_op_count,
+        runtime_count=summary.runtime_count,
+        gpu_event_count=summary.gpu_event_count,
+        span_us=summary.span_us,
+        payload=pickle.dumps(summary, protocol=pickle.HIGHEST_PROTOCOL),
+    )
 
 
 def packed_rank_file(path: str, **kwargs: Any) -> PackedSummary:
@@ -204,25 +259,47 @@ def packed_rank_file(path: str, **kwargs: Any) -> PackedSummary:
 def _op_parts(ops: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per op name (first-seen order): count, self and total time; and counts per (name, input signature)."""
     if not len(ops):
-        return (pd.DataFrame({"name": pd.Series(dtype=object), "count": pd.Series(dtype="int64"),
-                              "self_us": pd.Series(dtype="float64"), "total_us": pd.Series(dtype="float64")}),
-                pd.DataFrame({"name": pd.Series(dtype=object), "input_dims": pd.Series(dtype=object),
-                              "input_types": pd.Series(dtype=object), "n": pd.Series(dtype="int64")}))
+        return (
+            pd.DataFrame(
+                {
+                    "name": pd.Series(dtype=object),
+                    "count": pd.Series(dtype="int64"),
+                    "self_us": pd.Series(dtype="float64"),
+                    "total_us": pd.Series(dtype="float64"),
+                }
+            ),
+            pd.DataFrame(
+                {
+                    "name": pd.Series(dtype=object),
+                    "input_dims": pd.Series(dtype=object),
+                    "input_types": pd.Series(dtype=object),
+                    "n": pd.Series(dtype="int64"),
+                }
+            ),
+        )
     name, labels = column_codes(ops, "name")
     self_us = ops["self_us"] if "self_us" in ops.columns else ops["dur_us"]
-    frame = pd.DataFrame({"name": name, "self_us": self_us.to_numpy(np.float64),
-                          "total_us": ops["dur_us"].to_numpy(np.float64)})
-    totals = frame.groupby("name", sort=False).agg(count=("total_us", "size"), self_us=("self_us", "sum"),
-                                                   total_us=("total_us", "sum")).reset_index()
+    frame = pd.DataFrame(
+        {"name": name, "self_us": self_us.to_numpy(np.float64), "total_us": ops["dur_us"].to_numpy(np.float64)}
+    )
+    totals = (
+        frame.groupby("name", sort=False)
+        .agg(count=("total_us", "size"), self_us=("self_us", "sum"), total_us=("total_us", "sum"))
+        .reset_index()
+    )
     totals["name"] = labels[totals["name"].to_numpy()]
     dims, dims_labels = column_codes(ops, "input_dims")
     types, types_labels = column_codes(ops, "input_types")
     sig = pd.DataFrame({"name": name, "dims": dims, "types": types})
     counts = sig.groupby(["name", "dims", "types"], sort=False).size().rename("n").reset_index()
-    signatures = pd.DataFrame({"name": labels[counts["name"].to_numpy()],
-                               "input_dims": dims_labels[counts["dims"].to_numpy()],
-                               "input_types": types_labels[counts["types"].to_numpy()],
-                               "n": counts["n"].to_numpy(np.int64)})
+    signatures = pd.DataFrame(
+        {
+            "name": labels[counts["name"].to_numpy()],
+            "input_dims": dims_labels[counts["dims"].to_numpy()],
+            "input_types": types_labels[counts["types"].to_numpy()],
+            "n": counts["n"].to_numpy(np.int64),
+        }
+    )
     totals["count"] = totals["count"].astype("int64")
     return totals, signatures
 
@@ -264,9 +341,13 @@ def _parts(summaries: Iterable[RankSummary], pick: Callable[[RankSummary], tuple
 def combine_kernel(summaries: Iterable[RankSummary]) -> KernelBreakdown:
     parts, semantics, _ = _parts(summaries, lambda s: (s.kernel.table, s.kernel.types, s.kernel.total_kernel_us))
     types = concat_frames([p[1] for p in parts])
-    return KernelBreakdown(table=concat_frames([p[0] for p in parts]), types=types,
-                           total_kernel_us=float(sum(p[2] for p in parts)),
-                           busy_us=float(types["dur_us"].sum()) if len(types) else 0.0, semantics=semantics)
+    return KernelBreakdown(
+        table=concat_frames([p[0] for p in parts]),
+        types=types,
+        total_kernel_us=float(sum(p[2] for p in parts)),
+        busy_us=float(types["dur_us"].sum()) if len(types) else 0.0,
+        semantics=semantics,
+    )
 
 
 def combine_temporal(summaries: Iterable[RankSummary]) -> TemporalBreakdown:
@@ -276,8 +357,12 @@ def combine_temporal(summaries: Iterable[RankSummary]) -> TemporalBreakdown:
 
 def combine_idle(summaries: Iterable[RankSummary]) -> IdleBreakdown:
     parts, semantics, threshold = _parts(summaries, lambda s: (s.idle.table, s.idle.gaps))
-    return IdleBreakdown(table=concat_frames([p[0] for p in parts]), gaps=concat_frames([p[1] for p in parts]),
-                         kernel_wait_threshold_us=threshold, semantics=semantics)
+    return IdleBreakdown(
+        table=concat_frames([p[0] for p in parts]),
+        gaps=concat_frames([p[1] for p in parts]),
+        kernel_wait_threshold_us=threshold,
+        semantics=semantics,
+    )
 
 
 def combine_comm(summaries: Iterable[RankSummary]) -> CommOverlap:
@@ -287,22 +372,33 @@ def combine_comm(summaries: Iterable[RankSummary]) -> CommOverlap:
 
 def combine_copies(summaries: Iterable[RankSummary]) -> CopyStats:
     parts, semantics, _ = _parts(summaries, lambda s: (s.copies.table, s.copies.pageable_bytes, s.copies.total_copy_us))
-    return CopyStats(table=concat_frames([p[0] for p in parts]), pageable_bytes=int(sum(p[1] for p in parts)),
-                     total_copy_us=float(sum(p[2] for p in parts)), semantics=semantics)
+    return CopyStats(
+        table=concat_frames([p[0] for p in parts]),
+        pageable_bytes=int(sum(p[1] for p in parts)),
+        total_copy_us=float(sum(p[2] for p in parts)),
+        semantics=semantics,
+    )
 
 
 def combine_syncs(summaries: Iterable[RankSummary]) -> SyncAudit:
     parts, semantics, _ = _parts(summaries, lambda s: (s.syncs.table, s.syncs.by_cause))
     table = concat_frames([p[0] for p in parts])
     if len(table) and {"kind", "cause_op"} <= set(table.columns):
-        by_cause = (table.groupby(["kind", "cause_op"]).agg(count=("blocked_us", "size"),
-                                                              blocked_us=("blocked_us", "sum"))
-                    .reset_index().sort_values("blocked_us", ascending=False, ignore_index=True))
+        by_cause = (
+            table.groupby(["kind", "cause_op"])
+            .agg(count=("blocked_us", "size"), blocked_us=("blocked_us", "sum"))
+            .reset_index()
+            .sort_values("blocked_us", ascending=False, ignore_index=True)
+        )
         by_cause["count"] = by_cause["count"].astype("int64")
     else:
         by_cause = parts[0][1] if parts else pd.DataFrame()
-    return SyncAudit(table=table, by_cause=by_cause,
-                     blocked_us=float(table["blocked_us"].sum()) if len(table) else 0.0, semantics=semantics)
+    return SyncAudit(
+        table=table,
+        by_cause=by_cause,
+        blocked_us=float(table["blocked_us"].sum()) if len(table) else 0.0,
+        semantics=semantics,
+    )
 
 
 def combine_steps(summaries: Iterable[RankSummary]) -> StepBreakdown:
@@ -315,9 +411,13 @@ def combine_steps(summaries: Iterable[RankSummary]) -> StepBreakdown:
 def combine_launches(summaries: Iterable[RankSummary]) -> LaunchStats:
     parts, semantics, _ = _parts(summaries, lambda s: (s.launches.table,))
     table = concat_frames([p[0] for p in parts])
-    return LaunchStats(table=table, by_api=_by_api(table), n_launches=len(table),
-                       n_shorter_than_launch=int(table["shorter_than_launch"].sum()) if len(table) else 0,
-                       semantics=semantics)
+    return LaunchStats(
+        table=table,
+        by_api=_by_api(table),
+        n_launches=len(table),
+        n_shorter_than_launch=int(table["shorter_than_launch"].sum()) if len(table) else 0,
+        semantics=semantics,
+    )
 
 
 def combine_ops(summaries: Iterable[RankSummary]) -> OpBreakdown:
@@ -329,10 +429,16 @@ def combine_ops(summaries: Iterable[RankSummary]) -> OpBreakdown:
         semantics = summary.semantics
     totals = pd.concat([p[0] for p in pairs], ignore_index=True) if pairs else pd.DataFrame()
     if not len(totals):
-        return OpBreakdown(table=pd.DataFrame({c: pd.Series(dtype="float64") for c in OP_COLUMNS}),
-                           total_self_us=0.0, semantics=semantics)
-    t = totals.groupby("name", sort=False).agg(count=("count", "sum"), self_us=("self_us", "sum"),
-                                               total_us=("total_us", "sum")).reset_index()
+        return OpBreakdown(
+            table=pd.DataFrame({c: pd.Series(dtype="float64") for c in OP_COLUMNS}),
+            total_self_us=0.0,
+            semantics=semantics,
+        )
+    t = (
+        totals.groupby("name", sort=False)
+        .agg(count=("count", "sum"), self_us=("self_us", "sum"), total_us=("total_us", "sum"))
+        .reset_index()
+    )
     t["mean_us"] = t["total_us"] / t["count"]
     t["mean_self_us"] = t["self_us"] / t["count"]
     total_self = float(t["self_us"].sum())
@@ -340,8 +446,14 @@ def combine_ops(summaries: Iterable[RankSummary]) -> OpBreakdown:
     sig = pd.concat([p[1] for p in pairs], ignore_index=True)
     counts = sig.groupby(["name", "input_dims", "input_types"], sort=False)["n"].sum().reset_index()
     counts = counts.sort_values("n", ascending=False, kind="stable").drop_duplicates("name")
-    top = pd.DataFrame({"name": counts["name"].to_numpy(), "top_input_dims": counts["input_dims"].to_numpy(),
-                        "top_input_types": counts["input_types"].to_numpy(), "top_shape_count": counts["n"].to_numpy()})
+    top = pd.DataFrame(
+        {
+            "name": counts["name"].to_numpy(),
+            "top_input_dims": counts["input_dims"].to_numpy(),
+            "top_input_types": counts["input_types"].to_numpy(),
+            "top_shape_count": counts["n"].to_numpy(),
+        }
+    )
     t = t.merge(top, on="name", how="left")
     t["count"] = t["count"].astype("int64")
     t["top_shape_count"] = t["top_shape_count"].fillna(0).astype("int64")
@@ -349,14 +461,18 @@ def combine_ops(summaries: Iterable[RankSummary]) -> OpBreakdown:
     return OpBreakdown(table=t[OP_COLUMNS], total_self_us=total_self, semantics=semantics)
 
 
-def combine_stragglers(summaries: Iterable[RankSummary],
-                       min_wait_fraction: float = STRAGGLER_MIN_WAIT_FRACTION) -> Stragglers:
+def combine_stragglers(
+    summaries: Iterable[RankSummary], min_wait_fraction: float = STRAGGLER_MIN_WAIT_FRACTION
+) -> Stragglers:
     """The stragglers analysis (``workbench.analysis.stragglers``) from each rank's busy, compute and
     communication time: the cross-rank half of it, on the per-rank rows."""
     parts, semantics, _ = _parts(summaries, lambda s: (s.straggler_inputs,))
     rows = [p[0] for p in parts if len(p[0])]
-    table = (pd.concat(rows, ignore_index=True) if rows else
-             pd.DataFrame({c: pd.Series(dtype="float64") for c in STRAGGLER_INPUTS}))
+    table = (
+        pd.concat(rows, ignore_index=True)
+        if rows
+        else pd.DataFrame({c: pd.Series(dtype="float64") for c in STRAGGLER_INPUTS})
+    )
     table = table[["rank", "busy_us", "compute_us", "comm_us", "device", "kernel_time_us"]]
     has_comm = table["comm_us"] > 0
     median_comm = float(table.loc[has_comm, "comm_us"].median()) if has_comm.any() else 0.0
@@ -369,4 +485,3 @@ def combine_stragglers(summaries: Iterable[RankSummary],
         reason = f"no rank's communication time is more than {min_wait_fraction:.0%} below the median"
     wait = float(table.loc[table["is_straggler"], "comm_deficit_us"].sum())
     return Stragglers(table=table, stragglers=found, wait_caused_us=wait, reason=reason, semantics=semantics)
-

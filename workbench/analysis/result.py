@@ -1,5 +1,6 @@
 """Base of every analysis result: a frozen dataclass holding a ``table`` DataFrame plus derived
 statistics, with ``to_dict()`` / ``from_dict()`` that round-trip (tables keep their dtypes)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,8 +21,12 @@ def frame_to_dict(df: pd.DataFrame) -> dict:
     for col in df.columns:
         values = df[col].tolist()
         data.append([None if _is_missing(v) else _plain(v) for v in values] if df[col].dtype == object else values)
-    return {_FRAME_TAG: True, "columns": [str(c) for c in df.columns],
-            "dtypes": [str(df[c].dtype) for c in df.columns], "data": data}
+    return {
+        _FRAME_TAG: True,
+        "columns": [str(c) for c in df.columns],
+        "dtypes": [str(df[c].dtype) for c in df.columns],
+        "data": data,
+    }
 
 
 def frame_from_dict(d: dict) -> pd.DataFrame:
@@ -63,8 +68,12 @@ def _decode(v: Any) -> Any:
 
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, pd.DataFrame) or isinstance(b, pd.DataFrame):
-        return isinstance(a, pd.DataFrame) and isinstance(b, pd.DataFrame) and a.equals(b) \
+        return (
+            isinstance(a, pd.DataFrame)
+            and isinstance(b, pd.DataFrame)
+            and a.equals(b)
             and list(a.dtypes.astype(str)) == list(b.dtypes.astype(str))
+        )
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
         return True
     return a == b
@@ -88,7 +97,8 @@ class AnalysisResult:
         if d.get("kind") != cls.kind:
             raise InvalidArgumentError(
                 f"{cls.__name__}.from_dict got a {d.get('kind')!r} result; pass the dict that "
-                f"{cls.__name__}.to_dict() produced")
+                f"{cls.__name__}.to_dict() produced"
+            )
         kwargs = {}
         for f in dataclasses.fields(cls):
             value = _decode(d[f.name])

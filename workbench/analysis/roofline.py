@@ -17,6 +17,7 @@ time (the least time the work can take), and:
 The time is the caller's: for an op whose work is in its children (``aten::relu`` -> the kernel, or a
 callee without a formula), the op's inclusive time, not its self time.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,8 +33,8 @@ if TYPE_CHECKING:
 
     from workbench.devices.ceilings import Ceiling
 
-RIDGE_BAND = 2.0          # memory-/compute-bound claimed only outside [ridge / 2, ridge x 2]
-ROOF_TOLERANCE = 0.05     # above the roof by more than 5 %: an anomaly (timer and count noise below it)
+RIDGE_BAND = 2.0  # memory-/compute-bound claimed only outside [ridge / 2, ridge x 2]
+ROOF_TOLERANCE = 0.05  # above the roof by more than 5 %: an anomaly (timer and count noise below it)
 FORMULA = "formula from shapes"
 
 
@@ -84,8 +85,14 @@ class RooflinePlacement(AnalysisResult):
         return self.table[self.table["above_roof"]]
 
 
-def place(points: pd.DataFrame, ceiling: Ceiling, *, time_column: str = "time_us", dtype_column: str | None = None,
-          work_source: str = FORMULA) -> RooflinePlacement:
+def place(
+    points: pd.DataFrame,
+    ceiling: Ceiling,
+    *,
+    time_column: str = "time_us",
+    dtype_column: str | None = None,
+    work_source: str = FORMULA,
+) -> RooflinePlacement:
     """Place each row (``flops``, ``bytes`` and its time in ``time_column``) against ``ceiling``."""
     t = points.reset_index(drop=True)
     n = len(t)
@@ -105,8 +112,16 @@ def place(points: pd.DataFrame, ceiling: Ceiling, *, time_column: str = "time_us
     # memory-bound work beats the roof on bytes, compute-bound on FLOPs: either way the time is short
     above |= np.isfinite(fraction) & (fraction > 1 + ROOF_TOLERANCE)
     source = t["work_source"].astype(str).to_numpy() if "work_source" in t else np.full(n, work_source, dtype=object)
-    table = t.assign(intensity=intensity, achieved_flops=achieved, roof_flops=roof_flops, roof_us=roof_us,
-                     roof_fraction=fraction, bound=bound_of(f, b, ceiling, dtype), above_roof=above,
-                     work_source=source)
-    return RooflinePlacement(table=table, ceiling=ceiling.to_dict(), n_above_roof=int(above.sum()),
-                             ridge_band=RIDGE_BAND)
+    table = t.assign(
+        intensity=intensity,
+        achieved_flops=achieved,
+        roof_flops=roof_flops,
+        roof_us=roof_us,
+        roof_fraction=fraction,
+        bound=bound_of(f, b, ceiling, dtype),
+        above_roof=above,
+        work_source=source,
+    )
+    return RooflinePlacement(
+        table=table, ceiling=ceiling.to_dict(), n_above_roof=int(above.sum()), ridge_band=RIDGE_BAND
+    )

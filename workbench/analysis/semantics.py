@@ -5,6 +5,7 @@ its sub-microsecond rounding, its dropping of the last ProfilerStep, its narrow 
 and its short list of launch APIs. ``"workbench"`` is right by default; ``"hta"`` and ``"hta_noround"``
 reproduce HTA's numbers on the same trace.
 """
+
 from __future__ import annotations
 
 import re
@@ -32,14 +33,14 @@ HTA_LAUNCH_APIS = frozenset({"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMem
 @dataclass(frozen=True)
 class Semantics:
     name: str = "workbench"
-    round_sub_us: bool = False       # ts = ceil(ts), end = floor(ts + dur), on absolute timestamps
-    drop_last_step: bool = False     # keep CPU work starting before the last ProfilerStep, GPU work it launched
-    hta_kernel_types: bool = False   # communication only if named ^nccl.*Kernel
-    hta_launch_apis: bool = False    # launch statistics only for HTA_LAUNCH_APIS
-    hta_idle_gaps: bool = False      # gap to the previous kernel's end (not the furthest end), negatives kept
-    hta_int_segments: bool = False   # kernel-type segment lengths truncated to whole µs (HTA's astype(int))
-    hta_float_times: bool = False    # absolute timestamps held as float64 µs (~0.25 µs apart at 1.7e15)
-    hta_merge: bool = False          # temporal unions by HTA's merge (a lone negative-length event counts)
+    round_sub_us: bool = False  # ts = ceil(ts), end = floor(ts + dur), on absolute timestamps
+    drop_last_step: bool = False  # keep CPU work starting before the last ProfilerStep, GPU work it launched
+    hta_kernel_types: bool = False  # communication only if named ^nccl.*Kernel
+    hta_launch_apis: bool = False  # launch statistics only for HTA_LAUNCH_APIS
+    hta_idle_gaps: bool = False  # gap to the previous kernel's end (not the furthest end), negatives kept
+    hta_int_segments: bool = False  # kernel-type segment lengths truncated to whole µs (HTA's astype(int))
+    hta_float_times: bool = False  # absolute timestamps held as float64 µs (~0.25 µs apart at 1.7e15)
+    hta_merge: bool = False  # temporal unions by HTA's merge (a lone negative-length event counts)
 
 
 WORKBENCH = Semantics()
@@ -55,7 +56,8 @@ def resolve(semantics: "Semantics | str") -> Semantics:
         return _NAMED[semantics]
     except KeyError:
         raise InvalidArgumentError(
-            f"unknown semantics {semantics!r}; use one of {sorted(_NAMED)} or a Semantics(...) instance") from None
+            f"unknown semantics {semantics!r}; use one of {sorted(_NAMED)} or a Semantics(...) instance"
+        ) from None
 
 
 def kernel_type_of(name: str, kind: str, semantics: Semantics) -> str:

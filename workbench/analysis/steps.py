@@ -1,6 +1,7 @@
 """Per-step breakdown: for each ``ProfilerStep#N`` on each rank, its CPU duration and the GPU work it
 launched (attributed through the launching runtime call, so work that runs after the step's CPU side
 ends still counts for it): GPU busy, idle within the GPU span, computation and communication time."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,11 +30,26 @@ class StepBreakdown(AnalysisResult):
 def step_breakdown(trace, semantics="workbench") -> StepBreakdown:
     view = prepare(trace, semantics)
     steps = view.steps.copy()
-    cols = ["rank", "step", "ts_us", "dur_us", "gpu_start_us", "gpu_end_us", "gpu_busy_us", "gpu_idle_us",
-            "compute_us", "comm_us", "memory_us", "n_kernels"]
+    cols = [
+        "rank",
+        "step",
+        "ts_us",
+        "dur_us",
+        "gpu_start_us",
+        "gpu_end_us",
+        "gpu_busy_us",
+        "gpu_idle_us",
+        "compute_us",
+        "comm_us",
+        "memory_us",
+        "n_kernels",
+    ]
     if steps.empty:
-        return StepBreakdown(table=pd.DataFrame({c: pd.Series(dtype="float64") for c in cols}),
-                             median_step_us=float("nan"), semantics=view.semantics.name)
+        return StepBreakdown(
+            table=pd.DataFrame({c: pd.Series(dtype="float64") for c in cols}),
+            median_step_us=float("nan"),
+            semantics=view.semantics.name,
+        )
     steps["step_id"] = np.arange(len(steps))
     k = view.kernels.assign(launch_ts=_launch_ts(view.kernels, view.runtime))
     k = _assign(k[k["launch_ts"].notna()], steps)

@@ -5,6 +5,7 @@ others' extra collective time is time spent waiting for it.
 On a trace with no GPU activity (a CPU job on gloo) the same reasoning runs on the CPU's work: top-level CPU
 ops are computation, collective ops and annotations (``c10d::allreduce_``, ``gloo:all_reduce`` on gloo's
 worker threads, whose span includes the wait for the peers) are communication."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,10 +14,10 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
+import workbench.trace.classify as classify
 from workbench.analysis.intervals import union_length_by
 from workbench.analysis.result import AnalysisResult
 from workbench.analysis.view import prepare
-import workbench.trace.classify as classify
 
 STRAGGLER_MIN_WAIT_FRACTION = 0.10  # the others' median extra comm time, as a fraction of the median comm time
 
@@ -39,8 +40,9 @@ class Stragglers(AnalysisResult):
 def stragglers(trace, semantics="workbench", min_wait_fraction: float = STRAGGLER_MIN_WAIT_FRACTION) -> Stragglers:
     view = prepare(trace, semantics)
     hta_times = view.semantics.round_sub_us or view.semantics.hta_float_times
-    k, device = collective_activity(view.kernels, None if hta_times else view.cpu_ops,
-                                    None if hta_times else trace.annotations)   # prepare() checked it is there
+    k, device = collective_activity(
+        view.kernels, None if hta_times else view.cpu_ops, None if hta_times else trace.annotations
+    )  # prepare() checked it is there
     ranks = np.unique(k["rank"].to_numpy())
     table = pd.DataFrame({"rank": ranks})
     table["busy_us"] = table["rank"].map(union_length_by(k["rank"].to_numpy(), k["ts_us"], k["end_us"]))
@@ -64,12 +66,12 @@ def stragglers(trace, semantics="workbench", min_wait_fraction: float = STRAGGLE
     if not reason and not found:
         reason = f"no rank's communication time is more than {min_wait_fraction:.0%} below the median"
     wait = float(table.loc[table["is_straggler"], "comm_deficit_us"].sum())
-    return Stragglers(table=table, stragglers=found, wait_caused_us=wait, reason=reason,
-                      semantics=view.semantics.name)
+    return Stragglers(table=table, stragglers=found, wait_caused_us=wait, reason=reason, semantics=view.semantics.name)
 
 
-def collective_activity(kernels: pd.DataFrame, cpu_ops: "pd.DataFrame | None" = None,
-                        annotations: "pd.DataFrame | None" = None) -> tuple[pd.DataFrame, str]:
+def collective_activity(
+    kernels: pd.DataFrame, cpu_ops: "pd.DataFrame | None" = None, annotations: "pd.DataFrame | None" = None
+) -> tuple[pd.DataFrame, str]:
     """(activity, device): the work that ranks' collectives wait for, with a kernel_type per row.
 
     With GPU activity, the GPU kernels as they are (device "gpu"). With none but collectives on the CPU (a
@@ -83,32 +85,53 @@ def collective_activity(kernels: pd.DataFrame, cpu_ops: "pd.DataFrame | None" = 
     ops_coll = classify.host_activity_types(pd.Categorical(cpu_ops["name"].astype(str)))
     top = cpu_ops["depth"].to_numpy() == 0 if "depth" in cpu_ops.columns else np.ones(len(cpu_ops), bool)
     keep = top | (ops_coll == "communication")
-    parts.append(pd.DataFrame({"rank": cpu_ops["rank"].to_numpy()[keep], "name": cpu_ops["name"].astype(str).to_numpy()[keep],
-                               "kind": "cpu_op", "kernel_type": ops_coll[keep],
-                               "ts_us": cpu_ops["ts_us"].to_numpy(np.float64)[keep],
-                               "end_us": cpu_ops["end_us"].to_numpy(np.float64)[keep]}))
+    parts.append(
+        pd.DataFrame(
+            {
+                "rank": cpu_ops["rank"].to_numpy()[keep],
+                "name": cpu_ops["name"].astype(str).to_numpy()[keep],
+                "kind": "cpu_op",
+                "kernel_type": ops_coll[keep],
+                "ts_us": cpu_ops["ts_us"].to_numpy(np.float64)[keep],
+                "end_us": cpu_ops["end_us"].to_numpy(np.float64)[keep],
+            }
+        )
+    )
     if annotations is not None and len(annotations):
         names = annotations["name"].astype(str)
-        cpu_side = (annotations["kind"].astype(str) != "gpu_user").to_numpy() if "kind" in annotations.columns \
+        cpu_side = (
+            (annotations["kind"].astype(str) != "gpu_user").to_numpy()
+            if "kind" in annotations.columns
             else np.ones(len(annotations), bool)
+        )
         coll = names.map(classify.is_collective).to_numpy(bool) & cpu_side
         a = annotations[coll]
         if len(a):
-            parts.append(pd.DataFrame({"rank": a["rank"].to_numpy(), "name": a["name"].astype(str).to_numpy(),
-                                       "kind": "annotation", "kernel_type": "communication",
-                                       "ts_us": a["ts_us"].to_numpy(np.float64),
-                                       "end_us": (a["ts_us"] + a["dur_us"]).to_numpy(np.float64)}))
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "rank": a["rank"].to_numpy(),
+                        "name": a["name"].astype(str).to_numpy(),
+                        "kind": "annotation",
+                        "kernel_type": "communication",
+                        "ts_us": a["ts_us"].to_numpy(np.float64),
+                        "end_us": (a["ts_us"] + a["dur_us"]).to_numpy(np.float64),
+                    }
+                )
+            )
     out = pd.concat(parts, ignore_index=True)
     out = out[np.isfinite(out["ts_us"].to_numpy()) & np.isfinite(out["end_us"].to_numpy())]
     if not (out["kernel_type"] == "communication").any():
-        return kernels, "gpu"   # one process on the CPU, no collective: nothing waits for anyone
+        return kernels, "gpu"  # one process on the CPU, no collective: nothing waits for anyone
     return out.sort_values(["rank", "ts_us"], kind="stable").reset_index(drop=True), "cpu"
 
 
 def _no_analysis_reason(table: pd.DataFrame, median_comm: float) -> str:
     if len(table) == 0:
-        return ("no GPU kernels in this trace, nor collectives on its CPU ops: stragglers are found from each "
-                "rank's kernel (or, on a CPU job, CPU op) time around its collectives")
+        return (
+            "no GPU kernels in this trace, nor collectives on its CPU ops: stragglers are found from each "
+            "rank's kernel (or, on a CPU job, CPU op) time around its collectives"
+        )
     if len(table) < 2:
         return f"stragglers need two or more ranks; this trace has {len(table)}"
     if median_comm <= 0:

@@ -1,6 +1,7 @@
 """Synchronisation audit: every host-side wait on the device (device/stream/event synchronize, blocking
 copies), how long the host was blocked, and the CPU op that caused it (``aten::item`` ->
 ``aten::_local_scalar_dense``, ``aten::to``, ``aten::copy_``, ``aten::nonzero`` ...)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,22 +15,45 @@ from workbench.analysis.result import AnalysisResult
 from workbench.analysis.view import prepare
 
 SYNC_KIND = {
-    "cudaDeviceSynchronize": "device_synchronize", "hipDeviceSynchronize": "device_synchronize",
+    "cudaDeviceSynchronize": "device_synchronize",
+    "hipDeviceSynchronize": "device_synchronize",
     "cuCtxSynchronize": "device_synchronize",
-    "cudaStreamSynchronize": "stream_synchronize", "hipStreamSynchronize": "stream_synchronize",
+    "cudaStreamSynchronize": "stream_synchronize",
+    "hipStreamSynchronize": "stream_synchronize",
     "cuStreamSynchronize": "stream_synchronize",
-    "cudaEventSynchronize": "event_synchronize", "hipEventSynchronize": "event_synchronize",
+    "cudaEventSynchronize": "event_synchronize",
+    "hipEventSynchronize": "event_synchronize",
     "cuEventSynchronize": "event_synchronize",
-    "cudaMemcpy": "synchronous_copy", "hipMemcpy": "synchronous_copy", "hipMemcpyWithStream": "synchronous_copy",
-    "cudaMemset": "synchronous_memset", "hipMemset": "synchronous_memset",
+    "cudaMemcpy": "synchronous_copy",
+    "hipMemcpy": "synchronous_copy",
+    "hipMemcpyWithStream": "synchronous_copy",
+    "cudaMemset": "synchronous_memset",
+    "hipMemset": "synchronous_memset",
 }
 # ops that make the host wait for a value or a buffer from the device
-CAUSE_OPS = frozenset({
-    "aten::item", "aten::_local_scalar_dense", "aten::to", "aten::_to_copy", "aten::copy_", "aten::cpu",
-    "aten::nonzero", "aten::masked_select", "aten::unique", "aten::_unique2", "aten::is_nonzero",
-    "aten::equal", "aten::allclose", "aten::tolist", "aten::repeat_interleave", "aten::index",
-    "aten::bincount", "aten::histc", "aten::where",
-})
+CAUSE_OPS = frozenset(
+    {
+        "aten::item",
+        "aten::_local_scalar_dense",
+        "aten::to",
+        "aten::_to_copy",
+        "aten::copy_",
+        "aten::cpu",
+        "aten::nonzero",
+        "aten::masked_select",
+        "aten::unique",
+        "aten::_unique2",
+        "aten::is_nonzero",
+        "aten::equal",
+        "aten::allclose",
+        "aten::tolist",
+        "aten::repeat_interleave",
+        "aten::index",
+        "aten::bincount",
+        "aten::histc",
+        "aten::where",
+    }
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -49,18 +73,29 @@ def sync_audit(trace, semantics="workbench") -> SyncAudit:
     rt = view.runtime
     kind = _kinds(rt, view.kernels)
     waits = rt[kind != ""]
-    table = pd.DataFrame({"rank": waits["rank"].to_numpy(), "tid": waits["tid"].astype(str).to_numpy(),
-                          "api": waits["name"].astype(str).to_numpy(), "kind": kind[kind != ""],
-                          "ts_us": waits["ts_us"].to_numpy(np.float64),
-                          "blocked_us": waits["dur_us"].to_numpy(np.float64)})
+    table = pd.DataFrame(
+        {
+            "rank": waits["rank"].to_numpy(),
+            "tid": waits["tid"].astype(str).to_numpy(),
+            "api": waits["name"].astype(str).to_numpy(),
+            "kind": kind[kind != ""],
+            "ts_us": waits["ts_us"].to_numpy(np.float64),
+            "blocked_us": waits["dur_us"].to_numpy(np.float64),
+        }
+    )
     op, cause, top = _attribution(waits, view.cpu_ops)
     table["op"], table["cause_op"], table["top_op"] = op, cause, top
     table = table.sort_values(["rank", "ts_us"], ignore_index=True)
-    by_cause = (table.groupby(["kind", "cause_op"]).agg(count=("blocked_us", "size"), blocked_us=("blocked_us", "sum"))
-                .reset_index().sort_values("blocked_us", ascending=False, ignore_index=True))
+    by_cause = (
+        table.groupby(["kind", "cause_op"])
+        .agg(count=("blocked_us", "size"), blocked_us=("blocked_us", "sum"))
+        .reset_index()
+        .sort_values("blocked_us", ascending=False, ignore_index=True)
+    )
     by_cause["count"] = by_cause["count"].astype("int64")
-    return SyncAudit(table=table, by_cause=by_cause, blocked_us=float(table["blocked_us"].sum()),
-                     semantics=view.semantics.name)
+    return SyncAudit(
+        table=table, by_cause=by_cause, blocked_us=float(table["blocked_us"].sum()), semantics=view.semantics.name
+    )
 
 
 def _kinds(rt: pd.DataFrame, kernels: pd.DataFrame) -> np.ndarray:
@@ -95,7 +130,7 @@ def _attribution(waits: pd.DataFrame, ops: pd.DataFrame) -> tuple[np.ndarray, np
     while valid.any():
         idx = np.where(valid, cur, 0)
         hit = valid & is_cause[idx]
-        cause[hit] = labels[name_codes[idx[hit]]]   # keeps climbing: the outermost cause wins
+        cause[hit] = labels[name_codes[idx[hit]]]  # keeps climbing: the outermost cause wins
         top[valid] = labels[name_codes[idx[valid]]]
         cur = np.where(valid, parent[idx], -1)
         valid = (cur >= 0) & (cur < len(ops))

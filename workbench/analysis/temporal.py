@@ -1,4 +1,5 @@
 """Temporal breakdown (idle / compute / non-compute per rank) and communication/compute overlap."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,8 +32,16 @@ class TemporalBreakdown(AnalysisResult):
 def temporal_breakdown(trace, semantics="workbench") -> TemporalBreakdown:
     view = prepare(trace, semantics)
     rows = [_rank_row(rank, kr, view.semantics.hta_merge) for rank, kr in view.kernels.groupby("rank", sort=True)]
-    cols = ["rank", "idle_us", "compute_us", "non_compute_us", "kernel_time_us",
-            "idle_pct", "compute_pct", "non_compute_pct"]
+    cols = [
+        "rank",
+        "idle_us",
+        "compute_us",
+        "non_compute_us",
+        "kernel_time_us",
+        "idle_pct",
+        "compute_pct",
+        "non_compute_pct",
+    ]
     return TemporalBreakdown(table=pd.DataFrame(rows, columns=cols), semantics=view.semantics.name)
 
 
@@ -51,9 +60,16 @@ def _rank_row(rank, kr: pd.DataFrame, hta_merge: bool) -> dict:
     idle = span - busy
     non_compute = span - compute - idle
     pct = (lambda x: 100.0 * x / span) if span > 0 else (lambda x: float("nan"))
-    return {"rank": rank, "idle_us": idle, "compute_us": compute, "non_compute_us": non_compute,
-            "kernel_time_us": span, "idle_pct": pct(idle), "compute_pct": pct(compute),
-            "non_compute_pct": pct(non_compute)}
+    return {
+        "rank": rank,
+        "idle_us": idle,
+        "compute_us": compute,
+        "non_compute_us": non_compute,
+        "kernel_time_us": span,
+        "idle_pct": pct(idle),
+        "compute_pct": pct(compute),
+        "non_compute_pct": pct(non_compute),
+    }
 
 
 @dataclass(frozen=True, eq=False)
@@ -76,8 +92,9 @@ def comm_overlap(trace, semantics="workbench") -> CommOverlap:
     view = prepare(trace, semantics)
     hta_times = view.semantics.round_sub_us or view.semantics.hta_float_times
     # a CPU-only job (gloo): its CPU ops are the compute, its collective ops and annotations the communication
-    activity, _ = collective_activity(view.kernels, None if hta_times else view.cpu_ops,
-                                      None if hta_times else trace.annotations)   # prepare() checked it is there
+    activity, _ = collective_activity(
+        view.kernels, None if hta_times else view.cpu_ops, None if hta_times else trace.annotations
+    )  # prepare() checked it is there
     rows = []
     for rank, kr in activity.groupby("rank", sort=True):
         start, end = kr["ts_us"].to_numpy(np.float64), kr["end_us"].to_numpy(np.float64)
@@ -86,9 +103,16 @@ def comm_overlap(trace, semantics="workbench") -> CommOverlap:
         comp_i = (start[types == "computation"], end[types == "computation"])
         comm = union_length(*comm_i)
         overlap = intersection_length(comm_i, comp_i)
-        rows.append({"rank": rank, "comm_us": comm, "compute_us": union_length(*comp_i), "overlap_us": overlap,
-                     "overlap_pct": 100.0 * overlap / comm if comm > 0 else float("nan"),
-                     "exposed_comm_us": comm - overlap,
-                     "reason": "" if comm > 0 else "no communication kernels on this rank"})
+        rows.append(
+            {
+                "rank": rank,
+                "comm_us": comm,
+                "compute_us": union_length(*comp_i),
+                "overlap_us": overlap,
+                "overlap_pct": 100.0 * overlap / comm if comm > 0 else float("nan"),
+                "exposed_comm_us": comm - overlap,
+                "reason": "" if comm > 0 else "no communication kernels on this rank",
+            }
+        )
     cols = ["rank", "comm_us", "compute_us", "overlap_us", "overlap_pct", "exposed_comm_us", "reason"]
     return CommOverlap(table=pd.DataFrame(rows, columns=cols), semantics=view.semantics.name)

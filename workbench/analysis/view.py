@@ -1,5 +1,6 @@
 """The tables an analysis reads, prepared under one ``Semantics``: kernel types classified, and (for
 HTA parity) timestamps rounded and the last ProfilerStep dropped. Vectorised; the trace is not changed."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,10 +16,10 @@ STEP_PREFIX = "ProfilerStep#"
 
 @dataclass(frozen=True)
 class TraceView:
-    kernels: pd.DataFrame      # GPU activity, with kernel_type under these semantics
+    kernels: pd.DataFrame  # GPU activity, with kernel_type under these semantics
     runtime: pd.DataFrame
     cpu_ops: pd.DataFrame
-    steps: pd.DataFrame        # ProfilerStep# annotations: rank, name, ts_us, dur_us, end_us
+    steps: pd.DataFrame  # ProfilerStep# annotations: rank, name, ts_us, dur_us, end_us
     ranks: tuple
     semantics: Semantics
 
@@ -28,7 +29,8 @@ def prepare(trace, semantics: "Semantics | str" = "workbench") -> TraceView:
     for attr in ("kernels", "runtime", "cpu_ops", "annotations"):
         if not hasattr(trace, attr):
             raise InvalidArgumentError(
-                f"analyses need a Trace (from workbench.load_trace); got {type(trace).__name__} without .{attr}")
+                f"analyses need a Trace (from workbench.load_trace); got {type(trace).__name__} without .{attr}"
+            )
     kernels, runtime, cpu_ops = trace.kernels, trace.runtime, trace.cpu_ops
     steps = _steps(trace.annotations)
     if sem.round_sub_us or sem.hta_float_times:
@@ -41,7 +43,8 @@ def prepare(trace, semantics: "Semantics | str" = "workbench") -> TraceView:
         kernels = _with_hta_gpu_syncs(kernels, getattr(trace, "syncs", None))
     kernels = kernels.assign(kernel_type=classify(kernels, sem))
     ranks = tuple(sorted(set(kernels["rank"].tolist()) | set(cpu_ops["rank"].tolist()))) or tuple(
-        getattr(trace, "ranks", ()) or ())
+        getattr(trace, "ranks", ()) or ()
+    )
     return TraceView(kernels, runtime, cpu_ops, steps, ranks, sem)
 
 
@@ -148,12 +151,21 @@ def _with_hta_gpu_syncs(kernels: pd.DataFrame, syncs) -> pd.DataFrame:
     # on the shared traces HTA's compute time matches only when "Stream Wait Event" counts as
     # computation and the other markers (Stream/Context Sync) only stretch the GPU span
     ktype = np.where(gpu["name"].astype(str).str.contains("Wait").to_numpy(), "computation", "gpu_sync")
-    extra = pd.DataFrame({"rank": gpu["rank"].to_numpy(), "stream": gpu["stream"].to_numpy(),
-                          "name": gpu["name"].astype(str).to_numpy(), "kind": "kernel",
-                          "kernel_type": ktype, "kernel_type_hta": ktype,
-                          "ts_us": gpu["ts_us"].to_numpy(), "dur_us": gpu["dur_us"].to_numpy(),
-                          "end_us": gpu["end_us"].to_numpy(), "correlation": gpu["correlation"].to_numpy(),
-                          "hta_sync_marker": True})
+    extra = pd.DataFrame(
+        {
+            "rank": gpu["rank"].to_numpy(),
+            "stream": gpu["stream"].to_numpy(),
+            "name": gpu["name"].astype(str).to_numpy(),
+            "kind": "kernel",
+            "kernel_type": ktype,
+            "kernel_type_hta": ktype,
+            "ts_us": gpu["ts_us"].to_numpy(),
+            "dur_us": gpu["dur_us"].to_numpy(),
+            "end_us": gpu["end_us"].to_numpy(),
+            "correlation": gpu["correlation"].to_numpy(),
+            "hta_sync_marker": True,
+        }
+    )
     base = kernels.assign(hta_sync_marker=False)
     for col in ("name", "kind", "kernel_type", "kernel_type_hta"):
         if col in base.columns:

@@ -1,6 +1,7 @@
 """Analytic work: FLOPs, bytes and arithmetic intensity per CPU op call, from the input shapes and dtypes
 the profiler recorded (``record_shapes=True``). Computed once per distinct (op, shapes, dtypes) signature.
 Ops without a formula, or whose shapes do not determine the work, get NaN and a plain ``reason``."""
+
 from __future__ import annotations
 
 import json
@@ -23,7 +24,7 @@ class AnalyticWork(AnalysisResult):
 
     total_flops: float
     total_bytes: float
-    covered_self_pct: float   # share of all op self time whose work is known
+    covered_self_pct: float  # share of all op self time whose work is known
     semantics: str
     kind: ClassVar[str] = "analytic_work"
 
@@ -72,8 +73,11 @@ def analytic_work(trace, semantics="workbench") -> AnalyticWork:
     types, types_labels = column_codes(ops, "input_types")
     self_us = (ops["self_us"] if "self_us" in ops.columns else ops["dur_us"]).to_numpy(np.float64)
     sig = pd.DataFrame({"name": name, "input_dims": dims, "input_types": types, "self_us": self_us})
-    t = sig.groupby(["name", "input_dims", "input_types"], sort=False).agg(
-        count=("self_us", "size"), self_us=("self_us", "sum")).reset_index()
+    t = (
+        sig.groupby(["name", "input_dims", "input_types"], sort=False)
+        .agg(count=("self_us", "size"), self_us=("self_us", "sum"))
+        .reset_index()
+    )
     for col, labels in (("name", name_labels), ("input_dims", dims_labels), ("input_types", types_labels)):
         t[col] = labels[t[col].to_numpy()]
     work = [op_work(n, d, ty) for n, d, ty in zip(t["name"], t["input_dims"], t["input_types"])]
@@ -88,5 +92,10 @@ def analytic_work(trace, semantics="workbench") -> AnalyticWork:
     total_self = float(t["self_us"].sum())
     covered = 100.0 * float(t.loc[known, "self_us"].sum()) / total_self if total_self > 0 else float("nan")
     t = t.sort_values("self_us", ascending=False, ignore_index=True)
-    return AnalyticWork(table=t, total_flops=float(t["total_flops"].sum()), total_bytes=float(t["total_bytes"].sum()),
-                        covered_self_pct=covered, semantics=view.semantics.name)
+    return AnalyticWork(
+        table=t,
+        total_flops=float(t["total_flops"].sum()),
+        total_bytes=float(t["total_bytes"].sum()),
+        covered_self_pct=covered,
+        semantics=view.semantics.name,
+    )

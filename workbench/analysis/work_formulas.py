@@ -4,6 +4,7 @@
 is 1 FLOP per output element (fvcore's convention); bytes are each input read once plus the output
 written once (the minimum traffic, what the roofline needs): an in-place op reads and writes its
 tensor, an ``out=`` buffer is written and not read, a fill writes and reads nothing."""
+
 from __future__ import annotations
 
 import json
@@ -12,10 +13,25 @@ from typing import Callable
 
 NAN = float("nan")
 DTYPE_BYTES = {
-    "float": 4, "double": 8, "c10::Half": 2, "c10::BFloat16": 2, "half": 2, "bfloat16": 2,
-    "c10::Float8_e4m3fn": 1, "c10::Float8_e5m2": 1, "c10::Float8_e4m3fnuz": 1, "c10::Float8_e5m2fnuz": 1,
-    "int": 4, "long int": 8, "long": 8, "short int": 2, "signed char": 1, "unsigned char": 1, "bool": 1,
-    "c10::complex<float>": 8, "c10::complex<double>": 16,
+    "float": 4,
+    "double": 8,
+    "c10::Half": 2,
+    "c10::BFloat16": 2,
+    "half": 2,
+    "bfloat16": 2,
+    "c10::Float8_e4m3fn": 1,
+    "c10::Float8_e5m2": 1,
+    "c10::Float8_e4m3fnuz": 1,
+    "c10::Float8_e5m2fnuz": 1,
+    "int": 4,
+    "long int": 8,
+    "long": 8,
+    "short int": 2,
+    "signed char": 1,
+    "unsigned char": 1,
+    "bool": 1,
+    "c10::complex<float>": 8,
+    "c10::complex<double>": 16,
 }
 Result = tuple[float, float, str]
 
@@ -94,6 +110,7 @@ def fill(shapes, esize) -> Result:
 def _arity(n: int) -> Callable[[list, int], Result]:
     def formula(shapes, esize) -> Result:
         return elementwise(shapes, esize, reads=n)
+
     formula.__name__ = f"elementwise_{n}"
     return formula
 
@@ -138,10 +155,8 @@ CONV_ARGS: dict[str, dict[str, int]] = {
     "aten::conv1d": {"stride": 3, "padding": 4, "dilation": 5, "groups": 6},
     "aten::conv2d": {"stride": 3, "padding": 4, "dilation": 5, "groups": 6},
     "aten::conv3d": {"stride": 3, "padding": 4, "dilation": 5, "groups": 6},
-    "aten::convolution": {"stride": 3, "padding": 4, "dilation": 5, "transposed": 6, "output_padding": 7,
-                          "groups": 8},
-    "aten::_convolution": {"stride": 3, "padding": 4, "dilation": 5, "transposed": 6, "output_padding": 7,
-                           "groups": 8},
+    "aten::convolution": {"stride": 3, "padding": 4, "dilation": 5, "transposed": 6, "output_padding": 7, "groups": 8},
+    "aten::_convolution": {"stride": 3, "padding": 4, "dilation": 5, "transposed": 6, "output_padding": 7, "groups": 8},
     "aten::mkldnn_convolution": {"padding": 3, "stride": 4, "dilation": 5, "groups": 6},
     "aten::cudnn_convolution": {"padding": 2, "stride": 3, "dilation": 4, "groups": 5},
 }
@@ -194,8 +209,10 @@ def _conv_out_spatial(spatial, kernel, args: dict, transposed: bool) -> list[int
         extra = _per_dim(args.get("output_padding", 0), n)
         if extra is None:
             return None
-        return [(i - 1) * s - 2 * p + d * (k - 1) + e + 1
-                for i, k, s, p, d, e in zip(spatial, kernel, stride, pad, dilation, extra)]
+        return [
+            (i - 1) * s - 2 * p + d * (k - 1) + e + 1
+            for i, k, s, p, d, e in zip(spatial, kernel, stride, pad, dilation, extra)
+        ]
     return [(i + 2 * p - d * (k - 1) - 1) // s + 1 for i, k, s, p, d in zip(spatial, kernel, stride, pad, dilation)]
 
 
@@ -223,8 +240,14 @@ def conv_forward(shapes, esize, concrete=None, arg_index: dict[str, int] | None 
     groups = args.get("groups") if isinstance(args.get("groups"), int) else None
     out_spatial = _conv_out_spatial(x[2:], w[2:], args, transposed)
     if out_spatial is None or groups is None:
-        return NAN, NAN, ("convolution output size needs stride/padding/dilation/groups, which the trace did not "
-                          "record for this op (its backward, aten::convolution_backward, is counted from shapes)")
+        return (
+            NAN,
+            NAN,
+            (
+                "convolution output size needs stride/padding/dilation/groups, which the trace did not "
+                "record for this op (its backward, aten::convolution_backward, is counted from shapes)"
+            ),
+        )
     if min(out_spatial) <= 0:
         return NAN, NAN, f"convolution output size {out_spatial} from input {x}, weight {w} is not positive"
     c_out = w[1] * groups if transposed else w[0]
@@ -252,8 +275,14 @@ def conv_backward(shapes, esize, concrete=None) -> Result:
     if isinstance(transposed_arg, bool):
         transposed = transposed_arg
     elif direct_fits and transposed_fits and numel(grad_out[2:]) != numel(x[2:]):
-        return NAN, NAN, (f"cannot tell a transposed convolution from a direct one by the shapes (grad_output "
-                          f"{grad_out}, input {x}, weight {w}) and its 'transposed' argument was not recorded")
+        return (
+            NAN,
+            NAN,
+            (
+                f"cannot tell a transposed convolution from a direct one by the shapes (grad_output "
+                f"{grad_out}, input {x}, weight {w}) and its 'transposed' argument was not recorded"
+            ),
+        )
     else:
         transposed = not direct_fits and transposed_fits
     if not (transposed_fits if transposed else direct_fits):
@@ -267,8 +296,14 @@ def conv_backward(shapes, esize, concrete=None) -> Result:
         reason = "output_mask not recorded: counted grad_input and grad_weight" + (" and grad_bias" if mask[2] else "")
     grad_input, grad_weight, grad_bias = mask
     flops = 2.0 * macs * (int(grad_input) + int(grad_weight)) + (numel(grad_out) if grad_bias else 0)
-    nbytes = esize * (numel(grad_out) + numel(x) + numel(w) + (numel(x) if grad_input else 0)
-                      + (numel(w) if grad_weight else 0) + (grad_out[1] if grad_bias else 0))
+    nbytes = esize * (
+        numel(grad_out)
+        + numel(x)
+        + numel(w)
+        + (numel(x) if grad_input else 0)
+        + (numel(w) if grad_weight else 0)
+        + (grad_out[1] if grad_bias else 0)
+    )
     return flops, float(nbytes), reason
 
 
@@ -277,31 +312,83 @@ def _conv(name: str) -> Callable[..., Result]:
 
     def formula(shapes, esize, concrete=None) -> Result:
         return conv_forward(shapes, esize, concrete, index)
+
     formula.__name__ = f"conv_{name.removeprefix('aten::')}"
     return formula
 
 
 # elementwise ops by the tensors they read (their arity); a further tensor argument is an out= buffer
-UNARY = ("relu", "gelu", "silu", "sigmoid", "tanh", "exp", "log", "neg", "abs", "sqrt", "rsqrt", "clamp",
-         "reciprocal", "sin", "cos", "hardtanh", "leaky_relu", "mish")
-BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "threshold_backward", "gelu_backward",
-          "silu_backward", "sigmoid_backward", "tanh_backward")
+UNARY = (
+    "relu",
+    "gelu",
+    "silu",
+    "sigmoid",
+    "tanh",
+    "exp",
+    "log",
+    "neg",
+    "abs",
+    "sqrt",
+    "rsqrt",
+    "clamp",
+    "reciprocal",
+    "sin",
+    "cos",
+    "hardtanh",
+    "leaky_relu",
+    "mish",
+)
+BINARY = (
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "pow",
+    "maximum",
+    "minimum",
+    "threshold_backward",
+    "gelu_backward",
+    "silu_backward",
+    "sigmoid_backward",
+    "tanh_backward",
+)
 TERNARY = ("where", "addcmul", "addcdiv", "lerp")
 ELEMENTWISE = UNARY + BINARY + TERNARY
 FILLS = ("fill_", "zero_")
 # (shapes, esize) -> Result; those in TAKES_CONCRETE also take the recorded scalar arguments
 FORMULAS: dict[str, Callable[..., Result]] = {
-    "aten::mm": mm, "aten::bmm": mm, "aten::matmul": mm, "aten::addmm": addmm, "aten::baddbmm": addmm,
+    "aten::mm": mm,
+    "aten::bmm": mm,
+    "aten::matmul": mm,
+    "aten::addmm": addmm,
+    "aten::baddbmm": addmm,
     "aten::linear": linear,
-    "aten::sum": reduction, "aten::mean": reduction, "aten::amax": reduction, "aten::amin": reduction,
-    "aten::max": reduction, "aten::min": reduction, "aten::prod": reduction, "aten::norm": reduction,
-    "aten::softmax": softmax, "aten::_softmax": softmax, "aten::log_softmax": softmax,
+    "aten::sum": reduction,
+    "aten::mean": reduction,
+    "aten::amax": reduction,
+    "aten::amin": reduction,
+    "aten::max": reduction,
+    "aten::min": reduction,
+    "aten::prod": reduction,
+    "aten::norm": reduction,
+    "aten::softmax": softmax,
+    "aten::_softmax": softmax,
+    "aten::log_softmax": softmax,
     "aten::_log_softmax": softmax,
-    "aten::layer_norm": norm, "aten::native_layer_norm": norm, "aten::batch_norm": norm,
-    "aten::native_batch_norm": norm, "aten::_batch_norm_impl_index": norm, "aten::cudnn_batch_norm": norm,
-    "aten::group_norm": norm, "aten::native_group_norm": norm, "aten::rms_norm": norm, "aten::_fused_rms_norm": norm,
-    "aten::scaled_dot_product_attention": sdpa, "aten::_scaled_dot_product_flash_attention": sdpa,
-    "aten::_scaled_dot_product_efficient_attention": sdpa, "aten::_scaled_dot_product_cudnn_attention": sdpa,
+    "aten::layer_norm": norm,
+    "aten::native_layer_norm": norm,
+    "aten::batch_norm": norm,
+    "aten::native_batch_norm": norm,
+    "aten::_batch_norm_impl_index": norm,
+    "aten::cudnn_batch_norm": norm,
+    "aten::group_norm": norm,
+    "aten::native_group_norm": norm,
+    "aten::rms_norm": norm,
+    "aten::_fused_rms_norm": norm,
+    "aten::scaled_dot_product_attention": sdpa,
+    "aten::_scaled_dot_product_flash_attention": sdpa,
+    "aten::_scaled_dot_product_efficient_attention": sdpa,
+    "aten::_scaled_dot_product_cudnn_attention": sdpa,
     "aten::_scaled_dot_product_flash_attention_for_cpu": sdpa,
     "aten::convolution_backward": conv_backward,
 }
@@ -311,6 +398,6 @@ TAKES_CONCRETE = frozenset(CONV_ARGS) | {"aten::convolution_backward"}
 for _ops, _reads in ((UNARY, 1), (BINARY, 2), (TERNARY, 3)):
     for _op in _ops:
         FORMULAS[f"aten::{_op}"] = _arity(_reads)
-        FORMULAS[f"aten::{_op}_"] = _arity(_reads)   # in place: reads self and writes it back
+        FORMULAS[f"aten::{_op}_"] = _arity(_reads)  # in place: reads self and writes it back
 for _op in FILLS:
     FORMULAS[f"aten::{_op}"] = fill

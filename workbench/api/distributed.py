@@ -1,15 +1,16 @@
 """Many processes from a notebook or a script: ``wb.profile_distributed`` and the step marker.
 
-    import workbench as wb
-    trace = wb.profile_distributed(train, world_size=2, backend="gloo", args=(steps,))
-    trace.hypotheses(); trace.stragglers(); trace.timings   # per-rank wall time of the call
+import workbench as wb
+trace = wb.profile_distributed(train, world_size=2, backend="gloo", args=(steps,))
+trace.hypotheses(); trace.stragglers(); trace.timings   # per-rank wall time of the call
 
-    # in a script profiled with `workbench profile --active 3 ...`: mark each step
-    import workbench.api.distributed
-    for batch in loader:
-        ...
-        workbench.api.distributed.step()
+# in a script profiled with `workbench profile --active 3 ...`: mark each step
+import workbench.api.distributed
+for batch in loader:
+    ...
+    workbench.api.distributed.step()
 """
+
 from __future__ import annotations
 
 import os
@@ -41,9 +42,19 @@ class DistributedTrace(Trace):
         return bool(self.summary_info.get("complete"))
 
 
-def profile_distributed(fn: Callable[..., Any], world_size: int = 2, backend: str = "gloo", args: tuple = (), *,
-                        timeout_s: float = 300.0, out: str | None = None, force: bool = False,
-                        wait: int = 0, warmup: int = 0, active: int | None = None) -> DistributedTrace:
+def profile_distributed(
+    fn: Callable[..., Any],
+    world_size: int = 2,
+    backend: str = "gloo",
+    args: tuple = (),
+    *,
+    timeout_s: float = 300.0,
+    out: str | None = None,
+    force: bool = False,
+    wait: int = 0,
+    warmup: int = 0,
+    active: int | None = None,
+) -> DistributedTrace:
     """Run ``fn(*args)`` once on ``world_size`` local processes, each in a process group (``backend``; the
     rank from ``torch.distributed.get_rank()``) with torch.profiler around the call, and return the
     multi-rank Trace.
@@ -68,14 +79,26 @@ def profile_distributed(fn: Callable[..., Any], world_size: int = 2, backend: st
     """
     window = Window(wait, warmup, active) if active is not None else None
     folder = out if out is not None else tempfile.mkdtemp(prefix="workbench-distributed-")
-    summary = run_local(fn, world_size=world_size, backend=backend, args=tuple(args), out=folder,
-                        timeout_s=timeout_s, window=window, force=force)
+    summary = run_local(
+        fn,
+        world_size=world_size,
+        backend=backend,
+        args=tuple(args),
+        out=folder,
+        timeout_s=timeout_s,
+        window=window,
+        force=force,
+    )
     raise_if_no_trace(summary, folder)
     if not summary["complete"]:
-        warnings.warn(f"profile_distributed: {summary['reason']}; the Trace holds the ranks that left a trace "
-                      f"({', '.join(summary['traces'])})", TraceWarning, stacklevel=2)
+        warnings.warn(
+            f"profile_distributed: {summary['reason']}; the Trace holds the ranks that left a trace "
+            f"({', '.join(summary['traces'])})",
+            TraceWarning,
+            stacklevel=2,
+        )
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", TraceWarning)   # the incomplete-run warning was just given
+        warnings.simplefilter("ignore", TraceWarning)  # the incomplete-run warning was just given
         # workers=1: one process reads every table, so load_trace returns a Trace (never a RankFolder)
         trace = DistributedTrace.of(cast(Trace, load_trace(folder, cache=False, workers=1)))
     trace.timings = timings_table(summary)
@@ -86,8 +109,16 @@ def profile_distributed(fn: Callable[..., Any], world_size: int = 2, backend: st
 
 def timings_table(summary: dict) -> pd.DataFrame:
     """One row per rank of a run summary: rank, status, exit_code, wall_ms, steps, trace, error."""
-    rows = [{"rank": r["rank"], "status": r.get("status"), "exit_code": r.get("exit_code"),
-             "wall_ms": (r["wall_s"] * 1e3) if r.get("wall_s") is not None else float("nan"),
-             "steps": r.get("steps"), "trace": r.get("trace"), "error": r.get("error") or ""}
-            for r in summary["ranks"]]
+    rows = [
+        {
+            "rank": r["rank"],
+            "status": r.get("status"),
+            "exit_code": r.get("exit_code"),
+            "wall_ms": (r["wall_s"] * 1e3) if r.get("wall_s") is not None else float("nan"),
+            "steps": r.get("steps"),
+            "trace": r.get("trace"),
+            "error": r.get("error") or "",
+        }
+        for r in summary["ranks"]
+    ]
     return pd.DataFrame(rows, columns=["rank", "status", "exit_code", "wall_ms", "steps", "trace", "error"])

@@ -1,5 +1,6 @@
 """``run.memory``: the run's memory statistics (a dict, as saved in its bundle) and, over its trace, the
 memory analyses (``workbench.analysis.memory``) with the tensors the capture named (``memory=True``)."""
+
 from __future__ import annotations
 
 from functools import cached_property
@@ -39,8 +40,11 @@ class RunMemory(dict):
 
     @cached_property
     def peak(self) -> memory_analysis.MemoryPeak | None:
-        return None if self._trace is None else memory_analysis.memory_peak(self._trace, roles=self.roles,
-                                                                             events=self.events)
+        return (
+            None
+            if self._trace is None
+            else memory_analysis.memory_peak(self._trace, roles=self.roles, events=self.events)
+        )
 
     @cached_property
     def growth(self) -> memory_analysis.MemoryGrowth | None:
@@ -77,5 +81,5 @@ class RunMemory(dict):
         cost_text = f"; recording memory cost the traced pass x{cost:.2f}" if cost else ""
         return f"memory: peak {p.peak_bytes:,} B on {p.device} at {p.peak_ts_us / 1e3:.3f} ms{where}{cost_text}"
 
-    def __reduce__(self):   # pickles and copies as the plain record
+    def __reduce__(self):  # pickles and copies as the plain record
         return (dict, (dict(self),))

@@ -4,6 +4,7 @@ The capture layer measures; this face function adds what capture may not compute
 environment fingerprint (``workbench.devices``), and the run type whose trace, hypotheses and
 history the notebook, the report and the CLI read.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -17,10 +18,22 @@ from workbench.study.history import callable_source, record_profile
 __all__ = ["profile"]
 
 
-def profile(fn: Callable[..., Any], *args: Any, warmup: int = 3, repeat: int = 20, trace: bool = True,
-            name: str | None = None, threads: int | None = None, grad_enabled: bool | None = None,
-            device: str = "auto", trace_repeat: int | None = None, expected_calls: int | None = None,
-            history: bool = True, memory: bool = False, **kwargs: Any) -> ProfileRun:
+def profile(
+    fn: Callable[..., Any],
+    *args: Any,
+    warmup: int = 3,
+    repeat: int = 20,
+    trace: bool = True,
+    name: str | None = None,
+    threads: int | None = None,
+    grad_enabled: bool | None = None,
+    device: str = "auto",
+    trace_repeat: int | None = None,
+    expected_calls: int | None = None,
+    history: bool = True,
+    memory: bool = False,
+    **kwargs: Any,
+) -> ProfileRun:
     """Profile ``fn(*args, **kwargs)``: a cold call, ``warmup`` calls, ``repeat`` clean timed calls,
     then (``trace=True``) a separate traced pass.
 
@@ -49,9 +62,22 @@ def profile(fn: Callable[..., Any], *args: Any, warmup: int = 3, repeat: int = 2
     """
     __tracebackhide__ = True
     run = capture_profile.profile(
-        fn, *args, warmup=warmup, repeat=repeat, trace=trace, name=name, threads=threads,
-        grad_enabled=grad_enabled, device=device, trace_repeat=trace_repeat, expected_calls=expected_calls,
-        memory=memory, record_type=ProfileRun, environment=environment_fingerprint(), **kwargs)
-    if history:     # the callable's history (study.history.record_profile); never fails the profile
+        fn,
+        *args,
+        warmup=warmup,
+        repeat=repeat,
+        trace=trace,
+        name=name,
+        threads=threads,
+        grad_enabled=grad_enabled,
+        device=device,
+        trace_repeat=trace_repeat,
+        expected_calls=expected_calls,
+        memory=memory,
+        record_type=ProfileRun,
+        environment=environment_fingerprint(),
+        **kwargs,
+    )
+    if history:  # the callable's history (study.history.record_profile); never fails the profile
         run.history = record_profile(run, callable_source(fn))
     return run

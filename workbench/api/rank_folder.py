@@ -26,6 +26,7 @@ so it is reported as not judged unless ``diagnosis(full_tables=True)`` is asked 
 rank's tables into this process and runs the one-process diagnosis. The table properties (``kernels``,
 ``cpu_ops``, ...) read every rank's tables into this process on first use (said in a warning).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -40,8 +41,17 @@ import pandas as pd
 
 import workbench.analysis.rank_summary as rank_summary
 from workbench.analysis import (
-    CommOverlap, CopyStats, IdleBreakdown, KernelBreakdown, LaunchStats, OpBreakdown, Semantics, StepBreakdown,
-    Stragglers, SyncAudit, TemporalBreakdown,
+    CommOverlap,
+    CopyStats,
+    IdleBreakdown,
+    KernelBreakdown,
+    LaunchStats,
+    OpBreakdown,
+    Semantics,
+    StepBreakdown,
+    Stragglers,
+    SyncAudit,
+    TemporalBreakdown,
 )
 from workbench.analysis.idle import KERNEL_WAIT_THRESHOLD_US
 from workbench.analysis.rank_summary import PackedSummary, RankSummary, relabeled_meta
@@ -67,8 +77,16 @@ SMALL_RANK_BYTES = 4 << 20  # ranks smaller than this on average: read in this p
 LARGE_FOLDER_BYTES = 1 << 30  # ... unless the folder holds more JSON than this in all
 
 
-def mapped_load(source: object, *, options: dict[str, bool], cache: bool, workers: int | None,
-                client: Client | None, partial: bool, trace_class: type[Trace]) -> RankFolder | None:
+def mapped_load(
+    source: object,
+    *,
+    options: dict[str, bool],
+    cache: bool,
+    workers: int | None,
+    client: Client | None,
+    partial: bool,
+    trace_class: type[Trace],
+) -> RankFolder | None:
     """The rank folder read over workers, or None where one process is the way (``workers=1``, one rank
     file, or a single worker fits)."""
     if workers is not None and (type(workers) is not int or workers < 1):
@@ -82,8 +100,9 @@ def mapped_load(source: object, *, options: dict[str, bool], cache: bool, worker
         return None
     if client is None and workers is None and _better_here(paths):
         return None
-    return RankFolder.load(paths, options=options, cache=cache, workers=workers, client=client, partial=partial,
-                           trace_class=trace_class)
+    return RankFolder.load(
+        paths, options=options, cache=cache, workers=workers, client=client, partial=partial, trace_class=trace_class
+    )
 
 
 def _better_here(paths: list[str]) -> bool:
@@ -96,18 +115,33 @@ def _better_here(paths: list[str]) -> bool:
 
 def _rank_file(summary: PackedSummary) -> RankFile:
     meta = summary.meta
-    return RankFile(summary.path, meta.distributed_info.get(summary.rank),
-                    device_names(meta.device_properties.get(summary.rank)), meta.base_time_ns.get(summary.rank))
+    return RankFile(
+        summary.path,
+        meta.distributed_info.get(summary.rank),
+        device_names(meta.device_properties.get(summary.rank)),
+        meta.base_time_ns.get(summary.rank),
+    )
 
 
 class RankFolder:
     """A multi-rank trace held as per-rank summaries; the ``Trace`` methods answered from them."""
 
-    def __init__(self, summaries: Sequence[PackedSummary], *, options: dict[str, bool], cache: bool,
-                 workers: int | None, client: Client | None, trace_class: type[Trace],
-                 failures: Sequence[RankFailure] = (), where: str = "processes", messages: Sequence[str] = ()):
-        self._summaries = {(summaries[0].semantics, summaries[0].kernel_wait_threshold_us):
-                           sorted(summaries, key=lambda s: s.rank)}
+    def __init__(
+        self,
+        summaries: Sequence[PackedSummary],
+        *,
+        options: dict[str, bool],
+        cache: bool,
+        workers: int | None,
+        client: Client | None,
+        trace_class: type[Trace],
+        failures: Sequence[RankFailure] = (),
+        where: str = "processes",
+        messages: Sequence[str] = (),
+    ):
+        self._summaries = {
+            (summaries[0].semantics, summaries[0].kernel_wait_threshold_us): sorted(summaries, key=lambda s: s.rank)
+        }
         self._options, self._cache, self._workers, self._client = dict(options), cache, workers, client
         self._ranks_by_path = {s.path: s.rank for s in summaries}
         self.failures = tuple(failures)
@@ -117,10 +151,20 @@ class RankFolder:
         self._trace_class = trace_class  # the facade's Trace (passed in: the facade imports this module)
 
     @classmethod
-    def load(cls, paths: list[str], *, options: dict[str, bool], cache: bool, workers: int | None,
-             client: Client | None, partial: bool, trace_class: type[Trace]) -> RankFolder:
-        outcome = map_ranks(SUMMARY_FUNCTION, paths, {"options": options, "cache": cache},
-                            workers=workers, client=client, partial=True)
+    def load(
+        cls,
+        paths: list[str],
+        *,
+        options: dict[str, bool],
+        cache: bool,
+        workers: int | None,
+        client: Client | None,
+        partial: bool,
+        trace_class: type[Trace],
+    ) -> RankFolder:
+        outcome = map_ranks(
+            SUMMARY_FUNCTION, paths, {"options": options, "cache": cache}, workers=workers, client=client, partial=True
+        )
         unreadable = [f for f in outcome.failures if f.kind == "unreadable"]
         broken = [f for f in outcome.failures if f.kind != "unreadable"]
         if broken and not partial:
@@ -128,13 +172,19 @@ class RankFolder:
         summaries = _of_type(outcome.results, PackedSummary)
         if not summaries:
             first = outcome.failures[0]
-            raise TraceFormatError(f"none of the {len(paths)} rank files could be read; the first: {first.message}",
-                                   path=shown(first.path))
-        messages = [f"{shown(f.path)}: rank file left out, it cannot be read ({f.message}); the other "
-                    f"{len(summaries)} rank file(s) were loaded" for f in unreadable]
-        messages += [f"{f.describe()}; left out (partial=True), the other {len(summaries)} rank file(s) were loaded"
-                     for f in broken]
-        kept, job_messages = one_job([_rank_file(s) for s in summaries])   # the same check as one process
+            raise TraceFormatError(
+                f"none of the {len(paths)} rank files could be read; the first: {first.message}", path=shown(first.path)
+            )
+        messages = [
+            f"{shown(f.path)}: rank file left out, it cannot be read ({f.message}); the other "
+            f"{len(summaries)} rank file(s) were loaded"
+            for f in unreadable
+        ]
+        messages += [
+            f"{f.describe()}; left out (partial=True), the other {len(summaries)} rank file(s) were loaded"
+            for f in broken
+        ]
+        kept, job_messages = one_job([_rank_file(s) for s in summaries])  # the same check as one process
         summaries = [summaries[i] for i in kept]
         messages += job_messages
         ranks, rank_messages = assign_ranks([s.path for s in summaries], [s.declared_rank for s in summaries])
@@ -144,12 +194,22 @@ class RankFolder:
                 warnings.warn(message, TraceWarning, stacklevel=4)
         for message in messages + rank_messages:
             warnings.warn(message, TraceWarning, stacklevel=4)
-        return cls(summaries, options=options, cache=cache, workers=workers, client=client, trace_class=trace_class,
-                   failures=outcome.failures, where=outcome.where, messages=messages + rank_messages)
+        return cls(
+            summaries,
+            options=options,
+            cache=cache,
+            workers=workers,
+            client=client,
+            trace_class=trace_class,
+            failures=outcome.failures,
+            where=outcome.where,
+            messages=messages + rank_messages,
+        )
 
     # --- summaries ------------------------------------------------------------------------
-    def summaries(self, semantics: Semantics | str = "workbench",
-                  kernel_wait_threshold_us: float = KERNEL_WAIT_THRESHOLD_US) -> Iterator[RankSummary]:
+    def summaries(
+        self, semantics: Semantics | str = "workbench", kernel_wait_threshold_us: float = KERNEL_WAIT_THRESHOLD_US
+    ) -> Iterator[RankSummary]:
         """Every rank's summary for these semantics, in rank order, unpacked one at a time (mapped again over
         the ranks the first time these semantics are asked for)."""
         return (packed.unpack() for packed in self.packed(semantics, kernel_wait_threshold_us))
@@ -158,18 +218,29 @@ class RankFolder:
         """Bytes the ranks' summaries take here (packed)."""
         return sum(len(packed.payload) for packed in self.packed(semantics))
 
-    def packed(self, semantics: Semantics | str = "workbench",
-               kernel_wait_threshold_us: float = KERNEL_WAIT_THRESHOLD_US) -> list[PackedSummary]:
+    def packed(
+        self, semantics: Semantics | str = "workbench", kernel_wait_threshold_us: float = KERNEL_WAIT_THRESHOLD_US
+    ) -> list[PackedSummary]:
         """Every rank's packed summary for these semantics, in rank order."""
         name = semantics if isinstance(semantics, str) else semantics.name
         key = (name, float(kernel_wait_threshold_us))
         if key not in self._summaries:
-            outcome = map_ranks(SUMMARY_FUNCTION, list(self._ranks_by_path),
-                                {"options": self._options, "cache": self._cache, "semantics": semantics,
-                                 "kernel_wait_threshold_us": kernel_wait_threshold_us},
-                                workers=self._workers, client=self._client)
-            self._summaries[key] = sorted((s.relabeled(self._ranks_by_path[s.path])
-                                           for s in _of_type(outcome.results, PackedSummary)), key=lambda s: s.rank)
+            outcome = map_ranks(
+                SUMMARY_FUNCTION,
+                list(self._ranks_by_path),
+                {
+                    "options": self._options,
+                    "cache": self._cache,
+                    "semantics": semantics,
+                    "kernel_wait_threshold_us": kernel_wait_threshold_us,
+                },
+                workers=self._workers,
+                client=self._client,
+            )
+            self._summaries[key] = sorted(
+                (s.relabeled(self._ranks_by_path[s.path]) for s in _of_type(outcome.results, PackedSummary)),
+                key=lambda s: s.rank,
+            )
         return self._summaries[key]
 
     # --- analyses, from the summaries ----------------------------------------------------------
@@ -181,8 +252,9 @@ class RankFolder:
         """As ``Trace.temporal_breakdown``, from the per-rank summaries."""
         return rank_summary.combine_temporal(self.summaries(semantics))
 
-    def idle_breakdown(self, semantics: Semantics | str = "workbench",
-                       kernel_wait_threshold_us: float = KERNEL_WAIT_THRESHOLD_US) -> IdleBreakdown:
+    def idle_breakdown(
+        self, semantics: Semantics | str = "workbench", kernel_wait_threshold_us: float = KERNEL_WAIT_THRESHOLD_US
+    ) -> IdleBreakdown:
         """As ``Trace.idle_breakdown``, from the per-rank summaries."""
         return rank_summary.combine_idle(self.summaries(semantics, kernel_wait_threshold_us))
 
@@ -202,8 +274,9 @@ class RankFolder:
         """As ``Trace.sync_audit``, from the per-rank summaries."""
         return rank_summary.combine_syncs(self.summaries(semantics))
 
-    def stragglers(self, semantics: Semantics | str = "workbench",
-                   min_wait_fraction: float = STRAGGLER_MIN_WAIT_FRACTION) -> Stragglers:
+    def stragglers(
+        self, semantics: Semantics | str = "workbench", min_wait_fraction: float = STRAGGLER_MIN_WAIT_FRACTION
+    ) -> Stragglers:
         """As ``Trace.stragglers``, from each rank's busy, compute and communication time."""
         return rank_summary.combine_stragglers(self.summaries(semantics), min_wait_fraction)
 
@@ -217,22 +290,45 @@ class RankFolder:
         files = sorted(self.packed(semantics), key=lambda s: order[s.path])
         return rank_summary.combine_ops(packed.unpack() for packed in files)
 
-    def critical_path(self, annotation: str = "ProfilerStep", instance: int = 0, rank: int | None = None, *,
-                      window: tuple[float, float] | None = None, semantics: Semantics | str = "workbench"):
+    def critical_path(
+        self,
+        annotation: str = "ProfilerStep",
+        instance: int = 0,
+        rank: int | None = None,
+        *,
+        window: tuple[float, float] | None = None,
+        semantics: Semantics | str = "workbench",
+    ):
         """As ``Trace.critical_path``, on one rank's tables (read here; default: the first rank)."""
         r = self.ranks[0] if rank is None else rank
         return self.rank(r).critical_path(annotation, instance, r, window=window, semantics=semantics)
 
-    def what_if(self, changes: dict[str, float] | None = None, *, remove_gaps: bool = False,
-                annotation: str = "ProfilerStep", instance: int = 0, rank: int | None = None,
-                window: tuple[float, float] | None = None, semantics: Semantics | str = "workbench"):
+    def what_if(
+        self,
+        changes: dict[str, float] | None = None,
+        *,
+        remove_gaps: bool = False,
+        annotation: str = "ProfilerStep",
+        instance: int = 0,
+        rank: int | None = None,
+        window: tuple[float, float] | None = None,
+        semantics: Semantics | str = "workbench",
+    ):
         """As ``Trace.what_if``, on one rank's tables (read here; default: the first rank)."""
         r = self.ranks[0] if rank is None else rank
-        return self.rank(r).what_if(changes, remove_gaps=remove_gaps, annotation=annotation, instance=instance,
-                                    rank=r, window=window, semantics=semantics)
+        return self.rank(r).what_if(
+            changes,
+            remove_gaps=remove_gaps,
+            annotation=annotation,
+            instance=instance,
+            rank=r,
+            window=window,
+            semantics=semantics,
+        )
 
-    def collective_waits(self, annotation: str = "ProfilerStep", instance: int = 0, *,
-                         semantics: Semantics | str = "workbench"):
+    def collective_waits(
+        self, annotation: str = "ProfilerStep", instance: int = 0, *, semantics: Semantics | str = "workbench"
+    ):
         """As ``Trace.collective_waits``: every rank's path (all ranks' tables read into this process)."""
         return self.full().collective_waits(annotation, instance, semantics=semantics)
 
@@ -257,10 +353,19 @@ class RankFolder:
         for name in wanted:
             get_rule(name)  # an unknown name -> RegistryError
         per_rank = [name for name in wanted if name not in CROSS_RANK_RULES]
-        outcome = map_ranks(DIAGNOSIS_FUNCTION, list(self._ranks_by_path),
-                            {"rank": None, "ranks": self._ranks_by_path, "options": self._options,
-                             "cache": self._cache, "rules": per_rank},
-                            workers=self._workers, client=self._client)
+        outcome = map_ranks(
+            DIAGNOSIS_FUNCTION,
+            list(self._ranks_by_path),
+            {
+                "rank": None,
+                "ranks": self._ranks_by_path,
+                "options": self._options,
+                "cache": self._cache,
+                "rules": per_rank,
+            },
+            workers=self._workers,
+            client=self._client,
+        )
         found: list[Hypothesis] = []
         notes: dict[tuple[str, str], NotJudgedNote] = {}
         for diagnosis in _of_type(outcome.results, Diagnosis):
@@ -270,10 +375,12 @@ class RankFolder:
         for name in wanted:
             if name in CROSS_RANK_RULES:
                 notes[(name, "")] = NotJudgedNote(
-                    name, get_rule(name).category,
+                    name,
+                    get_rule(name).category,
                     "needs every rank's tables at once, and the ranks were read in separate workers: "
                     "trace.diagnosis(full_tables=True) reads them all here (or load with workers=1); "
-                    "trace.stragglers() gives the cross-rank table from the summaries")
+                    "trace.stragglers() gives the cross-rank table from the summaries",
+                )
         folded = fold_ranks(found, self.ranks)
         return Diagnosis(tuple(rank(folded)), tuple(notes.values()), f"{len(self.ranks)} ranks")
 
@@ -288,14 +395,22 @@ class RankFolder:
     def full(self) -> Trace:
         """Every rank's tables in this process: the one-process ``Trace`` (``workers=1``), read once."""
         if self._full is None:
-            warnings.warn(f"reading the tables of all {len(self.ranks)} ranks into this process (the rank "
-                          "folder was summarised in workers; trace.rank(r) reads one rank)", TraceWarning,
-                          stacklevel=3)
+            warnings.warn(
+                f"reading the tables of all {len(self.ranks)} ranks into this process (the rank "
+                "folder was summarised in workers; trace.rank(r) reads one rank)",
+                TraceWarning,
+                stacklevel=3,
+            )
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # said once already, at the load
-                self._full = self._trace_class.of(read_trace(list(self._ranks_by_path), cache=self._cache,
-                                                 round_ns=self._options.get("round_ns"),
-                                                 drop_last_step=self._options.get("drop_last_step")))
+                self._full = self._trace_class.of(
+                    read_trace(
+                        list(self._ranks_by_path),
+                        cache=self._cache,
+                        round_ns=self._options.get("round_ns"),
+                        drop_last_step=self._options.get("drop_last_step"),
+                    )
+                )
         return self._full
 
     @property
@@ -336,8 +451,9 @@ class RankFolder:
         """Allocated bytes across ``ProfilerStep#`` spans, per rank (every rank's events read here first)."""
         return self.full().memory_growth()
 
-    def save_charts(self, folder: str | os.PathLike[str], *, formats: str | Sequence[str] = ("svg",),
-                    scale: float = 1.0) -> list[Path]:
+    def save_charts(
+        self, folder: str | os.PathLike[str], *, formats: str | Sequence[str] = ("svg",), scale: float = 1.0
+    ) -> list[Path]:
         """The charts need the tables: every rank's are read into this process first."""
         return self.full().save_charts(folder, formats=formats, scale=scale)
 
@@ -385,13 +501,21 @@ class RankFolder:
         """One line, as ``Trace.summary``, plus where the ranks were read."""
         ranks = self._first()
         gpu = "GPU" if self.has_gpu else "CPU only"
-        names = sorted({str(d.get("name")) for props in self.device_properties.values()
-                        for d in props if isinstance(d, dict) and d.get("name")})
+        names = sorted(
+            {
+                str(d.get("name"))
+                for props in self.device_properties.values()
+                for d in props
+                if isinstance(d, dict) and d.get("name")
+            }
+        )
         device = f" on {', '.join(names)}" if names else ""
-        return (f"Trace: {len(self.ranks)} rank(s) {self.ranks}, {self.event_count():,} events "
-                f"({sum(s.cpu_op_count for s in ranks):,} CPU ops, {sum(s.runtime_count for s in ranks):,} runtime "
-                f"calls, {sum(s.gpu_event_count for s in ranks):,} GPU events), span {self.span_us() / 1000:.3f} ms, "
-                f"{gpu}{device}; {len(self.meta.warnings)} warning(s); read in {self.where}")
+        return (
+            f"Trace: {len(self.ranks)} rank(s) {self.ranks}, {self.event_count():,} events "
+            f"({sum(s.cpu_op_count for s in ranks):,} CPU ops, {sum(s.runtime_count for s in ranks):,} runtime "
+            f"calls, {sum(s.gpu_event_count for s in ranks):,} GPU events), span {self.span_us() / 1000:.3f} ms, "
+            f"{gpu}{device}; {len(self.meta.warnings)} warning(s); read in {self.where}"
+        )
 
     def __repr__(self) -> str:
         return f"<{self.summary()}>"
@@ -408,7 +532,9 @@ def _of_type(results: dict[str, object], kind: type[Value]) -> list[Value]:
     out = []
     for path, value in results.items():
         if not isinstance(value, kind):
-            raise TypeError(f"the per-rank function returned {type(value).__name__} for {shown(path)}, not {kind.__name__}")
+            raise TypeError(
+                f"the per-rank function returned {type(value).__name__} for {shown(path)}, not {kind.__name__}"
+            )
         out.append(value)
     return out
 
@@ -419,33 +545,42 @@ def _meta(summaries: list[PackedSummary], options: dict[str, bool], messages: Se
     def merged(name: str) -> dict:
         return {k: v for m in metas for k, v in getattr(m, name).items()}
 
-    return TraceMeta(files=tuple(m for meta in metas for m in meta.files),
-                     ranks=tuple(sorted(s.rank for s in summaries)), file_ranks=merged("file_ranks"),
-                     origins_ns=merged("origins_ns"), device_properties=merged("device_properties"),
-                     distributed_info=merged("distributed_info"), process_names=merged("process_names"),
-                     thread_names=merged("thread_names"),
-                     options={"round_ns": bool(options.get("round_ns")),
-                              "drop_last_step": bool(options.get("drop_last_step"))},
-                     warnings=tuple(w for s in summaries for w in s.warnings) + tuple(messages),
-                     notes=tuple(n for m in metas for n in m.notes), base_time_ns=merged("base_time_ns"))
+    return TraceMeta(
+        files=tuple(m for meta in metas for m in meta.files),
+        ranks=tuple(sorted(s.rank for s in summaries)),
+        file_ranks=merged("file_ranks"),
+        origins_ns=merged("origins_ns"),
+        device_properties=merged("device_properties"),
+        distributed_info=merged("distributed_info"),
+        process_names=merged("process_names"),
+        thread_names=merged("thread_names"),
+        options={"round_ns": bool(options.get("round_ns")), "drop_last_step": bool(options.get("drop_last_step"))},
+        warnings=tuple(w for s in summaries for w in s.warnings) + tuple(messages),
+        notes=tuple(n for m in metas for n in m.notes),
+        base_time_ns=merged("base_time_ns"),
+    )
 
 
 def read_rank(path: str, rank: int, options: dict[str, bool], cache: bool) -> TraceData:
     """One rank file's tables, as rank ``rank`` (the number the folder gave it)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # said at the load
-        data = read_trace([path], cache=cache, round_ns=options.get("round_ns"),
-                          drop_last_step=options.get("drop_last_step"))
+        data = read_trace(
+            [path], cache=cache, round_ns=options.get("round_ns"), drop_last_step=options.get("drop_last_step")
+        )
     old = data.ranks[0]
     if old == rank:
         return data
-    tables = {name: frame.assign(rank=pd.Series([rank] * len(frame), dtype=frame["rank"].dtype, index=frame.index))
-              for name, frame in data._tables.items()}
+    tables = {
+        name: frame.assign(rank=pd.Series([rank] * len(frame), dtype=frame["rank"].dtype, index=frame.index))
+        for name, frame in data._tables.items()
+    }
     return TraceData(tables, relabeled_meta(data.meta, old, rank))
 
 
-def diagnose_rank_file(path: str, *, rank: int | None, ranks: dict[str, int], options: dict[str, bool],
-                       cache: bool, rules: list[str]) -> Diagnosis:
+def diagnose_rank_file(
+    path: str, *, rank: int | None, ranks: dict[str, int], options: dict[str, bool], cache: bool, rules: list[str]
+) -> Diagnosis:
     """What a worker runs for ``RankFolder.diagnosis``: one rank's tables, its diagnosis."""
     from workbench.hypotheses import diagnose
 
@@ -455,8 +590,10 @@ def diagnose_rank_file(path: str, *, rank: int | None, ranks: dict[str, int], op
         warnings.simplefilter("ignore")
         found = diagnose(trace, rules=rules)
     # every finding of a one-rank trace is about that rank: scoped so, fold_ranks folds them across ranks
-    hypotheses = tuple(h if RANK_SCOPE.match(h.scope or "") else dataclasses.replace(h, scope=f"rank {number}")
-                       for h in found.hypotheses)
+    hypotheses = tuple(
+        h if RANK_SCOPE.match(h.scope or "") else dataclasses.replace(h, scope=f"rank {number}")
+        for h in found.hypotheses
+    )
     return dataclasses.replace(found, hypotheses=hypotheses)
 
 
@@ -471,9 +608,11 @@ def connect(address: str, timeout_s: float = 10.0) -> Client:
     try:
         return Client(address, timeout=timeout_s)
     except (OSError, TimeoutError, ValueError) as exc:
-        raise SchedulerError(f"the Dask scheduler at {address!r} did not answer within {timeout_s:g} s "
-                             f"({type(exc).__name__}: {exc}); check the address (tcp://HOST:8786) and that "
-                             "the scheduler runs and is reachable from here") from None
+        raise SchedulerError(
+            f"the Dask scheduler at {address!r} did not answer within {timeout_s:g} s "
+            f"({type(exc).__name__}: {exc}); check the address (tcp://HOST:8786) and that "
+            "the scheduler runs and is reachable from here"
+        ) from None
 
 
 __all__ = ["RankFolder", "connect", "diagnose_rank_file", "mapped_load", "read_rank"]

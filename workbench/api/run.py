@@ -10,6 +10,7 @@ profiles), the per-call op and kernel tables, charts, and its renderings (``work
     run.timing.median_ms, run.cold_ms, run.hypotheses[0]
     run.save("runs/a"); again = wb.load_run("runs/a")
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -47,10 +48,10 @@ class ProfileRun(RunRecord):
     def __init__(self, *args: Any, history: History | None = None, **fields: Any) -> None:
         super().__init__(*args, **fields)
         if self.trace is not None and not isinstance(self.trace, Trace):
-            object.__setattr__(self, "trace", Trace.of(self.trace))   # the facade over the same tables
+            object.__setattr__(self, "trace", Trace.of(self.trace))  # the facade over the same tables
         from workbench.api.memory import RunMemory
 
-        object.__setattr__(self, "memory", RunMemory(dict(self.memory), self.trace))   # + the memory analyses
+        object.__setattr__(self, "memory", RunMemory(dict(self.memory), self.trace))  # + the memory analyses
         self.history = history
 
     @classmethod
@@ -101,16 +102,16 @@ class ProfileRun(RunRecord):
         return out
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any], *, trace: TraceData | None = None,
-                  folder: Path | None = None) -> ProfileRun:
+    def from_dict(cls, d: dict[str, Any], *, trace: TraceData | None = None, folder: Path | None = None) -> ProfileRun:
         run = super().from_dict(d, trace=trace, folder=folder)
         history = d.get("history")
         run.history = History.from_dict(history) if isinstance(history, dict) else None
         return run
 
     # -- views -----------------------------------------------------------------------------
-    def save_charts(self, folder: str | Path, *, formats: str | Sequence[str] = ("svg",),
-                    scale: float = 1.0) -> list[Path]:
+    def save_charts(
+        self, folder: str | Path, *, formats: str | Sequence[str] = ("svg",), scale: float = 1.0
+    ) -> list[Path]:
         """Write the charts the notebook shows for this run to ``folder`` (svg, png, html, json;
         see ``workbench.charts.save_charts``); returns the paths written."""
         from workbench.charts.export import save_charts  # altair only when charts are asked for
@@ -141,15 +142,16 @@ def load_run(path: str | Path) -> ProfileRun:
     return ProfileRun.load(path)
 
 
-def _per_call_table(run: RunRecord, table: pd.DataFrame | None, time_col: str, total_col: str | None,
-                    top: int | None) -> pd.DataFrame:
+def _per_call_table(
+    run: RunRecord, table: pd.DataFrame | None, time_col: str, total_col: str | None, top: int | None
+) -> pd.DataFrame:
     out_cols = {time_col: time_col.replace("_us", "_ms_per_call")}
     if total_col:
         out_cols[total_col] = total_col.replace("_us", "_ms_per_call")
     if table is None or len(table) == 0 or time_col not in table.columns:
         return pd.DataFrame(columns=["name", "calls_per_call", *out_cols.values(), "pct"])
     calls = max(1, run.traced_calls or 1)
-    scale = run.trace_scale / calls / 1e3          # µs over the traced calls -> ms per clean call
+    scale = run.trace_scale / calls / 1e3  # µs over the traced calls -> ms per clean call
     out = table.sort_values(time_col, ascending=False).copy()
     whole = float(table[time_col].sum())
     for src, dst in out_cols.items():

@@ -10,6 +10,7 @@ method per analysis and the diagnosis, each a line of delegation to ``workbench.
 Every method takes ``semantics``: ``"workbench"`` (the default), ``"hta"`` / ``"hta_noround"`` to
 count as Holistic Trace Analysis 0.5 does on the same trace, or a ``workbench.analysis.Semantics``.
 """
+
 from __future__ import annotations
 
 import os
@@ -17,22 +18,31 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import workbench.analysis.attribution as attribution
+import workbench.analysis.memory as memory_analysis
 from workbench import analysis, render
 from workbench.analysis import (
-    CommOverlap, CopyStats, IdleBreakdown, KernelBreakdown, LaunchStats, OpBreakdown, Semantics, StepBreakdown,
-    Stragglers, SyncAudit, TemporalBreakdown,
+    CommOverlap,
+    CopyStats,
+    IdleBreakdown,
+    KernelBreakdown,
+    LaunchStats,
+    OpBreakdown,
+    Semantics,
+    StepBreakdown,
+    Stragglers,
+    SyncAudit,
+    TemporalBreakdown,
 )
-import workbench.analysis.attribution as attribution
-from workbench.analysis.critical_path import CollectiveWaits, CriticalPath, WhatIf
 from workbench.analysis.attribution import ModuleBreakdown, SourceBreakdown
+from workbench.analysis.critical_path import CollectiveWaits, CriticalPath, WhatIf
+from workbench.analysis.diff import TraceDiff
 from workbench.analysis.idle import KERNEL_WAIT_THRESHOLD_US
+from workbench.analysis.memory import MemoryGrowth, MemoryPeak, MemoryTimeline
 from workbench.analysis.stragglers import STRAGGLER_MIN_WAIT_FRACTION
 from workbench.hypotheses import Diagnosis, Hypothesis, diagnose
 from workbench.trace import TraceData, read_trace
 from workbench.trace.fidelity import require
-from workbench.analysis.diff import TraceDiff
-import workbench.analysis.memory as memory_analysis
-from workbench.analysis.memory import MemoryGrowth, MemoryPeak, MemoryTimeline
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -46,17 +56,32 @@ TraceSource = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 # what each analysis needs that another tool's format may lack (tables, or "table.column"; the trace's
 # meta.fidelity names what its format lacks): the method says "not available from <format>: ..." instead
 NEEDS: dict[str, tuple[str, ...]] = {
-    "op_breakdown": ("cpu_ops",), "kernel_breakdown": ("kernels",), "temporal_breakdown": ("kernels",),
-    "idle_breakdown": ("kernels", "kernels.launch_ts_us"), "launch_stats": ("runtime",),
-    "comm_overlap": ("kernels",), "copy_stats": ("kernels",), "sync_audit": ("runtime",),
-    "stragglers": ("kernels",), "step_breakdown": ("annotations", "annotations.step"),
-    "module_breakdown": ("python_calls",), "source_breakdown": ("python_calls",),
+    "op_breakdown": ("cpu_ops",),
+    "kernel_breakdown": ("kernels",),
+    "temporal_breakdown": ("kernels",),
+    "idle_breakdown": ("kernels", "kernels.launch_ts_us"),
+    "launch_stats": ("runtime",),
+    "comm_overlap": ("kernels",),
+    "copy_stats": ("kernels",),
+    "sync_audit": ("runtime",),
+    "stragglers": ("kernels",),
+    "step_breakdown": ("annotations", "annotations.step"),
+    "module_breakdown": ("python_calls",),
+    "source_breakdown": ("python_calls",),
 }
 
 
-def load_trace(source: TraceSource, *, hta_compat: bool = False, round_ns: bool | None = None,
-               drop_last_step: bool | None = None, cache: bool = True, workers: int | None = None,
-               client: Client | None = None, partial: bool = False) -> Trace | RankFolder:
+def load_trace(
+    source: TraceSource,
+    *,
+    hta_compat: bool = False,
+    round_ns: bool | None = None,
+    drop_last_step: bool | None = None,
+    cache: bool = True,
+    workers: int | None = None,
+    client: Client | None = None,
+    partial: bool = False,
+) -> Trace | RankFolder:
     """Load a Kineto/Chrome trace: a ``.json``/``.json.gz`` file, a folder of rank files, or a list; or one
     Nsight Systems SQLite export (``nsys export --type sqlite``) or rocprofv3 JSON file (the format is judged by
     content; ``trace.meta.source`` names it and ``trace.meta.fidelity`` what it cannot provide).
@@ -88,14 +113,25 @@ def load_trace(source: TraceSource, *, hta_compat: bool = False, round_ns: bool 
     """
     from workbench.api.rank_folder import mapped_load
 
-    options = {"round_ns": hta_compat if round_ns is None else round_ns,
-               "drop_last_step": hta_compat if drop_last_step is None else drop_last_step}
-    mapped = mapped_load(source, options=options, cache=cache, workers=workers, client=client, partial=partial,
-                         trace_class=Trace)
+    options = {
+        "round_ns": hta_compat if round_ns is None else round_ns,
+        "drop_last_step": hta_compat if drop_last_step is None else drop_last_step,
+    }
+    mapped = mapped_load(
+        source, options=options, cache=cache, workers=workers, client=client, partial=partial, trace_class=Trace
+    )
     if mapped is not None:
         return mapped
-    return Trace.of(read_trace(source, hta_compat=hta_compat, round_ns=round_ns, drop_last_step=drop_last_step,
-                               cache=cache, decode_workers=workers))
+    return Trace.of(
+        read_trace(
+            source,
+            hta_compat=hta_compat,
+            round_ns=round_ns,
+            drop_last_step=drop_last_step,
+            cache=cache,
+            decode_workers=workers,
+        )
+    )
 
 
 def load_memory_snapshot(path: str | os.PathLike[str]) -> Trace:
@@ -123,7 +159,7 @@ class Trace(TraceData):
             total_us, mean_us, mean_self_us, pct, top_input_dims, top_input_types), and
             ``.total_self_us``.
         """
-        require(self.meta, NEEDS['op_breakdown'])  # a format without them says so (workbench.trace.fidelity)
+        require(self.meta, NEEDS["op_breakdown"])  # a format without them says so (workbench.trace.fidelity)
         return analysis.op_breakdown(self, semantics)
 
     def kernel_breakdown(self, semantics: Semantics | str = "workbench") -> KernelBreakdown:
@@ -137,7 +173,7 @@ class Trace(TraceData):
             min, max, std (µs) and pct of the rank's kernel time; ``.types``, time per type and
             "<a> overlapping <b>" rows; ``.total_kernel_us`` and ``.busy_us``.
         """
-        require(self.meta, NEEDS['kernel_breakdown'])  # a format without them says so (workbench.trace.fidelity)
+        require(self.meta, NEEDS["kernel_breakdown"])  # a format without them says so (workbench.trace.fidelity)
         return analysis.kernel_breakdown(self, semantics)
 
     def temporal_breakdown(self, semantics: Semantics | str = "workbench") -> TemporalBreakdown:
@@ -150,11 +186,12 @@ class Trace(TraceData):
             TemporalBreakdown: ``.table``, one row per rank: kernel_time_us, idle_us, compute_us,
             non_compute_us and each as a percentage of kernel time.
         """
-        require(self.meta, NEEDS['temporal_breakdown'])  # a format without them says so (workbench.trace.fidelity)
+        require(self.meta, NEEDS["temporal_breakdown"])  # a format without them says so (workbench.trace.fidelity)
         return analysis.temporal_breakdown(self, semantics)
 
-    def idle_breakdown(self, semantics: Semantics | str = "workbench",
-                       kernel_wait_threshold_us: float = KERNEL_WAIT_THRESHOLD_US) -> IdleBreakdown:
+    def idle_breakdown(
+        self, semantics: Semantics | str = "workbench", kernel_wait_threshold_us: float = KERNEL_WAIT_THRESHOLD_US
+    ) -> IdleBreakdown:
         """Idle time per stream, split into host wait, kernel wait and other (as HTA defines them).
 
         Args:
@@ -166,7 +203,7 @@ class Trace(TraceData):
             IdleBreakdown: ``.table``, one row per (rank, stream, idle_category) with idle_us, count
             and ratio; ``.gaps``, one row per gap.
         """
-        require(self.meta, NEEDS['idle_breakdown'])  # a format without them says so (workbench.trace.fidelity)
+        require(self.meta, NEEDS["idle_breakdown"])  # a format without them says so (workbench.trace.fidelity)
         return analysis.idle_breakdown(self, semantics, kernel_wait_threshold_us=kernel_wait_threshold_us)
 
     def launch_stats(self, semantics: Semantics | str = "workbench") -> LaunchStats:
@@ -179,7 +216,7 @@ class Trace(TraceData):
             LaunchStats: ``.table``, one row per launch (api, runtime_us, gpu_us, launch_delay_us,
             shorter_than_launch); ``.by_api``; ``.n_launches``, ``.n_shorter_than_launch``.
         """
-        require(self.meta, NEEDS['launch_stats'])  # a format without them says so (workbench.trace.fidelity)
+        require(self.meta, NEEDS["launch_stats"])  # a format without them says so (workbench.trace.fidelity)
         return analysis.launch_stats(self, semantics)
 
     def comm_overlap(self, semantics: Semantics | str = "workbench") -> CommOverlap:
@@ -192,7 +229,7 @@ class Trace(TraceData):
             CommOverlap: ``.table``, one row per rank: comm_us, compute_us, overlap_us, overlap_pct
             (NaN without communication kernels) and exposed_comm_us.
         """
-        require(self.meta, NEEDS['comm_overlap'])  # a format without them says so (workbench.trace.fidelity)
+        require(self.meta, NEEDS["comm_overlap"])  # a format without them says so (workbench.trace.fidelity)
         return analysis.comm_overlap(self, semantics)
 
     def copy_stats(self, semantics: Semantics | str = "workbench") -> CopyStats:
@@ -205,7 +242,7 @@ class Trace(TraceData):
             CopyStats: ``.table``, one row per (rank, kind, direction, host_memory) with count, bytes,
             dur_us, gbps, median_gbps; ``.pageable_bytes``, ``.total_copy_us``.
         """
-        require(self.meta, NEEDS['copy_stats'])  # a format without them says so (workbench.trace.fidelity)
+        require(self.meta, NEEDS["copy_stats"])  # a format without them says so (workbench.trace.fidelity)
         return analysis.copy_stats(self, semantics)
 
     def sync_audit(self, semantics: Semantics | str = "workbench") -> SyncAudit:
@@ -218,11 +255,12 @@ class Trace(TraceData):
             SyncAudit: ``.table``, one row per wait (api, kind, blocked_us, op, cause_op);
             ``.by_cause``; ``.blocked_us``.
         """
-        require(self.meta, NEEDS['sync_audit'])  # a format without them says so (workbench.trace.fidelity)
+        require(self.meta, NEEDS["sync_audit"])  # a format without them says so (workbench.trace.fidelity)
         return analysis.sync_audit(self, semantics)
 
-    def stragglers(self, semantics: Semantics | str = "workbench",
-                   min_wait_fraction: float = STRAGGLER_MIN_WAIT_FRACTION) -> Stragglers:
+    def stragglers(
+        self, semantics: Semantics | str = "workbench", min_wait_fraction: float = STRAGGLER_MIN_WAIT_FRACTION
+    ) -> Stragglers:
         """The ranks the others wait for in collectives (the least communication time).
 
         Args:
@@ -234,7 +272,7 @@ class Trace(TraceData):
             Stragglers: ``.table``, one row per rank (busy_us, compute_us, comm_us, comm_deficit_us,
             is_straggler); ``.stragglers``; ``.wait_caused_us``; ``.reason`` when there are none.
         """
-        require(self.meta, NEEDS['stragglers'])  # a format without them says so (workbench.trace.fidelity)
+        require(self.meta, NEEDS["stragglers"])  # a format without them says so (workbench.trace.fidelity)
         return analysis.stragglers(self, semantics, min_wait_fraction=min_wait_fraction)
 
     def step_breakdown(self, semantics: Semantics | str = "workbench") -> StepBreakdown:
@@ -247,11 +285,12 @@ class Trace(TraceData):
             StepBreakdown: ``.table``, one row per (rank, step): dur_us, gpu_busy_us, gpu_idle_us,
             compute_us, comm_us, memory_us, n_kernels; ``.median_step_us``.
         """
-        require(self.meta, NEEDS['step_breakdown'])  # a format without them says so (workbench.trace.fidelity)
+        require(self.meta, NEEDS["step_breakdown"])  # a format without them says so (workbench.trace.fidelity)
         return analysis.step_breakdown(self, semantics)
 
-    def module_breakdown(self, *, basis: str = "auto", calls: int | None = None, scale: float = 1.0,
-                         top: int = attribution.TOP_ITEMS) -> ModuleBreakdown:
+    def module_breakdown(
+        self, *, basis: str = "auto", calls: int | None = None, scale: float = 1.0, top: int = attribution.TOP_ITEMS
+    ) -> ModuleBreakdown:
         """Op and kernel time per ``nn.Module`` path, inclusive and self (TensorBoard's module view).
 
         Needs the trace's Python events (``torch.profiler.profile(with_stack=True,
@@ -270,12 +309,18 @@ class Trace(TraceData):
             count, inclusive_us, self_us, their pct and ms per call, cpu_op_us, kernel_us,
             wall_us); ``.items``, the top ops or kernels under each path; ``.outside_us``.
         """
-        require(self.meta, NEEDS['module_breakdown'])  # a format without them says so (workbench.trace.fidelity)
+        require(self.meta, NEEDS["module_breakdown"])  # a format without them says so (workbench.trace.fidelity)
         return attribution.module_breakdown(self, basis=basis, calls=calls, scale=scale, top=top)
 
-    def source_breakdown(self, *, basis: str = "auto", calls: int | None = None, scale: float = 1.0,
-                         top: int = attribution.TOP_ITEMS,
-                         user_paths: Sequence[str] | None = None) -> SourceBreakdown:
+    def source_breakdown(
+        self,
+        *,
+        basis: str = "auto",
+        calls: int | None = None,
+        scale: float = 1.0,
+        top: int = attribution.TOP_ITEMS,
+        user_paths: Sequence[str] | None = None,
+    ) -> SourceBreakdown:
         """Op and kernel time per line of the user's code: the innermost frame in the user's files
         (not torch's, the standard library's or a site-package's), as ``group_by_stack_n`` grouped.
 
@@ -292,13 +337,18 @@ class Trace(TraceData):
             the function's first line) with self_us, inclusive_us, their pct and ms per call;
             ``.items``; ``.not_recorded`` when the trace has no Python events.
         """
-        require(self.meta, NEEDS['source_breakdown'])  # a format without them says so (workbench.trace.fidelity)
-        return attribution.source_breakdown(self, basis=basis, calls=calls, scale=scale, top=top,
-                                            user_paths=user_paths)
+        require(self.meta, NEEDS["source_breakdown"])  # a format without them says so (workbench.trace.fidelity)
+        return attribution.source_breakdown(self, basis=basis, calls=calls, scale=scale, top=top, user_paths=user_paths)
 
-    def critical_path(self, annotation: str = "ProfilerStep", instance: int = 0, rank: int | None = None, *,
-                      window: tuple[float, float] | None = None,
-                      semantics: Semantics | str = "workbench") -> CriticalPath:
+    def critical_path(
+        self,
+        annotation: str = "ProfilerStep",
+        instance: int = 0,
+        rank: int | None = None,
+        *,
+        window: tuple[float, float] | None = None,
+        semantics: Semantics | str = "workbench",
+    ) -> CriticalPath:
         """The longest dependent path through one step (HTA's dependency model): what the step is bound by.
 
         Args:
@@ -315,9 +365,17 @@ class Trace(TraceData):
         """
         return analysis.critical_path(self, annotation, instance, rank, window, semantics)
 
-    def what_if(self, changes: dict[str, float] | None = None, *, remove_gaps: bool = False,
-                annotation: str = "ProfilerStep", instance: int = 0, rank: int | None = None,
-                window: tuple[float, float] | None = None, semantics: Semantics | str = "workbench") -> WhatIf:
+    def what_if(
+        self,
+        changes: dict[str, float] | None = None,
+        *,
+        remove_gaps: bool = False,
+        annotation: str = "ProfilerStep",
+        instance: int = 0,
+        rank: int | None = None,
+        window: tuple[float, float] | None = None,
+        semantics: Semantics | str = "workbench",
+    ) -> WhatIf:
         """Shrink the named work on the critical path's graph and recompute it: the new step time and bound.
 
         Args:
@@ -334,11 +392,20 @@ class Trace(TraceData):
             WhatIf: ``.before`` and ``.after`` (CriticalPath), ``.saved_us``, ``.new_step_us`` and
             ``.table``, one row per pattern (events matched, their time, their time on the path).
         """
-        return analysis.what_if(self, changes, remove_gaps=remove_gaps, annotation=annotation, instance=instance,
-                                rank=rank, window=window, semantics=semantics)
+        return analysis.what_if(
+            self,
+            changes,
+            remove_gaps=remove_gaps,
+            annotation=annotation,
+            instance=instance,
+            rank=rank,
+            window=window,
+            semantics=semantics,
+        )
 
-    def collective_waits(self, annotation: str = "ProfilerStep", instance: int = 0, *,
-                         semantics: Semantics | str = "workbench") -> CollectiveWaits:
+    def collective_waits(
+        self, annotation: str = "ProfilerStep", instance: int = 0, *, semantics: Semantics | str = "workbench"
+    ) -> CollectiveWaits:
         """Each rank's critical path of one step and, per collective, which rank's path the others wait on.
 
         Args:
@@ -416,8 +483,9 @@ class Trace(TraceData):
         return diagnose(self, rules=rules)
 
     # --- views (workbench.charts) ---------------------------------------------------------
-    def save_charts(self, folder: str | os.PathLike[str], *, formats: str | Sequence[str] = ("svg",),
-                    scale: float = 1.0) -> list[Path]:
+    def save_charts(
+        self, folder: str | os.PathLike[str], *, formats: str | Sequence[str] = ("svg",), scale: float = 1.0
+    ) -> list[Path]:
         """Write the charts the notebook shows for this trace to ``folder``.
 
         Args:
@@ -459,21 +527,31 @@ def _diff_side(value: object, what: str) -> tuple[TraceData, str]:
     if isinstance(value, TraceData):
         return value, (Path(value.meta.files[0]).name if value.meta.files else what)
     if isinstance(value, (str, os.PathLike)):
-        loaded = load_trace(value, workers=1)   # one process: a Trace with its tables, never a RankFolder
+        loaded = load_trace(value, workers=1)  # one process: a Trace with its tables, never a RankFolder
         assert isinstance(loaded, TraceData)
         return loaded, Path(value).name
     trace = getattr(value, "trace", None)
     if isinstance(trace, TraceData):
         return trace, str(getattr(value, "name", "") or what)
-    if hasattr(value, "rank") and hasattr(value, "meta"):   # a RankFolder: summaries only, no event tables
-        raise InvalidArgumentError(f"{what} is a folder of rank files read by workers (per-rank summaries, no event "
-                                   "tables to match): load it with workers=1, or diff one rank (trace.rank(r))")
-    raise InvalidArgumentError(f"wb.diff compares traces: {what} is a {type(value).__name__}; pass a Trace, a run "
-                               "with a trace (wb.profile(...)), or a trace file path")
+    if hasattr(value, "rank") and hasattr(value, "meta"):  # a RankFolder: summaries only, no event tables
+        raise InvalidArgumentError(
+            f"{what} is a folder of rank files read by workers (per-rank summaries, no event "
+            "tables to match): load it with workers=1, or diff one rank (trace.rank(r))"
+        )
+    raise InvalidArgumentError(
+        f"wb.diff compares traces: {what} is a {type(value).__name__}; pass a Trace, a run "
+        "with a trace (wb.profile(...)), or a trace file path"
+    )
 
 
-def diff(a: object, b: object, *, label_a: str | None = None, label_b: str | None = None,
-         semantics: Semantics | str = "workbench") -> Diff:
+def diff(
+    a: object,
+    b: object,
+    *,
+    label_a: str | None = None,
+    label_b: str | None = None,
+    semantics: Semantics | str = "workbench",
+) -> Diff:
     """What changed from ``a`` to ``b``: kernels and ops matched by name and call-tree place, per step.
 
     Args:
@@ -494,8 +572,7 @@ def diff(a: object, b: object, *, label_a: str | None = None, label_b: str | Non
     tb, name_b = _diff_side(b, "b")
     if label_a is None and label_b is None and name_a == name_b:
         name_a, name_b = "a", "b"
-    result = trace_diff(ta, tb, label_a=label_a or name_a, label_b=label_b or name_b,
-                        semantics=semantics)
+    result = trace_diff(ta, tb, label_a=label_a or name_a, label_b=label_b or name_b, semantics=semantics)
     import dataclasses
 
     return Diff(**{f.name: getattr(result, f.name) for f in dataclasses.fields(result)})

@@ -4,6 +4,7 @@
 public ``wb.profile`` builds the face's ``ProfileRun`` on it (``workbench.api.profiling``). The
 package does not re-export the ``profile`` function: it would hide its own module of that name.
 """
+
 from workbench.capture.compile_diag import CompileDiagnostics, GraphBreak, Recompile
 from workbench.capture.run import RunRecord
 

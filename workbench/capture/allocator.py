@@ -23,6 +23,7 @@ process through ``mallopt``; glibc has no call that returns to the adaptive thre
 lasts for the rest of the process (``workbench report`` is a process of its own). Other C libraries
 (musl, macOS): "not applicable", nothing changed.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -34,17 +35,19 @@ from typing import Any, Mapping
 STEADY, DEFAULT = "steady", "default"
 MODES = (STEADY, DEFAULT)
 
-MMAP_THRESHOLD_BYTES = 32 * 2**20    # glibc's maximum (HEAP_MAX_SIZE / 2 on 64-bit); larger is refused
+MMAP_THRESHOLD_BYTES = 32 * 2**20  # glibc's maximum (HEAP_MAX_SIZE / 2 on 64-bit); larger is refused
 TRIM_THRESHOLD_BYTES = 2**30
 TOP_PAD_BYTES = 64 * 2**20
 
 # mallopt parameter numbers (malloc.h) and the environment variables glibc reads at start-up
 _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
-_SETTINGS = (("mmap_threshold", _M_MMAP_THRESHOLD, "MALLOC_MMAP_THRESHOLD_", MMAP_THRESHOLD_BYTES),
-             ("trim_threshold", _M_TRIM_THRESHOLD, "MALLOC_TRIM_THRESHOLD_", TRIM_THRESHOLD_BYTES),
-             ("top_pad", _M_TOP_PAD, "MALLOC_TOP_PAD_", TOP_PAD_BYTES))
+_SETTINGS = (
+    ("mmap_threshold", _M_MMAP_THRESHOLD, "MALLOC_MMAP_THRESHOLD_", MMAP_THRESHOLD_BYTES),
+    ("trim_threshold", _M_TRIM_THRESHOLD, "MALLOC_TRIM_THRESHOLD_", TRIM_THRESHOLD_BYTES),
+    ("top_pad", _M_TOP_PAD, "MALLOC_TOP_PAD_", TOP_PAD_BYTES),
+)
 
-_pinned: "AllocatorMode | None" = None     # set by pin_steady() in this process
+_pinned: "AllocatorMode | None" = None  # set by pin_steady() in this process
 
 
 @dataclass(frozen=True)
@@ -59,8 +62,13 @@ class AllocatorMode:
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "applied": self.applied, "settings_bytes": dict(self.settings_bytes),
-                "source": self.source, "note": self.note}
+        return {
+            "name": self.name,
+            "applied": self.applied,
+            "settings_bytes": dict(self.settings_bytes),
+            "source": self.source,
+            "note": self.note,
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None) -> "AllocatorMode | None":
@@ -68,8 +76,13 @@ class AllocatorMode:
             return None
         raw = d.get("settings_bytes")
         settings = tuple((str(k), int(v)) for k, v in raw.items()) if isinstance(raw, Mapping) else ()
-        return cls(name=d["name"], applied=bool(d.get("applied")), settings_bytes=settings,
-                   source=str(d.get("source", "none")), note=str(d.get("note", "")))
+        return cls(
+            name=d["name"],
+            applied=bool(d.get("applied")),
+            settings_bytes=settings,
+            source=str(d.get("source", "none")),
+            note=str(d.get("note", "")),
+        )
 
     @property
     def label(self) -> str:
@@ -108,7 +121,7 @@ def steady_env() -> dict[str, str]:
     return {env: str(value) for _, _, env, value in _SETTINGS}
 
 
-ENV_VAR = "WORKBENCH_ALLOCATOR"      # the mode a report uses when none is passed (steady when unset)
+ENV_VAR = "WORKBENCH_ALLOCATOR"  # the mode a report uses when none is passed (steady when unset)
 
 
 def check_mode(mode: Any, where: str = "allocator mode") -> str:
@@ -136,13 +149,21 @@ def pin_steady() -> AllocatorMode:
         return _pinned
     libc = _glibc()
     if libc is None:
-        _pinned = AllocatorMode(STEADY, False, note="not applicable: the C library is not glibc, so its "
-                                "malloc thresholds cannot be pinned; timings keep its own behaviour")
+        _pinned = AllocatorMode(
+            STEADY,
+            False,
+            note="not applicable: the C library is not glibc, so its "
+            "malloc thresholds cannot be pinned; timings keep its own behaviour",
+        )
         return _pinned
     refused = [key for key, number, _, value in _SETTINGS if libc.mallopt(number, value) != 1]
     if refused:
-        _pinned = AllocatorMode(STEADY, False, note=f"glibc refused {', '.join(refused)}: the thresholds "
-                                "stay adaptive, so timings may differ between processes")
+        _pinned = AllocatorMode(
+            STEADY,
+            False,
+            note=f"glibc refused {', '.join(refused)}: the thresholds "
+            "stay adaptive, so timings may differ between processes",
+        )
     else:
         _pinned = AllocatorMode(STEADY, True, _steady_settings(), "mallopt")
     return _pinned
@@ -158,5 +179,9 @@ def current_mode(environ: Mapping[str, str] | None = None) -> AllocatorMode:
         if _glibc() is not None:
             return AllocatorMode(STEADY, True, _steady_settings(), "environment")
         return AllocatorMode(STEADY, False, note="not applicable: the C library is not glibc")
-    return AllocatorMode(DEFAULT, False, note="the C library's adaptive thresholds: large buffers may be "
-                         "mapped afresh on every call or reused, depending on what the process freed before")
+    return AllocatorMode(
+        DEFAULT,
+        False,
+        note="the C library's adaptive thresholds: large buffers may be "
+        "mapped afresh on every call or reused, depending on what the process freed before",
+    )

@@ -14,6 +14,7 @@ for a graph without any (CPU inputs) it bumps ``counters["inductor"]["cudagraph_
 logs nothing (``output_code.CompiledFxGraph``), so skips the counter shows but no record
 explains get a stated reason of that kind.
 """
+
 from __future__ import annotations
 
 import logging
@@ -31,27 +32,29 @@ _LOCATION = re.compile(r"in user code at (\S+:\d+)")
 _RECOMPILING = re.compile(r"Recompiling function (\S+) in (\S+:\d+)")
 _DETAIL_CHARS = 2000
 _LIMIT_PREFIX = "torch._dynamo hit config."  # convert_frame's warning: fell back to eager
-_FALLBACK_HINT = "Using FallbackKernel: "     # GraphLowering.warn_fallback, once per op per graph
-_OUTPUT_CODE = "Output code: "                # the wrapper, logged on fresh compiles and cache hits
+_FALLBACK_HINT = "Using FallbackKernel: "  # GraphLowering.warn_fallback, once per op per graph
+_OUTPUT_CODE = "Output code: "  # the wrapper, logged on fresh compiles and cache hits
 # A wrapper statement calling an ATen/prims op directly: inductor's FallbackKernel codegen.
 # Intended extern kernels are called as ``extern_kernels.mm(...)`` and do not match.
 _FALLBACK_CALL = re.compile(
-    r"^[ \t]*(?:\w+(?:[ \t]*,[ \t]*\w+)*[ \t]*=[ \t]*)?torch\.ops\.((?:aten|prims)\.\w+\.\w+)\(")
+    r"^[ \t]*(?:\w+(?:[ \t]*,[ \t]*\w+)*[ \t]*=[ \t]*)?torch\.ops\.((?:aten|prims)\.\w+\.\w+)\("
+)
 _NOT_A_SKIP = "CUDAGraph supports dynamic shapes"  # the cudagraphs artifact's one non-skip warning
-SILENT_CUDAGRAPH_SKIP = ("skipping cudagraphs: the compiled graph has no CUDA tensors (inductor counts "
-                         "this skip in counters['inductor']['cudagraph_skips'] without logging a reason)")
+SILENT_CUDAGRAPH_SKIP = (
+    "skipping cudagraphs: the compiled graph has no CUDA tensors (inductor counts "
+    "this skip in counters['inductor']['cudagraph_skips'] without logging a reason)"
+)
 
 
 @dataclass(frozen=True)
 class GraphBreak:
     reason: str
-    location: str       # "file:line" of the user code, "" when dynamo did not say
+    location: str  # "file:line" of the user code, "" when dynamo did not say
     count: int
-    detail: str         # dynamo's full message (truncated), for the curious
+    detail: str  # dynamo's full message (truncated), for the curious
 
     def to_dict(self) -> dict[str, Any]:
-        return {"reason": self.reason, "location": self.location, "count": self.count,
-                "detail": self.detail}
+        return {"reason": self.reason, "location": self.location, "count": self.count, "detail": self.detail}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "GraphBreak":
@@ -67,17 +70,25 @@ class Recompile:
 
     function: str
     location: str
-    guard_failures: tuple[str, ...]   # e.g. "tensor 'x' size mismatch at index 0. expected 8, actual 16"
+    guard_failures: tuple[str, ...]  # e.g. "tensor 'x' size mismatch at index 0. expected 8, actual 16"
     on_first_call: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"function": self.function, "location": self.location,
-                "guard_failures": list(self.guard_failures), "on_first_call": self.on_first_call}
+        return {
+            "function": self.function,
+            "location": self.location,
+            "guard_failures": list(self.guard_failures),
+            "on_first_call": self.on_first_call,
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Recompile":
-        return cls(d["function"], d.get("location", ""), tuple(d.get("guard_failures", ())),
-                   bool(d.get("on_first_call", False)))
+        return cls(
+            d["function"],
+            d.get("location", ""),
+            tuple(d.get("guard_failures", ())),
+            bool(d.get("on_first_call", False)),
+        )
 
 
 @dataclass(frozen=True)
@@ -108,18 +119,18 @@ class CompileDiagnostics:
     """
 
     dynamo_loaded: bool = False
-    graph_count: int = 0            # new graphs compiled (counters["stats"]["unique_graphs"])
-    frames_compiled: int = 0        # frames dynamo converted (counters["frames"]["ok"])
+    graph_count: int = 0  # new graphs compiled (counters["stats"]["unique_graphs"])
+    frames_compiled: int = 0  # frames dynamo converted (counters["frames"]["ok"])
     graph_breaks: tuple[GraphBreak, ...] = ()
     recompiles: tuple[Recompile, ...] = ()
-    compile_time_ms: float = 0.0    # time in dynamo's compile (tracing + backend), this span
+    compile_time_ms: float = 0.0  # time in dynamo's compile (tracing + backend), this span
     recompile_limit_hit: bool = False
     note: str = ""
     cudagraph_skip_reasons: tuple[str, ...] = ()
     fallback_kernels: tuple[str, ...] = ()
     first_call_marked: bool = False
-    steady_frames_compiled: int | None = None      # frames converted after the first call
-    steady_compile_time_ms: float | None = None    # compile time after the first call
+    steady_frames_compiled: int | None = None  # frames converted after the first call
+    steady_compile_time_ms: float | None = None  # compile time after the first call
 
     @property
     def graph_break_count(self) -> int:
@@ -143,32 +154,40 @@ class CompileDiagnostics:
         return self.graph_count > 0 or self.frames_compiled > 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"dynamo_loaded": self.dynamo_loaded, "graph_count": self.graph_count,
-                "frames_compiled": self.frames_compiled,
-                "graph_breaks": [b.to_dict() for b in self.graph_breaks],
-                "recompiles": [r.to_dict() for r in self.recompiles],
-                "compile_time_ms": self.compile_time_ms,
-                "recompile_limit_hit": self.recompile_limit_hit, "note": self.note,
-                "cudagraph_skip_reasons": list(self.cudagraph_skip_reasons),
-                "fallback_kernels": list(self.fallback_kernels),
-                "first_call_marked": self.first_call_marked,
-                "steady_frames_compiled": self.steady_frames_compiled,
-                "steady_compile_time_ms": self.steady_compile_time_ms}
+        return {
+            "dynamo_loaded": self.dynamo_loaded,
+            "graph_count": self.graph_count,
+            "frames_compiled": self.frames_compiled,
+            "graph_breaks": [b.to_dict() for b in self.graph_breaks],
+            "recompiles": [r.to_dict() for r in self.recompiles],
+            "compile_time_ms": self.compile_time_ms,
+            "recompile_limit_hit": self.recompile_limit_hit,
+            "note": self.note,
+            "cudagraph_skip_reasons": list(self.cudagraph_skip_reasons),
+            "fallback_kernels": list(self.fallback_kernels),
+            "first_call_marked": self.first_call_marked,
+            "steady_frames_compiled": self.steady_frames_compiled,
+            "steady_compile_time_ms": self.steady_compile_time_ms,
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "CompileDiagnostics":
         """Bundles written before a field existed load with that field empty."""
-        return cls(bool(d.get("dynamo_loaded", False)), int(d.get("graph_count", 0)),
-                   int(d.get("frames_compiled", 0)),
-                   tuple(GraphBreak.from_dict(b) for b in d.get("graph_breaks", ())),
-                   tuple(Recompile.from_dict(r) for r in d.get("recompiles", ())),
-                   float(d.get("compile_time_ms", 0.0)), bool(d.get("recompile_limit_hit", False)),
-                   d.get("note", ""),
-                   tuple(str(r) for r in d.get("cudagraph_skip_reasons", ())),
-                   tuple(str(k) for k in d.get("fallback_kernels", ())),
-                   bool(d.get("first_call_marked", False)),
-                   _int_or_none(d.get("steady_frames_compiled")),
-                   _float_or_none(d.get("steady_compile_time_ms")))
+        return cls(
+            bool(d.get("dynamo_loaded", False)),
+            int(d.get("graph_count", 0)),
+            int(d.get("frames_compiled", 0)),
+            tuple(GraphBreak.from_dict(b) for b in d.get("graph_breaks", ())),
+            tuple(Recompile.from_dict(r) for r in d.get("recompiles", ())),
+            float(d.get("compile_time_ms", 0.0)),
+            bool(d.get("recompile_limit_hit", False)),
+            d.get("note", ""),
+            tuple(str(r) for r in d.get("cudagraph_skip_reasons", ())),
+            tuple(str(k) for k in d.get("fallback_kernels", ())),
+            bool(d.get("first_call_marked", False)),
+            _int_or_none(d.get("steady_frames_compiled")),
+            _float_or_none(d.get("steady_compile_time_ms")),
+        )
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -186,18 +205,17 @@ def parse_graph_break(message: str) -> tuple[str, str]:
     lines = [ln.strip() for ln in message.splitlines() if ln.strip()]
     for ln in lines:
         if ln.startswith("Explanation:"):
-            return ln[len("Explanation:"):].strip(), location
+            return ln[len("Explanation:") :].strip(), location
     for ln in lines:
         if ln.startswith("Graph Break Reason:"):
-            return ln[len("Graph Break Reason:"):].strip(), location
+            return ln[len("Graph Break Reason:") :].strip(), location
     return (lines[0] if lines else message), location
 
 
 def parse_recompile(message: str) -> Recompile:
     match = _RECOMPILING.search(message)
     function, location = (match.group(1), match.group(2)) if match else ("?", "")
-    failures = tuple(ln.strip()[2:].split(": ", 1)[-1] for ln in message.splitlines()
-                     if ln.strip().startswith("- "))
+    failures = tuple(ln.strip()[2:].split(": ", 1)[-1] for ln in message.splitlines() if ln.strip().startswith("- "))
     return Recompile(function, location, failures)
 
 
@@ -221,7 +239,7 @@ def classify_record(record: logging.LogRecord) -> Iterable[tuple[str, str]]:
         is_skip = record.levelno >= logging.WARNING and not message.startswith(_NOT_A_SKIP)
         return [("cudagraph_skip", message[:_DETAIL_CHARS])] if is_skip else []
     if artifact == "perf_hints" and str(record.msg).startswith(_FALLBACK_HINT):
-        return [("fallback", _op_name(record.getMessage()[len(_FALLBACK_HINT):]))]
+        return [("fallback", _op_name(record.getMessage()[len(_FALLBACK_HINT) :]))]
     if artifact == "output_code" and str(record.msg).startswith(_OUTPUT_CODE):
         return [("fallback", name) for name in fallback_ops_in_code(record.getMessage())]
     if isinstance(record.msg, str) and record.msg.startswith(_LIMIT_PREFIX):
@@ -292,16 +310,20 @@ class CompileWatcher:
 
     def _recompiles(self) -> tuple[Recompile, ...]:
         marked = self._after_first is not None
-        return tuple(replace(parse_recompile(text), on_first_call=marked and i < self._first_call_records)
-                     for i, (kind, text) in enumerate(self._collector.records) if kind == "recompiles")
+        return tuple(
+            replace(parse_recompile(text), on_first_call=marked and i < self._first_call_records)
+            for i, (kind, text) in enumerate(self._collector.records)
+            if kind == "recompiles"
+        )
 
     def _steady(self, after: dict[str, Counter]) -> tuple[int | None, float | None]:
         """Frames converted and compile time (ms) after the first call; None where it was not marked."""
         if self._after_first is None:
             return None, None
         first = self._after_first
-        compile_s = (after.get("_workbench", Counter()).get("compile_s", 0.0)
-                     - first.get("_workbench", Counter()).get("compile_s", 0.0))
+        compile_s = after.get("_workbench", Counter()).get("compile_s", 0.0) - first.get("_workbench", Counter()).get(
+            "compile_s", 0.0
+        )
         return _delta(first, after, "frames", "ok"), 1e3 * float(compile_s)
 
     def _summarise(self) -> CompileDiagnostics:
@@ -313,8 +335,9 @@ class CompileWatcher:
             entry[0] += 1
         limit_messages = [m.splitlines()[0] for m in self._records("limit")]
         steady_frames, steady_compile_ms = self._steady(after)
-        compile_s = (after.get("_workbench", Counter()).get("compile_s", 0.0)
-                     - self._before.get("_workbench", Counter()).get("compile_s", 0.0))
+        compile_s = after.get("_workbench", Counter()).get("compile_s", 0.0) - self._before.get(
+            "_workbench", Counter()
+        ).get("compile_s", 0.0)
         return CompileDiagnostics(
             dynamo_loaded="torch._dynamo" in sys.modules,
             graph_count=_delta(self._before, after, "stats", "unique_graphs"),
@@ -324,9 +347,11 @@ class CompileWatcher:
             compile_time_ms=1e3 * float(compile_s),
             recompile_limit_hit=bool(limit_messages),
             note="; ".join(limit_messages + ([self._capture_note] if self._capture_note else [])),
-            cudagraph_skip_reasons=_skip_reasons(self._records("cudagraph_skip"),
-                                                 _delta(self._before, after, "inductor", "cudagraph_skips")),
+            cudagraph_skip_reasons=_skip_reasons(
+                self._records("cudagraph_skip"), _delta(self._before, after, "inductor", "cudagraph_skips")
+            ),
             fallback_kernels=tuple(dict.fromkeys(self._records("fallback"))),
             first_call_marked=self._after_first is not None,
-            steady_frames_compiled=steady_frames, steady_compile_time_ms=steady_compile_ms,
+            steady_frames_compiled=steady_frames,
+            steady_compile_time_ms=steady_compile_ms,
         )

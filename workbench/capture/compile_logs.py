@@ -8,6 +8,7 @@ user had switched those artifacts on themselves. On exit the level and ``propaga
 every artifact logger we reconfigured are restored exactly; artifact loggers created during the
 span (modules imported by the compile) are re-derived from torch's restored log state.
 """
+
 from __future__ import annotations
 
 import logging
@@ -70,8 +71,7 @@ def _handlers_reached(log: logging.Logger) -> list[logging.Handler]:
 class ArtifactCapture:
     """Enable ``artifacts`` and attach ``collector`` to ``loggers`` until ``restore()``."""
 
-    def __init__(self, artifacts: tuple[str, ...], loggers: tuple[str, ...],
-                 collector: logging.Handler) -> None:
+    def __init__(self, artifacts: tuple[str, ...], loggers: tuple[str, ...], collector: logging.Handler) -> None:
         self.artifacts = set(artifacts)
         self.logger_names = loggers
         self.collector = collector

@@ -15,6 +15,7 @@ A script marks its steps with ``step()`` (a no-op outside a profiled run); with 
 
 This module writes traces; it never loads them (loading is the trace layer's, the Trace the face's).
 """
+
 from __future__ import annotations
 
 import json
@@ -30,22 +31,22 @@ from datetime import datetime, timezone
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from workbench.trace.rank_map import available_memory_bytes
 from workbench.errors import InvalidArgumentError, ProfileError
+from workbench.trace.rank_map import available_memory_bytes
 
 if TYPE_CHECKING:
     from torch.profiler import profile as TorchProfiler
 
 ENV_OUT = "WORKBENCH_PROFILE_DIR"
-ENV_SCHEDULE = "WORKBENCH_PROFILE_SCHEDULE"   # "wait,warmup,active"; unset: the whole script
+ENV_SCHEDULE = "WORKBENCH_PROFILE_SCHEDULE"  # "wait,warmup,active"; unset: the whole script
 SUMMARY = "summary.json"
 TRACE_NAME = "rank-{rank}.pt.trace.json"
 STATUS_NAME = "rank-{rank}.status"
 # Each local rank is a whole interpreter with torch loaded and its own threads: beyond this many per CPU
 # core the ranks cannot keep up with each other's collectives, and the job only times out.
 MAX_RANKS_PER_CPU = 4
-RANK_MEMORY_BYTES = 300 * 2**20   # what one rank's interpreter with torch loaded needs, at least
-TERMINATE_GRACE_S = 10.0          # after SIGTERM (each rank then exports what it recorded), before SIGKILL
+RANK_MEMORY_BYTES = 300 * 2**20  # what one rank's interpreter with torch loaded needs, at least
+TERMINATE_GRACE_S = 10.0  # after SIGTERM (each rank then exports what it recorded), before SIGKILL
 
 
 @dataclass(frozen=True)
@@ -62,8 +63,9 @@ class Window:
             if not isinstance(value, int) or value < 0:
                 raise InvalidArgumentError(f"{name} must be a whole number of steps >= 0, got {value!r}")
         if self.active < 1:
-            raise InvalidArgumentError("a step window needs active >= 1 (the steps recorded); without "
-                                       "--active the whole script is profiled")
+            raise InvalidArgumentError(
+                "a step window needs active >= 1 (the steps recorded); without --active the whole script is profiled"
+            )
 
     def to_env(self) -> str:
         return f"{self.wait},{self.warmup},{self.active}"
@@ -89,20 +91,24 @@ def check_world_size(nproc: int, backend: str | None = None) -> None:
         raise InvalidArgumentError(
             f"{nproc} processes on this machine is too many: it has {cpus} CPU core(s) and workbench runs at most "
             f"{MAX_RANKS_PER_CPU} ranks per core (each is an interpreter with torch and its own threads; more "
-            f"cannot keep up in collectives); use {MAX_RANKS_PER_CPU * cpus} or fewer, or more nodes (--nnodes)")
+            f"cannot keep up in collectives); use {MAX_RANKS_PER_CPU * cpus} or fewer, or more nodes (--nnodes)"
+        )
     available = available_memory_bytes()
     if available is not None and nproc * RANK_MEMORY_BYTES > available:
         raise InvalidArgumentError(
             f"{nproc} processes need at least {nproc * RANK_MEMORY_BYTES / 2**30:.1f} GiB "
             f"({RANK_MEMORY_BYTES // 2**20} MiB each for an interpreter with torch); this machine has "
-            f"{available / 2**30:.1f} GiB available; use fewer processes")
+            f"{available / 2**30:.1f} GiB available; use fewer processes"
+        )
     if backend in ("nccl", "rccl"):
         import torch
 
         gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if nproc > gpus:
-            raise InvalidArgumentError(f"backend {backend!r} needs one GPU per rank: {nproc} rank(s), "
-                                       f"{gpus} GPU(s) on this machine; use gloo for CPU ranks")
+            raise InvalidArgumentError(
+                f"backend {backend!r} needs one GPU per rank: {nproc} rank(s), "
+                f"{gpus} GPU(s) on this machine; use gloo for CPU ranks"
+            )
 
 
 # --- the output folder --------------------------------------------------------------------------
@@ -119,15 +125,19 @@ def prepare_out(out: str, force: bool = False) -> list[str]:
         shown = ", ".join(ours[:4]) + (f" and {len(ours) - 4} more" if len(ours) > 4 else "")
         raise InvalidArgumentError(
             f"the output folder {out!r} already holds traces or an earlier run ({shown}); traces of two runs "
-            "are never mixed: give another folder, or --force to delete those files first")
+            "are never mixed: give another folder, or --force to delete those files first"
+        )
     for name in ours:
         os.remove(os.path.join(out, name))
     return ours
 
 
 def _is_run_file(name: str) -> bool:
-    return (name.endswith((".json", ".json.gz")) or name.endswith(".status")
-            or (name.startswith(".rank-") and name.endswith(".part")))
+    return (
+        name.endswith((".json", ".json.gz"))
+        or name.endswith(".status")
+        or (name.startswith(".rank-") and name.endswith(".part"))
+    )
 
 
 # --- on each rank -------------------------------------------------------------------------------
@@ -244,8 +254,7 @@ def _exit_code(code: object) -> int:
     return 1
 
 
-def profiled_call(out: str, rank: int, world_size: int, window: Window | None,
-                  call: Callable[[], Any]) -> dict:
+def profiled_call(out: str, rank: int, world_size: int, window: Window | None, call: Callable[[], Any]) -> dict:
     """Run ``call`` on this rank under the profiler, export the trace, write the rank's status file;
     returns the status (rank, status, exit_code, wall_s, trace, steps, error, backend)."""
     global _ACTIVE
@@ -272,7 +281,7 @@ def profiled_call(out: str, rank: int, world_size: int, window: Window | None,
         traceback.print_exc()
     wall_s = time.perf_counter() - started
     _ACTIVE = None
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)   # a second SIGTERM must not cut the export short
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the export short
     trace_path = None
     try:
         trace_path = session.stop()
@@ -283,12 +292,24 @@ def profiled_call(out: str, rank: int, world_size: int, window: Window | None,
     finally:
         signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
     if trace_path is None and not error and window is not None:
-        error = (f"no trace: the step window (wait {window.wait}, warm-up {window.warmup}, active {window.active}) "
-                 f"was not reached in {session.steps} step(s); call workbench.api.distributed.step() once per step")
-    record = {"rank": rank, "status": status, "exit_code": code, "wall_s": wall_s,
-              "trace": os.path.basename(trace_path) if trace_path else None, "steps": session.steps,
-              "backend": session.backend, "error": error, "pid": os.getpid(), "host": socket.gethostname(),
-              "ended_unix": time.time(), "partial": status != "ok"}
+        error = (
+            f"no trace: the step window (wait {window.wait}, warm-up {window.warmup}, active {window.active}) "
+            f"was not reached in {session.steps} step(s); call workbench.api.distributed.step() once per step"
+        )
+    record = {
+        "rank": rank,
+        "status": status,
+        "exit_code": code,
+        "wall_s": wall_s,
+        "trace": os.path.basename(trace_path) if trace_path else None,
+        "steps": session.steps,
+        "backend": session.backend,
+        "error": error,
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "ended_unix": time.time(),
+        "partial": status != "ok",
+    }
     _write_json(os.path.join(out, STATUS_NAME.format(rank=rank)), record)
     return record
 
@@ -299,8 +320,9 @@ def rank_main(argv: Sequence[str] | None = None) -> int:
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
-        print("usage: python -m workbench.capture.rank_entry SCRIPT [ARGS...] (run by workbench profile)",
-              file=sys.stderr)
+        print(
+            "usage: python -m workbench.capture.rank_entry SCRIPT [ARGS...] (run by workbench profile)", file=sys.stderr
+        )
         return 2
     out = os.environ.get(ENV_OUT)
     if not out:
@@ -367,29 +389,58 @@ def rank_statuses(out: str, expected: Sequence[int]) -> list[dict]:
                 found[int(rec["rank"])] = rec
             except (OSError, ValueError, KeyError, TypeError):
                 continue
-    records = [found.pop(r) if r in found else
-               {"rank": r, "status": "missing", "exit_code": None, "wall_s": None, "trace": None,
-                "error": "the rank wrote no status: it was killed (SIGKILL, out of memory) or never started"}
-               for r in expected]
+    records = [
+        found.pop(r)
+        if r in found
+        else {
+            "rank": r,
+            "status": "missing",
+            "exit_code": None,
+            "wall_s": None,
+            "trace": None,
+            "error": "the rank wrote no status: it was killed (SIGKILL, out of memory) or never started",
+        }
+        for r in expected
+    ]
     return records + [found[r] for r in sorted(found)]
 
 
 def write_provisional_summary(out: str, *, command: Sequence[str] | str, tool: str) -> None:
     """The summary a run starts with: "complete": false until the final one replaces it, so a folder whose
     run was killed (SIGKILL, a cancelled CI job) before it could write its summary says so."""
-    _write_json(os.path.join(out, SUMMARY), {
-        "tool": tool, "command": list(command) if not isinstance(command, str) else command,
-        "started_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), "provisional": True,
-        "complete": False,
-        "reason": f"the run did not finish: {tool} ended (killed, or still running) before it wrote its final "
-                  "summary; the traces here may be missing or partial",
-        "traces": [], "partial_traces": [], "ranks": []})
+    _write_json(
+        os.path.join(out, SUMMARY),
+        {
+            "tool": tool,
+            "command": list(command) if not isinstance(command, str) else command,
+            "started_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "provisional": True,
+            "complete": False,
+            "reason": f"the run did not finish: {tool} ended (killed, or still running) before it wrote its final "
+            "summary; the traces here may be missing or partial",
+            "traces": [],
+            "partial_traces": [],
+            "ranks": [],
+        },
+    )
 
 
-def summarise(out: str, *, command: Sequence[str] | str, world_size: int, ranks: list[dict], wall_s: float,
-              exit_code: int | None, timed_out: bool, timeout_s: float | None, window: Window | None,
-              tool: str, backend: str | None = None, extra: dict | None = None,
-              stopped_by: str | None = None) -> dict:
+def summarise(
+    out: str,
+    *,
+    command: Sequence[str] | str,
+    world_size: int,
+    ranks: list[dict],
+    wall_s: float,
+    exit_code: int | None,
+    timed_out: bool,
+    timeout_s: float | None,
+    window: Window | None,
+    tool: str,
+    backend: str | None = None,
+    extra: dict | None = None,
+    stopped_by: str | None = None,
+) -> dict:
     """The run summary, written last (``summary.json``); ``complete`` only when every rank finished
     and exported its trace. ``stopped_by``: the signal (``"SIGTERM"``) that stopped the run."""
     bad = [r for r in ranks if r.get("status") != "ok" or not r.get("trace")]
@@ -403,28 +454,40 @@ def summarise(out: str, *, command: Sequence[str] | str, world_size: int, ranks:
         if timed_out and what in ("terminated", "missing"):
             what = "was still running at the timeout and was stopped"
         code = r.get("exit_code")
-        reasons.append(f"rank {r['rank']} {what}" + (f" (exit code {code})" if code not in (None, 0) else "")
-                       + ("" if r.get("trace") else ", no trace"))
+        reasons.append(
+            f"rank {r['rank']} {what}"
+            + (f" (exit code {code})" if code not in (None, 0) else "")
+            + ("" if r.get("trace") else ", no trace")
+        )
     if exit_code and not bad and not timed_out:
-        reasons.append(f"the job exited with code {exit_code} although every rank reported success "
-                       "(a rank's process failed at exit, after its trace was written)")
+        reasons.append(
+            f"the job exited with code {exit_code} although every rank reported success "
+            "(a rank's process failed at exit, after its trace was written)"
+        )
     failed = [r for r in ranks if r.get("status") == "failed" and r.get("ended_unix")]
     first_failed = min(failed, key=lambda r: r["ended_unix"])["rank"] if failed else None
     if len(failed) > 1:
         reasons.append(f"rank {first_failed} failed first")
     backends = {r.get("backend") for r in ranks if r.get("backend")}
     summary = {
-        "tool": tool, "command": list(command) if not isinstance(command, str) else command,
-        "world_size": world_size, "backend": backend or (backends.pop() if len(backends) == 1 else None),
+        "tool": tool,
+        "command": list(command) if not isinstance(command, str) else command,
+        "world_size": world_size,
+        "backend": backend or (backends.pop() if len(backends) == 1 else None),
         "finished_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "wall_s": wall_s, "exit_code": exit_code, "timed_out": timed_out, "timeout_s": timeout_s,
+        "wall_s": wall_s,
+        "exit_code": exit_code,
+        "timed_out": timed_out,
+        "timeout_s": timeout_s,
         "window": window.to_dict() if window else None,
-        "complete": not bad and not timed_out and not exit_code and not stopped_by, "reason": "; ".join(reasons),
+        "complete": not bad and not timed_out and not exit_code and not stopped_by,
+        "reason": "; ".join(reasons),
         "stopped_by": stopped_by,
         "first_failed_rank": first_failed,
         "traces": [r["trace"] for r in ranks if r.get("trace")],
         "partial_traces": [r["trace"] for r in ranks if r.get("trace") and r.get("status") != "ok"],
-        "ranks": ranks, **(extra or {}),
+        "ranks": ranks,
+        **(extra or {}),
     }
     _write_json(os.path.join(out, SUMMARY), summary)
     return summary
@@ -437,24 +500,42 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _spawned_rank(rank: int, world_size: int, backend: str, port: int, fn: Callable, args: tuple,
-                  out: str, window_env: str, timeout_s: float, threads: int) -> None:
+def _spawned_rank(
+    rank: int,
+    world_size: int,
+    backend: str,
+    port: int,
+    fn: Callable,
+    args: tuple,
+    out: str,
+    window_env: str,
+    timeout_s: float,
+    threads: int,
+) -> None:
     import datetime as _dt
 
     import torch
     import torch.distributed as dist
 
-    os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank),
-                       "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world_size)})
+    os.environ.update(
+        {
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+            "RANK": str(rank),
+            "LOCAL_RANK": str(rank),
+            "WORLD_SIZE": str(world_size),
+        }
+    )
     torch.set_num_threads(threads)
     if backend in ("nccl", "rccl"):
         torch.cuda.set_device(rank)
-    dist.init_process_group(backend, rank=rank, world_size=world_size,
-                            timeout=_dt.timedelta(seconds=max(30.0, float(timeout_s))))
+    dist.init_process_group(
+        backend, rank=rank, world_size=world_size, timeout=_dt.timedelta(seconds=max(30.0, float(timeout_s)))
+    )
     code = 1
     try:
         _first_session()
-        dist.barrier()   # connect the ranks before the profiler starts: setup is not the job's time
+        dist.barrier()  # connect the ranks before the profiler starts: setup is not the job's time
         code = int(profiled_call(out, rank, world_size, Window.from_env(window_env), lambda: fn(*args))["exit_code"])
     finally:
         try:
@@ -491,8 +572,17 @@ def _first_session() -> None:
         torch.ones(1).add_(1)
 
 
-def run_local(fn: Callable, *, world_size: int, backend: str = "gloo", args: tuple = (), out: str,
-              timeout_s: float = 300.0, window: Window | None = None, force: bool = False) -> dict:
+def run_local(
+    fn: Callable,
+    *,
+    world_size: int,
+    backend: str = "gloo",
+    args: tuple = (),
+    out: str,
+    timeout_s: float = 300.0,
+    window: Window | None = None,
+    force: bool = False,
+) -> dict:
     """Run ``fn(*args)`` on ``world_size`` spawned local processes, each in the process group
     (``backend``, a free loopback port) with the profiler around the call; write the rank traces and the
     summary into ``out``. Returns the summary; raises ``ProfileError`` when no rank left a trace."""
@@ -508,16 +598,33 @@ def run_local(fn: Callable, *, world_size: int, backend: str = "gloo", args: tup
     except Exception as exc:  # noqa: BLE001
         raise InvalidArgumentError(
             f"the function and its args must be picklable to reach the spawned ranks ({type(exc).__name__}: {exc}); "
-            "define the function in a module (not in the notebook or as a lambda) and import it") from None
+            "define the function in a module (not in the notebook or as a lambda) and import it"
+        ) from None
     prepare_out(out, force=force)
     port = free_port()
     threads = max(1, (os.cpu_count() or 1) // world_size)
     ctx = mp.get_context("spawn")
     started = time.perf_counter()
-    procs = [ctx.Process(target=_spawned_rank, name=f"workbench-rank-{r}", daemon=False,
-                         args=(r, world_size, backend, port, fn, tuple(args), out,
-                               window.to_env() if window else "", timeout_s, threads))
-             for r in range(world_size)]
+    procs = [
+        ctx.Process(
+            target=_spawned_rank,
+            name=f"workbench-rank-{r}",
+            daemon=False,
+            args=(
+                r,
+                world_size,
+                backend,
+                port,
+                fn,
+                tuple(args),
+                out,
+                window.to_env() if window else "",
+                timeout_s,
+                threads,
+            ),
+        )
+        for r in range(world_size)
+    ]
     for p in procs:
         p.start()
     deadline = started + timeout_s
@@ -526,7 +633,7 @@ def run_local(fn: Callable, *, world_size: int, backend: str = "gloo", args: tup
     while any(p.is_alive() for p in procs):
         now = time.perf_counter()
         if failed_at is None and any(p.exitcode not in (None, 0) for p in procs):
-            failed_at = now   # a rank died: the others may wait for it in a collective forever
+            failed_at = now  # a rank died: the others may wait for it in a collective forever
         if now >= deadline:
             timed_out = True
             break
@@ -539,16 +646,28 @@ def run_local(fn: Callable, *, world_size: int, backend: str = "gloo", args: tup
     for rec, p in zip(ranks, procs):
         if rec["status"] == "missing" and p.exitcode is not None:
             rec["exit_code"] = p.exitcode
-            rec["error"] = (f"the process ended with exit code {p.exitcode} before it wrote its status "
-                            "(it failed in process-group setup, or was killed)")
+            rec["error"] = (
+                f"the process ended with exit code {p.exitcode} before it wrote its status "
+                "(it failed in process-group setup, or was killed)"
+            )
         if rec["status"] in ("terminated", "missing") and timed_out:
             rec["error"] = f"still running after timeout_s={timeout_s:g} s: stopped (a hang?)"
     codes = [p.exitcode for p in procs]
     exit_code = next((c for c in codes if c not in (0, None)), 0)
-    return summarise(out, command=f"wb.profile_distributed({getattr(fn, '__qualname__', fn)!s}, "
-                                  f"world_size={world_size}, backend={backend!r})",
-                     world_size=world_size, ranks=ranks, wall_s=wall_s, exit_code=exit_code, timed_out=timed_out,
-                     timeout_s=timeout_s, window=window, tool="wb.profile_distributed", backend=backend)
+    return summarise(
+        out,
+        command=f"wb.profile_distributed({getattr(fn, '__qualname__', fn)!s}, "
+        f"world_size={world_size}, backend={backend!r})",
+        world_size=world_size,
+        ranks=ranks,
+        wall_s=wall_s,
+        exit_code=exit_code,
+        timed_out=timed_out,
+        timeout_s=timeout_s,
+        window=window,
+        tool="wb.profile_distributed",
+        backend=backend,
+    )
 
 
 def _stop(procs: list) -> None:
@@ -569,7 +688,8 @@ def _stop(procs: list) -> None:
 
 def raise_if_no_trace(summary: dict, out: str) -> None:
     if not summary["traces"]:
-        details = "; ".join(f"rank {r['rank']}: {r.get('status')}" + (f" ({r['error']})" if r.get("error") else "")
-                            for r in summary["ranks"])
+        details = "; ".join(
+            f"rank {r['rank']}: {r.get('status')}" + (f" ({r['error']})" if r.get("error") else "")
+            for r in summary["ranks"]
+        )
         raise ProfileError(f"no rank left a trace in {out}: {details}")
-

@@ -12,6 +12,7 @@
 
 The clean timed repeats run with none of this; it is on only around the traced pass.
 """
+
 from __future__ import annotations
 
 import pickle
@@ -28,7 +29,7 @@ def _storage(t: Any) -> tuple[int, int] | None:
     try:
         storage = t.untyped_storage()
         return int(storage.data_ptr()), int(storage.nbytes())
-    except Exception:   # noqa: BLE001 - a tensor without storage (meta, sparse, a subclass): not named
+    except Exception:  # noqa: BLE001 - a tensor without storage (meta, sparse, a subclass): not named
         return None
 
 
@@ -64,8 +65,9 @@ class TensorRoles:
     def _saw_optimizer(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self._optimizers.setdefault(id(optimizer), optimizer)
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
@@ -102,7 +104,7 @@ class TensorRoles:
         for optimizer in self._optimizers.values():
             kind = type(optimizer).__name__
             for p, state in getattr(optimizer, "state", {}).items():
-                for key, value in (state.items() if isinstance(state, dict) else ()):
+                for key, value in state.items() if isinstance(state, dict) else ():
                     add(value, "optimizer_state", f"{kind} {key} of {params.get(id(p), 'a parameter')}")
         for i, value in enumerate(self._inputs):
             add(value, "input", f"argument {i}")
@@ -126,12 +128,13 @@ class CudaHistory:
         try:
             memory._record_memory_history(max_entries=HISTORY_MAX_ENTRIES)
             self._on = True
-        except Exception as exc:   # noqa: BLE001 - the snapshot is extra evidence; the trace still has events
+        except Exception as exc:  # noqa: BLE001 - the snapshot is extra evidence; the trace still has events
             self.note = f"the CUDA allocator's history could not be recorded ({exc}): no snapshot"
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if not self._on:
             return
         memory = self._torch.cuda.memory
@@ -140,12 +143,12 @@ class CudaHistory:
                 snapshot = memory._snapshot()
                 with open(self.path, "wb") as fh:
                     pickle.dump(snapshot, fh)
-        except Exception as error:   # noqa: BLE001
+        except Exception as error:  # noqa: BLE001
             self.note = f"the CUDA allocator's snapshot could not be saved ({error})"
         finally:
             try:
                 memory._record_memory_history(enabled=None)
-            except Exception:   # noqa: BLE001
+            except Exception:  # noqa: BLE001
                 pass
             self._on = False
 

@@ -10,6 +10,7 @@ module scopes. Source lines need the tracer's frames and are not recorded this w
 A forward that raises skips its post hook: its scope (and any opened inside it) is closed when
 the next outer forward returns, or when the block ends.
 """
+
 from __future__ import annotations
 
 import threading
@@ -28,7 +29,7 @@ class ModuleScopes:
     def __init__(self, torch: ModuleType) -> None:
         self._torch = torch
         self._handles: list[Any] = []
-        self._numbers: dict[int, str] = {}       # id(module) -> its scope name
+        self._numbers: dict[int, str] = {}  # id(module) -> its scope name
         self._per_class: dict[type, int] = {}
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -56,7 +57,7 @@ class ModuleScopes:
 
     def _after(self, module: torch.nn.Module, args: tuple[Any, ...], output: Any) -> None:
         stack = self._open()
-        while stack:                        # close scopes a raising inner forward left open
+        while stack:  # close scopes a raising inner forward left open
             owner, scope = stack.pop()
             scope.__exit__(None, None, None)
             if owner == id(module):
@@ -64,12 +65,15 @@ class ModuleScopes:
 
     def __enter__(self) -> ModuleScopes:
         hooks = self._torch.nn.modules.module
-        self._handles = [hooks.register_module_forward_pre_hook(self._before),
-                         hooks.register_module_forward_hook(self._after)]
+        self._handles = [
+            hooks.register_module_forward_pre_hook(self._before),
+            hooks.register_module_forward_hook(self._after),
+        ]
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         for handle in self._handles:
             handle.remove()
         self._handles = []

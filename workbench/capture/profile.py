@@ -11,12 +11,13 @@ health check of the measurement (``run.health``). Whatever happens (an exception
 KeyboardInterrupt), the profiler is stopped and torch settings changed here are restored; the
 exception then propagates unchanged.
 """
+
 from __future__ import annotations
 
 import functools
 import math
-import statistics
 import shutil
+import statistics
 import tempfile
 import weakref
 from dataclasses import dataclass
@@ -27,27 +28,33 @@ from typing import Any, Callable, Mapping, TypeVar
 
 from workbench.capture.compile_diag import CompileDiagnostics, CompileWatcher
 from workbench.capture.health import MAX_WAIT_SHARE, health_for, read_minor_faults, read_run_delay_ns, wait_share
-from workbench.measurement import Measurement
 from workbench.capture.profiler_check import ProfilerStartWatch, profiler_running
 from workbench.capture.profiler_session import ProfilerSession, warm_up_profiler
 from workbench.capture.quiet import captured_native_stderr
 from workbench.capture.run import RunRecord
 from workbench.capture.timing import (
-    CUDA_EVENT_RESOLUTION_MS, PERF_COUNTER_RESOLUTION_MS, WAIT_TIMER_NAME, Annotate, TimingRecord, time_cold_ms,
-    time_repeats_ms, uses_cuda_timer,
+    CUDA_EVENT_RESOLUTION_MS,
+    PERF_COUNTER_RESOLUTION_MS,
+    WAIT_TIMER_NAME,
+    Annotate,
+    TimingRecord,
+    time_cold_ms,
+    time_repeats_ms,
+    uses_cuda_timer,
 )
 from workbench.capture.torch_state import applied_torch_settings
 from workbench.capture.trace_link import load_trace
 from workbench.errors import InvalidArgumentError
+from workbench.measurement import Measurement
 
 DEVICES = ("auto", "cpu", "cuda")
 RecordT = TypeVar("RecordT", bound=RunRecord)
 # The traced pass: a few calls, more when calls are short, so that one preemption or timer tick
 # inside the trace cannot dominate its shares; ``trace_repeat=None`` picks the count this way.
-MIN_TRACE_REPEAT = 3            # steps to compare (the first against the others) and to average over
-MAX_TRACE_REPEAT = 20           # the trace stays small and quick to parse
-TRACE_TARGET_MS = 50.0          # clean time the traced calls should cover together
-DEFAULT_TRACE_REPEAT = MIN_TRACE_REPEAT   # what a call of TRACE_TARGET_MS or longer gets
+MIN_TRACE_REPEAT = 3  # steps to compare (the first against the others) and to average over
+MAX_TRACE_REPEAT = 20  # the trace stays small and quick to parse
+TRACE_TARGET_MS = 50.0  # clean time the traced calls should cover together
+DEFAULT_TRACE_REPEAT = MIN_TRACE_REPEAT  # what a call of TRACE_TARGET_MS or longer gets
 # A traced pass whose thread waited on the run queue (another process had the CPU) for more than
 # MAX_WAIT_SHARE of it is traced again, up to TRACE_ATTEMPTS passes in all; the least-waiting trace
 # is kept (preemption shows in a trace as gaps between ops that no host work caused).
@@ -76,16 +83,18 @@ class _Outcome:
     clean_wait_share: float | None = None
     traced_wait_share: float | None = None
     trace_attempts: int = 0
-    trace_skipped: str = ""        # why the traced pass did not run although a trace was asked for
-    page_faults_per_call: float | None = None   # minor page faults per clean timed call
+    trace_skipped: str = ""  # why the traced pass did not run although a trace was asked for
+    page_faults_per_call: float | None = None  # minor page faults per clean timed call
 
 
 PROFILER_ALREADY_RUNNING = (
     "no trace: a torch profiler was already recording when the profile began (two profilers at once "
-    "crash torch); the run is timed only. Stop the other profiler, or profile outside it, for a trace")
+    "crash torch); the run is timed only. Stop the other profiler, or profile outside it, for a trace"
+)
 CODE_STARTS_PROFILER = (
     "no trace: the profiled code starts a torch profiler of its own (two profilers at once crash torch); "
-    "the run is timed only. Remove the code's own profiler session for a trace")
+    "the run is timed only. Remove the code's own profiler session for a trace"
+)
 
 
 def _check_count(name: str, value: Any, minimum: int) -> None:
@@ -93,15 +102,16 @@ def _check_count(name: str, value: Any, minimum: int) -> None:
         raise InvalidArgumentError(
             f"{name} must be an integer >= {minimum}; got {value!r}. "
             f"(warmup counts untimed calls and may be 0; repeat counts timed calls, at least 1; "
-            f"trace_repeat counts traced calls, at least 1)")
+            f"trace_repeat counts traced calls, at least 1)"
+        )
 
 
-def validate_options(fn: Any, warmup: Any, repeat: Any, threads: Any, device: Any,
-                     trace_repeat: Any = None) -> None:
+def validate_options(fn: Any, warmup: Any, repeat: Any, threads: Any, device: Any, trace_repeat: Any = None) -> None:
     if not callable(fn):
         raise InvalidArgumentError(
             f"wb.profile needs a callable as its first argument; got {type(fn).__name__} "
-            f"{fn!r:.60}. Pass the function itself (profile(f, x)), not its result (profile(f(x)))")
+            f"{fn!r:.60}. Pass the function itself (profile(f, x)), not its result (profile(f(x)))"
+        )
     _check_count("warmup", warmup, 0)
     _check_count("repeat", repeat, 1)
     if trace_repeat is not None:
@@ -114,56 +124,85 @@ def validate_options(fn: Any, warmup: Any, repeat: Any, threads: Any, device: An
 
 def _memory_stats(torch: ModuleType, cuda: bool) -> dict[str, Any]:
     if not cuda:
-        return {"not_applicable": "no CUDA device; host allocations are in the trace "
-                                  "(profile_memory=True)"}
-    return {"peak_allocated_bytes": int(torch.cuda.max_memory_allocated()),
-            "peak_reserved_bytes": int(torch.cuda.max_memory_reserved()),
-            "allocated_bytes_after": int(torch.cuda.memory_allocated())}
+        return {"not_applicable": "no CUDA device; host allocations are in the trace (profile_memory=True)"}
+    return {
+        "peak_allocated_bytes": int(torch.cuda.max_memory_allocated()),
+        "peak_reserved_bytes": int(torch.cuda.max_memory_reserved()),
+        "allocated_bytes_after": int(torch.cuda.memory_allocated()),
+    }
 
 
-def _measure(torch: ModuleType, call: Callable[[], Any], cuda: bool, warmup: int, repeat: int,
-             folder: Path | None, threads: int | None, grad_enabled: bool | None,
-             trace_repeat: int | None = None, memory_inputs: tuple[Any, ...] | None = None) -> _Outcome:
+def _measure(
+    torch: ModuleType,
+    call: Callable[[], Any],
+    cuda: bool,
+    warmup: int,
+    repeat: int,
+    folder: Path | None,
+    threads: int | None,
+    grad_enabled: bool | None,
+    trace_repeat: int | None = None,
+    memory_inputs: tuple[Any, ...] | None = None,
+) -> _Outcome:
     __tracebackhide__ = True
     trace_path: Path | None = None
     traced: list[float] = []
     warm_note, native = "not needed: trace off", ""
-    skipped = (PROFILER_ALREADY_RUNNING if folder is not None and profiler_running() else "")
-    with applied_torch_settings(torch, threads=threads, grad_enabled=grad_enabled) as settings, \
-            CompileWatcher() as watcher:
-        with ProfilerStartWatch() as own_starts:      # does the code start a profiler of its own?
+    skipped = PROFILER_ALREADY_RUNNING if folder is not None and profiler_running() else ""
+    with (
+        applied_torch_settings(torch, threads=threads, grad_enabled=grad_enabled) as settings,
+        CompileWatcher() as watcher,
+    ):
+        with ProfilerStartWatch() as own_starts:  # does the code start a profiler of its own?
             cold_ms = time_cold_ms(call, torch, cuda)
-            watcher.first_call_done()                 # compiles after this are steady-state ones
+            watcher.first_call_done()  # compiles after this are steady-state ones
             for _ in range(warmup):
                 call()
             if cuda:
                 torch.cuda.reset_peak_memory_stats()
             faults_before = read_minor_faults()
-            samples, clean_wait = _timed_with_waits(call, repeat, torch, cuda)   # clean: no profiler running
+            samples, clean_wait = _timed_with_waits(call, repeat, torch, cuda)  # clean: no profiler running
             faults_after = read_minor_faults()
         memory = _memory_stats(torch, cuda)
         if folder is not None and own_starts.starts and not skipped:
             skipped = CODE_STARTS_PROFILER
         traced_wait, attempts = None, 0
-        if folder is not None and not skipped:                   # the traced pass, apart
+        if folder is not None and not skipped:  # the traced pass, apart
             if trace_repeat is None:
                 trace_repeat = auto_trace_repeat(statistics.median(samples))
             with captured_native_stderr() as held, ProfilerStartWatch(refuse=True):
                 warm_note = warm_up_profiler(torch, cuda)
                 if memory_inputs is None:
                     traced, trace_path, traced_wait, attempts = _traced_passes(torch, call, cuda, folder, trace_repeat)
-                else:   # memory=True: named tensors and (CUDA) the allocator's history around the traced pass
+                else:  # memory=True: named tensors and (CUDA) the allocator's history around the traced pass
                     traced, trace_path, traced_wait, attempts = _memory_traced_pass(
-                        torch, call, cuda, folder, trace_repeat, memory_inputs, memory)
+                        torch, call, cuda, folder, trace_repeat, memory_inputs, memory
+                    )
             native = held.text
-    faults = (None if faults_before is None or faults_after is None
-              else max(0, faults_after - faults_before) / max(1, repeat))
-    return _Outcome(cold_ms, samples, traced, settings, watcher.result, memory, warm_note, trace_path,
-                    native, clean_wait, traced_wait, attempts, skipped, faults)
+    faults = (
+        None if faults_before is None or faults_after is None else max(0, faults_after - faults_before) / max(1, repeat)
+    )
+    return _Outcome(
+        cold_ms,
+        samples,
+        traced,
+        settings,
+        watcher.result,
+        memory,
+        warm_note,
+        trace_path,
+        native,
+        clean_wait,
+        traced_wait,
+        attempts,
+        skipped,
+        faults,
+    )
 
 
-def _traced_passes(torch: ModuleType, call: Callable[[], Any], cuda: bool, folder: Path,
-                   trace_repeat: int) -> tuple[list[float], Path, float | None, int]:
+def _traced_passes(
+    torch: ModuleType, call: Callable[[], Any], cuda: bool, folder: Path, trace_repeat: int
+) -> tuple[list[float], Path, float | None, int]:
     """Trace ``trace_repeat`` calls; again (up to ``TRACE_ATTEMPTS`` passes) while the thread waited
     for a CPU more than ``MAX_WAIT_SHARE`` of the pass. Returns the least-waiting pass's samples,
     its trace file, its wait share and the passes made; the other traces are deleted."""
@@ -173,7 +212,7 @@ def _traced_passes(torch: ModuleType, call: Callable[[], Any], cuda: bool, folde
     for attempt in range(1, TRACE_ATTEMPTS + 1):
         target = folder if attempt == 1 else folder / f"pass-{attempt}"
         target.mkdir(parents=True, exist_ok=True)
-        with ProfilerSession(torch, cuda, target) as session:   # waits around the calls, not the export
+        with ProfilerSession(torch, cuda, target) as session:  # waits around the calls, not the export
             traced, share = _timed_with_waits(call, trace_repeat, torch, cuda, session.step)
         if best is None or (share if share is not None else 0.0) < best[0]:
             if best is not None and best[2] != session.trace_path:
@@ -187,8 +226,15 @@ def _traced_passes(torch: ModuleType, call: Callable[[], Any], cuda: bool, folde
     return best[1], best[2], (best[0] if share is not None else None), attempt
 
 
-def _memory_traced_pass(torch: ModuleType, call: Callable[[], Any], cuda: bool, folder: Path, trace_repeat: int,
-                        inputs: tuple[Any, ...], memory: dict[str, Any]) -> tuple[list[float], Path, float | None, int]:
+def _memory_traced_pass(
+    torch: ModuleType,
+    call: Callable[[], Any],
+    cuda: bool,
+    folder: Path,
+    trace_repeat: int,
+    inputs: tuple[Any, ...],
+    memory: dict[str, Any],
+) -> tuple[list[float], Path, float | None, int]:
     """The traced pass of ``memory=True``: one pass with allocator events, the call's named tensors and (CUDA)
     the allocator's history; then the same calls under the profiler without allocator events, timed only,
     so that ``memory["recording_overhead"]`` says what recording memory cost the traced pass."""
@@ -219,18 +265,22 @@ def _memory_traced_pass(torch: ModuleType, call: Callable[[], Any], cuda: bool, 
     return traced, session.trace_path, share, 1
 
 
-def _timed_with_waits(call: Callable[[], Any], repeat: int, torch: ModuleType, cuda: bool,
-                      annotate: Annotate | None = None) -> tuple[list[float], float | None]:
+def _timed_with_waits(
+    call: Callable[[], Any], repeat: int, torch: ModuleType, cuda: bool, annotate: Annotate | None = None
+) -> tuple[list[float], float | None]:
     """Samples (CPU: the run-queue wait taken out of each) and the share of the wall time the
     thread waited for a CPU (None where it cannot be read)."""
     __tracebackhide__ = True
     record = TimingRecord()
     before = read_run_delay_ns() if cuda else None
-    samples = (time_repeats_ms(call, repeat, torch, cuda, record=record) if annotate is None
-               else time_repeats_ms(call, repeat, torch, cuda, annotate=annotate, record=record))
+    samples = (
+        time_repeats_ms(call, repeat, torch, cuda, record=record)
+        if annotate is None
+        else time_repeats_ms(call, repeat, torch, cuda, annotate=annotate, record=record)
+    )
     if record.waits_read:
         return samples, record.wait_share
-    if cuda:   # device-timed samples: the host's wait against their sum, as an indication
+    if cuda:  # device-timed samples: the host's wait against their sum, as an indication
         return samples, wait_share(before, read_run_delay_ns(), sum(samples))
     return samples, None
 
@@ -243,12 +293,23 @@ def _default_name(fn: Any) -> str:
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
 
 
-def profile(fn: Callable[..., Any], *args: Any, warmup: int = 3, repeat: int = 20,
-            trace: bool = True, name: str | None = None, threads: int | None = None,
-            grad_enabled: bool | None = None, device: str = "auto",
-            trace_repeat: int | None = None, expected_calls: int | None = None, memory: bool = False,
-            record_type: type[RecordT] = RunRecord,  # type: ignore[assignment]
-            environment: Mapping[str, Any] | None = None, **kwargs: Any) -> RecordT:
+def profile(
+    fn: Callable[..., Any],
+    *args: Any,
+    warmup: int = 3,
+    repeat: int = 20,
+    trace: bool = True,
+    name: str | None = None,
+    threads: int | None = None,
+    grad_enabled: bool | None = None,
+    device: str = "auto",
+    trace_repeat: int | None = None,
+    expected_calls: int | None = None,
+    memory: bool = False,
+    record_type: type[RecordT] = RunRecord,  # type: ignore[assignment]
+    environment: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> RecordT:
     """Profile ``fn(*args, **kwargs)``: cold call, ``warmup`` calls, ``repeat`` clean timed calls,
     then (``trace=True``) ``trace_repeat`` calls traced apart under torch.profiler (``None``: a
     few, enough to cover ``TRACE_TARGET_MS`` of clean time, 3 to 20). ``expected_calls``: how many
@@ -288,53 +349,96 @@ def profile(fn: Callable[..., Any], *args: Any, warmup: int = 3, repeat: int = 2
     cuda = uses_cuda_timer(torch, device)
     folder = Path(tempfile.mkdtemp(prefix="workbench-run-")) if trace else None
     try:
-        outcome = _measure(torch, _bind(fn, args, kwargs), cuda, warmup, repeat, folder,
-                           threads, grad_enabled, trace_repeat,
-                           memory_inputs=(tuple(args) + tuple(kwargs.values())) if memory else None)
+        outcome = _measure(
+            torch,
+            _bind(fn, args, kwargs),
+            cuda,
+            warmup,
+            repeat,
+            folder,
+            threads,
+            grad_enabled,
+            trace_repeat,
+            memory_inputs=(tuple(args) + tuple(kwargs.values())) if memory else None,
+        )
     except BaseException:
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
         raise
-    run = record_type(**_run_fields(outcome, name or _default_name(fn), warmup, repeat, cuda, torch),
-                      environment=dict(environment or {}),
-                      expected_calls=int(expected_calls) if expected_calls is not None else None)
+    run = record_type(
+        **_run_fields(outcome, name or _default_name(fn), warmup, repeat, cuda, torch),
+        environment=dict(environment or {}),
+        expected_calls=int(expected_calls) if expected_calls is not None else None,
+    )
     if folder is not None:  # the temporary trace goes with the run; run.save keeps a copy
         weakref.finalize(run, shutil.rmtree, str(folder), True)
     return run
 
 
-def _run_fields(outcome: _Outcome, name: str, warmup: int, repeat: int, cuda: bool,
-                torch: ModuleType) -> dict[str, Any]:
+def _run_fields(
+    outcome: _Outcome, name: str, warmup: int, repeat: int, cuda: bool, torch: ModuleType
+) -> dict[str, Any]:
     """The run's fields from what was measured (all but ``environment`` and ``expected_calls``)."""
     device = f"cuda:{torch.cuda.current_device()}" if cuda else "cpu"
     traced = outcome.trace_path is not None
-    waits_out = not cuda and outcome.clean_wait_share is not None   # the run-queue wait taken out
+    waits_out = not cuda and outcome.clean_wait_share is not None  # the run-queue wait taken out
     timer = "cuda_event" if cuda else (WAIT_TIMER_NAME if waits_out else "perf_counter_ns")
     resolution = CUDA_EVENT_RESOLUTION_MS if cuda else PERF_COUNTER_RESOLUTION_MS
-    timing = Measurement(samples_ms=tuple(outcome.samples_ms), label=name, timer=timer,
-                         timer_resolution_ms=resolution,
-                         metadata={"under_profiler": False, "device": device,
-                                   "run_queue_wait_share": outcome.clean_wait_share})
-    traced_timing = (Measurement(samples_ms=tuple(outcome.traced_samples_ms), label=f"{name} (traced)",
-                                 timer=timer, timer_resolution_ms=resolution,
-                                 metadata={"under_profiler": True, "device": device,
-                                           "run_queue_wait_share": outcome.traced_wait_share})
-                     if traced and outcome.traced_samples_ms else None)
-    parsed, note = load_trace(outcome.trace_path) if outcome.trace_path is not None else (None, outcome.trace_skipped or "trace off")
-    if traced and note and outcome.profiler_stderr.strip():   # something failed: show what it said
+    timing = Measurement(
+        samples_ms=tuple(outcome.samples_ms),
+        label=name,
+        timer=timer,
+        timer_resolution_ms=resolution,
+        metadata={"under_profiler": False, "device": device, "run_queue_wait_share": outcome.clean_wait_share},
+    )
+    traced_timing = (
+        Measurement(
+            samples_ms=tuple(outcome.traced_samples_ms),
+            label=f"{name} (traced)",
+            timer=timer,
+            timer_resolution_ms=resolution,
+            metadata={"under_profiler": True, "device": device, "run_queue_wait_share": outcome.traced_wait_share},
+        )
+        if traced and outcome.traced_samples_ms
+        else None
+    )
+    parsed, note = (
+        load_trace(outcome.trace_path)
+        if outcome.trace_path is not None
+        else (None, outcome.trace_skipped or "trace off")
+    )
+    if traced and note and outcome.profiler_stderr.strip():  # something failed: show what it said
         from workbench.capture.quiet import surface
 
         surface(outcome.profiler_stderr, "from the profiler (the trace could not be read)")
-    health = health_for(timing, traced_timing, outcome.profiler_warmup, torch,
-                        torch_threads=outcome.settings.get("num_threads"),
-                        clean_wait_share=outcome.clean_wait_share, traced_wait_share=outcome.traced_wait_share,
-                        trace_attempts=outcome.trace_attempts, page_faults_per_call=outcome.page_faults_per_call)
+    health = health_for(
+        timing,
+        traced_timing,
+        outcome.profiler_warmup,
+        torch,
+        torch_threads=outcome.settings.get("num_threads"),
+        clean_wait_share=outcome.clean_wait_share,
+        traced_wait_share=outcome.traced_wait_share,
+        trace_attempts=outcome.trace_attempts,
+        page_faults_per_call=outcome.page_faults_per_call,
+    )
     return dict(
-        name=name, timing=timing, cold_ms=outcome.cold_ms, warmup=warmup, repeat=repeat,
-        device=device, compile=outcome.compile,
-        settings=outcome.settings, memory=outcome.memory, profiler_warmup=outcome.profiler_warmup,
-        trace_path=str(outcome.trace_path) if traced else None, trace_note=note,
-        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), trace=parsed,
-        traced_timing=traced_timing, trace_repeat=len(outcome.traced_samples_ms) if traced else 0,
-        health=health, profiler_stderr=outcome.profiler_stderr,
+        name=name,
+        timing=timing,
+        cold_ms=outcome.cold_ms,
+        warmup=warmup,
+        repeat=repeat,
+        device=device,
+        compile=outcome.compile,
+        settings=outcome.settings,
+        memory=outcome.memory,
+        profiler_warmup=outcome.profiler_warmup,
+        trace_path=str(outcome.trace_path) if traced else None,
+        trace_note=note,
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        trace=parsed,
+        traced_timing=traced_timing,
+        trace_repeat=len(outcome.traced_samples_ms) if traced else 0,
+        health=health,
+        profiler_stderr=outcome.profiler_stderr,
     )

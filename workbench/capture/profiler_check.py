@@ -8,6 +8,7 @@ points (``torch.autograd.profiler._prepare_profiler`` / ``_enable_profiler``, wh
 profiler is already recording raises ``ProfileError`` instead of crashing. The wrappers nest (an
 outer watch, e.g. a magic's, stays in force) and the originals are put back last-in-first-out.
 """
+
 from __future__ import annotations
 
 import sys
@@ -21,7 +22,8 @@ ENTRY_POINTS = ("_prepare_profiler", "_enable_profiler")
 NESTED_START = (
     "the profiled code starts a torch profiler while another one is recording (the traced pass, or a "
     "profiler around it); two profilers at once crash torch, so it was stopped here. Profile with "
-    "trace=False (time only), or remove the code's own torch.profiler session")
+    "trace=False (time only), or remove the code's own torch.profiler session"
+)
 
 
 def profiler_running() -> bool:
@@ -69,8 +71,9 @@ class ProfilerStartWatch:
                 setattr(autograd_profiler, name, self._wrap(original))
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         for name, original in self._saved.items():
             setattr(self._module, name, original)
         self._saved.clear()

@@ -18,6 +18,7 @@ starts without it, records module scopes with forward hooks instead
 (``workbench.capture.module_scopes``) and says so (``stack_note``): module time is still there,
 source lines are not.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 TRACE_FILE_NAME = "trace.json.gz"
 STEP_NAME = "ProfilerStep#{}"
-RECORD_STACK = True   # the traced pass records Python frames and nn.Module scopes (attribution)
+RECORD_STACK = True  # the traced pass records Python frames and nn.Module scopes (attribution)
 
 _warmed_up_in_process = False
 
@@ -59,8 +60,7 @@ def warm_up_profiler(torch: ModuleType, cuda: bool) -> str:
         return "skipped: a warm-up session already ran in this process"
     device = "cuda" if cuda else "cpu"
     with _quiet_native_stderr():
-        with torch.profiler.profile(activities=activities(torch, cuda), record_shapes=True,
-                                    profile_memory=True):
+        with torch.profiler.profile(activities=activities(torch, cuda), record_shapes=True, profile_memory=True):
             x = torch.ones(64, device=device)
             (x + x).sum()
             if cuda:
@@ -74,7 +74,7 @@ def _stop_quietly(prof: TorchProfiler) -> None:
     try:
         with _quiet_native_stderr():
             prof.__exit__(None, None, None)
-    except Exception:   # noqa: BLE001 - nothing was running: the start failed before it began
+    except Exception:  # noqa: BLE001 - nothing was running: the start failed before it began
         pass
 
 
@@ -86,15 +86,22 @@ class ProfilerSession:
     The profiler is stopped on every exit path; the trace is exported only on success.
     """
 
-    def __init__(self, torch: ModuleType, cuda: bool, folder: Path, record_stack: bool | None = None,
-                 profile_memory: bool = True, export: bool = True) -> None:
+    def __init__(
+        self,
+        torch: ModuleType,
+        cuda: bool,
+        folder: Path,
+        record_stack: bool | None = None,
+        profile_memory: bool = True,
+        export: bool = True,
+    ) -> None:
         self._torch = torch
-        self._profile_memory = bool(profile_memory)   # False: a comparison pass without allocator events
+        self._profile_memory = bool(profile_memory)  # False: a comparison pass without allocator events
         self._export = bool(export)
         self._cuda = cuda
         self.trace_path = Path(folder) / TRACE_FILE_NAME
         self._prof: TorchProfiler | None = None
-        self._scopes: ModuleScopes | None = None   # the fallback's module scopes, when in use
+        self._scopes: ModuleScopes | None = None  # the fallback's module scopes, when in use
         self._record_stack = RECORD_STACK if record_stack is None else bool(record_stack)
         self.records_stack = False
         self.stack_note = "" if self._record_stack else "not asked for (record_stack=False)"
@@ -104,20 +111,26 @@ class ProfilerSession:
 
     def _profiler(self, with_stack: bool) -> TorchProfiler:
         return self._torch.profiler.profile(
-            activities=activities(self._torch, self._cuda), record_shapes=True,
-            profile_memory=self._profile_memory, with_stack=with_stack, with_modules=with_stack)
+            activities=activities(self._torch, self._cuda),
+            record_shapes=True,
+            profile_memory=self._profile_memory,
+            with_stack=with_stack,
+            with_modules=with_stack,
+        )
 
     def __enter__(self) -> "ProfilerSession":
         prof = self._profiler(self._record_stack)
         try:
             with _quiet_native_stderr():
                 prof.__enter__()
-        except RuntimeError as error:   # the Python tracer refused (another tracer active, say)
+        except RuntimeError as error:  # the Python tracer refused (another tracer active, say)
             if not self._record_stack:
                 raise
-            _stop_quietly(prof)   # whatever the failed start left running
-            self.stack_note = (f"the profiler did not start with the Python stack ({error}): module scopes "
-                               "recorded with forward hooks instead; source lines not recorded")
+            _stop_quietly(prof)  # whatever the failed start left running
+            self.stack_note = (
+                f"the profiler did not start with the Python stack ({error}): module scopes "
+                "recorded with forward hooks instead; source lines not recorded"
+            )
             prof = self._profiler(False)
             with _quiet_native_stderr():
                 prof.__enter__()
@@ -127,8 +140,9 @@ class ProfilerSession:
         self._prof = prof
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         prof, self._prof = self._prof, None
         scopes, self._scopes = self._scopes, None
         assert prof is not None, "__exit__ follows a successful __enter__"

@@ -7,6 +7,7 @@ and keeps what was written (``.text``). On an exception the text is written back
 stderr before the exception propagates, so nothing that explains a failure is lost; otherwise it
 stays on the run (``ProfileRun.profiler_stderr``) for whoever wants it.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,7 +16,7 @@ import tempfile
 from types import TracebackType
 from typing import IO
 
-MAX_KEPT_CHARS = 20_000   # a runaway writer must not fill the run record
+MAX_KEPT_CHARS = 20_000  # a runaway writer must not fill the run record
 
 
 class CapturedStderr:
@@ -46,8 +47,9 @@ class CapturedStderr:
         self.redirected = True
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if not self.redirected or self._saved is None or self._file is None:
             return
         try:

@@ -2,6 +2,7 @@
 SCRIPT [ARGS...]`` (see ``workbench.capture.distributed.rank_main``). A module of its own so that the
 profiler state lives in ``workbench.capture.distributed``, where the script's
 ``workbench.api.distributed.step()`` finds it (not in a ``__main__`` copy)."""
+
 from __future__ import annotations
 
 from workbench.capture.distributed import exit_now, rank_main

@@ -11,6 +11,7 @@ The public run (``wb.profile``, ``%%gpuprofile``, ``wb.load_run``) is ``workbenc
 ProfileRun``, the face object built on this record: it adds the facade Trace, the hypotheses, the
 history, the per-call tables, charts and the notebook display.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from workbench.measurement import Measurement
 from workbench.trace import TraceData
 from workbench.units import format_ms
 
-STEP_PREFIX = "ProfilerStep#"   # each traced call's annotation (capture.profiler_session.STEP_NAME)
+STEP_PREFIX = "ProfilerStep#"  # each traced call's annotation (capture.profiler_session.STEP_NAME)
 
 RecordT = TypeVar("RecordT", bound="RunRecord")
 
@@ -32,22 +33,22 @@ RecordT = TypeVar("RecordT", bound="RunRecord")
 @dataclass(frozen=True)
 class RunRecord:
     name: str
-    timing: Measurement            # clean warm repeats (no profiler running), one sample per call
-    cold_ms: float                 # the first call, timed apart (compile, autotune, lazy init)
+    timing: Measurement  # clean warm repeats (no profiler running), one sample per call
+    cold_ms: float  # the first call, timed apart (compile, autotune, lazy init)
     warmup: int
     repeat: int
-    device: str                    # "cpu" or "cuda:<index>"
+    device: str  # "cpu" or "cuda:<index>"
     compile: CompileDiagnostics
     environment: dict[str, Any]
-    settings: dict[str, Any]       # torch settings in effect while profiling (threads, grad mode)
-    memory: dict[str, Any]         # device memory statistics over the repeats
-    profiler_warmup: str           # what was done against first-session profiler artifacts
-    trace_path: str | None         # the exported Chrome trace (gzipped JSON), None when trace off
-    trace_note: str                # why there is no parsed trace, "" when there is one
+    settings: dict[str, Any]  # torch settings in effect while profiling (threads, grad mode)
+    memory: dict[str, Any]  # device memory statistics over the repeats
+    profiler_warmup: str  # what was done against first-session profiler artifacts
+    trace_path: str | None  # the exported Chrome trace (gzipped JSON), None when trace off
+    trace_note: str  # why there is no parsed trace, "" when there is one
     created_at: str
     trace: TraceData | None = field(default=None, compare=False, repr=False)
-    traced_timing: Measurement | None = None   # the traced pass's calls, timed under the profiler
-    trace_repeat: int = 0          # calls in the traced pass (0: trace off)
+    traced_timing: Measurement | None = None  # the traced pass's calls, timed under the profiler
+    trace_repeat: int = 0  # calls in the traced pass (0: trace off)
     health: ProfileHealth = field(default_factory=ProfileHealth.not_recorded, compare=False)
     profiler_stderr: str = field(default="", compare=False, repr=False)  # native output held back
     expected_calls: int | None = None  # calls the user expects to make: one-time costs are spread over them
@@ -104,11 +105,13 @@ class RunRecord:
     @property
     def notes(self) -> tuple[str, ...]:
         """Caveats to show beside the numbers."""
-        covered = ("only ", "noisy") if self.health.recorded else ()   # the health check says these
+        covered = ("only ", "noisy") if self.health.recorded else ()  # the health check says these
         out = [w for w in self.timing.warnings if not w.startswith(covered)] if covered else list(self.timing.warnings)
         if self.timed_under_profiler:
-            out.append("timed with torch.profiler recording (an older run): its per-op overhead is in "
-                       "the samples; profile again for clean timing")
+            out.append(
+                "timed with torch.profiler recording (an older run): its per-op overhead is in "
+                "the samples; profile again for clean timing"
+            )
         if self.trace_note:
             out.append(self.trace_note)
             if self.profiler_stderr.strip():
@@ -133,15 +136,25 @@ class RunRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "name": self.name, "timing": self.timing.to_dict(), "cold_ms": self.cold_ms,
-            "warmup": self.warmup, "repeat": self.repeat, "device": self.device,
-            "compile": self.compile.to_dict(), "environment": self.environment,
-            "settings": dict(self.settings), "memory": dict(self.memory),
-            "profiler_warmup": self.profiler_warmup, "trace_path": self.trace_path,
-            "trace_note": self.trace_note, "created_at": self.created_at,
+            "name": self.name,
+            "timing": self.timing.to_dict(),
+            "cold_ms": self.cold_ms,
+            "warmup": self.warmup,
+            "repeat": self.repeat,
+            "device": self.device,
+            "compile": self.compile.to_dict(),
+            "environment": self.environment,
+            "settings": dict(self.settings),
+            "memory": dict(self.memory),
+            "profiler_warmup": self.profiler_warmup,
+            "trace_path": self.trace_path,
+            "trace_note": self.trace_note,
+            "created_at": self.created_at,
             "traced_timing": self.traced_timing.to_dict() if self.traced_timing is not None else None,
-            "trace_repeat": self.trace_repeat, "profiler_overhead": self.profiler_overhead,
-            "health": self.health.to_dict(), "profiler_stderr": self.profiler_stderr,
+            "trace_repeat": self.trace_repeat,
+            "profiler_overhead": self.profiler_overhead,
+            "health": self.health.to_dict(),
+            "profiler_stderr": self.profiler_stderr,
             "expected_calls": self.expected_calls,
         }
 
@@ -156,27 +169,46 @@ class RunRecord:
         traced = Measurement.from_dict(traced_doc) if traced_doc else None
         repeat = int(d["repeat"])
         trace_repeat = d.get("trace_repeat")
-        if trace_repeat is None:   # older record: the trace covered the timed repeats
+        if trace_repeat is None:  # older record: the trace covered the timed repeats
             trace_repeat = repeat if d.get("trace_path") else 0
         health_doc = d.get("health")
-        health = (ProfileHealth.from_dict(health_doc) if health_doc else
-                  check_health(timing, traced=traced, profiler_warmup=str(d.get("profiler_warmup", "")),
-                               legacy_under_profiler=bool(timing.metadata.get("under_profiler", False))))
+        health = (
+            ProfileHealth.from_dict(health_doc)
+            if health_doc
+            else check_health(
+                timing,
+                traced=traced,
+                profiler_warmup=str(d.get("profiler_warmup", "")),
+                legacy_under_profiler=bool(timing.metadata.get("under_profiler", False)),
+            )
+        )
         return dict(
-            name=d["name"], timing=timing, cold_ms=float(d["cold_ms"]),
-            warmup=int(d["warmup"]), repeat=repeat, device=d["device"],
-            compile=CompileDiagnostics.from_dict(d["compile"]), environment=dict(d["environment"]),
-            settings=dict(d["settings"]), memory=dict(d["memory"]),
-            profiler_warmup=d["profiler_warmup"], trace_path=d.get("trace_path"),
-            trace_note=d.get("trace_note", ""), created_at=d["created_at"], trace=trace,
-            traced_timing=traced, trace_repeat=int(trace_repeat), health=health,
+            name=d["name"],
+            timing=timing,
+            cold_ms=float(d["cold_ms"]),
+            warmup=int(d["warmup"]),
+            repeat=repeat,
+            device=d["device"],
+            compile=CompileDiagnostics.from_dict(d["compile"]),
+            environment=dict(d["environment"]),
+            settings=dict(d["settings"]),
+            memory=dict(d["memory"]),
+            profiler_warmup=d["profiler_warmup"],
+            trace_path=d.get("trace_path"),
+            trace_note=d.get("trace_note", ""),
+            created_at=d["created_at"],
+            trace=trace,
+            traced_timing=traced,
+            trace_repeat=int(trace_repeat),
+            health=health,
             profiler_stderr=str(d.get("profiler_stderr", "") or ""),
             expected_calls=int(d["expected_calls"]) if d.get("expected_calls") else None,
         )
 
     @classmethod
-    def from_dict(cls: type[RecordT], d: dict[str, Any], *, trace: TraceData | None = None,
-                  folder: Path | None = None) -> RecordT:
+    def from_dict(
+        cls: type[RecordT], d: dict[str, Any], *, trace: TraceData | None = None, folder: Path | None = None
+    ) -> RecordT:
         """The record from ``to_dict``'s output; ``folder``: the bundle it was read from, if any
         (a wrong record there becomes a ``BundleError`` naming it)."""
         from workbench.capture.bundle import incomplete_record
@@ -192,10 +224,11 @@ class RunRecord:
     def __repr__(self) -> str:
         lo, hi = self.timing.median_ci_ms()
         overhead = self.profiler_overhead
-        traced = (f"; traced {self.traced_calls} calls, profiler overhead {overhead:.2f}x" if overhead
-                  else "")
-        return (f"{type(self).__name__}({self.name!r} on {self.device}: clean median "
-                f"{format_ms(self.timing.median_ms)} per call [95% CI {format_ms(lo)}-{format_ms(hi)}], "
-                f"p95 {format_ms(self.timing.p95_ms)}, n={self.timing.n}; cold {format_ms(self.cold_ms)} "
-                f"once{traced}; trace {'parsed' if self.trace is not None else 'none'}; "
-                f"{self.health.headline()})")
+        traced = f"; traced {self.traced_calls} calls, profiler overhead {overhead:.2f}x" if overhead else ""
+        return (
+            f"{type(self).__name__}({self.name!r} on {self.device}: clean median "
+            f"{format_ms(self.timing.median_ms)} per call [95% CI {format_ms(lo)}-{format_ms(hi)}], "
+            f"p95 {format_ms(self.timing.p95_ms)}, n={self.timing.n}; cold {format_ms(self.cold_ms)} "
+            f"once{traced}; trace {'parsed' if self.trace is not None else 'none'}; "
+            f"{self.health.headline()})"
+        )

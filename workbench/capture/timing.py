@@ -15,6 +15,7 @@ The host clock and the wait reader are injectable (``clock_ns``, ``make_wait_rea
 ``Timer._timer_cls`` in torch.utils.benchmark): tests replace them with fakes so the timing logic
 is checked without this machine's timing.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,14 +26,14 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Callable, ContextManager
 
-PERF_COUNTER_RESOLUTION_MS = 1e-6   # perf_counter_ns ticks in ns
-CUDA_EVENT_RESOLUTION_MS = 5e-4     # cudaEventElapsedTime: ~0.5 us per the CUDA runtime docs
+PERF_COUNTER_RESOLUTION_MS = 1e-6  # perf_counter_ns ticks in ns
+CUDA_EVENT_RESOLUTION_MS = 5e-4  # cudaEventElapsedTime: ~0.5 us per the CUDA runtime docs
 
 Annotate = Callable[[int], ContextManager[Any]]
 Clock = Callable[[], int]
 
-clock_ns: Clock = time.perf_counter_ns   # the host clock; replaced by tests with a fake one
-GAP_NS = 50_000      # a wait reading that took longer than this was itself preempted: keep the wall time
+clock_ns: Clock = time.perf_counter_ns  # the host clock; replaced by tests with a fake one
+GAP_NS = 50_000  # a wait reading that took longer than this was itself preempted: keep the wall time
 WAIT_TIMER_NAME = "perf_counter_ns - run-queue wait"
 
 
@@ -60,7 +61,7 @@ def _schedstat_reader() -> Callable[[], int] | None:
     return read
 
 
-make_wait_reader: Callable[[], Callable[[], int] | None] = _schedstat_reader   # replaced by tests
+make_wait_reader: Callable[[], Callable[[], int] | None] = _schedstat_reader  # replaced by tests
 
 
 @dataclass
@@ -129,8 +130,13 @@ def uses_cuda_timer(torch: ModuleType, device: str) -> bool:
     return available
 
 
-def time_cold_ms(call: Callable[[], Any], torch: ModuleType, cuda: bool, clock: Clock | None = None,
-                 record: TimingRecord | None = None) -> float:
+def time_cold_ms(
+    call: Callable[[], Any],
+    torch: ModuleType,
+    cuda: bool,
+    clock: Clock | None = None,
+    record: TimingRecord | None = None,
+) -> float:
     """Time of one call, the device drained before and after (compile, autotune, lazy init); on
     CPU without the run-queue wait, as the repeats."""
     __tracebackhide__ = True  # IPython/pytest: show the user's frames, not ours
@@ -153,9 +159,13 @@ def time_cold_ms(call: Callable[[], Any], torch: ModuleType, cuda: bool, clock: 
     return (wall - waited) / 1e6
 
 
-def time_repeats_cpu_ms(call: Callable[[], Any], repeat: int,
-                        annotate: Annotate = _no_annotation, clock: Clock | None = None,
-                        record: TimingRecord | None = None) -> list[float]:
+def time_repeats_cpu_ms(
+    call: Callable[[], Any],
+    repeat: int,
+    annotate: Annotate = _no_annotation,
+    clock: Clock | None = None,
+    record: TimingRecord | None = None,
+) -> list[float]:
     """Per-call ms: wall time less this thread's run-queue wait where it is readable."""
     __tracebackhide__ = True
     wall_ns, waited_ns = [0] * repeat, [0] * repeat
@@ -174,8 +184,9 @@ def time_repeats_cpu_ms(call: Callable[[], Any], repeat: int,
     return [(w - q) / 1e6 for w, q in zip(wall_ns, waited_ns)]
 
 
-def time_repeats_cuda_ms(call: Callable[[], Any], repeat: int, torch: ModuleType,
-                         annotate: Annotate = _no_annotation) -> list[float]:
+def time_repeats_cuda_ms(
+    call: Callable[[], Any], repeat: int, torch: ModuleType, annotate: Annotate = _no_annotation
+) -> list[float]:
     __tracebackhide__ = True
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(repeat)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(repeat)]
@@ -190,9 +201,15 @@ def time_repeats_cuda_ms(call: Callable[[], Any], repeat: int, torch: ModuleType
     return [float(s.elapsed_time(e)) for s, e in zip(starts, ends)]
 
 
-def time_repeats_ms(call: Callable[[], Any], repeat: int, torch: ModuleType, cuda: bool,
-                    annotate: Annotate = _no_annotation, clock: Clock | None = None,
-                    record: TimingRecord | None = None) -> list[float]:
+def time_repeats_ms(
+    call: Callable[[], Any],
+    repeat: int,
+    torch: ModuleType,
+    cuda: bool,
+    annotate: Annotate = _no_annotation,
+    clock: Clock | None = None,
+    record: TimingRecord | None = None,
+) -> list[float]:
     __tracebackhide__ = True
     if cuda:
         return time_repeats_cuda_ms(call, repeat, torch, annotate)

@@ -1,4 +1,5 @@
 """Torch globals that profiling may change, put back whatever the profiled code does."""
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -7,8 +8,9 @@ from typing import Any, Iterator
 
 
 @contextmanager
-def applied_torch_settings(torch: ModuleType, *, threads: int | None = None,
-                           grad_enabled: bool | None = None) -> Iterator[dict[str, Any]]:
+def applied_torch_settings(
+    torch: ModuleType, *, threads: int | None = None, grad_enabled: bool | None = None
+) -> Iterator[dict[str, Any]]:
     """Apply the requested thread count / grad mode for the block; restore the previous values.
 
     Yields the settings in effect inside the block (recorded on the run). Only what is requested

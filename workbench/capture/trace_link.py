@@ -1,4 +1,5 @@
 """The one place where capture turns an exported trace file into trace data (``workbench.trace``)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,5 +21,6 @@ def load_trace(path: str | Path, *, strict: bool = False) -> tuple[TraceData | N
         if strict:
             raise BundleError(
                 f"the bundle's trace {str(path)!r} could not be parsed ({type(exc).__name__}: "
-                f"{exc}); the file may be damaged: profile again and save a new bundle") from exc
+                f"{exc}); the file may be damaged: profile again and save a new bundle"
+            ) from exc
         return None, f"trace not parsed: {type(exc).__name__}: {exc}"

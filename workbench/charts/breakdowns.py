@@ -3,6 +3,7 @@
 Builders take result objects (anything with a ``.table`` DataFrame) or DataFrames and return
 altair charts; they compute nothing beyond sorting, top-N and reshaping for drawing.
 """
+
 from __future__ import annotations
 
 from types import ModuleType
@@ -12,7 +13,12 @@ import pandas as pd
 
 from workbench.analysis.labels import unique_labels
 from workbench.charts.common import (
-    TableLike, as_table, finite_rows, first_present, message_chart, require_columns,
+    TableLike,
+    as_table,
+    finite_rows,
+    first_present,
+    message_chart,
+    require_columns,
 )
 from workbench.errors import InvalidArgumentError
 from workbench.units import time_column_kind
@@ -21,8 +27,19 @@ if TYPE_CHECKING:
     import altair
 
 TOOLTIP_CANDIDATES = (
-    "count", "self_us", "total_us", "dur_us", "mean_us", "pct", "kernel_type",
-    "input_dims", "top_input_dims", "input_shapes", "shapes", "calls_per_call", "total_ms_per_call",
+    "count",
+    "self_us",
+    "total_us",
+    "dur_us",
+    "mean_us",
+    "pct",
+    "kernel_type",
+    "input_dims",
+    "top_input_dims",
+    "input_shapes",
+    "shapes",
+    "calls_per_call",
+    "total_ms_per_call",
 )
 TIME_COLUMNS = ("self_us", "total_us", "dur_us", "sum_us", "time_us", "sum_ms_per_call", "self_ms_per_call")
 IDLE_PARTS = ("host_wait", "kernel_wait", "other")
@@ -43,7 +60,8 @@ def value_title(value: str) -> str:
         base = {"sum_us": "time", "total_us": "inclusive"}.get(value, value.removesuffix("_us").replace("_", " "))
         kind = time_column_kind(value)
         return {"total": f"{base} (µs, total over the trace)", "per call": f"{base} (µs per call)"}.get(
-            kind or "", f"{base} (µs)")
+            kind or "", f"{base} (µs)"
+        )
     return value.replace("_", " ")
 
 
@@ -65,12 +83,14 @@ def _top_bars(table: pd.DataFrame, value: str, n: int, title: str, color: str | 
     if rows.empty:
         why = f"{dropped} rows without a finite {value}" if dropped else "the table is empty"
         return message_chart(f"nothing to draw: {why}", title=title)
-    rows["label"] = unique_labels(rows["name"])   # the function name; the full name in the tooltip
+    rows["label"] = unique_labels(rows["name"])  # the function name; the full name in the tooltip
     tips = [alt.Tooltip("name:N", title="name")]
-    tips += [alt.Tooltip(f"{c}:{'Q' if pd.api.types.is_numeric_dtype(rows[c]) else 'N'}")
-             for c in TOOLTIP_CANDIDATES if c in rows.columns and c != value]
-    rows = rows[[c for c in rows.columns if c in {"name", "label", value, color} or
-                 c in TOOLTIP_CANDIDATES]]
+    tips += [
+        alt.Tooltip(f"{c}:{'Q' if pd.api.types.is_numeric_dtype(rows[c]) else 'N'}")
+        for c in TOOLTIP_CANDIDATES
+        if c in rows.columns and c != value
+    ]
+    rows = rows[[c for c in rows.columns if c in {"name", "label", value, color} or c in TOOLTIP_CANDIDATES]]
     enc = dict(
         x=alt.X(f"{value}:Q", title=value_title(value)),
         y=alt.Y("label:N", sort="-x", title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT_PX)),
@@ -91,9 +111,9 @@ def top_ops_chart(op_breakdown: TableLike, *, n: int = 15, value: str = "self_us
 
 
 COMMUNICATION = "communication"
-COMMUNICATION_SHOWN = 3   # communication kernels drawn apart, beside the top compute kernels
+COMMUNICATION_SHOWN = 3  # communication kernels drawn apart, beside the top compute kernels
 FACET_COLUMNS = 2
-LABEL_LIMIT_PX = 340      # a label's width on the axis (vega's default, 180 px, cuts function names)
+LABEL_LIMIT_PX = 340  # a label's width on the axis (vega's default, 180 px, cuts function names)
 
 
 def _per_rank_top(rows: pd.DataFrame, value: str, limit: int) -> pd.DataFrame:
@@ -102,20 +122,27 @@ def _per_rank_top(rows: pd.DataFrame, value: str, limit: int) -> pd.DataFrame:
 
 
 def _kernel_bars(alt: ModuleType, rows: pd.DataFrame, value: str, *, width: int) -> altair.Chart:
-    keep = ["name", "label", value, "kernel_type"] + [c for c in ("rank", "count", "mean_us", "pct")
-                                                      if c in rows.columns and c != value]
+    keep = ["name", "label", value, "kernel_type"] + [
+        c for c in ("rank", "count", "mean_us", "pct") if c in rows.columns and c != value
+    ]
     tips = [alt.Tooltip("name:N", title="name"), alt.Tooltip(f"{value}:Q", format=",.4g"), "kernel_type:N"]
     tips += ["rank:O" if c == "rank" else alt.Tooltip(f"{c}:Q", format=",.4g") for c in keep[4:]]
-    return alt.Chart(rows[keep]).mark_bar().encode(
-        x=alt.X(f"{value}:Q", title=value_title(value)),
-        y=alt.Y("label:N", sort="-x", title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT_PX)),
-        color=alt.Color("kernel_type:N", title="kernel type"),
-        tooltip=tips,
-    ).properties(width=width)
+    return (
+        alt.Chart(rows[keep])
+        .mark_bar()
+        .encode(
+            x=alt.X(f"{value}:Q", title=value_title(value)),
+            y=alt.Y("label:N", sort="-x", title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT_PX)),
+            color=alt.Color("kernel_type:N", title="kernel type"),
+            tooltip=tips,
+        )
+        .properties(width=width)
+    )
 
 
-def top_kernels_chart(kernel_breakdown: TableLike, *, n: int = 15, value: str | None = None
-                      ) -> altair.Chart | altair.VConcatChart:
+def top_kernels_chart(
+    kernel_breakdown: TableLike, *, n: int = 15, value: str | None = None
+) -> altair.Chart | altair.VConcatChart:
     """The ``n`` compute kernels (computation and memory) with the most total time, coloured by kernel
     type; communication kernels (NCCL: they run as long as the step and would hide every compute
     kernel) in a chart of their own below, up to COMMUNICATION_SHOWN per rank. On a trace of several
@@ -141,26 +168,41 @@ def top_kernels_chart(kernel_breakdown: TableLike, *, n: int = 15, value: str | 
     if compute.empty and communication.empty:
         why = f"{dropped} rows without a finite {value}" if dropped else "the table is empty"
         return message_chart(f"nothing to draw: {why}", title=title)
-    labels = dict(zip(pd.concat([compute, communication])["name"],
-                      unique_labels(pd.concat([compute, communication])["name"])))
+    labels = dict(
+        zip(pd.concat([compute, communication])["name"], unique_labels(pd.concat([compute, communication])["name"]))
+    )
     compute = compute.assign(label=compute["name"].map(labels))
     communication = communication.assign(label=communication["name"].map(labels))
-    subtitle = [s for s in (
-        f"communication kernels apart, below (top {COMMUNICATION_SHOWN}{' per rank' if many_ranks else ''})"
-        if len(communication) else "", "no compute kernel in this trace" if compute.empty else "",
-        f"{dropped} rows without a finite {value} left out" if dropped else "") if s]
+    subtitle = [
+        s
+        for s in (
+            f"communication kernels apart, below (top {COMMUNICATION_SHOWN}{' per rank' if many_ranks else ''})"
+            if len(communication)
+            else "",
+            "no compute kernel in this trace" if compute.empty else "",
+            f"{dropped} rows without a finite {value} left out" if dropped else "",
+        )
+        if s
+    ]
     chart_title = alt.TitleParams(title, subtitle=subtitle) if subtitle else title
     parts = []
     if not compute.empty:
         bars = _kernel_bars(alt, compute, value, width=360 if many_ranks else 420)
-        parts.append(bars.facet(facet=alt.Facet("rank:O", title="rank"), columns=FACET_COLUMNS)
-                     .resolve_scale(y="independent") if many_ranks else bars)
+        parts.append(
+            bars.facet(facet=alt.Facet("rank:O", title="rank"), columns=FACET_COLUMNS).resolve_scale(y="independent")
+            if many_ranks
+            else bars
+        )
     if not communication.empty:
         comm_bars = _kernel_bars(alt, communication, value, width=420).properties(
-            title=f"Communication kernels{' per rank' if many_ranks else ''}")
+            title=f"Communication kernels{' per rank' if many_ranks else ''}"
+        )
         if many_ranks:
-            comm_bars = comm_bars.encode(y=alt.Y("label:N", title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT_PX)),
-                                         yOffset="rank:O", color=alt.Color("rank:O", title="rank"))
+            comm_bars = comm_bars.encode(
+                y=alt.Y("label:N", title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT_PX)),
+                yOffset="rank:O",
+                color=alt.Color("rank:O", title="rank"),
+            )
         parts.append(comm_bars)
     if len(parts) == 1:
         return parts[0].properties(title=chart_title)
@@ -177,16 +219,19 @@ def kernel_types_chart(table_or_result: TableLike, *, value: str | None = None) 
     rows, _ = finite_rows(table, [value])
     per_type = rows.groupby(type_col, as_index=False)[value].sum()
     if per_type.empty or per_type[value].sum() <= 0:
-        return message_chart("nothing to draw: no kernel time in this trace",
-                             title="Kernel types")
+        return message_chart("nothing to draw: no kernel time in this trace", title="Kernel types")
     per_type["pct"] = 100.0 * per_type[value] / per_type[value].sum()
-    return alt.Chart(per_type, title="Kernel time by type").mark_bar().encode(
-        x=alt.X(f"{value}:Q", title="time (µs)"),
-        y=alt.Y(f"{type_col}:N", sort="-x", title=None),
-        color=alt.Color(f"{type_col}:N", legend=None),
-        tooltip=[f"{type_col}:N", alt.Tooltip(f"{value}:Q", format=",.1f"),
-                 alt.Tooltip("pct:Q", format=".1f")],
-    ).properties(width=420)
+    return (
+        alt.Chart(per_type, title="Kernel time by type")
+        .mark_bar()
+        .encode(
+            x=alt.X(f"{value}:Q", title="time (µs)"),
+            y=alt.Y(f"{type_col}:N", sort="-x", title=None),
+            color=alt.Color(f"{type_col}:N", legend=None),
+            tooltip=[f"{type_col}:N", alt.Tooltip(f"{value}:Q", format=",.1f"), alt.Tooltip("pct:Q", format=".1f")],
+        )
+        .properties(width=420)
+    )
 
 
 def _long_parts(table: pd.DataFrame, parts: Sequence[str], keys: list[str]) -> pd.DataFrame:
@@ -220,31 +265,48 @@ def idle_chart(idle_breakdown: TableLike) -> altair.Chart:
     in_ms = long.groupby("lane")["time_us"].sum().max() >= 1e4
     long["time"] = long["time_us"] / 1e3 if in_ms else long["time_us"]
     unit = "ms" if in_ms else "µs"
-    return alt.Chart(long[["lane", "part", "time_us", "time"]], title="Idle time by cause").mark_bar().encode(
-        x=alt.X("sum(time):Q", title=f"idle ({unit})",
-                axis=alt.Axis(tickCount=IDLE_TICKS, format="~s", labelOverlap="greedy", labelAngle=0,
-                              labelFlush=True)),
-        y=alt.Y("lane:N", title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT_PX)),
-        color=alt.Color("part:N", title="cause", sort=list(IDLE_PARTS)),
-        tooltip=["lane:N", "part:N", alt.Tooltip("sum(time_us):Q", title="idle (µs)", format=",.1f")],
-    ).properties(width=420)
+    return (
+        alt.Chart(long[["lane", "part", "time_us", "time"]], title="Idle time by cause")
+        .mark_bar()
+        .encode(
+            x=alt.X(
+                "sum(time):Q",
+                title=f"idle ({unit})",
+                axis=alt.Axis(tickCount=IDLE_TICKS, format="~s", labelOverlap="greedy", labelAngle=0, labelFlush=True),
+            ),
+            y=alt.Y("lane:N", title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT_PX)),
+            color=alt.Color("part:N", title="cause", sort=list(IDLE_PARTS)),
+            tooltip=["lane:N", "part:N", alt.Tooltip("sum(time_us):Q", title="idle (µs)", format=",.1f")],
+        )
+        .properties(width=420)
+    )
 
 
-def per_rank_chart(table_or_result: TableLike, *, parts: Sequence[str] | None = None,
-                   title: str = "Time per rank") -> altair.Chart:
+def per_rank_chart(
+    table_or_result: TableLike, *, parts: Sequence[str] | None = None, title: str = "Time per rank"
+) -> altair.Chart:
     """Stacked bars, one per rank, of the ``*_us`` columns (e.g. compute / non_compute / idle)."""
     import altair as alt
 
     table = as_table(table_or_result, "per_rank_chart")
     require_columns(table, ["rank"], "per_rank_chart")
     if parts is None:
-        parts = [c.removesuffix("_us") for c in table.columns
-                 if c.endswith("_us") and c != "kernel_time_us"
-                 and pd.api.types.is_numeric_dtype(table[c])]
+        parts = [
+            c.removesuffix("_us")
+            for c in table.columns
+            if c.endswith("_us") and c != "kernel_time_us" and pd.api.types.is_numeric_dtype(table[c])
+        ]
     long, _ = finite_rows(_long_parts(table, parts, ["rank"]), ["time_us"])
     if long.empty:
         return message_chart("nothing to draw: no per-rank time", title=title)
-    return alt.Chart(long, title=title).mark_bar().encode(
-        x=alt.X("rank:O"), y=alt.Y("time_us:Q", title="time (µs)", stack="zero"),
-        color=alt.Color("part:N"), tooltip=["rank:O", "part:N", alt.Tooltip("time_us:Q", format=",.1f")],
-    ).properties(width=max(120, 40 * long["rank"].nunique()))
+    return (
+        alt.Chart(long, title=title)
+        .mark_bar()
+        .encode(
+            x=alt.X("rank:O"),
+            y=alt.Y("time_us:Q", title="time (µs)", stack="zero"),
+            color=alt.Color("part:N"),
+            tooltip=["rank:O", "part:N", alt.Tooltip("time_us:Q", format=",.1f")],
+        )
+        .properties(width=max(120, 40 * long["rank"].nunique()))
+    )

@@ -1,4 +1,5 @@
 """Helpers shared by the chart builders: tables out of result objects, a chart that explains."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Sequence, Union
@@ -60,9 +61,7 @@ def as_table(result: TableLike, what: str) -> pd.DataFrame:
 def require_columns(table: pd.DataFrame, columns: Iterable[str], what: str) -> None:
     missing = [c for c in columns if c not in table.columns]
     if missing:
-        raise InvalidArgumentError(
-            f"{what}: table lacks column(s) {missing}; it has {list(table.columns)}"
-        )
+        raise InvalidArgumentError(f"{what}: table lacks column(s) {missing}; it has {list(table.columns)}")
 
 
 def first_present(table: pd.DataFrame, candidates: Iterable[str], what: str) -> str:

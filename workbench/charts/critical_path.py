@@ -6,6 +6,7 @@ grey when the trace is given (the longest ones, within the row budget). ``bound_
 bar of the path's shares per kind, for the summary card and the report. Both draw offline (no CDN: the
 spec carries its data) and never analyse: they read a ``CriticalPath`` result.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -38,11 +39,16 @@ def path_rows(cp: Any, max_rows: int = MAX_CHART_ROWS) -> tuple[pd.DataFrame, in
     dropped = max(0, len(t) - max_rows)
     if dropped:
         t = t.nlargest(max_rows, "dur_us")
-    rows = pd.DataFrame({"lane": _lane(t["kind"], t["tid"], t["stream"]).to_numpy(),
-                         "kind": t["kind"].astype(str).to_numpy(),
-                         "name": [shorten(n) for n in t["name"].astype(str)],
-                         "ts_us": t["ts_us"].to_numpy(np.float64), "end_us": t["end_us"].to_numpy(np.float64),
-                         "dur_us": t["dur_us"].to_numpy(np.float64)})
+    rows = pd.DataFrame(
+        {
+            "lane": _lane(t["kind"], t["tid"], t["stream"]).to_numpy(),
+            "kind": t["kind"].astype(str).to_numpy(),
+            "name": [shorten(n) for n in t["name"].astype(str)],
+            "ts_us": t["ts_us"].to_numpy(np.float64),
+            "end_us": t["end_us"].to_numpy(np.float64),
+            "dur_us": t["dur_us"].to_numpy(np.float64),
+        }
+    )
     return rows, dropped
 
 
@@ -61,20 +67,28 @@ def _background(trace: Any, cp: Any, budget: int) -> pd.DataFrame:
         if lane == "tid" and "depth" in t.columns:
             t = t[(t["depth"] == 0).to_numpy()]
         label = ("stream " if lane == "stream" else "thread ") + t[lane].astype(str)
-        if lane == "tid":   # the path's lanes name threads as pid/tid
+        if lane == "tid":  # the path's lanes name threads as pid/tid
             label = "thread " + t["pid"].astype(str) + "/" + t["tid"].astype(str)
-        parts.append(pd.DataFrame({"lane": label.to_numpy(), "name": [shorten(n) for n in t["name"].astype(str)],
-                                   "ts_us": t["ts_us"].to_numpy(np.float64),
-                                   "end_us": (t["ts_us"] + t["dur_us"]).to_numpy(np.float64),
-                                   "dur_us": t["dur_us"].to_numpy(np.float64)}))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "lane": label.to_numpy(),
+                    "name": [shorten(n) for n in t["name"].astype(str)],
+                    "ts_us": t["ts_us"].to_numpy(np.float64),
+                    "end_us": (t["ts_us"] + t["dur_us"]).to_numpy(np.float64),
+                    "dur_us": t["dur_us"].to_numpy(np.float64),
+                }
+            )
+        )
     if not parts:
         return pd.DataFrame(columns=["lane", "name", "ts_us", "end_us", "dur_us"])
     bg = pd.concat(parts, ignore_index=True)
     return bg.nlargest(budget, "dur_us") if len(bg) > budget else bg
 
 
-def critical_path_chart(cp: Any, trace: Any = None, *, width: int = 760,
-                        max_rows: int = MAX_CHART_ROWS) -> altair.TopLevelMixin:
+def critical_path_chart(
+    cp: Any, trace: Any = None, *, width: int = 760, max_rows: int = MAX_CHART_ROWS
+) -> altair.TopLevelMixin:
     """The step's timeline with the critical path highlighted (see the module doc)."""
     import altair as alt
 
@@ -82,8 +96,10 @@ def critical_path_chart(cp: Any, trace: Any = None, *, width: int = 760,
     if not len(rows):
         return message_chart(f"the critical path of {cp.step} has no edge with time", title="critical path")
     bg = _background(trace, cp, max_rows - len(rows))
-    title = (f"critical path of {cp.step} (rank {cp.rank}): {cp.length_us / 1e3:.3g} ms of a "
-             f"{cp.step_us / 1e3:.3g} ms step, bound by {cp.bound_by}")
+    title = (
+        f"critical path of {cp.step} (rank {cp.rank}): {cp.length_us / 1e3:.3g} ms of a "
+        f"{cp.step_us / 1e3:.3g} ms step, bound by {cp.bound_by}"
+    )
     if dropped:
         title += f" ({dropped} shorter edges not drawn)"
     lanes = sorted(set(rows["lane"]) | set(bg["lane"]), key=lambda s: (not s.startswith("thread"), s))
@@ -91,29 +107,54 @@ def critical_path_chart(cp: Any, trace: Any = None, *, width: int = 760,
     y = alt.Y("lane:N", sort=lanes, title=None)
     layers = []
     if len(bg):
-        layers.append(alt.Chart(bg).mark_bar(color=BACKGROUND, height=10).encode(
-            x=x, x2="end_us:Q", y=y, tooltip=["name:N", alt.Tooltip("dur_us:Q", format=".1f")]))
-    layers.append(alt.Chart(rows).mark_bar(height=14, stroke="black", strokeWidth=0.3).encode(
-        x=x, x2="end_us:Q", y=y,
-        color=alt.Color("kind:N", scale=alt.Scale(domain=KIND_ORDER, range=KIND_COLORS), title="on the path"),
-        tooltip=["kind:N", "name:N", alt.Tooltip("dur_us:Q", format=".1f", title="µs on the path")]))
-    return alt.layer(*layers).properties(title=title, width=width, height=max(60, 22 * len(lanes)),
-                                         usermeta={"workbench_chart": "critical_path"}).interactive(bind_y=False)
+        layers.append(
+            alt.Chart(bg)
+            .mark_bar(color=BACKGROUND, height=10)
+            .encode(x=x, x2="end_us:Q", y=y, tooltip=["name:N", alt.Tooltip("dur_us:Q", format=".1f")])
+        )
+    layers.append(
+        alt.Chart(rows)
+        .mark_bar(height=14, stroke="black", strokeWidth=0.3)
+        .encode(
+            x=x,
+            x2="end_us:Q",
+            y=y,
+            color=alt.Color("kind:N", scale=alt.Scale(domain=KIND_ORDER, range=KIND_COLORS), title="on the path"),
+            tooltip=["kind:N", "name:N", alt.Tooltip("dur_us:Q", format=".1f", title="µs on the path")],
+        )
+    )
+    return (
+        alt.layer(*layers)
+        .properties(
+            title=title, width=width, height=max(60, 22 * len(lanes)), usermeta={"workbench_chart": "critical_path"}
+        )
+        .interactive(bind_y=False)
+    )
 
 
 def bound_by_chart(cp: Any, *, width: int = 420) -> altair.Chart:
     """One stacked bar: the share of the critical path per kind of work."""
     import altair as alt
 
-    shares = pd.DataFrame({"kind": KIND_ORDER, "pct": [float(cp.shares_pct.get(k, 0.0)) for k in KIND_ORDER],
-                           "ms": [float(cp.by_kind_us.get(k, 0.0)) / 1e3 for k in KIND_ORDER]})
+    shares = pd.DataFrame(
+        {
+            "kind": KIND_ORDER,
+            "pct": [float(cp.shares_pct.get(k, 0.0)) for k in KIND_ORDER],
+            "ms": [float(cp.by_kind_us.get(k, 0.0)) / 1e3 for k in KIND_ORDER],
+        }
+    )
     shares = shares[shares["pct"] > 0]
     if not len(shares):
         return message_chart("the critical path has no time on it", title="bound by")
     shares["order"] = [KIND_ORDER.index(k) for k in shares["kind"]]
-    return alt.Chart(shares, title=f"critical path bound by {cp.bound_by}").mark_bar(height=18).encode(
-        x=alt.X("pct:Q", stack="zero", title="share of the critical path (%)", scale=alt.Scale(domain=[0, 100])),
-        color=alt.Color("kind:N", scale=alt.Scale(domain=KIND_ORDER, range=KIND_COLORS), title=None),
-        order=alt.Order("order:Q"),
-        tooltip=["kind:N", alt.Tooltip("pct:Q", format=".1f"), alt.Tooltip("ms:Q", format=".3f")],
-    ).properties(width=width, height=24, usermeta={"workbench_chart": "critical_path_bound_by"})
+    return (
+        alt.Chart(shares, title=f"critical path bound by {cp.bound_by}")
+        .mark_bar(height=18)
+        .encode(
+            x=alt.X("pct:Q", stack="zero", title="share of the critical path (%)", scale=alt.Scale(domain=[0, 100])),
+            color=alt.Color("kind:N", scale=alt.Scale(domain=KIND_ORDER, range=KIND_COLORS), title=None),
+            order=alt.Order("order:Q"),
+            tooltip=["kind:N", alt.Tooltip("pct:Q", format=".1f"), alt.Tooltip("ms:Q", format=".3f")],
+        )
+        .properties(width=width, height=24, usermeta={"workbench_chart": "critical_path_bound_by"})
+    )

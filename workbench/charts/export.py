@@ -4,6 +4,7 @@
 variant ``Comparison``) or a list of charts, draws the same charts the notebook shows, and
 writes one file per chart and format, named ``NN-<title>.<format>`` in display order.
 """
+
 from __future__ import annotations
 
 import re
@@ -29,8 +30,8 @@ def result_charts(result: Any, *, timeline: bool = True) -> list[Any]:
     if hasattr(result, "op_breakdown") and hasattr(result, "kernels"):
         return trace_charts(result, timeline=timeline)
     raise InvalidArgumentError(
-        f"save_charts takes a ProfileRun, a Trace, a Comparison or a list of charts; got "
-        f"{type(result).__name__}")
+        f"save_charts takes a ProfileRun, a Trace, a Comparison or a list of charts; got {type(result).__name__}"
+    )
 
 
 def chart_title(spec: dict[str, Any]) -> str:
@@ -58,8 +59,14 @@ def _formats(formats: str | Iterable[str]) -> list[str]:
     return wanted
 
 
-def save_charts(result: Any, folder: str | Path, *, formats: str | Sequence[str] = ("svg",),
-                scale: float = 1.0, timeline: bool = True) -> list[Path]:
+def save_charts(
+    result: Any,
+    folder: str | Path,
+    *,
+    formats: str | Sequence[str] = ("svg",),
+    scale: float = 1.0,
+    timeline: bool = True,
+) -> list[Path]:
     """Write every chart of ``result`` to ``folder`` (created) in each format; the paths written."""
     from workbench.charts.offline import chart_spec, save
 

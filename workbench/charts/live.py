@@ -14,6 +14,7 @@ stay within ``detail_threshold``) also shows the ops nested in them, one lane pe
 thread's lane, as deep as fits. Bars are clipped to the plot: a zoomed bar that starts before the
 window never paints over the lane labels.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -27,7 +28,7 @@ from workbench.charts.timeline import timeline_chart, timeline_events, timeline_
 ZOOM = "zoom"
 X_FIELD = "ts_us"
 SAME_WINDOW_FRACTION = 1e-3
-MAX_OP_DEPTH = 12   # nested ops are drawn down to this depth where a zoom window has room for them
+MAX_OP_DEPTH = 12  # nested ops are drawn down to this depth where a zoom window has room for them
 
 
 def zoom_window(selection: Any, field_name: str = X_FIELD) -> tuple[float, float] | None:
@@ -60,21 +61,28 @@ class LiveTimeline:
     ``requeries`` how many times the chart was rebuilt for a window.
     """
 
-    def __init__(self, events: pd.DataFrame, widget: Any, chart_options: dict[str, Any],
-                 nested: pd.DataFrame | None = None):
+    def __init__(
+        self, events: pd.DataFrame, widget: Any, chart_options: dict[str, Any], nested: pd.DataFrame | None = None
+    ):
         self.events = events
         self.widget = widget
         self.chart_options = chart_options
         self.window_us: tuple[float, float] | None = None
         self.info: dict[str, Any] = {}
         self.requeries = 0
-        self.op_depth = 0           # how deep the ops drawn now are nested (0: top-level only)
+        self.op_depth = 0  # how deep the ops drawn now are nested (0: top-level only)
         self._extent_us = _events_extent(events)
         self._nested = nested if nested is not None else events.iloc[:0]
         ts_us = self._nested["ts_us"].to_numpy(float)
         self._nested_span = (ts_us, ts_us + self._nested["dur_us"].to_numpy(float))
-        self._nested_depth = (self._nested["lane"].astype(str).str.extract(r"· depth (\d+)$")[0]
-                              .astype(float).fillna(0).to_numpy(np.int64))
+        self._nested_depth = (
+            self._nested["lane"]
+            .astype(str)
+            .str.extract(r"· depth (\d+)$")[0]
+            .astype(float)
+            .fillna(0)
+            .to_numpy(np.int64)
+        )
 
     def attach(self) -> None:
         """Observe the zoom selection of the widget's current chart (a swapped chart brings a new
@@ -95,12 +103,10 @@ class LiveTimeline:
             return False
         levels_options = {k: self.chart_options[k] for k in ("detail_threshold", "max_marks")}
         events = self._with_nested_ops(start_us, end_us)
-        _, self.info = timeline_levels(events, start_us=start_us, end_us=end_us,
-                                       **levels_options)
+        _, self.info = timeline_levels(events, start_us=start_us, end_us=end_us, **levels_options)
         self.info["op_depth"] = self.op_depth
         self.window_us = (float(start_us), float(end_us))
-        self.widget.chart = timeline_chart(events, start_us=start_us, end_us=end_us,
-                                           **self.chart_options)
+        self.widget.chart = timeline_chart(events, start_us=start_us, end_us=end_us, **self.chart_options)
         self.requeries += 1
         self.attach()
         return True
@@ -156,9 +162,16 @@ def _events_extent(events: pd.DataFrame) -> tuple[float, float]:
     return float(ts_us[finite].min()), float(ends_us[finite].max())
 
 
-def live_timeline(trace_or_events: TraceTables | pd.DataFrame, *, detail_threshold: int = 3000, max_marks: int = 4000,
-                  width: int = 900, title: str = "Timeline", debounce_ms: int = 250,
-                  offline: bool = True) -> Any:
+def live_timeline(
+    trace_or_events: TraceTables | pd.DataFrame,
+    *,
+    detail_threshold: int = 3000,
+    max_marks: int = 4000,
+    width: int = 900,
+    title: str = "Timeline",
+    debounce_ms: int = 250,
+    offline: bool = True,
+) -> Any:
     """The timeline as an ``altair.JupyterChart`` whose zoom re-queries the trace's tables.
 
     Scroll to zoom, drag to pan; ``debounce_ms`` after the zoom settles the kernel recomputes the
@@ -178,10 +191,14 @@ def live_timeline(trace_or_events: TraceTables | pd.DataFrame, *, detail_thresho
         events = timeline_events(trace_or_events)
         deep = timeline_events(trace_or_events, op_max_depth=MAX_OP_DEPTH)
         nested = deep[(deep["kind"] == "op") & deep["lane"].astype(str).str.contains("· depth ", regex=False)]
-    options: dict[str, Any] = {"detail_threshold": detail_threshold, "max_marks": max_marks, "width": width,
-               "title": title, "zoom_name": ZOOM}
-    widget = alt.JupyterChart(timeline_chart(events, **options), debounce_wait=debounce_ms,
-                              max_wait=False)
+    options: dict[str, Any] = {
+        "detail_threshold": detail_threshold,
+        "max_marks": max_marks,
+        "width": width,
+        "title": title,
+        "zoom_name": ZOOM,
+    }
+    widget = alt.JupyterChart(timeline_chart(events, **options), debounce_wait=debounce_ms, max_wait=False)
     widget.timeline = LiveTimeline(events, widget, options, nested)
     widget.timeline.attach()
     return widget

@@ -6,14 +6,15 @@ charts with no network: the vega JavaScript goes inline with an output's first c
 output, or once per notebook where the front end names its cells (``workbench.charts.offline``),
 and draws after a reload or in a saved notebook. Every text that comes from the data is escaped.
 """
+
 from __future__ import annotations
 
 import html
 from typing import TYPE_CHECKING, Any, Iterable
 
 if TYPE_CHECKING:
-    from workbench.api.run import ProfileRun
     from workbench.api.rank_folder import RankFolder
+    from workbench.api.run import ProfileRun
     from workbench.trace.data import TraceData
     from workbench.variants.results import Comparison
 
@@ -25,13 +26,14 @@ def charts_html(charts: Iterable[Any]) -> str:
     (where it is wanted: once per notebook in JupyterLab, see ``workbench.charts.offline``)."""
     from workbench.charts.offline import notebook_html
 
-    return "\n".join(notebook_html(chart, include_bundle=None if i == 0 else False)
-                     for i, chart in enumerate(charts))
+    return "\n".join(notebook_html(chart, include_bundle=None if i == 0 else False) for i, chart in enumerate(charts))
 
 
 def _failed(what: str, exc: Exception) -> str:
-    return (f"<p class='workbench-chart-error'>{html.escape(what)} could not be drawn: "
-            f"{html.escape(type(exc).__name__)}: {html.escape(str(exc))}</p>")
+    return (
+        f"<p class='workbench-chart-error'>{html.escape(what)} could not be drawn: "
+        f"{html.escape(type(exc).__name__)}: {html.escape(str(exc))}</p>"
+    )
 
 
 def trace_html(trace: TraceData | RankFolder, *, timeline: bool = True, roofline: bool = True) -> str:

@@ -19,6 +19,7 @@ script draws with ``window.vegaEmbed`` if the page has it, else loads the stored
 plain script writing ``_repr_html_``) every output carries its own bundle, so it draws on its own.
 A saved notebook of N chart outputs is ~0.9 MB, not N x 0.9 MB.
 """
+
 from __future__ import annotations
 
 import functools
@@ -63,7 +64,7 @@ def vega_bundle_js() -> str:
     """
     import vl_convert as vlc
 
-    js = vlc.javascript_bundle(vl_version=_vl_version())   # type: ignore[call-arg]  # the stub requires the optional snippet
+    js = vlc.javascript_bundle(vl_version=_vl_version())  # type: ignore[call-arg]  # the stub requires the optional snippet
     return "if (!window.vegaEmbed) { (function () {\n" + js + "\n})(); }"
 
 
@@ -84,7 +85,7 @@ def bundle_storage_key() -> str:
     return "workbench-vega-bundle-" + hashlib.sha1(vega_bundle_js().encode()).hexdigest()[:16]
 
 
-_bundle_cells: set[str] = set()       # cells whose outputs carry the bundle in this kernel session
+_bundle_cells: set[str] = set()  # cells whose outputs carry the bundle in this kernel session
 
 
 def _current_cell_id() -> str | None:
@@ -150,9 +151,7 @@ def chart_spec(chart: ChartLike) -> dict[str, Any]:
     if isinstance(chart, dict):
         return chart
     if not hasattr(chart, "to_dict"):
-        raise InvalidArgumentError(
-            f"expected an altair chart or a vega-lite dict; got {type(chart).__name__}"
-        )
+        raise InvalidArgumentError(f"expected an altair chart or a vega-lite dict; got {type(chart).__name__}")
     return chart.to_dict()
 
 
@@ -166,23 +165,27 @@ def to_offline_html(chart: ChartLike, *, include_bundle: bool = True, renderer: 
         raise InvalidArgumentError(f"renderer must be 'svg' or 'canvas'; got {renderer!r}")
     spec = script_safe_json(chart_spec(chart))
     div_id = f"wb-chart-{next(_ids)}-{uuid.uuid4().hex[:8]}"
-    missing = ("vega JavaScript is not loaded on this page: display the chart with "
-               "workbench.charts.display(chart, include_bundle=True), or run the notebook's first "
-               "chart cell again")
+    missing = (
+        "vega JavaScript is not loaded on this page: display the chart with "
+        "workbench.charts.display(chart, include_bundle=True), or run the notebook's first "
+        "chart cell again"
+    )
     key = json.dumps(bundle_storage_key())
-    store = (  # the output that carries the bundle keeps a copy in the browser for later outputs
-        "  if (window.vegaEmbed) { try { var s = el.previousElementSibling;\n"
-        "    while (s && !(s.tagName === 'SCRIPT' && s.text.indexOf('if (!window.vegaEmbed)') === 0))"
-        " s = s.previousElementSibling;\n"
-        f"    if (s && window.localStorage && localStorage.getItem({key}) === null)"
-        f" localStorage.setItem({key}, s.text); }} catch (e) {{}} }}\n"
-    ) if include_bundle else ""
+    store = (
+        (  # the output that carries the bundle keeps a copy in the browser for later outputs
+            "  if (window.vegaEmbed) { try { var s = el.previousElementSibling;\n"
+            "    while (s && !(s.tagName === 'SCRIPT' && s.text.indexOf('if (!window.vegaEmbed)') === 0))"
+            " s = s.previousElementSibling;\n"
+            f"    if (s && window.localStorage && localStorage.getItem({key}) === null)"
+            f" localStorage.setItem({key}, s.text); }} catch (e) {{}} }}\n"
+        )
+        if include_bundle
+        else ""
+    )
     embed = (
         "(function () {\n"
         f"  var el = document.getElementById({json.dumps(div_id)});\n"
-        f"  var spec = {spec};\n"
-        + store +
-        "  function draw() {\n"
+        f"  var spec = {spec};\n" + store + "  function draw() {\n"
         f"    window.vegaEmbed(el, spec, {{actions: false, renderer: {json.dumps(renderer)}}})\n"
         "      .catch(function (err) { el.textContent = 'chart could not be drawn: ' + err; });\n"
         "  }\n"
@@ -215,8 +218,10 @@ RENDERER_NAME = "workbench"
 
 def _render_offline(spec: dict[str, Any], **_: Any) -> dict[str, str]:
     """altair renderer: the chart as offline HTML (see the module docstring)."""
-    return {"text/html": notebook_html(spec, include_bundle=None),
-            "text/plain": "<altair chart: drawn as offline HTML by workbench>"}
+    return {
+        "text/html": notebook_html(spec, include_bundle=None),
+        "text/plain": "<altair chart: drawn as offline HTML by workbench>",
+    }
 
 
 def enable_offline_renderer(*, force: bool = False) -> bool:
@@ -254,15 +259,21 @@ def display(chart: ChartLike, *, include_bundle: bool | None = None, renderer: s
     from IPython.display import display as ipy_display
 
     charts = list(chart) if isinstance(chart, (list, tuple)) else [chart]
-    ipy_display(HTML("\n".join(notebook_html(c, include_bundle=include_bundle if i == 0 else False,
-                                             renderer=renderer) for i, c in enumerate(charts))))
+    ipy_display(
+        HTML(
+            "\n".join(
+                notebook_html(c, include_bundle=include_bundle if i == 0 else False, renderer=renderer)
+                for i, c in enumerate(charts)
+            )
+        )
+    )
 
 
 def page_html(charts: list[ChartLike], *, title: str = "workbench charts", renderer: str = "svg") -> str:
     """A whole standalone HTML page: the vega bundle once, then every chart."""
     body = "\n".join(to_offline_html(c, include_bundle=False, renderer=renderer) for c in charts)
     return (
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title>\n{bundle_script_tag()}\n</head>\n"
         f"<body>\n{body}\n</body></html>\n"
     )
@@ -276,7 +287,7 @@ def save(chart: ChartLike, path: str | Path, *, scale: float = 1.0) -> Path:
 
     path = Path(path)
     suffix = path.suffix.lower()
-    spec = xml_safe(chart_spec(chart))   # a NUL in a name would abort vl-convert (and the process)
+    spec = xml_safe(chart_spec(chart))  # a NUL in a name would abort vl-convert (and the process)
     version = _vl_version()
     if suffix == ".svg":
         path.write_text(vlc.vegalite_to_svg(spec, vl_version=version), encoding="utf-8")
@@ -288,7 +299,6 @@ def save(chart: ChartLike, path: str | Path, *, scale: float = 1.0) -> Path:
         path.write_text(json.dumps(spec, indent=1), encoding="utf-8")
     else:
         raise InvalidArgumentError(
-            f"cannot save a chart as {suffix or 'a file without suffix'!r} ({path}); "
-            "use .svg, .png, .html or .json"
+            f"cannot save a chart as {suffix or 'a file without suffix'!r} ({path}); use .svg, .png, .html or .json"
         )
     return path

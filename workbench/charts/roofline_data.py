@@ -14,6 +14,7 @@ the run, or cached on this machine for a live trace), else the documented defaul
 a CPU model's datasheet peaks ride along as ``reference`` roofs, never used for judging.
 No altair here: the chart is drawn by ``workbench.charts.roofline``.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -21,14 +22,28 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from workbench.devices.ceilings import (DRAWN_DTYPES, Ceiling, ceiling_for, cpu_ceilings, datasheet_ceilings,
-                                        gpu_ceilings)
+from workbench.devices.ceilings import (
+    DRAWN_DTYPES,
+    Ceiling,
+    ceiling_for,
+    cpu_ceilings,
+    datasheet_ceilings,
+    gpu_ceilings,
+)
 from workbench.errors import InvalidArgumentError
 
-POINT_TIME_COLUMN = "dur_us"   # per-call time, what roofline_points divides the FLOPs by
+POINT_TIME_COLUMN = "dur_us"  # per-call time, what roofline_points divides the FLOPs by
 ceilings_for = ceiling_for
-__all__ = ["DRAWN_DTYPES", "RooflineCeilings", "Ceiling", "ceilings_for", "cpu_ceilings", "datasheet_ceilings",
-           "gpu_ceilings", "op_roofline_points"]
+__all__ = [
+    "DRAWN_DTYPES",
+    "RooflineCeilings",
+    "Ceiling",
+    "ceilings_for",
+    "cpu_ceilings",
+    "datasheet_ceilings",
+    "gpu_ceilings",
+    "op_roofline_points",
+]
 
 
 # One ceiling type and one resolution, in workbench.devices.ceilings (measured / datasheet / default,
@@ -48,8 +63,9 @@ def _row_work(ops: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """FLOPs and bytes per op row (NaN where unknown), computed once per distinct signature."""
     from workbench.analysis import op_work
 
-    sig = pd.DataFrame({"n": ops["name"].astype(str).to_numpy(), "d": _text(ops, "input_dims"),
-                        "t": _text(ops, "input_types")})
+    sig = pd.DataFrame(
+        {"n": ops["name"].astype(str).to_numpy(), "d": _text(ops, "input_dims"), "t": _text(ops, "input_types")}
+    )
     # grouped on the three columns themselves: a name may hold any character (NUL too)
     codes, uniques = pd.MultiIndex.from_frame(sig).factorize()
     work = [op_work(*u) for u in uniques]
@@ -106,8 +122,9 @@ def _time_per_row(trace: Any, ops: pd.DataFrame, parent: np.ndarray, kept: np.nd
     return np.bincount(owner[owner >= 0], weights=dur[owner >= 0], minlength=len(ops))
 
 
-def op_roofline_points(trace: Any, *, variant: str = "baseline", max_points: int = 40
-                       ) -> tuple[pd.DataFrame, dict[str, Any]]:
+def op_roofline_points(
+    trace: Any, *, variant: str = "baseline", max_points: int = 40
+) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Points ``name, shapes, flops, bytes, dur_us (per call), count, time_us, dtype (the ceiling's key for the
     op's input dtype: fp32, bf16_tensor, ...; "" unknown), variant`` for the
     ``max_points`` (op, shapes) with the most time, and what was left out and why."""
@@ -126,16 +143,35 @@ def op_roofline_points(trace: Any, *, variant: str = "baseline", max_points: int
 
     types = _text(ops, "input_types")[kept]
     dtype_of = {t: ceiling_dtype(op_dtype(t)) for t in set(types)}
-    rows = pd.DataFrame({"name": ops["name"].astype(str).to_numpy()[kept], "shapes": _text(ops, "input_dims")[kept],
-                         "flops": flops[kept], "bytes": nbytes[kept], "time_us": time_us[kept],
-                         "dtype": [dtype_of[t] for t in types]})
+    rows = pd.DataFrame(
+        {
+            "name": ops["name"].astype(str).to_numpy()[kept],
+            "shapes": _text(ops, "input_dims")[kept],
+            "flops": flops[kept],
+            "bytes": nbytes[kept],
+            "time_us": time_us[kept],
+            "dtype": [dtype_of[t] for t in types],
+        }
+    )
     rows = rows[np.isfinite(rows["time_us"])]
-    points = rows.groupby(["name", "shapes"], sort=False).agg(
-        count=("flops", "size"), flops=("flops", "first"), bytes=("bytes", "first"),
-        time_us=("time_us", "sum"), dtype=("dtype", "first")).reset_index()
+    points = (
+        rows.groupby(["name", "shapes"], sort=False)
+        .agg(
+            count=("flops", "size"),
+            flops=("flops", "first"),
+            bytes=("bytes", "first"),
+            time_us=("time_us", "sum"),
+            dtype=("dtype", "first"),
+        )
+        .reset_index()
+    )
     points = points[points["time_us"] > 0].sort_values("time_us", ascending=False, ignore_index=True)
-    info: dict[str, Any] = {"ops": int(len(ops)), "ops_with_work": int(known.sum()), "points": int(len(points)),
-            "left_out": max(0, int(len(points)) - max_points)}
+    info: dict[str, Any] = {
+        "ops": int(len(ops)),
+        "ops_with_work": int(known.sum()),
+        "points": int(len(points)),
+        "left_out": max(0, int(len(points)) - max_points),
+    }
     total = float(points["time_us"].sum())
     points = points.head(max_points).copy()
     info["time_shown_pct"] = 100.0 * float(points["time_us"].sum()) / total if total > 0 else 0.0

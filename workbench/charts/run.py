@@ -1,10 +1,15 @@
 """The charts shown for a profiled run (``ProfileRun``), a loaded Trace, or a variant Comparison."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
 from workbench.charts.breakdowns import (
-    idle_chart, kernel_types_chart, per_rank_chart, top_kernels_chart, top_ops_chart,
+    idle_chart,
+    kernel_types_chart,
+    per_rank_chart,
+    top_kernels_chart,
+    top_ops_chart,
 )
 from workbench.charts.common import guarded_chart, message_chart
 from workbench.charts.comparison import comparison_chart
@@ -15,13 +20,13 @@ if TYPE_CHECKING:
     import altair
     import pandas as pd
 
-    from workbench.measurement import Measurement
     from workbench.api.run import ProfileRun
+    from workbench.measurement import Measurement
     from workbench.variants.results import Comparison
 
 PER_RANK_PARTS = ("compute", "non_compute", "idle")
-PER_CALL_OP_TIME = "self_ms_per_call"       # ProfileRun.per_call_ops()
-PER_CALL_KERNEL_TIME = "sum_ms_per_call"    # ProfileRun.per_call_kernels()
+PER_CALL_OP_TIME = "self_ms_per_call"  # ProfileRun.per_call_ops()
+PER_CALL_KERNEL_TIME = "sum_ms_per_call"  # ProfileRun.per_call_kernels()
 
 
 def _gpu_charts(trace: Any, kernel_table: pd.DataFrame | None = None) -> list[Any]:
@@ -35,8 +40,12 @@ def _gpu_charts(trace: Any, kernel_table: pd.DataFrame | None = None) -> list[An
         charts.append(guarded_chart(lambda: kernel_types_chart(types), "Kernel types"))
     charts.append(guarded_chart(lambda: idle_chart(trace.idle_breakdown()), "Idle time"))
     if len(trace.ranks) > 1:
-        charts.append(guarded_chart(lambda: per_rank_chart(trace.temporal_breakdown(), parts=PER_RANK_PARTS,
-                                                      title="Time per rank"), "Time per rank"))
+        charts.append(
+            guarded_chart(
+                lambda: per_rank_chart(trace.temporal_breakdown(), parts=PER_RANK_PARTS, title="Time per rank"),
+                "Time per rank",
+            )
+        )
     return charts
 
 
@@ -53,13 +62,22 @@ def _critical_path_charts(trace: Any) -> list[Any]:
             path = trace.critical_path(annotation="")
     except WorkbenchError as exc:
         return [message_chart(f"cannot draw the critical path: {exc}", title="Critical path")]
-    return [guarded_chart(lambda: bound_by_chart(path), "Bound by"),
-            guarded_chart(lambda: critical_path_chart(path, trace), "Critical path")]
+    return [
+        guarded_chart(lambda: bound_by_chart(path), "Bound by"),
+        guarded_chart(lambda: critical_path_chart(path, trace), "Critical path"),
+    ]
 
 
-def trace_charts(trace: Any, *, timeline: bool = True, roofline: bool = True,
-                 environment: Mapping[str, Any] | None = None, measure_ceiling: bool = False,
-                 op_table: pd.DataFrame | None = None, kernel_table: pd.DataFrame | None = None) -> list[Any]:
+def trace_charts(
+    trace: Any,
+    *,
+    timeline: bool = True,
+    roofline: bool = True,
+    environment: Mapping[str, Any] | None = None,
+    measure_ceiling: bool = False,
+    op_table: pd.DataFrame | None = None,
+    kernel_table: pd.DataFrame | None = None,
+) -> list[Any]:
     """Top ops; on GPU traces top kernels, kernel types, the idle split, time per rank and the critical path
     (bound-by bar, path on its timeline); the
     roofline of the ops with known work (``measure_ceiling``: measure this CPU's ceilings if
@@ -74,8 +92,11 @@ def trace_charts(trace: Any, *, timeline: bool = True, roofline: bool = True,
         charts.extend(_gpu_charts(trace, kernel_table))
         charts.extend(_critical_path_charts(trace))
     if roofline:
-        charts.append(guarded_chart(lambda: trace_roofline_chart(trace, environment=environment,
-                                                            measure=measure_ceiling), "Roofline"))
+        charts.append(
+            guarded_chart(
+                lambda: trace_roofline_chart(trace, environment=environment, measure=measure_ceiling), "Roofline"
+            )
+        )
     if timeline:
         charts.append(guarded_chart(lambda: timeline_chart(trace), "Timeline"))
     return charts
@@ -86,17 +107,26 @@ def timing_chart(timing: Measurement, *, label: str = "run") -> altair.TopLevelM
     return comparison_chart({timing.label or label: list(timing.samples_ms)})
 
 
-def run_charts(run: ProfileRun, *, timeline: bool = True, roofline: bool = True,
-               measure_ceiling: bool = False) -> list[Any]:
+def run_charts(
+    run: ProfileRun, *, timeline: bool = True, roofline: bool = True, measure_ceiling: bool = False
+) -> list[Any]:
     """Charts for a ProfileRun: its timing samples, then its trace's charts when it has a trace."""
     charts = []
     if run.timing is not None:
         charts.append(timing_chart(run.timing, label=run.name or "run"))
     if run.trace is not None:
         op_table, kernel_table = _per_call_tables(run)
-        charts.extend(trace_charts(run.trace, timeline=timeline, roofline=roofline,
-                                   environment=run.environment,
-                                   measure_ceiling=measure_ceiling, op_table=op_table, kernel_table=kernel_table))
+        charts.extend(
+            trace_charts(
+                run.trace,
+                timeline=timeline,
+                roofline=roofline,
+                environment=run.environment,
+                measure_ceiling=measure_ceiling,
+                op_table=op_table,
+                kernel_table=kernel_table,
+            )
+        )
     if not charts:
         charts.append(message_chart("this run has neither timing samples nor a trace"))
     return charts

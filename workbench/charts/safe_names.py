@@ -3,6 +3,7 @@ and vl-convert aborts the whole process on a character XML cannot hold ("Failed 
 NonXmlChar"). ``offline.save`` (every SVG / PNG / HTML / JSON file) and ``export.save_charts`` pass each
 spec through :func:`xml_safe`.
 """
+
 from __future__ import annotations
 
 import re

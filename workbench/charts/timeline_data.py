@@ -9,6 +9,7 @@ the lists into rows, and after the level filter a ``calculate`` looks the texts 
 that are drawn (and their tooltips) are the same as with records. :func:`chart_rows` decodes a
 spec the same way, for tests and tools that read the spec rather than the page.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -21,8 +22,10 @@ from workbench.charts.timeline_lod import NAME_CHARS, bin_label
 ROW_FIELDS = ["ts_us", "end_us", "dur_us", "count", "opacity", "lvl", "ind", "fine", "li", "ki", "ni", "si"]
 DICTIONARIES = {"lane": ("wb_lanes", "li"), "kind": ("wb_kinds", "ki"), "shapes": ("wb_shapes", "si")}
 NAMES = ("wb_names", "ni")
-BIN_NAME_EXPR = ("datum.ind == 1 ? datum.wb_names[datum.ni] : "
-                 "format(datum.count, ',') + ' events; longest: ' + datum.wb_names[datum.ni]")
+BIN_NAME_EXPR = (
+    "datum.ind == 1 ? datum.wb_names[datum.ni] : "
+    "format(datum.count, ',') + ' events; longest: ' + datum.wb_names[datum.ni]"
+)
 
 
 def _codes(values: Any) -> tuple[list[int], list[str]]:
@@ -33,13 +36,21 @@ def _codes(values: Any) -> tuple[list[int], list[str]]:
 def compact_data(table: pd.DataFrame) -> dict[str, Any]:
     """One datum: a list per row field and a dictionary per text column (see the module doc)."""
     data: dict[str, Any] = {
-        "ts_us": table["ts_us"].round(3).tolist(), "end_us": table["end_us"].round(3).tolist(),
-        "dur_us": table["dur_us"].round(3).tolist(), "count": table["count"].astype(int).tolist(),
-        "opacity": table["opacity"].round(2).tolist(), "lvl": table["lvl"].astype(int).tolist(),
-        "ind": table["ind"].astype(int).tolist(), "fine": table["fine"].astype(int).tolist()}
+        "ts_us": table["ts_us"].round(3).tolist(),
+        "end_us": table["end_us"].round(3).tolist(),
+        "dur_us": table["dur_us"].round(3).tolist(),
+        "count": table["count"].astype(int).tolist(),
+        "opacity": table["opacity"].round(2).tolist(),
+        "lvl": table["lvl"].astype(int).tolist(),
+        "ind": table["ind"].astype(int).tolist(),
+        "fine": table["fine"].astype(int).tolist(),
+    }
     for column, (dictionary, index) in DICTIONARIES.items():
-        values = table[column] if column != "shapes" else [
-            shorten(v, NAME_CHARS) if isinstance(v, str) else "" for v in table["shapes"]]
+        values = (
+            table[column]
+            if column != "shapes"
+            else [shorten(v, NAME_CHARS) if isinstance(v, str) else "" for v in table["shapes"]]
+        )
         data[index], data[dictionary] = _codes(values)
     data[NAMES[1]], data[NAMES[0]] = _codes([shorten(str(n), NAME_CHARS) for n in table["longest"]])
     return data
@@ -47,8 +58,7 @@ def compact_data(table: pd.DataFrame) -> dict[str, Any]:
 
 def calculate_fields() -> dict[str, str]:
     """Vega expressions that give each expanded row its texts back (as altair calculate kwargs)."""
-    fields = {column: f"datum.{dictionary}[datum.{index}]"
-              for column, (dictionary, index) in DICTIONARIES.items()}
+    fields = {column: f"datum.{dictionary}[datum.{index}]" for column, (dictionary, index) in DICTIONARIES.items()}
     fields["name"] = BIN_NAME_EXPR
     return fields
 

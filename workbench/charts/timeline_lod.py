@@ -14,6 +14,7 @@ The page picks a level from the zoom: with a window of width ``W`` the level is
 ``bins_per_tile`` bins per lane. A row is drawn when ``lvl <= level`` and, for a bin whose region
 has finer data (``fine`` = 1), only at exactly its level: see :func:`lod_filter_expr`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -25,8 +26,21 @@ import pandas as pd
 from workbench.charts.common import shorten
 
 LOD_FACTOR = 4
-LOD_COLUMNS = ["lane", "kind", "name", "ts_us", "dur_us", "end_us", "count", "opacity", "shapes",
-               "lvl", "ind", "fine", "longest"]
+LOD_COLUMNS = [
+    "lane",
+    "kind",
+    "name",
+    "ts_us",
+    "dur_us",
+    "end_us",
+    "count",
+    "opacity",
+    "shapes",
+    "lvl",
+    "ind",
+    "fine",
+    "longest",
+]
 
 
 @dataclass(frozen=True)
@@ -61,17 +75,25 @@ class TimelineLevels:
         return t[(t["lvl"] <= level) & ((t["fine"] == 0) | (t["lvl"] == level))]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"table": {c: self.table[c].tolist() for c in self.table.columns},
-                "start_us": self.start_us, "span_us": self.span_us,
-                "bins_per_tile": self.bins_per_tile, "factor": self.factor,
-                "levels": [vars(info).copy() for info in self.levels]}
+        return {
+            "table": {c: self.table[c].tolist() for c in self.table.columns},
+            "start_us": self.start_us,
+            "span_us": self.span_us,
+            "bins_per_tile": self.bins_per_tile,
+            "factor": self.factor,
+            "levels": [vars(info).copy() for info in self.levels],
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TimelineLevels":
-        return cls(table=pd.DataFrame(data["table"], columns=list(data["table"]) or LOD_COLUMNS),
-                   start_us=float(data["start_us"]), span_us=float(data["span_us"]),
-                   bins_per_tile=int(data["bins_per_tile"]), factor=int(data["factor"]),
-                   levels=tuple(LevelInfo(**info) for info in data["levels"]))
+        return cls(
+            table=pd.DataFrame(data["table"], columns=list(data["table"]) or LOD_COLUMNS),
+            start_us=float(data["start_us"]),
+            span_us=float(data["span_us"]),
+            bins_per_tile=int(data["bins_per_tile"]),
+            factor=int(data["factor"]),
+            levels=tuple(LevelInfo(**info) for info in data["levels"]),
+        )
 
 
 def lod_level_expr(levels: TimelineLevels, zoom: str, field_name: str = "ts_us") -> str:
@@ -79,8 +101,10 @@ def lod_level_expr(levels: TimelineLevels, zoom: str, field_name: str = "ts_us")
     top = max(len(levels.levels) - 1, 0)
     ext = f"{zoom}[{field_name!r}]"
     width = f"max({ext}[1] - {ext}[0], 1e-9)"
-    return (f"(isObject({zoom}) && isArray({ext}) ? clamp(floor(log({levels.span_us!r} / {width})"
-            f" / log({levels.factor}) + 1e-9), 0, {top}) : 0)")
+    return (
+        f"(isObject({zoom}) && isArray({ext}) ? clamp(floor(log({levels.span_us!r} / {width})"
+        f" / log({levels.factor}) + 1e-9), 0, {top}) : 0)"
+    )
 
 
 def lod_filter_expr(levels: TimelineLevels, zoom: str, field_name: str = "ts_us") -> str:
@@ -88,8 +112,7 @@ def lod_filter_expr(levels: TimelineLevels, zoom: str, field_name: str = "ts_us"
     and (once zoomed) only those that overlap the zoom param's x extent."""
     level = lod_level_expr(levels, zoom, field_name)
     ext = f"{zoom}[{field_name!r}]"
-    visible = (f"(!(isObject({zoom}) && isArray({ext})) || "
-               f"(datum.end_us >= {ext}[0] && datum.ts_us <= {ext}[1]))")
+    visible = f"(!(isObject({zoom}) && isArray({ext})) || (datum.end_us >= {ext}[0] && datum.ts_us <= {ext}[1]))"
     return f"datum.lvl <= {level} && (datum.fine == 0 || datum.lvl == {level}) && {visible}"
 
 
@@ -138,11 +161,16 @@ def _bins(cols: _Columns, short: np.ndarray, bin_index: np.ndarray, n_bins: int)
     key = cols.lane_codes[idx].astype(np.int64) * n_bins + b
     keys, inv = np.unique(key, return_inverse=True)
     n_kinds = max(len(cols.kinds), 1)
-    per_kind = np.bincount(inv * n_kinds + cols.kind_codes[idx], weights=cols.dur_us[idx],
-                           minlength=len(keys) * n_kinds).reshape(len(keys), n_kinds)
-    return {"key": keys, "count": np.bincount(inv, minlength=len(keys)),
-            "busy": per_kind.sum(axis=1), "kind": per_kind.argmax(axis=1),
-            "longest": idx[_first_max(cols.dur_us[idx], inv, len(keys))] if len(keys) else idx[:0]}
+    per_kind = np.bincount(
+        inv * n_kinds + cols.kind_codes[idx], weights=cols.dur_us[idx], minlength=len(keys) * n_kinds
+    ).reshape(len(keys), n_kinds)
+    return {
+        "key": keys,
+        "count": np.bincount(inv, minlength=len(keys)),
+        "busy": per_kind.sum(axis=1),
+        "kind": per_kind.argmax(axis=1),
+        "longest": idx[_first_max(cols.dur_us[idx], inv, len(keys))] if len(keys) else idx[:0],
+    }
 
 
 def _pick_tiles(marks: np.ndarray, weight: np.ndarray, allowed: np.ndarray, budget: float) -> np.ndarray:
@@ -155,27 +183,52 @@ def _pick_tiles(marks: np.ndarray, weight: np.ndarray, allowed: np.ndarray, budg
     return stored
 
 
-def _bin_rows(cols: _Columns, bins: dict, keep: np.ndarray, level: int, n_bins: int,
-              bin_us: float, start_us: float) -> pd.DataFrame:
+def _bin_rows(
+    cols: _Columns, bins: dict, keep: np.ndarray, level: int, n_bins: int, bin_us: float, start_us: float
+) -> pd.DataFrame:
     key, count, busy = bins["key"][keep], bins["count"][keep], bins["busy"][keep]
     ts_us = start_us + (key % n_bins) * bin_us
     longest = bins["longest"][keep]
-    return pd.DataFrame({
-        "lane": cols.lanes[key // n_bins], "kind": cols.kinds[bins["kind"][keep]],
-        "name": [bin_label(c, n) for c, n in zip(count, cols.names[longest])],
-        "ts_us": ts_us, "dur_us": busy, "end_us": ts_us + bin_us, "count": count,
-        "opacity": np.clip(busy / bin_us, 0.2, 1.0), "shapes": None,
-        "lvl": level, "ind": 0, "fine": 0, "longest": cols.names[longest], "_bin": key % n_bins})
+    return pd.DataFrame(
+        {
+            "lane": cols.lanes[key // n_bins],
+            "kind": cols.kinds[bins["kind"][keep]],
+            "name": [bin_label(c, n) for c, n in zip(count, cols.names[longest])],
+            "ts_us": ts_us,
+            "dur_us": busy,
+            "end_us": ts_us + bin_us,
+            "count": count,
+            "opacity": np.clip(busy / bin_us, 0.2, 1.0),
+            "shapes": None,
+            "lvl": level,
+            "ind": 0,
+            "fine": 0,
+            "longest": cols.names[longest],
+            "_bin": key % n_bins,
+        }
+    )
 
 
 def _individual_rows(cols: _Columns, idx: np.ndarray, level: int) -> pd.DataFrame:
     ts_us, dur_us = cols.ts_us[idx], cols.dur_us[idx]
-    return pd.DataFrame({
-        "lane": cols.lanes[cols.lane_codes[idx]], "kind": cols.kinds[cols.kind_codes[idx]],
-        "name": cols.names[idx], "ts_us": ts_us, "dur_us": dur_us, "end_us": ts_us + dur_us,
-        "count": 1, "opacity": 1.0,
-        "shapes": cols.shapes[idx] if cols.shapes is not None else None,
-        "lvl": level, "ind": 1, "fine": 0, "longest": cols.names[idx], "_bin": -1})
+    return pd.DataFrame(
+        {
+            "lane": cols.lanes[cols.lane_codes[idx]],
+            "kind": cols.kinds[cols.kind_codes[idx]],
+            "name": cols.names[idx],
+            "ts_us": ts_us,
+            "dur_us": dur_us,
+            "end_us": ts_us + dur_us,
+            "count": 1,
+            "opacity": 1.0,
+            "shapes": cols.shapes[idx] if cols.shapes is not None else None,
+            "lvl": level,
+            "ind": 1,
+            "fine": 0,
+            "longest": cols.names[idx],
+            "_bin": -1,
+        }
+    )
 
 
 def _level(cols: _Columns, k: int, spec: dict, allowed_parent: np.ndarray | None, budget: float):
@@ -184,18 +237,18 @@ def _level(cols: _Columns, k: int, spec: dict, allowed_parent: np.ndarray | None
     bin_us, upper_us = span / (n_tiles * bpt), span / (n_tiles * bpt) * spec["factor"]
     bin_index = cols.pos // spec["factor"] ** (spec["max_levels"] - 1 - k)
     tile = bin_index // bpt
-    candidate = (np.ones(len(tile), bool) if allowed_parent is None
-                 else allowed_parent[tile // spec["factor"]])
+    candidate = np.ones(len(tile), bool) if allowed_parent is None else allowed_parent[tile // spec["factor"]]
     short = candidate & (cols.dur_us < bin_us)
     new = candidate & (cols.dur_us >= bin_us) & ((cols.dur_us < upper_us) if k else True)
     bins = _bins(cols, short, bin_index, n_tiles * bpt)
     bin_tile = (bins["key"] % (n_tiles * bpt)) // bpt
     marks = np.bincount(bin_tile, minlength=n_tiles) + np.bincount(tile[new], minlength=n_tiles)
-    allowed = (np.ones(n_tiles, bool) if allowed_parent is None
-               else np.repeat(allowed_parent, spec["factor"]))
+    allowed = np.ones(n_tiles, bool) if allowed_parent is None else np.repeat(allowed_parent, spec["factor"])
     stored = _pick_tiles(marks, np.bincount(tile[short], minlength=n_tiles), allowed, budget)
-    rows = [_bin_rows(cols, bins, stored[bin_tile], k, n_tiles * bpt, bin_us, spec["start_us"]),
-            _individual_rows(cols, np.flatnonzero(new & stored[tile]), k)]
+    rows = [
+        _bin_rows(cols, bins, stored[bin_tile], k, n_tiles * bpt, bin_us, spec["start_us"]),
+        _individual_rows(cols, np.flatnonzero(new & stored[tile]), k),
+    ]
     info = LevelInfo(k, bin_us, int(stored.sum()), n_tiles, int(sum(len(r) for r in rows)))
     return pd.concat(rows, ignore_index=True), stored, info, bool(short.any())
 
@@ -219,15 +272,29 @@ def _budget(k: int, spec: dict, rows_so_far: int) -> float:
     return max(spec["budget"], spec["max_rows"] - rows_so_far - spec["budget"] * after)
 
 
-def build_levels(events: pd.DataFrame, *, start_us: float, end_us: float, bins_per_tile: int,
-                 marks_per_level: int, max_levels: int = 6, factor: int = LOD_FACTOR,
-                 max_rows: int | None = None) -> TimelineLevels:
+def build_levels(
+    events: pd.DataFrame,
+    *,
+    start_us: float,
+    end_us: float,
+    bins_per_tile: int,
+    marks_per_level: int,
+    max_levels: int = 6,
+    factor: int = LOD_FACTOR,
+    max_rows: int | None = None,
+) -> TimelineLevels:
     """The pyramid for ``events`` (columns lane, kind, name, ts_us, dur_us[, shapes]) on a span;
     about ``max_rows`` rows in all (default: ``marks_per_level`` per level)."""
     bins_per_tile = max(factor, bins_per_tile - bins_per_tile % factor)
-    spec = {"factor": factor, "bins_per_tile": bins_per_tile, "budget": marks_per_level,
-            "span_us": max(end_us - start_us, 1e-3), "start_us": start_us, "max_levels": max_levels,
-            "max_rows": max_rows or 0}
+    spec = {
+        "factor": factor,
+        "bins_per_tile": bins_per_tile,
+        "budget": marks_per_level,
+        "span_us": max(end_us - start_us, 1e-3),
+        "start_us": start_us,
+        "max_levels": max_levels,
+        "max_rows": max_rows or 0,
+    }
     n_finest = bins_per_tile * factor ** (max_levels - 1)
     cols = _Columns(events, start_us, spec["span_us"] / n_finest, n_finest)
     parts: list[pd.DataFrame] = []
@@ -246,5 +313,4 @@ def build_levels(events: pd.DataFrame, *, start_us: float, end_us: float, bins_p
         if not any_short:
             break
     table = pd.concat(parts, ignore_index=True).drop(columns="_bin")
-    return TimelineLevels(table[LOD_COLUMNS], start_us, spec["span_us"], bins_per_tile, factor,
-                          tuple(infos))
+    return TimelineLevels(table[LOD_COLUMNS], start_us, spec["span_us"], bins_per_tile, factor, tuple(infos))

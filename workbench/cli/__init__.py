@@ -3,6 +3,7 @@
 Errors workbench raises on purpose (bad input, missing files) print one line and exit 2,
 without a traceback. Anything else is a bug and keeps its traceback.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -12,8 +13,13 @@ import sys
 from typing import Sequence
 
 EXIT_USAGE = 2
-COMMAND_MODULES = ("workbench.cli.report", "workbench.cli.analyze", "workbench.cli.profile",
-                   "workbench.cli.history", "workbench.cli.diff")
+COMMAND_MODULES = (
+    "workbench.cli.report",
+    "workbench.cli.analyze",
+    "workbench.cli.profile",
+    "workbench.cli.history",
+    "workbench.cli.diff",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,4 +1,5 @@
 """``workbench analyze TRACE``: load a saved trace, print its breakdowns and the diagnosis."""
+
 from __future__ import annotations
 
 import argparse
@@ -26,53 +27,102 @@ if TYPE_CHECKING:
 
 # the analyses printed, in order: name -> the Trace method that runs it
 ANALYSES: dict[str, Callable[[Trace, str], AnalysisResult]] = {
-    "op_breakdown": Trace.op_breakdown, "kernel_breakdown": Trace.kernel_breakdown,
-    "temporal_breakdown": Trace.temporal_breakdown, "idle_breakdown": Trace.idle_breakdown,
-    "launch_stats": Trace.launch_stats, "comm_overlap": Trace.comm_overlap, "copy_stats": Trace.copy_stats,
-    "sync_audit": Trace.sync_audit, "stragglers": Trace.stragglers, "step_breakdown": Trace.step_breakdown,
+    "op_breakdown": Trace.op_breakdown,
+    "kernel_breakdown": Trace.kernel_breakdown,
+    "temporal_breakdown": Trace.temporal_breakdown,
+    "idle_breakdown": Trace.idle_breakdown,
+    "launch_stats": Trace.launch_stats,
+    "comm_overlap": Trace.comm_overlap,
+    "copy_stats": Trace.copy_stats,
+    "sync_audit": Trace.sync_audit,
+    "stragglers": Trace.stragglers,
+    "step_breakdown": Trace.step_breakdown,
 }
 
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
-        "analyze", help="print the breakdowns and ranked hypotheses of a saved trace",
+        "analyze",
+        help="print the breakdowns and ranked hypotheses of a saved trace",
         description="Load a trace (a Kineto/Chrome .json or .json.gz, a folder of rank files, an Nsight Systems "
-                    "SQLite export, a rocprofv3 JSON; the format is recognised by content) and print its breakdowns "
-                    "as text tables, then the ranked hypotheses. For another tool's format, what it does not "
-                    "provide is listed first, and an analysis that needs it says 'not available from <format>'.")
-    p.add_argument("trace", nargs="+", help="trace file(s) or a folder of per-rank trace files (Kineto JSON, "
-                                            "Nsight Systems .sqlite or rocprofv3 JSON: one such file at a time)")
+        "SQLite export, a rocprofv3 JSON; the format is recognised by content) and print its breakdowns "
+        "as text tables, then the ranked hypotheses. For another tool's format, what it does not "
+        "provide is listed first, and an analysis that needs it says 'not available from <format>'.",
+    )
+    p.add_argument(
+        "trace",
+        nargs="+",
+        help="trace file(s) or a folder of per-rank trace files (Kineto JSON, "
+        "Nsight Systems .sqlite or rocprofv3 JSON: one such file at a time)",
+    )
     p.add_argument("--rank", type=int, default=None, help="analyse only this rank (default: all ranks)")
     p.add_argument("--top", type=int, default=10, help="rows shown per table (default: 10)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text tables")
-    p.add_argument("--no-cache", action="store_true",
-                   help="decode the trace files even if the columnar cache holds their tables (the cache is in "
-                        "$WORKBENCH_CACHE_DIR, else ~/.cache/workbench; entries of changed files are never used)")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="worker processes reading a folder's rank files, each rank analysed where it is read "
-                        "(default: one per core, at most one per rank, bounded by free memory); for one large "
-                        "file, processes decoding it in byte ranges (default: one per core for a plain JSON file "
-                        "of 96 MB or more); 1: one process")
-    p.add_argument("--scheduler", metavar="ADDRESS", default=None,
-                   help="run the per-rank map on the Dask cluster whose scheduler is at ADDRESS "
-                        "(tcp://HOST:8786; needs pip install 'workbench[dask]')")
-    p.add_argument("--hta-compat", action="store_true",
-                   help="count as Holistic Trace Analysis 0.5 does (sub-µs rounding, last "
-                        "ProfilerStep dropped, nccl*Kernel-only communication) to hold numbers against it")
-    p.add_argument("--charts", metavar="DIR", default=None,
-                   help="also write the trace's charts (top ops/kernels, idle, roofline, timeline) to DIR")
-    p.add_argument("--chart-format", default="svg", metavar="FMT",
-                   help="comma-separated chart formats for --charts: svg, png, html, json (default: svg)")
-    p.add_argument("--critical-path", nargs="?", const="ProfilerStep", default=None, metavar="ANNOTATION",
-                   help="also print the critical path of one step (HTA's dependency model): its length, what it is "
-                        "bound by and its longest edges; ANNOTATION is the range to follow (default ProfilerStep; "
-                        "'' for the whole trace), --step the instance")
-    p.add_argument("--memory", action="store_true",
-                   help="also print memory: the peak per device (the recorded totals where the trace has them), the "
-                        "largest blocks live at it with their op, module and source line, the category split, growth "
-                        "across steps and the memory hypotheses; with --charts, the memory chart too")
-    p.add_argument("--step", type=int, default=0, metavar="N",
-                   help="with --critical-path: which instance of the annotation (default 0, the first)")
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="decode the trace files even if the columnar cache holds their tables (the cache is in "
+        "$WORKBENCH_CACHE_DIR, else ~/.cache/workbench; entries of changed files are never used)",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="worker processes reading a folder's rank files, each rank analysed where it is read "
+        "(default: one per core, at most one per rank, bounded by free memory); for one large "
+        "file, processes decoding it in byte ranges (default: one per core for a plain JSON file "
+        "of 96 MB or more); 1: one process",
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        default=None,
+        help="run the per-rank map on the Dask cluster whose scheduler is at ADDRESS "
+        "(tcp://HOST:8786; needs pip install 'workbench[dask]')",
+    )
+    p.add_argument(
+        "--hta-compat",
+        action="store_true",
+        help="count as Holistic Trace Analysis 0.5 does (sub-µs rounding, last "
+        "ProfilerStep dropped, nccl*Kernel-only communication) to hold numbers against it",
+    )
+    p.add_argument(
+        "--charts",
+        metavar="DIR",
+        default=None,
+        help="also write the trace's charts (top ops/kernels, idle, roofline, timeline) to DIR",
+    )
+    p.add_argument(
+        "--chart-format",
+        default="svg",
+        metavar="FMT",
+        help="comma-separated chart formats for --charts: svg, png, html, json (default: svg)",
+    )
+    p.add_argument(
+        "--critical-path",
+        nargs="?",
+        const="ProfilerStep",
+        default=None,
+        metavar="ANNOTATION",
+        help="also print the critical path of one step (HTA's dependency model): its length, what it is "
+        "bound by and its longest edges; ANNOTATION is the range to follow (default ProfilerStep; "
+        "'' for the whole trace), --step the instance",
+    )
+    p.add_argument(
+        "--memory",
+        action="store_true",
+        help="also print memory: the peak per device (the recorded totals where the trace has them), the "
+        "largest blocks live at it with their op, module and source line, the category split, growth "
+        "across steps and the memory hypotheses; with --charts, the memory chart too",
+    )
+    p.add_argument(
+        "--step",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --critical-path: which instance of the annotation (default 0, the first)",
+    )
     p.set_defaults(handler=run)
 
 
@@ -99,16 +149,20 @@ def _run(args: argparse.Namespace, client: Client | None) -> int:
     if args.json:
         out = _as_json(trace, results, hypotheses)
         if getattr(args, "critical_path", None) is not None:
-            out["critical_path"] = _critical_path_result(trace, args.critical_path, args.step, args.rank,
-                                                         "hta" if args.hta_compat else "workbench")
+            out["critical_path"] = _critical_path_result(
+                trace, args.critical_path, args.step, args.rank, "hta" if args.hta_compat else "workbench"
+            )
         print(json.dumps(out, default=str, indent=1))
     else:
         # one folder's warning can be raised by more than one reader of it: each is said once
         warned = list(dict.fromkeys(str(w.message) for w in caught))
         print(_as_text(trace, results, hypotheses, args.top, warned))
     if getattr(args, "critical_path", None) is not None and not args.json:
-        print(_critical_path_text(trace, args.critical_path, args.step, args.rank, args.top,
-                                  "hta" if args.hta_compat else "workbench"))
+        print(
+            _critical_path_text(
+                trace, args.critical_path, args.step, args.rank, args.top, "hta" if args.hta_compat else "workbench"
+            )
+        )
     if getattr(args, "memory", False):
         _memory_out(trace, args)
     if args.charts:
@@ -123,8 +177,18 @@ def _memory_out(trace: Trace | RankFolder, args: argparse.Namespace) -> None:
     subject = trace.full() if hasattr(trace, "full") else trace
     if args.json:
         peak = subject.memory_peak()
-        print(json.dumps({"memory_peak": {"devices": peak.devices.to_dict("records"), "notes": list(peak.notes),
-                                          "categories": peak.category_bytes()}}, default=str))
+        print(
+            json.dumps(
+                {
+                    "memory_peak": {
+                        "devices": peak.devices.to_dict("records"),
+                        "notes": list(peak.notes),
+                        "categories": peak.category_bytes(),
+                    }
+                },
+                default=str,
+            )
+        )
     else:
         print("\n".join(["", *(memory_render.text_lines(subject) or ["Memory: the trace has no memory events"])]))
     if args.charts:
@@ -137,8 +201,9 @@ def _memory_out(trace: Trace | RankFolder, args: argparse.Namespace) -> None:
         (Path(args.charts) / "memory.html").write_text(page_html([memory_chart(subject)], title="memory"))
 
 
-def _critical_path_result(trace: Trace | RankFolder, annotation: str, step: int, rank: int | None,
-                          semantics: str) -> dict | str:
+def _critical_path_result(
+    trace: Trace | RankFolder, annotation: str, step: int, rank: int | None, semantics: str
+) -> dict | str:
     """``--critical-path --json``: the path's result as a dict, or why there is none."""
     try:
         return _critical_path(trace, annotation, step, rank, semantics).to_dict()
@@ -147,13 +212,14 @@ def _critical_path_result(trace: Trace | RankFolder, annotation: str, step: int,
 
 
 def _critical_path(trace: Trace | RankFolder, annotation: str, step: int, rank: int | None, semantics: str):
-    if not isinstance(trace, Trace):   # rank files read by workers: one rank's tables
+    if not isinstance(trace, Trace):  # rank files read by workers: one rank's tables
         trace = trace.rank(rank if rank is not None else trace.ranks[0])
     return trace.critical_path(annotation, step, rank, semantics=semantics)
 
 
-def _critical_path_text(trace: Trace | RankFolder, annotation: str, step: int, rank: int | None, top: int,
-                        semantics: str) -> str:
+def _critical_path_text(
+    trace: Trace | RankFolder, annotation: str, step: int, rank: int | None, top: int, semantics: str
+) -> str:
     """``--critical-path``: the path's summary and its longest edges (``workbench.analysis.critical_path``)."""
     lines = ["", "== critical path =="]
     try:
@@ -162,8 +228,11 @@ def _critical_path_text(trace: Trace | RankFolder, annotation: str, step: int, r
         return "\n".join(lines + [f"not available: {exc}"])
     lines.append(cp.summary())
     edges = cp.table[cp.table["dur_us"] > 0].sort_values("dur_us", ascending=False).head(top)
-    cols = [c for c in ("kind", "dur_us", "name", "stream", "op_name", "module", "location")
-            if c in edges.columns and (c in ("kind", "dur_us", "name") or (edges[c].astype(str) != "").any())]
+    cols = [
+        c
+        for c in ("kind", "dur_us", "name", "stream", "op_name", "module", "location")
+        if c in edges.columns and (c in ("kind", "dur_us", "name") or (edges[c].astype(str) != "").any())
+    ]
     lines.append(_table_text(edges[cols].reset_index(drop=True)) if len(edges) else "(no edges with time)")
     return "\n".join(lines)
 
@@ -191,9 +260,14 @@ def _analyses(trace: Trace | RankFolder, semantics: str) -> dict[str, AnalysisRe
 
 def _as_json(trace: Trace | RankFolder, results: dict[str, AnalysisResult | str], hypotheses: list[Hypothesis]) -> dict:
     return {
-        "trace": {"summary": trace.summary(), "files": list(trace.meta.files), "ranks": trace.ranks,
-                  "warnings": list(trace.meta.warnings), "source": getattr(trace.meta, "source", "kineto"),
-                  "fidelity": dict(getattr(trace.meta, "fidelity", {}) or {})},
+        "trace": {
+            "summary": trace.summary(),
+            "files": list(trace.meta.files),
+            "ranks": trace.ranks,
+            "warnings": list(trace.meta.warnings),
+            "source": getattr(trace.meta, "source", "kineto"),
+            "fidelity": dict(getattr(trace.meta, "fidelity", {}) or {}),
+        },
         "analyses": {k: (v if isinstance(v, str) else v.to_dict()) for k, v in results.items()},
         "hypotheses": [h.to_dict() for h in hypotheses],
     }
@@ -214,8 +288,13 @@ def _table_text(table: Any) -> str:
     return format_table(table, names=unique_labels)
 
 
-def _as_text(trace: Trace | RankFolder, results: dict[str, AnalysisResult | str], hypotheses: list[Hypothesis], top: int,
-             warned: list[str]) -> str:
+def _as_text(
+    trace: Trace | RankFolder,
+    results: dict[str, AnalysisResult | str],
+    hypotheses: list[Hypothesis],
+    top: int,
+    warned: list[str],
+) -> str:
     lines = [trace.summary() + (f"; {len(warned)} more from loading, below" if warned else "")]
     lines += [f"warning: {w}" for w in warned]
     lines += fidelity_lines(trace)

@@ -1,5 +1,6 @@
 """``workbench diff A B [--out DIR]``: what changed between two profiles (``wb.diff``), as text; with --out,
 also the diff as JSON, an HTML page with the waterfall, and the chart."""
+
 from __future__ import annotations
 
 import argparse
@@ -29,14 +30,22 @@ examples:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser("diff", help="what changed between two profiles (any supported format)",
-                              description=DESCRIPTION, epilog=EPILOG,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subparsers.add_parser(
+        "diff",
+        help="what changed between two profiles (any supported format)",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("a", help="the first (before) profile: a trace file of any supported format")
     p.add_argument("b", help="the second (after) profile")
-    p.add_argument("--out", metavar="DIR", default=None,
-                   help="also write diff.json (the whole result), diff.html (tables and waterfall, offline) and "
-                        "waterfall.svg to DIR")
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        default=None,
+        help="also write diff.json (the whole result), diff.html (tables and waterfall, offline) and "
+        "waterfall.svg to DIR",
+    )
     p.add_argument("--top", type=int, default=15, help="rows of the largest changes shown (default: 15)")
     p.add_argument("--label-a", default=None, help="name of the first side (default: its file name)")
     p.add_argument("--label-b", default=None, help="name of the second side (default: its file name)")
@@ -81,8 +90,10 @@ def _write(result, out: Path, *, quiet: bool) -> None:
         chart = diff_waterfall_chart(result)
         save(chart, str(out / "waterfall.svg"))
         written.append(out / "waterfall.svg")
-        page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{result.label_a} vs {result.label_b}</title>"
-                f"{bundle_script_tag()}</head><body>{render.html(result)}</body></html>")
+        page = (
+            f"<!doctype html><html><head><meta charset='utf-8'><title>{result.label_a} vs {result.label_b}</title>"
+            f"{bundle_script_tag()}</head><body>{render.html(result)}</body></html>"
+        )
     except ImportError:  # no altair: the page has the tables only
         page = f"<!doctype html><html><head><meta charset='utf-8'></head><body>{render.html(result, chart=False)}</body></html>"
     (out / "diff.html").write_text(page, encoding="utf-8")

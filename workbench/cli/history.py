@@ -1,5 +1,6 @@
 """``workbench history [PATH] [--key K]``: list a history file's cells (keys), or one cell's runs
 and change points, and write its trend chart (an offline HTML page, or .svg / .png / .json)."""
+
 from __future__ import annotations
 
 import argparse
@@ -33,15 +34,27 @@ examples:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser("history", help="list a cell's runs and change points, and chart the trend",
-                              description=DESCRIPTION, epilog=EPILOG,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("path", nargs="?", default=None,
-                   help="a history file, a notebook (its history beside it) or a folder holding one")
+    p = subparsers.add_parser(
+        "history",
+        help="list a cell's runs and change points, and chart the trend",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "path",
+        nargs="?",
+        default=None,
+        help="a history file, a notebook (its history beside it) or a folder holding one",
+    )
     p.add_argument("--key", default=None, help="one cell's key (or a unique prefix of it)")
-    p.add_argument("--chart", metavar="FILE", default=None,
-                   help="where the trend chart goes (.html, .svg, .png or .json; default: "
-                        "history-<key prefix>.html beside the history file)")
+    p.add_argument(
+        "--chart",
+        metavar="FILE",
+        default=None,
+        help="where the trend chart goes (.html, .svg, .png or .json; default: "
+        "history-<key prefix>.html beside the history file)",
+    )
     p.add_argument("--no-chart", action="store_true", help="print only; write no chart")
     p.set_defaults(handler=run)
 
@@ -56,19 +69,21 @@ def resolve_path(path: str | None) -> Path:
         found = default_history_path()
         legacy = Path.cwd() / LEGACY_FOLDER / LEGACY_FILE
         if not found.exists() and legacy.is_file():
-            found = legacy                          # written by an older workbench
+            found = legacy  # written by an older workbench
     elif path.endswith(".ipynb"):
-        found = default_history_path(path)          # the history beside that notebook
+        found = default_history_path(path)  # the history beside that notebook
     else:
         found = Path(path)
         if found.is_dir():
             candidates = [found / NOTEBOOK_FILE, found / LEGACY_FOLDER / LEGACY_FILE, found / LEGACY_FILE]
             found = next((c for c in candidates if c.is_file()), candidates[0])
     if os.path.lexists(found):
-        check_regular(found, "history file")        # a FIFO, device or folder: said, never opened
+        check_regular(found, "history file")  # a FIFO, device or folder: said, never opened
     if not found.is_file():
-        raise InvalidArgumentError(f"no history file at {str(found)!r}: profile a cell with %%gpuprofile (or a "
-                                   f"callable with wb.profile) first, or pass the path of a history file")
+        raise InvalidArgumentError(
+            f"no history file at {str(found)!r}: profile a cell with %%gpuprofile (or a "
+            f"callable with wb.profile) first, or pass the path of a history file"
+        )
     return found
 
 
@@ -80,10 +95,12 @@ def _pick_key(keys: list[tuple[str, int, str]], wanted: str, path: Path) -> str:
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise InvalidArgumentError(f"no key {wanted!r} in {str(path)!r}; its keys are "
-                                   f"{[k for k, _, _ in keys] or 'none'}")
-    raise InvalidArgumentError(f"{wanted!r} is the start of {len(matches)} keys in {str(path)!r} ({matches}): "
-                               f"give more of the key")
+        raise InvalidArgumentError(
+            f"no key {wanted!r} in {str(path)!r}; its keys are {[k for k, _, _ in keys] or 'none'}"
+        )
+    raise InvalidArgumentError(
+        f"{wanted!r} is the start of {len(matches)} keys in {str(path)!r} ({matches}): give more of the key"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,5 +1,6 @@
 """``workbench profile --nproc-per-node N --out DIR SCRIPT [ARGS...]``: every rank of a torchrun job under
 torch.profiler, one trace per rank, a run summary, then the diagnosis."""
+
 from __future__ import annotations
 
 import argparse
@@ -73,53 +74,122 @@ did not finish") is then what `workbench analyze DIR` warns on.
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser("profile", help="profile every rank of a torchrun job (one trace per rank)",
-                              description=DESCRIPTION, epilog=EPILOG,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--nproc-per-node", "--nproc_per_node", type=int, required=True, metavar="N",
-                   help="ranks (processes) on this node, passed to torchrun")
-    p.add_argument("--out", required=True, metavar="DIR",
-                   help="folder for the rank traces and summary.json (created; one that holds traces or an "
-                        "earlier run is refused unless --force)")
-    p.add_argument("--force", action="store_true",
-                   help="delete the trace files (*.json, *.json.gz) and rank status files already in DIR first")
-    p.add_argument("--timeout", type=float, default=None, metavar="S",
-                   help="stop the job after S seconds (SIGTERM to every rank, which then exports what it "
-                        "recorded; SIGKILL 10 s later); default: no limit")
+    p = subparsers.add_parser(
+        "profile",
+        help="profile every rank of a torchrun job (one trace per rank)",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--nproc-per-node",
+        "--nproc_per_node",
+        type=int,
+        required=True,
+        metavar="N",
+        help="ranks (processes) on this node, passed to torchrun",
+    )
+    p.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="folder for the rank traces and summary.json (created; one that holds traces or an "
+        "earlier run is refused unless --force)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="delete the trace files (*.json, *.json.gz) and rank status files already in DIR first",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="stop the job after S seconds (SIGTERM to every rank, which then exports what it "
+        "recorded; SIGKILL 10 s later); default: no limit",
+    )
     win = p.add_argument_group("step window (for scripts that call workbench.api.distributed.step() once per step)")
-    win.add_argument("--wait", type=int, default=0, metavar="STEPS",
-                     help="steps skipped before tracing starts (default: 0; needs --active)")
-    win.add_argument("--warmup", type=int, default=0, metavar="STEPS",
-                     help="steps traced and dropped before the recorded ones (default: 0; needs --active)")
-    win.add_argument("--active", type=int, default=None, metavar="STEPS",
-                     help="steps recorded; giving it profiles only that window (default: the whole script)")
+    win.add_argument(
+        "--wait",
+        type=int,
+        default=0,
+        metavar="STEPS",
+        help="steps skipped before tracing starts (default: 0; needs --active)",
+    )
+    win.add_argument(
+        "--warmup",
+        type=int,
+        default=0,
+        metavar="STEPS",
+        help="steps traced and dropped before the recorded ones (default: 0; needs --active)",
+    )
+    win.add_argument(
+        "--active",
+        type=int,
+        default=None,
+        metavar="STEPS",
+        help="steps recorded; giving it profiles only that window (default: the whole script)",
+    )
     rdzv = p.add_argument_group("passed to torchrun (several nodes, rendezvous)")
     rdzv.add_argument("--nnodes", default="1", metavar="N|MIN:MAX", help="nodes in the job (default: 1)")
-    rdzv.add_argument("--node-rank", "--node_rank", type=int, default=None, metavar="R",
-                      help="this node's rank, for the static rendezvous")
-    rdzv.add_argument("--rdzv-backend", "--rdzv_backend", default=None, metavar="NAME",
-                      help="rendezvous backend (static, c10d, etcd)")
-    rdzv.add_argument("--rdzv-endpoint", "--rdzv_endpoint", default=None, metavar="HOST:PORT",
-                      help="rendezvous endpoint")
+    rdzv.add_argument(
+        "--node-rank",
+        "--node_rank",
+        type=int,
+        default=None,
+        metavar="R",
+        help="this node's rank, for the static rendezvous",
+    )
+    rdzv.add_argument(
+        "--rdzv-backend", "--rdzv_backend", default=None, metavar="NAME", help="rendezvous backend (static, c10d, etcd)"
+    )
+    rdzv.add_argument(
+        "--rdzv-endpoint", "--rdzv_endpoint", default=None, metavar="HOST:PORT", help="rendezvous endpoint"
+    )
     rdzv.add_argument("--rdzv-id", "--rdzv_id", default=None, metavar="ID", help="the job's rendezvous id")
-    rdzv.add_argument("--master-addr", "--master_addr", default=None, metavar="HOST",
-                      help="address of the rank-0 node (static rendezvous)")
-    rdzv.add_argument("--master-port", "--master_port", type=int, default=None, metavar="PORT",
-                      help="port on the rank-0 node (static rendezvous)")
+    rdzv.add_argument(
+        "--master-addr",
+        "--master_addr",
+        default=None,
+        metavar="HOST",
+        help="address of the rank-0 node (static rendezvous)",
+    )
+    rdzv.add_argument(
+        "--master-port",
+        "--master_port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="port on the rank-0 node (static rendezvous)",
+    )
     p.add_argument("--top", type=int, default=3, metavar="N", help="hypotheses printed at the end (default: 3)")
     p.add_argument("script", metavar="SCRIPT", help="the Python script every rank runs")
-    p.add_argument("script_args", nargs=argparse.REMAINDER, metavar="ARGS",
-                   help="arguments for SCRIPT (everything after it)")
+    p.add_argument(
+        "script_args", nargs=argparse.REMAINDER, metavar="ARGS", help="arguments for SCRIPT (everything after it)"
+    )
     p.set_defaults(handler=run)
 
 
 def torchrun_command(args: argparse.Namespace) -> list[str]:
     """The torchrun command line this run uses."""
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(args.nproc_per_node),
-           "--nnodes", str(args.nnodes)]
-    passed = {"--node-rank": args.node_rank, "--rdzv-backend": args.rdzv_backend,
-              "--rdzv-endpoint": args.rdzv_endpoint, "--rdzv-id": args.rdzv_id,
-              "--master-addr": args.master_addr, "--master-port": args.master_port}
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node",
+        str(args.nproc_per_node),
+        "--nnodes",
+        str(args.nnodes),
+    ]
+    passed = {
+        "--node-rank": args.node_rank,
+        "--rdzv-backend": args.rdzv_backend,
+        "--rdzv-endpoint": args.rdzv_endpoint,
+        "--rdzv-id": args.rdzv_id,
+        "--master-addr": args.master_addr,
+        "--master-port": args.master_port,
+    }
     if str(args.nnodes) == "1" and all(v is None for v in passed.values()):
         cmd.append("--standalone")
     for flag, value in passed.items():
@@ -134,7 +204,7 @@ def _expected_ranks(args: argparse.Namespace) -> list[int]:
         return list(range(n))
     if args.node_rank is not None:
         return list(range(args.node_rank * n, (args.node_rank + 1) * n))
-    return []   # an elastic or c10d rendezvous assigns ranks: the status files say which
+    return []  # an elastic or c10d rendezvous assigns ranks: the status files say which
 
 
 def _world_size(args: argparse.Namespace, ranks: list[dict]) -> int | None:
@@ -153,8 +223,10 @@ def _check(args: argparse.Namespace) -> distributed.Window | None:
         raise InvalidArgumentError(f"--top must be 0 or more, got {args.top}")
     if args.active is None:
         if args.wait or args.warmup:
-            raise InvalidArgumentError("--wait and --warmup shape a step window: give --active STEPS too "
-                                       "(without --active the whole script is profiled)")
+            raise InvalidArgumentError(
+                "--wait and --warmup shape a step window: give --active STEPS too "
+                "(without --active the whole script is profiled)"
+            )
         return None
     return distributed.Window(args.wait, args.warmup, args.active)
 
@@ -163,8 +235,10 @@ def run(args: argparse.Namespace) -> int:
     window = _check(args)
     removed = distributed.prepare_out(args.out, force=args.force)
     if removed:
-        print(f"workbench profile: --force: removed {len(removed)} file(s) of an earlier run from {args.out}",
-              file=sys.stderr)
+        print(
+            f"workbench profile: --force: removed {len(removed)} file(s) of an earlier run from {args.out}",
+            file=sys.stderr,
+        )
     cmd = torchrun_command(args)
     env = dict(os.environ)
     env[distributed.ENV_OUT] = os.path.abspath(args.out)
@@ -198,9 +272,11 @@ def run(args: argparse.Namespace) -> int:
         for r in ranks:
             if r["status"] == "missing":
                 r["status"] = "exited_unreported"
-                r["error"] = ("the rank's process ended with exit code 0 (torchrun says so) without writing its "
-                              "status or trace: os._exit() or a signal handler of the script skipped the "
-                              "profiler's export")
+                r["error"] = (
+                    "the rank's process ended with exit code 0 (torchrun says so) without writing its "
+                    "status or trace: os._exit() or a signal handler of the script skipped the "
+                    "profiler's export"
+                )
     if stopped_by is not None:
         name = signal.Signals(stopped_by).name
         for r in ranks:
@@ -210,11 +286,20 @@ def run(args: argparse.Namespace) -> int:
         for r in ranks:
             if r["status"] in ("terminated", "missing"):
                 r["error"] = f"still running after --timeout {args.timeout:g} s: stopped (a hang?)"
-    summary = distributed.summarise(args.out, command=shown_command, world_size=_world_size(args, ranks) or len(ranks),
-                                    ranks=ranks, wall_s=wall_s, exit_code=code, timed_out=timed_out,
-                                    timeout_s=args.timeout, window=window, tool="workbench profile",
-                                    stopped_by=signal.Signals(stopped_by).name if stopped_by is not None else None,
-                                    extra={"torchrun": cmd, "node_ranks": [r["rank"] for r in ranks]})
+    summary = distributed.summarise(
+        args.out,
+        command=shown_command,
+        world_size=_world_size(args, ranks) or len(ranks),
+        ranks=ranks,
+        wall_s=wall_s,
+        exit_code=code,
+        timed_out=timed_out,
+        timeout_s=args.timeout,
+        window=window,
+        tool="workbench profile",
+        stopped_by=signal.Signals(stopped_by).name if stopped_by is not None else None,
+        extra={"torchrun": cmd, "node_ranks": [r["rank"] for r in ranks]},
+    )
     _print_outcome(args, summary)
     if stopped_by is not None:
         return 128 + int(stopped_by)
@@ -241,7 +326,7 @@ class _JobSignals:
 
     def _on_signal(self, signum: int, frame: object) -> None:
         if self.received is not None:
-            return                      # already stopping
+            return  # already stopping
         self.received = signum
         raise _Stopped()
 
@@ -308,22 +393,32 @@ def _print_outcome(args: argparse.Namespace, summary: dict) -> None:
     out = args.out
     print()
     if summary["complete"]:
-        print(f"workbench profile: {len(summary['traces'])} rank trace(s) in {out} "
-              f"(summary: {os.path.join(out, distributed.SUMMARY)}, {summary['wall_s']:.1f} s)")
+        print(
+            f"workbench profile: {len(summary['traces'])} rank trace(s) in {out} "
+            f"(summary: {os.path.join(out, distributed.SUMMARY)}, {summary['wall_s']:.1f} s)"
+        )
     else:
         print(f"workbench profile: the run is INCOMPLETE: {summary['reason']}")
         for r in summary["ranks"]:
             if r.get("status") != "ok" or not r.get("trace"):
                 code = r.get("exit_code")
-                print(f"  rank {r['rank']}: {r.get('status')}" + (f", exit code {code}" if code is not None else "")
-                      + (f": {r['error']}" if r.get("error") else ""))
+                print(
+                    f"  rank {r['rank']}: {r.get('status')}"
+                    + (f", exit code {code}" if code is not None else "")
+                    + (f": {r['error']}" if r.get("error") else "")
+                )
         kept, partial = summary["traces"], set(summary["partial_traces"])
         whole = [t for t in kept if t not in partial]
         if kept:
-            print(f"  kept in {out}: {len(whole)} trace(s) of the ranks that finished"
-                  + (f" ({', '.join(whole)})" if whole else "")
-                  + (f"; {len(partial)} partial, up to the rank's failure or stop ({', '.join(sorted(partial))})"
-                     if partial else ""))
+            print(
+                f"  kept in {out}: {len(whole)} trace(s) of the ranks that finished"
+                + (f" ({', '.join(whole)})" if whole else "")
+                + (
+                    f"; {len(partial)} partial, up to the rank's failure or stop ({', '.join(sorted(partial))})"
+                    if partial
+                    else ""
+                )
+            )
         else:
             print(f"  no rank left a trace in {out}")
         print(f"  summary: {os.path.join(out, distributed.SUMMARY)} (complete: false)")

@@ -19,6 +19,7 @@ drawn beside the judged ceiling, never judged against.
 
 Standard library only at import time; torch is imported where a measurement needs it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -54,9 +55,11 @@ DRAWN_DTYPES = ("fp32", "tf32_tensor", "fp16_tensor", "bf16_tensor", "fp8_tensor
 # a desktop core. Use them only for *placing* ops; "faster than the roof" needs a measured one.
 DEFAULT_CPU_COPY_GBPS = 10.0
 DEFAULT_CPU_FP32_GFLOPS = 100.0
-DEFAULT_CPU_SOURCE = (f"documented default CPU ceiling ({DEFAULT_CPU_COPY_GBPS:g} GB/s, "
-                      f"{DEFAULT_CPU_FP32_GFLOPS:g} GFLOP/s fp32); measure yours with "
-                      "workbench.devices.measure_cpu_ceiling()")
+DEFAULT_CPU_SOURCE = (
+    f"documented default CPU ceiling ({DEFAULT_CPU_COPY_GBPS:g} GB/s, "
+    f"{DEFAULT_CPU_FP32_GFLOPS:g} GFLOP/s fp32); measure yours with "
+    "workbench.devices.measure_cpu_ceiling()"
+)
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,7 @@ class Ceiling:
     peak_flops: Mapping[str, float]
     device: str
     source: str
-    measured: bool            # True: measured here or a datasheet peak (an upper bound); False: a default
+    measured: bool  # True: measured here or a datasheet peak (an upper bound); False: a default
     reference: "Ceiling | None" = None
     kind: str = ""
     primary: str = field(default="")
@@ -77,8 +80,13 @@ class Ceiling:
     def __post_init__(self) -> None:
         object.__setattr__(self, "peak_flops", dict(self.peak_flops))
         if not self.kind:
-            kind = (DATASHEET if any(w in self.source.lower() for w in ("vendor peak", "datasheet"))
-                    else MEASURED if self.measured else DEFAULT)
+            kind = (
+                DATASHEET
+                if any(w in self.source.lower() for w in ("vendor peak", "datasheet"))
+                else MEASURED
+                if self.measured
+                else DEFAULT
+            )
             object.__setattr__(self, "kind", kind)
         if self.kind not in KINDS:
             raise ValueError(f"ceiling kind must be one of {KINDS}; got {self.kind!r}")
@@ -115,30 +123,54 @@ class Ceiling:
         """Least time (µs) for that work: bytes at the bandwidth or FLOPs at the peak."""
         import numpy as np
 
-        return np.maximum(np.asarray(nbytes, dtype=float) / (self.memory_gbps * 1e3),
-                          np.asarray(flops, dtype=float) / (self.peak(dtype) / 1e6))
+        return np.maximum(
+            np.asarray(nbytes, dtype=float) / (self.memory_gbps * 1e3),
+            np.asarray(flops, dtype=float) / (self.peak(dtype) / 1e6),
+        )
 
     @property
     def label(self) -> str:
         """One line naming the ceiling and its kind, as charts and hypotheses print it."""
-        return (f"{self.kind}: {self.device} ({self.memory_gbps:g} GB/s, {self.primary} "
-                f"{self.peak() / 1e9:g} GFLOP/s) - {self.source}")
+        return (
+            f"{self.kind}: {self.device} ({self.memory_gbps:g} GB/s, {self.primary} "
+            f"{self.peak() / 1e9:g} GFLOP/s) - {self.source}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"memory_gbps": self.memory_gbps, "peak_flops": dict(self.peak_flops), "device": self.device,
-                "source": self.source, "measured": self.measured, "kind": self.kind, "primary": self.primary,
-                "reference": self.reference.to_dict() if self.reference is not None else None}
+        return {
+            "memory_gbps": self.memory_gbps,
+            "peak_flops": dict(self.peak_flops),
+            "device": self.device,
+            "source": self.source,
+            "measured": self.measured,
+            "kind": self.kind,
+            "primary": self.primary,
+            "reference": self.reference.to_dict() if self.reference is not None else None,
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Ceiling":
         reference = cls.from_dict(d["reference"]) if d.get("reference") else None
-        return cls(float(d["memory_gbps"]), {k: float(v) for k, v in d["peak_flops"].items()},
-                   str(d["device"]), str(d["source"]), bool(d["measured"]), reference,
-                   str(d.get("kind", "")), str(d.get("primary", "")))
+        return cls(
+            float(d["memory_gbps"]),
+            {k: float(v) for k, v in d["peak_flops"].items()},
+            str(d["device"]),
+            str(d["source"]),
+            bool(d["measured"]),
+            reference,
+            str(d.get("kind", "")),
+            str(d.get("primary", "")),
+        )
 
 
-DEFAULT_CPU_CEILING = Ceiling(DEFAULT_CPU_COPY_GBPS, {"fp32": DEFAULT_CPU_FP32_GFLOPS * 1e9}, "CPU (not measured)",
-                              DEFAULT_CPU_SOURCE, False, kind=DEFAULT)
+DEFAULT_CPU_CEILING = Ceiling(
+    DEFAULT_CPU_COPY_GBPS,
+    {"fp32": DEFAULT_CPU_FP32_GFLOPS * 1e9},
+    "CPU (not measured)",
+    DEFAULT_CPU_SOURCE,
+    False,
+    kind=DEFAULT,
+)
 
 
 # -- GPUs -------------------------------------------------------------------------------------
@@ -165,12 +197,20 @@ def recorded_cpu_ceiling(environment: Mapping[str, Any] | None) -> Ceiling | Non
     if not (isinstance(recorded, Mapping) and recorded.get("copy_gbps") and recorded.get("matmul_fp32_gflops")):
         return None
     model = recorded.get("cpu_model", "this CPU")
-    detail = (f"measured {recorded['measured_at']}: copy {int(recorded['copy_bytes']) // 2**20} MiB, "
-              f"matmul n={recorded['matmul_n']}, best of {recorded['repeats']}"
-              if all(k in recorded for k in ("measured_at", "copy_bytes", "matmul_n", "repeats"))
-              else f"measured CPU ceiling ({model}, {recorded.get('threads', '?')} thread(s))")
-    return Ceiling(float(recorded["copy_gbps"]), {"fp32 matmul": float(recorded["matmul_fp32_gflops"]) * 1e9},
-                   f"{model}, {recorded.get('threads', '?')} thread(s)", detail, True, kind=MEASURED)
+    detail = (
+        f"measured {recorded['measured_at']}: copy {int(recorded['copy_bytes']) // 2**20} MiB, "
+        f"matmul n={recorded['matmul_n']}, best of {recorded['repeats']}"
+        if all(k in recorded for k in ("measured_at", "copy_bytes", "matmul_n", "repeats"))
+        else f"measured CPU ceiling ({model}, {recorded.get('threads', '?')} thread(s))"
+    )
+    return Ceiling(
+        float(recorded["copy_gbps"]),
+        {"fp32 matmul": float(recorded["matmul_fp32_gflops"]) * 1e9},
+        f"{model}, {recorded.get('threads', '?')} thread(s)",
+        detail,
+        True,
+        kind=MEASURED,
+    )
 
 
 def _machine_cpu_ceiling(measure: bool, threads: int | None = None) -> Ceiling | None:
@@ -222,8 +262,11 @@ def _recorded_here(environment: Mapping[str, Any] | None) -> tuple[bool, int | N
 
     from workbench.devices.fingerprint import cpu_model
 
-    same = (str(host.get("cpu_model")) == cpu_model() and host.get("logical_cpus") in (None, os.cpu_count())
-            and host.get("platform") in (None, platform.platform()))
+    same = (
+        str(host.get("cpu_model")) == cpu_model()
+        and host.get("logical_cpus") in (None, os.cpu_count())
+        and host.get("platform") in (None, platform.platform())
+    )
     return same, threads
 
 
@@ -294,14 +337,21 @@ def datasheet_ceilings(model: str | None, threads: int) -> Ceiling | None:
         return None
     used = min(max(int(threads), 1), spec.cores)
     names = {"fp32": "fp32", "bf16_tensor": "bf16 AMX"}
-    peaks = {f"datasheet {names.get(d, d)} x{used}/{spec.cores} cores": spec.peak_flops(d, used)
-             for d in DRAWN_DTYPES if d in spec.flops_per_cycle}
-    device = (f"{spec.name} datasheet: compute x {used}/{spec.cores} cores (torch threads / cores); "
-              f"memory {spec.memory_gbps:g} GB/s is the socket's DRAM peak, which a few threads cannot reach")
+    peaks = {
+        f"datasheet {names.get(d, d)} x{used}/{spec.cores} cores": spec.peak_flops(d, used)
+        for d in DRAWN_DTYPES
+        if d in spec.flops_per_cycle
+    }
+    device = (
+        f"{spec.name} datasheet: compute x {used}/{spec.cores} cores (torch threads / cores); "
+        f"memory {spec.memory_gbps:g} GB/s is the socket's DRAM peak, which a few threads cannot reach"
+    )
     return Ceiling(spec.memory_gbps, peaks, device, f"datasheet-derived: {spec.source}", True, kind=DATASHEET)
 
 
-def ceiling_for(trace: TracedDevices, environment: Mapping[str, Any] | None = None, *, measure: bool = False) -> Ceiling:
+def ceiling_for(
+    trace: TracedDevices, environment: Mapping[str, Any] | None = None, *, measure: bool = False
+) -> Ceiling:
     """The ceiling a trace is judged against: its GPU's datasheet peaks on GPU traces (unknown GPU:
     ``NotApplicableError``), else ``resolve_cpu_ceiling(environment)``."""
     if trace.has_gpu:
@@ -310,8 +360,10 @@ def ceiling_for(trace: TracedDevices, environment: Mapping[str, Any] | None = No
         if found is not None:
             return found
         names = sorted({str(d.get("name")) for d in device_property_dicts(props) if isinstance(d, dict)})
-        raise NotApplicableError(f"no peak figures known for the trace's GPU {names or '(unnamed)'}; "
-                                 "pass ceilings=Ceiling(...) with its datasheet numbers")
+        raise NotApplicableError(
+            f"no peak figures known for the trace's GPU {names or '(unnamed)'}; "
+            "pass ceilings=Ceiling(...) with its datasheet numbers"
+        )
     return resolve_cpu_ceiling(environment, measure=measure)
 
 

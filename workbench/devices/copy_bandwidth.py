@@ -6,6 +6,7 @@ are not lost in the timer's resolution) after one warm copy (page faults, lazy i
 device is synchronized before the clock stops. Callers choose the statistic: the best sample for
 a peak (``devices.cpu_ceiling``), the median for a typical rate (``variants.bandwidth``).
 """
+
 from __future__ import annotations
 
 import time
@@ -21,7 +22,8 @@ def copy_seconds_samples(moved_bytes: int, *, device: str = "cpu", repeats: int 
     if moved_bytes < 8 or repeats < 1:
         raise InvalidArgumentError(
             f"a copy-bandwidth measurement needs moved_bytes >= 8 and repeats >= 1; got "
-            f"moved_bytes={moved_bytes}, repeats={repeats}")
+            f"moved_bytes={moved_bytes}, repeats={repeats}"
+        )
     import torch
 
     n_floats = max(1024, moved_bytes // 2 // 4)

@@ -4,6 +4,7 @@ Opt-in because it takes seconds: ``measure_cpu_ceiling()`` runs the microbenchma
 the result on disk (``$XDG_CACHE_HOME/workbench`` or ``~/.cache/workbench``), keyed by CPU model,
 thread count and torch version; ``cached_cpu_ceiling()`` reads the cache and never measures.
 """
+
 from __future__ import annotations
 
 import json
@@ -69,22 +70,29 @@ def _best_seconds(fn, repeats: int) -> float:
 
 
 def _measure(torch: ModuleType, copy_bytes: int, matmul_n: int, repeats: int) -> tuple[float, float]:
-    moved_bytes = 2 * (copy_bytes // 4) * 4    # a copy of copy_bytes reads them and writes them
+    moved_bytes = 2 * (copy_bytes // 4) * 4  # a copy of copy_bytes reads them and writes them
     copy_gbps = gbps(moved_bytes, min(copy_seconds_samples(moved_bytes, repeats=repeats)))
     a = torch.randn(matmul_n, matmul_n, dtype=torch.float32)
     b = torch.randn(matmul_n, matmul_n, dtype=torch.float32)
     mm_s = _best_seconds(lambda: torch.mm(a, b), repeats)
-    matmul_gflops = 2 * matmul_n ** 3 / mm_s / 1e9
+    matmul_gflops = 2 * matmul_n**3 / mm_s / 1e9
     return copy_gbps, matmul_gflops
 
 
-def measure_cpu_ceiling(*, copy_bytes: int = 256 * 2**20, matmul_n: int = 1024, repeats: int = 5,
-                        use_cache: bool = True, cache_path: Path | None = None) -> CpuCeiling:
+def measure_cpu_ceiling(
+    *,
+    copy_bytes: int = 256 * 2**20,
+    matmul_n: int = 1024,
+    repeats: int = 5,
+    use_cache: bool = True,
+    cache_path: Path | None = None,
+) -> CpuCeiling:
     """Measure (or read from the cache) this CPU's copy bandwidth and fp32 matmul rate."""
     if copy_bytes < 4096 or matmul_n < 16 or repeats < 1:
         raise InvalidArgumentError(
             f"measure_cpu_ceiling needs copy_bytes >= 4096, matmul_n >= 16, repeats >= 1; got "
-            f"copy_bytes={copy_bytes}, matmul_n={matmul_n}, repeats={repeats}")
+            f"copy_bytes={copy_bytes}, matmul_n={matmul_n}, repeats={repeats}"
+        )
     import torch
 
     path = cache_path or cache_dir() / CACHE_FILE_NAME
@@ -93,9 +101,17 @@ def measure_cpu_ceiling(*, copy_bytes: int = 256 * 2**20, matmul_n: int = 1024, 
         if cached is not None and (cached.copy_bytes, cached.matmul_n) == (copy_bytes, matmul_n):
             return cached
     copy_gbps, gflops = _measure(torch, copy_bytes, matmul_n, repeats)
-    ceiling = CpuCeiling(cpu_model(), torch.get_num_threads(), torch.__version__, copy_gbps,
-                         gflops, copy_bytes, matmul_n, repeats,
-                         datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    ceiling = CpuCeiling(
+        cpu_model(),
+        torch.get_num_threads(),
+        torch.__version__,
+        copy_gbps,
+        gflops,
+        copy_bytes,
+        matmul_n,
+        repeats,
+        datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
     _write_cache(path, _cache_key(torch), ceiling)
     return ceiling
 

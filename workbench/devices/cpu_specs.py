@@ -16,6 +16,7 @@ AVX-512/AMX frequency licence can fall below them. A model name from ``/proc/cpu
 (``workbench.devices.fingerprint.cpu_model``) is matched by each row's patterns; variants whose
 parameters differ (8380H, 8592V, 9754S, cloud-only SKUs) deliberately match nothing.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -31,15 +32,15 @@ class CpuSpec:
     """One CPU model (one socket) and the architectural parameters its peaks are derived from."""
 
     name: str
-    vendor: str                          # "intel" or "amd"
+    vendor: str  # "intel" or "amd"
     microarchitecture: str
-    cores: int                           # physical cores per socket
+    cores: int  # physical cores per socket
     base_ghz: float
-    memory_channels: int                 # DDR channels per socket
-    memory_mts: int                      # DDR transfer rate, MT/s
-    simd: str                            # the FP units the fp64/fp32 rates come from
-    flops_per_cycle: Mapping[str, int]   # dtype key (specs.DTYPES) -> FLOP (ops) per cycle per core
-    page: str                            # the vendor page the parameters are from
+    memory_channels: int  # DDR channels per socket
+    memory_mts: int  # DDR transfer rate, MT/s
+    simd: str  # the FP units the fp64/fp32 rates come from
+    flops_per_cycle: Mapping[str, int]  # dtype key (specs.DTYPES) -> FLOP (ops) per cycle per core
+    page: str  # the vendor page the parameters are from
     patterns: tuple[str, ...] = field(default=(), compare=False)
 
     @property
@@ -50,16 +51,16 @@ class CpuSpec:
     @property
     def peak_tflops(self) -> dict[str, float]:
         """Nominal peak per dtype at the base clock, all cores of the socket, TFLOP/s."""
-        return {dtype: self.cores * self.base_ghz * per_cycle / 1000
-                for dtype, per_cycle in self.flops_per_cycle.items()}
+        return {
+            dtype: self.cores * self.base_ghz * per_cycle / 1000 for dtype, per_cycle in self.flops_per_cycle.items()
+        }
 
     def peak_flops(self, dtype: str, threads: int | None = None) -> float:
         """Peak FLOP/s for a dtype; with ``threads``, scaled by min(threads, cores) / cores
         (one thread per physical core, at most one socket). Raises RegistryError for a dtype
         the CPU has no rate for."""
         if dtype not in self.flops_per_cycle:
-            raise RegistryError(f"{self.name} has no peak for dtype {dtype!r}; "
-                                f"known: {sorted(self.flops_per_cycle)}")
+            raise RegistryError(f"{self.name} has no peak for dtype {dtype!r}; known: {sorted(self.flops_per_cycle)}")
         return self.peak_tflops[dtype] * 1e12 * self.core_fraction(threads)
 
     def core_fraction(self, threads: int | None) -> float:
@@ -73,23 +74,37 @@ class CpuSpec:
     @property
     def source(self) -> str:
         """Where the parameters come from, that they were not checked here, and the arithmetic."""
-        return (f"{self.page} (cores, base clock, memory channels and speed) and the vendor's "
-                f"{self.microarchitecture} core description (FP units); written from knowledge of those "
-                f"public pages, not verifiable offline here; derived: {self.derivation}")
+        return (
+            f"{self.page} (cores, base clock, memory channels and speed) and the vendor's "
+            f"{self.microarchitecture} core description (FP units); written from knowledge of those "
+            f"public pages, not verifiable offline here; derived: {self.derivation}"
+        )
 
     @property
     def derivation(self) -> str:
         rates = ", ".join(f"{d} {n} FLOP/cycle/core" for d, n in self.flops_per_cycle.items())
-        return (f"{self.memory_channels} ch x {self.memory_mts} MT/s x 8 B = {self.memory_gbps:g} GB/s; "
-                f"{self.cores} cores x {self.base_ghz:g} GHz base x ({rates}; {self.simd})")
+        return (
+            f"{self.memory_channels} ch x {self.memory_mts} MT/s x 8 B = {self.memory_gbps:g} GB/s; "
+            f"{self.cores} cores x {self.base_ghz:g} GHz base x ({rates}; {self.simd})"
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "vendor": self.vendor, "microarchitecture": self.microarchitecture,
-                "cores": self.cores, "base_ghz": self.base_ghz, "memory_channels": self.memory_channels,
-                "memory_mts": self.memory_mts, "simd": self.simd,
-                "flops_per_cycle": dict(self.flops_per_cycle), "page": self.page,
-                "memory_gbps": self.memory_gbps, "peak_tflops": self.peak_tflops,
-                "source": self.source, "patterns": list(self.patterns)}
+        return {
+            "name": self.name,
+            "vendor": self.vendor,
+            "microarchitecture": self.microarchitecture,
+            "cores": self.cores,
+            "base_ghz": self.base_ghz,
+            "memory_channels": self.memory_channels,
+            "memory_mts": self.memory_mts,
+            "simd": self.simd,
+            "flops_per_cycle": dict(self.flops_per_cycle),
+            "page": self.page,
+            "memory_gbps": self.memory_gbps,
+            "peak_tflops": self.peak_tflops,
+            "source": self.source,
+            "patterns": list(self.patterns),
+        }
 
 
 # FLOP/cycle/core. 2 FMA pipes x lanes x 2 (multiply + add).
@@ -111,24 +126,97 @@ def _amd(product: str) -> str:
 _END = r"(?![0-9a-z+])"
 
 KNOWN_CPUS: tuple[CpuSpec, ...] = (
-    CpuSpec("Intel Xeon Platinum 8280", "intel", "Cascade Lake", 28, 2.7, 6, 2933,
-            "2 x AVX-512 FMA units", dict(_AVX512_2FMA), _ark("8280"),
-            (rf"xeon.*\bplatinum 8280[lm]?{_END}",)),   # L/M: same silicon, more addressable memory
-    CpuSpec("Intel Xeon Platinum 8380", "intel", "Ice Lake", 40, 2.3, 8, 3200,
-            "2 x AVX-512 FMA units", dict(_AVX512_2FMA), _ark("8380"),
-            (rf"xeon.*\bplatinum 8380{_END}",)),
-    CpuSpec("Intel Xeon Platinum 8480+", "intel", "Sapphire Rapids", 56, 2.0, 8, 4800,
-            "2 x AVX-512 FMA units; AMX", {**_AVX512_2FMA, **_AMX}, _ark("8480+"),
-            (r"xeon.*\bplatinum 8480\+(?![0-9a-z+])",)),
-    CpuSpec("Intel Xeon Platinum 8592+", "intel", "Emerald Rapids", 64, 1.9, 8, 5600,
-            "2 x AVX-512 FMA units; AMX", {**_AVX512_2FMA, **_AMX}, _ark("8592+"),
-            (r"xeon.*\bplatinum 8592\+(?![0-9a-z+])",)),
-    CpuSpec("AMD EPYC 7763", "amd", "Zen 3 (Milan)", 64, 2.45, 8, 3200,
-            "2 x 256-bit FMA pipes", dict(_AVX2_2FMA), _amd("7763"), (rf"\bepyc 7763{_END}",)),
-    CpuSpec("AMD EPYC 9654", "amd", "Zen 4 (Genoa)", 96, 2.4, 12, 4800,
-            _ZEN4_SIMD, dict(_AVX2_2FMA), _amd("9654"), (rf"\bepyc 9654p?{_END}",)),  # P: 1-socket SKU
-    CpuSpec("AMD EPYC 9754", "amd", "Zen 4c (Bergamo)", 128, 2.25, 12, 4800,
-            _ZEN4_SIMD, dict(_AVX2_2FMA), _amd("9754"), (rf"\bepyc 9754{_END}",)),
+    CpuSpec(
+        "Intel Xeon Platinum 8280",
+        "intel",
+        "Cascade Lake",
+        28,
+        2.7,
+        6,
+        2933,
+        "2 x AVX-512 FMA units",
+        dict(_AVX512_2FMA),
+        _ark("8280"),
+        (rf"xeon.*\bplatinum 8280[lm]?{_END}",),
+    ),  # L/M: same silicon, more addressable memory
+    CpuSpec(
+        "Intel Xeon Platinum 8380",
+        "intel",
+        "Ice Lake",
+        40,
+        2.3,
+        8,
+        3200,
+        "2 x AVX-512 FMA units",
+        dict(_AVX512_2FMA),
+        _ark("8380"),
+        (rf"xeon.*\bplatinum 8380{_END}",),
+    ),
+    CpuSpec(
+        "Intel Xeon Platinum 8480+",
+        "intel",
+        "Sapphire Rapids",
+        56,
+        2.0,
+        8,
+        4800,
+        "2 x AVX-512 FMA units; AMX",
+        {**_AVX512_2FMA, **_AMX},
+        _ark("8480+"),
+        (r"xeon.*\bplatinum 8480\+(?![0-9a-z+])",),
+    ),
+    CpuSpec(
+        "Intel Xeon Platinum 8592+",
+        "intel",
+        "Emerald Rapids",
+        64,
+        1.9,
+        8,
+        5600,
+        "2 x AVX-512 FMA units; AMX",
+        {**_AVX512_2FMA, **_AMX},
+        _ark("8592+"),
+        (r"xeon.*\bplatinum 8592\+(?![0-9a-z+])",),
+    ),
+    CpuSpec(
+        "AMD EPYC 7763",
+        "amd",
+        "Zen 3 (Milan)",
+        64,
+        2.45,
+        8,
+        3200,
+        "2 x 256-bit FMA pipes",
+        dict(_AVX2_2FMA),
+        _amd("7763"),
+        (rf"\bepyc 7763{_END}",),
+    ),
+    CpuSpec(
+        "AMD EPYC 9654",
+        "amd",
+        "Zen 4 (Genoa)",
+        96,
+        2.4,
+        12,
+        4800,
+        _ZEN4_SIMD,
+        dict(_AVX2_2FMA),
+        _amd("9654"),
+        (rf"\bepyc 9654p?{_END}",),
+    ),  # P: 1-socket SKU
+    CpuSpec(
+        "AMD EPYC 9754",
+        "amd",
+        "Zen 4c (Bergamo)",
+        128,
+        2.25,
+        12,
+        4800,
+        _ZEN4_SIMD,
+        dict(_AVX2_2FMA),
+        _amd("9754"),
+        (rf"\bepyc 9754{_END}",),
+    ),
 )
 
 

@@ -4,6 +4,7 @@ Device (CPU model, GPU names, count, memory), driver/CUDA/ROCm versions, torch a
 versions, math-mode settings (TF32, matmul precision, determinism, cudnn benchmark), thread
 counts and seeds. torch is imported lazily; without it the torch section says so.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,8 +15,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-_THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY", "CUDA_VISIBLE_DEVICES",
-               "CUBLAS_WORKSPACE_CONFIG", "PYTORCH_CUDA_ALLOC_CONF")
+_THREAD_ENV = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OMP_WAIT_POLICY",
+    "CUDA_VISIBLE_DEVICES",
+    "CUBLAS_WORKSPACE_CONFIG",
+    "PYTORCH_CUDA_ALLOC_CONF",
+)
 
 
 def cpu_model() -> str:
@@ -46,7 +53,7 @@ def nvidia_driver_version() -> str | None:
     if not path.exists():
         return None
     first = path.read_text(errors="replace").splitlines()[:1]
-    for token in (first[0].split() if first else []):
+    for token in first[0].split() if first else []:
         if token.count(".") >= 1 and token.replace(".", "").isdigit():
             return token
     return None
@@ -57,10 +64,12 @@ def math_mode(torch: ModuleType) -> dict[str, Any]:
     return {
         "float32_matmul_precision": torch.get_float32_matmul_precision(),
         "cuda_matmul_allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
-        "cuda_matmul_allow_fp16_reduced_precision_reduction":
-            bool(torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction),
-        "cuda_matmul_allow_bf16_reduced_precision_reduction":
-            bool(torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction),
+        "cuda_matmul_allow_fp16_reduced_precision_reduction": bool(
+            torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction
+        ),
+        "cuda_matmul_allow_bf16_reduced_precision_reduction": bool(
+            torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction
+        ),
         "cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
         "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
         "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
@@ -73,20 +82,30 @@ def math_mode(torch: ModuleType) -> dict[str, Any]:
 def gpu_section(torch: ModuleType) -> dict[str, Any]:
     """GPUs torch sees; ``available: False`` with the reason where there are none."""
     if not torch.cuda.is_available():
-        return {"available": False, "reason": "torch.cuda.is_available() is False "
-                f"(torch built with CUDA {torch.version.cuda}, HIP {getattr(torch.version, 'hip', None)})"}
+        return {
+            "available": False,
+            "reason": "torch.cuda.is_available() is False "
+            f"(torch built with CUDA {torch.version.cuda}, HIP {getattr(torch.version, 'hip', None)})",
+        }
     devices = []
     for index in range(torch.cuda.device_count()):
         props = torch.cuda.get_device_properties(index)
-        devices.append({
-            "index": index, "name": props.name,
-            "total_memory_bytes": int(props.total_memory),
-            "compute_capability": f"{props.major}.{props.minor}",
-            "multi_processor_count": int(props.multi_processor_count),
-        })
-    return {"available": True, "count": len(devices), "devices": devices,
-            "current_device": torch.cuda.current_device(),
-            "driver_version": nvidia_driver_version()}
+        devices.append(
+            {
+                "index": index,
+                "name": props.name,
+                "total_memory_bytes": int(props.total_memory),
+                "compute_capability": f"{props.major}.{props.minor}",
+                "multi_processor_count": int(props.multi_processor_count),
+            }
+        )
+    return {
+        "available": True,
+        "count": len(devices),
+        "devices": devices,
+        "current_device": torch.cuda.current_device(),
+        "driver_version": nvidia_driver_version(),
+    }
 
 
 def torch_section() -> dict[str, Any]:

@@ -5,16 +5,31 @@ hypotheses (DESIGN.md "Hypotheses"). No torch, IPython or altair imports.
     diag = diagnose(trace_or_run)        # Diagnosis: .hypotheses (ranked) + .statements()
     print(diag.to_text())
 """
+
 from __future__ import annotations
 
+from workbench.hypotheses.catalog import get_rule, list_rules
 from workbench.hypotheses.diagnose import Diagnosis, NotJudgedNote, diagnose, rank
 from workbench.hypotheses.hypothesis import CATEGORIES, CONFIDENCES, STATUSES, Evidence, Hypothesis
-from workbench.hypotheses.catalog import get_rule, list_rules
 from workbench.hypotheses.registry import NotJudged, Rule
 from workbench.hypotheses.render import HypothesisList, render_html, render_markdown, render_text
 
-
 __all__ = [
-    "CATEGORIES", "CONFIDENCES", "STATUSES", "Diagnosis", "Evidence", "Hypothesis", "HypothesisList", "NotJudged",
-    "NotJudgedNote", "Rule", "diagnose", "get_rule", "list_rules", "rank", "render_html", "render_markdown", "render_text",
+    "CATEGORIES",
+    "CONFIDENCES",
+    "STATUSES",
+    "Diagnosis",
+    "Evidence",
+    "Hypothesis",
+    "HypothesisList",
+    "NotJudged",
+    "NotJudgedNote",
+    "Rule",
+    "diagnose",
+    "get_rule",
+    "list_rules",
+    "rank",
+    "render_html",
+    "render_markdown",
+    "render_text",
 ]

@@ -3,6 +3,7 @@
 ``registry`` only keeps what the ``@rule`` decorator registers; importing the rule modules is this
 module's job, so the registry and the rules do not import each other.
 """
+
 from __future__ import annotations
 
 import workbench.hypotheses.rules  # noqa: F401  (each rule module registers its rules on import)

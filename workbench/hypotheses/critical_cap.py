@@ -14,6 +14,7 @@ Left uncapped, and why: host-side findings (``host_bound``, ``host_sync``: the t
 Python between ops and its waits, which HTA's model puts on no edge), and those whose work is no event in
 the trace (allocation churn, compiles, cold start, stragglers, measurement caveats).
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -79,10 +80,10 @@ def cap_by_critical_path(hypotheses: list[Hypothesis], subject: Any, graphs: dic
 
 def _capped(h: Hypothesis, kinds: tuple[str, ...], graphs: dict, kernels) -> Hypothesis:
     paths = {r: g.path for r, g in graphs.items()}
+
     def on_path(cp) -> tuple[float, float]:
         """The work's edges on the path, and the same work the path's blocking host calls waited for."""
-        return (sum(cp.by_kind_us.get(k, 0.0) for k in kinds),
-                sum(cp.waited_on_us.get(k, 0.0) for k in kinds))
+        return (sum(cp.by_kind_us.get(k, 0.0) for k in kinds), sum(cp.waited_on_us.get(k, 0.0) for k in kinds))
 
     rank, cp = max(paths.items(), key=lambda rp: sum(on_path(rp[1])))
     edges_us, waited_us = on_path(cp)
@@ -92,27 +93,52 @@ def _capped(h: Hypothesis, kinds: tuple[str, ...], graphs: dict, kernels) -> Hyp
     cap_ms = on_path_us / 1e3
     stake_ms = min(h.time_at_stake_ms, cap_ms)
     waited = f", {waited_us / 1e3:.3g} ms of it while the host waited in a blocking call" if waited_us > 0 else ""
-    said = (f"up to {cap_ms:.3g} ms of {cp.length_us / 1e3:.3g} ms on the critical path (rank {rank}{waited}); "
-            f"{overlapped_us / 1e3:.3g} ms of this work overlaps")
-    evidence = Evidence(CAP_METRIC, cap_ms, "ms", source="critical path over the whole trace (HTA's model)",
-                        rows=({"rank": rank, "kinds": ",".join(kinds), "on_path_ms": cap_ms,
-                               "waited_on_ms": waited_us / 1e3,
-                               "path_ms": cp.length_us / 1e3, "work_ms": work_us / 1e3,
-                               "overlapped_ms": overlapped_us / 1e3, "stake_before_ms": h.time_at_stake_ms},))
+    said = (
+        f"up to {cap_ms:.3g} ms of {cp.length_us / 1e3:.3g} ms on the critical path (rank {rank}{waited}); "
+        f"{overlapped_us / 1e3:.3g} ms of this work overlaps"
+    )
+    evidence = Evidence(
+        CAP_METRIC,
+        cap_ms,
+        "ms",
+        source="critical path over the whole trace (HTA's model)",
+        rows=(
+            {
+                "rank": rank,
+                "kinds": ",".join(kinds),
+                "on_path_ms": cap_ms,
+                "waited_on_ms": waited_us / 1e3,
+                "path_ms": cp.length_us / 1e3,
+                "work_ms": work_us / 1e3,
+                "overlapped_ms": overlapped_us / 1e3,
+                "stake_before_ms": h.time_at_stake_ms,
+            },
+        ),
+    )
     predicted = h.predicted_effect
     try:
         w = graphs[rank].what_if(kinds={k: 0.5 for k in kinds})
-        predicted = (f"{predicted}; what-if on the critical path's graph (rank {rank}): this work twice as fast "
-                     f"shortens the path by {w.saved_us / 1e3:.3g} ms, to {w.after.length_us / 1e3:.3g} ms "
-                     f"(then bound by {w.after.bound_by})")
-    except Exception:   # a prediction is extra: the cap stands without it
+        predicted = (
+            f"{predicted}; what-if on the critical path's graph (rank {rank}): this work twice as fast "
+            f"shortens the path by {w.saved_us / 1e3:.3g} ms, to {w.after.length_us / 1e3:.3g} ms "
+            f"(then bound by {w.after.bound_by})"
+        )
+    except Exception:  # a prediction is extra: the cap stands without it
         pass
     confounders = tuple(h.confounders)
     if stake_ms < h.time_at_stake_ms:
-        confounders += (f"stake capped from {h.time_at_stake_ms:.3g} ms to this work's time on the critical path "
-                        f"({cap_ms:.3g} ms): the rest overlaps longer work and would not shorten the step",)
-    return replace(h, time_at_stake_ms=stake_ms, observed=f"{h.observed}; {said}", predicted_effect=predicted,
-                   evidence=tuple(h.evidence) + (evidence,), confounders=confounders)
+        confounders += (
+            f"stake capped from {h.time_at_stake_ms:.3g} ms to this work's time on the critical path "
+            f"({cap_ms:.3g} ms): the rest overlaps longer work and would not shorten the step",
+        )
+    return replace(
+        h,
+        time_at_stake_ms=stake_ms,
+        observed=f"{h.observed}; {said}",
+        predicted_effect=predicted,
+        evidence=tuple(h.evidence) + (evidence,),
+        confounders=confounders,
+    )
 
 
 def _work_us(kinds: tuple[str, ...], rank: int, kernels, h: Hypothesis) -> float:

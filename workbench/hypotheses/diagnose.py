@@ -25,14 +25,15 @@ loaded or oversubscribed machine a preempted process shows idle stretches betwee
 host-gap findings
 (``LOAD_SENSITIVE_RULES``) lose one confidence step and say why.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, cast
 
+from workbench.hypotheses.catalog import list_rules
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.hypothesis import NO_INTERVAL_METRIC, Hypothesis
-from workbench.hypotheses.catalog import list_rules
 from workbench.hypotheses.registry import NotJudged
 from workbench.hypotheses.run_facts import RunFacts, field_of
 
@@ -85,8 +86,11 @@ class Diagnosis:
         """One line qualifying the run by its timing caveats ("" when there are none)."""
         if not self.caveats:
             return ""
-        return ("The timing qualifies these findings: " + "; ".join(f"{h.title} ({h.observed})" for h in self.caveats)
-                + ". Findings within that uncertainty carry one confidence step less.")
+        return (
+            "The timing qualifies these findings: "
+            + "; ".join(f"{h.title} ({h.observed})" for h in self.caveats)
+            + ". Findings within that uncertainty carry one confidence step less."
+        )
 
     def statements(self) -> list[str]:
         """One line per reason, naming the rules it stopped: "no GPU activity ...: rules not judged"."""
@@ -96,24 +100,33 @@ class Diagnosis:
         return [f"{reason}: {', '.join(rules)} not judged" for reason, rules in by_reason.items()]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "hypotheses": [h.to_dict() for h in self.hypotheses],
-                "not_judged": [n.to_dict() for n in self.not_judged]}
+        return {
+            "source": self.source,
+            "hypotheses": [h.to_dict() for h in self.hypotheses],
+            "not_judged": [n.to_dict() for n in self.not_judged],
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Diagnosis":
-        return cls(tuple(Hypothesis.from_dict(h) for h in d.get("hypotheses", ())),
-                   tuple(NotJudgedNote.from_dict(n) for n in d.get("not_judged", ())), d.get("source", ""))
+        return cls(
+            tuple(Hypothesis.from_dict(h) for h in d.get("hypotheses", ())),
+            tuple(NotJudgedNote.from_dict(n) for n in d.get("not_judged", ())),
+            d.get("source", ""),
+        )
 
     def to_text(self, **kw) -> str:
         from workbench.hypotheses.render import render_text
+
         return render_text(self, **kw)
 
     def to_markdown(self, **kw) -> str:
         from workbench.hypotheses.render import render_markdown
+
         return render_markdown(self, **kw)
 
     def _repr_html_(self) -> str:
         from workbench.hypotheses.render import render_html
+
         return render_html(self)
 
 
@@ -156,8 +169,9 @@ def voids_timing(h: Hypothesis) -> bool:
 TIMING_CAVEATS = frozenset({"too_few_samples", "noisy_timing", "timer_resolution"})
 # caveats about the measurement (the timing, or one-time work inside the traced window, or the profiler's
 # first session): ranked after the findings they qualify
-MEASUREMENT_CAVEATS = TIMING_CAVEATS | frozenset({"first_step_outlier", "first_profiler_session", "intermittent_pauses",
-                                                   "trace_records_no_work"})
+MEASUREMENT_CAVEATS = TIMING_CAVEATS | frozenset(
+    {"first_step_outlier", "first_profiler_session", "intermittent_pauses", "trace_records_no_work"}
+)
 # stakes holding one-time costs (the cold call; compile time of repeated compiles or of the extra
 # graphs a break makes), spread over a number of calls their rules state: not bounded by one call
 ONE_TIME_RULES = frozenset({"cold_start", "recompiles", "graph_breaks"})
@@ -169,8 +183,10 @@ def qualify(hypotheses: Iterable[Hypothesis]) -> list[Hypothesis]:
     confidence step and say so; the rest are unchanged."""
     from dataclasses import replace
 
-    hyps = [replace(h, confidence="medium") if h.rule in MEASUREMENT_CAVEATS and h.confidence == "high" else h
-            for h in hypotheses]   # a caveat about the measurement is never a high-confidence finding
+    hyps = [
+        replace(h, confidence="medium") if h.rule in MEASUREMENT_CAVEATS and h.confidence == "high" else h
+        for h in hypotheses
+    ]  # a caveat about the measurement is never a high-confidence finding
     caveats = [h for h in hyps if h.rule in TIMING_CAVEATS and h.has_evidence and h.time_at_stake_ms > 0]
     if not caveats:
         return hyps
@@ -181,14 +197,17 @@ def qualify(hypotheses: Iterable[Hypothesis]) -> list[Hypothesis]:
         if h.rule in TIMING_CAVEATS or h.rule in ONE_TIME_RULES or h.time_at_stake_ms > limit:
             out.append(h)
             continue
-        note = (f"within the timing's uncertainty ({worst.rule}: {limit:.4g} ms per call at stake): "
-                f"a stake of {h.time_at_stake_ms:.4g} ms cannot be told from noise")
-        out.append(replace(h, confidence=LOWER_CONFIDENCE[h.confidence],
-                           confounders=tuple(h.confounders) + (note,)))
+        note = (
+            f"within the timing's uncertainty ({worst.rule}: {limit:.4g} ms per call at stake): "
+            f"a stake of {h.time_at_stake_ms:.4g} ms cannot be told from noise"
+        )
+        out.append(replace(h, confidence=LOWER_CONFIDENCE[h.confidence], confounders=tuple(h.confounders) + (note,)))
     return out
 
 
-def _run_rules(scope: str, facts: RunFacts | TraceFacts, only: Iterable[str] | None = None) -> tuple[list[Hypothesis], list[NotJudgedNote]]:
+def _run_rules(
+    scope: str, facts: RunFacts | TraceFacts, only: Iterable[str] | None = None
+) -> tuple[list[Hypothesis], list[NotJudgedNote]]:
     found, notes = [], []
     wanted = set(only) if only is not None else None
     for r in list_rules(scope):
@@ -210,38 +229,41 @@ def _diagnose_trace(trace: "TraceData | TraceFacts", *, rules: Iterable[str] | N
     facts = trace if isinstance(trace, TraceFacts) else TraceFacts(trace)
     if rules is not None:
         from workbench.hypotheses.catalog import get_rule
+
         for name in rules:
-            get_rule(name)   # unknown name -> RegistryError
+            get_rule(name)  # unknown name -> RegistryError
     found, notes = _run_rules("trace", facts, rules)
     from workbench.hypotheses.fold_ranks import fold_ranks
-    found = fold_ranks(found, facts.ranks)   # one finding per problem across ranks
+
+    found = fold_ranks(found, facts.ranks)  # one finding per problem across ranks
     from workbench.hypotheses.critical_cap import cap_by_critical_path
-    found = cap_by_critical_path(found, facts)   # no stake above its work's time on the critical path
+
+    found = cap_by_critical_path(found, facts)  # no stake above its work's time on the critical path
     return Diagnosis(tuple(rank(found)), tuple(notes), facts.source)
 
 
 def _diagnose_run(run: "RunRecord") -> Diagnosis:
     facts = RunFacts(run)
     run_found, notes = _run_rules("run", facts)
-    cap_ms = facts.clean_ms    # the clean time of one call: no per-call stake above it
+    cap_ms = facts.clean_ms  # the clean time of one call: no per-call stake above it
     found = [h if h.rule in ONE_TIME_RULES else _capped(h, cap_ms) for h in run_found]
     try:
         tf = facts.trace_facts
         trace_found, trace_notes = _run_rules("trace", tf)
         from workbench.hypotheses.critical_cap import cap_by_critical_path
-        trace_found = cap_by_critical_path(trace_found, tf)   # bounded by the work's time on the critical path
+
+        trace_found = cap_by_critical_path(trace_found, tf)  # bounded by the work's time on the critical path
         per_call = max(1, facts.calls_in_trace)
         scale = facts.trace_scale
         # trace stakes cover every traced call, under the profiler: per traced call, then to the
         # clean call (shares from the trace, magnitude from the clean timing), bounded by it
-        found.extend(_capped(_scaled(_per_call(h, per_call, tf.steps.empty), scale), cap_ms)
-                     for h in trace_found)
+        found.extend(_capped(_scaled(_per_call(h, per_call, tf.steps.empty), scale), cap_ms) for h in trace_found)
         notes.extend(trace_notes)
     except NotJudged as nj:
         notes.append(NotJudgedNote("(trace rules)", "", nj.reason))
     from workbench.hypotheses.rules.fresh_pages import fold_fresh_pages
 
-    found = fold_fresh_pages(found)   # the page faults join the churn finding that names the buffers
+    found = fold_fresh_pages(found)  # the page faults join the churn finding that names the buffers
     found = qualify_by_health(qualify(found), field_of(run, "health"))
     return Diagnosis(tuple(rank(found)), tuple(notes), "run " + facts.name if facts.name else "run")
 
@@ -255,16 +277,23 @@ def qualify_by_health(hypotheses: list[Hypothesis], health: Any) -> list[Hypothe
     confidence step, with the health check's words as a confounder."""
     from dataclasses import replace
 
-    check = getattr(health, "check", None)   # a ProfileHealth; a hand-built run may give None or a dict
+    check = getattr(health, "check", None)  # a ProfileHealth; a hand-built run may give None or a dict
     if check is None:
         return hypotheses
     loaded = [c for c in (check(name) for name in _LOAD_CHECKS) if c is not None and c.level == "warn"]
     if not loaded:
         return hypotheses
-    note = ("the machine was loaded while profiling (" + "; ".join(c.observed for c in loaded)
-            + "): a preempted process shows idle stretches between its ops; profile again on a quiet machine")
-    return [replace(h, confidence=LOWER_CONFIDENCE[h.confidence], confounders=tuple(h.confounders) + (note,))
-            if h.rule in LOAD_SENSITIVE_RULES else h for h in hypotheses]
+    note = (
+        "the machine was loaded while profiling ("
+        + "; ".join(c.observed for c in loaded)
+        + "): a preempted process shows idle stretches between its ops; profile again on a quiet machine"
+    )
+    return [
+        replace(h, confidence=LOWER_CONFIDENCE[h.confidence], confounders=tuple(h.confounders) + (note,))
+        if h.rule in LOAD_SENSITIVE_RULES
+        else h
+        for h in hypotheses
+    ]
 
 
 def _capped(h: Hypothesis, cap_ms: float | None) -> Hypothesis:
@@ -294,8 +323,15 @@ def _per_call(h: Hypothesis, calls: int, no_steps: bool) -> Hypothesis:
     return replace(h, time_at_stake_ms=h.time_at_stake_ms / calls)
 
 
-PER_CALL_RULES = frozenset({"cpu_dispatch_overhead", "cpu_host_gaps", "cpu_memory_bound_ops", "cpu_compute_bound_ops",
-                            "large_allocations_repeat"})
+PER_CALL_RULES = frozenset(
+    {
+        "cpu_dispatch_overhead",
+        "cpu_host_gaps",
+        "cpu_memory_bound_ops",
+        "cpu_compute_bound_ops",
+        "large_allocations_repeat",
+    }
+)
 
 
 def diagnose(subject: "RunRecord | TraceData | TraceFacts", *, rules: Iterable[str] | None = None) -> Diagnosis:
@@ -306,7 +342,10 @@ def diagnose(subject: "RunRecord | TraceData | TraceFacts", *, rules: Iterable[s
     if hasattr(subject, "timing"):
         if rules is not None:
             from workbench.errors import InvalidArgumentError
-            raise InvalidArgumentError("diagnose(run, rules=...): a subset of rules applies to a trace; "
-                                       "pass run.trace to judge a subset of its rules")
-        return _diagnose_run(cast("RunRecord", subject))   # only a run has .timing
+
+            raise InvalidArgumentError(
+                "diagnose(run, rules=...): a subset of rules applies to a trace; "
+                "pass run.trace to judge a subset of its rules"
+            )
+        return _diagnose_run(cast("RunRecord", subject))  # only a run has .timing
     return _diagnose_trace(subject, rules=rules)

@@ -6,6 +6,7 @@ launches, communication overlap, copies, syncs, steps and stragglers come from
 ``workbench.analysis`` (the reference, matched to Holistic Trace Analysis), each computed once,
 lazily. A rule that needs a table the trace lacks gets ``NotJudged`` with the reason.
 """
+
 from __future__ import annotations
 
 from functools import cached_property
@@ -14,10 +15,10 @@ from typing import Any
 
 import pandas as pd
 
+import workbench.trace.schema as schema
 from workbench import analysis
 from workbench.devices.ceilings import Ceiling, device_property_dicts
 from workbench.hypotheses.registry import NotJudged
-import workbench.trace.schema as schema
 
 TABLES = ("cpu_ops", "kernels", "runtime", "annotations", "memory")
 
@@ -39,16 +40,18 @@ class TraceFacts:
     annotations: pd.DataFrame
     memory: pd.DataFrame
 
-    def __init__(self, trace: Any = None, *, source: str = "trace", ceiling: Ceiling | None = None,
-                 **tables: pd.DataFrame):
+    def __init__(
+        self, trace: Any = None, *, source: str = "trace", ceiling: Ceiling | None = None, **tables: pd.DataFrame
+    ):
         self.trace = trace
         self.source = source
         self._ceiling = ceiling
         self._overrides = bool(tables)
         for name in TABLES:
             given = tables.get(name)
-            setattr(self, name, given if isinstance(given, pd.DataFrame) and len(given.columns)
-                    else _table(trace, name))
+            setattr(
+                self, name, given if isinstance(given, pd.DataFrame) and len(given.columns) else _table(trace, name)
+            )
         props = getattr(trace, "device_properties", None) if trace is not None else None
         self.device_properties = tables.get("device_properties", props) or []
 
@@ -89,10 +92,13 @@ class TraceFacts:
         """The trace itself, or (tables given directly) a stand-in with the same attributes."""
         if self.trace is not None and not self._overrides:
             return self.trace
-        return SimpleNamespace(**{n: getattr(self, n) for n in TABLES},
-                               syncs=getattr(self.trace, "syncs", None), ranks=tuple(self.ranks),
-                               meta=getattr(self.trace, "meta", None),
-                               device_properties=self.device_properties)
+        return SimpleNamespace(
+            **{n: getattr(self, n) for n in TABLES},
+            syncs=getattr(self.trace, "syncs", None),
+            ranks=tuple(self.ranks),
+            meta=getattr(self.trace, "meta", None),
+            device_properties=self.device_properties,
+        )
 
     # -- steps and the measured window ----------------------------------------------------
     @cached_property
@@ -179,13 +185,17 @@ class TraceFacts:
         start to last GPU end), busy_us, idle_us, compute_us, comm_us, comm_overlap_us."""
         t = self.temporal.table
         c = self.comm.table.set_index("rank")
-        return pd.DataFrame({
-            "rank": t["rank"].astype(int).to_numpy(), "span_us": t["kernel_time_us"].to_numpy(),
-            "busy_us": (t["kernel_time_us"] - t["idle_us"]).to_numpy(), "idle_us": t["idle_us"].to_numpy(),
-            "compute_us": t["compute_us"].to_numpy(),
-            "comm_us": t["rank"].map(c["comm_us"]).fillna(0.0).to_numpy(),
-            "comm_overlap_us": t["rank"].map(c["overlap_us"]).fillna(0.0).to_numpy(),
-        })
+        return pd.DataFrame(
+            {
+                "rank": t["rank"].astype(int).to_numpy(),
+                "span_us": t["kernel_time_us"].to_numpy(),
+                "busy_us": (t["kernel_time_us"] - t["idle_us"]).to_numpy(),
+                "idle_us": t["idle_us"].to_numpy(),
+                "compute_us": t["compute_us"].to_numpy(),
+                "comm_us": t["rank"].map(c["comm_us"]).fillna(0.0).to_numpy(),
+                "comm_overlap_us": t["rank"].map(c["overlap_us"]).fillna(0.0).to_numpy(),
+            }
+        )
 
     @cached_property
     def launches(self) -> pd.DataFrame:

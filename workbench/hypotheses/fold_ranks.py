@@ -7,6 +7,7 @@ metric across them, and keeps each rank's numbers in an evidence row. Its number
 stake is the worst rank's (ranks run at the same time, so fixing the problem on every rank shortens
 the job by at most the worst rank's stake, not by the sum), the percentages are that rank's.
 """
+
 from __future__ import annotations
 
 import re
@@ -73,11 +74,26 @@ def fold(copies: Sequence[Hypothesis], all_ranks: Sequence[int] = ()) -> Hypothe
         values = [row[first.metric] for row in per_rank if first.metric in row]
         lo, hi = min(values), max(values)
         spread = f"{first.metric} {lo:.4g}-{hi:.4g} {first.unit}".rstrip()
-        extra = (Evidence(f"{first.metric}_spread_across_ranks", hi - lo, first.unit,
-                          source=f"{first.source}; one row per rank, worst first", rows=tuple(per_rank)),)
+        extra = (
+            Evidence(
+                f"{first.metric}_spread_across_ranks",
+                hi - lo,
+                first.unit,
+                source=f"{first.source}; one row per rank, worst first",
+                rows=tuple(per_rank),
+            ),
+        )
     stakes = [h.time_at_stake_ms for h in ordered]
     title = f"{worst.title} (rank {ranks[0]}; {len(ranks)} ranks)"
-    observed = (f"on ranks {names}{of}, worst first; {spread} across them; stake {min(stakes):.3g}-{max(stakes):.3g} ms "
-                f"per rank (the worst rank's is the one counted). Worst, {worst.observed}")
-    return replace(worst, title=title, observed=observed, evidence=tuple(worst.evidence) + extra,
-                   time_at_stake_ms=max(stakes), scope=f"ranks {names}{of}")
+    observed = (
+        f"on ranks {names}{of}, worst first; {spread} across them; stake {min(stakes):.3g}-{max(stakes):.3g} ms "
+        f"per rank (the worst rank's is the one counted). Worst, {worst.observed}"
+    )
+    return replace(
+        worst,
+        title=title,
+        observed=observed,
+        evidence=tuple(worst.evidence) + extra,
+        time_at_stake_ms=max(stakes),
+        scope=f"ranks {names}{of}",
+    )

@@ -14,6 +14,7 @@ kernel-name families (GEMM/convolution/attention vs elementwise/reduction/normal
 compute only clearly away from the ridge; kernels in the band between are ``uncertain`` and count
 for neither.
 """
+
 from __future__ import annotations
 
 import re
@@ -24,31 +25,55 @@ import pandas as pd
 PLACED_BY_WORK = "analytic work"
 PLACED_BY_NAME = "kernel name"
 MAX_PARENT_LEVELS = 8
-MATRIX = re.compile(r"gemm|gemv|cutlass|xmma|cublas|hgemm|sgemm|conv|cudnn|wgrad|dgrad|fprop|flash|fmha|attention|nvjet|Cijk", re.I)
+MATRIX = re.compile(
+    r"gemm|gemv|cutlass|xmma|cublas|hgemm|sgemm|conv|cudnn|wgrad|dgrad|fprop|flash|fmha|attention|nvjet|Cijk", re.I
+)
 # names the MATRIX words catch that are not matrix work: FBGEMM's sparse/permute kernels, cuDNN batch norm,
 # layout conversions and the helper kernels around a GEMM (split-K reductions, offset tables)
-NOT_MATRIX = re.compile(r"fbgemm_gpu|bn_fw|bn_bw|batch_?norm|nchwToNhwc|nhwcToNchw|splitKreduce|reduce_wgrad|"
-                        r"compute\w*Offsets|scalePackedTensor|permute", re.I)
-MEMORY = re.compile(r"elementwise|vectorized|reduce|softmax|norm|index|gather|scatter|copy|cat|fill|"
-                    r"unrolled|embedding|pool|transpose|where|clamp|mul|add|relu|gelu|silu|dropout", re.I)
+NOT_MATRIX = re.compile(
+    r"fbgemm_gpu|bn_fw|bn_bw|batch_?norm|nchwToNhwc|nhwcToNchw|splitKreduce|reduce_wgrad|"
+    r"compute\w*Offsets|scalePackedTensor|permute",
+    re.I,
+)
+MEMORY = re.compile(
+    r"elementwise|vectorized|reduce|softmax|norm|index|gather|scatter|copy|cat|fill|"
+    r"unrolled|embedding|pool|transpose|where|clamp|mul|add|relu|gelu|silu|dropout",
+    re.I,
+)
 # the GPU peak a dtype's matrix work runs at (tensor cores for half types; fp32 without TF32)
-DTYPE_PEAK = {"float": "fp32", "double": "fp64", "c10::Half": "fp16_tensor", "half": "fp16_tensor",
-              "c10::BFloat16": "bf16_tensor", "bfloat16": "bf16_tensor"}
+DTYPE_PEAK = {
+    "float": "fp32",
+    "double": "fp64",
+    "c10::Half": "fp16_tensor",
+    "half": "fp16_tensor",
+    "c10::BFloat16": "bf16_tensor",
+    "bfloat16": "bf16_tensor",
+}
 
 
 def family_by_name(names: pd.Series) -> np.ndarray:
     codes, uniques = pd.factorize(names.astype(str))
-    fam = np.array(["matrix" if MATRIX.search(n) and not NOT_MATRIX.search(n) else "memory" if MEMORY.search(n)
-                    else "other" for n in uniques],
-                   dtype=object)
+    fam = np.array(
+        [
+            "matrix" if MATRIX.search(n) and not NOT_MATRIX.search(n) else "memory" if MEMORY.search(n) else "other"
+            for n in uniques
+        ],
+        dtype=object,
+    )
     return fam[codes] if len(codes) else np.array([], dtype=object)
 
 
 def place_kernels(kernels: pd.DataFrame, cpu_ops: pd.DataFrame, device_properties: object) -> pd.DataFrame:
     """``kernels`` with family (matrix / memory / other), placed_by, work_op, flops, bytes, roof_us
     (the op's roof time at the GPU's peaks; NaN when placed by name)."""
-    out = kernels.assign(family=family_by_name(kernels["name"]), placed_by=PLACED_BY_NAME, work_op="",
-                         flops=np.nan, bytes=np.nan, roof_us=np.nan)
+    out = kernels.assign(
+        family=family_by_name(kernels["name"]),
+        placed_by=PLACED_BY_NAME,
+        work_op="",
+        flops=np.nan,
+        bytes=np.nan,
+        roof_us=np.nan,
+    )
     from workbench.analysis.roofline import bound_of
     from workbench.devices.ceilings import gpu_ceilings
 
@@ -67,8 +92,9 @@ def place_kernels(kernels: pd.DataFrame, cpu_ops: pd.DataFrame, device_propertie
     # memory / compute only clearly away from the ridge; in the band between the work cannot say
     bound = bound_of(f, b, ceiling, d)
     rows = np.flatnonzero(hit)
-    out.iloc[rows, out.columns.get_loc("family")] = np.where(bound == "compute", "matrix",
-                                                             np.where(bound == "memory", "memory", "uncertain"))
+    out.iloc[rows, out.columns.get_loc("family")] = np.where(
+        bound == "compute", "matrix", np.where(bound == "memory", "memory", "uncertain")
+    )
     out.iloc[rows, out.columns.get_loc("placed_by")] = PLACED_BY_WORK
     out.iloc[rows, out.columns.get_loc("work_op")] = cpu_ops["name"].astype(str).to_numpy()[idx]
     out.iloc[rows, out.columns.get_loc("flops")] = f

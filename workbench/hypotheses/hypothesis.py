@@ -3,6 +3,7 @@
 A ``Hypothesis`` is a falsifiable claim about where time went, built by one rule from
 measured evidence. No torch, IPython or altair here.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,9 +14,20 @@ from workbench.errors import InvalidArgumentError
 from workbench.units import format_ms
 
 CATEGORIES: tuple[str, ...] = (
-    "launch_overhead", "host_bound", "memory_bound", "compute_bound", "host_sync", "transfer",
-    "allocation_churn", "graph_break", "recompilation", "cold_start", "precision",
-    "communication", "load_imbalance", "measurement",
+    "launch_overhead",
+    "host_bound",
+    "memory_bound",
+    "compute_bound",
+    "host_sync",
+    "transfer",
+    "allocation_churn",
+    "graph_break",
+    "recompilation",
+    "cold_start",
+    "precision",
+    "communication",
+    "load_imbalance",
+    "measurement",
     # memory, not time: the peak and what holds it (stakes in bytes, in the evidence; time_at_stake_ms 0)
     "memory_footprint",
 )
@@ -57,7 +69,7 @@ class Evidence:
     value: float
     unit: str
     threshold: float | None = None
-    comparison: str = ">"          # how value relates to threshold when the rule fires
+    comparison: str = ">"  # how value relates to threshold when the rule fires
     source: str = ""
     rows: tuple[dict[str, Any], ...] = ()
 
@@ -77,17 +89,25 @@ class Evidence:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "metric": self.metric, "value": self.value, "unit": self.unit,
-            "threshold": self.threshold, "comparison": self.comparison, "source": self.source,
+            "metric": self.metric,
+            "value": self.value,
+            "unit": self.unit,
+            "threshold": self.threshold,
+            "comparison": self.comparison,
+            "source": self.source,
             "rows": [dict(r) for r in self.rows],
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Evidence":
         return cls(
-            metric=d["metric"], value=d["value"], unit=d.get("unit", ""),
-            threshold=d.get("threshold"), comparison=d.get("comparison", ">"),
-            source=d.get("source", ""), rows=tuple(d.get("rows", ())),
+            metric=d["metric"],
+            value=d["value"],
+            unit=d.get("unit", ""),
+            threshold=d.get("threshold"),
+            comparison=d.get("comparison", ">"),
+            source=d.get("source", ""),
+            rows=tuple(d.get("rows", ())),
         )
 
 
@@ -123,7 +143,7 @@ class Hypothesis:
     status: str = "proposed"
     suggested_variants: tuple[str, ...] = ()
     rule: str = ""
-    scope: str = ""                # "rank 0", "whole run", an op name ...
+    scope: str = ""  # "rank 0", "whole run", an op name ...
 
     def __post_init__(self) -> None:
         _check_choice(self.category, CATEGORIES, "category")
@@ -146,24 +166,37 @@ class Hypothesis:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "category": self.category, "title": self.title, "observed": self.observed,
-            "mechanism": self.mechanism, "evidence": [e.to_dict() for e in self.evidence],
-            "time_at_stake_ms": self.time_at_stake_ms, "predicted_effect": self.predicted_effect,
-            "falsifier": self.falsifier, "confounders": list(self.confounders),
-            "confidence": self.confidence, "status": self.status,
-            "suggested_variants": list(self.suggested_variants), "rule": self.rule,
+            "category": self.category,
+            "title": self.title,
+            "observed": self.observed,
+            "mechanism": self.mechanism,
+            "evidence": [e.to_dict() for e in self.evidence],
+            "time_at_stake_ms": self.time_at_stake_ms,
+            "predicted_effect": self.predicted_effect,
+            "falsifier": self.falsifier,
+            "confounders": list(self.confounders),
+            "confidence": self.confidence,
+            "status": self.status,
+            "suggested_variants": list(self.suggested_variants),
+            "rule": self.rule,
             "scope": self.scope,
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Hypothesis":
         return cls(
-            category=d["category"], title=d["title"], observed=d["observed"],
+            category=d["category"],
+            title=d["title"],
+            observed=d["observed"],
             mechanism=d["mechanism"],
             evidence=tuple(Evidence.from_dict(e) for e in d.get("evidence", ())),
-            time_at_stake_ms=d["time_at_stake_ms"], predicted_effect=d["predicted_effect"],
-            falsifier=d["falsifier"], confounders=tuple(d.get("confounders", ())),
-            confidence=d.get("confidence", "medium"), status=d.get("status", "proposed"),
-            suggested_variants=tuple(d.get("suggested_variants", ())), rule=d.get("rule", ""),
+            time_at_stake_ms=d["time_at_stake_ms"],
+            predicted_effect=d["predicted_effect"],
+            falsifier=d["falsifier"],
+            confounders=tuple(d.get("confounders", ())),
+            confidence=d.get("confidence", "medium"),
+            status=d.get("status", "proposed"),
+            suggested_variants=tuple(d.get("suggested_variants", ())),
+            rule=d.get("rule", ""),
             scope=d.get("scope", ""),
         )

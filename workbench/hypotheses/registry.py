@@ -4,6 +4,7 @@ A rule takes the facts of one run or trace (``TraceFacts`` / ``RunFacts``) and i
 and returns hypotheses (zero or more). When the facts it needs are absent it raises
 ``NotJudged`` with a plain reason; the diagnosis reports that reason instead of guessing.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ RuleFn = Callable[[Any, Mapping[str, float]], "Iterable[Hypothesis] | Hypothesis
 class Rule:
     name: str
     category: str
-    scope: str                      # "trace": reads a Trace's tables; "run": reads a ProfileRun
+    scope: str  # "trace": reads a Trace's tables; "run": reads a ProfileRun
     thresholds: Mapping[str, float]
     fn: RuleFn = field(repr=False)
     doc: str = ""

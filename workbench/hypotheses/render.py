@@ -1,5 +1,6 @@
 """Render a diagnosis: plain text (the ``workbench analyze`` command), Markdown and HTML
 (notebooks). Every string from a trace (op and kernel names) is escaped."""
+
 from __future__ import annotations
 
 import html
@@ -52,7 +53,7 @@ class HypothesisList(list):
 def _items(diag: Renderable) -> tuple[list[Hypothesis], list[str]]:
     if isinstance(diag, HypothesisList):
         return list(diag), diag.statements()
-    if hasattr(diag, "hypotheses"):   # a Diagnosis (or one reloaded with the same attributes)
+    if hasattr(diag, "hypotheses"):  # a Diagnosis (or one reloaded with the same attributes)
         found = cast("Diagnosis", diag)
         return list(found.hypotheses), list(found.statements())
     return list(diag), []
@@ -68,7 +69,9 @@ def render_text(diag: Renderable, *, limit: int | None = None, evidence_rows: in
     if not hyps:
         lines.append("No hypothesis: no rule found evidence of a problem.")
     for i, h in enumerate(hyps[:limit] if limit else hyps, 1):
-        lines.append(f"{i}. [{h.category}] {h.title}  (~{h.time_at_stake_ms:.3g} ms at stake, {h.confidence} confidence, {h.status})")
+        lines.append(
+            f"{i}. [{h.category}] {h.title}  (~{h.time_at_stake_ms:.3g} ms at stake, {h.confidence} confidence, {h.status})"
+        )
         lines.append(f"   observed:  {h.observed}")
         lines.append(f"   mechanism: {h.mechanism}")
         for e in h.evidence:
@@ -129,13 +132,13 @@ def render_html(diag: Renderable, *, limit: int | None = None, evidence_rows: in
         parts.append(
             f'<li class="wb-hyp wb-{e(h.confidence)}"><b>[{e(h.category)}] {e(h.title)}</b> '
             f"<small>~{h.time_at_stake_ms:.3g} ms at stake · {e(h.confidence)} confidence · {e(h.status)}</small>"
-            f"<br>Observed: {e(h.observed)}<br>Mechanism: {e(h.mechanism)}<ul>")
+            f"<br>Observed: {e(h.observed)}<br>Mechanism: {e(h.mechanism)}<ul>"
+        )
         for ev in h.evidence:
             parts.append(f"<li>{e(ev.describe())}{' <small>[' + e(ev.source) + ']</small>' if ev.source else ''}")
             parts.append(_rows_table(ev.rows[:evidence_rows]))
             parts.append("</li>")
-        parts.append(f"</ul>Predicted: {e(h.predicted_effect)}<br>"
-                     f"<b>Next experiment:</b> {e(h.falsifier)}")
+        parts.append(f"</ul>Predicted: {e(h.predicted_effect)}<br><b>Next experiment:</b> {e(h.falsifier)}")
         if h.suggested_variants:
             parts.append(f"<br>Variants: {e(', '.join(h.suggested_variants))}")
         parts.append("</li>")

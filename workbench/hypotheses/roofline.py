@@ -14,6 +14,7 @@ the trace's device properties); on a CPU the measured ceiling when the run recor
 (``environment["cpu_ceiling"]``, from ``workbench.devices.measure_cpu_ceiling``), else the
 documented default, named as such in every evidence row that uses them.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,21 +26,30 @@ import pandas as pd
 # The one ceiling type and its resolution live in workbench.devices.ceilings (measured / datasheet /
 # default, each labelled); the names stay importable from here.
 from workbench.devices.ceilings import (  # noqa: E402
-    DEFAULT_CPU_CEILING, DEFAULT_CPU_COPY_GBPS, DEFAULT_CPU_FP32_GFLOPS, DEFAULT_CPU_SOURCE, Ceiling,
+    DEFAULT_CPU_CEILING,
+    DEFAULT_CPU_COPY_GBPS,
+    DEFAULT_CPU_FP32_GFLOPS,
+    DEFAULT_CPU_SOURCE,
+    Ceiling,
 )
+
 # An op that takes more than 1 / OVERHEAD_ROOF_FRACTION times its roof time is dispatch-bound.
 OVERHEAD_ROOF_FRACTION = 0.05
 # Ops with no work formula: shorter than this they count as per-op overhead, longer as unknown. An op whose
 # work needs at least this at the roof is never dispatch-bound (dispatch costs a few µs an op).
 SHORT_OP_US = 20.0
 
-MATRIX_OPS = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|matmul|linear|conv\w*|_convolution|mkldnn_convolution|"
-                        r"cudnn_convolution\w*|_scaled_dot_product\w*|scaled_dot_product_attention|einsum)$")
+MATRIX_OPS = re.compile(
+    r"^aten::(mm|addmm|bmm|baddbmm|matmul|linear|conv\w*|_convolution|mkldnn_convolution|"
+    r"cudnn_convolution\w*|_scaled_dot_product\w*|scaled_dot_product_attention|einsum)$"
+)
 # Ops whose time is streaming memory (copies, fills, gathers) though the formulas do not cover them.
-STREAMING_OPS = re.compile(r"^aten::(copy_|clone|contiguous|_to_copy|to|zeros|zeros_like|ones|ones_like|full|"
-                           r"full_like|fill_|zero_|cat|stack|index|index_select|gather|scatter\w*|"
-                           r"masked_fill\w*|index_put_?|_index_put_impl_|repeat|flip|roll|cumsum|"
-                           r"randn|rand|normal_|uniform_|embedding|narrow_copy|pad|constant_pad_nd)$")
+STREAMING_OPS = re.compile(
+    r"^aten::(copy_|clone|contiguous|_to_copy|to|zeros|zeros_like|ones|ones_like|full|"
+    r"full_like|fill_|zero_|cat|stack|index|index_select|gather|scatter\w*|"
+    r"masked_fill\w*|index_put_?|_index_put_impl_|repeat|flip|roll|cumsum|"
+    r"randn|rand|normal_|uniform_|embedding|narrow_copy|pad|constant_pad_nd)$"
+)
 
 
 def cpu_ceiling_from(environment: Mapping[str, Any] | None) -> Ceiling:
@@ -90,13 +100,22 @@ def place_ops(ops: pd.DataFrame, ceiling: Ceiling) -> pd.DataFrame:
     # the bound is a property of the work and its typical time: judged on the median time of the op's
     # signature (name, shapes, dtypes), so that a call preempted on a loaded machine (ten times its usual
     # time) does not turn a matmul into "overhead"
-    typical = pd.Series(dur).groupby([names, dims, types], sort=False).transform("median").to_numpy(dtype=float) \
-        if len(dur) else dur
+    typical = (
+        pd.Series(dur).groupby([names, dims, types], sort=False).transform("median").to_numpy(dtype=float)
+        if len(dur)
+        else dur
+    )
     bound = [_bound(n, f, b, r, d, w) for n, f, b, r, d, w in zip(names, flops, nbytes, roof, typical, by_work)]
     known = ~np.isnan(flops) & ~np.isnan(nbytes)
     fraction = np.where(known & (dur > 0), roof / np.maximum(dur, 1e-9), np.nan)
-    return ops.assign(flops=flops, bytes=nbytes, roof_us=np.where(known, roof, np.nan), roof_fraction=fraction,
-                      bound=bound, above_roof=np.nan_to_num(fraction) > 1 + ROOF_TOLERANCE)
+    return ops.assign(
+        flops=flops,
+        bytes=nbytes,
+        roof_us=np.where(known, roof, np.nan),
+        roof_fraction=fraction,
+        bound=bound,
+        above_roof=np.nan_to_num(fraction) > 1 + ROOF_TOLERANCE,
+    )
 
 
 def _bound(name: str, flops: float, nbytes: float, roof: float, dur: float, by_work: str) -> str:

@@ -11,6 +11,7 @@ take their magnitude from the clean timing. One-time costs are spread over
 ``one_time_cost_calls`` calls when ranked against per-call costs (a stated default, or the
 run's ``expected_calls`` where the user gave one).
 """
+
 from __future__ import annotations
 
 from functools import cached_property
@@ -21,7 +22,7 @@ import pandas as pd
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.registry import NotJudged
 
-ONE_TIME_COST_CALLS = 100   # calls a one-time cost is spread over when ranked, unless the run says
+ONE_TIME_COST_CALLS = 100  # calls a one-time cost is spread over when ranked, unless the run says
 
 
 def field_of(obj: Any, name: str, default: Any = None) -> Any:
@@ -52,8 +53,9 @@ class RunFacts:
         whole frame (no graph compiled), yet the breaks, recompiles and compile time it recorded show
         that torch.compile ran."""
         if self.compile is None or not self.used_compile:
-            raise NotJudged("the run did not use torch.compile (no compiled graph, graph break, recompile or "
-                            "compile time recorded)")
+            raise NotJudged(
+                "the run did not use torch.compile (no compiled graph, graph break, recompile or compile time recorded)"
+            )
         return self.compile
 
     @property
@@ -61,11 +63,18 @@ class RunFacts:
         diag = self.compile
         if diag is None:
             return False
-        recorded = (field_of(diag, "compiled_anything", False), field_of(diag, "graph_break_count", 0),
-                    field_of(diag, "graph_breaks", ()), field_of(diag, "break_reasons", ()),
-                    field_of(diag, "recompile_count", 0), field_of(diag, "recompiles", ()),
-                    field_of(diag, "recompile_limit_hit", False), field_of(diag, "compile_time_ms", 0.0),
-                    field_of(diag, "frames_compiled", 0), field_of(diag, "graph_count", 0))
+        recorded = (
+            field_of(diag, "compiled_anything", False),
+            field_of(diag, "graph_break_count", 0),
+            field_of(diag, "graph_breaks", ()),
+            field_of(diag, "break_reasons", ()),
+            field_of(diag, "recompile_count", 0),
+            field_of(diag, "recompiles", ()),
+            field_of(diag, "recompile_limit_hit", False),
+            field_of(diag, "compile_time_ms", 0.0),
+            field_of(diag, "frames_compiled", 0),
+            field_of(diag, "graph_count", 0),
+        )
         if any(bool(v) for v in recorded):
             return True
         # an older or hand-written record with none of those fields: its own "enabled" flag
@@ -119,7 +128,7 @@ class RunFacts:
     def trace_scale(self) -> float:
         """Clean per-call time / traced per-call time: 1.0 where the run has no separate traced
         pass (an older bundle, whose trace covered the timed calls themselves)."""
-        own = field_of(self.run, "trace_scale")      # a run record knows its trace's call spans
+        own = field_of(self.run, "trace_scale")  # a run record knows its trace's call spans
         if isinstance(own, (int, float)) and own > 0:
             return float(own)
         traced = field_of(self.run, "traced_timing")

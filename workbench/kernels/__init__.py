@@ -27,15 +27,39 @@ is not installed. ``available()`` / ``missing_reason()`` say whether the kernels
 where not, why: triton missing, or no GPU (then they run under ``TRITON_INTERPRET=1`` for
 correctness only; the variable must be set before triton is first imported).
 """
+
 from __future__ import annotations
 
 from typing import Any
 
-from workbench.kernels.registry import (CPU_ONLY, KERNELS, NO_DEVICE_NO_INTERPRETER, NOT_INSTALLED, Kernel,
-                                        available, get, interpreted, missing_reason, names, triton_installed)
+from workbench.kernels.registry import (
+    CPU_ONLY,
+    KERNELS,
+    NO_DEVICE_NO_INTERPRETER,
+    NOT_INSTALLED,
+    Kernel,
+    available,
+    get,
+    interpreted,
+    missing_reason,
+    names,
+    triton_installed,
+)
 
-__all__ = ["KERNELS", "Kernel", "available", "missing_reason", "get", "names", "device_check", "interpreted",
-           "triton_installed", "NOT_INSTALLED", "CPU_ONLY", "NO_DEVICE_NO_INTERPRETER"]
+__all__ = [
+    "KERNELS",
+    "Kernel",
+    "available",
+    "missing_reason",
+    "get",
+    "names",
+    "device_check",
+    "interpreted",
+    "triton_installed",
+    "NOT_INSTALLED",
+    "CPU_ONLY",
+    "NO_DEVICE_NO_INTERPRETER",
+]
 
 
 def device_check(workdir: str | None = None, budget_s: float = 25.0) -> dict[str, Any]:
@@ -47,4 +71,5 @@ def device_check(workdir: str | None = None, budget_s: float = 25.0) -> dict[str
     if reason is not None:
         return {"ok": False, "status": "not_applicable", "reason": reason}
     from workbench.kernels import bench
+
     return bench.device_check(workdir, budget_s=budget_s)

@@ -14,6 +14,7 @@ Layout rules every kernel module follows:
 * **feature sizes**: any size; the block is the next power of two >= H up to a cap, with a loop over
   blocks (and a mask on the last one) for longer rows.
 """
+
 from __future__ import annotations
 
 import torch

@@ -14,6 +14,7 @@ over the program's rows in fp32 into a partial ``[programs, H]`` buffer, which t
 first dimension (the one reduction left to torch). Memory beyond dx: that partial buffer
 (``programs x H`` fp32, about 2 x SMs rows, not ``M x H``) and the ``[M]`` statistics.
 """
+
 from __future__ import annotations
 
 import torch
@@ -25,9 +26,23 @@ from workbench.kernels._common import block_for, check_float, num_warps_for, pro
 
 
 @triton.jit
-def _norm_fwd_kernel(X, Y, W, B, MEAN, RSTD, stride_x, stride_y, N, eps,
-                     IS_RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr,
-                     BLOCK: tl.constexpr, SINGLE: tl.constexpr):
+def _norm_fwd_kernel(
+    X,
+    Y,
+    W,
+    B,
+    MEAN,
+    RSTD,
+    stride_x,
+    stride_y,
+    N,
+    eps,
+    IS_RMS: tl.constexpr,
+    HAS_W: tl.constexpr,
+    HAS_B: tl.constexpr,
+    BLOCK: tl.constexpr,
+    SINGLE: tl.constexpr,
+):
     row = tl.program_id(0).to(tl.int64)
     X += row * stride_x
     Y += row * stride_y
@@ -82,9 +97,27 @@ def _norm_fwd_kernel(X, Y, W, B, MEAN, RSTD, stride_x, stride_y, N, eps,
 
 
 @triton.jit
-def _norm_bwd_kernel(X, DY, DX, W, MEAN, RSTD, DWP, DBP, stride_x, stride_dy, stride_dx, M, N, rows_per_prog,
-                     IS_RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr,
-                     BLOCK: tl.constexpr, SINGLE: tl.constexpr):
+def _norm_bwd_kernel(
+    X,
+    DY,
+    DX,
+    W,
+    MEAN,
+    RSTD,
+    DWP,
+    DBP,
+    stride_x,
+    stride_dy,
+    stride_dx,
+    M,
+    N,
+    rows_per_prog,
+    IS_RMS: tl.constexpr,
+    HAS_W: tl.constexpr,
+    HAS_B: tl.constexpr,
+    BLOCK: tl.constexpr,
+    SINGLE: tl.constexpr,
+):
     pid = tl.program_id(0)
     start = pid * rows_per_prog
     end = tl.minimum(start + rows_per_prog, M)
@@ -191,10 +224,24 @@ class NormFunction(torch.autograd.Function):
         rstd = torch.empty(m, dtype=torch.float32, device=x.device)
         block, single = block_for(h, block_size)
         if m:
-            _norm_fwd_kernel[(m,)](x2, y, w if w is not None else x2, b if b is not None else x2, mean, rstd,
-                                   x2.stride(0), y.stride(0), h, float(eps),
-                                   IS_RMS=bool(is_rms), HAS_W=w is not None, HAS_B=b is not None,
-                                   BLOCK=block, SINGLE=single, num_warps=num_warps_for(block))
+            _norm_fwd_kernel[(m,)](
+                x2,
+                y,
+                w if w is not None else x2,
+                b if b is not None else x2,
+                mean,
+                rstd,
+                x2.stride(0),
+                y.stride(0),
+                h,
+                float(eps),
+                IS_RMS=bool(is_rms),
+                HAS_W=w is not None,
+                HAS_B=b is not None,
+                BLOCK=block,
+                SINGLE=single,
+                num_warps=num_warps_for(block),
+            )
         ctx.save_for_backward(x2, w, mean, rstd)
         ctx.has_b = b is not None
         ctx.b_dtype = b.dtype if b is not None else None
@@ -211,11 +258,28 @@ class NormFunction(torch.autograd.Function):
         dwp = torch.zeros((programs, h), dtype=torch.float32, device=x2.device) if w is not None else None
         dbp = torch.zeros((programs, h), dtype=torch.float32, device=x2.device) if ctx.has_b else None
         if m:
-            _norm_bwd_kernel[(programs,)](x2, dy2, dx, w if w is not None else x2, mean, rstd,
-                                          dwp if dwp is not None else mean, dbp if dbp is not None else mean,
-                                          x2.stride(0), dy2.stride(0), dx.stride(0), m, h, per,
-                                          IS_RMS=ctx.is_rms, HAS_W=w is not None, HAS_B=ctx.has_b,
-                                          BLOCK=ctx.block, SINGLE=ctx.single, num_warps=num_warps_for(ctx.block))
+            _norm_bwd_kernel[(programs,)](
+                x2,
+                dy2,
+                dx,
+                w if w is not None else x2,
+                mean,
+                rstd,
+                dwp if dwp is not None else mean,
+                dbp if dbp is not None else mean,
+                x2.stride(0),
+                dy2.stride(0),
+                dx.stride(0),
+                m,
+                h,
+                per,
+                IS_RMS=ctx.is_rms,
+                HAS_W=w is not None,
+                HAS_B=ctx.has_b,
+                BLOCK=ctx.block,
+                SINGLE=ctx.single,
+                num_warps=num_warps_for(ctx.block),
+            )
         dw = dwp.sum(0).to(w.dtype) if w is not None and ctx.needs_input_grad[1] else None
         db = dbp.sum(0).to(ctx.b_dtype) if ctx.has_b and ctx.needs_input_grad[2] else None
         return dx.view(ctx.shape), dw, db, None, None, None

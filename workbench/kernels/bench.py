@@ -5,6 +5,7 @@ forward+backward. ``device_check`` is the GPU check's entry point; ``benchmarks/
 command line. Nothing here runs without CUDA: every kernel is then reported "not applicable: no CUDA
 device".
 """
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,8 @@ from typing import Any, Callable
 
 import torch
 
-from workbench.kernels.registry import KERNELS, missing_reason
 from workbench.kernels import reference as ref
+from workbench.kernels.registry import KERNELS, missing_reason
 
 NO_CUDA = "not applicable: no CUDA device"
 #: where the timing runs (a module setting so that a CPU smoke run under the interpreter can reach every line)
@@ -52,16 +53,25 @@ def benches() -> list[Bench]:
     from workbench.kernels.swiglu import swiglu
 
     def ln(s, dt, dev):
-        return ((_r((8192 // s, 4096), dt, dev), _r((4096,), dt, dev), _r((4096,), dt, dev)),
-                lambda x, w, b: layer_norm(x, w, b), lambda x, w, b: ref.layer_norm(x, w, b))
+        return (
+            (_r((8192 // s, 4096), dt, dev), _r((4096,), dt, dev), _r((4096,), dt, dev)),
+            lambda x, w, b: layer_norm(x, w, b),
+            lambda x, w, b: ref.layer_norm(x, w, b),
+        )
 
     def rms(s, dt, dev):
-        return ((_r((8192 // s, 4096), dt, dev), _r((4096,), dt, dev)),
-                lambda x, w: rms_norm(x, w, 1e-6), lambda x, w: ref.rms_norm(x, w, 1e-6))
+        return (
+            (_r((8192 // s, 4096), dt, dev), _r((4096,), dt, dev)),
+            lambda x, w: rms_norm(x, w, 1e-6),
+            lambda x, w: ref.rms_norm(x, w, 1e-6),
+        )
 
     def bg(s, dt, dev):
-        return ((_r((8192 // s, 4096), dt, dev), _r((4096,), dt, dev)),
-                lambda x, b: bias_gelu(x, b, "tanh"), lambda x, b: ref.bias_gelu(x, b, "tanh"))
+        return (
+            (_r((8192 // s, 4096), dt, dev), _r((4096,), dt, dev)),
+            lambda x, b: bias_gelu(x, b, "tanh"),
+            lambda x, b: ref.bias_gelu(x, b, "tanh"),
+        )
 
     def sw(s, dt, dev):
         return ((_r((8192 // s, 5504), dt, dev), _r((8192 // s, 5504), dt, dev)), swiglu, ref.swiglu)
@@ -71,21 +81,29 @@ def benches() -> list[Bench]:
 
     def ce(s, dt, dev):
         n = 8192 // s
-        return ((_r((n, 32000), dt, dev, scale=3.0), _targets(n, 32000, dev)),
-                lambda x, t: cross_entropy(x, t), lambda x, t: ref.cross_entropy(x, t))
+        return (
+            (_r((n, 32000), dt, dev, scale=3.0), _targets(n, 32000, dev)),
+            lambda x, t: cross_entropy(x, t),
+            lambda x, t: ref.cross_entropy(x, t),
+        )
 
     def lce(s, dt, dev):
         n = 8192 // s
-        return ((_r((n, 2048), dt, dev), _r((32000, 2048), dt, dev, scale=1 / math.sqrt(2048)), _targets(n, 32000, dev)),
-                lambda h, w, t: linear_cross_entropy(h, w, t), lambda h, w, t: ref.linear_cross_entropy(h, w, t))
+        return (
+            (_r((n, 2048), dt, dev), _r((32000, 2048), dt, dev, scale=1 / math.sqrt(2048)), _targets(n, 32000, dev)),
+            lambda h, w, t: linear_cross_entropy(h, w, t),
+            lambda h, w, t: ref.linear_cross_entropy(h, w, t),
+        )
 
-    return [Bench("layer_norm", "x [8192, 4096], weight, bias", ln),
-            Bench("rms_norm", "x [8192, 4096], weight", rms),
-            Bench("bias_gelu", "x [8192, 4096] + bias [4096], tanh", bg),
-            Bench("swiglu", "a, b [8192, 5504]", sw),
-            Bench("softmax", "x [16384, 2048]", sm),
-            Bench("cross_entropy", "logits [8192, 32000], 10% ignored, mean", ce),
-            Bench("linear_cross_entropy", "hidden [8192, 2048], W [32000, 2048], 10% ignored, mean", lce)]
+    return [
+        Bench("layer_norm", "x [8192, 4096], weight, bias", ln),
+        Bench("rms_norm", "x [8192, 4096], weight", rms),
+        Bench("bias_gelu", "x [8192, 4096] + bias [4096], tanh", bg),
+        Bench("swiglu", "a, b [8192, 5504]", sw),
+        Bench("softmax", "x [16384, 2048]", sm),
+        Bench("cross_entropy", "logits [8192, 32000], 10% ignored, mean", ce),
+        Bench("linear_cross_entropy", "hidden [8192, 2048], W [32000, 2048], 10% ignored, mean", lce),
+    ]
 
 
 def _grad_inputs(inputs):
@@ -96,6 +114,7 @@ def _fwd_bwd(fn, inputs, g):
     def run():
         out = fn(*inputs)
         return torch.autograd.grad(out, _grad_inputs(inputs), g)
+
     return run
 
 
@@ -110,6 +129,7 @@ def _peak(run) -> int:
 
 def _ms(fn, quick) -> float:
     import triton.testing
+
     kw = {"warmup": 5, "rep": 20} if quick else {"warmup": 25, "rep": 100}
     return float(triton.testing.do_bench(fn, quantiles=[0.5, 0.2, 0.8], **kw)[0])
 
@@ -117,8 +137,13 @@ def _ms(fn, quick) -> float:
 def time_bench(b: Bench, dtype=torch.bfloat16, *, quick=False, compile_eager=False, scale=None) -> dict[str, Any]:
     dev = torch.device(DEVICE)
     t0 = time.perf_counter()
-    row: dict[str, Any] = {"kernel": b.kernel, "shape": b.label, "dtype": str(dtype).replace("torch.", ""),
-                           "status": "ok", "timer": "triton.testing.do_bench median (L2 flushed)"}
+    row: dict[str, Any] = {
+        "kernel": b.kernel,
+        "shape": b.label,
+        "dtype": str(dtype).replace("torch.", ""),
+        "status": "ok",
+        "timer": "triton.testing.do_bench median (L2 flushed)",
+    }
     torch.manual_seed(0)
     inputs, tri, eager = b.make(scale or (2 if quick else 1), dtype, dev)
     with torch.no_grad():
@@ -128,9 +153,10 @@ def time_bench(b: Bench, dtype=torch.bfloat16, *, quick=False, compile_eager=Fal
     y_t = tri(*inputs)
     gt = torch.autograd.grad(y_t, _grad_inputs(inputs), g)
     ge = torch.autograd.grad(eager(*inputs), _grad_inputs(inputs), g)
-    row["max_abs_diff_vs_eager"] = {"output": float((y_t.detach().double() - y_e.double()).abs().max()),
-                                    **{f"grad[{i}]": float((a.double() - e.double()).abs().max())
-                                       for i, (a, e) in enumerate(zip(gt, ge))}}
+    row["max_abs_diff_vs_eager"] = {
+        "output": float((y_t.detach().double() - y_e.double()).abs().max()),
+        **{f"grad[{i}]": float((a.double() - e.double()).abs().max()) for i, (a, e) in enumerate(zip(gt, ge))},
+    }
     del y_t, gt, ge
     sides = {"triton": tri, "eager": eager}
     if compile_eager:
@@ -161,12 +187,18 @@ def time_bench(b: Bench, dtype=torch.bfloat16, *, quick=False, compile_eager=Fal
 
 def versions() -> dict[str, str]:
     import triton
-    return {"torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
-            "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"}
+
+    return {
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "python": platform.python_version(),
+        "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
+    }
 
 
-def run_all(*, dtype=torch.bfloat16, quick=False, compile_eager=False, kernels=None, budget_s=None,
-            log=print, scale=None) -> list[dict[str, Any]]:
+def run_all(
+    *, dtype=torch.bfloat16, quick=False, compile_eager=False, kernels=None, budget_s=None, log=print, scale=None
+) -> list[dict[str, Any]]:
     reason = missing_reason() if DEVICE == "cuda" else None
     out = []
     start = time.perf_counter()
@@ -179,14 +211,20 @@ def run_all(*, dtype=torch.bfloat16, quick=False, compile_eager=False, kernels=N
             log(f"{b.kernel:22s} {msg}")
             continue
         if budget_s is not None and time.perf_counter() - start > budget_s:
-            out.append({"kernel": b.kernel, "status": "not_reached", "reason": f"time budget of {budget_s:.0f} s spent"})
+            out.append(
+                {"kernel": b.kernel, "status": "not_reached", "reason": f"time budget of {budget_s:.0f} s spent"}
+            )
             log(f"{b.kernel:22s} not reached: time budget spent")
             continue
         try:
             row = time_bench(b, dtype, quick=quick, compile_eager=compile_eager, scale=scale)
         except Exception as exc:  # noqa: BLE001
-            row = {"kernel": b.kernel, "status": "failed", "error": f"{type(exc).__name__}: {exc}"[:500],
-                   "traceback": traceback.format_exc(limit=6)}
+            row = {
+                "kernel": b.kernel,
+                "status": "failed",
+                "error": f"{type(exc).__name__}: {exc}"[:500],
+                "traceback": traceback.format_exc(limit=6),
+            }
         out.append(row)
         log(_line(row))
     return out
@@ -228,7 +266,9 @@ def device_check(workdir: str | None = None, budget_s: float = 25.0) -> dict[str
     all_cases = checking.cases()
     first = [c for c in all_cases if c.label.startswith("3x37 contiguous") or "V=37" in c.label]
     first = [c for i, c in enumerate(first) if c.kernel not in {d.kernel for d in first[:i]}]
-    more = [(c, torch.float32) for c in all_cases if any(s in c.label for s in ("block32", "block_size=32", "4x50 sliced"))]
+    more = [
+        (c, torch.float32) for c in all_cases if any(s in c.label for s in ("block32", "block_size=32", "4x50 sliced"))
+    ]
     more += [(c, torch.bfloat16) for c in first]
     correct, not_reached = [], []
 
@@ -246,9 +286,14 @@ def device_check(workdir: str | None = None, budget_s: float = 25.0) -> dict[str
     for c, dt in more:
         run(c, dt)
     res["correctness"] = correct
-    res["not_reached"] = not_reached + [r["kernel"] + " timing" for r in res["timing"] if r.get("status") == "not_reached"]
-    res["ok"] = bool(correct) and all(r["passed"] for r in correct) and \
-        not any(r.get("status") == "failed" for r in res["timing"])
+    res["not_reached"] = not_reached + [
+        r["kernel"] + " timing" for r in res["timing"] if r.get("status") == "not_reached"
+    ]
+    res["ok"] = (
+        bool(correct)
+        and all(r["passed"] for r in correct)
+        and not any(r.get("status") == "failed" for r in res["timing"])
+    )
     res["summary"] = [_line(r) for r in res["timing"]]
     res["seconds"] = round(time.perf_counter() - t0, 2)
     if workdir:

@@ -8,6 +8,7 @@ caller's tensor, not a new buffer) and recomputes ``x + b`` in the backward, whi
 once and writes dx = dy * gelu'(x + b); db is dx summed over rows (torch's sum, in fp32).
 Non-contiguous x is copied (``.contiguous()``); any leading shape; fp32 math for every dtype.
 """
+
 from __future__ import annotations
 
 import torch
@@ -77,8 +78,15 @@ class BiasGELUFunction(torch.autograd.Function):
         n = xc.numel()
         if n:
             _bias_gelu_fwd_kernel[(triton.cdiv(n, ELEMENTWISE_BLOCK),)](
-                xc, b if b is not None else xc, y, n, h, HAS_B=b is not None, TANH=approximate == "tanh",
-                BLOCK=ELEMENTWISE_BLOCK)
+                xc,
+                b if b is not None else xc,
+                y,
+                n,
+                h,
+                HAS_B=b is not None,
+                TANH=approximate == "tanh",
+                BLOCK=ELEMENTWISE_BLOCK,
+            )
         ctx.save_for_backward(xc, b)
         ctx.tanh = approximate == "tanh"
         return y
@@ -91,8 +99,16 @@ class BiasGELUFunction(torch.autograd.Function):
         n = xc.numel()
         if n:
             _bias_gelu_bwd_kernel[(triton.cdiv(n, ELEMENTWISE_BLOCK),)](
-                xc, b if b is not None else xc, dy, dx, n, xc.shape[-1] if xc.dim() else 1,
-                HAS_B=b is not None, TANH=ctx.tanh, BLOCK=ELEMENTWISE_BLOCK)
+                xc,
+                b if b is not None else xc,
+                dy,
+                dx,
+                n,
+                xc.shape[-1] if xc.dim() else 1,
+                HAS_B=b is not None,
+                TANH=ctx.tanh,
+                BLOCK=ELEMENTWISE_BLOCK,
+            )
         db = None
         if b is not None and ctx.needs_input_grad[1]:
             db = dx.reshape(-1, b.shape[0]).sum(0, dtype=torch.float32).to(b.dtype)

@@ -7,6 +7,7 @@ function in the working dtype is measured against it too, so each result says ho
 Runs on CUDA, or on CPU under ``TRITON_INTERPRET=1`` (set before triton is imported; the test suite
 does it in a subprocess). Imports triton through the kernel modules.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -53,17 +54,22 @@ def _leaf(gen, shape, device, dtype, scale=1.0):
 
 def _x(gen, shape, device, dtype, layout="contiguous", scale=1.0):
     """An input of ``shape`` in one of three layouts, its gradient taken through the view."""
-    if layout == "sliced":                        # a column slice of a wider matrix: row stride > H
+    if layout == "sliced":  # a column slice of a wider matrix: row stride > H
         base = _leaf(gen, (*shape[:-1], shape[-1] + 7), device, dtype, scale)
-        return base[..., 3:3 + shape[-1]]
-    if layout == "transposed":                    # last-dim stride != 1: copied
+        return base[..., 3 : 3 + shape[-1]]
+    if layout == "transposed":  # last-dim stride != 1: copied
         base = _leaf(gen, tuple(reversed(shape)), device, dtype, scale)
         return base.permute(*reversed(range(len(shape))))
     return _leaf(gen, shape, device, dtype, scale)
 
 
-SHAPES = (((3, 37), "contiguous"), ((5, 128), "contiguous"), ((2, 3, 100), "contiguous"),
-          ((4, 50), "sliced"), ((37, 6), "transposed"))
+SHAPES = (
+    ((3, 37), "contiguous"),
+    ((5, 128), "contiguous"),
+    ((2, 3, 100), "contiguous"),
+    ((4, 50), "sliced"),
+    ((37, 6), "transposed"),
+)
 
 
 def _norm_cases() -> list[Case]:
@@ -79,8 +85,11 @@ def _norm_cases() -> list[Case]:
         def ln(gen, dev, dt, shape=shape, lay=lay, bs=bs):
             h = shape[-1]
             inputs = (_x(gen, shape, dev, dt, lay), _leaf(gen, (h,), dev, dt), _leaf(gen, (h,), dev, dt))
-            return inputs, (lambda x, w, b: layer_norm(x, w, b, 1e-5, block_size=bs)), \
-                (lambda x, w, b: ref.layer_norm(x, w, b, 1e-5))
+            return (
+                inputs,
+                (lambda x, w, b: layer_norm(x, w, b, 1e-5, block_size=bs)),
+                (lambda x, w, b: ref.layer_norm(x, w, b, 1e-5)),
+            )
 
         def rms(gen, dev, dt, shape=shape, lay=lay, bs=bs):
             h = shape[-1]
@@ -98,15 +107,18 @@ def _elementwise_cases() -> list[Case]:
     out = []
     for i, (shape, layout) in enumerate(SHAPES):
         label = f"{'x'.join(map(str, shape))} {layout}"
-        for approx in (("none", "tanh") if i in (0, 3) else ("none",) if i % 2 else ("tanh",)):
+        for approx in ("none", "tanh") if i in (0, 3) else ("none",) if i % 2 else ("tanh",):
+
             def bg(gen, dev, dt, shape=shape, layout=layout, approx=approx):
                 inputs = (_x(gen, shape, dev, dt, layout, 2.0), _leaf(gen, (shape[-1],), dev, dt))
                 return inputs, (lambda x, b: bias_gelu(x, b, approx)), (lambda x, b: ref.bias_gelu(x, b, approx))
+
             out.append(Case("bias_gelu", f"{label} approximate={approx}", bg))
 
         def sw(gen, dev, dt, shape=shape, layout=layout):
             inputs = (_x(gen, shape, dev, dt, layout, 2.0), _x(gen, shape, dev, dt, "contiguous"))
             return inputs, swiglu, ref.swiglu
+
         out.append(Case("swiglu", label, sw))
     return out
 
@@ -123,6 +135,7 @@ def _softmax_cases() -> list[Case]:
         def sm(gen, dev, dt, shape=shape, lay=lay, bs=bs, dim=dim):
             inputs = (_x(gen, shape, dev, dt, lay, 3.0),)
             return inputs, (lambda x: softmax(x, dim, block_size=bs)), (lambda x: ref.softmax(x, dim))
+
         out.append(Case("softmax", f"{'x'.join(map(str, shape))} {layout}", sm))
     return out
 
@@ -131,8 +144,8 @@ def _targets(gen, shape, v, device, ignore_frac=0.0, ignore_index=-100):
     t = torch.randint(0, v, shape, generator=gen)
     if ignore_frac:
         drop = torch.rand(shape, generator=gen) < ignore_frac
-        drop.view(-1)[0] = True                           # at least one ignored row
-        drop.view(-1)[-1] = False                         # and at least one counted
+        drop.view(-1)[0] = True  # at least one ignored row
+        drop.view(-1)[-1] = False  # and at least one counted
         t[drop] = ignore_index
     return t.to(device)
 
@@ -141,45 +154,69 @@ def _ce_cases() -> list[Case]:
     from workbench.kernels.cross_entropy import cross_entropy, linear_cross_entropy
 
     out = []
-    specs = [((3, 37), "contiguous", "mean", -100, 0.34, {}),
-             ((5, 128), "contiguous", "sum", -100, 0.0, {}),
-             ((2, 3, 100), "contiguous", "none", 7, 0.3, {}),
-             ((4, 50), "sliced", "mean", -100, 0.25, {}),
-             ((37, 6), "transposed", "sum", -1, 0.2, {}),
-             ((5, 100), "contiguous", "mean", -100, 0.2, {"block_size": 32}),
-             ((6, 70), "contiguous", "mean", -100, 0.2, {"inplace_backward": True})]
+    specs = [
+        ((3, 37), "contiguous", "mean", -100, 0.34, {}),
+        ((5, 128), "contiguous", "sum", -100, 0.0, {}),
+        ((2, 3, 100), "contiguous", "none", 7, 0.3, {}),
+        ((4, 50), "sliced", "mean", -100, 0.25, {}),
+        ((37, 6), "transposed", "sum", -1, 0.2, {}),
+        ((5, 100), "contiguous", "mean", -100, 0.2, {"block_size": 32}),
+        ((6, 70), "contiguous", "mean", -100, 0.2, {"inplace_backward": True}),
+    ]
     for shape, layout, red, ig, frac, kw in specs:
-        label = f"{'x'.join(map(str, shape))} {layout} reduction={red} ignore_index={ig}" + \
-            "".join(f" {k}={v}" for k, v in kw.items())
+        label = f"{'x'.join(map(str, shape))} {layout} reduction={red} ignore_index={ig}" + "".join(
+            f" {k}={v}" for k, v in kw.items()
+        )
 
         def ce(gen, dev, dt, shape=shape, layout=layout, red=red, ig=ig, frac=frac, kw=kw):
             x = _x(gen, shape, dev, dt, layout, 3.0)
             t = _targets(gen, shape[:-1], shape[-1], dev, frac, ig)
-            if kw.get("inplace_backward"):            # the logits must be an intermediate: overwritten
-                return (x, t), (lambda x, t: cross_entropy(x * 1.0, t, red, ig, **kw)), \
-                    (lambda x, t: ref.cross_entropy(x, t, red, ig))
-            return (x, t), (lambda x, t: cross_entropy(x, t, red, ig, **kw)), \
-                (lambda x, t: ref.cross_entropy(x, t, red, ig))
+            if kw.get("inplace_backward"):  # the logits must be an intermediate: overwritten
+                return (
+                    (x, t),
+                    (lambda x, t: cross_entropy(x * 1.0, t, red, ig, **kw)),
+                    (lambda x, t: ref.cross_entropy(x, t, red, ig)),
+                )
+            return (
+                (x, t),
+                (lambda x, t: cross_entropy(x, t, red, ig, **kw)),
+                (lambda x, t: ref.cross_entropy(x, t, red, ig)),
+            )
+
         out.append(Case("cross_entropy", label, ce))
 
-    lin = [((7, 16), 37, True, "mean", 0.3, 3, None, "contiguous"), ((5, 24), 128, False, "sum", 0.0, 2, None, "contiguous"),
-           ((2, 3, 16), 100, True, "mean", 0.2, 4, 32, "contiguous"),
-           ((6, 20), 50, False, "mean", 0.2, 4, None, "transposed")]   # hidden and weight transposed views
+    lin = [
+        ((7, 16), 37, True, "mean", 0.3, 3, None, "contiguous"),
+        ((5, 24), 128, False, "sum", 0.0, 2, None, "contiguous"),
+        ((2, 3, 16), 100, True, "mean", 0.2, 4, 32, "contiguous"),
+        ((6, 20), 50, False, "mean", 0.2, 4, None, "transposed"),
+    ]  # hidden and weight transposed views
     for hshape, v, has_bias, red, frac, chunk, bs, layout in lin:
-        label = f"hidden {'x'.join(map(str, hshape))} V={v} bias={has_bias} reduction={red} chunk_rows={chunk}" + \
-            (f" block_size={bs}" if bs else "") + f" {layout}"
+        label = (
+            f"hidden {'x'.join(map(str, hshape))} V={v} bias={has_bias} reduction={red} chunk_rows={chunk}"
+            + (f" block_size={bs}" if bs else "")
+            + f" {layout}"
+        )
 
-        def lce(gen, dev, dt, hshape=hshape, v=v, has_bias=has_bias, red=red, frac=frac, chunk=chunk, bs=bs,
-                layout=layout):
+        def lce(
+            gen, dev, dt, hshape=hshape, v=v, has_bias=has_bias, red=red, frac=frac, chunk=chunk, bs=bs, layout=layout
+        ):
             d = hshape[-1]
             h = _x(gen, hshape, dev, dt, layout)
             w = _x(gen, (v, d), dev, dt, layout, 1 / math.sqrt(d))
             b = _leaf(gen, (v,), dev, dt) if has_bias else None
             t = _targets(gen, hshape[:-1], v, dev, frac)
             inputs = (h, w, t) + ((b,) if has_bias else ())
-            return inputs, \
-                (lambda h, w, t, b=None: linear_cross_entropy(h, w, t, b, reduction=red, chunk_rows=chunk, block_size=bs)), \
-                (lambda h, w, t, b=None: ref.linear_cross_entropy(h, w, t, b, reduction=red))
+            return (
+                inputs,
+                (
+                    lambda h, w, t, b=None: linear_cross_entropy(
+                        h, w, t, b, reduction=red, chunk_rows=chunk, block_size=bs
+                    )
+                ),
+                (lambda h, w, t, b=None: ref.linear_cross_entropy(h, w, t, b, reduction=red)),
+            )
+
         out.append(Case("linear_cross_entropy", label, lce))
     return out
 
@@ -201,7 +238,7 @@ def poisoned():
             t.fill_(math.nan if t.is_floating_point() else -7)
         return t
 
-    torch.empty = lambda *a, **k: fill(empty(*a, **k))            # type: ignore[assignment]
+    torch.empty = lambda *a, **k: fill(empty(*a, **k))  # type: ignore[assignment]
     torch.empty_like = lambda *a, **k: fill(empty_like(*a, **k))  # type: ignore[assignment]
     try:
         yield
@@ -230,24 +267,33 @@ def _err(got, want, atol, rtol) -> dict[str, Any]:
     diff = (got - want).abs()
     bound = atol + rtol * want.abs()
     nan_mismatch = bool((torch.isnan(got) != torch.isnan(want)).any())
-    return {"max_abs_err": float(diff.max()) if diff.numel() else 0.0,
-            "max_rel_err": float((diff / want.abs().clamp_min(1e-30)).max()) if diff.numel() else 0.0,
-            "frac_outside": float((diff > bound).double().mean()) if diff.numel() else 0.0,
-            "ref_max_abs": float(want.abs().max()) if want.numel() else 0.0,
-            "passed": bool((diff <= bound).all()) and not nan_mismatch}
+    return {
+        "max_abs_err": float(diff.max()) if diff.numel() else 0.0,
+        "max_rel_err": float((diff / want.abs().clamp_min(1e-30)).max()) if diff.numel() else 0.0,
+        "frac_outside": float((diff > bound).double().mean()) if diff.numel() else 0.0,
+        "ref_max_abs": float(want.abs().max()) if want.numel() else 0.0,
+        "passed": bool((diff <= bound).all()) and not nan_mismatch,
+    }
 
 
-def run_case(case: Case, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32,
-             seed: int = 0) -> dict[str, Any]:
+def run_case(
+    case: Case, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32, seed: int = 0
+) -> dict[str, Any]:
     """One case: the Triton function, eager in ``dtype`` and eager in float64 on the same values."""
     t0 = time.perf_counter()
     device = torch.device(device)
     gen = torch.Generator().manual_seed(seed)
     atol, rtol = TOLERANCES[case.kernel][dtype]
-    row: dict[str, Any] = {"kernel": case.kernel, "case": case.label, "dtype": str(dtype).replace("torch.", ""),
-                           "device": device.type, "atol": atol, "rtol": rtol}
+    row: dict[str, Any] = {
+        "kernel": case.kernel,
+        "case": case.label,
+        "dtype": str(dtype).replace("torch.", ""),
+        "device": device.type,
+        "atol": atol,
+        "rtol": rtol,
+    }
     precision = torch.get_float32_matmul_precision()
-    torch.set_float32_matmul_precision("highest")     # no TF32 in the fp32 matmuls of the linear cross-entropy
+    torch.set_float32_matmul_precision("highest")  # no TF32 in the fp32 matmuls of the linear cross-entropy
     try:
         inputs, fn, eager = case.make(gen, device, dtype)
         inputs64 = tuple(_as64(t) for t in inputs)
@@ -255,11 +301,12 @@ def run_case(case: Case, device: str | torch.device = "cpu", dtype: torch.dtype 
             out_shape = eager(*inputs64).shape
         g = _randn(gen, out_shape, device, torch.float64)
         want, want_grads = _run(eager, inputs64, g)
-        with poisoned():                           # unwritten output elements show as NaN
+        with poisoned():  # unwritten output elements show as NaN
             got, got_grads = _run(fn, inputs, g)
         base, base_grads = _run(eager, inputs, g)
-        names = ["output"] + [f"grad[{i}]" for i, t in enumerate(inputs)
-                              if isinstance(t, torch.Tensor) and t.requires_grad]
+        names = ["output"] + [
+            f"grad[{i}]" for i, t in enumerate(inputs) if isinstance(t, torch.Tensor) and t.requires_grad
+        ]
         checks = {}
         for name, a, b, w in zip(names, [got] + got_grads, [base] + base_grads, [want] + want_grads):
             if a.shape != w.shape:
@@ -279,6 +326,7 @@ def run_case(case: Case, device: str | torch.device = "cpu", dtype: torch.dtype 
     return row
 
 
-def check_all(device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32,
-              kernels: list[str] | None = None) -> list[dict[str, Any]]:
+def check_all(
+    device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32, kernels: list[str] | None = None
+) -> list[dict[str, Any]]:
     return [run_case(c, device, dtype) for c in cases(kernels)]

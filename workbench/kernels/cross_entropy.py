@@ -34,6 +34,7 @@ therefore computed in the forward (when grad is enabled and an input requires it
 incoming gradient in the backward. ``reduction`` is ``mean`` or ``sum``. The matmuls are torch's
 (cuBLAS); d W accumulates in fp32.
 """
+
 from __future__ import annotations
 
 import torch
@@ -47,8 +48,7 @@ _REDUCTIONS = ("mean", "sum", "none")
 
 
 @triton.jit
-def _ce_fwd_kernel(X, T, LOSS, LSE, SCALE, stride_x, V, ignore_index,
-                   BLOCK: tl.constexpr, WRITE_GRAD: tl.constexpr):
+def _ce_fwd_kernel(X, T, LOSS, LSE, SCALE, stride_x, V, ignore_index, BLOCK: tl.constexpr, WRITE_GRAD: tl.constexpr):
     """Per row: online logsumexp over V, the loss; with WRITE_GRAD the gradient (softmax - onehot)
     times SCALE[0] over the logits in place (the linear cross-entropy's chunks)."""
     row = tl.program_id(0).to(tl.int64)
@@ -118,11 +118,27 @@ class CrossEntropyFunction(torch.autograd.Function):
         lse = torch.empty(n, dtype=torch.float32, device=logits.device)
         block = _ce_block(v, block_size)
         if n:
-            _ce_fwd_kernel[(n,)](x2, t, loss, lse, lse, x2.stride(0), v, int(ignore_index),
-                                 BLOCK=block, WRITE_GRAD=False, num_warps=num_warps_for(block))
+            _ce_fwd_kernel[(n,)](
+                x2,
+                t,
+                loss,
+                lse,
+                lse,
+                x2.stride(0),
+                v,
+                int(ignore_index),
+                BLOCK=block,
+                WRITE_GRAD=False,
+                num_warps=num_warps_for(block),
+            )
         count = (t != ignore_index).sum()
         ctx.save_for_backward(x2, t, lse, count)
-        ctx.reduction, ctx.ignore_index, ctx.inplace, ctx.block = reduction, int(ignore_index), bool(inplace_backward), block
+        ctx.reduction, ctx.ignore_index, ctx.inplace, ctx.block = (
+            reduction,
+            int(ignore_index),
+            bool(inplace_backward),
+            block,
+        )
         ctx.shape = logits.shape
         if reduction == "none":
             return loss.to(logits.dtype).view(targets.shape)
@@ -143,14 +159,32 @@ class CrossEntropyFunction(torch.autograd.Function):
             stride_g = 0
         dx = x2 if ctx.inplace else torch.empty((n, v), dtype=x2.dtype, device=x2.device)
         if n:
-            _ce_bwd_kernel[(n,)](x2, t, lse, g, dx, x2.stride(0), dx.stride(0), stride_g, v, ctx.ignore_index,
-                                 BLOCK=ctx.block, num_warps=num_warps_for(ctx.block))
+            _ce_bwd_kernel[(n,)](
+                x2,
+                t,
+                lse,
+                g,
+                dx,
+                x2.stride(0),
+                dx.stride(0),
+                stride_g,
+                v,
+                ctx.ignore_index,
+                BLOCK=ctx.block,
+                num_warps=num_warps_for(ctx.block),
+            )
         return dx.reshape(ctx.shape), None, None, None, None, None
 
 
-def cross_entropy(logits: torch.Tensor, targets: torch.Tensor, reduction: str = "mean",
-                  ignore_index: int = -100, *, inplace_backward: bool = False,
-                  block_size: int | None = None) -> torch.Tensor:
+def cross_entropy(
+    logits: torch.Tensor,
+    targets: torch.Tensor,
+    reduction: str = "mean",
+    ignore_index: int = -100,
+    *,
+    inplace_backward: bool = False,
+    block_size: int | None = None,
+) -> torch.Tensor:
     """``F.cross_entropy(logits.view(-1, V), targets.view(-1), reduction=..., ignore_index=...)``
     (reshaped back for ``none``), chunked over V in Triton; see the module docstring."""
     return CrossEntropyFunction.apply(logits, targets, reduction, ignore_index, inplace_backward, block_size)
@@ -184,8 +218,16 @@ class LinearCrossEntropyFunction(torch.autograd.Function):
         scale = (1.0 / count.float() if reduction == "mean" else torch.ones((), device=hidden.device)).reshape(1)
         need = bool(grad_enabled) and any(ctx.needs_input_grad[:3])
         dh = torch.empty(h2.shape, dtype=h2.dtype, device=h2.device) if need and ctx.needs_input_grad[0] else None
-        dw = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) if need and ctx.needs_input_grad[1] else None
-        db = torch.zeros(v, dtype=torch.float32, device=weight.device) if need and bias is not None and ctx.needs_input_grad[2] else None
+        dw = (
+            torch.zeros(weight.shape, dtype=torch.float32, device=weight.device)
+            if need and ctx.needs_input_grad[1]
+            else None
+        )
+        db = (
+            torch.zeros(v, dtype=torch.float32, device=weight.device)
+            if need and bias is not None and ctx.needs_input_grad[2]
+            else None
+        )
         loss = torch.empty(n, dtype=torch.float32, device=hidden.device)
         lse = torch.empty(n, dtype=torch.float32, device=hidden.device)
         c = chunk_rows or default_chunk_rows(n, d, v)
@@ -196,9 +238,20 @@ class LinearCrossEntropyFunction(torch.autograd.Function):
             logits = hc @ weight.t()
             if bias is not None:
                 logits += bias
-            _ce_fwd_kernel[(e - s,)](logits, t[s:e], loss[s:e], lse[s:e], scale, logits.stride(0), v,
-                                     int(ignore_index), BLOCK=block, WRITE_GRAD=need, num_warps=num_warps_for(block))
-            if need:                                   # logits now hold d loss / d logits (unscaled by grad)
+            _ce_fwd_kernel[(e - s,)](
+                logits,
+                t[s:e],
+                loss[s:e],
+                lse[s:e],
+                scale,
+                logits.stride(0),
+                v,
+                int(ignore_index),
+                BLOCK=block,
+                WRITE_GRAD=need,
+                num_warps=num_warps_for(block),
+            )
+            if need:  # logits now hold d loss / d logits (unscaled by grad)
                 if dh is not None:
                     torch.mm(logits, weight, out=dh[s:e])
                 if dw is not None:
@@ -224,21 +277,31 @@ class LinearCrossEntropyFunction(torch.autograd.Function):
         return out_h, out_w, out_b, None, None, None, None, None, None
 
 
-def linear_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
-                         bias: torch.Tensor | None = None, *, reduction: str = "mean", ignore_index: int = -100,
-                         chunk_rows: int | None = None, block_size: int | None = None) -> torch.Tensor:
+def linear_cross_entropy(
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    targets: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    *,
+    reduction: str = "mean",
+    ignore_index: int = -100,
+    chunk_rows: int | None = None,
+    block_size: int | None = None,
+) -> torch.Tensor:
     """``F.cross_entropy(F.linear(hidden, weight, bias).view(-1, V), targets.view(-1))`` without the
     ``[N, V]`` logits: rows in chunks of ``chunk_rows`` (default: Liger's choice); see the module docstring."""
-    return LinearCrossEntropyFunction.apply(hidden, weight, bias, targets, reduction, ignore_index,
-                                            chunk_rows, block_size, torch.is_grad_enabled())
+    return LinearCrossEntropyFunction.apply(
+        hidden, weight, bias, targets, reduction, ignore_index, chunk_rows, block_size, torch.is_grad_enabled()
+    )
 
 
 class TritonLinearCrossEntropy(torch.nn.Module):
     """The LM head and its loss in one: ``TritonLinearCrossEntropy.from_linear(lm_head)(hidden, targets)``
     is ``F.cross_entropy(lm_head(hidden).view(-1, V), targets.view(-1))`` without the logits."""
 
-    def __init__(self, linear: torch.nn.Linear, reduction: str = "mean", ignore_index: int = -100,
-                 chunk_rows: int | None = None):
+    def __init__(
+        self, linear: torch.nn.Linear, reduction: str = "mean", ignore_index: int = -100, chunk_rows: int | None = None
+    ):
         super().__init__()
         self.linear, self.reduction, self.ignore_index, self.chunk_rows = linear, reduction, ignore_index, chunk_rows
 
@@ -247,5 +310,12 @@ class TritonLinearCrossEntropy(torch.nn.Module):
         return cls(linear, **kw)
 
     def forward(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        return linear_cross_entropy(hidden, self.linear.weight, targets, self.linear.bias, reduction=self.reduction,
-                                    ignore_index=self.ignore_index, chunk_rows=self.chunk_rows)
+        return linear_cross_entropy(
+            hidden,
+            self.linear.weight,
+            targets,
+            self.linear.bias,
+            reduction=self.reduction,
+            ignore_index=self.ignore_index,
+            chunk_rows=self.chunk_rows,
+        )

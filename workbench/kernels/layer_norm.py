@@ -6,6 +6,7 @@ per-row ``mean`` and ``rstd`` (fp32 ``[M]``); backward reads x, dy and the stati
 dx, with dweight / dbias reduced over rows in fp32 (see ``_norm.py``). Inputs of any leading shape;
 a column slice is read in place through its row stride, other non-contiguous layouts are copied.
 """
+
 from __future__ import annotations
 
 import torch
@@ -17,8 +18,14 @@ from workbench.kernels._norm import NormFunction
 LayerNormFunction = NormFunction
 
 
-def layer_norm(x: torch.Tensor, weight: torch.Tensor | None = None, bias: torch.Tensor | None = None,
-               eps: float = 1e-5, *, block_size: int | None = None) -> torch.Tensor:
+def layer_norm(
+    x: torch.Tensor,
+    weight: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
+    eps: float = 1e-5,
+    *,
+    block_size: int | None = None,
+) -> torch.Tensor:
     """``F.layer_norm(x, (x.shape[-1],), weight, bias, eps)`` in Triton (fp32 accumulation)."""
     return NormFunction.apply(x, weight, bias, eps, False, block_size)
 
@@ -26,8 +33,15 @@ def layer_norm(x: torch.Tensor, weight: torch.Tensor | None = None, bias: torch.
 class TritonLayerNorm(nn.Module):
     """Drop-in for ``nn.LayerNorm(H)`` (one normalised dimension)."""
 
-    def __init__(self, normalized_shape: int, eps: float = 1e-5, elementwise_affine: bool = True,
-                 bias: bool = True, device=None, dtype=None):
+    def __init__(
+        self,
+        normalized_shape: int,
+        eps: float = 1e-5,
+        elementwise_affine: bool = True,
+        bias: bool = True,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         if isinstance(normalized_shape, (tuple, list, torch.Size)):
             if len(normalized_shape) != 1:
@@ -43,11 +57,18 @@ class TritonLayerNorm(nn.Module):
     def from_module(cls, module: nn.LayerNorm) -> "TritonLayerNorm":
         """A TritonLayerNorm sharing nothing with ``module`` but a copy of its parameters."""
         if len(module.normalized_shape) != 1:
-            raise InvalidArgumentError(f"only a LayerNorm over the last dimension is replaced, got {module.normalized_shape}")
+            raise InvalidArgumentError(
+                f"only a LayerNorm over the last dimension is replaced, got {module.normalized_shape}"
+            )
         w = module.weight
-        new = cls(module.normalized_shape[0], eps=module.eps, elementwise_affine=w is not None,
-                  bias=module.bias is not None, device=w.device if w is not None else None,
-                  dtype=w.dtype if w is not None else None)
+        new = cls(
+            module.normalized_shape[0],
+            eps=module.eps,
+            elementwise_affine=w is not None,
+            bias=module.bias is not None,
+            device=w.device if w is not None else None,
+            dtype=w.dtype if w is not None else None,
+        )
         with torch.no_grad():
             if w is not None:
                 new.weight.copy_(w)

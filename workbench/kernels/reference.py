@@ -1,5 +1,6 @@
 """The eager torch versions each kernel replaces (torch only, no triton): what ``workbench.kernels``'
 registry names as each kernel's reference and what the checks compare against (in float64)."""
+
 from __future__ import annotations
 
 import torch
@@ -27,8 +28,9 @@ def softmax(x, dim=-1):
 
 
 def cross_entropy(logits, targets, reduction="mean", ignore_index=-100):
-    out = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction=reduction,
-                          ignore_index=ignore_index)
+    out = F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction=reduction, ignore_index=ignore_index
+    )
     return out.view(targets.shape) if reduction == "none" else out
 
 

@@ -1,5 +1,6 @@
 """The registry of the kernels (stdlib only: importing it imports neither torch nor triton);
 ``workbench.kernels`` re-exports it."""
+
 from __future__ import annotations
 
 import importlib
@@ -11,13 +12,26 @@ from typing import Any, Callable
 
 from workbench.errors import RegistryError
 
-__all__ = ["KERNELS", "Kernel", "available", "missing_reason", "get", "names", "interpreted", "triton_installed",
-           "NOT_INSTALLED", "CPU_ONLY", "NO_DEVICE_NO_INTERPRETER"]
+__all__ = [
+    "KERNELS",
+    "Kernel",
+    "available",
+    "missing_reason",
+    "get",
+    "names",
+    "interpreted",
+    "triton_installed",
+    "NOT_INSTALLED",
+    "CPU_ONLY",
+    "NO_DEVICE_NO_INTERPRETER",
+]
 
 NOT_INSTALLED = "not applicable: triton not installed"
 CPU_ONLY = "CPU only: runs under TRITON_INTERPRET=1 for correctness, not for speed"
-NO_DEVICE_NO_INTERPRETER = ("not applicable: no CUDA device; set TRITON_INTERPRET=1 before triton is imported "
-                            "to run the kernels on CPU for correctness (not for speed)")
+NO_DEVICE_NO_INTERPRETER = (
+    "not applicable: no CUDA device; set TRITON_INTERPRET=1 before triton is imported "
+    "to run the kernels on CPU for correctness (not for speed)"
+)
 
 
 @dataclass(frozen=True)
@@ -55,6 +69,7 @@ class Kernel:
     @property
     def reference(self) -> Callable[..., Any]:
         from workbench.kernels import reference
+
         return getattr(reference, self.name)
 
     def available(self) -> bool:
@@ -64,33 +79,78 @@ class Kernel:
         return missing_reason()
 
 
-KERNELS: dict[str, Kernel] = {k.name: k for k in (
-    Kernel("layer_norm", "nn.LayerNorm / F.layer_norm over the last dimension (weight and bias optional)",
-           "layer_norm", "layer_norm", "LayerNormFunction", "TritonLayerNorm",
-           "forward: y plus fp32 mean and rstd per row; backward: dx plus a [programs, H] fp32 partial "
-           "for dweight/dbias (about 2 rows per SM), no [M, H] temporaries"),
-    Kernel("rms_norm", "nn.RMSNorm / F.rms_norm over the last dimension (weight optional)",
-           "rms_norm", "rms_norm", "RMSNormFunction", "TritonRMSNorm",
-           "forward: y plus fp32 rstd per row; backward: dx plus a [programs, H] fp32 partial for dweight"),
-    Kernel("bias_gelu", "the bias add and GELU after a Linear: F.gelu(x + b, approximate='none'|'tanh')",
-           "bias_gelu", "bias_gelu", "BiasGELUFunction", "TritonBiasGELU",
-           "forward: y only (eager also materialises and keeps x + b); backward: dx, db = sum of dx"),
-    Kernel("swiglu", "the SiLU-gated product of a SwiGLU MLP: F.silu(a) * b",
-           "swiglu", "swiglu", "SwiGLUFunction", "TritonSwiGLUMLP",
-           "forward: y only (eager also keeps silu(a)); backward: da and db in one pass"),
-    Kernel("softmax", "torch.softmax / F.softmax / nn.Softmax (last dimension; another dim is moved last)",
-           "softmax", "softmax", "SoftmaxFunction", "TritonSoftmax",
-           "forward: y (kept for the backward, as eager does); backward: dx, one pass per row block"),
-    Kernel("cross_entropy", "F.cross_entropy(logits [.., V], targets [..]) with mean/sum/none and ignore_index",
-           "cross_entropy", "cross_entropy", "CrossEntropyFunction", None,
-           "forward: fp32 loss and logsumexp per row, no [N, V] softmax/log-softmax; backward: the one "
-           "[N, V] gradient autograd needs (or none, in place, with inplace_backward=True); eager holds "
-           "up to three [N, V] tensors besides the logits"),
-    Kernel("linear_cross_entropy", "F.cross_entropy(F.linear(hidden, W, b), targets): an LM head and its loss",
-           "cross_entropy", "linear_cross_entropy", "LinearCrossEntropyFunction", "TritonLinearCrossEntropy",
-           "one [chunk_rows, V] logits block at a time, never [N, V]; d hidden [N, D] and fp32 d W [V, D] "
-           "computed in the forward and scaled in the backward"),
-)}
+KERNELS: dict[str, Kernel] = {
+    k.name: k
+    for k in (
+        Kernel(
+            "layer_norm",
+            "nn.LayerNorm / F.layer_norm over the last dimension (weight and bias optional)",
+            "layer_norm",
+            "layer_norm",
+            "LayerNormFunction",
+            "TritonLayerNorm",
+            "forward: y plus fp32 mean and rstd per row; backward: dx plus a [programs, H] fp32 partial "
+            "for dweight/dbias (about 2 rows per SM), no [M, H] temporaries",
+        ),
+        Kernel(
+            "rms_norm",
+            "nn.RMSNorm / F.rms_norm over the last dimension (weight optional)",
+            "rms_norm",
+            "rms_norm",
+            "RMSNormFunction",
+            "TritonRMSNorm",
+            "forward: y plus fp32 rstd per row; backward: dx plus a [programs, H] fp32 partial for dweight",
+        ),
+        Kernel(
+            "bias_gelu",
+            "the bias add and GELU after a Linear: F.gelu(x + b, approximate='none'|'tanh')",
+            "bias_gelu",
+            "bias_gelu",
+            "BiasGELUFunction",
+            "TritonBiasGELU",
+            "forward: y only (eager also materialises and keeps x + b); backward: dx, db = sum of dx",
+        ),
+        Kernel(
+            "swiglu",
+            "the SiLU-gated product of a SwiGLU MLP: F.silu(a) * b",
+            "swiglu",
+            "swiglu",
+            "SwiGLUFunction",
+            "TritonSwiGLUMLP",
+            "forward: y only (eager also keeps silu(a)); backward: da and db in one pass",
+        ),
+        Kernel(
+            "softmax",
+            "torch.softmax / F.softmax / nn.Softmax (last dimension; another dim is moved last)",
+            "softmax",
+            "softmax",
+            "SoftmaxFunction",
+            "TritonSoftmax",
+            "forward: y (kept for the backward, as eager does); backward: dx, one pass per row block",
+        ),
+        Kernel(
+            "cross_entropy",
+            "F.cross_entropy(logits [.., V], targets [..]) with mean/sum/none and ignore_index",
+            "cross_entropy",
+            "cross_entropy",
+            "CrossEntropyFunction",
+            None,
+            "forward: fp32 loss and logsumexp per row, no [N, V] softmax/log-softmax; backward: the one "
+            "[N, V] gradient autograd needs (or none, in place, with inplace_backward=True); eager holds "
+            "up to three [N, V] tensors besides the logits",
+        ),
+        Kernel(
+            "linear_cross_entropy",
+            "F.cross_entropy(F.linear(hidden, W, b), targets): an LM head and its loss",
+            "cross_entropy",
+            "linear_cross_entropy",
+            "LinearCrossEntropyFunction",
+            "TritonLinearCrossEntropy",
+            "one [chunk_rows, V] logits block at a time, never [N, V]; d hidden [N, D] and fp32 d W [V, D] "
+            "computed in the forward and scaled in the backward",
+        ),
+    )
+}
 
 
 def names() -> list[str]:

@@ -6,6 +6,7 @@ Same kernels as LayerNorm without the mean (``_norm.py``): forward writes y and 
 ``rstd``; backward writes dx and reduces dweight over rows in fp32. ``eps=None`` means what
 ``nn.RMSNorm`` means: ``torch.finfo(x.dtype).eps``.
 """
+
 from __future__ import annotations
 
 import torch
@@ -17,8 +18,9 @@ from workbench.kernels._norm import NormFunction
 RMSNormFunction = NormFunction
 
 
-def rms_norm(x: torch.Tensor, weight: torch.Tensor | None = None, eps: float | None = None, *,
-             block_size: int | None = None) -> torch.Tensor:
+def rms_norm(
+    x: torch.Tensor, weight: torch.Tensor | None = None, eps: float | None = None, *, block_size: int | None = None
+) -> torch.Tensor:
     """``F.rms_norm(x, (x.shape[-1],), weight, eps)`` in Triton (fp32 accumulation)."""
     if eps is None:
         eps = torch.finfo(x.dtype).eps
@@ -28,8 +30,9 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor | None = None, eps: float | N
 class TritonRMSNorm(nn.Module):
     """Drop-in for ``nn.RMSNorm(H)`` (one normalised dimension)."""
 
-    def __init__(self, normalized_shape: int, eps: float | None = None, elementwise_affine: bool = True,
-                 device=None, dtype=None):
+    def __init__(
+        self, normalized_shape: int, eps: float | None = None, elementwise_affine: bool = True, device=None, dtype=None
+    ):
         super().__init__()
         if isinstance(normalized_shape, (tuple, list, torch.Size)):
             if len(normalized_shape) != 1:
@@ -37,8 +40,9 @@ class TritonRMSNorm(nn.Module):
             normalized_shape = int(normalized_shape[0])
         self.normalized_shape = (int(normalized_shape),)
         self.eps = eps
-        self.weight = (nn.Parameter(torch.ones(normalized_shape, device=device, dtype=dtype))
-                       if elementwise_affine else None)
+        self.weight = (
+            nn.Parameter(torch.ones(normalized_shape, device=device, dtype=dtype)) if elementwise_affine else None
+        )
 
     @classmethod
     def from_module(cls, module: nn.Module) -> "TritonRMSNorm":
@@ -50,8 +54,13 @@ class TritonRMSNorm(nn.Module):
         if len(shape) != 1:
             raise InvalidArgumentError(f"only an RMSNorm over the last dimension is replaced, got {shape}")
         eps = getattr(module, "eps", getattr(module, "variance_epsilon", None))
-        new = cls(shape[0], eps=eps, elementwise_affine=w is not None,
-                  device=w.device if w is not None else None, dtype=w.dtype if w is not None else None)
+        new = cls(
+            shape[0],
+            eps=eps,
+            elementwise_affine=w is not None,
+            device=w.device if w is not None else None,
+            dtype=w.dtype if w is not None else None,
+        )
         if w is not None:
             with torch.no_grad():
                 new.weight.copy_(w)

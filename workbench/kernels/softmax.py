@@ -7,6 +7,7 @@ pass. It keeps y (the output, which autograd holds anyway) and nothing else. Bac
 row: ``c = sum(dy * y)``, ``dx = y * (dy - c)``, reading y and dy once per pass. Inputs are viewed as
 rows through their row stride where the last dimension has stride 1, else copied.
 """
+
 from __future__ import annotations
 
 import torch
@@ -88,8 +89,9 @@ class SoftmaxFunction(torch.autograd.Function):
         y = torch.empty((m, h), dtype=x.dtype, device=x.device)
         block, single = block_for(h, block_size)
         if m and h:
-            _softmax_fwd_kernel[(m,)](x2, y, x2.stride(0), y.stride(0), h, BLOCK=block, SINGLE=single,
-                                      num_warps=num_warps_for(block))
+            _softmax_fwd_kernel[(m,)](
+                x2, y, x2.stride(0), y.stride(0), h, BLOCK=block, SINGLE=single, num_warps=num_warps_for(block)
+            )
         ctx.save_for_backward(y)
         ctx.block, ctx.single, ctx.shape = block, single, shape
         return y.view(shape)
@@ -101,8 +103,18 @@ class SoftmaxFunction(torch.autograd.Function):
         dy2 = rows(dy)
         dx = torch.empty_like(y)
         if m and h:
-            _softmax_bwd_kernel[(m,)](y, dy2, dx, y.stride(0), dy2.stride(0), dx.stride(0), h,
-                                      BLOCK=ctx.block, SINGLE=ctx.single, num_warps=num_warps_for(ctx.block))
+            _softmax_bwd_kernel[(m,)](
+                y,
+                dy2,
+                dx,
+                y.stride(0),
+                dy2.stride(0),
+                dx.stride(0),
+                h,
+                BLOCK=ctx.block,
+                SINGLE=ctx.single,
+                num_warps=num_warps_for(ctx.block),
+            )
         return dx.view(ctx.shape), None
 
 

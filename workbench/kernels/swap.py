@@ -12,6 +12,7 @@ Functional calls inside ``forward`` (``F.cross_entropy``, ``F.silu(a) * b``) can
 way: call ``cross_entropy`` / ``linear_cross_entropy`` / ``swiglu`` there. Importing this module does
 not import triton; swapping does (the modules it builds run Triton kernels).
 """
+
 from __future__ import annotations
 
 import copy
@@ -24,27 +25,32 @@ KINDS = ("layer_norm", "rms_norm", "softmax", "bias_gelu")
 
 @dataclass(frozen=True)
 class Swap:
-    path: str           # the module's dotted name in the model ("" for the model itself)
-    replaced: str       # the type it had
-    by: str             # the type it has now
-    kernel: str         # the registry name
+    path: str  # the module's dotted name in the model ("" for the model itself)
+    replaced: str  # the type it had
+    by: str  # the type it has now
+    kernel: str  # the registry name
 
 
 def _one(module: nn.Module, kinds) -> tuple[nn.Module, str] | None:
     if "layer_norm" in kinds and type(module) is nn.LayerNorm and len(module.normalized_shape) == 1:
         from workbench.kernels.layer_norm import TritonLayerNorm
+
         return TritonLayerNorm.from_module(module), "layer_norm"
-    rms = getattr(nn, "RMSNorm", None)                 # torch >= 2.4
+    rms = getattr(nn, "RMSNorm", None)  # torch >= 2.4
     if "rms_norm" in kinds and rms is not None and type(module) is rms and len(module.normalized_shape) == 1:
         from workbench.kernels.rms_norm import TritonRMSNorm
+
         return TritonRMSNorm.from_module(module), "rms_norm"
     if "softmax" in kinds and type(module) is nn.Softmax:
         from workbench.kernels.softmax import TritonSoftmax
+
         return TritonSoftmax.from_module(module), "softmax"
     return None
 
 
-def swap_modules(model: nn.Module, kinds: tuple[str, ...] = KINDS, *, inplace: bool = False) -> tuple[nn.Module, list[Swap]]:
+def swap_modules(
+    model: nn.Module, kinds: tuple[str, ...] = KINDS, *, inplace: bool = False
+) -> tuple[nn.Module, list[Swap]]:
     """``(model with the Triton modules swapped in, the swaps made)``; see the module docstring."""
     model = model if inplace else copy.deepcopy(model)
     swaps: list[Swap] = []
@@ -59,8 +65,14 @@ def swap_modules(model: nn.Module, kinds: tuple[str, ...] = KINDS, *, inplace: b
             found = _one(child, kinds)
             if found is not None:
                 setattr(parent, child_name, found[0])
-                swaps.append(Swap(f"{name}.{child_name}" if name else child_name, type(child).__name__,
-                                  type(found[0]).__name__, found[1]))
+                swaps.append(
+                    Swap(
+                        f"{name}.{child_name}" if name else child_name,
+                        type(child).__name__,
+                        type(found[0]).__name__,
+                        found[1],
+                    )
+                )
     return model, swaps
 
 

@@ -7,6 +7,7 @@ only references to a and b; the backward reads a, b, dy once and writes da and d
 ``da = dy * b * s * (1 + a (1 - s))``, ``db = dy * a * s``, ``s = sigmoid(a)``, all in fp32.
 ``a`` and ``b`` must have the same shape; non-contiguous inputs are copied.
 """
+
 from __future__ import annotations
 
 import torch
@@ -82,14 +83,19 @@ class TritonSwiGLUMLP(nn.Module):
     def __init__(self, dim: int, hidden: int, bias: bool = False, device=None, dtype=None):
         super().__init__()
         kw = {"bias": bias, "device": device, "dtype": dtype}
-        self.gate, self.up, self.down = nn.Linear(dim, hidden, **kw), nn.Linear(dim, hidden, **kw), nn.Linear(hidden, dim, **kw)
+        self.gate, self.up, self.down = (
+            nn.Linear(dim, hidden, **kw),
+            nn.Linear(dim, hidden, **kw),
+            nn.Linear(hidden, dim, **kw),
+        )
 
     @classmethod
     def from_linears(cls, gate: nn.Linear, up: nn.Linear, down: nn.Linear) -> "TritonSwiGLUMLP":
         w = gate.weight
         new = cls(gate.in_features, gate.out_features, bias=gate.bias is not None, device=w.device, dtype=w.dtype)
-        new.load_state_dict({f"{n}.{k}": v for n, m in (("gate", gate), ("up", up), ("down", down))
-                             for k, v in m.state_dict().items()})
+        new.load_state_dict(
+            {f"{n}.{k}": v for n, m in (("gate", gate), ("up", up), ("down", down)) for k, v in m.state_dict().items()}
+        )
         return new
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -2,6 +2,7 @@
 
 Each entry is "module:MagicsClass"; a new magic adds one line to the list.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -61,7 +62,7 @@ def _text_of(module: str) -> Any:
 def register_formatters(ipython: InteractiveShell) -> None:
     """Show the values of ``SHOWN`` through their renderer (HTML and plain text) in this shell."""
     if ipython.display_formatter is None:
-        return                         # a shell without a display formatter shows nothing rich anyway
+        return  # a shell without a display formatter shows nothing rich anyway
     formatters = ipython.display_formatter.formatters
     for module, name, renderer in SHOWN:
         if name == "Baseline":
@@ -70,7 +71,7 @@ def register_formatters(ipython: InteractiveShell) -> None:
 
 
 def load_ipython_extension(ipython: InteractiveShell) -> None:
-    try:    # charts shown as a cell's last line draw offline (altair's default loads a CDN)
+    try:  # charts shown as a cell's last line draw offline (altair's default loads a CDN)
         from workbench.charts.offline import enable_offline_renderer
 
         enable_offline_renderer()
@@ -90,5 +91,4 @@ def unload_ipython_extension(ipython: InteractiveShell) -> None:
                 registry[kind].pop(name, None)
 
 
-__all__ = ["LAST_RUN_NAME", "MAGICS", "last_run", "load_ipython_extension",
-           "unload_ipython_extension"]
+__all__ = ["LAST_RUN_NAME", "MAGICS", "last_run", "load_ipython_extension", "unload_ipython_extension"]

@@ -16,6 +16,7 @@ annotated assignments, ``for`` targets, ``with ... as`` names, ``:=``; imports, 
 ``__workbench_reach__()`` hands the comparison the namespace values the cell's code refers to
 (the model and optimizer a cell's functions close over are found through them).
 """
+
 from __future__ import annotations
 
 import ast
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
     from workbench.magics.guard import ShellGuard
 
-LAST_VALUE = "last value"          # the key of a cell's trailing expression in its result
+LAST_VALUE = "last value"  # the key of a cell's trailing expression in its result
 # names a cell may refer to that are the shell's, not the user's computation
 SHELL_NAMES = frozenset({"get_ipython", "exit", "quit", "In", "Out", "display", "_ih", "_oh", "_dh"})
 
@@ -42,8 +43,8 @@ class CompiledCell:
     body: CodeType
     last_expression: CodeType | None
     filename: str
-    bound: tuple[str, ...] = ()          # names bound at top level, in first-binding order
-    referenced: tuple[str, ...] = ()     # names the code reads (its functions' bodies included)
+    bound: tuple[str, ...] = ()  # names bound at top level, in first-binding order
+    referenced: tuple[str, ...] = ()  # names the code reads (its functions' bodies included)
 
 
 def magic_shell(magics: Magics) -> InteractiveShell:
@@ -60,7 +61,7 @@ def _target_names(target: ast.AST) -> list[str]:
         return [n for elt in target.elts for n in _target_names(elt)]
     if isinstance(target, ast.Starred):
         return _target_names(target.value)
-    return []                      # ``obj.attr = ...``, ``d[k] = ...`` bind no name
+    return []  # ``obj.attr = ...``, ``d[k] = ...`` bind no name
 
 
 def _statement_names(stmt: ast.stmt) -> list[str]:
@@ -99,8 +100,9 @@ def _statement_names(stmt: ast.stmt) -> list[str]:
 
 def _own_nodes(stmt: ast.stmt) -> Iterable[ast.AST]:
     """The expression nodes of ``stmt`` itself: not its nested statements, lambdas or comprehensions."""
-    todo: list[ast.AST] = [child for field, child in _fields(stmt) if field not in ("body", "orelse", "finalbody",
-                                                                                      "handlers", "cases")]
+    todo: list[ast.AST] = [
+        child for field, child in _fields(stmt) if field not in ("body", "orelse", "finalbody", "handlers", "cases")
+    ]
     while todo:
         node = todo.pop()
         yield node
@@ -133,8 +135,11 @@ def referenced_names(tree: ast.AST) -> tuple[str, ...]:
     """Every name the code reads (``model`` in ``model.fc(x)``, ``step`` in ``loss = step()``),
     in the bodies of the functions it defines too, in order of first use."""
     augmented = {id(node.target) for node in ast.walk(tree) if isinstance(node, ast.AugAssign)}
-    found = [node for node in ast.walk(tree) if isinstance(node, ast.Name)
-             and (isinstance(node.ctx, ast.Load) or id(node) in augmented)]     # ``loss += 1`` reads ``loss``
+    found = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Name) and (isinstance(node.ctx, ast.Load) or id(node) in augmented)
+    ]  # ``loss += 1`` reads ``loss``
     found.sort(key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
     return tuple(dict.fromkeys(n.id for n in found))
 
@@ -150,7 +155,7 @@ def compile_cell(shell: InteractiveShell, cell: str) -> CompiledCell:
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
-    compiler: Callable[..., CodeType] = shell.compile     # IPython types its source as str; it takes ASTs too
+    compiler: Callable[..., CodeType] = shell.compile  # IPython types its source as str; it takes ASTs too
     body = compiler(ast.Module(body=tree.body, type_ignores=[]), filename, "exec")
     last_code = compiler(last, filename, "eval") if last is not None else None
     return CompiledCell(body, last_code, filename, bound, referenced)
@@ -209,10 +214,18 @@ class CellCallable:
     another name holds) is returned as a copy, so the checks never write into the namespace.
     """
 
-    def __init__(self, shell: InteractiveShell, compiled: CompiledCell, guard: ShellGuard | None = None, *,
-                 show_first: bool = True, name: str | None = None,
-                 on_call: Callable[[int, bool], None] | None = None,
-                 result_names: Iterable[str] | None = None, with_last: bool = True) -> None:
+    def __init__(
+        self,
+        shell: InteractiveShell,
+        compiled: CompiledCell,
+        guard: ShellGuard | None = None,
+        *,
+        show_first: bool = True,
+        name: str | None = None,
+        on_call: Callable[[int, bool], None] | None = None,
+        result_names: Iterable[str] | None = None,
+        with_last: bool = True,
+    ) -> None:
         self._shell = shell
         self._compiled = compiled
         self._guard = guard
@@ -222,7 +235,7 @@ class CellCallable:
         self.with_last = with_last
         self.calls = 0
         self.last_value: Any = None
-        self.not_data: dict[str, str] = {}          # bound names given by their type, and the type
+        self.not_data: dict[str, str] = {}  # bound names given by their type, and the type
         self.__name__ = self.__qualname__ = name or f"cell[{prompt_number(shell)}]"
 
     def __call__(self) -> Any:
@@ -250,8 +263,8 @@ class CellCallable:
         out: dict[str, Any] = {}
         for name in self.result_names or ():
             if name not in ns:
-                out[name] = "<not bound>"          # a branch that did not run: compared as such
-            elif ns[name] is not None:             # None is no value: two Nones never "match"
+                out[name] = "<not bound>"  # a branch that did not run: compared as such
+            elif ns[name] is not None:  # None is no value: two Nones never "match"
                 out[name] = self._leaf(name, ns[name], before)
         if self.with_last and value is not None:
             out[LAST_VALUE] = self._leaf(LAST_VALUE, value, before)

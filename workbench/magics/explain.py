@@ -6,6 +6,7 @@ dynamo traces it (no inductor compile: seconds) to count graphs and name the gra
 ``explain`` resets dynamo's caches before and after: compiled functions compile again on their
 next call (from the inductor cache, seconds), which is why it is opt-in and runs after profiling.
 """
+
 from __future__ import annotations
 
 import ast
@@ -29,17 +30,25 @@ class Explanation:
     break_reasons: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"callee": self.callee, "graph_count": self.graph_count, "graph_break_count":
-                self.graph_break_count, "op_count": self.op_count, "break_reasons": list(self.break_reasons)}
+        return {
+            "callee": self.callee,
+            "graph_count": self.graph_count,
+            "graph_break_count": self.graph_break_count,
+            "op_count": self.op_count,
+            "break_reasons": list(self.break_reasons),
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Explanation":
-        return cls(d["callee"], d["graph_count"], d["graph_break_count"], d["op_count"],
-                   tuple(d.get("break_reasons", ())))
+        return cls(
+            d["callee"], d["graph_count"], d["graph_break_count"], d["op_count"], tuple(d.get("break_reasons", ()))
+        )
 
     def summary(self) -> str:
-        lines = [f"torch._dynamo.explain({self.callee}): {self.graph_count} graph(s), "
-                 f"{self.graph_break_count} graph break(s), {self.op_count} op(s) captured"]
+        lines = [
+            f"torch._dynamo.explain({self.callee}): {self.graph_count} graph(s), "
+            f"{self.graph_break_count} graph break(s), {self.op_count} op(s) captured"
+        ]
         lines += [f"  break: {reason}" for reason in self.break_reasons]
         return "\n".join(lines)
 
@@ -54,8 +63,9 @@ def parse_call(code: str) -> ast.Call:
     except SyntaxError:
         tree = None
     if tree is None or not isinstance(tree.body, ast.Call):
-        raise UsageError(f"--explain needs the line to be one call, like `%gpuprofile --explain f(x)`; "
-                         f"got {code.strip()!r}")
+        raise UsageError(
+            f"--explain needs the line to be one call, like `%gpuprofile --explain f(x)`; got {code.strip()!r}"
+        )
     return tree.body
 
 
@@ -82,5 +92,6 @@ def explain_call(shell: InteractiveShell, code: str) -> Explanation:
     kwargs = {k.arg: _evaluate(shell, k.value) for k in call.keywords if k.arg is not None}
     out = torch._dynamo.explain(fn)(*args, **kwargs)
     reasons = tuple(str(getattr(r, "reason", r)).strip().splitlines()[0] for r in out.break_reasons)
-    return Explanation(ast.unparse(call.func), int(out.graph_count), int(out.graph_break_count),
-                       int(out.op_count), reasons)
+    return Explanation(
+        ast.unparse(call.func), int(out.graph_count), int(out.graph_break_count), int(out.op_count), reasons
+    )

@@ -6,6 +6,7 @@ run and the profiled source, display it. The cell runs ``1 + warmup + repeat`` t
 user's namespace, so its side effects (appends, counters, file writes) repeat that many times;
 its output shows once.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -22,12 +23,12 @@ if TYPE_CHECKING:
 
     from IPython.core.interactiveshell import InteractiveShell
 
+    from workbench.api.run import ProfileRun
     from workbench.magics.cell import CellCallable
     from workbench.magics.guard import ShellGuard
-    from workbench.api.run import ProfileRun
 
-LAST_RUN_NAME = "_gpuprofile"   # the user-namespace name of the last successful run
-EXPLAIN_NAME = "_gpuprofile_explain"   # the user-namespace name of the last --explain result
+LAST_RUN_NAME = "_gpuprofile"  # the user-namespace name of the last successful run
+EXPLAIN_NAME = "_gpuprofile_explain"  # the user-namespace name of the last --explain result
 
 _last_run: ProfileRun | None = None
 _last_source: str | None = None
@@ -65,8 +66,10 @@ def syntax_error_message(exc: SyntaxError) -> str:
     caret = " " * max(0, (exc.offset or 1) - 1 - (len(text) - len(text.lstrip()))) + "^"
     where = f"line {exc.lineno}" if exc.lineno else "the cell"
     shown = f"\n    {text.strip()}\n    {caret}" if text.strip() else ""
-    return (f"the cell has a syntax error at {where}: {exc.msg}{shown}\n"
-            "Nothing was run and no profile was recorded; fix the cell and run it again.")
+    return (
+        f"the cell has a syntax error at {where}: {exc.msg}{shown}\n"
+        "Nothing was run and no profile was recorded; fix the cell and run it again."
+    )
 
 
 _PROFILER_NAMES = {"emit_nvtx", "emit_itt", "_enable_profiler", "_prepare_profiler", "profile_kineto"}
@@ -105,11 +108,15 @@ def trace_plan(guard: ShellGuard, code: str, opts: argparse.Namespace) -> tuple[
     if opts.no_trace:
         return False, None
     if guard.profiler_was_running:
-        return False, ("a torch profiler is already running (a traced %%gpuprofile around this one, or "
-                       "the caller's own torch.profiler session): this run is timed only, with no trace")
+        return False, (
+            "a torch profiler is already running (a traced %%gpuprofile around this one, or "
+            "the caller's own torch.profiler session): this run is timed only, with no trace"
+        )
     if starts_own_profiler(code):
-        return False, ("the cell opens its own torch profiler: this run is timed only, with no trace "
-                       "(two profilers at once crash torch); remove the cell's profiler to get a trace")
+        return False, (
+            "the cell opens its own torch profiler: this run is timed only, with no trace "
+            "(two profilers at once crash torch); remove the cell's profiler to get a trace"
+        )
     return True, None
 
 
@@ -119,18 +126,26 @@ def _profile_cell(runner: CellCallable, opts: argparse.Namespace, trace: bool = 
     from workbench.api.profiling import profile
 
     try:
-        return profile(runner, warmup=opts.warmup, repeat=opts.repeat, trace=trace and not opts.no_trace,
-                       name=opts.name or runner.__name__, threads=opts.threads,
-                       grad_enabled=False if opts.no_grad else None,
-                       trace_repeat=opts.trace_repeat, memory=bool(getattr(opts, "memory", False)) and trace
-                       and not opts.no_trace,
-                       history=False)       # the magic records the cell's own source (record_history)
+        return profile(
+            runner,
+            warmup=opts.warmup,
+            repeat=opts.repeat,
+            trace=trace and not opts.no_trace,
+            name=opts.name or runner.__name__,
+            threads=opts.threads,
+            grad_enabled=False if opts.no_grad else None,
+            trace_repeat=opts.trace_repeat,
+            memory=bool(getattr(opts, "memory", False)) and trace and not opts.no_trace,
+            history=False,
+        )  # the magic records the cell's own source (record_history)
     except SystemExit as exc:
         raise ProfileError(
             f"the cell called sys.exit({exc.code!r}) in execution {runner.calls + 1} (1 cold + "
-            f"{opts.warmup} warm-up + {opts.repeat} timed" + ("" if opts.no_trace else ", then a traced pass")
+            f"{opts.warmup} warm-up + {opts.repeat} timed"
+            + ("" if opts.no_trace else ", then a traced pass")
             + "); profiling stopped and no run was kept. A profiled cell must finish normally: remove "
-            "the exit call") from None
+            "the exit call"
+        ) from None
 
 
 def notebook_of(shell: InteractiveShell | None) -> str | None:
@@ -164,32 +179,57 @@ def _keep(shell: InteractiveShell, run: ProfileRun, output: str | None, source: 
 @magics_class
 class GpuProfileMagics(Magics):
     @magic_arguments()
-    @argument("-w", "--warmup", type=int, default=3,
-              help="untimed calls after the cold first call (>= 0, default 3)")
+    @argument("-w", "--warmup", type=int, default=3, help="untimed calls after the cold first call (>= 0, default 3)")
     @argument("-r", "--repeat", type=int, default=20, help="timed calls (>= 1, default 20)")
-    @argument("--trace-repeat", type=int, default=None,
-              help="calls in the separate traced pass, after the clean timed ones (>= 1; default: "
-                   "a few, 3 to 20, enough to cover 50 ms of clean time)")
-    @argument("-T", "--no-trace", action="store_true",
-              help="no torch.profiler session: timing only, without profiler overhead")
-    @argument("--memory", action="store_true",
-              help="record memory in the traced pass (allocations with their op, module and line; on CUDA the "
-                   "allocator's history and snapshot): run.memory, and what recording it cost")
+    @argument(
+        "--trace-repeat",
+        type=int,
+        default=None,
+        help="calls in the separate traced pass, after the clean timed ones (>= 1; default: "
+        "a few, 3 to 20, enough to cover 50 ms of clean time)",
+    )
+    @argument(
+        "-T",
+        "--no-trace",
+        action="store_true",
+        help="no torch.profiler session: timing only, without profiler overhead",
+    )
+    @argument(
+        "--memory",
+        action="store_true",
+        help="record memory in the traced pass (allocations with their op, module and line; on CUDA the "
+        "allocator's history and snapshot): run.memory, and what recording it cost",
+    )
     @argument("-n", "--name", default=None, help="the run's name (default: cell[<n>])")
-    @argument("-o", "--output", default=None, metavar="VAR",
-              help="bind the ProfileRun to this variable (the last run is always _gpuprofile)")
-    @argument("-t", "--threads", type=int, default=None,
-              help="torch.set_num_threads for the profile, restored afterwards")
-    @argument("--no-grad", action="store_true",
-              help="run with autograd off (torch.set_grad_enabled(False)), restored afterwards")
+    @argument(
+        "-o",
+        "--output",
+        default=None,
+        metavar="VAR",
+        help="bind the ProfileRun to this variable (the last run is always _gpuprofile)",
+    )
+    @argument(
+        "-t", "--threads", type=int, default=None, help="torch.set_num_threads for the profile, restored afterwards"
+    )
+    @argument(
+        "--no-grad",
+        action="store_true",
+        help="run with autograd off (torch.set_grad_enabled(False)), restored afterwards",
+    )
     @argument("-q", "--quiet", action="store_true", help="keep the run but do not display it")
-    @argument("--no-history", action="store_true",
-              help="do not append this run to the cell's history (workbench-history.jsonl beside the "
-                   "notebook, in the current folder otherwise; `workbench history` reads it)")
-    @argument("--explain", action="store_true",
-              help="line form only (%%gpuprofile --explain f(x)): after profiling, run "
-                   "torch._dynamo.explain on the call (graph count, graph breaks and their reasons); "
-                   "it resets dynamo's caches, so compiled functions compile again on their next call")
+    @argument(
+        "--no-history",
+        action="store_true",
+        help="do not append this run to the cell's history (workbench-history.jsonl beside the "
+        "notebook, in the current folder otherwise; `workbench history` reads it)",
+    )
+    @argument(
+        "--explain",
+        action="store_true",
+        help="line form only (%%gpuprofile --explain f(x)): after profiling, run "
+        "torch._dynamo.explain on the call (graph count, graph breaks and their reasons); "
+        "it resets dynamo's caches, so compiled functions compile again on their next call",
+    )
     @line_cell_magic
     def gpuprofile(self, line: str, cell: str | None = None) -> ProfileRun | None:
         """Profile this cell: one cold run timed apart, warm-up runs, timed repeats under one
@@ -217,8 +257,10 @@ class GpuProfileMagics(Magics):
         if cell is None:
             line, code = split_options(self.gpuprofile.parser, line)
             if not code.strip():
-                raise UsageError("%gpuprofile needs code after the options, e.g. `%gpuprofile -r 10 f(x)`; "
-                                 "or use %%gpuprofile on a cell")
+                raise UsageError(
+                    "%gpuprofile needs code after the options, e.g. `%gpuprofile -r 10 f(x)`; "
+                    "or use %%gpuprofile on a cell"
+                )
         else:
             code = cell
         opts = parse_argstring(self.gpuprofile, line)
@@ -230,7 +272,7 @@ class GpuProfileMagics(Magics):
         if opts.explain:
             from workbench.magics.explain import parse_call
 
-            parse_call(code)        # refuse a line that is not one call before profiling it
+            parse_call(code)  # refuse a line that is not one call before profiling it
         run, last_value = self._profile(code, opts)
         if opts.explain:
             self._explain(code)
@@ -257,19 +299,24 @@ class GpuProfileMagics(Magics):
                 trace, note = trace_plan(guard, code, opts)
                 if note:
                     print(f"%gpuprofile: {note}")
-                status = StatusLine(guard, f"%gpuprofile {name}", opts.warmup, opts.repeat, trace,
-                                    enabled=None if not guard.nested else False)
+                status = StatusLine(
+                    guard,
+                    f"%gpuprofile {name}",
+                    opts.warmup,
+                    opts.repeat,
+                    trace,
+                    enabled=None if not guard.nested else False,
+                )
                 runner = CellCallable(magic_shell(self), compiled, guard, name=name, on_call=status.on_call)
                 status.start()
                 done = "stopped"
                 try:
                     run = _profile_cell(runner, opts, trace)
                     done = "done"
-                    if trace and run.trace is None and run.trace_note:   # asked for, not taken: say why
+                    if trace and run.trace is None and run.trace_note:  # asked for, not taken: say why
                         guard.notes.append(run.trace_note)
                 finally:
-                    status.close(f"%gpuprofile {name}: {done}, {runner.calls} calls in "
-                                 f"{status.elapsed_s():.1f} s")
+                    status.close(f"%gpuprofile {name}: {done}, {runner.calls} calls in {status.elapsed_s():.1f} s")
         finally:
             for line in guard.notes:
                 print(f"%gpuprofile: {line}")

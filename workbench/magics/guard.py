@@ -17,6 +17,7 @@ A magic runs the user's cell many times (cold, warm-up, repeats, checks, rounds)
 
 Exit restores on success, exception, ``KeyboardInterrupt`` and ``SystemExit`` alike.
 """
+
 from __future__ import annotations
 
 import io
@@ -34,7 +35,8 @@ if TYPE_CHECKING:
 PROFILER_CONFLICT = (
     "the cell starts a torch profiler while another one is running (this magic's traced pass, "
     "or a profiler around it); two profilers at once crash torch, so it was stopped here. "
-    "Profile the cell with -T (time only), or remove its own torch.profiler session")
+    "Profile the cell with -T (time only), or remove its own torch.profiler session"
+)
 
 
 class _Sink(io.TextIOBase):
@@ -55,11 +57,11 @@ class _Sink(io.TextIOBase):
     def isatty(self) -> bool:
         return False
 
-    def fileno(self) -> int:        # code that writes to the file descriptor goes where it went
+    def fileno(self) -> int:  # code that writes to the file descriptor goes where it went
         return self._original.fileno()
 
     @property
-    def encoding(self) -> str:      # type: ignore[override]
+    def encoding(self) -> str:  # type: ignore[override]
         return getattr(self._original, "encoding", None) or "utf-8"
 
 
@@ -142,7 +144,7 @@ class ShellGuard:
         self.stdout, self.stderr = sys.stdout, sys.stderr
         self.display_pub = getattr(self.shell, "display_pub", None)
         self.profiler_was_running = profiler_running()
-        self.nested = _patch_depth > 0          # inside another magic's guard
+        self.nested = _patch_depth > 0  # inside another magic's guard
         torch = _torch()
         self._threads = torch.get_num_threads() if torch is not None else None
         self._grad = torch.is_grad_enabled() if torch is not None else None
@@ -202,12 +204,16 @@ class ShellGuard:
         if torch is None:
             return
         if self._threads is not None and torch.get_num_threads() != self._threads:
-            self.notes.append(f"the cell changed torch's threads {self._threads} → {torch.get_num_threads()}; "
-                              "put back (set it in a cell outside the magic to keep it)")
+            self.notes.append(
+                f"the cell changed torch's threads {self._threads} → {torch.get_num_threads()}; "
+                "put back (set it in a cell outside the magic to keep it)"
+            )
             torch.set_num_threads(self._threads)
         if self._grad is not None and torch.is_grad_enabled() != self._grad:
-            self.notes.append(f"the cell turned grad mode {'off' if self._grad else 'on'}; put back "
-                              "(use --no-grad, or set it outside the magic)")
+            self.notes.append(
+                f"the cell turned grad mode {'off' if self._grad else 'on'}; put back "
+                "(use --no-grad, or set it outside the magic)"
+            )
             torch.set_grad_enabled(self._grad)
         if profiler_running() and not self.profiler_was_running:
             self.notes.append("the cell left a torch profiler running; it was stopped")

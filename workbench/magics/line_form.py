@@ -4,6 +4,7 @@ The options come first; the code is the rest of the line, kept verbatim (so ``f(
 ``g(a='-r')`` are not read as options).  An option's value is taken from the parser's own
 definition (``store_true`` flags take none), so the split follows the magic's argument list.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,7 +15,7 @@ _TOKEN = re.compile(r"\S+")
 
 def split_options(parser: argparse.ArgumentParser, line: str) -> tuple[str, str]:
     """``(options, code)``: the leading option tokens of ``line`` and the verbatim remainder."""
-    actions = parser._option_string_actions          # argparse's map: "-r" / "--repeat" -> action
+    actions = parser._option_string_actions  # argparse's map: "-r" / "--repeat" -> action
     tokens = list(_TOKEN.finditer(line))
     i = 0
     while i < len(tokens):

@@ -9,6 +9,7 @@ The line is written by a background thread every ``every_s``: the cell's timed c
 a counter, so the status costs the measurement nothing.  It shows in a kernel (a Jupyter front
 end), not in a terminal IPython, where it would print a line per update.
 """
+
 from __future__ import annotations
 
 import contextvars
@@ -42,8 +43,18 @@ class StatusLine:
     """``line = StatusLine(guard, "cell[4]", warmup, repeat, traced)``; pass ``line.on_call`` to the
     CellCallable; ``line.start()`` … ``line.close()`` (in a finally)."""
 
-    def __init__(self, guard: ShellGuard, label: str, warmup: int, repeat: int, traced: bool, *,
-                 delay_s: float = 1.0, every_s: float = 0.5, enabled: bool | None = None) -> None:
+    def __init__(
+        self,
+        guard: ShellGuard,
+        label: str,
+        warmup: int,
+        repeat: int,
+        traced: bool,
+        *,
+        delay_s: float = 1.0,
+        every_s: float = 0.5,
+        enabled: bool | None = None,
+    ) -> None:
         self.guard, self.label = guard, label
         self.warmup, self.repeat, self.traced = warmup, repeat, traced
         self.delay_s, self.every_s = delay_s, every_s
@@ -51,7 +62,7 @@ class StatusLine:
         self.enabled = (getattr(shell, "kernel", None) is not None) if enabled is None else enabled
         self.display_id = f"workbench-status-{uuid.uuid4().hex[:12]}"
         self.index, self.finished = -1, False
-        self.shown: list[str] = []           # every text published, in order (tests read it)
+        self.shown: list[str] = []  # every text published, in order (tests read it)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._t0 = time.monotonic()
@@ -79,8 +90,7 @@ class StatusLine:
     def start(self) -> "StatusLine":
         if self.enabled and self._thread is None:
             ctx = contextvars.copy_context()
-            self._thread = threading.Thread(target=ctx.run, args=(self._loop,), daemon=True,
-                                            name="workbench-status")
+            self._thread = threading.Thread(target=ctx.run, args=(self._loop,), daemon=True, name="workbench-status")
             self._thread.start()
         return self
 
@@ -93,9 +103,11 @@ class StatusLine:
                 return
 
     def _publish(self, text: str) -> None:
-        data = {"text/plain": text,
-                "text/html": f"<div class='workbench-status' style='font-family:monospace;color:#555'>"
-                             f"{html.escape(text)}</div>"}
+        data = {
+            "text/plain": text,
+            "text/html": f"<div class='workbench-status' style='font-family:monospace;color:#555'>"
+            f"{html.escape(text)}</div>",
+        }
         try:
             self.guard.publish_now(data, transient={"display_id": self.display_id}, update=bool(self.shown))
         except Exception:  # noqa: BLE001 - a status line must never break the magic

@@ -9,6 +9,7 @@ Plumbing only: STUDY and every EXPR are evaluated in the notebook's namespace, a
 does the rest (``study.run_round``, ``study.accept``). The round is bound to ``_gpustudy`` (and to
 ``-o VAR``) and displayed with its summary. An expression with spaces goes in quotes.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -51,8 +52,9 @@ def parse_variants(shell: InteractiveShell, items: list[str]) -> dict[str, Any]:
         name, sep, expr = unquote(item).partition("=")
         name = name.strip()
         if not sep or not name.isidentifier() or not expr.strip():
-            raise UsageError(f"%gpustudy: each variant is NAME=EXPR (e.g. compiled=wb.variants.compiled(f)); "
-                             f"got {item!r}")
+            raise UsageError(
+                f"%gpustudy: each variant is NAME=EXPR (e.g. compiled=wb.variants.compiled(f)); got {item!r}"
+            )
         if name in out:
             raise UsageError(f"%gpustudy: the variant {name!r} is named twice")
         out[name] = _evaluate(shell, expr, f"the variant {name!r}:")
@@ -63,17 +65,34 @@ def parse_variants(shell: InteractiveShell, items: list[str]) -> dict[str, Any]:
 class GpuStudyMagics(Magics):
     @magic_arguments()
     @argument("study", help="the name of a wb.Study in the notebook's namespace")
-    @argument("variants", nargs="*", metavar="NAME=EXPR",
-              help="the round's one-factor variants: a name and an expression giving a callable, a "
-                   "wb.variants Variant or a registry name (quote an expression with spaces)")
-    @argument("--accept", metavar="NAME", default=None,
-              help="make the kept variant NAME of the last round the new baseline (re-profiled)")
+    @argument(
+        "variants",
+        nargs="*",
+        metavar="NAME=EXPR",
+        help="the round's one-factor variants: a name and an expression giving a callable, a "
+        "wb.variants Variant or a registry name (quote an expression with spaces)",
+    )
+    @argument(
+        "--accept",
+        metavar="NAME",
+        default=None,
+        help="make the kept variant NAME of the last round the new baseline (re-profiled)",
+    )
     @argument("-b", "--budget", type=float, default=None, help="timing budget of the round in seconds")
     @argument("-c", "--checks", type=int, default=None, help="correctness checks per variant")
-    @argument("--sweep", metavar="EXPR", default=None,
-              help="make(shape, dtype) -> the argument tuple: a shape sweep before a keep")
-    @argument("-O", "--options", metavar="EXPR", default=None,
-              help="a dict of further study.run_round / wb.compare options, e.g. \"dict(confidence=0.99)\"")
+    @argument(
+        "--sweep",
+        metavar="EXPR",
+        default=None,
+        help="make(shape, dtype) -> the argument tuple: a shape sweep before a keep",
+    )
+    @argument(
+        "-O",
+        "--options",
+        metavar="EXPR",
+        default=None,
+        help='a dict of further study.run_round / wb.compare options, e.g. "dict(confidence=0.99)"',
+    )
     @argument("-o", "--output", metavar="VAR", default=None, help="bind the round to this variable too")
     @line_magic
     def gpustudy(self, line: str) -> Baseline | Study | StudyRound:
@@ -85,8 +104,10 @@ class GpuStudyMagics(Magics):
         opts = parse_argstring(self.gpustudy, line)
         study = _evaluate(magic_shell(self), opts.study, "the study")
         if not isinstance(study, Study):
-            raise UsageError(f"%gpustudy: {opts.study!r} is a {type(study).__name__}, not a wb.Study; create one "
-                             f"with study = wb.Study(name, folder=...) and study.set_baseline(fn, make_inputs)")
+            raise UsageError(
+                f"%gpustudy: {opts.study!r} is a {type(study).__name__}, not a wb.Study; create one "
+                f"with study = wb.Study(name, folder=...) and study.set_baseline(fn, make_inputs)"
+            )
         if opts.output is not None and not opts.output.isidentifier():
             raise UsageError(f"-o needs a Python variable name; got {opts.output!r}")
         if opts.accept is not None:

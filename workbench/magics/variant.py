@@ -18,6 +18,7 @@ weakened / rejected); a rewrite of your own is judged against the run's top-rank
 not a caveat about the measurement.  Both cells run many times in your namespace (checks, warm-up,
 timed rounds); the names they bind are given back the values they had before the comparison.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -62,8 +63,8 @@ def suggesting_hypothesis(name: str) -> Hypothesis | None:
     """The hypothesis of the last profiled run this variant is judged against: the highest-ranked
     one that suggests ``name`` (``compiled``, ``cuda_graph``, ...); for a rewrite of your own, the
     top-ranked finding that is not about the measurement itself (None without one)."""
-    from workbench.magics.gpuprofile import last_run
     import workbench.variants.registry as registry
+    from workbench.magics.gpuprofile import last_run
     from workbench.widgets.variant_panel import pick_hypothesis
 
     run = last_run()
@@ -109,8 +110,10 @@ def plan_cells(profiled: CompiledCell, variant: CompiledCell) -> CellPlan:
     with_last = profiled.last_expression is not None and variant.last_expression is not None
     notes = []
     if only_profiled:
-        notes.append(f"the profiled cell binds {_names(only_profiled)}, which this cell does not: "
-                     f"{'it is' if len(only_profiled) == 1 else 'they are'} not compared")
+        notes.append(
+            f"the profiled cell binds {_names(only_profiled)}, which this cell does not: "
+            f"{'it is' if len(only_profiled) == 1 else 'they are'} not compared"
+        )
     if only_variant:
         notes.append(f"this cell binds {_names(only_variant)}, which the profiled cell does not: not compared")
     if (profiled.last_expression is None) != (variant.last_expression is None):
@@ -122,12 +125,16 @@ def plan_cells(profiled: CompiledCell, variant: CompiledCell) -> CellPlan:
     return CellPlan(shared, with_last, tuple(notes))
 
 
-NOTHING = ("nothing to compare: the profiled cell and this cell bind no common name and do not both end in "
-           "an expression; assign the result to the same name in both (`loss = step()`) or end both with it")
+NOTHING = (
+    "nothing to compare: the profiled cell and this cell bind no common name and do not both end in "
+    "an expression; assign the result to the same name in both (`loss = step()`) or end both with it"
+)
 
 
-NOTHING_COMPUTED = ("nothing to compare: the cells computed no value, gradient or state to check (every name "
-                    "they bind and their last values were None); return or assign the value to check")
+NOTHING_COMPUTED = (
+    "nothing to compare: the cells computed no value, gradient or state to check (every name "
+    "they bind and their last values were None); return or assign the value to check"
+)
 
 
 def _compared_nothing(cmp: Comparison) -> bool:
@@ -155,8 +162,9 @@ def _with_notes(cmp: Comparison, notes: list[str]) -> Comparison:
     evidence = tuple(record.evidence) + tuple(f"note: {n}" for n in notes if f"note: {n}" not in record.evidence)
     record_settings = dict(record.settings or {})
     record_settings.setdefault("inputs", "none")
-    return dataclasses.replace(cmp, settings=settings, decision=dataclasses.replace(
-        record, evidence=evidence, settings=record_settings))
+    return dataclasses.replace(
+        cmp, settings=settings, decision=dataclasses.replace(record, evidence=evidence, settings=record_settings)
+    )
 
 
 @magics_class
@@ -167,10 +175,13 @@ class GpuVariantMagics(Magics):
     @argument("-c", "--checks", type=int, default=2, help="correctness checks before timing (default 2)")
     @argument("-l", "--time-limit", type=float, default=120.0, help="seconds one run of a cell may take")
     @argument("-o", "--output", default=None, metavar="VAR", help="bind the Comparison to this variable")
-    @argument("--training", action="store_true",
-              help="a training step: forward + backward once per call; the outputs, every parameter "
-                   "gradient and the optimizer's updated state are compared (default: decided from the "
-                   "cells: training when the result requires grad or the call steps an optimizer)")
+    @argument(
+        "--training",
+        action="store_true",
+        help="a training step: forward + backward once per call; the outputs, every parameter "
+        "gradient and the optimizer's updated state are compared (default: decided from the "
+        "cells: training when the result requires grad or the call steps an optimizer)",
+    )
     @argument("--inference", action="store_true", help="compare the outputs only, forward timed")
     @cell_magic
     def gpuvariant(self, line: str, cell: str) -> None:
@@ -186,16 +197,19 @@ class GpuVariantMagics(Magics):
         if opts.budget <= 0 or opts.checks < 1 or opts.time_limit <= 0:
             raise UsageError("--budget and --time-limit must be > 0 and --checks >= 1")
         if opts.training and opts.inference:
-            raise UsageError("--training and --inference exclude each other: pass one (or neither, to decide "
-                             "from the cells)")
+            raise UsageError(
+                "--training and --inference exclude each other: pass one (or neither, to decide from the cells)"
+            )
         if opts.output is not None and not opts.output.isidentifier():
             raise UsageError(f"-o needs a Python variable name; got {opts.output!r}")
         if not cell.strip():
             raise UsageError("%%gpuvariant needs the variant's code in the cell below the magic line")
         source = last_profiled_source()
         if source is None:
-            raise UsageError("no profiled cell yet: run %%gpuprofile on the cell to improve first, "
-                             "then %%gpuvariant NAME on a cell with your rewrite")
+            raise UsageError(
+                "no profiled cell yet: run %%gpuprofile on the cell to improve first, "
+                "then %%gpuvariant NAME on a cell with your rewrite"
+            )
         from workbench.capture.quiet import captured_native_stderr
         from workbench.errors import NothingToCompareError
         from workbench.magics.cell import CellCallable, restore_names, snapshot_names
@@ -216,28 +230,52 @@ class GpuVariantMagics(Magics):
             with guard:
                 # both cells have shown their output before (the profiled one when it was profiled): the
                 # comparison's many runs are silent from the first
-                base = CellCallable(shell, profiled_code, guard, show_first=False, name="profiled",
-                                    result_names=plan.shared, with_last=plan.with_last)
-                variant = CellCallable(shell, variant_code, guard, show_first=False, name=opts.name,
-                                       result_names=plan.shared, with_last=plan.with_last)
-                status = StatusLine(guard, f"%gpuvariant {opts.name}", 0, 0, False,
-                                    enabled=None if not guard.nested else False)
+                base = CellCallable(
+                    shell,
+                    profiled_code,
+                    guard,
+                    show_first=False,
+                    name="profiled",
+                    result_names=plan.shared,
+                    with_last=plan.with_last,
+                )
+                variant = CellCallable(
+                    shell,
+                    variant_code,
+                    guard,
+                    show_first=False,
+                    name=opts.name,
+                    result_names=plan.shared,
+                    with_last=plan.with_last,
+                )
+                status = StatusLine(
+                    guard, f"%gpuvariant {opts.name}", 0, 0, False, enabled=None if not guard.nested else False
+                )
                 status.start()
                 done = "stopped"
                 try:
                     # the profiler's native lines (USDT, CPUAllocator) are held back, shown on a failure
                     with captured_native_stderr():
-                        cmp = compare({"profiled": base, opts.name: variant}, None, baseline="profiled",
-                                      checks=opts.checks, budget_s=opts.budget, time_limit_s=opts.time_limit,
-                                      hypothesis=suggesting_hypothesis(opts.name), mode=mode,
-                                      end_to_end_ms=profiled_median_ms(),
-                                      progress=lambda stage, name: status.say(f"{stage} {name}"))
+                        cmp = compare(
+                            {"profiled": base, opts.name: variant},
+                            None,
+                            baseline="profiled",
+                            checks=opts.checks,
+                            budget_s=opts.budget,
+                            time_limit_s=opts.time_limit,
+                            hypothesis=suggesting_hypothesis(opts.name),
+                            mode=mode,
+                            end_to_end_ms=profiled_median_ms(),
+                            progress=lambda stage, name: status.say(f"{stage} {name}"),
+                        )
                     done = "done"
                 except NothingToCompareError as exc:
                     refused = str(exc).splitlines()[0] if str(exc) else NOTHING
                 except SystemExit as exc:
-                    raise UsageError(f"a compared cell called sys.exit({exc.code!r}); the comparison stopped "
-                                     "and nothing was kept. Compared cells must finish normally") from None
+                    raise UsageError(
+                        f"a compared cell called sys.exit({exc.code!r}); the comparison stopped "
+                        "and nothing was kept. Compared cells must finish normally"
+                    ) from None
                 finally:
                     status.close(f"%gpuvariant {opts.name}: {done} in {status.elapsed_s():.1f} s")
         finally:
@@ -251,9 +289,11 @@ class GpuVariantMagics(Magics):
         kinds = {**base.not_data, **variant.not_data}
         notes = list(plan.notes)
         if kinds:
-            notes.append("compared by their type only (objects, not data): "
-                         + ", ".join(f"`{n}` ({k})" for n, k in kinds.items())
-                         + "; their state is compared where the comparison reaches it")
+            notes.append(
+                "compared by their type only (objects, not data): "
+                + ", ".join(f"`{n}` ({k})" for n, k in kinds.items())
+                + "; their state is compared where the comparison reaches it"
+            )
         notes.append("the names the cells bind were given back the values they had before the comparison")
         cmp = _with_notes(cmp, notes)
         shell.user_ns[LAST_VARIANT_NAME] = cmp
@@ -261,5 +301,5 @@ class GpuVariantMagics(Magics):
             shell.user_ns[opts.output] = cmp
         from IPython.display import display
 
-        display(cmp)                 # the table, the decision, the chart and the decision record, once
+        display(cmp)  # the table, the decision, the chart and the decision record, once
         return None

@@ -14,6 +14,7 @@ its change points). Every text from the data is escaped in one place
 (``render.escape``); charts inside HTML draw offline (``workbench.charts``). Importing this package
 imports no chart library: a renderer's module is loaded when it is first asked for.
 """
+
 from __future__ import annotations
 
 from workbench.render.dispatch import UnknownResultError, html, markdown, renderer_for, text

@@ -8,6 +8,7 @@ kernels). A result that was not recorded says so, with its reason. Every name pa
 ``workbench.render.escape`` (via ``workbench.render.tables``): a module or kernel named
 ``<script>`` shows as text.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -20,11 +21,11 @@ from workbench.render.escape import html_text, markdown_text, plain
 from workbench.render.tables import Cell, Row, html_table, markdown_table, text_table
 from workbench.units import format_ms
 
-MAX_MODULE_ROWS = 25        # module rows shown (in tree order, the largest kept)
-MAX_SOURCE_ROWS = 10        # source lines shown (by self time)
-MIN_SHARE_PCT = 0.5         # a module or line with less inclusive share is left out (counted below)
-ITEM_CHARS = 48             # an op or kernel name in the "top" column is cut to this
-INDENT = "\u00a0\u00a0"     # one tree level (a no-break space pair: HTML keeps it)
+MAX_MODULE_ROWS = 25  # module rows shown (in tree order, the largest kept)
+MAX_SOURCE_ROWS = 10  # source lines shown (by self time)
+MIN_SHARE_PCT = 0.5  # a module or line with less inclusive share is left out (counted below)
+ITEM_CHARS = 48  # an op or kernel name in the "top" column is cut to this
+INDENT = "\u00a0\u00a0"  # one tree level (a no-break space pair: HTML keeps it)
 CSS_CLASS = "wb-attribution"
 
 AttributionResult = Attribution | ModuleBreakdown | SourceBreakdown
@@ -33,6 +34,7 @@ _SOURCE_HEADERS = ("source line", "self per call", "with callees", "share", "top
 
 
 # --- the public renderings -----------------------------------------------------------------------
+
 
 def html(result: AttributionResult) -> str:
     """The attribution section as an HTML fragment (headings, notes and tables)."""
@@ -82,9 +84,11 @@ def markdown(result: AttributionResult) -> str:
 
 # --- the rows, once for every format -----------------------------------------------------------
 
+
 class _Section:
-    def __init__(self, headers: Sequence[str], rows: list[Row], caption: str, footer: str = "",
-                 reason: str = "") -> None:
+    def __init__(
+        self, headers: Sequence[str], rows: list[Row], caption: str, footer: str = "", reason: str = ""
+    ) -> None:
         self.headers, self.rows, self.caption, self.footer, self.reason = headers, rows, caption, footer, reason
 
 
@@ -97,8 +101,10 @@ def _sections(result: AttributionResult) -> list[tuple[str, _Section]]:
         return [("Time by source line", _sources(result))]
     from workbench.errors import InvalidArgumentError
 
-    raise InvalidArgumentError(f"workbench.render.attribution renders an Attribution, ModuleBreakdown or "
-                               f"SourceBreakdown; got {type(result).__name__}")
+    raise InvalidArgumentError(
+        f"workbench.render.attribution renders an Attribution, ModuleBreakdown or "
+        f"SourceBreakdown; got {type(result).__name__}"
+    )
 
 
 def _basis(basis: str) -> str:
@@ -128,8 +134,9 @@ def _labels(items: pd.DataFrame) -> dict[str, str]:
 def _top(items: pd.DataFrame, labels: dict[str, str]) -> Cell:
     if not len(items):
         return Cell("")
-    shown = ", ".join(f"{labels.get(str(name), str(name))} {pct:.0f} %"
-                      for name, pct in zip(items["name"], items["pct_of_key"]))
+    shown = ", ".join(
+        f"{labels.get(str(name), str(name))} {pct:.0f} %" for name, pct in zip(items["name"], items["pct_of_key"])
+    )
     return Cell(shown, title="; ".join(str(n) for n in items["name"]))
 
 
@@ -138,22 +145,31 @@ def _modules(result: ModuleBreakdown) -> _Section:
         return _Section(_MODULE_HEADERS, [], "", reason=result.not_recorded)
     table = result.table
     kept = table[table["inclusive_pct"] >= MIN_SHARE_PCT]
-    if len(kept) > MAX_MODULE_ROWS:   # the largest, still in tree order
+    if len(kept) > MAX_MODULE_ROWS:  # the largest, still in tree order
         kept = kept.loc[kept["inclusive_us"].nlargest(MAX_MODULE_ROWS).index].sort_index()
     rows: list[Row] = []
     labels = _labels(result.items)
     for row in kept.itertuples(index=False):
-        rows.append((Cell(INDENT * int(row.depth) + str(row.module), title=str(row.path)),
-                     _time(row.inclusive_ms_per_call, row.inclusive_us), _time(row.self_ms_per_call, row.self_us),
-                     _share(row.inclusive_pct), _top(result.top_items(str(row.path)), labels)))
-    caption = (f"{_basis(result.basis)}, {_per_call(result)}; a module includes the time of its children, "
-               f"share is of all {format_ms(result.total_us / 1e3, total=True)} in the trace.")
+        rows.append(
+            (
+                Cell(INDENT * int(row.depth) + str(row.module), title=str(row.path)),
+                _time(row.inclusive_ms_per_call, row.inclusive_us),
+                _time(row.self_ms_per_call, row.self_us),
+                _share(row.inclusive_pct),
+                _top(result.top_items(str(row.path)), labels),
+            )
+        )
+    caption = (
+        f"{_basis(result.basis)}, {_per_call(result)}; a module includes the time of its children, "
+        f"share is of all {format_ms(result.total_us / 1e3, total=True)} in the trace."
+    )
     footer = []
     if len(table) > len(kept):
         footer.append(f"{len(table) - len(kept)} smaller module(s) not shown")
     if result.outside_us > 0:
-        footer.append(f"outside any module: {100 * result.outside_us / result.total_us:.1f} %"
-                      if result.total_us > 0 else "")
+        footer.append(
+            f"outside any module: {100 * result.outside_us / result.total_us:.1f} %" if result.total_us > 0 else ""
+        )
     if result.unlinked_us > 0:
         footer.append(f"GPU time with no launch in the trace: {format_ms(result.unlinked_us / 1e3, total=True)}")
     return _Section(_MODULE_HEADERS, rows, caption, "; ".join(f for f in footer if f))
@@ -167,11 +183,19 @@ def _sources(result: SourceBreakdown) -> _Section:
     rows: list[Row] = []
     labels = _labels(result.items)
     for row in kept.itertuples(index=False):
-        rows.append((Cell(str(row.location), title=f"{row.file}, line {row.line} (the function's first line)"),
-                     _time(row.self_ms_per_call, row.self_us), _time(row.inclusive_ms_per_call, row.inclusive_us),
-                     _share(row.self_pct), _top(result.top_items(str(row.location)), labels)))
-    caption = (f"{_basis(result.basis)} by the innermost frame in your files, {_per_call(result)}; "
-               "with callees: the time of the lines it called added.")
+        rows.append(
+            (
+                Cell(str(row.location), title=f"{row.file}, line {row.line} (the function's first line)"),
+                _time(row.self_ms_per_call, row.self_us),
+                _time(row.inclusive_ms_per_call, row.inclusive_us),
+                _share(row.self_pct),
+                _top(result.top_items(str(row.location)), labels),
+            )
+        )
+    caption = (
+        f"{_basis(result.basis)} by the innermost frame in your files, {_per_call(result)}; "
+        "with callees: the time of the lines it called added."
+    )
     footer = []
     if len(table) > len(kept):
         footer.append(f"{len(table) - len(kept)} other line(s) not shown")

@@ -7,6 +7,7 @@ module and class name, to its renderer's module: the render layer imports the ca
 and study layers for type checking only, so types are matched by name here, and the IPython
 display formatter is told the same names (``workbench.render.ipython``).
 """
+
 from __future__ import annotations
 
 from typing import Any, Protocol
@@ -53,10 +54,10 @@ DISPLAYED_BY_NAME: tuple[tuple[str, str], ...] = (
     ("workbench.study.study", "Study"),
     ("workbench.study.study", "StudyRound"),
     ("workbench.study.summary", "RoundSummary"),
-    ("workbench.analysis.attribution", "Attribution"),       # run.attribution: its own class has no view
-    ("workbench.analysis.attribution", "ModuleBreakdown"),   # trace.module_breakdown(): replaces the bare
-    ("workbench.analysis.attribution", "SourceBreakdown"),   # table of AnalysisResult._repr_html_
-    ("workbench.study.history", "History"),                  # run.history: the trend chart, change points
+    ("workbench.analysis.attribution", "Attribution"),  # run.attribution: its own class has no view
+    ("workbench.analysis.attribution", "ModuleBreakdown"),  # trace.module_breakdown(): replaces the bare
+    ("workbench.analysis.attribution", "SourceBreakdown"),  # table of AnalysisResult._repr_html_
+    ("workbench.study.history", "History"),  # run.history: the trend chart, change points
 )
 
 # the types whose plain-text display (a terminal IPython, the text/plain copy a notebook saves)

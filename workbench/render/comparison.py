@@ -2,6 +2,7 @@
 p95 in ms, the speed-up against that one baseline with its 95 % interval, setup in adaptive units,
 the decision), the decision, the hypothesis held against the measurement, the decision record
 (once, in HTML), and in HTML the comparison's charts (offline, ``workbench.charts``)."""
+
 from __future__ import annotations
 
 import math
@@ -16,9 +17,19 @@ from workbench.units import format_ms
 if TYPE_CHECKING:
     from workbench.variants.results import Comparison, VariantResult
 
-HEADERS = ("variant", "status", "correct", "median (ms)", "p95 (ms)", "speed-up", "95 % interval", "setup",
-           "decision", "reason")
-GRADIENT_HEADER = "gradient error"      # shown where a row compared gradients (a training step)
+HEADERS = (
+    "variant",
+    "status",
+    "correct",
+    "median (ms)",
+    "p95 (ms)",
+    "speed-up",
+    "95 % interval",
+    "setup",
+    "decision",
+    "reason",
+)
+GRADIENT_HEADER = "gradient error"  # shown where a row compared gradients (a training step)
 MARKS = {True: "✓", False: "✗", None: "—"}
 
 
@@ -29,7 +40,7 @@ def ms_number(value: float | None) -> Cell:
         return Cell("—", numeric=True)
     magnitude = abs(value)
     if magnitude >= 1000:
-        shown = f"{value:,.0f}".replace(",", " ")          # a narrow space between thousands
+        shown = f"{value:,.0f}".replace(",", " ")  # a narrow space between thousands
     elif magnitude == 0:
         shown = "0"
     else:
@@ -57,8 +68,11 @@ def correct_mark(passed: bool | None) -> str:
 def _relative(value: float | None) -> Cell:
     if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
         return Cell("—", numeric=True)
-    return Cell(f"{value:.2g}" if value else "0", title=f"largest gradient error / largest |gradient| = {value:.6g}",
-                numeric=True)
+    return Cell(
+        f"{value:.2g}" if value else "0",
+        title=f"largest gradient error / largest |gradient| = {value:.6g}",
+        numeric=True,
+    )
 
 
 def _has_gradients(results: Sequence[VariantResult]) -> bool:
@@ -80,12 +94,22 @@ def variant_row(result: VariantResult, *, gradients: bool = False) -> list[Cell]
     speedup = Cell(_ratio(s.point if s else None), numeric=True)
     if decision == "baseline":
         speedup, ci = Cell("1× (reference)", numeric=True), "—"
-    row = [Cell(result.name), Cell(result.status), Cell(correct_mark(None if c is None else c.passed),
-                                                        title=(c.reason or None) if c is not None else None)]
+    row = [
+        Cell(result.name),
+        Cell(result.status),
+        Cell(correct_mark(None if c is None else c.passed), title=(c.reason or None) if c is not None else None),
+    ]
     if gradients:
         row.append(_relative(getattr(result, "max_grad_rel_err", None)))
-    return row + [ms_number(t.median_ms if t else None), ms_number(t.p95_ms if t else None), speedup, Cell(ci),
-                  _ms(result.setup_ms), Cell(decision), Cell(result.decision_reason or result.reason or "")]
+    return row + [
+        ms_number(t.median_ms if t else None),
+        ms_number(t.p95_ms if t else None),
+        speedup,
+        Cell(ci),
+        _ms(result.setup_ms),
+        Cell(decision),
+        Cell(result.decision_reason or result.reason or ""),
+    ]
 
 
 def rows(cmp: Comparison) -> list[list[Cell]]:
@@ -118,19 +142,26 @@ def _charts_html(cmp: Comparison) -> str:
 def html(cmp: Comparison, *, charts: bool = True, record: bool = True) -> str:
     d = cmp.decision
     verdict = _verdict(cmp)
-    return (f"<div class='workbench-comparison'><b>Comparison against {html_text(cmp.baseline)}</b>"
-            + table_html(cmp)
-            + f"<p>Decision: <code>{html_text(d.decision)}</code> for {html_text(d.variant)}: {html_text(d.reason)}</p>"
-            + (f"<p><b>Hypothesis held against the measurement:</b> {html_text(verdict)}</p>" if verdict else "")
-            + (_charts_html(cmp) if charts else "") + (decision_render.html(d) if record else "") + "</div>")
+    return (
+        f"<div class='workbench-comparison'><b>Comparison against {html_text(cmp.baseline)}</b>"
+        + table_html(cmp)
+        + f"<p>Decision: <code>{html_text(d.decision)}</code> for {html_text(d.variant)}: {html_text(d.reason)}</p>"
+        + (f"<p><b>Hypothesis held against the measurement:</b> {html_text(verdict)}</p>" if verdict else "")
+        + (_charts_html(cmp) if charts else "")
+        + (decision_render.html(d) if record else "")
+        + "</div>"
+    )
 
 
 def text(cmp: Comparison, *, record: bool = False, **_: Any) -> str:
     """The table and the decision; ``record=True`` adds the decision record (a terminal shell's
     display of a comparison, where nothing else shows it)."""
     d = cmp.decision
-    lines = [plain(f"comparison against {cmp.baseline}"), text_table(headers(cmp), rows(cmp)),
-             plain(f"decision: {d.decision} for {d.variant}: {d.reason}")]
+    lines = [
+        plain(f"comparison against {cmp.baseline}"),
+        text_table(headers(cmp), rows(cmp)),
+        plain(f"decision: {d.decision} for {d.variant}: {d.reason}"),
+    ]
     verdict = _verdict(cmp)
     if verdict:
         lines.append(plain(f"hypothesis held against the measurement: {verdict}"))
@@ -141,8 +172,13 @@ def text(cmp: Comparison, *, record: bool = False, **_: Any) -> str:
 
 def markdown(cmp: Comparison) -> str:
     d = cmp.decision
-    out = [f"### Comparison against {markdown_text(cmp.baseline)}", "", markdown_table(headers(cmp), rows(cmp)), "",
-           f"**Decision:** {markdown_code(d.decision)} for {markdown_text(d.variant)}: {markdown_text(d.reason)}"]
+    out = [
+        f"### Comparison against {markdown_text(cmp.baseline)}",
+        "",
+        markdown_table(headers(cmp), rows(cmp)),
+        "",
+        f"**Decision:** {markdown_code(d.decision)} for {markdown_text(d.variant)}: {markdown_text(d.reason)}",
+    ]
     verdict = _verdict(cmp)
     if verdict:
         out += ["", f"**Hypothesis held against the measurement:** {markdown_text(verdict)}"]

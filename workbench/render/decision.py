@@ -10,6 +10,7 @@ evidence, rejected alternatives, remaining risk and failure cases that speaks of
 candidate rejected for a wrong gradient says which one, ``grad arg[0]``); an inference record says
 that no gradient was checked.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,15 +22,28 @@ from workbench.render.escape import html_text, markdown_code, markdown_text, pla
 if TYPE_CHECKING:
     from workbench.variants.decision import DecisionRecord
 
-FIELDS = (("Problem", "problem"), ("Bottleneck", "bottleneck"), ("Change", "change"),
-          ("Numerical class", "numerical_class"), ("Why it is safe", "why_safe"), ("Guard", "guard"),
-          ("Fallback", "fallback"), ("Result", "result"))
-LISTS = (("Evidence", "evidence"), ("Rejected alternatives", "rejected_alternatives"),
-         ("Remaining risk", "remaining_risk"), ("Failure cases", "failure_cases"))
+FIELDS = (
+    ("Problem", "problem"),
+    ("Bottleneck", "bottleneck"),
+    ("Change", "change"),
+    ("Numerical class", "numerical_class"),
+    ("Why it is safe", "why_safe"),
+    ("Guard", "guard"),
+    ("Fallback", "fallback"),
+    ("Result", "result"),
+)
+LISTS = (
+    ("Evidence", "evidence"),
+    ("Rejected alternatives", "rejected_alternatives"),
+    ("Remaining risk", "remaining_risk"),
+    ("Failure cases", "failure_cases"),
+)
 SETTINGS_LEFT_OUT = ("notes", "tolerances", "gradient_tolerances", "timing", "state")
-MODES = {"training": "training: outputs checked, and the gradients and state changes the calls reach (counted "
-                     "as the record says why it is safe); forward and backward timed",
-         "inference": "inference: outputs checked, forward timed (no gradient checked)"}
+MODES = {
+    "training": "training: outputs checked, and the gradients and state changes the calls reach (counted "
+    "as the record says why it is safe); forward and backward timed",
+    "inference": "inference: outputs checked, forward timed (no gradient checked)",
+}
 _GRADIENT = re.compile(r"\b(grad|grads|gradient|gradients|backward|autograd)\b", re.IGNORECASE)
 
 
@@ -79,18 +93,27 @@ def _gradient_lines(record: Mapping[str, Any]) -> list[str]:
 
 def record_html(record: Mapping[str, Any]) -> str:
     """A decision record's fields (``DecisionRecord.to_dict()`` layout) as HTML, every text escaped."""
-    rows = "".join(f"<tr><th style='text-align:left'>{title}</th><td style='text-align:left'>"
-                   f"{html_text(value)}</td></tr>"
-                   for title, value in [("Mode", mode_text(record))]
-                   + [(title, record.get(key) or "—") for title, key in FIELDS])
+    rows = "".join(
+        f"<tr><th style='text-align:left'>{title}</th><td style='text-align:left'>{html_text(value)}</td></tr>"
+        for title, value in [("Mode", mode_text(record))] + [(title, record.get(key) or "—") for title, key in FIELDS]
+    )
     gradients = _gradient_lines(record)
-    lists = ("<h4>Gradient checks</h4><ul class='wb-gradient-checks'>"
-             + "".join(f"<li>{html_text(x)}</li>" for x in gradients) + "</ul>") if gradients else ""
+    lists = (
+        (
+            "<h4>Gradient checks</h4><ul class='wb-gradient-checks'>"
+            + "".join(f"<li>{html_text(x)}</li>" for x in gradients)
+            + "</ul>"
+        )
+        if gradients
+        else ""
+    )
     for title, key in LISTS:
         items = "".join(f"<li>{html_text(x)}</li>" for x in record.get(key) or ()) or "<li>none</li>"
         lists += f"<h4>{title}</h4><ul>{items}</ul>"
-    head = (f"<h3>Decision record: <code>{html_text(record.get('decision'))}</code> for "
-            f"{html_text(record.get('variant'))}</h3><p>{html_text(record.get('reason'))}</p>")
+    head = (
+        f"<h3>Decision record: <code>{html_text(record.get('decision'))}</code> for "
+        f"{html_text(record.get('variant'))}</h3><p>{html_text(record.get('reason'))}</p>"
+    )
     return f"<div class='wb-decision-record'>{head}<table class='wb-decision'>{rows}</table>{lists}</div>"
 
 
@@ -123,8 +146,13 @@ def text(record: DecisionRecord) -> str:
 
 def markdown(record: DecisionRecord) -> str:
     fields = record.to_dict()
-    lines = [f"### Decision: {markdown_code(record.decision)} — {markdown_text(record.variant)}", "",
-             markdown_text(record.reason), "", f"**Mode:** {markdown_text(mode_text(fields))}  "]
+    lines = [
+        f"### Decision: {markdown_code(record.decision)} — {markdown_text(record.variant)}",
+        "",
+        markdown_text(record.reason),
+        "",
+        f"**Mode:** {markdown_text(mode_text(fields))}  ",
+    ]
     lines += [f"**{title}:** {markdown_text(fields[key] or '—')}  " for title, key in FIELDS]
     gradients = _gradient_lines(fields)
     if gradients:
@@ -132,8 +160,9 @@ def markdown(record: DecisionRecord) -> str:
     for title, key in LISTS:
         lines += ["", f"#### {title}", ""] + ([f"- {markdown_text(x)}" for x in fields[key]] or ["- none"])
     if record.environment:
-        lines += ["", "#### Environment", ""] + [f"- {markdown_text(k)}: {markdown_text(v)}"
-                                                  for k, v in record.environment.items()]
+        lines += ["", "#### Environment", ""] + [
+            f"- {markdown_text(k)}: {markdown_text(v)}" for k, v in record.environment.items()
+        ]
     settings = _settings(record)
     if settings:
         lines += ["", "#### Settings", ""] + [f"- {markdown_text(k)}: {markdown_text(v)}" for k, v in settings.items()]

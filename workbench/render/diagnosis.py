@@ -5,6 +5,7 @@ The layout is the hypotheses package's own (``workbench.hypotheses.render``: ran
 their evidence, prediction and falsifier, then what could not be judged); this module is where
 views reach it, and adds the run-level banner (timing caveats) of a Diagnosis.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any

@@ -1,5 +1,6 @@
 """``render.html(value)``, ``render.text(value)``, ``render.markdown(value)``: find the value's
 renderer by its type (its class or a base class, by module and name) and call it."""
+
 from __future__ import annotations
 
 import importlib
@@ -29,7 +30,8 @@ def renderer_for(value: Any) -> Renderer:
     raise UnknownResultError(
         f"workbench.render has no rendering for a {type(value).__module__}.{type(value).__qualname__}; it "
         f"renders {', '.join(known)}. Pass one of those (a ProfileRun, a Trace, a Diagnosis or "
-        "run.hypotheses, a Comparison, a DecisionRecord, run.attribution), or display the value itself")
+        "run.hypotheses, a Comparison, a DecisionRecord, run.attribution), or display the value itself"
+    )
 
 
 def html(value: Any, **options: Any) -> str:

@@ -11,6 +11,7 @@ text ``<script>`` and never as a tag, and ``'`` or ``"`` stay as they are. HTML 
 used there: Markdown is read raw as often as rendered, and an entity escaped again for Markdown
 (``&\\#x27;``) would show literally.
 """
+
 from __future__ import annotations
 
 import html

@@ -8,6 +8,7 @@ so a change point reads the same in the table and on the chart. A shift is the m
 runs' medians after the change point against the one before it (the levels the change-point
 search split the runs into). A history of one run has no trend yet: the HTML says so in one line.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -15,15 +16,21 @@ from typing import TYPE_CHECKING
 
 from workbench.render.escape import html_text, markdown_text
 from workbench.render.tables import (
-    Cell, html_pairs, html_table, markdown_pairs, markdown_table, text_pairs, text_table,
+    Cell,
+    html_pairs,
+    html_table,
+    markdown_pairs,
+    markdown_table,
+    text_pairs,
+    text_table,
 )
 from workbench.units import format_ms
 
 if TYPE_CHECKING:
     from workbench.study.history import History
 
-TREND_MIN_RUNS = 2      # a trend (chart, change points) needs this many runs
-LATEST_RUNS = 8         # runs listed in the table, the latest last
+TREND_MIN_RUNS = 2  # a trend (chart, change points) needs this many runs
+LATEST_RUNS = 8  # runs listed in the table, the latest last
 RUN_HEADERS = ("run", "time", "median", "IQR", "")
 CHANGE_MARK = "← change"
 
@@ -43,8 +50,7 @@ def change_texts(history: History) -> list[str]:
     for k, start in enumerate(starts):
         before, after = levels[k], levels[k + 1]
         change = f" ({after / before - 1:+.0%})" if before > 0 else ""
-        out.append(f"run {start} ({history.entries[start].time}): {format_ms(before)} → {format_ms(after)}"
-                   f"{change}")
+        out.append(f"run {start} ({history.entries[start].time}): {format_ms(before)} → {format_ms(after)}{change}")
     return out
 
 
@@ -57,10 +63,26 @@ def summary_rows(history: History) -> list[tuple[str, Cell]]:
     if entries:
         first, last = entries[0], entries[-1]
         if len(entries) > 1:
-            rows.append(("first median", Cell(format_ms(first.median_ms) + f" (run 0, {first.time})",
-                                              title=f"{first.median_ms:.4f} ms", numeric=True)))
-        rows.append(("latest median", Cell(format_ms(last.median_ms) + f" (run {len(entries) - 1}, {last.time})",
-                                           title=f"{last.median_ms:.4f} ms", numeric=True)))
+            rows.append(
+                (
+                    "first median",
+                    Cell(
+                        format_ms(first.median_ms) + f" (run 0, {first.time})",
+                        title=f"{first.median_ms:.4f} ms",
+                        numeric=True,
+                    ),
+                )
+            )
+        rows.append(
+            (
+                "latest median",
+                Cell(
+                    format_ms(last.median_ms) + f" (run {len(entries) - 1}, {last.time})",
+                    title=f"{last.median_ms:.4f} ms",
+                    numeric=True,
+                ),
+            )
+        )
     return rows
 
 
@@ -68,10 +90,17 @@ def run_rows(history: History, latest: int = LATEST_RUNS) -> list[list[Cell]]:
     """The latest runs, oldest first: number, time, median, IQR, and the mark of a change point."""
     starts = set(history.change_points)
     first = max(0, len(history.entries) - latest)
-    return [[Cell(str(i), numeric=True), Cell(e.time), Cell(format_ms(e.median_ms), title=f"{e.median_ms:.4f} ms",
-                                                               numeric=True),
-             Cell(format_ms(e.spread_ms), numeric=True), Cell(CHANGE_MARK if i in starts else "")]
-            for i, e in enumerate(history.entries) if i >= first]
+    return [
+        [
+            Cell(str(i), numeric=True),
+            Cell(e.time),
+            Cell(format_ms(e.median_ms), title=f"{e.median_ms:.4f} ms", numeric=True),
+            Cell(format_ms(e.spread_ms), numeric=True),
+            Cell(CHANGE_MARK if i in starts else ""),
+        ]
+        for i, e in enumerate(history.entries)
+        if i >= first
+    ]
 
 
 def _hidden(history: History, latest: int) -> int:
@@ -86,8 +115,10 @@ def chart_html(history: History) -> str:
 
         return charts_html([history_chart(history)])
     except Exception as exc:  # altair missing, or the chart failed: say so
-        return (f"<p class='workbench-chart-error'>history chart not drawn: {html_text(type(exc).__name__)}: "
-                f"{html_text(exc)}</p>")
+        return (
+            f"<p class='workbench-chart-error'>history chart not drawn: {html_text(type(exc).__name__)}: "
+            f"{html_text(exc)}</p>"
+        )
 
 
 def html(history: History, *, charts: bool = True, latest: int = LATEST_RUNS) -> str:
@@ -96,13 +127,20 @@ def html(history: History, *, charts: bool = True, latest: int = LATEST_RUNS) ->
     entries = history.entries
     if len(entries) < TREND_MIN_RUNS:
         first = f" ({format_ms(entries[0].median_ms)}, {entries[0].time})" if entries else ""
-        return (f"<p class='wb-history'>{html_text(f'{len(entries)} run recorded so far{first}')}: the trend and "
-                "its change points show from the second run of the same code in the same environment.</p>")
+        return (
+            f"<p class='wb-history'>{html_text(f'{len(entries)} run recorded so far{first}')}: the trend and "
+            "its change points show from the second run of the same code in the same environment.</p>"
+        )
     hidden = _hidden(history, latest)
     more = f"<p style='font-size:smaller'>{hidden} earlier run(s) on the chart only</p>" if hidden else ""
-    return ("<div class='wb-history'>" + html_pairs(summary_rows(history), "wb-history-summary")
-            + (chart_html(history) if charts else "")
-            + html_table(RUN_HEADERS, run_rows(history, latest), "wb-history-runs") + more + "</div>")
+    return (
+        "<div class='wb-history'>"
+        + html_pairs(summary_rows(history), "wb-history-summary")
+        + (chart_html(history) if charts else "")
+        + html_table(RUN_HEADERS, run_rows(history, latest), "wb-history-runs")
+        + more
+        + "</div>"
+    )
 
 
 def text(history: History, *, latest: int = LATEST_RUNS) -> str:
@@ -123,4 +161,3 @@ def markdown(history: History, *, latest: int = LATEST_RUNS) -> str:
         if _hidden(history, latest):
             blocks.append(markdown_text(f"{_hidden(history, latest)} earlier run(s) not listed"))
     return "\n\n".join(blocks) + "\n"
-

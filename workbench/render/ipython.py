@@ -8,6 +8,7 @@ is their text rendering too, not a dataclass repr.
 
 Done when ``workbench`` is imported inside an IPython shell and by ``%load_ext workbench``.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -37,8 +38,10 @@ def register_display_formatters(shell: Any) -> None:
     import importlib.util
 
     formatters = shell.display_formatter.formatters
-    for mime, types, function in (("text/html", DISPLAYED_BY_NAME, display_html),
-                                  ("text/plain", PLAIN_TEXT_BY_NAME, display_text)):
+    for mime, types, function in (
+        ("text/html", DISPLAYED_BY_NAME, display_html),
+        ("text/plain", PLAIN_TEXT_BY_NAME, display_text),
+    ):
         for module, name in types:
             if importlib.util.find_spec(RENDERERS[(module, name)]) is not None:
                 formatters[mime].for_type_by_name(module, name, function)

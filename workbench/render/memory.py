@@ -1,6 +1,7 @@
 """Memory in the card, the report, the trace report and ``workbench analyze --memory``: the peak per device,
 what recording memory cost the traced pass, the largest blocks live at the peak (with op, module and line),
 the category split, growth across steps and the memory hypotheses; the memory chart, drawn offline."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -20,7 +21,7 @@ def _mib(n: Any) -> str:
 def _results(subject: Any) -> tuple[Any, Any, list, dict]:
     """(peak, growth, hypotheses, record) of a ProfileRun (``run.memory``) or a Trace."""
     memory: Any = getattr(subject, "memory", None)
-    if hasattr(memory, "peak") and hasattr(memory, "growth"):    # a run's RunMemory
+    if hasattr(memory, "peak") and hasattr(memory, "growth"):  # a run's RunMemory
         return memory.peak, memory.growth, list(memory.hypotheses), dict(memory)
     from workbench.analysis import memory as mem
     from workbench.hypotheses.rules.memory import diagnose_memory
@@ -28,8 +29,12 @@ def _results(subject: Any) -> tuple[Any, Any, list, dict]:
     if memory is None or not len(memory):
         return None, None, [], {}
     events = mem.memory_events(subject)
-    return (mem.memory_peak(subject, events=events), mem.memory_growth(subject, events=events),
-            diagnose_memory(subject)[0], {})
+    return (
+        mem.memory_peak(subject, events=events),
+        mem.memory_growth(subject, events=events),
+        diagnose_memory(subject)[0],
+        {},
+    )
 
 
 def pairs(subject: Any) -> list[tuple[str, Cell | str]]:
@@ -39,27 +44,52 @@ def pairs(subject: Any) -> list[tuple[str, Cell | str]]:
     rows: list[tuple[str, Cell | str]] = []
     for row in peak.devices.itertuples():
         reserved = f", reserved {_mib(row.reserved_peak_bytes)}" if row.reserved_peak_bytes >= 0 else ""
-        rows.append((f"peak on {row.device}", Cell(f"{_mib(row.peak_bytes)} at {row.peak_ts_us / 1e3:.3f} ms{reserved} "
-                                                   f"({row.source})", title=f"{int(row.peak_bytes):,} bytes")))
+        rows.append(
+            (
+                f"peak on {row.device}",
+                Cell(
+                    f"{_mib(row.peak_bytes)} at {row.peak_ts_us / 1e3:.3f} ms{reserved} ({row.source})",
+                    title=f"{int(row.peak_bytes):,} bytes",
+                ),
+            )
+        )
     if peak.live_bytes > peak.peak_bytes:
         rows.append(("with tensors from before the trace", Cell(_mib(peak.live_bytes))))
     cost = record.get("recording_overhead")
     if isinstance(cost, (int, float)):
-        rows.append(("memory recording cost", Cell(f"{cost:.2f}x the traced pass without it "
-                                                   f"({record.get('traced_without_memory_median_ms', 0):.3f} ms -> "
-                                                   f"{record.get('traced_median_ms', 0):.3f} ms per traced call); "
-                                                   "the clean timing ran without it")))
+        rows.append(
+            (
+                "memory recording cost",
+                Cell(
+                    f"{cost:.2f}x the traced pass without it "
+                    f"({record.get('traced_without_memory_median_ms', 0):.3f} ms -> "
+                    f"{record.get('traced_median_ms', 0):.3f} ms per traced call); "
+                    "the clean timing ran without it"
+                ),
+            )
+        )
     if "peak_allocated_bytes" in record:
         rows.append(("CUDA max_memory_allocated (clean repeats)", Cell(_mib(record["peak_allocated_bytes"]))))
     if record.get("snapshot_path"):
         rows.append(("allocator snapshot", Cell(str(record["snapshot_path"]))))
     cats = {k: v for k, v in peak.category_bytes().items() if v}
     if cats:
-        rows.append(("live at the peak by category", Cell(", ".join(f"{k} {_mib(v)}" for k, v in
-                                                                   sorted(cats.items(), key=lambda kv: -kv[1])))))
+        rows.append(
+            (
+                "live at the peak by category",
+                Cell(", ".join(f"{k} {_mib(v)}" for k, v in sorted(cats.items(), key=lambda kv: -kv[1]))),
+            )
+        )
     if growth is not None and growth.steps >= 2:
-        rows.append(("growth per step", Cell(f"{_mib(growth.growth_per_step_bytes)} (median after the first step), "
-                                             f"{growth.steps_growing} of {growth.steps - 1} steps grew")))
+        rows.append(
+            (
+                "growth per step",
+                Cell(
+                    f"{_mib(growth.growth_per_step_bytes)} (median after the first step), "
+                    f"{growth.steps_growing} of {growth.steps - 1} steps grew"
+                ),
+            )
+        )
     return rows
 
 
@@ -71,8 +101,16 @@ def block_rows(subject: Any, top: int = TOP) -> tuple[list[str], list[list[Cell]
     body = []
     for r in peak.top(top).itertuples():
         life = r.lifetime_us / 1e3 if r.lifetime_us == r.lifetime_us else float("nan")
-        body.append([Cell(_mib(r.bytes), numeric=True), Cell(str(r.category)), Cell(str(r.top_op or r.name or "")),
-                     Cell(str(r.module)), Cell(str(r.location)), Cell(f"{life:.3f}", numeric=True)])
+        body.append(
+            [
+                Cell(_mib(r.bytes), numeric=True),
+                Cell(str(r.category)),
+                Cell(str(r.top_op or r.name or "")),
+                Cell(str(r.module)),
+                Cell(str(r.location)),
+                Cell(f"{life:.3f}", numeric=True),
+            ]
+        )
     return headers, body
 
 
@@ -116,7 +154,9 @@ def markdown_lines(subject: Any) -> list[str]:
     peak, _, hyps, _ = _results(subject)
     if peak is None:
         return []
-    out = [f"- **{markdown_text(k)}**: {markdown_text(v.text if isinstance(v, Cell) else v)}" for k, v in pairs(subject)]
+    out = [
+        f"- **{markdown_text(k)}**: {markdown_text(v.text if isinstance(v, Cell) else v)}" for k, v in pairs(subject)
+    ]
     headers, body = block_rows(subject)
     if body:
         out += ["", markdown_table(headers, body)]

@@ -10,6 +10,7 @@ change points, ``workbench.render.history``), the environment and, in HTML, the 
 template call the same section functions, so they show the same tables with the same columns; the
 text and Markdown renderings hold the same sections, compact.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,35 +21,49 @@ import workbench.render.history as history_render
 import workbench.render.run_attribution as run_attribution
 from workbench.render.escape import html_text, markdown_text, plain
 from workbench.render.tables import (
-    Cell, html_pairs, html_table, markdown_pairs, markdown_table, text_table,
+    Cell,
+    html_pairs,
+    html_table,
+    markdown_pairs,
+    markdown_table,
+    text_table,
 )
 from workbench.units import format_ms
 
 if TYPE_CHECKING:
     import pandas as pd
-    from workbench.capture.compile_diag import CompileDiagnostics
 
+    from workbench.api.run import ProfileRun
+    from workbench.capture.compile_diag import CompileDiagnostics
     from workbench.capture.run import RunRecord
     from workbench.hypotheses import Hypothesis
-    from workbench.api.run import ProfileRun
 
-CARD_TOP_ROWS = 10          # rows of the op and kernel tables in the notebook card
-CARD_HYPOTHESES = 5         # hypotheses listed in the card (all of them: run.hypotheses)
+CARD_TOP_ROWS = 10  # rows of the op and kernel tables in the notebook card
+CARD_HYPOTHESES = 5  # hypotheses listed in the card (all of them: run.hypotheses)
 
 Formatter = Callable[[Any], str]
 # per clean call: (column of ProfileRun.per_call_ops / per_call_kernels, header, formatter)
 OP_COLUMNS: tuple[tuple[str, str, Formatter], ...] = (
-    ("name", "op", str), ("calls_per_call", "calls / call", lambda v: f"{v:.3g}"),
-    ("self_ms_per_call", "self / call", format_ms), ("total_ms_per_call", "total / call", format_ms),
-    ("pct", "% of self time", lambda v: f"{v:.1f} %"), ("top_input_dims", "input dims", str),
-    ("top_input_types", "input types", str))
+    ("name", "op", str),
+    ("calls_per_call", "calls / call", lambda v: f"{v:.3g}"),
+    ("self_ms_per_call", "self / call", format_ms),
+    ("total_ms_per_call", "total / call", format_ms),
+    ("pct", "% of self time", lambda v: f"{v:.1f} %"),
+    ("top_input_dims", "input dims", str),
+    ("top_input_types", "input types", str),
+)
 KERNEL_COLUMNS: tuple[tuple[str, str, Formatter], ...] = (
-    ("rank", "rank", str), ("name", "kernel", str), ("kernel_type", "type", str),
+    ("rank", "rank", str),
+    ("name", "kernel", str),
+    ("kernel_type", "type", str),
     ("calls_per_call", "launches / call", lambda v: f"{v:.3g}"),
-    ("sum_ms_per_call", "time / call", format_ms), ("pct", "% of kernel time", lambda v: f"{v:.1f} %"))
+    ("sum_ms_per_call", "time / call", format_ms),
+    ("pct", "% of kernel time", lambda v: f"{v:.1f} %"),
+)
 
 
 # --- rows (shared by every format) ---------------------------------------------------------------
+
 
 def _ms(value: float, suffix: str = "") -> Cell:
     if not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -61,29 +76,47 @@ def timing_rows(run: ProfileRun) -> list[tuple[str, Cell]]:
     rounded time carries its exact millisecond figure as the tooltip."""
     t = run.timing
     lo, hi = t.median_ci_ms()
-    rows = [("clean median (per call)", _ms(t.median_ms, ", no profiler running")),
-            ("95% CI of the median", Cell(f"{format_ms(lo)} – {format_ms(hi)}",
-                                          title=f"{lo:.3f} ms – {hi:.3f} ms", numeric=True)),
-            ("p95", _ms(t.p95_ms)),
-            ("IQR", Cell(f"{format_ms(t.iqr_ms)} ({t.relative_iqr:.1%} of the median)",
-                         title=f"{t.iqr_ms:.3f} ms", numeric=True)),
-            ("min / max", Cell(f"{format_ms(t.min_ms)} / {format_ms(t.max_ms)}", numeric=True)),
-            ("samples", Cell(f"{t.n} timed calls after {run.warmup} warm-up calls, timer {t.timer}")),
-            ("cold (first call)", _ms(run.cold_ms, f" once = {run.cold_over_warm:.1f}× the clean median"))]
+    rows = [
+        ("clean median (per call)", _ms(t.median_ms, ", no profiler running")),
+        (
+            "95% CI of the median",
+            Cell(f"{format_ms(lo)} – {format_ms(hi)}", title=f"{lo:.3f} ms – {hi:.3f} ms", numeric=True),
+        ),
+        ("p95", _ms(t.p95_ms)),
+        (
+            "IQR",
+            Cell(
+                f"{format_ms(t.iqr_ms)} ({t.relative_iqr:.1%} of the median)", title=f"{t.iqr_ms:.3f} ms", numeric=True
+            ),
+        ),
+        ("min / max", Cell(f"{format_ms(t.min_ms)} / {format_ms(t.max_ms)}", numeric=True)),
+        ("samples", Cell(f"{t.n} timed calls after {run.warmup} warm-up calls, timer {t.timer}")),
+        ("cold (first call)", _ms(run.cold_ms, f" once = {run.cold_over_warm:.1f}× the clean median")),
+    ]
     traced = run.traced_timing
     overhead = run.profiler_overhead
     if traced is not None:
-        rows.append(("traced pass (per call)", _ms(traced.median_ms, f" over {traced.n} traced calls "
-                                                                     "under torch.profiler")))
-        rows.append(("profiler overhead", Cell(f"{overhead:.2f}× the clean call; trace times are scaled "
-                                               "to the clean call" if overhead else "n/a")))
+        rows.append(
+            ("traced pass (per call)", _ms(traced.median_ms, f" over {traced.n} traced calls under torch.profiler"))
+        )
+        rows.append(
+            (
+                "profiler overhead",
+                Cell(
+                    f"{overhead:.2f}× the clean call; trace times are scaled to the clean call" if overhead else "n/a"
+                ),
+            )
+        )
     elif run.timed_under_profiler:
-        rows.append(("timed under the profiler", Cell("yes (an older run): the samples include the "
-                                                      "profiler's overhead")))
+        rows.append(
+            ("timed under the profiler", Cell("yes (an older run): the samples include the profiler's overhead"))
+        )
     return rows
 
 
-def _table_rows(table: pd.DataFrame, columns: tuple[tuple[str, str, Formatter], ...]) -> tuple[list[str], list[list[Cell]]]:
+def _table_rows(
+    table: pd.DataFrame, columns: tuple[tuple[str, str, Formatter], ...]
+) -> tuple[list[str], list[list[Cell]]]:
     present = [(col, header, fmt) for col, header, fmt in columns if col in table.columns]
     rows = []
     for record in table.to_dict("records"):
@@ -117,13 +150,17 @@ def stake_text(h: Hypothesis) -> str:
     if h.category == "cold_start":
         once = _evidence_value(h, "one_time_ms")
         if once is not None:
-            return (f"{format_ms(once)} once; ranked as {format_ms(stake)} a call over "
-                    f"{_evidence_value(h, 'spread_over_calls')} calls")
+            return (
+                f"{format_ms(once)} once; ranked as {format_ms(stake)} a call over "
+                f"{_evidence_value(h, 'spread_over_calls')} calls"
+            )
     if h.rule == "recompiles":
         return f"{format_ms(stake)} a call: repeated compile time spread over the profiled calls"
     if h.rule == "graph_breaks":
-        return (f"{format_ms(stake)} a call: eager time between the graphs plus the extra graphs' "
-                "compile time spread over the profiled calls")
+        return (
+            f"{format_ms(stake)} a call: eager time between the graphs plus the extra graphs' "
+            "compile time spread over the profiled calls"
+        )
     if h.category == "measurement":
         return f"uncertainty up to {format_ms(stake)} per call"
     return f"up to {format_ms(stake)} per call at stake"
@@ -142,17 +179,29 @@ def compile_rows(run: ProfileRun) -> list[tuple[str, list[str]]]:
     c = run.compile
     if not c.compiled_anything and not c.graph_breaks and not c.recompiles:
         return []
-    out = [("counts", [f"graphs compiled: {c.graph_count}", f"graph breaks: {c.graph_break_count}",
-                       _recompiles_item(c)])]
+    out = [
+        ("counts", [f"graphs compiled: {c.graph_count}", f"graph breaks: {c.graph_break_count}", _recompiles_item(c)])
+    ]
     if c.graph_breaks:
         out.append(("Graph breaks:", [f"{b.reason} at {b.location} ×{b.count}" for b in c.graph_breaks]))
     if c.recompiles:
-        out.append(("Recompiles:", [f"{r.function}: {'; '.join(r.guard_failures)}"
-                                    f"{' (within the first call: one-time)' if r.on_first_call else ''}"
-                                    for r in c.recompiles]))
+        out.append(
+            (
+                "Recompiles:",
+                [
+                    f"{r.function}: {'; '.join(r.guard_failures)}"
+                    f"{' (within the first call: one-time)' if r.on_first_call else ''}"
+                    for r in c.recompiles
+                ],
+            )
+        )
     if c.cudagraph_skip_reasons:
-        out.append((f"CUDA graphs skipped ×{len(c.cudagraph_skip_reasons)}:",
-                    [r[:300] for r in dict.fromkeys(c.cudagraph_skip_reasons)]))
+        out.append(
+            (
+                f"CUDA graphs skipped ×{len(c.cudagraph_skip_reasons)}:",
+                [r[:300] for r in dict.fromkeys(c.cudagraph_skip_reasons)],
+            )
+        )
     if c.fallback_kernels:
         out.append(("Inductor fallback kernels:", [", ".join(c.fallback_kernels)]))
     return out
@@ -171,11 +220,14 @@ def flatten_environment(env: Mapping[str, Any], prefix: str = "") -> list[tuple[
 
 
 def _per_call_note(run: ProfileRun) -> str:
-    return (f"per clean call: the trace's totals over {run.traced_calls or 1} traced call(s), scaled by the "
-            f"clean / traced time ({run.trace_scale:.2f})")
+    return (
+        f"per clean call: the trace's totals over {run.traced_calls or 1} traced call(s), scaled by the "
+        f"clean / traced time ({run.trace_scale:.2f})"
+    )
 
 
 # --- HTML ----------------------------------------------------------------------------------------
+
 
 def _section(title: str, body: str) -> str:
     return f"<h4>{html_text(title)}</h4>{body}"
@@ -184,20 +236,31 @@ def _section(title: str, body: str) -> str:
 def timing_html(run: ProfileRun) -> str:
     """The timing table, the health check and the run's notes (the card and the report's Timing)."""
     notes = "".join(f"<li>{html_text(n)}</li>" for n in run.notes)
-    return (html_pairs(timing_rows(run), "wb-timing") + run.health._repr_html_()
-            + (f"<p><b>Notes</b></p><ul class='wb-notes'>{notes}</ul>" if notes else ""))
+    return (
+        html_pairs(timing_rows(run), "wb-timing")
+        + run.health._repr_html_()
+        + (f"<p><b>Notes</b></p><ul class='wb-notes'>{notes}</ul>" if notes else "")
+    )
 
 
-def _rows_html(title: str, run: ProfileRun, rows: Callable[[ProfileRun, int], tuple[list[str], list[list[Cell]]]],
-               top: int, css_class: str) -> str:
+def _rows_html(
+    title: str,
+    run: ProfileRun,
+    rows: Callable[[ProfileRun, int], tuple[list[str], list[list[Cell]]]],
+    top: int,
+    css_class: str,
+) -> str:
     try:
         headers, body = rows(run, top)
     except Exception as exc:  # show the gap, not a fake table
         return _section(title, f"<p>not available: {html_text(type(exc).__name__)}: {html_text(exc)}</p>")
     if not body:
         return _section(title, "<p>none recorded</p>")
-    return _section(title, f"<p class='wb-note' style='font-size:smaller'>{html_text(_per_call_note(run))}</p>"
-                           + html_table(headers, body, css_class))
+    return _section(
+        title,
+        f"<p class='wb-note' style='font-size:smaller'>{html_text(_per_call_note(run))}</p>"
+        + html_table(headers, body, css_class),
+    )
 
 
 def ops_html(run: ProfileRun, top: int = CARD_TOP_ROWS) -> str:
@@ -222,9 +285,12 @@ def hypotheses_html(run: ProfileRun, limit: int | None = None) -> str:
         return f"<p>Hypotheses not available: {html_text(type(exc).__name__)}: {html_text(exc)}</p>"
     if not hyps:
         return "<p>No hypothesis fired: no rule found evidence in this run.</p>"
-    items = "".join(f"<li><b>{html_text(h.title)}</b> <code>{html_text(h.category)}</code> — "
-                    f"{html_text(stake_text(h))}<br>{html_text(h.observed)}<br><i>falsifier:</i> "
-                    f"{html_text(h.falsifier)}</li>" for h in hyps[:limit])
+    items = "".join(
+        f"<li><b>{html_text(h.title)}</b> <code>{html_text(h.category)}</code> — "
+        f"{html_text(stake_text(h))}<br>{html_text(h.observed)}<br><i>falsifier:</i> "
+        f"{html_text(h.falsifier)}</li>"
+        for h in hyps[:limit]
+    )
     more = f"<p>… and {len(hyps) - limit} more (run.hypotheses)</p>" if limit and len(hyps) > limit else ""
     return f"<ol class='wb-hypotheses'>{items}</ol>{more}"
 
@@ -244,8 +310,9 @@ def environment_html(run: RunRecord) -> str:
     """The environment, one row per leaf setting."""
     if not run.environment:
         return "<p>No environment recorded.</p>"
-    rows = "".join(f"<tr><th>{html_text(k)}</th><td>{html_text(v)}</td></tr>"
-                   for k, v in flatten_environment(run.environment))
+    rows = "".join(
+        f"<tr><th>{html_text(k)}</th><td>{html_text(v)}</td></tr>" for k, v in flatten_environment(run.environment)
+    )
     return f"<table class='wb-environment'>{rows}</table>"
 
 
@@ -285,15 +352,24 @@ def charts_html(run: ProfileRun) -> str:
 def html(run: ProfileRun, *, charts: bool = True) -> str:
     """The notebook card: every section above, the charts last."""
     settings = ", ".join(f"{k}={v}" for k, v in run.settings.items())
-    return (f"<div class='workbench-run'><h3>{html_text(run.name)} — {html_text(run.device)}</h3>"
-            + timing_html(run) + compile_html(run) + ops_html(run) + kernels_html(run)
-            + _section("Hypotheses (ranked)", hypotheses_html(run, CARD_HYPOTHESES))
-            + attribution_html(run) + memory_html(run, charts=charts) + history_html(run, charts=charts) + (charts_html(run) if charts else "")
-            + f"<p style='font-size:smaller'>settings: {html_text(settings)}; profiler warm-up: "
-            f"{html_text(run.profiler_warmup)}; recorded {html_text(run.created_at)}</p></div>")
+    return (
+        f"<div class='workbench-run'><h3>{html_text(run.name)} — {html_text(run.device)}</h3>"
+        + timing_html(run)
+        + compile_html(run)
+        + ops_html(run)
+        + kernels_html(run)
+        + _section("Hypotheses (ranked)", hypotheses_html(run, CARD_HYPOTHESES))
+        + attribution_html(run)
+        + memory_html(run, charts=charts)
+        + history_html(run, charts=charts)
+        + (charts_html(run) if charts else "")
+        + f"<p style='font-size:smaller'>settings: {html_text(settings)}; profiler warm-up: "
+        f"{html_text(run.profiler_warmup)}; recorded {html_text(run.created_at)}</p></div>"
+    )
 
 
 # --- text ----------------------------------------------------------------------------------------
+
 
 def _hypothesis_lines(hyps: Iterable[Hypothesis], limit: int | None) -> list[str]:
     hyps = list(hyps)
@@ -306,14 +382,18 @@ def timing_lines(run: ProfileRun) -> list[str]:
     traced pass and the profiler's overhead, one line each."""
     t = run.timing
     lo, hi = t.median_ci_ms()
-    lines = [f"  clean median  {format_ms(t.median_ms)} per call (95% CI {format_ms(lo)}-{format_ms(hi)}), "
-             f"p95 {format_ms(t.p95_ms)}, IQR {format_ms(t.iqr_ms)}, {t.n} calls after {run.warmup} warm-up, "
-             "no profiler running",
-             f"  first call    {format_ms(run.cold_ms)} once ({run.cold_over_warm:.1f}x the clean median)"]
+    lines = [
+        f"  clean median  {format_ms(t.median_ms)} per call (95% CI {format_ms(lo)}-{format_ms(hi)}), "
+        f"p95 {format_ms(t.p95_ms)}, IQR {format_ms(t.iqr_ms)}, {t.n} calls after {run.warmup} warm-up, "
+        "no profiler running",
+        f"  first call    {format_ms(run.cold_ms)} once ({run.cold_over_warm:.1f}x the clean median)",
+    ]
     traced, overhead = run.traced_timing, run.profiler_overhead
     if traced is not None and overhead is not None:
-        lines.append(f"  traced pass   {format_ms(traced.median_ms)} per call over {traced.n} calls under "
-                     f"torch.profiler: overhead {overhead:.2f}x; trace times below are scaled to the clean call")
+        lines.append(
+            f"  traced pass   {format_ms(traced.median_ms)} per call over {traced.n} calls under "
+            f"torch.profiler: overhead {overhead:.2f}x; trace times below are scaled to the clean call"
+        )
     elif run.timed_under_profiler:
         lines.append("  timed under the profiler (an older run): the samples include its overhead")
     return lines
@@ -325,8 +405,10 @@ def text(run: ProfileRun, *, top: int = CARD_TOP_ROWS) -> str:
     lines = [plain(f"{run.name} on {run.device}"), *timing_lines(run)]
     lines += ["  " + plain(line) for line in run.health.lines()]
     lines += ["  note: " + plain(n) for n in run.notes]
-    for title, rows, wanted in (("CPU ops by self time", ops_rows, run.trace is not None),
-                                ("GPU kernels by time", kernels_rows, run.trace is not None and run.trace.has_gpu)):
+    for title, rows, wanted in (
+        ("CPU ops by self time", ops_rows, run.trace is not None),
+        ("GPU kernels by time", kernels_rows, run.trace is not None and run.trace.has_gpu),
+    ):
         if wanted:
             headers, body = rows(run, top)
             if body:
@@ -346,22 +428,38 @@ def text(run: ProfileRun, *, top: int = CARD_TOP_ROWS) -> str:
 
 # --- Markdown ------------------------------------------------------------------------------------
 
+
 def markdown(run: ProfileRun, *, top: int = CARD_TOP_ROWS) -> str:
     """The run as Markdown: the same sections as the text, as tables."""
-    out = [f"### {markdown_text(run.name)} — {markdown_text(run.device)}", "", markdown_pairs(timing_rows(run)), "",
-           f"**{markdown_text(run.health.headline())}**"]
+    out = [
+        f"### {markdown_text(run.name)} — {markdown_text(run.device)}",
+        "",
+        markdown_pairs(timing_rows(run)),
+        "",
+        f"**{markdown_text(run.health.headline())}**",
+    ]
     out += [f"- {markdown_text(n)}" for n in run.notes]
-    for title, rows, wanted in (("CPU ops by self time", ops_rows, run.trace is not None),
-                                ("GPU kernels by time", kernels_rows, run.trace is not None and run.trace.has_gpu)):
+    for title, rows, wanted in (
+        ("CPU ops by self time", ops_rows, run.trace is not None),
+        ("GPU kernels by time", kernels_rows, run.trace is not None and run.trace.has_gpu),
+    ):
         if wanted:
             headers, body = rows(run, top)
             if body:
-                out += ["", f"#### Top {top} {title}", "", f"_{markdown_text(_per_call_note(run))}_", "",
-                        markdown_table(headers, body)]
+                out += [
+                    "",
+                    f"#### Top {top} {title}",
+                    "",
+                    f"_{markdown_text(_per_call_note(run))}_",
+                    "",
+                    markdown_table(headers, body),
+                ]
     out += ["", "#### Hypotheses (ranked)", ""]
     hyps = list(run.hypotheses)
-    out += [f"{i}. [{markdown_text(h.category)}] {markdown_text(h.title)} ({markdown_text(stake_text(h))})"
-            for i, h in enumerate(hyps[:CARD_HYPOTHESES], 1)] or ["_none: no rule found evidence in this run_"]
+    out += [
+        f"{i}. [{markdown_text(h.category)}] {markdown_text(h.title)} ({markdown_text(stake_text(h))})"
+        for i, h in enumerate(hyps[:CARD_HYPOTHESES], 1)
+    ] or ["_none: no rule found evidence in this run_"]
     attribution = run_attribution.markdown_lines(run)
     if attribution:
         out += ["", f"#### {run_attribution.TITLE}", "", *attribution]

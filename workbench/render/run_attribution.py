@@ -8,6 +8,7 @@ lines, their per-call time and share, without the top-kernel column; ``run.attri
 all of it. A breakdown that was not recorded (no Python events in the trace, say) is one line
 saying why; where both miss for one reason it is said once.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from workbench.analysis.attribution import Attribution, ModuleBreakdown, SourceBreakdown
     from workbench.api.run import ProfileRun
 
-COMPACT_ROWS = 5        # modules and source lines in the text and Markdown renderings
+COMPACT_ROWS = 5  # modules and source lines in the text and Markdown renderings
 TITLE = "Time by module and source line"
 MODULE_TITLE = "time by module"
 SOURCE_TITLE = "time by source line"
@@ -40,7 +41,7 @@ def run_attribution(run: ProfileRun) -> tuple[Attribution | None, str]:
 
 
 def gaps(result: Attribution) -> list[str]:
-    """"<what>: not recorded: <why>" for each breakdown missing, one line per distinct reason."""
+    """ "<what>: not recorded: <why>" for each breakdown missing, one line per distinct reason."""
     reasons: dict[str, list[str]] = {}
     for what, part in ((MODULE_TITLE, result.modules), (SOURCE_TITLE, result.sources)):
         if part.not_recorded:
@@ -63,8 +64,10 @@ def _basis(basis: str) -> str:
 def _caption(result: ModuleBreakdown | SourceBreakdown, shown: int, of: int, what: str) -> str:
     scaled = ", scaled to the clean time" if abs(result.scale - 1.0) > 1e-9 else ""
     more = f"; {of - shown} more {what} in run.attribution" if of > shown else ""
-    return (f"{_basis(result.basis)} per call over {result.calls} traced call(s){scaled}; share of "
-            f"{format_ms(result.total_us / 1e3, total=True)} in the trace{more}")
+    return (
+        f"{_basis(result.basis)} per call over {result.calls} traced call(s){scaled}; share of "
+        f"{format_ms(result.total_us / 1e3, total=True)} in the trace{more}"
+    )
 
 
 def module_rows(result: ModuleBreakdown, top: int = COMPACT_ROWS) -> tuple[list[Row], str]:
@@ -73,9 +76,15 @@ def module_rows(result: ModuleBreakdown, top: int = COMPACT_ROWS) -> tuple[list[
     table = result.table
     kept = table[table["inclusive_pct"] >= attribution_render.MIN_SHARE_PCT]
     kept = kept.loc[kept["inclusive_us"].nlargest(top).index].sort_index()
-    rows: list[Row] = [(Cell(attribution_render.INDENT * int(r.depth) + str(r.module), title=str(r.path)),
-                        _ms(r.inclusive_ms_per_call), _ms(r.self_ms_per_call), _share(r.inclusive_pct))
-                       for r in kept.itertuples(index=False)]
+    rows: list[Row] = [
+        (
+            Cell(attribution_render.INDENT * int(r.depth) + str(r.module), title=str(r.path)),
+            _ms(r.inclusive_ms_per_call),
+            _ms(r.self_ms_per_call),
+            _share(r.inclusive_pct),
+        )
+        for r in kept.itertuples(index=False)
+    ]
     return rows, _caption(result, len(rows), len(table), "module(s)")
 
 
@@ -83,18 +92,27 @@ def source_rows(result: SourceBreakdown, top: int = COMPACT_ROWS) -> tuple[list[
     """The ``top`` source lines by self time, and their caption."""
     table = result.table
     kept = table[table["self_pct"] >= attribution_render.MIN_SHARE_PCT].head(top)
-    rows: list[Row] = [(Cell(str(r.location), title=f"{r.file}, line {r.line}"), _ms(r.self_ms_per_call),
-                        _ms(r.inclusive_ms_per_call), _share(r.self_pct)) for r in kept.itertuples(index=False)]
+    rows: list[Row] = [
+        (
+            Cell(str(r.location), title=f"{r.file}, line {r.line}"),
+            _ms(r.self_ms_per_call),
+            _ms(r.inclusive_ms_per_call),
+            _share(r.self_pct),
+        )
+        for r in kept.itertuples(index=False)
+    ]
     return rows, _caption(result, len(rows), len(table), "line(s)")
 
 
 def _compact(result: Attribution, top: int) -> list[tuple[str, list[str], list[Row], str]]:
     """(title, headers, rows, caption) of each recorded breakdown."""
     out = []
-    parts: tuple[tuple[str, tuple[str, ...], ModuleBreakdown | SourceBreakdown,
-                       Callable[..., tuple[list[Row], str]]], ...] = (
+    parts: tuple[
+        tuple[str, tuple[str, ...], ModuleBreakdown | SourceBreakdown, Callable[..., tuple[list[Row], str]]], ...
+    ] = (
         (MODULE_TITLE, MODULE_HEADERS, result.modules, module_rows),
-        (SOURCE_TITLE, SOURCE_HEADERS, result.sources, source_rows))
+        (SOURCE_TITLE, SOURCE_HEADERS, result.sources, source_rows),
+    )
     for title, headers, part, rows_of in parts:
         if part.recorded:
             rows, caption = rows_of(part, top)
@@ -103,6 +121,7 @@ def _compact(result: Attribution, top: int) -> list[tuple[str, list[str], list[R
 
 
 # --- the run's renderings ------------------------------------------------------------------
+
 
 def html(run: ProfileRun) -> str:
     """The card's and the report's section body: ``workbench.render.attribution``'s tables where
@@ -126,8 +145,10 @@ def text_lines(run: ProfileRun, top: int = COMPACT_ROWS) -> list[str]:
         return []
     lines = []
     for title, headers, rows, caption in _compact(result, top):
-        lines += [f"{title} ({plain(caption)}):", text_table(headers, rows) if rows else "  (nothing above "
-                  f"{attribution_render.MIN_SHARE_PCT} %)"]
+        lines += [
+            f"{title} ({plain(caption)}):",
+            text_table(headers, rows) if rows else f"  (nothing above {attribution_render.MIN_SHARE_PCT} %)",
+        ]
     return lines + [plain(line) for line in gaps(result)]
 
 
@@ -140,6 +161,10 @@ def markdown_lines(run: ProfileRun, top: int = COMPACT_ROWS) -> list[str]:
         return []
     blocks = []
     for title, headers, rows, caption in _compact(result, top):
-        blocks += [f"**{markdown_text(title.capitalize())}** ({markdown_text(caption)})", "",
-                   markdown_table(headers, rows), ""]
+        blocks += [
+            f"**{markdown_text(title.capitalize())}** ({markdown_text(caption)})",
+            "",
+            markdown_table(headers, rows),
+            "",
+        ]
     return blocks + [f"_{markdown_text(line)}_" for line in gaps(result)]

@@ -5,6 +5,7 @@ A section builds its rows once (``workbench.render.run`` and friends); ``html_ta
 (``workbench.render.escape``). A cell may carry a ``title`` (the exact figure behind a rounded
 one), shown as an HTML tooltip.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -16,7 +17,7 @@ from workbench.render.escape import html_text, markdown_text, plain
 @dataclass(frozen=True)
 class Cell:
     text: str
-    title: str | None = None    # HTML tooltip: the exact value behind the shown one
+    title: str | None = None  # HTML tooltip: the exact value behind the shown one
     numeric: bool = False
 
 
@@ -42,14 +43,12 @@ def html_table(headers: Sequence[str], rows: Sequence[Row], css_class: str) -> s
 
 def html_pairs(rows: Sequence[tuple[str, Cell | str]], css_class: str) -> str:
     """A two-column table: a header cell (the label) and its value per row."""
-    body = "".join(f"<tr><th style='text-align:left'>{html_text(k)}</th>{_html_cell('td', v)}</tr>"
-                   for k, v in rows)
+    body = "".join(f"<tr><th style='text-align:left'>{html_text(k)}</th>{_html_cell('td', v)}</tr>" for k, v in rows)
     return f'<table class="{html_text(css_class)}">{body}</table>'
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Row]) -> str:
-    lines = ["| " + " | ".join(markdown_text(h) for h in headers) + " |",
-             "|" + "|".join("---" for _ in headers) + "|"]
+    lines = ["| " + " | ".join(markdown_text(h) for h in headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     lines += ["| " + " | ".join(markdown_text(cell(v).text) for v in row) + " |" for row in rows]
     return "\n".join(lines)
 

@@ -1,5 +1,6 @@
 """The Trace rendering: a short summary card (ranks, events, span, device, warnings, top kernels
 or ops), and in HTML the trace's charts, drawn offline (``workbench.charts``)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -22,14 +23,25 @@ def top_rows(trace: TraceData, top: int = TOP_ROWS) -> tuple[str, list[str], lis
 
     if trace.has_gpu:
         table = analysis.kernel_breakdown(trace).table.sort_values("sum_us", ascending=False).head(top)
-        rows = [[Cell(str(r["name"])), Cell(str(r["kernel_type"])), Cell(str(r["count"]), numeric=True),
-                 Cell(format_ms(r["sum_us"] / 1e3), title=f"{r['sum_us']:.1f} µs", numeric=True)]
-                for r in table.to_dict("records")]
+        rows = [
+            [
+                Cell(str(r["name"])),
+                Cell(str(r["kernel_type"])),
+                Cell(str(r["count"]), numeric=True),
+                Cell(format_ms(r["sum_us"] / 1e3), title=f"{r['sum_us']:.1f} µs", numeric=True),
+            ]
+            for r in table.to_dict("records")
+        ]
         return f"top {top} kernels by total time", ["kernel", "type", "launches", "total"], rows
     table = analysis.op_breakdown(trace).table.head(top)
-    rows = [[Cell(str(r["name"])), Cell(str(r["count"]), numeric=True),
-             Cell(format_ms(r["self_us"] / 1e3), title=f"{r['self_us']:.1f} µs", numeric=True)]
-            for r in table.to_dict("records")]
+    rows = [
+        [
+            Cell(str(r["name"])),
+            Cell(str(r["count"]), numeric=True),
+            Cell(format_ms(r["self_us"] / 1e3), title=f"{r['self_us']:.1f} µs", numeric=True),
+        ]
+        for r in table.to_dict("records")
+    ]
     return f"top {top} CPU ops by total self time", ["op", "calls", "self time"], rows
 
 
@@ -42,8 +54,12 @@ def html(trace: TraceData, *, charts: bool = True) -> str:
     shown, more = _warnings(trace)
     parts = [f"<div class='workbench-trace'><p><b>{html_text(trace.summary())}</b></p>"]
     if shown:
-        parts.append("<p>Warnings:</p><ul>" + "".join(f"<li>{html_text(w)}</li>" for w in shown) + "</ul>"
-                     + (f"<p>… and {more} more</p>" if more else ""))
+        parts.append(
+            "<p>Warnings:</p><ul>"
+            + "".join(f"<li>{html_text(w)}</li>" for w in shown)
+            + "</ul>"
+            + (f"<p>… and {more} more</p>" if more else "")
+        )
     try:
         title, headers, rows = top_rows(trace)
         if rows:
@@ -63,8 +79,10 @@ def _charts_html(trace: TraceData) -> str:
 
         return charts_html(trace_charts(trace))
     except Exception as exc:  # altair missing, or a chart failed: say so instead of a blank
-        return (f"<p class='workbench-chart-error'>the trace's charts could not be drawn: "
-                f"{html_text(type(exc).__name__)}: {html_text(exc)}</p>")
+        return (
+            f"<p class='workbench-chart-error'>the trace's charts could not be drawn: "
+            f"{html_text(type(exc).__name__)}: {html_text(exc)}</p>"
+        )
 
 
 def text(trace: TraceData) -> str:

@@ -1,9 +1,10 @@
 """Reports: papermill executes a template notebook on a run bundle, nbconvert renders offline HTML.
 
-    from workbench.report import build_report
-    result = build_report("reports/demo")          # profiles workbench.workloads.demo:workload
-    print(result.html_path)
+from workbench.report import build_report
+result = build_report("reports/demo")          # profiles workbench.workloads.demo:workload
+print(result.html_path)
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -15,15 +16,19 @@ from typing import Any
 def __getattr__(name: str) -> Any:
     if name in ("ReportResult", "build_report", "default_template"):
         from workbench.report import pipeline
+
         return getattr(pipeline, name)
     if name in ("GateVerdict", "SampleSet", "gate", "load_samples", "load_summary"):
         from workbench.report import regression
+
         return getattr(regression, name)
     if name in ("external_sources", "render_html"):
         from workbench.report import render
+
         return getattr(render, name)
     if name in ("DEFAULT_WORKLOAD", "resolve_workload"):
         from workbench.report import workload
+
         return getattr(workload, name)
     raise AttributeError(f"module 'workbench.report' has no attribute {name!r}")
 
@@ -32,5 +37,17 @@ def __dir__() -> list[str]:
     return sorted(__all__)
 
 
-__all__ = ["DEFAULT_WORKLOAD", "GateVerdict", "ReportResult", "SampleSet", "build_report", "default_template",
-           "external_sources", "gate", "load_samples", "load_summary", "render_html", "resolve_workload"]
+__all__ = [
+    "DEFAULT_WORKLOAD",
+    "GateVerdict",
+    "ReportResult",
+    "SampleSet",
+    "build_report",
+    "default_template",
+    "external_sources",
+    "gate",
+    "load_samples",
+    "load_summary",
+    "render_html",
+    "resolve_workload",
+]

@@ -1,4 +1,5 @@
 """Run a parameterised template notebook with papermill on the current interpreter."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -29,8 +30,14 @@ def check_template(path: Path) -> None:
         raise ReportError(f"report template {str(path)!r} has no cell tagged 'parameters'")
 
 
-def execute_template(template: Path, output: Path, parameters: Mapping[str, Any], *,
-                     cwd: Path | None = None, timeout_s: int = DEFAULT_TIMEOUT_S) -> Path:
+def execute_template(
+    template: Path,
+    output: Path,
+    parameters: Mapping[str, Any],
+    *,
+    cwd: Path | None = None,
+    timeout_s: int = DEFAULT_TIMEOUT_S,
+) -> Path:
     """Execute ``template`` into ``output``; a failing cell becomes a ReportError naming it."""
     require_package("papermill", extra="report", feature="executing a report notebook")
     import papermill as pm
@@ -40,8 +47,13 @@ def execute_template(template: Path, output: Path, parameters: Mapping[str, Any]
     with current_interpreter_kernel() as kernel_name:
         try:
             pm.execute_notebook(
-                str(template), str(output), parameters=dict(parameters), kernel_name=kernel_name,
-                progress_bar=False, cwd=str(cwd or output.parent), execution_timeout=timeout_s,
+                str(template),
+                str(output),
+                parameters=dict(parameters),
+                kernel_name=kernel_name,
+                progress_bar=False,
+                cwd=str(cwd or output.parent),
+                execution_timeout=timeout_s,
                 kernel_manager_class=ipc_kernel_manager_class(),
             )
         except pm.PapermillExecutionError as exc:

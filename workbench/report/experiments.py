@@ -8,6 +8,7 @@ suggesting hypothesis against what was measured. CUDA-only variants stay in the 
 applicable, with the reason, on a machine without a GPU. The result is saved as JSON beside the
 report (``experiments.json``) for the template to show.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,12 +26,13 @@ if TYPE_CHECKING:
 
 EXPERIMENTS_FILE = "experiments.json"
 MAX_VARIANTS = 4
-NOT_FROM_FUNCTION = {"eager", "triton"}   # the baseline itself; a Triton variant needs the user's kernel
+NOT_FROM_FUNCTION = {"eager", "triton"}  # the baseline itself; a Triton variant needs the user's kernel
 BUDGET_S = 4.0
 
 
-def suggested_variants(hypotheses: Iterable[Hypothesis], limit: int = MAX_VARIANTS
-                       ) -> tuple[list[str], Hypothesis | None]:
+def suggested_variants(
+    hypotheses: Iterable[Hypothesis], limit: int = MAX_VARIANTS
+) -> tuple[list[str], Hypothesis | None]:
     """Registry names the hypotheses suggest, in rank order, and the first hypothesis suggesting one."""
     import workbench.variants.registry as registry
 
@@ -47,10 +49,9 @@ def suggested_variants(hypotheses: Iterable[Hypothesis], limit: int = MAX_VARIAN
 def run_experiments(spec: str, run: RunRecord, *, budget_s: float = BUDGET_S) -> Comparison | None:
     """The comparison of the suggested variants with ``spec`` as written; None when no hypothesis
     suggests a variant that can be built from the function alone."""
+    from workbench.hypotheses import diagnose
     from workbench.report.workload import workload_inputs
     from workbench.variants.compare import compare
-
-    from workbench.hypotheses import diagnose
 
     # the public ProfileRun carries its ranked hypotheses; the report's RunRecord is diagnosed here
     ranked = run.hypotheses if hasattr(run, "hypotheses") else diagnose(run).hypotheses
@@ -59,12 +60,16 @@ def run_experiments(spec: str, run: RunRecord, *, budget_s: float = BUDGET_S) ->
         return None
     func, inputs = workload_inputs(spec)
     problem = f"{spec}: {hypothesis.title if hypothesis is not None else ''}".rstrip(": ")
-    return compare({"eager": func, **{n: n for n in names}}, inputs=inputs, hypothesis=hypothesis,
-                   budget_s=budget_s, problem=problem)
+    return compare(
+        {"eager": func, **{n: n for n in names}},
+        inputs=inputs,
+        hypothesis=hypothesis,
+        budget_s=budget_s,
+        problem=problem,
+    )
 
 
-def write_experiments(out_dir: Path, spec: str, run: RunRecord, *, enabled: bool = True
-                      ) -> tuple[Path, dict[str, Any]]:
+def write_experiments(out_dir: Path, spec: str, run: RunRecord, *, enabled: bool = True) -> tuple[Path, dict[str, Any]]:
     """Run the experiments and write ``experiments.json`` (the comparison, or why there is none);
     returns its path and a short summary. A failure is written down, not raised: the report
     still shows the profile, and says what went wrong with the experiments."""
@@ -79,17 +84,23 @@ def write_experiments(out_dir: Path, spec: str, run: RunRecord, *, enabled: bool
     except Exception as exc:  # noqa: BLE001 - reported in the page and the summary instead
         doc = {"error": f"{type(exc).__name__}: {exc}"}
     else:
-        doc = ({"comparison": cmp.to_dict()} if cmp is not None else
-               {"none": "no hypothesis suggests a variant that can be built from the function alone"})
+        doc = (
+            {"comparison": cmp.to_dict()}
+            if cmp is not None
+            else {"none": "no hypothesis suggests a variant that can be built from the function alone"}
+        )
         if cmp is not None:
-            doc["agreement"] = headline_agreement(run.timing.median_ms, doc["comparison"],
-                                                  run.health.machine.load_avg_1m,
-                                                  _max_load(load_before, _load_average()))
+            doc["agreement"] = headline_agreement(
+                run.timing.median_ms,
+                doc["comparison"],
+                run.health.machine.load_avg_1m,
+                _max_load(load_before, _load_average()),
+            )
     path.write_text(json.dumps(doc, indent=1, default=str), encoding="utf-8")
     return path, experiments_summary(doc)
 
 
-AGREEMENT_TOLERANCE = 0.25    # the headline and the experiments' eager median agree within this
+AGREEMENT_TOLERANCE = 0.25  # the headline and the experiments' eager median agree within this
 
 
 def _load_average() -> float | None:
@@ -104,8 +115,9 @@ def _max_load(*values: float | None) -> float | None:
     return max(known) if known else None
 
 
-def headline_agreement(headline_ms: float, comparison: dict[str, Any], headline_load: float | None,
-                       experiments_load: float | None) -> dict[str, Any]:
+def headline_agreement(
+    headline_ms: float, comparison: dict[str, Any], headline_load: float | None, experiments_load: float | None
+) -> dict[str, Any]:
     """Whether the report's headline (the clean timing) and the experiments' eager median, the same
     code timed twice in one process and one allocator mode, agree within ``AGREEMENT_TOLERANCE``;
     when they do not, a sentence that says so with the machine's load at each (1-minute average)."""
@@ -115,16 +127,27 @@ def headline_agreement(headline_ms: float, comparison: dict[str, Any], headline_
         return {"agree": None, "note": "the experiments have no timed baseline to hold against the headline"}
     eager_ms = statistics.median(samples)
     ratio = eager_ms / headline_ms
-    out: dict[str, Any] = {"headline_ms": headline_ms, "eager_ms": eager_ms, "ratio": ratio,
-                           "headline_load_avg_1m": headline_load, "experiments_load_avg_1m": experiments_load,
-                           "agree": abs(ratio - 1.0) <= AGREEMENT_TOLERANCE, "note": ""}
+    out: dict[str, Any] = {
+        "headline_ms": headline_ms,
+        "eager_ms": eager_ms,
+        "ratio": ratio,
+        "headline_load_avg_1m": headline_load,
+        "experiments_load_avg_1m": experiments_load,
+        "agree": abs(ratio - 1.0) <= AGREEMENT_TOLERANCE,
+        "note": "",
+    }
     if not out["agree"]:
-        loads = (f" (load average {headline_load:.2f} while timing, {experiments_load:.2f} during the comparison)"
-                 if headline_load is not None and experiments_load is not None else "")
-        out["note"] = (f"the experiments' eager median ({units.format_ms(eager_ms)}) is {ratio:.2f}x the headline "
-                       f"({units.format_ms(headline_ms)}) for the same code in the same process{loads}: the machine "
-                       "changed between the two; the comparison's ratios hold (its variants were interleaved), its "
-                       "absolute times do not - rerun on a quieter machine to have both agree")
+        loads = (
+            f" (load average {headline_load:.2f} while timing, {experiments_load:.2f} during the comparison)"
+            if headline_load is not None and experiments_load is not None
+            else ""
+        )
+        out["note"] = (
+            f"the experiments' eager median ({units.format_ms(eager_ms)}) is {ratio:.2f}x the headline "
+            f"({units.format_ms(headline_ms)}) for the same code in the same process{loads}: the machine "
+            "changed between the two; the comparison's ratios hold (its variants were interleaved), its "
+            "absolute times do not - rerun on a quieter machine to have both agree"
+        )
     return out
 
 
@@ -134,8 +157,12 @@ def experiments_summary(doc: dict[str, Any]) -> dict[str, Any]:
     if "comparison" not in doc:
         return dict(doc)
     d = doc["comparison"]["decision"]
-    out = {"decision": d.get("decision"), "variant": d.get("variant"), "reason": d.get("reason"),
-           "variants": [r["name"] for r in doc["comparison"]["results"]]}
+    out = {
+        "decision": d.get("decision"),
+        "variant": d.get("variant"),
+        "reason": d.get("reason"),
+        "variants": [r["name"] for r in doc["comparison"]["results"]],
+    }
     if "agreement" in doc:
         out["agreement"] = doc["agreement"]
     return out

@@ -1,5 +1,6 @@
 """What the study and trace reports share: where their templates are, and the value naming the
 files a report wrote."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,8 +17,9 @@ def find_template(name: str, what: str) -> Path:
     for candidate in (here.parents[1] / "templates" / name, here.parents[2] / "templates" / name):
         if candidate.is_file():
             return candidate
-    raise ReportError(f"the {what} template templates/{name} was not found next to the workbench "
-                      "package; pass --template PATH.ipynb")
+    raise ReportError(
+        f"the {what} template templates/{name} was not found next to the workbench package; pass --template PATH.ipynb"
+    )
 
 
 @dataclass(frozen=True)
@@ -31,10 +33,15 @@ class ReportFiles:
     summary: dict[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"out_dir": self.out_dir, "html_path": self.html_path, "notebook_path": self.notebook_path,
-                "summary": self.summary}
+        return {
+            "out_dir": self.out_dir,
+            "html_path": self.html_path,
+            "notebook_path": self.notebook_path,
+            "summary": self.summary,
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ReportFiles":
-        return cls(out_dir=d["out_dir"], html_path=d["html_path"], notebook_path=d["notebook_path"],
-                   summary=dict(d["summary"]))
+        return cls(
+            out_dir=d["out_dir"], html_path=d["html_path"], notebook_path=d["notebook_path"], summary=dict(d["summary"])
+        )

@@ -4,6 +4,7 @@ papermill starts kernels by name through jupyter_client, which finds kernelspecs
 ``JUPYTER_PATH``. Writing one that points at ``sys.executable`` into a temp dir and prepending
 that dir to ``JUPYTER_PATH`` makes reports work in a fresh venv without ``ipykernel install``.
 """
+
 from __future__ import annotations
 
 import contextlib

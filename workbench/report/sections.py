@@ -8,6 +8,7 @@ the cell's tooltip. The timing section carries the run's health check. The attri
 with its change points, ``run.history``) are the card's own sections too. ``timing_summary`` is the
 record of the numbers that ``summary.json`` keeps for a later report's gate.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -24,8 +25,8 @@ from workbench.report.experiments import AGREEMENT_TOLERANCE
 from workbench.units import format_ms
 
 if TYPE_CHECKING:
-    from workbench.capture.run import RunRecord
     from workbench.api.run import ProfileRun
+    from workbench.capture.run import RunRecord
 
 TOP_OP_COLUMNS = ("name", "calls_per_call", "self_ms_per_call", "total_ms_per_call", "pct")
 
@@ -37,9 +38,15 @@ def timing_summary(run: RunRecord) -> dict[str, Any]:
     lo, hi = t.median_ci_ms()
     traced = run.traced_timing
     return {
-        "name": run.name, "n": t.n, "median_ms": t.median_ms, "p95_ms": t.p95_ms,
-        "iqr_ms": t.iqr_ms, "median_ci_low_ms": lo, "median_ci_high_ms": hi,
-        "cold_ms": float(run.cold_ms), "warnings": list(t.warnings),
+        "name": run.name,
+        "n": t.n,
+        "median_ms": t.median_ms,
+        "p95_ms": t.p95_ms,
+        "iqr_ms": t.iqr_ms,
+        "median_ci_low_ms": lo,
+        "median_ci_high_ms": hi,
+        "cold_ms": float(run.cold_ms),
+        "warnings": list(t.warnings),
         "clean": not run.timed_under_profiler,
         "traced_n": traced.n if traced is not None else 0,
         "traced_median_ms": traced.median_ms if traced is not None else None,
@@ -81,7 +88,7 @@ def attribution_html(run: ProfileRun) -> str:
     """Time by nn.Module and by source line (``run.attribution``, as the card shows it): the
     tables where the trace recorded Python events, else one line saying why not; a sentence for a
     run without a trace."""
-    body = run_attribution.html(run)     # the card's section body (the template gives the heading)
+    body = run_attribution.html(run)  # the card's section body (the template gives the heading)
     if body:
         return body
     return f"<p>No attribution: {html_text(run.trace_note or 'the run has no trace')}.</p>"
@@ -100,11 +107,13 @@ def history_html(run: ProfileRun) -> str:
     """The history of the profiled code (``run.history``, as the card shows it): with 2+ runs its
     summary, the trend chart (offline) with the change points marked, and the latest runs; a
     sentence where the run has no history."""
-    if run.history is not None:          # the card's section body (the template gives the heading)
+    if run.history is not None:  # the card's section body (the template gives the heading)
         return history_render.html(run.history)
-    return ("<p>No history in this run bundle: a run from wb.profile or %%gpuprofile carries the history of "
-            "its code (unless WORKBENCH_HISTORY=off); a workload profiled by `workbench report --workload` "
-            "is not added to one.</p>")
+    return (
+        "<p>No history in this run bundle: a run from wb.profile or %%gpuprofile carries the history of "
+        "its code (unless WORKBENCH_HISTORY=off); a workload profiled by `workbench report --workload` "
+        "is not added to one.</p>"
+    )
 
 
 flatten_environment = render_run.flatten_environment
@@ -115,8 +124,10 @@ def environment_html(run: RunRecord) -> str:
     return render_run.environment_html(run)
 
 
-NO_BUNDLE_EXPERIMENTS = ("No experiments: this report was made from a saved run bundle, which holds no "
-                         "code to run variants of; make the report with --workload to run them.")
+NO_BUNDLE_EXPERIMENTS = (
+    "No experiments: this report was made from a saved run bundle, which holds no "
+    "code to run variants of; make the report with --workload to run them."
+)
 
 
 def experiments_html(doc: dict[str, Any]) -> str:
@@ -138,11 +149,13 @@ def agreement_html(agreement: dict[str, Any] | None) -> str:
     if not agreement or agreement.get("agree") is None:
         return ""
     if agreement["agree"]:
-        text = (f"The baseline here ({format_ms(agreement['eager_ms'])}, median) agrees with the headline "
-                f"({format_ms(agreement['headline_ms'])}) within {AGREEMENT_TOLERANCE:.0%}: the same code timed "
-                "twice in one process.")
+        text = (
+            f"The baseline here ({format_ms(agreement['eager_ms'])}, median) agrees with the headline "
+            f"({format_ms(agreement['headline_ms'])}) within {AGREEMENT_TOLERANCE:.0%}: the same code timed "
+            "twice in one process."
+        )
         return f"<p class='wb-agreement'>{html_text(text)}</p>"
-    return (f"<p class='wb-agreement wb-caution'><b>Caution:</b> {html_text(agreement['note'])}</p>")
+    return f"<p class='wb-agreement wb-caution'><b>Caution:</b> {html_text(agreement['note'])}</p>"
 
 
 def decision_record_html(record: dict[str, Any]) -> str:

@@ -8,6 +8,7 @@ one was profiled with (so the bottleneck after each accepted change), every roun
 summary in the method's terms and its decision records, and the ledger. The HTML sections are
 built here from ``workbench.render``; every text from the study is escaped there.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,9 +17,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from workbench.report.files import ReportFiles, find_template
 from workbench.errors import ReportError
 from workbench.render.escape import html_text
+from workbench.report.files import ReportFiles, find_template
 
 if TYPE_CHECKING:
     import altair
@@ -37,7 +38,7 @@ PAGE_CSS = """<style>
 </style>"""
 
 
-StudyReportResult = ReportFiles   # the files the report wrote (workbench.report.files)
+StudyReportResult = ReportFiles  # the files the report wrote (workbench.report.files)
 
 
 def default_study_template() -> Path:
@@ -58,19 +59,50 @@ def open_study(folder: str | Path) -> tuple["Study", list[str]]:
 def study_summary(study: "Study") -> dict[str, Any]:
     """What the report holds, as plain JSON: baselines, rounds and their decisions, the ledger."""
     return {
-        "study": study.name, "folder": str(Path(study.folder).resolve()),
-        "baselines": [{"baseline_id": b.baseline_id, "label": b.label, "mode": b.mode, "median_ms": b.median_ms,
-                       "parent_id": b.parent_id, "accepted_from": b.accepted_from,
-                       "hypotheses": [h.category for h in b.hypotheses]} for b in study.baselines],
-        "rounds": [{"round": r.index, "baseline_id": r.baseline_id,
-                    "decisions": {k: v.decision for k, v in r.decisions.items()}} for r in study.rounds],
-        "ledger": [{"category": e.category, "key": e.key, "status": e.status, "round": e.round,
-                    "baseline_id": e.baseline_id, "reopen_when": e.reopen_when} for e in study.ledger],
+        "study": study.name,
+        "folder": str(Path(study.folder).resolve()),
+        "baselines": [
+            {
+                "baseline_id": b.baseline_id,
+                "label": b.label,
+                "mode": b.mode,
+                "median_ms": b.median_ms,
+                "parent_id": b.parent_id,
+                "accepted_from": b.accepted_from,
+                "hypotheses": [h.category for h in b.hypotheses],
+            }
+            for b in study.baselines
+        ],
+        "rounds": [
+            {
+                "round": r.index,
+                "baseline_id": r.baseline_id,
+                "decisions": {k: v.decision for k, v in r.decisions.items()},
+            }
+            for r in study.rounds
+        ],
+        "ledger": [
+            {
+                "category": e.category,
+                "key": e.key,
+                "status": e.status,
+                "round": e.round,
+                "baseline_id": e.baseline_id,
+                "reopen_when": e.reopen_when,
+            }
+            for e in study.ledger
+        ],
     }
 
 
-def build_study_report(out_dir: str | Path, folder: str | Path, *, template: str | Path | None = None,
-                       title: str | None = None, progress: Callable[[str], None] | None = None) -> StudyReportResult:
+def build_study_report(
+    out_dir: str | Path,
+    folder: str | Path,
+    *,
+    template: str | Path | None = None,
+    title: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> StudyReportResult:
     """Write ``report.ipynb``, ``report.html`` and ``summary.json`` for the study in ``folder``.
     Bad input (no study there, a newer format) raises before any notebook runs."""
     from workbench.report.execute import check_template, execute_template
@@ -82,15 +114,22 @@ def build_study_report(out_dir: str | Path, folder: str | Path, *, template: str
         raise ReportError(f"the report folder {str(out)!r} is a file; pass --out a folder")
     source = Path(folder).resolve()
     if out == source or source in out.parents:
-        raise ReportError(f"the report folder {str(out)!r} is inside the study folder {str(source)!r}; a report "
-                          f"never writes into the study: pass --out another folder")
+        raise ReportError(
+            f"the report folder {str(out)!r} is inside the study folder {str(source)!r}; a report "
+            f"never writes into the study: pass --out another folder"
+        )
     template_path = Path(template).resolve() if template else default_study_template()
     check_template(template_path)
     say("reading the study...")
     study, read_warnings = open_study(source)
     summary = study_summary(study)
-    summary.update({"warnings": read_warnings, "template": str(template_path),
-                    "created_at": datetime.now(timezone.utc).isoformat()})
+    summary.update(
+        {
+            "warnings": read_warnings,
+            "template": str(template_path),
+            "created_at": datetime.now(timezone.utc).isoformat(),
+        }
+    )
     out.mkdir(parents=True, exist_ok=True)
     params = {"study_folder": str(source), "title": title or f"workbench study report: {study.name}"}
     say("executing the study report notebook...")
@@ -130,11 +169,27 @@ def baselines_html(study: "Study") -> str:
 
     rows = []
     for b in study.baselines:
-        git = (f"{str(b.git.get('commit', ''))[:10]}{' (dirty)' if b.git.get('dirty') else ''}" if b.git else "—")
-        origin = (f"round {b.accepted_from.get('round')}: {b.accepted_from.get('variant')} "
-                  f"({b.accepted_from.get('decision')})" if b.accepted_from else "set")
-        rows.append([b.index, b.baseline_id, b.label, b.mode, format_ms(b.median_ms), format_ms(b.p95_ms), b.n,
-                     b.device, git, origin])
+        git = f"{str(b.git.get('commit', ''))[:10]}{' (dirty)' if b.git.get('dirty') else ''}" if b.git else "—"
+        origin = (
+            f"round {b.accepted_from.get('round')}: {b.accepted_from.get('variant')} "
+            f"({b.accepted_from.get('decision')})"
+            if b.accepted_from
+            else "set"
+        )
+        rows.append(
+            [
+                b.index,
+                b.baseline_id,
+                b.label,
+                b.mode,
+                format_ms(b.median_ms),
+                format_ms(b.p95_ms),
+                b.n,
+                b.device,
+                git,
+                origin,
+            ]
+        )
     if not rows:
         return _wrap("<p>No baseline yet.</p>")
     return _wrap(_table(["#", "baseline", "label", "mode", "median", "p95", "n", "device", "git", "from"], rows))
@@ -146,10 +201,18 @@ def bottlenecks_html(study: "Study") -> str:
 
     rows = []
     for b in study.baselines:
-        after = (f"after accepting {b.accepted_from.get('variant')} (round {b.accepted_from.get('round')})"
-                 if b.accepted_from else "the starting point")
-        ranked = "; ".join(f"{i + 1}. {h.category} ({format_ms(h.time_at_stake_ms)} at stake): {h.title}"
-                           for i, h in enumerate(b.hypotheses[:3])) or "no hypothesis fired"
+        after = (
+            f"after accepting {b.accepted_from.get('variant')} (round {b.accepted_from.get('round')})"
+            if b.accepted_from
+            else "the starting point"
+        )
+        ranked = (
+            "; ".join(
+                f"{i + 1}. {h.category} ({format_ms(h.time_at_stake_ms)} at stake): {h.title}"
+                for i, h in enumerate(b.hypotheses[:3])
+            )
+            or "no hypothesis fired"
+        )
         held = "; ".join(f"{h.get('key')} held back" for h in b.held_back)
         rows.append([b.baseline_id, after, format_ms(b.median_ms), ranked + (f" ({held})" if held else "")])
     if not rows:
@@ -181,14 +244,26 @@ def ledger_html(study: "Study") -> str:
     """Every hypothesis ever proposed: status, confidence, round, evidence and when to reopen it."""
     rows = []
     for e in study.ledger:
-        tested = ", ".join(f"{v.get('name')} ({v.get('residual')})"
-                           for v in (e.evidence_scope or {}).get("variants", ()) or ())
-        rows.append([e.category, e.title, e.status, e.confidence, "—" if e.round is None else e.round,
-                     e.baseline_id, tested or "not tested", e.reopen_when])
+        tested = ", ".join(
+            f"{v.get('name')} ({v.get('residual')})" for v in (e.evidence_scope or {}).get("variants", ()) or ()
+        )
+        rows.append(
+            [
+                e.category,
+                e.title,
+                e.status,
+                e.confidence,
+                "—" if e.round is None else e.round,
+                e.baseline_id,
+                tested or "not tested",
+                e.reopen_when,
+            ]
+        )
     if not rows:
         return _wrap("<p>The ledger is empty.</p>")
-    return _wrap(_table(["hypothesis", "title", "status", "confidence", "round", "baseline", "evidence",
-                         "reopen when"], rows))
+    return _wrap(
+        _table(["hypothesis", "title", "status", "confidence", "round", "baseline", "evidence", "reopen when"], rows)
+    )
 
 
 def baseline_chart(study: "Study") -> altair.Chart | None:
@@ -198,9 +273,16 @@ def baseline_chart(study: "Study") -> altair.Chart | None:
     import altair as alt
     import pandas as pd
 
-    table = pd.DataFrame([{"baseline": f"{b.index}: {b.label}", "median_ms": b.median_ms, "id": b.baseline_id}
-                          for b in study.baselines])
-    return alt.Chart(table).mark_bar().encode(
-        x=alt.X("baseline:N", sort=None, title="baseline"), y=alt.Y("median_ms:Q", title="median per call (ms)"),
-        tooltip=["id:N", alt.Tooltip("median_ms:Q", format=".4g")]).properties(
-        title="the baseline's median after each accepted change", width=360, height=200)
+    table = pd.DataFrame(
+        [{"baseline": f"{b.index}: {b.label}", "median_ms": b.median_ms, "id": b.baseline_id} for b in study.baselines]
+    )
+    return (
+        alt.Chart(table)
+        .mark_bar()
+        .encode(
+            x=alt.X("baseline:N", sort=None, title="baseline"),
+            y=alt.Y("median_ms:Q", title="median per call (ms)"),
+            tooltip=["id:N", alt.Tooltip("median_ms:Q", format=".4g")],
+        )
+        .properties(title="the baseline's median after each accepted change", width=360, height=200)
+    )

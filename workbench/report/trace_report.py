@@ -11,6 +11,7 @@ Many ranks are summarised, not listed one table per rank: a per-rank table is on
 Results that have a rendering (the diagnosis, the time by module and source line) are drawn by
 ``workbench.render``, as the notebook and the CLI draw them.
 """
+
 from __future__ import annotations
 
 import html
@@ -24,28 +25,30 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import pandas as pd
 
 from workbench.analysis.labels import unique_labels
-from workbench.report.files import ReportFiles, find_template
 from workbench.errors import InvalidArgumentError, ReportError
+from workbench.report.files import ReportFiles, find_template
 from workbench.units import format_ms
 
 if TYPE_CHECKING:
-    from workbench.api.trace import Trace
     from workbench.api.rank_folder import RankFolder
+    from workbench.api.trace import Trace
 
-MAX_CHART_RANKS = 8     # a per-rank-and-stream chart draws the worst ranks only (the table lists the rest)
-MAX_TEXT = 72            # characters of a name a cell shows (the whole name is its tooltip)
-MAX_ROWS = 24            # rows a folded table shows; the rest are counted, not listed
+MAX_CHART_RANKS = 8  # a per-rank-and-stream chart draws the worst ranks only (the table lists the rest)
+MAX_TEXT = 72  # characters of a name a cell shows (the whole name is its tooltip)
+MAX_ROWS = 24  # rows a folded table shows; the rest are counted, not listed
 TEMPLATE_NAME = "trace_report.ipynb"
 NOTEBOOK_FILE = "report.ipynb"
 HTML_FILE = "report.html"
 SUMMARY_FILE = "summary.json"
-NO_GATE = ("--compare-to needs clean timing samples from fresh processes, and a report of a saved trace has "
-           "none (a trace holds what one traced run did, not a distribution of call times): there is nothing "
-           "to gate. Compare traces with `workbench analyze`, or gate a --workload report")
+NO_GATE = (
+    "--compare-to needs clean timing samples from fresh processes, and a report of a saved trace has "
+    "none (a trace holds what one traced run did, not a distribution of call times): there is nothing "
+    "to gate. Compare traces with `workbench analyze`, or gate a --workload report"
+)
 
 
 # --- the command ------------------------------------------------------------------------------
-TraceReportResult = ReportFiles   # the files the report wrote (workbench.report.files)
+TraceReportResult = ReportFiles  # the files the report wrote (workbench.report.files)
 
 
 def default_trace_template() -> Path:
@@ -62,12 +65,14 @@ def load_checked(paths: Sequence[str | os.PathLike[str]]) -> Any:
     """The trace tables of ``paths`` (``workbench.trace``; the notebook reads them again through
     ``wb.load_trace``, from the cache); a missing path or a file that is not a trace raises (exit 2)."""
     if not paths:
-        raise InvalidArgumentError("--trace needs at least one path: a trace file, a .json.gz, or a folder of "
-                                   "rank files")
+        raise InvalidArgumentError(
+            "--trace needs at least one path: a trace file, a .json.gz, or a folder of rank files"
+        )
     for p in paths:
         if not Path(p).exists():
-            raise InvalidArgumentError(f"the trace {str(p)!r} does not exist; pass a trace file (.json or "
-                                       ".json.gz) or a folder of rank files")
+            raise InvalidArgumentError(
+                f"the trace {str(p)!r} does not exist; pass a trace file (.json or .json.gz) or a folder of rank files"
+            )
     from workbench.trace import read_trace
 
     return read_trace(_source(paths), cache=True)
@@ -75,17 +80,30 @@ def load_checked(paths: Sequence[str | os.PathLike[str]]) -> Any:
 
 def trace_summary(trace: Any, paths: Sequence[str | os.PathLike[str]]) -> dict[str, Any]:
     """What summary.json says about the loaded trace (no timing: a trace has no clean samples)."""
-    return {"kind": "trace", "paths": [str(Path(p).resolve()) for p in paths],
-            "files": [str(f) for f in trace.meta.files], "ranks": [int(r) for r in trace.ranks],
-            "devices": device_names(trace), "has_gpu": bool(trace.has_gpu), "span_us": trace.span_us(),
-            "events": trace.event_count(), "warnings": list(trace.warnings),
-            "distributed_info": {str(r): v for r, v in trace.distributed_info.items()},
-            "source": getattr(trace.meta, "source", "kineto"), "fidelity": dict(getattr(trace.meta, "fidelity", {}) or {})}
+    return {
+        "kind": "trace",
+        "paths": [str(Path(p).resolve()) for p in paths],
+        "files": [str(f) for f in trace.meta.files],
+        "ranks": [int(r) for r in trace.ranks],
+        "devices": device_names(trace),
+        "has_gpu": bool(trace.has_gpu),
+        "span_us": trace.span_us(),
+        "events": trace.event_count(),
+        "warnings": list(trace.warnings),
+        "distributed_info": {str(r): v for r, v in trace.distributed_info.items()},
+        "source": getattr(trace.meta, "source", "kineto"),
+        "fidelity": dict(getattr(trace.meta, "fidelity", {}) or {}),
+    }
 
 
-def build_trace_report(out_dir: str | Path, paths: Sequence[str | os.PathLike[str]], *,
-                       template: str | Path | None = None, title: str | None = None,
-                       progress: Callable[[str], None] | None = None) -> TraceReportResult:
+def build_trace_report(
+    out_dir: str | Path,
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    template: str | Path | None = None,
+    title: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> TraceReportResult:
     """Write ``report.ipynb``, ``report.html`` and ``summary.json`` (what was loaded, the hypotheses'
     categories) for the trace at ``paths``. Bad input raises before any notebook runs."""
     from workbench.report.execute import check_template, execute_template
@@ -103,21 +121,24 @@ def build_trace_report(out_dir: str | Path, paths: Sequence[str | os.PathLike[st
     from workbench.hypotheses import diagnose
 
     diag = diagnose(trace)
-    summary["hypotheses"] = [{"category": h.category, "rule": h.rule, "title": h.title,
-                              "time_at_stake_ms": h.time_at_stake_ms} for h in diag.hypotheses]
+    summary["hypotheses"] = [
+        {"category": h.category, "rule": h.rule, "title": h.title, "time_at_stake_ms": h.time_at_stake_ms}
+        for h in diag.hypotheses
+    ]
     summary["categories"] = sorted({h.category for h in diag.hypotheses})
     summary["template"] = str(template_path)
     summary["created_at"] = datetime.now(timezone.utc).isoformat()
     out.mkdir(parents=True, exist_ok=True)
-    params = {"trace_paths": json.dumps(summary["paths"]),
-              "title": title or f"workbench trace report: {_title_name(paths)}"}
+    params = {
+        "trace_paths": json.dumps(summary["paths"]),
+        "title": title or f"workbench trace report: {_title_name(paths)}",
+    }
     say("executing the trace report notebook...")
     notebook = execute_template(template_path, out / NOTEBOOK_FILE, params)
     say("rendering the HTML page...")
     html_path = render_html(notebook, out / HTML_FILE)
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=1, default=str), encoding="utf-8")
-    return TraceReportResult(out_dir=str(out), html_path=str(html_path), notebook_path=str(notebook),
-                             summary=summary)
+    return TraceReportResult(out_dir=str(out), html_path=str(html_path), notebook_path=str(notebook), summary=summary)
 
 
 def _title_name(paths: Sequence[str | os.PathLike[str]]) -> str:
@@ -161,7 +182,7 @@ def _cell(column: str, value: Any) -> str:
             return f"<td class='wb-num'>{100 * v:.1f} %</td>"
         return f"<td class='wb-num'>{int(v):,}</td>" if v.is_integer() else f"<td class='wb-num'>{v:.3g}</td>"
     text = str(value) if value is not None else ""
-    short = text if len(text) <= MAX_TEXT else text[:MAX_TEXT - 1] + "…"
+    short = text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
     return f"<td title='{_esc(text)}'>{_esc(short)}</td>" if short != text else f"<td>{_esc(text)}</td>"
 
 
@@ -178,28 +199,38 @@ def _header(column: str) -> str:
     return name.replace("_", " ")
 
 
-def table_html(table: pd.DataFrame, *, columns: Sequence[str] | None = None, max_rows: int = MAX_ROWS,
-               css: str = "wb-trace-table", hidden_what: str = "rows") -> str:
+def table_html(
+    table: pd.DataFrame,
+    *,
+    columns: Sequence[str] | None = None,
+    max_rows: int = MAX_ROWS,
+    css: str = "wb-trace-table",
+    hidden_what: str = "rows",
+) -> str:
     """An HTML table of the first ``max_rows`` rows (in the given order) and, below it, how many more
     there are."""
     cols = [c for c in (columns or list(table.columns)) if c in table.columns]
     shown = table.head(max_rows)
     head = "".join(f"<th>{_esc(_header(c))}</th>" for c in cols)
     rows = shown[cols].to_dict("records")
-    if "name" in cols:   # kernel and op names as the charts and the CLI show them (the full name on hover)
+    if "name" in cols:  # kernel and op names as the charts and the CLI show them (the full name on hover)
         labels = unique_labels([row["name"] for row in rows], MAX_TEXT)
-        body = "".join("<tr>" + "".join(_name_cell(row[c], label) if c == "name" else _cell(c, row[c])
-                                        for c in cols) + "</tr>" for row, label in zip(rows, labels))
+        body = "".join(
+            "<tr>" + "".join(_name_cell(row[c], label) if c == "name" else _cell(c, row[c]) for c in cols) + "</tr>"
+            for row, label in zip(rows, labels)
+        )
     else:
         body = "".join("<tr>" + "".join(_cell(c, row[c]) for c in cols) + "</tr>" for row in rows)
     hidden = len(table) - len(shown)
-    note = (f"<p class='wb-hidden'>{hidden:,} more {hidden_what} not shown (of {len(table):,}).</p>"
-            if hidden > 0 else "")
+    note = (
+        f"<p class='wb-hidden'>{hidden:,} more {hidden_what} not shown (of {len(table):,}).</p>" if hidden > 0 else ""
+    )
     return f"<table class='{css}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
 
 
-def worst_ranks_first(table: pd.DataFrame, by: str, *, ascending: bool = False,
-                      rank_score: pd.Series | None = None) -> pd.DataFrame:
+def worst_ranks_first(
+    table: pd.DataFrame, by: str, *, ascending: bool = False, rank_score: pd.Series | None = None
+) -> pd.DataFrame:
     """``table`` with its ranks ordered worst first: by each rank's total of ``by`` (or by
     ``rank_score``, one value per rank), and within a rank by ``by`` itself."""
     if table.empty or "rank" not in table.columns:
@@ -208,8 +239,11 @@ def worst_ranks_first(table: pd.DataFrame, by: str, *, ascending: bool = False,
     order = score.sort_values(ascending=ascending, kind="stable")
     position = {r: i for i, r in enumerate(order.index)}
     keyed = table.assign(_rank_order=table["rank"].map(position))
-    return keyed.sort_values(["_rank_order", by], ascending=[True, ascending], kind="stable").drop(
-        columns="_rank_order").reset_index(drop=True)
+    return (
+        keyed.sort_values(["_rank_order", by], ascending=[True, ascending], kind="stable")
+        .drop(columns="_rank_order")
+        .reset_index(drop=True)
+    )
 
 
 def _ranks_text(ranks: Sequence[Any]) -> str:
@@ -257,13 +291,21 @@ def fidelity_html(trace: Any) -> str:
     if source == "kineto" and not fidelity:
         return ""
     items = "".join(f"<li><code>{_esc(k)}</code>: {_esc(v)}</li>" for k, v in fidelity.items())
-    return (f"<p><b>Read from {_esc(source)}.</b> What this format does not provide (the sections that need it say "
-            f"so):</p><ul class='wb-warnings'>{items}</ul>")
+    return (
+        f"<p><b>Read from {_esc(source)}.</b> What this format does not provide (the sections that need it say "
+        f"so):</p><ul class='wb-warnings'>{items}</ul>"
+    )
 
 
 def device_names(trace: Any) -> list[str]:
-    return sorted({str(d.get("name")) for props in trace.device_properties.values()
-                   for d in props if isinstance(d, dict) and d.get("name")})
+    return sorted(
+        {
+            str(d.get("name"))
+            for props in trace.device_properties.values()
+            for d in props
+            if isinstance(d, dict) and d.get("name")
+        }
+    )
 
 
 def summary_html(trace: Any, paths: Sequence[str] = ()) -> str:
@@ -271,13 +313,18 @@ def summary_html(trace: Any, paths: Sequence[str] = ()) -> str:
     ranks = list(trace.ranks)
     devices = device_names(trace) or (["GPU (no device properties in the trace)"] if trace.has_gpu else ["CPU only"])
     backends = sorted({str(v.get("backend")) for v in trace.distributed_info.values() if v.get("backend")})
-    rows = [("ranks", f"{len(ranks)} ({_ranks_text(ranks)})" if ranks else "none"),
-            ("devices", ", ".join(devices)),
-            ("span", format_ms(trace.span_us() / 1000) + " (earliest start to latest end, all ranks)"),
-            ("events", f"{trace.event_count():,}: {len(trace.cpu_ops):,} CPU ops, {len(trace.runtime):,} runtime "
-                       f"calls, {len(trace.kernels):,} GPU events"),
-            ("files", f"{len(trace.meta.files)} trace file(s)"),
-            ("format", getattr(trace.meta, "source", "kineto"))]
+    rows = [
+        ("ranks", f"{len(ranks)} ({_ranks_text(ranks)})" if ranks else "none"),
+        ("devices", ", ".join(devices)),
+        ("span", format_ms(trace.span_us() / 1000) + " (earliest start to latest end, all ranks)"),
+        (
+            "events",
+            f"{trace.event_count():,}: {len(trace.cpu_ops):,} CPU ops, {len(trace.runtime):,} runtime "
+            f"calls, {len(trace.kernels):,} GPU events",
+        ),
+        ("files", f"{len(trace.meta.files)} trace file(s)"),
+        ("format", getattr(trace.meta, "source", "kineto")),
+    ]
     if backends:
         rows.append(("distributed backend", ", ".join(backends)))
     if paths:
@@ -286,14 +333,27 @@ def summary_html(trace: Any, paths: Sequence[str] = ()) -> str:
     warnings = list(trace.warnings)
     shown = "".join(f"<li>{_esc(w)}</li>" for w in warnings[:MAX_ROWS])
     more = len(warnings) - MAX_ROWS
-    warn = (f"<p><b>Loader warnings ({len(warnings)})</b></p><ul class='wb-warnings'>{shown}</ul>"
-            + (f"<p class='wb-hidden'>{more} more warnings not shown.</p>" if more > 0 else "")
-            if warnings else "<p>No loader warning: every event was read as recorded.</p>")
+    warn = (
+        f"<p><b>Loader warnings ({len(warnings)})</b></p><ul class='wb-warnings'>{shown}</ul>"
+        + (f"<p class='wb-hidden'>{more} more warnings not shown.</p>" if more > 0 else "")
+        if warnings
+        else "<p>No loader warning: every event was read as recorded.</p>"
+    )
     return f"<table class='wb-trace-summary'>{body}</table>{fidelity_html(trace)}{warn}"
 
 
-KERNEL_COLUMNS = ("kernel_type", "name", "ranks", "count", "sum_us", "mean_us", "max_us", "pct",
-                  "worst_rank", "worst_rank_sum_us")
+KERNEL_COLUMNS = (
+    "kernel_type",
+    "name",
+    "ranks",
+    "count",
+    "sum_us",
+    "mean_us",
+    "max_us",
+    "pct",
+    "worst_rank",
+    "worst_rank_sum_us",
+)
 
 
 def kernel_table(trace: Any) -> pd.DataFrame:
@@ -303,13 +363,19 @@ def kernel_table(trace: Any) -> pd.DataFrame:
     if t.empty:
         return pd.DataFrame(columns=list(KERNEL_COLUMNS))
     worst = t.loc[t.groupby(["kernel_type", "name"])["sum_us"].idxmax(), ["kernel_type", "name", "rank", "sum_us"]]
-    g = t.groupby(["kernel_type", "name"]).agg(ranks=("rank", "nunique"), count=("count", "sum"),
-                                                 sum_us=("sum_us", "sum"), max_us=("max_us", "max")).reset_index()
+    g = (
+        t.groupby(["kernel_type", "name"])
+        .agg(ranks=("rank", "nunique"), count=("count", "sum"), sum_us=("sum_us", "sum"), max_us=("max_us", "max"))
+        .reset_index()
+    )
     g["mean_us"] = g["sum_us"] / g["count"].where(g["count"] > 0)
     total = g["sum_us"].sum()
     g["pct"] = 100 * g["sum_us"] / total if total > 0 else math.nan
-    g = g.merge(worst.rename(columns={"rank": "worst_rank", "sum_us": "worst_rank_sum_us"}),
-                on=["kernel_type", "name"], how="left")
+    g = g.merge(
+        worst.rename(columns={"rank": "worst_rank", "sum_us": "worst_rank_sum_us"}),
+        on=["kernel_type", "name"],
+        how="left",
+    )
     return g.sort_values("sum_us", ascending=False, kind="stable").reset_index(drop=True)[list(KERNEL_COLUMNS)]
 
 
@@ -329,11 +395,20 @@ def kernels_html(trace: Any) -> str:
     if not len(trace.kernels):
         return "<p>No GPU kernels in this trace (a CPU-only trace): the op breakdown below is where the time is.</p>"
     n_ranks = len(trace.ranks)
-    parts = [_note(f"Kernels summed over {n_ranks} rank(s); 'worst rank' is the rank that spent the most time "
-                   "in the kernel." if n_ranks > 1 else "Time per kernel name, most first."),
-             table_html(kernel_table(trace), columns=KERNEL_COLUMNS if n_ranks > 1 else
-                        [c for c in KERNEL_COLUMNS if c not in ("ranks", "worst_rank", "worst_rank_sum_us")],
-                        hidden_what="kernels")]
+    parts = [
+        _note(
+            f"Kernels summed over {n_ranks} rank(s); 'worst rank' is the rank that spent the most time in the kernel."
+            if n_ranks > 1
+            else "Time per kernel name, most first."
+        ),
+        table_html(
+            kernel_table(trace),
+            columns=KERNEL_COLUMNS
+            if n_ranks > 1
+            else [c for c in KERNEL_COLUMNS if c not in ("ranks", "worst_rank", "worst_rank_sum_us")],
+            hidden_what="kernels",
+        ),
+    ]
     types = kernel_types_table(trace)
     if not types.empty:
         parts.append("<h4>Kernel time by type, per rank (busiest first)</h4>" + table_html(types, hidden_what="ranks"))
@@ -348,8 +423,11 @@ def ops_html(trace: Any) -> str:
     ops = trace.op_breakdown().table
     if ops.empty:
         return "<p>No CPU ops in this trace.</p>"
-    return (_note(f"CPU ops by self time, over all {len(trace.ranks)} rank(s)." if len(trace.ranks) > 1 else
-                  "CPU ops by self time.") + table_html(ops, columns=OP_COLUMNS, hidden_what="ops"))
+    return _note(
+        f"CPU ops by self time, over all {len(trace.ranks)} rank(s)."
+        if len(trace.ranks) > 1
+        else "CPU ops by self time."
+    ) + table_html(ops, columns=OP_COLUMNS, hidden_what="ops")
 
 
 @_where_available
@@ -358,9 +436,20 @@ def temporal_html(trace: Any) -> str:
     if t.empty:
         return "<p>No GPU activity: no temporal breakdown.</p>"
     t = worst_ranks_first(t, "idle_pct")
-    return (_note("Per rank over its span of GPU activity, the most idle rank first.")
-            + table_html(t, columns=["rank", "kernel_time_us", "idle_us", "idle_pct", "compute_us", "compute_pct",
-                                     "non_compute_us", "non_compute_pct"], hidden_what="ranks"))
+    return _note("Per rank over its span of GPU activity, the most idle rank first.") + table_html(
+        t,
+        columns=[
+            "rank",
+            "kernel_time_us",
+            "idle_us",
+            "idle_pct",
+            "compute_us",
+            "compute_pct",
+            "non_compute_us",
+            "non_compute_pct",
+        ],
+        hidden_what="ranks",
+    )
 
 
 def idle_table(trace: Any) -> pd.DataFrame:
@@ -368,8 +457,9 @@ def idle_table(trace: Any) -> pd.DataFrame:
     t = trace.idle_breakdown().table
     if t.empty:
         return t
-    wide = t.pivot_table(index=["rank", "stream"], columns="idle_category", values="idle_us", aggfunc="sum",
-                         fill_value=0.0)
+    wide = t.pivot_table(
+        index=["rank", "stream"], columns="idle_category", values="idle_us", aggfunc="sum", fill_value=0.0
+    )
     wide.columns = [f"{c}_us" for c in wide.columns]
     wide["idle_us"] = wide.sum(axis=1)
     gaps = t.groupby(["rank", "stream"])["count"].sum().rename("gaps")
@@ -384,11 +474,15 @@ def idle_html(trace: Any) -> str:
     if t.empty:
         return "<p>No idle gaps between kernels.</p>"
     n_ranks = int(t["rank"].nunique()) if "rank" in t.columns else 1
-    charted = (f" The chart above draws the {MAX_CHART_RANKS} most idle of the {n_ranks} ranks; this table lists "
-               "them all." if n_ranks > MAX_CHART_RANKS else "")
-    return (_note("Idle time between kernels on each stream, split by cause (host wait: the next launch had not "
-                  "been issued; kernel wait: back-to-back launch latency), the most idle rank first." + charted)
-            + table_html(t, hidden_what="streams"))
+    charted = (
+        f" The chart above draws the {MAX_CHART_RANKS} most idle of the {n_ranks} ranks; this table lists them all."
+        if n_ranks > MAX_CHART_RANKS
+        else ""
+    )
+    return _note(
+        "Idle time between kernels on each stream, split by cause (host wait: the next launch had not "
+        "been issued; kernel wait: back-to-back launch latency), the most idle rank first." + charted
+    ) + table_html(t, hidden_what="streams")
 
 
 @_where_available
@@ -397,11 +491,15 @@ def overlap_html(trace: Any) -> str:
     if t.empty or not (t["comm_us"] > 0).any():
         return "<p>No communication kernels in this trace: nothing to overlap.</p>"
     t = worst_ranks_first(t, "exposed_comm_us")
-    return (_note("Per rank: communication kernel time, how much of it runs under computation, and what is "
-                  "exposed (on the critical path); the most exposed rank first.")
-            + table_html(t, columns=["rank", "comm_us", "compute_us", "overlap_us", "overlap_pct", "exposed_comm_us"]
-                         + (["reason"] if "reason" in t.columns and t["reason"].astype(str).str.strip().any() else []),
-                         hidden_what="ranks"))
+    return _note(
+        "Per rank: communication kernel time, how much of it runs under computation, and what is "
+        "exposed (on the critical path); the most exposed rank first."
+    ) + table_html(
+        t,
+        columns=["rank", "comm_us", "compute_us", "overlap_us", "overlap_pct", "exposed_comm_us"]
+        + (["reason"] if "reason" in t.columns and t["reason"].astype(str).str.strip().any() else []),
+        hidden_what="ranks",
+    )
 
 
 @_where_available
@@ -412,18 +510,32 @@ def stragglers_html(trace: Any) -> str:
     t = s.table
     if t.empty:
         return f"<p>No straggler analysis: {_esc(s.reason or 'no communication')}.</p>"
-    t = t.assign(_s=~t["is_straggler"].astype(bool)).sort_values(["_s", "comm_deficit_us"],
-                                                                  ascending=[True, False]).drop(columns="_s")
+    t = (
+        t.assign(_s=~t["is_straggler"].astype(bool))
+        .sort_values(["_s", "comm_deficit_us"], ascending=[True, False])
+        .drop(columns="_s")
+    )
     if s.stragglers:
-        head = (f"<p><b>Straggler rank(s): {_esc(_ranks_text(s.stragglers))}</b>: the others wait for them in "
-                f"collectives" + (f" ({_esc(format_ms(s.wait_caused_us / 1000))} of waiting caused)"
-                                  if _finite(s.wait_caused_us) else "") + ".</p>")
+        head = (
+            f"<p><b>Straggler rank(s): {_esc(_ranks_text(s.stragglers))}</b>: the others wait for them in "
+            f"collectives"
+            + (f" ({_esc(format_ms(s.wait_caused_us / 1000))} of waiting caused)" if _finite(s.wait_caused_us) else "")
+            + ".</p>"
+        )
     else:
         head = f"<p>No straggler{': ' + _esc(s.reason) if s.reason else ''}.</p>"
-    return head + _note("comm deficit: how much less communication time the rank has than the others' median "
-                        "(a rank that arrives last at a collective waits least); stragglers first.") + table_html(
-        t, columns=["rank", "is_straggler", "comm_deficit_us", "busy_us", "compute_us", "comm_us", "kernel_time_us"],
-        hidden_what="ranks")
+    return (
+        head
+        + _note(
+            "comm deficit: how much less communication time the rank has than the others' median "
+            "(a rank that arrives last at a collective waits least); stragglers first."
+        )
+        + table_html(
+            t,
+            columns=["rank", "is_straggler", "comm_deficit_us", "busy_us", "compute_us", "comm_us", "kernel_time_us"],
+            hidden_what="ranks",
+        )
+    )
 
 
 @_where_available
@@ -432,16 +544,29 @@ def launch_html(trace: Any) -> str:
     if ls.table.empty:
         return "<p>No launches in this trace (no runtime call that put work on a GPU).</p>"
     t = ls.table
-    per_rank = t.groupby("rank").agg(launches=("api", "size"), runtime_us=("runtime_us", "sum"),
-                                     gpu_us=("gpu_us", "sum"),
-                                     median_delay_us=("launch_delay_us", "median"),
-                                     p95_delay_us=("launch_delay_us", lambda s: s.quantile(0.95)),
-                                     shorter_than_launch=("shorter_than_launch", "sum")).reset_index()
+    per_rank = (
+        t.groupby("rank")
+        .agg(
+            launches=("api", "size"),
+            runtime_us=("runtime_us", "sum"),
+            gpu_us=("gpu_us", "sum"),
+            median_delay_us=("launch_delay_us", "median"),
+            p95_delay_us=("launch_delay_us", lambda s: s.quantile(0.95)),
+            shorter_than_launch=("shorter_than_launch", "sum"),
+        )
+        .reset_index()
+    )
     per_rank = worst_ranks_first(per_rank, "p95_delay_us")
-    return (f"<p>{ls.n_launches:,} launches, {ls.n_shorter_than_launch:,} of them ran on the GPU for less time "
-            "than their launch call took on the CPU.</p>" + table_html(ls.by_api, hidden_what="APIs")
-            + ("<h4>Per rank (longest launch delays first)</h4>" + table_html(per_rank, hidden_what="ranks")
-               if len(trace.ranks) > 1 else ""))
+    return (
+        f"<p>{ls.n_launches:,} launches, {ls.n_shorter_than_launch:,} of them ran on the GPU for less time "
+        "than their launch call took on the CPU.</p>"
+        + table_html(ls.by_api, hidden_what="APIs")
+        + (
+            "<h4>Per rank (longest launch delays first)</h4>" + table_html(per_rank, hidden_what="ranks")
+            if len(trace.ranks) > 1
+            else ""
+        )
+    )
 
 
 @_where_available
@@ -450,9 +575,11 @@ def copies_html(trace: Any) -> str:
     if c.table.empty:
         return "<p>No memory copies or sets in this trace.</p>"
     t = worst_ranks_first(c.table, "dur_us")
-    return (f"<p>{_esc(format_ms(c.total_copy_us / 1000))} in copies; {_esc(_bytes(c.pageable_bytes))} from or to "
-            "pageable host memory (a copy from pageable memory cannot overlap compute).</p>"
-            + table_html(t, hidden_what="rows"))
+    return (
+        f"<p>{_esc(format_ms(c.total_copy_us / 1000))} in copies; {_esc(_bytes(c.pageable_bytes))} from or to "
+        "pageable host memory (a copy from pageable memory cannot overlap compute).</p>"
+        + table_html(t, hidden_what="rows")
+    )
 
 
 @_where_available
@@ -460,13 +587,18 @@ def syncs_html(trace: Any) -> str:
     s = trace.sync_audit()
     if s.table.empty:
         return "<p>No host-device synchronisation in this trace.</p>"
-    parts = [f"<p>The host blocked on the device for {_esc(format_ms(s.blocked_us / 1000))} in "
-             f"{len(s.table):,} calls (all ranks).</p>", "<h4>By cause</h4>",
-             table_html(s.by_cause, hidden_what="causes")]
+    parts = [
+        f"<p>The host blocked on the device for {_esc(format_ms(s.blocked_us / 1000))} in "
+        f"{len(s.table):,} calls (all ranks).</p>",
+        "<h4>By cause</h4>",
+        table_html(s.by_cause, hidden_what="causes"),
+    ]
     if len(trace.ranks) > 1:
         per_rank = s.table.groupby("rank").agg(calls=("api", "size"), blocked_us=("blocked_us", "sum")).reset_index()
-        parts += ["<h4>Per rank (most blocked first)</h4>",
-                  table_html(worst_ranks_first(per_rank, "blocked_us"), hidden_what="ranks")]
+        parts += [
+            "<h4>Per rank (most blocked first)</h4>",
+            table_html(worst_ranks_first(per_rank, "blocked_us"), hidden_what="ranks"),
+        ]
     return "".join(parts)
 
 
@@ -476,9 +608,23 @@ def steps_html(trace: Any) -> str:
     if s.table.empty:
         return "<p>No ProfilerStep# annotations in this trace.</p>"
     t = worst_ranks_first(s.table, "dur_us")
-    return (_note(f"median step {format_ms(s.median_step_us / 1000)}; the ranks with the longest steps first.")
-            + table_html(t, columns=["rank", "step", "dur_us", "gpu_busy_us", "gpu_idle_us", "compute_us", "comm_us",
-                                     "memory_us", "n_kernels"], hidden_what="steps"))
+    return _note(
+        f"median step {format_ms(s.median_step_us / 1000)}; the ranks with the longest steps first."
+    ) + table_html(
+        t,
+        columns=[
+            "rank",
+            "step",
+            "dur_us",
+            "gpu_busy_us",
+            "gpu_idle_us",
+            "compute_us",
+            "comm_us",
+            "memory_us",
+            "n_kernels",
+        ],
+        hidden_what="steps",
+    )
 
 
 def hypotheses_html(trace: Trace | RankFolder) -> str:
@@ -488,9 +634,11 @@ def hypotheses_html(trace: Trace | RankFolder) -> str:
     return render.html(trace.diagnosis())
 
 
-NO_RANK_ATTRIBUTION = ("The rank files were read by worker processes, which keep per-rank summaries, not the "
-                       "Python events: for the time by module and source line of one rank, report on its file "
-                       "alone (or trace.rank(r).module_breakdown() in a notebook).")
+NO_RANK_ATTRIBUTION = (
+    "The rank files were read by worker processes, which keep per-rank summaries, not the "
+    "Python events: for the time by module and source line of one rank, report on its file "
+    "alone (or trace.rank(r).module_breakdown() in a notebook)."
+)
 
 
 def attribution_html(trace: Trace | RankFolder) -> str:
@@ -501,7 +649,7 @@ def attribution_html(trace: Trace | RankFolder) -> str:
     from workbench.analysis.attribution import attribution
     from workbench.trace import TraceData
 
-    if not isinstance(trace, TraceData):    # a RankFolder: summaries, no event tables here
+    if not isinstance(trace, TraceData):  # a RankFolder: summaries, no event tables here
         return _note(NO_RANK_ATTRIBUTION)
     result = attribution(trace)
     if not result.recorded:
@@ -519,8 +667,10 @@ def memory_html(trace: Trace | RankFolder) -> str:
     if not isinstance(trace, TraceData):
         trace = trace.full() if hasattr(trace, "full") else trace
     if not len(getattr(trace, "memory", ())):
-        return _note("The trace has no allocator events ([memory]): record it with profile_memory=True "
-                     "(wb.profile(fn, memory=True)) for the memory section.")
+        return _note(
+            "The trace has no allocator events ([memory]): record it with profile_memory=True "
+            "(wb.profile(fn, memory=True)) for the memory section."
+        )
     return memory_render.html(trace)
 
 
@@ -541,12 +691,14 @@ def devices_table(trace: Any) -> pd.DataFrame:
     columns = {}
     for entry in rows.values():
         ranks, ids = entry.pop("ranks"), entry.pop("ids")
-        ids_text = _ranks_text(ids) if all(isinstance(i, int) for i in ids) else ", ".join(map(str, sorted(ids, key=str)))
+        ids_text = (
+            _ranks_text(ids) if all(isinstance(i, int) for i in ids) else ", ".join(map(str, sorted(ids, key=str)))
+        )
         label = f"ranks {_ranks_text(ranks)} · devices {ids_text}" if ids else f"ranks {_ranks_text(ranks)}"
         columns[label] = {k: (_bytes(v) if k.lower().endswith("mem") and _finite(v) else v) for k, v in entry.items()}
     if not columns:
         return pd.DataFrame()
-    table = pd.DataFrame(columns)   # one row per property, one column per distinct device
+    table = pd.DataFrame(columns)  # one row per property, one column per distinct device
     table.index.name = "property"
     return table.reset_index()
 
@@ -557,8 +709,9 @@ def distributed_table(trace: Any) -> pd.DataFrame:
     for rank, info in sorted(trace.distributed_info.items()):
         rest = {k: v for k, v in dict(info).items() if k != "rank"}
         key = json.dumps(rest, sort_keys=True, default=str)
-        groups.setdefault(key, {"ranks": [], **{k: (json.dumps(v) if isinstance(v, (dict, list)) else v)
-                                                 for k, v in rest.items()}})["ranks"].append(rank)
+        groups.setdefault(
+            key, {"ranks": [], **{k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in rest.items()}}
+        )["ranks"].append(rank)
     return pd.DataFrame([{**g, "ranks": _ranks_text(g["ranks"])} for g in groups.values()])
 
 
@@ -568,9 +721,11 @@ def environment_html(trace: Any) -> str:
     if dev.empty:
         parts.append("<p>The trace carries no device properties.</p>")
     else:
-        parts.append("<h4>Device properties</h4>" + _note("One column per distinct device, with the ranks whose trace "
-                                                          "lists it and its device ids.")
-                     + table_html(dev, max_rows=60, hidden_what="properties"))
+        parts.append(
+            "<h4>Device properties</h4>"
+            + _note("One column per distinct device, with the ranks whose trace lists it and its device ids.")
+            + table_html(dev, max_rows=60, hidden_what="properties")
+        )
     dist = distributed_table(trace)
     if dist.empty:
         parts.append("<p>The trace carries no distributedInfo (a single-process trace).</p>")
@@ -594,7 +749,7 @@ def kernel_charts(trace: Any) -> list[Any]:
     if not len(trace.kernels):
         return [guarded_chart(lambda: top_ops_chart(trace.op_breakdown()), "Top ops")]
     kb = trace.kernel_breakdown()
-    folded = kernel_table(trace)   # one bar per kernel, summed over the ranks
+    folded = kernel_table(trace)  # one bar per kernel, summed over the ranks
     charts = [guarded_chart(lambda: top_kernels_chart(folded, value="sum_us"), "Top kernels")]
     if kb.types is not None and not kb.types.empty:
         charts.append(guarded_chart(lambda: kernel_types_chart(kb.types), "Kernel types"))
@@ -610,11 +765,20 @@ def rank_charts(trace: Any) -> list[Any]:
         return []
     charts = []
     if len(trace.ranks) > 1:
-        charts.append(guarded_chart(lambda: per_rank_chart(trace.temporal_breakdown(), parts=("compute", "non_compute", "idle"),
-                                                    title="Time per rank"), "Time per rank"))
+        charts.append(
+            guarded_chart(
+                lambda: per_rank_chart(
+                    trace.temporal_breakdown(), parts=("compute", "non_compute", "idle"), title="Time per rank"
+                ),
+                "Time per rank",
+            )
+        )
     idle = trace.idle_breakdown().table
-    worst = idle.groupby("rank")["idle_us"].sum().sort_values(ascending=False).index[:MAX_CHART_RANKS] \
-        if "rank" in idle.columns and len(idle) else []
+    worst = (
+        idle.groupby("rank")["idle_us"].sum().sort_values(ascending=False).index[:MAX_CHART_RANKS]
+        if "rank" in idle.columns and len(idle)
+        else []
+    )
     shown = idle[idle["rank"].isin(worst)] if len(worst) else idle
     charts.append(guarded_chart(lambda: idle_chart(shown), "Idle time"))
     return charts
@@ -627,9 +791,14 @@ def overlap_charts(trace: Any) -> list[Any]:
     t = trace.comm_overlap().table
     if t.empty or not (t["comm_us"] > 0).any():
         return []
-    return [guarded_chart(lambda: per_rank_chart(t, parts=("overlap", "exposed_comm"),
-                                          title="Communication per rank: hidden under compute / exposed"),
-                   "Communication per rank")]
+    return [
+        guarded_chart(
+            lambda: per_rank_chart(
+                t, parts=("overlap", "exposed_comm"), title="Communication per rank: hidden under compute / exposed"
+            ),
+            "Communication per rank",
+        )
+    ]
 
 
 @_where_available
@@ -684,19 +853,25 @@ def kernel_roofline_table(trace: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
     if k.empty:
         return pd.DataFrame(), pd.DataFrame()
     k = k[k["kind"] == "kernel"] if "kind" in k.columns else k
-    if "kernel_type" in k.columns:    # collectives are bound by the network, not by this roofline
+    if "kernel_type" in k.columns:  # collectives are bound by the network, not by this roofline
         k = k[k["kernel_type"] == "computation"]
     placed = place_kernels(k, trace.cpu_ops, trace.device_properties)
     if placed.empty:
         return pd.DataFrame(), pd.DataFrame()
     placed = placed.assign(work_op=placed["work_op"].fillna("").astype(str))
-    by_family = (placed.groupby(["family", "placed_by"]).agg(kernels=("name", "size"), dur_us=("dur_us", "sum"))
-                 .reset_index().sort_values("dur_us", ascending=False))
+    by_family = (
+        placed.groupby(["family", "placed_by"])
+        .agg(kernels=("name", "size"), dur_us=("dur_us", "sum"))
+        .reset_index()
+        .sort_values("dur_us", ascending=False)
+    )
     total = by_family["dur_us"].sum()
     by_family["pct"] = 100 * by_family["dur_us"] / total if total > 0 else math.nan
-    per_name = (placed.groupby(["name", "kernel_type", "family", "placed_by", "work_op"], dropna=False)
-                .agg(count=("dur_us", "size"), dur_us=("dur_us", "sum"), roof_us=("roof_us", "sum"))
-                .reset_index())
+    per_name = (
+        placed.groupby(["name", "kernel_type", "family", "placed_by", "work_op"], dropna=False)
+        .agg(count=("dur_us", "size"), dur_us=("dur_us", "sum"), roof_us=("roof_us", "sum"))
+        .reset_index()
+    )
     per_name.loc[per_name["roof_us"] <= 0, "roof_us"] = math.nan
     per_name["roof_pct"] = 100 * per_name["roof_us"] / per_name["dur_us"].where(per_name["dur_us"] > 0)
     return by_family.reset_index(drop=True), per_name.sort_values("dur_us", ascending=False).reset_index(drop=True)
@@ -709,10 +884,14 @@ def kernel_roofline_html(trace: Any) -> str:
     by_family, per_name = kernel_roofline_table(trace)
     if by_family.empty:
         return "<p>No kernel to place on the roofline.</p>"
-    return ("<h4>Kernels against the roofline</h4>"
-            + _note("Each kernel is memory- or compute-bound ('memory' / 'matrix') from the analytic work of the op "
-                    "that launched it where its input shapes are known ('analytic work'), else from its name "
-                    "('kernel name'); 'uncertain' kernels sit near the ridge. roof %: the least time the work can "
-                    "take at the device's peaks, as a share of the time the kernel took (100 % is on the roof).")
-            + table_html(by_family, hidden_what="groups")
-            + table_html(per_name, columns=ROOF_COLUMNS, max_rows=15, hidden_what="kernels"))
+    return (
+        "<h4>Kernels against the roofline</h4>"
+        + _note(
+            "Each kernel is memory- or compute-bound ('memory' / 'matrix') from the analytic work of the op "
+            "that launched it where its input shapes are known ('analytic work'), else from its name "
+            "('kernel name'); 'uncertain' kernels sit near the ridge. roof %: the least time the work can "
+            "take at the device's peaks, as a share of the time the kernel took (100 % is on the roof)."
+        )
+        + table_html(by_family, hidden_what="groups")
+        + table_html(per_name, columns=ROOF_COLUMNS, max_rows=15, hidden_what="kernels")
+    )

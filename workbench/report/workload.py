@@ -5,6 +5,7 @@ The current folder is importable (as under ``python -m``), so ``--workload bench
 past a time limit) is a ``WorkloadError``, told apart from bad input (``InvalidArgumentError``):
 ``workbench report`` exits 3 (4 for the time limit) instead of 2.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -48,8 +49,10 @@ def _where(exc: BaseException) -> str:
 
 def _failed(what: str, exc: BaseException) -> WorkloadError:
     if isinstance(exc, SystemExit):
-        return WorkloadError(f"{what} called sys.exit({exc.code!r}){_where(exc)}: a workload must return "
-                             "(raise an exception to signal a failure)")
+        return WorkloadError(
+            f"{what} called sys.exit({exc.code!r}){_where(exc)}: a workload must return "
+            "(raise an exception to signal a failure)"
+        )
     return WorkloadError(f"{what} raised {type(exc).__name__}: {exc}{_where(exc)}")
 
 
@@ -66,23 +69,25 @@ def resolve_workload(spec: str) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     spec = current_spec(spec)  # a module moved since (workbench.demo): where it is now
     module_name, sep, func_name = spec.partition(":")
     if not sep or not module_name or not func_name:
-        raise InvalidArgumentError(f"workload {spec!r} is not of the form module:function "
-                                   f"(for example {DEFAULT_WORKLOAD})")
+        raise InvalidArgumentError(
+            f"workload {spec!r} is not of the form module:function (for example {DEFAULT_WORKLOAD})"
+        )
     _current_folder_importable()
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name and module_name.startswith(exc.name):
-            raise InvalidArgumentError(f"unknown workload {spec!r}: no module named {exc.name!r} "
-                                       f"(not in the current folder {os.getcwd()!r}, nor installed, "
-                                       "nor on PYTHONPATH)") from None
+            raise InvalidArgumentError(
+                f"unknown workload {spec!r}: no module named {exc.name!r} "
+                f"(not in the current folder {os.getcwd()!r}, nor installed, "
+                "nor on PYTHONPATH)"
+            ) from None
         raise _failed(f"importing the workload module {module_name!r}", exc) from exc
     except (Exception, SystemExit) as exc:
         raise _failed(f"importing the workload module {module_name!r}", exc) from exc
     func = getattr(module, func_name, None)
     if not callable(func):
-        raise InvalidArgumentError(f"unknown workload {spec!r}: module {module_name!r} has no callable "
-                                   f"{func_name!r}")
+        raise InvalidArgumentError(f"unknown workload {spec!r}: module {module_name!r} has no callable {func_name!r}")
     make_inputs = getattr(module, "make_inputs", None)
     if callable(make_inputs) and func is not make_inputs and _needs_arguments(func):
         try:
@@ -98,8 +103,7 @@ def _needs_arguments(func: Callable[..., Any]) -> bool:
         params = inspect.signature(func).parameters.values()
     except (TypeError, ValueError):  # builtins without a signature
         return True
-    return any(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-               for p in params)
+    return any(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
 
 
 def workload_inputs(spec: str) -> tuple[Callable[..., Any], Callable[[], tuple[Any, ...]]]:
@@ -118,6 +122,7 @@ def workload_inputs(spec: str) -> tuple[Callable[..., Any], Callable[[], tuple[A
     def fresh() -> tuple[Any, ...]:
         made = make_inputs(seed=next(seeds)) if seeded else make_inputs()
         return tuple(made) if isinstance(made, (tuple, list)) else (made,)
+
     return func, fresh
 
 
@@ -135,14 +140,19 @@ def time_limit(seconds: float | None, what: str) -> Iterator[None]:
 
     Uses SIGALRM, so it applies on POSIX in the main thread (elsewhere the block runs unlimited);
     a long call inside torch ends first, then the timeout is raised. None: no limit."""
-    if seconds is None or not math.isfinite(seconds) or not hasattr(signal, "setitimer") \
-            or threading.current_thread() is not threading.main_thread():
+    if (
+        seconds is None
+        or not math.isfinite(seconds)
+        or not hasattr(signal, "setitimer")
+        or threading.current_thread() is not threading.main_thread()
+    ):
         yield
         return
 
     def expire(signum: int, frame: FrameType | None) -> None:
-        raise WorkloadTimeout(f"{what} ran past the time limit of {seconds:g} s and was stopped; "
-                              "raise --time-limit or lower --repeat")
+        raise WorkloadTimeout(
+            f"{what} ran past the time limit of {seconds:g} s and was stopped; raise --time-limit or lower --repeat"
+        )
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)

@@ -12,18 +12,43 @@ History (for ``%%gpuprofile`` and ``wb.profile``): ``record_run(run, source=...,
 ``append_run(path, run, key)``, ``load_history(path, key)``,
 ``history_key(source, environment, notebook=...)``, ``change_points(entries)``.
 """
+
 from __future__ import annotations
 
 from workbench.study.baseline import Baseline
 from workbench.study.files import StudyWarning
-from workbench.study.history import (History, HistoryEntry, append_run, change_points, default_history_path,
-                                     history_key, history_keys, load_history, record_run)
+from workbench.study.history import (
+    History,
+    HistoryEntry,
+    append_run,
+    change_points,
+    default_history_path,
+    history_key,
+    history_keys,
+    load_history,
+    record_run,
+)
 from workbench.study.ledger import LEDGER_STATUSES, LedgerEntry
 from workbench.study.residuals import RESIDUALS
 from workbench.study.study import Study, StudyRound
 from workbench.study.summary import RoundSummary
 
-__all__ = ["Study", "StudyRound", "Baseline", "LedgerEntry", "RoundSummary", "StudyWarning", "History",
-           "HistoryEntry", "append_run", "load_history", "record_run", "history_keys", "default_history_path",
-           "history_key", "change_points", "LEDGER_STATUSES",
-           "RESIDUALS"]
+__all__ = [
+    "Study",
+    "StudyRound",
+    "Baseline",
+    "LedgerEntry",
+    "RoundSummary",
+    "StudyWarning",
+    "History",
+    "HistoryEntry",
+    "append_run",
+    "load_history",
+    "record_run",
+    "history_keys",
+    "default_history_path",
+    "history_key",
+    "change_points",
+    "LEDGER_STATUSES",
+    "RESIDUALS",
+]

@@ -5,6 +5,7 @@ it cannot read (truncated by a crash, edited by hand) warns, naming the file and
 reads the rest. A file whose header says it was written by a newer format is refused with a
 ``StudyError``: guessing at a newer layout could misread it, and nothing is changed.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,13 +14,20 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from workbench.errors import StudyError
-
-
 from workbench.study import records
 from workbench.study.records import Line, StudyWarning
 
-__all__ = ["Line", "StudyWarning", "plain", "dumps", "write_json", "read_json", "append_line", "read_lines",
-           "check_format"]
+__all__ = [
+    "Line",
+    "StudyWarning",
+    "plain",
+    "dumps",
+    "write_json",
+    "read_json",
+    "append_line",
+    "read_lines",
+    "check_format",
+]
 
 
 def plain(value: Any) -> Any:
@@ -65,12 +73,14 @@ def append_line(path: Path, record: dict[str, Any], what: str = "study file") ->
     records.append_jsonl(path, record, what, dumps)
 
 
-def read_lines(path: Path, what: str, *, required: tuple[str, ...] = (),
-               parse: records.Parse | None = None) -> Iterator[Line]:
+def read_lines(
+    path: Path, what: str, *, required: tuple[str, ...] = (), parse: records.Parse | None = None
+) -> Iterator[Line]:
     """The readable records of a JSON lines file, in order; each unreadable line (not JSON, not an
     object, without a ``required`` key, or refused by ``parse``) is skipped with a
     ``StudyWarning`` that names the file and the line. A missing file has no records; a path that
     is not a regular file is refused (StudyError) before it is opened."""
+
     def check(record: dict[str, Any]) -> Any:
         missing = [k for k in required if k not in record]
         if missing:
@@ -84,11 +94,15 @@ def read_lines(path: Path, what: str, *, required: tuple[str, ...] = (),
 def check_format(header: dict[str, Any], *, kind: str, version: int, path: Path) -> None:
     """Refuse a header of another kind, or one written by a newer format version."""
     if header.get("format") != kind:
-        raise StudyError(f"{str(path)!r} is not a {kind} file (its format is {header.get('format')!r}); "
-                         f"point at the folder or file the study wrote; nothing was changed")
+        raise StudyError(
+            f"{str(path)!r} is not a {kind} file (its format is {header.get('format')!r}); "
+            f"point at the folder or file the study wrote; nothing was changed"
+        )
     found = header.get("version")
     if not isinstance(found, int) or found < 1:
         raise StudyError(f"{str(path)!r} has no readable format version ({found!r}); nothing was changed")
     if found > version:
-        raise StudyError(f"{str(path)!r} was written by a newer workbench (format version {found}; this one "
-                         f"reads up to {version}): upgrade workbench to read it; nothing was changed")
+        raise StudyError(
+            f"{str(path)!r} was written by a newer workbench (format version {found}; this one "
+            f"reads up to {version}): upgrade workbench to read it; nothing was changed"
+        )

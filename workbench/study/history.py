@@ -22,6 +22,7 @@ share of seeded simulations of the null (one level, the same noise) whose best s
 segment it leaves is searched again. Each side of a change holds at least ``min_size`` entries, so one
 outlier is not a change: a shift is confirmed by its second run.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -48,14 +49,14 @@ EntryLike = Union["HistoryEntry", float, dict[str, Any]]
 
 HISTORY_FORMAT = "workbench-history"
 HISTORY_VERSION = 1
-ALPHA = 0.01            # significance of one split (binary segmentation searches a side only after a find)
-SIMULATIONS = 1000      # draws of the null distribution
-MIN_SIZE = 2            # entries on each side of a change
-PAIR_LIMIT = 150        # series up to this length also try the two-split (up-then-down) model
-CHUNK = 250             # null draws simulated at once
-IQR_TO_SD = 1.349       # a normal distribution's IQR in standard deviations
-MEDIAN_SE = math.sqrt(math.pi / 2)   # a median's standard error over the mean's, for normal samples
-RUN_NOISE = 0.01        # run-to-run noise of one machine (relative), beyond a run's own sampling error
+ALPHA = 0.01  # significance of one split (binary segmentation searches a side only after a find)
+SIMULATIONS = 1000  # draws of the null distribution
+MIN_SIZE = 2  # entries on each side of a change
+PAIR_LIMIT = 150  # series up to this length also try the two-split (up-then-down) model
+CHUNK = 250  # null draws simulated at once
+IQR_TO_SD = 1.349  # a normal distribution's IQR in standard deviations
+MEDIAN_SE = math.sqrt(math.pi / 2)  # a median's standard error over the mean's, for normal samples
+RUN_NOISE = 0.01  # run-to-run noise of one machine (relative), beyond a run's own sampling error
 
 
 @dataclass(frozen=True)
@@ -63,16 +64,16 @@ class HistoryEntry:
     """One profile of a cell: when, its clean median and the spread of its samples."""
 
     key: str
-    time: str                     # ISO time of the run
+    time: str  # ISO time of the run
     median_ms: float
-    spread_ms: float              # interquartile range of the run's clean samples
+    spread_ms: float  # interquartile range of the run's clean samples
     p95_ms: float | None = None
     n: int = 0
     name: str = ""
-    notebook: str = ""            # the notebook (or script) that wrote it, "" when not given
+    notebook: str = ""  # the notebook (or script) that wrote it, "" when not given
     source_hash: str = ""
     environment_key: str = ""
-    label: str = ""               # the cell's (or callable's) first line, for people: what the key stands for
+    label: str = ""  # the cell's (or callable's) first line, for people: what the key stands for
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -103,13 +104,23 @@ class History:
     notes: tuple[str, ...] = field(default=(), compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "entries": [e.to_dict() for e in self.entries],
-                "change_points": list(self.change_points), "path": self.path, "notes": list(self.notes)}
+        return {
+            "key": self.key,
+            "entries": [e.to_dict() for e in self.entries],
+            "change_points": list(self.change_points),
+            "path": self.path,
+            "notes": list(self.notes),
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "History":
-        return cls(d["key"], tuple(HistoryEntry.from_dict(e) for e in d.get("entries", ())),
-                   tuple(int(i) for i in d.get("change_points", ())), d.get("path", ""), tuple(d.get("notes", ())))
+        return cls(
+            d["key"],
+            tuple(HistoryEntry.from_dict(e) for e in d.get("entries", ())),
+            tuple(int(i) for i in d.get("change_points", ())),
+            d.get("path", ""),
+            tuple(d.get("notes", ())),
+        )
 
     def to_text(self) -> str:
         lines = [f"history {self.key}: {len(self.entries)} runs, change points at {list(self.change_points) or 'none'}"]
@@ -123,14 +134,26 @@ def history_key(source: str, environment: dict[str, Any], *, notebook: str = "")
     """The key of a cell's history: its source hash, the stable environment fingerprint and, when
     given, the notebook, so that two notebooks sharing one history file keep apart."""
     src = hashlib.sha256(source.encode()).hexdigest()[:16]
-    env = hashlib.sha256(json.dumps(stable_environment(environment), sort_keys=True, default=str).encode()).hexdigest()[:16]
+    env = hashlib.sha256(json.dumps(stable_environment(environment), sort_keys=True, default=str).encode()).hexdigest()[
+        :16
+    ]
     nb = hashlib.sha256(notebook.encode()).hexdigest()[:8] if notebook else ""
     return f"{src}-{env}" + (f"-{nb}" if nb else "")
 
 
-ENTRY_FIELDS = {"key": "str", "time": "str?", "median_ms": "positive", "spread_ms": "nonneg?", "p95_ms": "nonneg?",
-                "n": "count?", "name": "str?", "notebook": "str?", "source_hash": "str?", "environment_key": "str?",
-                "label": "str?"}
+ENTRY_FIELDS = {
+    "key": "str",
+    "time": "str?",
+    "median_ms": "positive",
+    "spread_ms": "nonneg?",
+    "p95_ms": "nonneg?",
+    "n": "count?",
+    "name": "str?",
+    "notebook": "str?",
+    "source_hash": "str?",
+    "environment_key": "str?",
+    "label": "str?",
+}
 WHAT = "history file"
 
 
@@ -148,8 +171,10 @@ def _check_header(lines: list[records.Line], path: Path) -> None:
         return
     header = lines[0].value
     if not isinstance(header, dict) or "format" not in header:
-        raise StudyError(f"{str(path)!r} does not start with a workbench history header; it is not a history "
-                         f"file (or its first line is damaged): point at another file; nothing was changed")
+        raise StudyError(
+            f"{str(path)!r} does not start with a workbench history header; it is not a history "
+            f"file (or its first line is damaged): point at another file; nothing was changed"
+        )
     check_format(header, kind=HISTORY_FORMAT, version=HISTORY_VERSION, path=path)
 
 
@@ -161,8 +186,11 @@ def _read(path: Any, *, warn: bool = True) -> tuple[Path, list[HistoryEntry]]:
     lines, skipped = records.read_jsonl(p, WHAT, _parse_line, warn=False)
     _check_header(lines, p)
     entries = [ln.value for ln in lines[1:] if isinstance(ln.value, HistoryEntry)]
-    odd = [records.Skipped(str(p), ln.number, f"neither the header nor an entry (keys {sorted(ln.record)[:6]})")
-           for ln in lines[1:] if not isinstance(ln.value, HistoryEntry)]
+    odd = [
+        records.Skipped(str(p), ln.number, f"neither the header nor an entry (keys {sorted(ln.record)[:6]})")
+        for ln in lines[1:]
+        if not isinstance(ln.value, HistoryEntry)
+    ]
     if warn:
         records.warn_skipped(sorted([*skipped, *odd], key=lambda s: s.number), WHAT, stacklevel=4)
     return p, entries
@@ -177,11 +205,12 @@ def first_line(source: str, limit: int = 80) -> str:
     lines = [ln.strip() for ln in str(source).splitlines() if ln.strip()]
     code = [ln for ln in lines if not ln.startswith(("%", "!"))] or lines
     text = code[0] if code else ""
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def append_run(history_path: str | Path, run: RunRecord, key: str, *, notebook: str = "",
-               label: str = "") -> HistoryEntry:
+def append_run(
+    history_path: str | Path, run: RunRecord, key: str, *, notebook: str = "", label: str = ""
+) -> HistoryEntry:
     """Append one profiled run (a ProfileRun: ``timing``, ``created_at``) to the history under ``key``.
 
     A key already written by another notebook in this file is refused (StudyError): build the key
@@ -190,17 +219,27 @@ def append_run(history_path: str | Path, run: RunRecord, key: str, *, notebook: 
     appending at once both keep their entry. A run whose median is not a finite number > 0 is
     refused (it could never be read back)."""
     if not key or not isinstance(key, str):
-        raise StudyError(f"a history entry needs a non-empty string key (history_key(source, environment)); got {key!r}")
+        raise StudyError(
+            f"a history entry needs a non-empty string key (history_key(source, environment)); got {key!r}"
+        )
     path = records.as_path(history_path, WHAT)
     timing = run.timing
     env = run.environment or {}
-    entry = HistoryEntry(key=key, time=str(run.created_at), median_ms=float(timing.median_ms),
-                         spread_ms=float(timing.iqr_ms), p95_ms=float(timing.p95_ms), n=int(timing.n),
-                         name=str(run.name), notebook=notebook,
-                         source_hash=key.split("-")[0],
-                         environment_key=hashlib.sha256(json.dumps(stable_environment(env), sort_keys=True,
-                                                                   default=str).encode()).hexdigest()[:16],
-                         label=str(label))
+    entry = HistoryEntry(
+        key=key,
+        time=str(run.created_at),
+        median_ms=float(timing.median_ms),
+        spread_ms=float(timing.iqr_ms),
+        p95_ms=float(timing.p95_ms),
+        n=int(timing.n),
+        name=str(run.name),
+        notebook=notebook,
+        source_hash=key.split("-")[0],
+        environment_key=hashlib.sha256(
+            json.dumps(stable_environment(env), sort_keys=True, default=str).encode()
+        ).hexdigest()[:16],
+        label=str(label),
+    )
     try:
         HistoryEntry.parse(entry.to_dict())
     except ValueError as exc:
@@ -209,18 +248,25 @@ def append_run(history_path: str | Path, run: RunRecord, key: str, *, notebook: 
         lines = log.lines(_parse_line)
         _check_header(lines, path)
         if notebook:
-            others = {e.notebook for e in (ln.value for ln in lines[1:]) if isinstance(e, HistoryEntry)
-                      and e.key == key and e.notebook and e.notebook != notebook}
+            others = {
+                e.notebook
+                for e in (ln.value for ln in lines[1:])
+                if isinstance(e, HistoryEntry) and e.key == key and e.notebook and e.notebook != notebook
+            }
             if others:
-                raise StudyError(f"history key {key} in {str(path)!r} is already used by {sorted(others)}, not by "
-                                 f"{notebook!r}: two notebooks share this file with the same key; build the key with "
-                                 f"history_key(source, environment, notebook=...) so each keeps its own history "
-                                 f"(nothing was written)")
+                raise StudyError(
+                    f"history key {key} in {str(path)!r} is already used by {sorted(others)}, not by "
+                    f"{notebook!r}: two notebooks share this file with the same key; build the key with "
+                    f"history_key(source, environment, notebook=...) so each keeps its own history "
+                    f"(nothing was written)"
+                )
         if not lines and os.fstat(log.fd).st_size == 0:
             log.append({"format": HISTORY_FORMAT, "version": HISTORY_VERSION}, dumps)
         elif not lines:
-            raise StudyError(f"{str(path)!r} has no readable line, so no workbench history header: it is not a "
-                             f"history file (or it is damaged): point at another file; nothing was written")
+            raise StudyError(
+                f"{str(path)!r} has no readable line, so no workbench history header: it is not a "
+                f"history file (or it is damaged): point at another file; nothing was written"
+            )
         log.append({"entry": entry.to_dict()}, dumps)
     return entry
 
@@ -237,13 +283,13 @@ def load_history(path: str | Path, key: str, **change_point_options: Any) -> His
     return History(key, entries, tuple(change_points(entries, **change_point_options)), str(p))
 
 
-NOTEBOOK_FILE = "workbench-history.jsonl"      # the one default file name: beside the notebook, or here
-LEGACY_FOLDER = ".workbench"                   # where a script's history went before (read, never written)
+NOTEBOOK_FILE = "workbench-history.jsonl"  # the one default file name: beside the notebook, or here
+LEGACY_FOLDER = ".workbench"  # where a script's history went before (read, never written)
 LEGACY_FILE = "history.jsonl"
-DEFAULT_FOLDER, DEFAULT_FILE = LEGACY_FOLDER, LEGACY_FILE      # the old names, kept for imports
+DEFAULT_FOLDER, DEFAULT_FILE = LEGACY_FOLDER, LEGACY_FILE  # the old names, kept for imports
 
 
-HISTORY_ENV = "WORKBENCH_HISTORY"     # a history file to use instead of the default one
+HISTORY_ENV = "WORKBENCH_HISTORY"  # a history file to use instead of the default one
 
 
 def default_history_path(notebook: str | Path | None = None) -> Path:
@@ -262,8 +308,14 @@ def default_history_path(notebook: str | Path | None = None) -> Path:
     return Path.cwd() / NOTEBOOK_FILE
 
 
-def record_run(run: RunRecord, *, source: str, notebook: str | None = None, path: str | Path | None = None,
-               **change_point_options: Any) -> History:
+def record_run(
+    run: RunRecord,
+    *,
+    source: str,
+    notebook: str | None = None,
+    path: str | Path | None = None,
+    **change_point_options: Any,
+) -> History:
     """Append one profiled run (a ProfileRun) to its history and return the history with its
     change points: keyed by ``source`` (the cell's, or the callable's, source), the run's stable
     environment fingerprint and the notebook's name, so that two notebooks sharing one file keep
@@ -301,7 +353,9 @@ def callable_source(fn: Any) -> str:
         return f"{mod}.{name}"
 
 
-def record_profile(run: RunRecord, source: str, *, notebook: str | None = None, where: str = "wb.profile") -> History | None:
+def record_profile(
+    run: RunRecord, source: str, *, notebook: str | None = None, where: str = "wb.profile"
+) -> History | None:
     """``record_run`` for the profilers (``wb.profile``, ``%%gpuprofile``): the history, or None
     with a warning when it cannot be written (a profile never fails for its history) or when
     ``WORKBENCH_HISTORY=off``."""
@@ -317,14 +371,20 @@ def record_profile(run: RunRecord, source: str, *, notebook: str | None = None, 
         key = history_key(source, dict(run.environment or {}), notebook=nb)
         append_run(target, run, key, notebook=nb, label=first_line(source))
     except (WorkbenchError, OSError, ValueError, TypeError, AttributeError) as exc:
-        warnings.warn(f"{where}: the run was not added to its history ({type(exc).__name__}: {exc}); the profile "
-                      f"itself is fine (history=False / --no-history turns the history off)", stacklevel=3)
+        warnings.warn(
+            f"{where}: the run was not added to its history ({type(exc).__name__}: {exc}); the profile "
+            f"itself is fine (history=False / --no-history turns the history off)",
+            stacklevel=3,
+        )
         return None
-    try:            # added: what follows can only fail to read it back, and says so
+    try:  # added: what follows can only fail to read it back, and says so
         return load_history(target, key)
     except (WorkbenchError, OSError, ValueError, TypeError, AttributeError) as exc:
-        warnings.warn(f"{where}: the run was added to its history {str(target)!r}, but the history could not be "
-                      f"read back ({type(exc).__name__}: {exc}); run.history is None", stacklevel=3)
+        warnings.warn(
+            f"{where}: the run was added to its history {str(target)!r}, but the history could not be "
+            f"read back ({type(exc).__name__}: {exc}); run.history is None",
+            stacklevel=3,
+        )
         return None
 
 
@@ -356,7 +416,7 @@ def _levels(entries: Sequence[EntryLike], run_noise: float = RUN_NOISE) -> tuple
         med.append(math.log(m))
         # the standard error of a median of n samples: sqrt(pi/2) sd / sqrt(n), sd from the IQR
         own = MEDIAN_SE * s / IQR_TO_SD / m / math.sqrt(n) if s > 0 and n > 0 and math.isfinite(s) else 0.0
-        noise.append(math.sqrt(own ** 2 + run_noise ** 2))
+        noise.append(math.sqrt(own**2 + run_noise**2))
     return np.asarray(med), np.asarray(noise)
 
 
@@ -364,7 +424,7 @@ def _segment_ss(csum: np.ndarray, csq: np.ndarray, a: np.ndarray, b: np.ndarray)
     """Sum and sum of squared deviations of y[a:b] per draw (``csum``/``csq`` with a leading 0)."""
     s = csum[:, b] - csum[:, a]
     q = csq[:, b] - csq[:, a]
-    return s, q - s ** 2 / (b - a)
+    return s, q - s**2 / (b - a)
 
 
 def _best_split(y: np.ndarray, floor: float, min_size: int) -> tuple[np.ndarray, list[tuple[int, ...]]]:
@@ -377,7 +437,7 @@ def _best_split(y: np.ndarray, floor: float, min_size: int) -> tuple[np.ndarray,
     csum = np.concatenate([np.zeros((draws, 1)), np.cumsum(y, axis=1)], axis=1)
     csq = np.concatenate([np.zeros((draws, 1)), np.cumsum(y * y, axis=1)], axis=1)
     _, ss0 = _segment_ss(csum, csq, np.array(0), np.array(n))
-    floor2 = floor ** 2
+    floor2 = floor**2
     ks = np.arange(min_size, n - min_size + 1)
     _, ssl = _segment_ss(csum, csq, np.zeros_like(ks), ks)
     _, ssr = _segment_ss(csum, csq, ks, np.full_like(ks, n))
@@ -404,8 +464,17 @@ def _best_split(y: np.ndarray, floor: float, min_size: int) -> tuple[np.ndarray,
     return stat, where
 
 
-def _search(y: np.ndarray, noise: np.ndarray, offset: int, *, alpha: float, simulations: int, min_size: int,
-            rng: np.random.Generator, found: list[int]) -> None:
+def _search(
+    y: np.ndarray,
+    noise: np.ndarray,
+    offset: int,
+    *,
+    alpha: float,
+    simulations: int,
+    min_size: int,
+    rng: np.random.Generator,
+    found: list[int],
+) -> None:
     n = len(y)
     if n < 2 * min_size:
         return
@@ -427,19 +496,25 @@ def _search(y: np.ndarray, noise: np.ndarray, offset: int, *, alpha: float, simu
     k = splits[0] if len(splits) == 1 else max(splits, key=lambda s: _one_step(y, s, floor))
     found.append(offset + k)
     _search(y[:k], noise[:k], offset, alpha=alpha, simulations=simulations, min_size=min_size, rng=rng, found=found)
-    _search(y[k:], noise[k:], offset + k, alpha=alpha, simulations=simulations, min_size=min_size, rng=rng,
-            found=found)
+    _search(y[k:], noise[k:], offset + k, alpha=alpha, simulations=simulations, min_size=min_size, rng=rng, found=found)
 
 
 def _one_step(y: np.ndarray, k: int, floor: float) -> float:
     left, right = y[:k], y[k:]
     ss1 = float(np.sum((left - left.mean()) ** 2) + np.sum((right - right.mean()) ** 2))
     ss0 = float(np.sum((y - y.mean()) ** 2))
-    return (ss0 - ss1) / max(ss1 / max(len(y) - 2, 1), floor ** 2, 1e-300)
+    return (ss0 - ss1) / max(ss1 / max(len(y) - 2, 1), floor**2, 1e-300)
 
 
-def change_points(entries: Iterable[EntryLike], *, alpha: float = ALPHA, simulations: int = SIMULATIONS,
-                  min_size: int = MIN_SIZE, seed: int = 0, run_noise: float = RUN_NOISE) -> list[int]:
+def change_points(
+    entries: Iterable[EntryLike],
+    *,
+    alpha: float = ALPHA,
+    simulations: int = SIMULATIONS,
+    min_size: int = MIN_SIZE,
+    seed: int = 0,
+    run_noise: float = RUN_NOISE,
+) -> list[int]:
     """Indices where a significant shift in the runs' median begins (sorted; [] when none).
 
     ``entries``: HistoryEntry values, dicts with ``median_ms`` (and ``spread_ms``), or plain
@@ -456,6 +531,14 @@ def change_points(entries: Iterable[EntryLike], *, alpha: float = ALPHA, simulat
         raise StudyError(f"run_noise is a relative noise level between 0 and 1; got {run_noise!r}")
     y, noise = _levels(entries, run_noise)
     found: list[int] = []
-    _search(y, noise, 0, alpha=alpha, simulations=simulations, min_size=min_size,
-            rng=np.random.default_rng(seed), found=found)
+    _search(
+        y,
+        noise,
+        0,
+        alpha=alpha,
+        simulations=simulations,
+        min_size=min_size,
+        rng=np.random.default_rng(seed),
+        found=found,
+    )
     return sorted(found)

@@ -9,6 +9,7 @@ the tree was dirty. Two baselines share an ID only when all of these agree.
 
 The environment comes from the profiled run (``run.environment``), never read here.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,8 +38,11 @@ def unwrap(fn: Any) -> Any:
     seen = set()
     while id(fn) not in seen:
         seen.add(id(fn))
-        inner = (getattr(fn, "_torchdynamo_orig_callable", None) or getattr(fn, "_orig_mod", None)
-                 or getattr(fn, "__wrapped__", None))
+        inner = (
+            getattr(fn, "_torchdynamo_orig_callable", None)
+            or getattr(fn, "_orig_mod", None)
+            or getattr(fn, "__wrapped__", None)
+        )
         if inner is None and type(fn).__name__ == "Variant" and hasattr(fn, "fn"):
             inner = fn.fn
         if inner is None and type(fn).__name__ == "partial":
@@ -60,7 +64,7 @@ def source_of(fn: Any) -> str:
     code = getattr(target, "__code__", None)
     if code is not None:
         return f"<no source: code of {getattr(target, '__qualname__', '?')}> {code.co_code.hex()} {code.co_consts!r}"
-    if callable(target) and hasattr(type(target), "forward"):           # an nn.Module instance
+    if callable(target) and hasattr(type(target), "forward"):  # an nn.Module instance
         try:
             return inspect.getsource(type(target))
         except (OSError, TypeError):
@@ -84,8 +88,13 @@ def callable_ref(fn: Any) -> dict[str, Any]:
         line = inspect.getsourcelines(target)[1]
     except (OSError, TypeError):
         file, line = None, None
-    return {"module": module, "qualname": qualname, "file": file, "line": line,
-            "importable": bool(module and qualname and module != "__main__" and "<" not in qualname)}
+    return {
+        "module": module,
+        "qualname": qualname,
+        "file": file,
+        "line": line,
+        "importable": bool(module and qualname and module != "__main__" and "<" not in qualname),
+    }
 
 
 def resolve_ref(ref: dict[str, Any] | None, what: str) -> Callable[..., Any]:
@@ -94,17 +103,23 @@ def resolve_ref(ref: dict[str, Any] | None, what: str) -> Callable[..., Any]:
         raise StudyError(f"the {what} was not recorded with an importable name")
     module_name, qualname = current_module(ref["module"]), ref["qualname"]  # a module moved since: where it is now
     if not ref.get("importable", True):
-        raise StudyError(f"the {what} {qualname!r} was defined in {module_name!r} (a notebook or script), "
-                         f"which cannot be imported again in this process")
+        raise StudyError(
+            f"the {what} {qualname!r} was defined in {module_name!r} (a notebook or script), "
+            f"which cannot be imported again in this process"
+        )
     try:
         obj: Any = importlib.import_module(module_name)
     except Exception as exc:  # noqa: BLE001 - any import failure means the callable is gone
-        raise StudyError(f"the {what} {module_name}.{qualname} no longer exists: importing {module_name!r} "
-                         f"failed ({type(exc).__name__}: {exc})") from None
+        raise StudyError(
+            f"the {what} {module_name}.{qualname} no longer exists: importing {module_name!r} "
+            f"failed ({type(exc).__name__}: {exc})"
+        ) from None
     for part in qualname.split("."):
         if not hasattr(obj, part):
-            raise StudyError(f"the {what} {module_name}.{qualname} no longer exists: {module_name!r} has no "
-                             f"{qualname!r} (renamed or deleted?)")
+            raise StudyError(
+                f"the {what} {module_name}.{qualname} no longer exists: {module_name!r} has no "
+                f"{qualname!r} (renamed or deleted?)"
+            )
         obj = getattr(obj, part)
     if not callable(obj):
         raise StudyError(f"the {what} {module_name}.{qualname} is no longer callable")
@@ -115,9 +130,12 @@ def tensor_signature(value: Any) -> Any:
     """Shapes, dtypes and devices of the tensors in a nested value; other leaves by type (and
     value, for small plain ones)."""
     if hasattr(value, "shape") and hasattr(value, "dtype"):
-        return {"shape": [int(s) for s in value.shape], "dtype": str(value.dtype).replace("torch.", ""),
-                "device": str(getattr(value, "device", "cpu")),
-                "requires_grad": bool(getattr(value, "requires_grad", False))}
+        return {
+            "shape": [int(s) for s in value.shape],
+            "dtype": str(value.dtype).replace("torch.", ""),
+            "device": str(getattr(value, "device", "cpu")),
+            "requires_grad": bool(getattr(value, "requires_grad", False)),
+        }
     if isinstance(value, (list, tuple)):
         return [tensor_signature(v) for v in value]
     if isinstance(value, dict):
@@ -168,14 +186,30 @@ def git_state(file: str | None) -> dict[str, Any] | None:
     if not commit:
         return None
     status = git("status", "--porcelain", "--untracked-files=no")
-    return {"commit": commit, "dirty": bool(status) if status is not None else None,
-            "root": git("rev-parse", "--show-toplevel")}
+    return {
+        "commit": commit,
+        "dirty": bool(status) if status is not None else None,
+        "root": git("rev-parse", "--show-toplevel"),
+    }
 
 
-def baseline_id(*, source: str, variant: dict[str, Any], inputs: dict[str, Any], environment: dict[str, Any],
-                git: dict[str, Any] | None, parent: str | None) -> str:
+def baseline_id(
+    *,
+    source: str,
+    variant: dict[str, Any],
+    inputs: dict[str, Any],
+    environment: dict[str, Any],
+    git: dict[str, Any] | None,
+    parent: str | None,
+) -> str:
     """``b-`` and 12 hex digits of a hash over everything that defines the baseline."""
-    return "b-" + digest({"source": source, "variant": variant, "inputs": inputs,
-                          "environment": stable_environment(environment),
-                          "git": {k: (git or {}).get(k) for k in ("commit", "dirty")} if git else None,
-                          "parent": parent})
+    return "b-" + digest(
+        {
+            "source": source,
+            "variant": variant,
+            "inputs": inputs,
+            "environment": stable_environment(environment),
+            "git": {k: (git or {}).get(k) for k in ("commit", "dirty")} if git else None,
+            "parent": parent,
+        }
+    )

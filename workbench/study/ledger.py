@@ -7,6 +7,7 @@ baseline). A hypothesis rejected under a scope (the same rule and symptom scope,
 the same device) is not proposed again under that scope; under another scope it is proposed
 again, and the old entry reads ``reopenable``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -20,11 +21,11 @@ CONFIDENCE_LADDER = ("low", "medium", "high")
 
 REOPEN_WHEN = {
     "memory_bound": "a different lowering of the fused chain (another compiler backend or mode, a hand-written "
-                    "kernel), a different workload (shapes, dtypes) or a device with another bandwidth-to-compute "
-                    "ratio",
+    "kernel), a different workload (shapes, dtypes) or a device with another bandwidth-to-compute "
+    "ratio",
     "compute_bound": "a different precision or math mode (TF32, bf16), a different matmul library, or other shapes",
     "launch_overhead": "a different way of launching (CUDA graphs, a compiler mode that captures), or larger ops "
-                       "per launch",
+    "per launch",
     "host_bound": "a different host (more cores, another Python), or the device work growing past the host work",
     "host_sync": "a change in where the host reads device values (a new .item(), logging, a data-dependent branch)",
     "transfer": "pinned memory, a different copy size or overlap with compute",
@@ -66,8 +67,8 @@ class LedgerEntry:
     key: str
     hypothesis: Hypothesis
     status: str
-    baseline_id: str                    # the baseline it was proposed under
-    round: int | None                   # the round that last changed its status (None: not tested yet)
+    baseline_id: str  # the baseline it was proposed under
+    round: int | None  # the round that last changed its status (None: not tested yet)
     evidence_scope: dict[str, Any]
     reopen_when: str
     confidence: str
@@ -82,38 +83,88 @@ class LedgerEntry:
         return self.hypothesis.title
 
     def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "hypothesis": self.hypothesis.to_dict(), "status": self.status,
-                "baseline_id": self.baseline_id, "round": self.round, "evidence_scope": dict(self.evidence_scope),
-                "reopen_when": self.reopen_when, "confidence": self.confidence,
-                "events": [dict(e) for e in self.events]}
+        return {
+            "key": self.key,
+            "hypothesis": self.hypothesis.to_dict(),
+            "status": self.status,
+            "baseline_id": self.baseline_id,
+            "round": self.round,
+            "evidence_scope": dict(self.evidence_scope),
+            "reopen_when": self.reopen_when,
+            "confidence": self.confidence,
+            "events": [dict(e) for e in self.events],
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "LedgerEntry":
-        return cls(key=d["key"], hypothesis=Hypothesis.from_dict(d["hypothesis"]), status=d["status"],
-                   baseline_id=d["baseline_id"], round=d.get("round"), evidence_scope=dict(d.get("evidence_scope", {})),
-                   reopen_when=d.get("reopen_when", ""), confidence=d.get("confidence", "medium"),
-                   events=tuple(d.get("events", ())))
+        return cls(
+            key=d["key"],
+            hypothesis=Hypothesis.from_dict(d["hypothesis"]),
+            status=d["status"],
+            baseline_id=d["baseline_id"],
+            round=d.get("round"),
+            evidence_scope=dict(d.get("evidence_scope", {})),
+            reopen_when=d.get("reopen_when", ""),
+            confidence=d.get("confidence", "medium"),
+            events=tuple(d.get("events", ())),
+        )
 
     def describe(self) -> str:
         where = f"round {self.round}" if self.round is not None else "not tested yet"
-        return (f"[{self.status}] {self.category}: {self.title} (baseline {self.baseline_id}, {where}, "
-                f"confidence {self.confidence}); reopen when {self.reopen_when}")
+        return (
+            f"[{self.status}] {self.category}: {self.title} (baseline {self.baseline_id}, {where}, "
+            f"confidence {self.confidence}); reopen when {self.reopen_when}"
+        )
 
 
-HYPOTHESIS_FIELDS = {"category": "str", "title": "str", "observed": "str", "mechanism": "str",
-                     "time_at_stake_ms": "nonneg", "predicted_effect": "str", "falsifier": "str",
-                     "confounders": "strs?", "confidence": "str?", "status": "str?", "suggested_variants": "strs?",
-                     "rule": "str?", "scope": "str?", "evidence": "dicts?"}
-EVENT_FIELDS = {"event": "str", "key": "str", "baseline_id": "str", "round": "count?", "status": "str?",
-                "confidence": "str?", "evidence_scope": "dict?", "reopen_when": "str?", "reason": "str?", "at": "str?",
-                "residual": "str?"}
+HYPOTHESIS_FIELDS = {
+    "category": "str",
+    "title": "str",
+    "observed": "str",
+    "mechanism": "str",
+    "time_at_stake_ms": "nonneg",
+    "predicted_effect": "str",
+    "falsifier": "str",
+    "confounders": "strs?",
+    "confidence": "str?",
+    "status": "str?",
+    "suggested_variants": "strs?",
+    "rule": "str?",
+    "scope": "str?",
+    "evidence": "dicts?",
+}
+EVENT_FIELDS = {
+    "event": "str",
+    "key": "str",
+    "baseline_id": "str",
+    "round": "count?",
+    "status": "str?",
+    "confidence": "str?",
+    "evidence_scope": "dict?",
+    "reopen_when": "str?",
+    "reason": "str?",
+    "at": "str?",
+    "residual": "str?",
+}
 
 
 def parse_hypothesis(d: Any, where: str = "hypothesis") -> Hypothesis:
     """A stored hypothesis, its fields type-checked (ValueError naming the first wrong one)."""
     expect_all(d, HYPOTHESIS_FIELDS, where=where)
-    expect_items(d, "evidence", {"metric": "str", "value": "number", "unit": "str?", "threshold": "number?",
-                                 "comparison": "str?", "source": "str?", "rows": "dicts?"}, where=where)
+    expect_items(
+        d,
+        "evidence",
+        {
+            "metric": "str",
+            "value": "number",
+            "unit": "str?",
+            "threshold": "number?",
+            "comparison": "str?",
+            "source": "str?",
+            "rows": "dicts?",
+        },
+        where=where,
+    )
     return Hypothesis.from_dict(d)
 
 
@@ -121,17 +172,30 @@ def parse_event(e: dict[str, Any]) -> dict[str, Any]:
     """A ledger event with the types ``fold`` and the renderings rely on; ValueError otherwise."""
     expect_all(e, EVENT_FIELDS)
     scope = e.get("evidence_scope") or {}
-    expect_items(scope, "variants", {"name": "str?", "residual": "str?", "speedup": "number?",
-                                     "speedup_ci": "numbers?"}, where="evidence_scope")
+    expect_items(
+        scope,
+        "variants",
+        {"name": "str?", "residual": "str?", "speedup": "number?", "speedup_ci": "numbers?"},
+        where="evidence_scope",
+    )
     if e["event"] == "proposed":
         parse_hypothesis(expect(e, "hypothesis", "dict"))
     return e
 
 
 def proposal_event(h: Hypothesis, *, baseline_id: str, scope: dict[str, Any], at: str) -> dict[str, Any]:
-    return {"event": "proposed", "key": hypothesis_key(h), "baseline_id": baseline_id, "hypothesis": h.to_dict(),
-            "status": "proposed", "confidence": h.confidence, "evidence_scope": scope, "reopen_when": reopen_when(h),
-            "round": None, "at": at}
+    return {
+        "event": "proposed",
+        "key": hypothesis_key(h),
+        "baseline_id": baseline_id,
+        "hypothesis": h.to_dict(),
+        "status": "proposed",
+        "confidence": h.confidence,
+        "evidence_scope": scope,
+        "reopen_when": reopen_when(h),
+        "round": None,
+        "at": at,
+    }
 
 
 def fold(events: Iterable[dict[str, Any]]) -> list[LedgerEntry]:
@@ -146,10 +210,17 @@ def fold(events: Iterable[dict[str, Any]]) -> list[LedgerEntry]:
                 h = Hypothesis.from_dict(e["hypothesis"])
             except (KeyError, TypeError, ValueError):
                 continue
-            entries[ident] = {"key": e["key"], "hypothesis": h, "status": "proposed", "baseline_id": e["baseline_id"],
-                              "round": None, "evidence_scope": dict(e.get("evidence_scope") or {}),
-                              "reopen_when": e.get("reopen_when") or reopen_when(h),
-                              "confidence": e.get("confidence") or h.confidence, "events": [e]}
+            entries[ident] = {
+                "key": e["key"],
+                "hypothesis": h,
+                "status": "proposed",
+                "baseline_id": e["baseline_id"],
+                "round": None,
+                "evidence_scope": dict(e.get("evidence_scope") or {}),
+                "reopen_when": e.get("reopen_when") or reopen_when(h),
+                "confidence": e.get("confidence") or h.confidence,
+                "events": [e],
+            }
             continue
         entry = entries.get(ident)
         if entry is None:

@@ -2,6 +2,7 @@
 and the reset procedure that puts the process back as the baseline found it. Each is one
 function here (``wb.profile``, ``run.hypotheses``, ``wb.compare``), so the study's bookkeeping
 can be exercised on recorded runs and seeded clocks."""
+
 from __future__ import annotations
 
 import contextlib
@@ -34,7 +35,7 @@ def timed_callable(fn: Callable[..., Any], args: tuple[Any, ...], mode: str) -> 
     from workbench.variants.output_check import training_paths, training_step
 
     step = training_step(fn, training_paths(fn, args))
-    step.__wrapped__ = fn               # type: ignore[attr-defined]  # the user's function under it
+    step.__wrapped__ = fn  # type: ignore[attr-defined]  # the user's function under it
     step.__qualname__ = getattr(fn, "__qualname__", step.__name__)
     return step
 
@@ -46,8 +47,12 @@ def ranked_hypotheses(run: RunRecord) -> list[Hypothesis]:
     return list(diagnose(run).hypotheses)
 
 
-def compare_variants(variants: Mapping[str, VariantLike], make_inputs: Callable[[], Any] | None, baseline: str,
-                     options: Mapping[str, Any]) -> Comparison:
+def compare_variants(
+    variants: Mapping[str, VariantLike],
+    make_inputs: Callable[[], Any] | None,
+    baseline: str,
+    options: Mapping[str, Any],
+) -> Comparison:
     """``wb.compare`` with the baseline first: every variant timed interleaved with it."""
     from workbench.variants.compare import compare
 
@@ -64,7 +69,7 @@ def seed_everything(seed: int) -> None:
     try:
         import numpy as np
 
-        np.random.seed(seed % (2 ** 32))
+        np.random.seed(seed % (2**32))
     except ImportError:  # pragma: no cover - numpy is a dependency
         pass
 
@@ -106,15 +111,24 @@ def restored(settings: Mapping[str, Any]) -> Iterator[list[str]]:
 def reset_procedure(seed: int, make_inputs: Callable[[], Any] | None, settings: Mapping[str, Any]) -> tuple[str, ...]:
     """The reset/restore procedure, in words, as each round applies it."""
     name = getattr(make_inputs, "__qualname__", None) or getattr(make_inputs, "__name__", None) or "make_inputs"
-    steps = [f"seed python, numpy and torch with {seed}, then rebuild the inputs from {name}() "
-             f"(fresh values for every correctness check, drawn after the seed)" if make_inputs else
-             f"seed python, numpy and torch with {seed}; the callable takes no inputs"]
+    steps = [
+        f"seed python, numpy and torch with {seed}, then rebuild the inputs from {name}() "
+        f"(fresh values for every correctness check, drawn after the seed)"
+        if make_inputs
+        else f"seed python, numpy and torch with {seed}; the callable takes no inputs"
+    ]
     shown = {k: settings[k] for k in RESTORED_SETTINGS if k in settings}
     if shown:
-        steps.append("restore the torch settings recorded with the baseline for the round ("
-                     + ", ".join(f"{k}={v}" for k, v in shown.items()) + "), and what was there before after it")
-    steps.append("every variant call runs under wb.compare's state guard: process-wide torch settings it "
-                 "changes are restored after each call and flagged")
-    steps.append("compiled caches are kept between rounds: compile time is reported apart as setup, "
-                 "never in the timed samples")
+        steps.append(
+            "restore the torch settings recorded with the baseline for the round ("
+            + ", ".join(f"{k}={v}" for k, v in shown.items())
+            + "), and what was there before after it"
+        )
+    steps.append(
+        "every variant call runs under wb.compare's state guard: process-wide torch settings it "
+        "changes are restored after each call and flagged"
+    )
+    steps.append(
+        "compiled caches are kept between rounds: compile time is reported apart as setup, never in the timed samples"
+    )
     return tuple(steps)

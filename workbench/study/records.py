@@ -33,6 +33,7 @@ Writing:
 ``check_writable(folder)`` creates (and removes) a probe file in the folder, so that a folder that
 cannot be written is said before any profile runs, not after.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -49,16 +50,21 @@ from typing import Any, Callable, Iterator, Sequence
 
 from workbench.errors import StudyError
 
-try:                                   # POSIX
+try:  # POSIX
     import fcntl
-except ImportError:                    # pragma: no cover - Windows: the lock-file fallback below
+except ImportError:  # pragma: no cover - Windows: the lock-file fallback below
     fcntl = None  # type: ignore[assignment]
 
-MAX_BYTES = 256 * 1024 * 1024          # the largest study, ledger, rounds, baselines or history file read
-LOCK_TIMEOUT_S = 60.0                  # the longest wait for another writer's lock
-WARN_LINES = 20                        # skipped lines warned one by one; the rest in one warning
-KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-         (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+MAX_BYTES = 256 * 1024 * 1024  # the largest study, ledger, rounds, baselines or history file read
+LOCK_TIMEOUT_S = 60.0  # the longest wait for another writer's lock
+WARN_LINES = 20  # skipped lines warned one by one; the rest in one warning
+KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 class StudyWarning(UserWarning):
@@ -67,9 +73,9 @@ class StudyWarning(UserWarning):
 
 @dataclass(frozen=True)
 class Line:
-    number: int          # 1-based, as an editor shows it
+    number: int  # 1-based, as an editor shows it
     record: dict[str, Any]
-    value: Any = None    # what ``parse`` made of the record (the record itself without one)
+    value: Any = None  # what ``parse`` made of the record (the record itself without one)
 
 
 @dataclass(frozen=True)
@@ -79,8 +85,10 @@ class Skipped:
     reason: str
 
     def describe(self, what: str) -> str:
-        return (f"{what} {self.path!r}, line {self.number}: {self.reason}; the line is skipped, the rest is read "
-                f"(the file is left as it is)")
+        return (
+            f"{what} {self.path!r}, line {self.number}: {self.reason}; the line is skipped, the rest is read "
+            f"(the file is left as it is)"
+        )
 
 
 # -- paths ---------------------------------------------------------------------------------------
@@ -106,24 +114,31 @@ def check_regular(path: Path, what: str, *, max_bytes: int | None = None) -> os.
         st = os.stat(path)
     except FileNotFoundError:
         if os.path.islink(path):
-            raise StudyError(f"{what} {str(path)!r} is a symlink to nothing ({os.readlink(path)!r}); point it at a "
-                             f"file or remove it; nothing was read or written") from None
+            raise StudyError(
+                f"{what} {str(path)!r} is a symlink to nothing ({os.readlink(path)!r}); point it at a "
+                f"file or remove it; nothing was read or written"
+            ) from None
         return None
     except NotADirectoryError:
         raise StudyError(f"{what} {str(path)!r}: a folder on its path is a file; nothing was read or written") from None
     except OSError as exc:
-        raise StudyError(f"{what} {str(path)!r} cannot be examined ({exc.strerror or exc}); nothing was read or "
-                         f"written") from None
+        raise StudyError(
+            f"{what} {str(path)!r} cannot be examined ({exc.strerror or exc}); nothing was read or written"
+        ) from None
     kind = _kind(st.st_mode)
     if kind is not None:
         via = " (through a symlink)" if os.path.islink(path) else ""
-        raise StudyError(f"{what} {str(path)!r} is {kind}{via}, not a regular file: refused before opening it "
-                         f"(reading it could block or never end); point at the file itself; nothing was read or "
-                         f"written")
+        raise StudyError(
+            f"{what} {str(path)!r} is {kind}{via}, not a regular file: refused before opening it "
+            f"(reading it could block or never end); point at the file itself; nothing was read or "
+            f"written"
+        )
     if st.st_size > max_bytes:
-        raise StudyError(f"{what} {str(path)!r} is {st.st_size} bytes, over the {max_bytes} bytes a {what} may "
-                         f"hold: it is not one workbench wrote (or has grown past use); split it or point at another "
-                         f"file; nothing was read")
+        raise StudyError(
+            f"{what} {str(path)!r} is {st.st_size} bytes, over the {max_bytes} bytes a {what} may "
+            f"hold: it is not one workbench wrote (or has grown past use); split it or point at another "
+            f"file; nothing was read"
+        )
     return st
 
 
@@ -135,13 +150,14 @@ def _open_checked(path: Path, what: str, flags: int, max_bytes: int) -> int:
     except IsADirectoryError:
         raise StudyError(f"{what} {str(path)!r} is a folder, not a file; nothing was read or written") from None
     except OSError as exc:
-        raise StudyError(f"{what} {str(path)!r} cannot be opened ({exc.strerror or exc}); nothing was read or "
-                         f"written") from None
+        raise StudyError(
+            f"{what} {str(path)!r} cannot be opened ({exc.strerror or exc}); nothing was read or written"
+        ) from None
     st = os.fstat(fd)
     kind = _kind(st.st_mode)
     if kind is not None or st.st_size > max_bytes:
         os.close(fd)
-        check_regular(path, what, max_bytes=max_bytes)           # says which
+        check_regular(path, what, max_bytes=max_bytes)  # says which
         raise StudyError(f"{what} {str(path)!r} changed while it was opened; try again")
     return fd
 
@@ -149,7 +165,7 @@ def _open_checked(path: Path, what: str, flags: int, max_bytes: int) -> int:
 def _pread(fd: int, size: int, offset: int) -> bytes:
     if hasattr(os, "pread"):
         return os.pread(fd, size, offset)
-    os.lseek(fd, offset, os.SEEK_SET)                                   # pragma: no cover - Windows
+    os.lseek(fd, offset, os.SEEK_SET)  # pragma: no cover - Windows
     return os.read(fd, size)
 
 
@@ -162,8 +178,10 @@ def _read_fd(fd: int, path: Path, what: str, max_bytes: int) -> bytes:
         chunks.append(chunk)
         total += len(chunk)
         if total > max_bytes:
-            raise StudyError(f"{what} {str(path)!r} grew past the {max_bytes} bytes a {what} may hold while it was "
-                             f"read; nothing was read")
+            raise StudyError(
+                f"{what} {str(path)!r} grew past the {max_bytes} bytes a {what} may hold while it was "
+                f"read; nothing was read"
+            )
     return b"".join(chunks)
 
 
@@ -179,18 +197,20 @@ def _flock(fd: int, path: Path, what: str, exclusive: bool, timeout: float) -> N
         except BlockingIOError:
             pass
         except OSError as exc:
-            if exc.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):   # a filesystem without locks
+            if exc.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):  # a filesystem without locks
                 return
             raise StudyError(f"{what} {str(path)!r} cannot be locked ({exc.strerror or exc})") from None
         if time.monotonic() > deadline:
-            raise StudyError(f"{what} {str(path)!r}: another process has held its lock for over {timeout:.0f} s; "
-                             f"wait for it to finish (or end it) and try again; nothing was written")
+            raise StudyError(
+                f"{what} {str(path)!r}: another process has held its lock for over {timeout:.0f} s; "
+                f"wait for it to finish (or end it) and try again; nothing was written"
+            )
         time.sleep(pause)
         pause = min(pause * 2, 0.02)
 
 
 @contextlib.contextmanager
-def _lockfile(path: Path, what: str, timeout: float) -> Iterator[None]:   # pragma: no cover - no fcntl
+def _lockfile(path: Path, what: str, timeout: float) -> Iterator[None]:  # pragma: no cover - no fcntl
     """The fallback where ``fcntl`` is missing: ``<file>.lock`` created exclusively, removed after."""
     lock = path.with_name(path.name + ".lock")
     deadline = time.monotonic() + timeout
@@ -200,8 +220,10 @@ def _lockfile(path: Path, what: str, timeout: float) -> Iterator[None]:   # prag
             break
         except FileExistsError:
             if time.monotonic() > deadline:
-                raise StudyError(f"{what} {str(path)!r} is locked by {str(lock)!r} for over {timeout:.0f} s: another "
-                                 f"process writes it, or one crashed holding it (then remove that file)") from None
+                raise StudyError(
+                    f"{what} {str(path)!r} is locked by {str(lock)!r} for over {timeout:.0f} s: another "
+                    f"process writes it, or one crashed holding it (then remove that file)"
+                ) from None
             time.sleep(0.01)
     try:
         yield
@@ -253,8 +275,12 @@ def warn_skipped(skipped: Sequence[Skipped], what: str, *, stacklevel: int = 3) 
     rest = skipped[WARN_LINES:]
     if rest:
         numbers = ", ".join(str(s.number) for s in rest[:50]) + (", ..." if len(rest) > 50 else "")
-        warnings.warn(f"{what} {rest[0].path!r}: {len(rest)} more unreadable lines (lines {numbers}) are skipped; "
-                      f"the rest is read (the file is left as it is)", StudyWarning, stacklevel=stacklevel + 1)
+        warnings.warn(
+            f"{what} {rest[0].path!r}: {len(rest)} more unreadable lines (lines {numbers}) are skipped; "
+            f"the rest is read (the file is left as it is)",
+            StudyWarning,
+            stacklevel=stacklevel + 1,
+        )
 
 
 def read_bytes(path: Path, what: str, *, max_bytes: int | None = None) -> bytes | None:
@@ -265,7 +291,7 @@ def read_bytes(path: Path, what: str, *, max_bytes: int | None = None) -> bytes 
     try:
         fd = _open_checked(path, what, os.O_RDONLY, max_bytes)
     except StudyError:
-        if not os.path.lexists(path):          # removed between the check and the open
+        if not os.path.lexists(path):  # removed between the check and the open
             return None
         raise
     try:
@@ -276,8 +302,15 @@ def read_bytes(path: Path, what: str, *, max_bytes: int | None = None) -> bytes 
         os.close(fd)
 
 
-def read_jsonl(path: Any, what: str, parse: Parse | None = None, *, max_bytes: int | None = None, warn: bool = True,
-               stacklevel: int = 2) -> tuple[list[Line], list[Skipped]]:
+def read_jsonl(
+    path: Any,
+    what: str,
+    parse: Parse | None = None,
+    *,
+    max_bytes: int | None = None,
+    warn: bool = True,
+    stacklevel: int = 2,
+) -> tuple[list[Line], list[Skipped]]:
     """The readable records of a JSON lines file and the lines skipped; each skipped line is also a
     StudyWarning naming the file, the line and why (unless ``warn=False``). A missing file has none."""
     p = as_path(path, what)
@@ -299,8 +332,10 @@ def read_json(path: Any, what: str, *, max_bytes: int = 16 * 1024 * 1024) -> dic
     try:
         out = json.loads(data.decode("utf-8"))
     except (ValueError, RecursionError) as exc:
-        raise StudyError(f"{what} {str(p)!r} is not valid JSON ({type(exc).__name__}: {exc}); restore it from "
-                         f"version control or start a new study in another folder (nothing was changed)") from None
+        raise StudyError(
+            f"{what} {str(p)!r} is not valid JSON ({type(exc).__name__}: {exc}); restore it from "
+            f"version control or start a new study in another folder (nothing was changed)"
+        ) from None
     if not isinstance(out, dict):
         raise StudyError(f"{what} {str(p)!r} does not hold a JSON object; nothing was changed")
     return out
@@ -332,8 +367,9 @@ class LockedFile:
                 view = view[written:]
             os.fsync(self.fd)
         except OSError as exc:
-            raise StudyError(f"{self.what} {str(self.path)!r} could not be written ({exc.strerror or exc}); the "
-                             f"record was not added") from None
+            raise StudyError(
+                f"{self.what} {str(self.path)!r} could not be written ({exc.strerror or exc}); the record was not added"
+            ) from None
 
 
 @contextlib.contextmanager
@@ -347,18 +383,19 @@ def locked(path: Any, what: str, *, max_bytes: int | None = None, timeout: float
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise StudyError(f"the folder of {what} {str(p)!r} cannot be created ({exc.strerror or exc}); nothing was "
-                         f"written") from None
+        raise StudyError(
+            f"the folder of {what} {str(p)!r} cannot be created ({exc.strerror or exc}); nothing was written"
+        ) from None
     fd = _open_checked(p, what, os.O_RDWR | os.O_APPEND | os.O_CREAT, max_bytes)
     try:
         if fcntl is not None:
             _flock(fd, p, what, True, timeout)
             yield LockedFile(fd, p, what, max_bytes)
-        else:                                                            # pragma: no cover
+        else:  # pragma: no cover
             with _lockfile(p, what, timeout):
                 yield LockedFile(fd, p, what, max_bytes)
     finally:
-        os.close(fd)                                                     # releases the flock
+        os.close(fd)  # releases the flock
 
 
 def append_jsonl(path: Any, record: dict[str, Any], what: str, dumps: Callable[[dict[str, Any]], str]) -> None:
@@ -378,12 +415,14 @@ def write_json_atomic(path: Path, text: str, what: str) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except OSError as exc:
-        raise StudyError(f"{what} {str(path)!r} could not be written ({exc.strerror or exc}); nothing was "
-                         f"changed") from None
+        raise StudyError(
+            f"{what} {str(path)!r} could not be written ({exc.strerror or exc}); nothing was changed"
+        ) from None
 
 
-def check_writable(folder: Any, what: str, *, files: Sequence[str] = (), folders: Sequence[str] = (),
-                   action: str = "nothing was run") -> Path:
+def check_writable(
+    folder: Any, what: str, *, files: Sequence[str] = (), folders: Sequence[str] = (), action: str = "nothing was run"
+) -> Path:
     """Refuse, before any long work, a folder that cannot be written: it is created if missing, a
     probe file is created in it and removed, each of ``files`` that exists must be a regular file
     that opens for appending, each of ``folders`` that exists must be a folder."""
@@ -396,13 +435,17 @@ def check_writable(folder: Any, what: str, *, files: Sequence[str] = (), folders
         os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
         os.unlink(probe)
     except OSError as exc:
-        raise StudyError(f"the {what} {str(f)!r} cannot be written ({exc.strerror or exc}): make it writable, or "
-                         f"copy the study to a writable folder and open it there; {action}") from None
+        raise StudyError(
+            f"the {what} {str(f)!r} cannot be written ({exc.strerror or exc}): make it writable, or "
+            f"copy the study to a writable folder and open it there; {action}"
+        ) from None
     for name in folders:
         sub = f / name
         if sub.exists() and not sub.is_dir():
-            raise StudyError(f"{str(sub)!r} in the {what} is not a folder (the study keeps its run bundles there); "
-                             f"move it away; {action}")
+            raise StudyError(
+                f"{str(sub)!r} in the {what} is not a folder (the study keeps its run bundles there); "
+                f"move it away; {action}"
+            )
     for name in files:
         target = f / name
         check_regular(target, f"{what} file")
@@ -423,9 +466,12 @@ def _number(v: Any) -> bool:
 
 CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "str": (lambda v: isinstance(v, str), "a string"),
-    "int": (lambda v: isinstance(v, int) and not isinstance(v, bool) and abs(v) < 2 ** 63, "an integer"),
-    "count": (lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2 ** 63, "a count (integer >= 0)"),
-    "round": (lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v < 2 ** 63, "a round number (integer >= 1)"),
+    "int": (lambda v: isinstance(v, int) and not isinstance(v, bool) and abs(v) < 2**63, "an integer"),
+    "count": (lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63, "a count (integer >= 0)"),
+    "round": (
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v < 2**63,
+        "a round number (integer >= 1)",
+    ),
     "number": (_number, "a finite number"),
     "positive": (lambda v: _number(v) and v > 0, "a finite number > 0"),
     "nonneg": (lambda v: _number(v) and v >= 0, "a finite number >= 0"),

@@ -27,6 +27,7 @@ untested                        the variant did not touch the mechanism, or it d
 The confidence moves one step up on support, one step down when weakened, to ``low`` on a
 rejection; each change is written with its reason.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,16 +41,33 @@ from workbench.variants.hypothesis_check import MECHANISM_BY_CATEGORY, judge
 if TYPE_CHECKING:
     from workbench.variants.results import VariantResult
 
-RESIDUALS = ("supported", "weakened", "rejected", "mechanism_moved_not_target", "target_moved_without_mechanism",
-             "opposite_sign", "untested")
-STATUS_OF = {"supported": "supported", "weakened": "weakened", "rejected": "rejected",
-             "mechanism_moved_not_target": "rejected", "target_moved_without_mechanism": "weakened"}
+RESIDUALS = (
+    "supported",
+    "weakened",
+    "rejected",
+    "mechanism_moved_not_target",
+    "target_moved_without_mechanism",
+    "opposite_sign",
+    "untested",
+)
+STATUS_OF = {
+    "supported": "supported",
+    "weakened": "weakened",
+    "rejected": "rejected",
+    "mechanism_moved_not_target": "rejected",
+    "target_moved_without_mechanism": "weakened",
+}
 CASE_TO_RESIDUAL = {
-    "both_moved": "supported", "time_moved_mechanism_unmeasured": "supported",
-    "moved_less_than_predicted": "weakened", "mechanism_moved_time_did_not": "mechanism_moved_not_target",
-    "time_moved_without_mechanism": "target_moved_without_mechanism", "opposite_sign": "opposite_sign",
-    "opposite_sign_mechanism_untouched": "opposite_sign", "untested_mechanism_untouched": "untested",
-    "untested_mechanism_unmeasured": "untested", "untested": "untested",
+    "both_moved": "supported",
+    "time_moved_mechanism_unmeasured": "supported",
+    "moved_less_than_predicted": "weakened",
+    "mechanism_moved_time_did_not": "mechanism_moved_not_target",
+    "time_moved_without_mechanism": "target_moved_without_mechanism",
+    "opposite_sign": "opposite_sign",
+    "opposite_sign_mechanism_untouched": "opposite_sign",
+    "untested_mechanism_untouched": "untested",
+    "untested_mechanism_unmeasured": "untested",
+    "untested": "untested",
 }
 
 
@@ -74,16 +92,29 @@ def speedup_bound(h: Hypothesis, baseline_median_ms: float | None) -> float | No
 def prediction(h: Hypothesis, variants: list[str], baseline_median_ms: float | None) -> dict[str, Any]:
     metrics = list(MECHANISM_BY_CATEGORY.get(h.category, ()))
     bound = speedup_bound(h, baseline_median_ms)
-    bound_text = f"at most x{bound:.3g} (its {h.time_at_stake_ms:.3g} ms at stake removed)" if bound and \
-        math.isfinite(bound) else "bounded by its time at stake"
+    bound_text = (
+        f"at most x{bound:.3g} (its {h.time_at_stake_ms:.3g} ms at stake removed)"
+        if bound and math.isfinite(bound)
+        else "bounded by its time at stake"
+    )
     mech = f"{' or '.join(metrics)} falls by >= 10%" if metrics else "no counted mechanism metric for this category"
-    return {"key": hypothesis_key(h), "category": h.category, "title": h.title, "variants": list(variants),
-            "predicted_effect": h.predicted_effect, "mechanism_metrics": metrics,
-            "speedup_bound": bound if bound is None or math.isfinite(bound) else None,
-            "falsifier": h.falsifier, "confidence": h.confidence, "status": h.status,
-            "discriminator": (f"if {h.category} holds, {', '.join(variants)} is faster (speedup interval above 1), "
-                              f"{bound_text}, and {mech}; if the time does not drop while the mechanism does, "
-                              f"it is rejected ({h.falsifier})")}
+    return {
+        "key": hypothesis_key(h),
+        "category": h.category,
+        "title": h.title,
+        "variants": list(variants),
+        "predicted_effect": h.predicted_effect,
+        "mechanism_metrics": metrics,
+        "speedup_bound": bound if bound is None or math.isfinite(bound) else None,
+        "falsifier": h.falsifier,
+        "confidence": h.confidence,
+        "status": h.status,
+        "discriminator": (
+            f"if {h.category} holds, {', '.join(variants)} is faster (speedup interval above 1), "
+            f"{bound_text}, and {mech}; if the time does not drop while the mechanism does, "
+            f"it is rejected ({h.falsifier})"
+        ),
+    }
 
 
 @dataclass(frozen=True)
@@ -91,7 +122,7 @@ class Residual:
     key: str
     variant: str
     residual: str
-    status: str                   # the status this pair alone would give (unchanged: the old one)
+    status: str  # the status this pair alone would give (unchanged: the old one)
     case: str
     measured_speedup: float | None
     speedup_ci: tuple[float | None, float | None]
@@ -100,9 +131,18 @@ class Residual:
     verdict: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "variant": self.variant, "residual": self.residual, "status": self.status,
-                "case": self.case, "measured_speedup": self.measured_speedup, "speedup_ci": list(self.speedup_ci),
-                "speedup_bound": self.speedup_bound, "explanation": self.explanation, "verdict": dict(self.verdict)}
+        return {
+            "key": self.key,
+            "variant": self.variant,
+            "residual": self.residual,
+            "status": self.status,
+            "case": self.case,
+            "measured_speedup": self.measured_speedup,
+            "speedup_ci": list(self.speedup_ci),
+            "speedup_bound": self.speedup_bound,
+            "explanation": self.explanation,
+            "verdict": dict(self.verdict),
+        }
 
 
 def _precisely_no_gain(result: VariantResult, min_effect: float) -> bool:
@@ -110,7 +150,9 @@ def _precisely_no_gain(result: VariantResult, min_effect: float) -> bool:
     return s is not None and not s.faster and s.ci_high < 1 + min_effect
 
 
-def classify_pair(h: Hypothesis, base: VariantResult, result: VariantResult, pred: dict[str, Any], *, min_effect: float) -> Residual:
+def classify_pair(
+    h: Hypothesis, base: VariantResult, result: VariantResult, pred: dict[str, Any], *, min_effect: float
+) -> Residual:
     """Judge one variant's row against one hypothesis's prediction."""
     key = hypothesis_key(h)
     probe = _Probe(h.category, (result.name,), {"text": h.predicted_effect}, h.status)
@@ -120,11 +162,16 @@ def classify_pair(h: Hypothesis, base: VariantResult, result: VariantResult, pre
     explanation = verdict.get("explanation", "")
     if result.status != "ok":
         residual, explanation = "untested", f"{result.name} did not run correctly ({result.status}: {result.reason})"
-    elif (case == "untested_mechanism_unmeasured" and result.speedup is not None
-          and _precisely_no_gain(result, min_effect)):
+    elif (
+        case == "untested_mechanism_unmeasured"
+        and result.speedup is not None
+        and _precisely_no_gain(result, min_effect)
+    ):
         residual = "rejected"
-        explanation = (f"rejected by its falsifier: {result.name} is not faster ({result.speedup.describe()}), and "
-                       f"the interval rules out a gain of {min_effect:.0%}; the mechanism was not measured")
+        explanation = (
+            f"rejected by its falsifier: {result.name} is not faster ({result.speedup.describe()}), and "
+            f"the interval rules out a gain of {min_effect:.0%}; the mechanism was not measured"
+        )
     status = STATUS_OF.get(residual)
     if residual == "opposite_sign":
         status = "weakened" if verdict.get("status") == "weakened" else None
@@ -135,12 +182,29 @@ def classify_pair(h: Hypothesis, base: VariantResult, result: VariantResult, pre
         explanation += f"; faster than the bound x{bound:.3g}: the stake was underestimated"
     elif bound and measured:
         explanation += f"; the bound was x{bound:.3g}, residual {measured - bound:+.3g}"
-    return Residual(key, result.name, residual, status or h.status, case, measured,
-                    (s.ci_low, s.ci_high) if s is not None else (None, None), bound, explanation, verdict)
+    return Residual(
+        key,
+        result.name,
+        residual,
+        status or h.status,
+        case,
+        measured,
+        (s.ci_low, s.ci_high) if s is not None else (None, None),
+        bound,
+        explanation,
+        verdict,
+    )
 
 
-STRENGTH = {"supported": 3, "rejected": 2, "mechanism_moved_not_target": 2, "weakened": 1,
-            "target_moved_without_mechanism": 1, "opposite_sign": 0, "untested": -1}
+STRENGTH = {
+    "supported": 3,
+    "rejected": 2,
+    "mechanism_moved_not_target": 2,
+    "weakened": 1,
+    "target_moved_without_mechanism": 1,
+    "opposite_sign": 0,
+    "untested": -1,
+}
 
 
 def combine(h: Hypothesis, residuals: list[Residual]) -> dict[str, Any]:
@@ -149,10 +213,17 @@ def combine(h: Hypothesis, residuals: list[Residual]) -> dict[str, Any]:
     tested = [r for r in residuals if r.residual != "untested"]
     before_status, before_conf = h.status, h.confidence
     if not tested:
-        return {"key": hypothesis_key(h), "residual": "untested", "status_before": before_status,
-                "status_after": before_status, "confidence_before": before_conf, "confidence_after": before_conf,
-                "change": f"{before_conf} (unchanged: not tested)", "variant": None,
-                "reason": "; ".join(r.explanation for r in residuals) or "no variant of this round tested it"}
+        return {
+            "key": hypothesis_key(h),
+            "residual": "untested",
+            "status_before": before_status,
+            "status_after": before_status,
+            "confidence_before": before_conf,
+            "confidence_after": before_conf,
+            "change": f"{before_conf} (unchanged: not tested)",
+            "variant": None,
+            "reason": "; ".join(r.explanation for r in residuals) or "no variant of this round tested it",
+        }
     best = max(tested, key=lambda r: (STRENGTH[r.residual], r.measured_speedup or 0.0))
     residual = best.residual
     status = best.status
@@ -167,8 +238,19 @@ def combine(h: Hypothesis, residuals: list[Residual]) -> dict[str, Any]:
     if conf != before_conf:
         change = f"{before_conf} -> {conf}"
     else:
-        change = f"{before_conf} -> {conf} (already the {'highest' if residual == 'supported' else 'lowest'})" \
-            if residual == "supported" or status in ("rejected", "weakened") else f"{before_conf} (unchanged)"
-    return {"key": hypothesis_key(h), "residual": residual, "status_before": before_status, "status_after": status,
-            "confidence_before": before_conf, "confidence_after": conf, "change": change, "variant": best.variant,
-            "reason": best.explanation}
+        change = (
+            f"{before_conf} -> {conf} (already the {'highest' if residual == 'supported' else 'lowest'})"
+            if residual == "supported" or status in ("rejected", "weakened")
+            else f"{before_conf} (unchanged)"
+        )
+    return {
+        "key": hypothesis_key(h),
+        "residual": residual,
+        "status_before": before_status,
+        "status_after": status,
+        "confidence_before": before_conf,
+        "confidence_after": conf,
+        "change": change,
+        "variant": best.variant,
+        "reason": best.explanation,
+    }

@@ -34,6 +34,7 @@ warning naming the file and the line. A folder that cannot be written is refused
 Callables cannot be stored: a baseline records where its function lives (module and name) and
 its source hash; in a fresh process it is imported again, or handed back with ``attach``.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -43,20 +44,28 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Sequence, TypeGuard
 
-from workbench.errors import InvalidArgumentError, StudyError
-from workbench.hypotheses.hypothesis import Hypothesis
 import workbench.study.files as files
 import workbench.study.identity as identity
 import workbench.study.measure as measure
 import workbench.study.records as records
+from workbench.errors import InvalidArgumentError, StudyError
+from workbench.hypotheses.hypothesis import Hypothesis
 from workbench.study.baseline import Baseline
-from workbench.study.ledger import (LedgerEntry, fold, held_back, hypothesis_key, parse_event, proposal_event,
-                                    reopen_when, same_scope)
+from workbench.study.ledger import (
+    LedgerEntry,
+    fold,
+    held_back,
+    hypothesis_key,
+    parse_event,
+    proposal_event,
+    reopen_when,
+    same_scope,
+)
 from workbench.study.records import expect, expect_all
 from workbench.study.residuals import classify_pair, combine, prediction
 from workbench.study.summary import RoundSummary
-from workbench.variants.output_check import check_mode, resolve_mode
 from workbench.variants.decision import DecisionRecord
+from workbench.variants.output_check import check_mode, resolve_mode
 
 if TYPE_CHECKING:
     from workbench.capture.run import RunRecord
@@ -71,9 +80,9 @@ BASELINES = "baselines.jsonl"
 LEDGER = "ledger.jsonl"
 ROUNDS = "rounds.jsonl"
 RUNS = "runs"
-BASE = "baseline"                 # the baseline's row in every round's comparison
+BASE = "baseline"  # the baseline's row in every round's comparison
 KEPT = ("keep", "keep_guarded")
-DRIFT = 0.10                      # a round's baseline median more than 10% off the recorded one (and outside its CI)
+DRIFT = 0.10  # a round's baseline median more than 10% off the recorded one (and outside its CI)
 
 
 def _now() -> str:
@@ -91,9 +100,13 @@ class StudyRound:
     comparison: Comparison | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"index": self.index, "baseline_id": self.baseline_id, "summary": self.summary.to_dict(),
-                "decisions": {k: v.to_dict() for k, v in self.decisions.items()},
-                "comparison": self.comparison.to_dict() if self.comparison is not None else None}
+        return {
+            "index": self.index,
+            "baseline_id": self.baseline_id,
+            "summary": self.summary.to_dict(),
+            "decisions": {k: v.to_dict() for k, v in self.decisions.items()},
+            "comparison": self.comparison.to_dict() if self.comparison is not None else None,
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "StudyRound":
@@ -105,8 +118,13 @@ class StudyRound:
                 comparison = Comparison.from_dict(d["comparison"])
             except (KeyError, TypeError, ValueError):
                 comparison = None
-        return cls(int(d["index"]), d["baseline_id"], RoundSummary.from_dict(d["summary"]),
-                   {k: DecisionRecord.from_dict(v) for k, v in (d.get("decisions") or {}).items()}, comparison)
+        return cls(
+            int(d["index"]),
+            d["baseline_id"],
+            RoundSummary.from_dict(d["summary"]),
+            {k: DecisionRecord.from_dict(v) for k, v in (d.get("decisions") or {}).items()},
+            comparison,
+        )
 
     def to_text(self) -> str:
         return self.summary.to_text()
@@ -125,22 +143,27 @@ class Study:
         self.folder = Path(folder) if folder is not None else Path("studies") / name
         self._live: dict[str, tuple[Callable[..., Any], Callable[[], Any] | None]] = {}
         self._round_variants: dict[int, dict[str, VariantLike]] = {}
-        self._sweeps: dict[str, ShapeSweep | SweepFactory] = {}       # baseline ID -> its sweep factory (live only, like callables)
+        self._sweeps: dict[
+            str, ShapeSweep | SweepFactory
+        ] = {}  # baseline ID -> its sweep factory (live only, like callables)
         header = self.folder / HEADER
         if header.exists():
             data = files.read_json(header, "study header")
             files.check_format(data, kind=STUDY_FORMAT, version=STUDY_VERSION, path=header)
             if data.get("name") != name:
-                raise StudyError(f"the folder {str(self.folder)!r} holds the study {data.get('name')!r}, not "
-                                 f"{name!r}: open it with wb.Study.open({str(self.folder)!r}) or choose another "
-                                 f"folder; nothing was changed")
+                raise StudyError(
+                    f"the folder {str(self.folder)!r} holds the study {data.get('name')!r}, not "
+                    f"{name!r}: open it with wb.Study.open({str(self.folder)!r}) or choose another "
+                    f"folder; nothing was changed"
+                )
             self.created_at = str(data.get("created_at", ""))
         else:
             if self.folder.exists() and not self.folder.is_dir():
                 raise StudyError(f"{str(self.folder)!r} is a file; a study needs a folder")
             self.created_at = _now()
-            files.write_json(header, {"format": STUDY_FORMAT, "version": STUDY_VERSION, "name": name,
-                                      "created_at": self.created_at})
+            files.write_json(
+                header, {"format": STUDY_FORMAT, "version": STUDY_VERSION, "name": name, "created_at": self.created_at}
+            )
         self._load()
 
     @classmethod
@@ -148,8 +171,10 @@ class Study:
         """Reopen the study in ``folder`` (baselines, rounds, ledger); StudyError where there is none."""
         header = Path(folder) / HEADER
         if not header.exists():
-            raise StudyError(f"no study in {str(folder)!r} (it has no {HEADER}); create one with "
-                             f"wb.Study(name, folder={str(folder)!r})")
+            raise StudyError(
+                f"no study in {str(folder)!r} (it has no {HEADER}); create one with "
+                f"wb.Study(name, folder={str(folder)!r})"
+            )
         data = files.read_json(header, "study header")
         files.check_format(data, kind=STUDY_FORMAT, version=STUDY_VERSION, path=header)
         return cls(str(data.get("name", "")), folder)
@@ -164,7 +189,7 @@ class Study:
         self._events = [ln.record for ln in lines]
         self._plans: dict[int, dict[str, Any]] = {}
         self._rounds: dict[int, StudyRound] = {}
-        self._closed: list[StudyRound] = []          # every closed round, in file order (duplicates too)
+        self._closed: list[StudyRound] = []  # every closed round, in file order (duplicates too)
         self._aborted: dict[int, dict[str, Any]] = {}
         rounds_path = self.folder / ROUNDS
         lines, _ = records.read_jsonl(rounds_path, "study rounds", _parse_round_record, stacklevel=4)
@@ -176,15 +201,22 @@ class Study:
             elif rec["event"] == "closed":
                 rnd = line.value["outcome"]
                 if line.value["comparison_error"]:
-                    warnings.warn(f"study rounds {str(rounds_path)!r}, line {line.number}: round {n}'s comparison "
-                                  f"is not readable ({line.value['comparison_error']}); the round, its summary and "
-                                  f"decisions are read without it", files.StudyWarning, stacklevel=3)
+                    warnings.warn(
+                        f"study rounds {str(rounds_path)!r}, line {line.number}: round {n}'s comparison "
+                        f"is not readable ({line.value['comparison_error']}); the round, its summary and "
+                        f"decisions are read without it",
+                        files.StudyWarning,
+                        stacklevel=3,
+                    )
                 if n in closed_at:
-                    warnings.warn(f"study rounds {str(rounds_path)!r}, lines {closed_at[n]} and {line.number}: round "
-                                  f"{n} is recorded twice (two processes ran a round at once, before rounds were "
-                                  f"numbered under the file's lock); both are kept in study.rounds, and "
-                                  f"study.accept(..., round={n}) takes the one on line {line.number}",
-                                  files.StudyWarning, stacklevel=3)
+                    warnings.warn(
+                        f"study rounds {str(rounds_path)!r}, lines {closed_at[n]} and {line.number}: round "
+                        f"{n} is recorded twice (two processes ran a round at once, before rounds were "
+                        f"numbered under the file's lock); both are kept in study.rounds, and "
+                        f"study.accept(..., round={n}) takes the one on line {line.number}",
+                        files.StudyWarning,
+                        stacklevel=3,
+                    )
                 closed_at[n] = line.number
                 self._rounds[n] = rnd
                 self._closed.append(rnd)
@@ -197,8 +229,13 @@ class Study:
 
     def _check_writable(self, action: str) -> None:
         """Refuse a folder that cannot be written before any profile or round runs."""
-        records.check_writable(self.folder, "study folder", files=(HEADER, BASELINES, LEDGER, ROUNDS),
-                               folders=(RUNS,), action=f"nothing was {action} and nothing was changed")
+        records.check_writable(
+            self.folder,
+            "study folder",
+            files=(HEADER, BASELINES, LEDGER, ROUNDS),
+            folders=(RUNS,),
+            action=f"nothing was {action} and nothing was changed",
+        )
 
     @property
     def baselines(self) -> tuple[Baseline, ...]:
@@ -241,9 +278,17 @@ class Study:
         return RunRecord.load(self.folder / base.run_path)
 
     # -- baselines ----------------------------------------------------------------------------
-    def set_baseline(self, fn: Callable[..., Any], make_inputs: Callable[[], Any] | None = None, *, seed: int = 0,
-                     label: str | None = None, mode: str | None = None, sweep_inputs: ShapeSweep | SweepFactory | None = None,
-                     **profile_options: Any) -> Baseline:
+    def set_baseline(
+        self,
+        fn: Callable[..., Any],
+        make_inputs: Callable[[], Any] | None = None,
+        *,
+        seed: int = 0,
+        label: str | None = None,
+        mode: str | None = None,
+        sweep_inputs: ShapeSweep | SweepFactory | None = None,
+        **profile_options: Any,
+    ) -> Baseline:
         """Profile ``fn(*make_inputs())`` (``wb.profile``; ``profile_options`` go to it) and record
         it as the new baseline, with its ID, reset procedure and ranked hypotheses.
 
@@ -255,17 +300,28 @@ class Study:
         if not callable(fn):
             raise InvalidArgumentError(f"set_baseline needs the callable itself; got {type(fn).__name__}")
         if make_inputs is not None and not callable(make_inputs):
-            raise InvalidArgumentError("make_inputs must be a zero-argument callable returning the argument tuple "
-                                       "(fresh values each call), e.g. lambda: (torch.randn(1024, 1024),)")
+            raise InvalidArgumentError(
+                "make_inputs must be a zero-argument callable returning the argument tuple "
+                "(fresh values each call), e.g. lambda: (torch.randn(1024, 1024),)"
+            )
         check_mode(mode)
         base = self._new_baseline(fn, make_inputs, seed=seed, label=label, options=profile_options, mode=mode)
         if sweep_inputs is not None:
             self._sweeps[base.baseline_id] = sweep_inputs
         return base
 
-    def _new_baseline(self, fn: Callable[..., Any], make_inputs: Callable[[], Any] | None, *, seed: int,
-                      label: str | None, options: Mapping[str, Any], parent: Baseline | None = None,
-                      accepted_from: dict[str, Any] | None = None, mode: str | None = None) -> Baseline:
+    def _new_baseline(
+        self,
+        fn: Callable[..., Any],
+        make_inputs: Callable[[], Any] | None,
+        *,
+        seed: int,
+        label: str | None,
+        options: Mapping[str, Any],
+        parent: Baseline | None = None,
+        accepted_from: dict[str, Any] | None = None,
+        mode: str | None = None,
+    ) -> Baseline:
         self._check_writable("profiled")
         args = measure.seeded_inputs(make_inputs, seed)
         mode = resolve_mode(mode, fn, args)
@@ -277,24 +333,36 @@ class Study:
         ref = identity.callable_ref(fn)
         variant = _variant_info(fn)
         if parent is not None and parent.variant.get("kind") == "compiled" and variant.get("kind") != "compiled":
-            variant = {**variant, "on": parent.variant}      # composed on top of an accepted compile
-        inputs = {"seed": int(seed), "signature": identity.tensor_signature(args),
-                  "inputs_ref": identity.callable_ref(make_inputs) if make_inputs is not None else None}
+            variant = {**variant, "on": parent.variant}  # composed on top of an accepted compile
+        inputs = {
+            "seed": int(seed),
+            "signature": identity.tensor_signature(args),
+            "inputs_ref": identity.callable_ref(make_inputs) if make_inputs is not None else None,
+        }
         git = identity.git_state(ref.get("file"))
         src = identity.source_hash(fn)
         identity_variant = {k: variant.get(k) for k in ("kind", "options", "on")}
-        if mode == "training":           # the same code as a training path is another baseline
+        if mode == "training":  # the same code as a training path is another baseline
             identity_variant["mode"] = mode
-        bid = identity.baseline_id(source=src, variant=identity_variant,
-                                   inputs={"seed": inputs["seed"], "signature": inputs["signature"]},
-                                   environment=env, git=git, parent=parent.baseline_id if parent else None)
+        bid = identity.baseline_id(
+            source=src,
+            variant=identity_variant,
+            inputs={"seed": inputs["seed"], "signature": inputs["signature"]},
+            environment=env,
+            git=git,
+            parent=parent.baseline_id if parent else None,
+        )
         existing = next((b for b in self._baselines if b.baseline_id == bid), None)
         if existing is not None and existing is self.baseline:
-            self._live[bid] = (fn, make_inputs)      # the same baseline again (a rerun cell): attach, nothing new
+            self._live[bid] = (fn, make_inputs)  # the same baseline again (a rerun cell): attach, nothing new
             return existing
         device = identity.device_of(env) if env else run.device
-        scope_base = {"inputs": identity.digest(inputs["signature"]), "device": device,
-                      "environment_key": identity.environment_key(env), "baseline_id": bid}
+        scope_base = {
+            "inputs": identity.digest(inputs["signature"]),
+            "device": device,
+            "environment_key": identity.environment_key(env),
+            "baseline_id": bid,
+        }
         proposed, held = [], []
         entries = self.ledger
         for h in ranked:
@@ -302,10 +370,17 @@ class Study:
             scope = {"key": key, **scope_base}
             blocker = held_back(entries, key, scope)
             if blocker is not None:
-                held.append({"key": key, "title": h.title, "rejected_in_round": blocker.round,
-                             "rejected_under": blocker.baseline_id, "reopen_when": blocker.reopen_when,
-                             "reason": f"rejected in round {blocker.round} under the same scope (inputs, device); "
-                                       f"not proposed again until {blocker.reopen_when}"})
+                held.append(
+                    {
+                        "key": key,
+                        "title": h.title,
+                        "rejected_in_round": blocker.round,
+                        "rejected_under": blocker.baseline_id,
+                        "reopen_when": blocker.reopen_when,
+                        "reason": f"rejected in round {blocker.round} under the same scope (inputs, device); "
+                        f"not proposed again until {blocker.reopen_when}",
+                    }
+                )
                 continue
             proposed.append(h)
         timing = run.timing
@@ -314,28 +389,56 @@ class Study:
         if not (self.folder / run_rel).exists():
             run.save(self.folder / run_rel)
         base = Baseline(
-            baseline_id=bid, index=index, label=label or getattr(fn, "__name__", None) or variant.get("kind", "fn"),
-            created_at=_now(), source_hash=src, callable_ref=ref, variant=variant, inputs=inputs,
-            environment_key=scope_base["environment_key"], device=device, git=git,
+            baseline_id=bid,
+            index=index,
+            label=label or getattr(fn, "__name__", None) or variant.get("kind", "fn"),
+            created_at=_now(),
+            source_hash=src,
+            callable_ref=ref,
+            variant=variant,
+            inputs=inputs,
+            environment_key=scope_base["environment_key"],
+            device=device,
+            git=git,
             reset_procedure=measure.reset_procedure(seed, make_inputs, run.settings or {}),
-            settings=dict(run.settings or {}), profile_options=_plain_options(options),
-            run_path=run_rel, median_ms=float(timing.median_ms), p95_ms=float(timing.p95_ms),
-            iqr_ms=float(timing.iqr_ms), n=int(timing.n), hypotheses=tuple(proposed), held_back=tuple(held),
-            parent_id=parent.baseline_id if parent else None, accepted_from=accepted_from,
-            notes=tuple(run.notes or ()), mode=mode)
+            settings=dict(run.settings or {}),
+            profile_options=_plain_options(options),
+            run_path=run_rel,
+            median_ms=float(timing.median_ms),
+            p95_ms=float(timing.p95_ms),
+            iqr_ms=float(timing.iqr_ms),
+            n=int(timing.n),
+            hypotheses=tuple(proposed),
+            held_back=tuple(held),
+            parent_id=parent.baseline_id if parent else None,
+            accepted_from=accepted_from,
+            notes=tuple(run.notes or ()),
+            mode=mode,
+        )
         at = _now()
-        for entry in entries:       # a rejection under another scope may now be tried again
+        for entry in entries:  # a rejection under another scope may now be tried again
             if entry.status != "rejected":
                 continue
             for h in proposed:
-                if hypothesis_key(h) == entry.key and not same_scope(entry.evidence_scope, {"key": entry.key, **scope_base}):
-                    self._append_event({"event": "reopenable", "key": entry.key, "baseline_id": entry.baseline_id,
-                                        "status": "reopenable", "round": None, "at": at,
-                                        "reason": f"proposed again under baseline {bid}, whose scope differs"})
+                if hypothesis_key(h) == entry.key and not same_scope(
+                    entry.evidence_scope, {"key": entry.key, **scope_base}
+                ):
+                    self._append_event(
+                        {
+                            "event": "reopenable",
+                            "key": entry.key,
+                            "baseline_id": entry.baseline_id,
+                            "status": "reopenable",
+                            "round": None,
+                            "at": at,
+                            "reason": f"proposed again under baseline {bid}, whose scope differs",
+                        }
+                    )
         for h in proposed:
-            self._append_event(proposal_event(h, baseline_id=bid, scope={"key": hypothesis_key(h), **scope_base},
-                                              at=at))
-        with records.locked(self.folder / BASELINES, "study baselines") as log:   # numbered under the lock
+            self._append_event(
+                proposal_event(h, baseline_id=bid, scope={"key": hypothesis_key(h), **scope_base}, at=at)
+            )
+        with records.locked(self.folder / BASELINES, "study baselines") as log:  # numbered under the lock
             on_file = [r.get("index") for r in log.records()]
             index = max([len(self._baselines), *(i for i in on_file if _is_int(i))]) + 1
             base = dataclasses.replace(base, index=index)
@@ -349,9 +452,11 @@ class Study:
         base = self._require_baseline()
         src = identity.source_hash(fn)
         if src != base.source_hash:
-            raise StudyError(f"the callable's source differs from baseline {base.baseline_id}'s (source hash {src} "
-                             f"vs {base.source_hash}): this is other code; record it with study.set_baseline(fn, "
-                             f"make_inputs) (the study keeps the old baseline and its rounds)")
+            raise StudyError(
+                f"the callable's source differs from baseline {base.baseline_id}'s (source hash {src} "
+                f"vs {base.source_hash}): this is other code; record it with study.set_baseline(fn, "
+                f"make_inputs) (the study keeps the old baseline and its rounds)"
+            )
         if make_inputs is None:
             make_inputs = self._resolve_inputs(base)
         if base.variant.get("kind") == "compiled" and identity.unwrap(fn) is fn:
@@ -374,9 +479,11 @@ class Study:
         try:
             return identity.resolve_ref(ref, "inputs factory")
         except StudyError as exc:
-            raise StudyError(f"{exc}. Baseline {base.baseline_id} needs it: hand it back with "
-                             f"study.attach(fn, make_inputs), or start a new baseline with "
-                             f"study.set_baseline(fn, make_inputs); the study's records are unchanged") from None
+            raise StudyError(
+                f"{exc}. Baseline {base.baseline_id} needs it: hand it back with "
+                f"study.attach(fn, make_inputs), or start a new baseline with "
+                f"study.set_baseline(fn, make_inputs); the study's records are unchanged"
+            ) from None
 
     def _callables(self, base: Baseline) -> tuple[Callable[..., Any], Callable[[], Any] | None]:
         if base.baseline_id in self._live:
@@ -384,13 +491,17 @@ class Study:
         try:
             fn = identity.resolve_ref(base.callable_ref, "baseline callable")
         except StudyError as exc:
-            raise StudyError(f"{exc}. Baseline {base.baseline_id} ({base.label}) cannot be run without it: hand it "
-                             f"back with study.attach(fn, make_inputs) (same source), or start a new baseline with "
-                             f"study.set_baseline(fn, make_inputs); the study's records are unchanged") from None
+            raise StudyError(
+                f"{exc}. Baseline {base.baseline_id} ({base.label}) cannot be run without it: hand it "
+                f"back with study.attach(fn, make_inputs) (same source), or start a new baseline with "
+                f"study.set_baseline(fn, make_inputs); the study's records are unchanged"
+            ) from None
         if identity.source_hash(fn) != base.source_hash:
-            raise StudyError(f"the baseline callable {base.callable_ref.get('module')}.{base.callable_ref.get('qualname')} "
-                             f"exists but its source changed since baseline {base.baseline_id} was recorded: set a "
-                             f"new baseline with study.set_baseline(fn, make_inputs); the records are unchanged")
+            raise StudyError(
+                f"the baseline callable {base.callable_ref.get('module')}.{base.callable_ref.get('qualname')} "
+                f"exists but its source changed since baseline {base.baseline_id} was recorded: set a "
+                f"new baseline with study.set_baseline(fn, make_inputs); the records are unchanged"
+            )
         if base.variant.get("kind") == "compiled":
             from workbench.variants.builders import compiled
 
@@ -400,8 +511,15 @@ class Study:
         return live
 
     # -- rounds -------------------------------------------------------------------------------
-    def run_round(self, variants: Mapping[str, VariantLike], *, tests: Mapping[str, str | Sequence[str]] | None = None,
-                  sweep: ShapeSweep | SweepFactory | Literal[False] | None = None, dtypes: Sequence[str] | None = None, **compare_options: Any) -> StudyRound:
+    def run_round(
+        self,
+        variants: Mapping[str, VariantLike],
+        *,
+        tests: Mapping[str, str | Sequence[str]] | None = None,
+        sweep: ShapeSweep | SweepFactory | Literal[False] | None = None,
+        dtypes: Sequence[str] | None = None,
+        **compare_options: Any,
+    ) -> StudyRound:
         """Run one-factor ``variants`` (name -> callable, ``Variant`` or registry name) against the
         current baseline through ``wb.compare`` (the baseline first: every variant is timed
         interleaved with a fresh baseline check). ``tests``: variant name -> the hypotheses
@@ -416,30 +534,48 @@ class Study:
         base = self._require_baseline()
         sweep = sweep if sweep is not None else self._sweeps.get(base.baseline_id)
         if not isinstance(variants, Mapping) or not variants:
-            raise InvalidArgumentError("run_round needs a non-empty dict of name -> callable, e.g. "
-                                       "{'compiled': wb.variants.compiled(fn)}")
+            raise InvalidArgumentError(
+                "run_round needs a non-empty dict of name -> callable, e.g. {'compiled': wb.variants.compiled(fn)}"
+            )
         if BASE in variants:
-            raise InvalidArgumentError(f"{BASE!r} names the baseline's row in every round; call the variant "
-                                       f"something else")
+            raise InvalidArgumentError(
+                f"{BASE!r} names the baseline's row in every round; call the variant something else"
+            )
         self._check_writable("run")
         fn, make_inputs = self._callables(base)
         hyps = [h for h in self.hypotheses if h.status != "rejected"]
         testing = _testing(hyps, variants, tests or {})
-        predictions = [prediction(h, testing[hypothesis_key(h)], base.median_ms)
-                       for h in hyps if testing[hypothesis_key(h)]]
+        predictions = [
+            prediction(h, testing[hypothesis_key(h)], base.median_ms) for h in hyps if testing[hypothesis_key(h)]
+        ]
         started = _now()
-        described = [{"name": n, **_variant_info(v), **_tested_code(v),
-                      "tests": [p["key"] for p in predictions if n in p["variants"]]}
-                     for n, v in variants.items()]
+        described = [
+            {
+                "name": n,
+                **_variant_info(v),
+                **_tested_code(v),
+                "tests": [p["key"] for p in predictions if n in p["variants"]],
+            }
+            for n, v in variants.items()
+        ]
         # the round's number is read and written under the rounds file's lock: two processes running a
         # round on one study at once get two numbers, and both rounds are kept
         with records.locked(self.folder / ROUNDS, "study rounds") as log:
             on_file = [r.get("round") for r in log.records()]
             index = max([0, *self._plans, *self._rounds, *self._aborted, *(n for n in on_file if _is_int(n))]) + 1
-            log.append({"event": "planned", "round": index, "baseline_id": base.baseline_id, "at": started,
-                        "predictions": predictions, "variants": described,
-                        "reset_procedure": list(base.reset_procedure),
-                        "compare_options": _plain_options(compare_options)}, files.dumps)
+            log.append(
+                {
+                    "event": "planned",
+                    "round": index,
+                    "baseline_id": base.baseline_id,
+                    "at": started,
+                    "predictions": predictions,
+                    "variants": described,
+                    "reset_procedure": list(base.reset_procedure),
+                    "compare_options": _plain_options(compare_options),
+                },
+                files.dumps,
+            )
         self._plans[index] = {"predictions": predictions}
         baseline_obj = dataclasses.replace(fn, name=BASE) if _is_variant(fn) else fn
         try:
@@ -450,22 +586,34 @@ class Study:
                 if sweep is not False and sweep is not None:
                     options["sweep"] = _shape_sweep(sweep, make_inputs, dtypes)
                     options["sweep_kept_only"] = True
-                if predictions and "hypothesis" not in options:   # the round's lead hypothesis, for the record
+                if predictions and "hypothesis" not in options:  # the round's lead hypothesis, for the record
                     options["hypothesis"] = next(h for h in hyps if hypothesis_key(h) == predictions[0]["key"])
                 cmp = measure.compare_variants({BASE: baseline_obj, **variants}, make_inputs, BASE, options)
         except BaseException as exc:
-            files.append_line(self.folder / ROUNDS, {"event": "aborted", "round": index, "at": _now(),
-                                                     "reason": f"{type(exc).__name__}: {exc}"}, "study rounds")
+            files.append_line(
+                self.folder / ROUNDS,
+                {"event": "aborted", "round": index, "at": _now(), "reason": f"{type(exc).__name__}: {exc}"},
+                "study rounds",
+            )
             self._aborted[index] = {"reason": f"{type(exc).__name__}: {exc}"}
             raise
-        rnd = self._close_round(index, base, cmp, hyps, predictions, described, started,
-                                swept=bool(options.get("sweep")))
+        rnd = self._close_round(
+            index, base, cmp, hyps, predictions, described, started, swept=bool(options.get("sweep"))
+        )
         self._round_variants[index] = dict(variants)
         return rnd
 
-    def _close_round(self, index: int, base: Baseline, cmp: Comparison, hyps: list[Hypothesis],
-                     predictions: list[dict[str, Any]], described: list[dict[str, Any]], started: str,
-                     swept: bool = False) -> StudyRound:
+    def _close_round(
+        self,
+        index: int,
+        base: Baseline,
+        cmp: Comparison,
+        hyps: list[Hypothesis],
+        predictions: list[dict[str, Any]],
+        described: list[dict[str, Any]],
+        started: str,
+        swept: bool = False,
+    ) -> StudyRound:
         base_row = cmp[BASE]
         names = [d["name"] for d in described]
         rows = {n: cmp[n] for n in names}
@@ -479,37 +627,69 @@ class Study:
             update = combine(h, pairs)
             updates.append(update)
             if update["residual"] != "untested" or update["status_after"] != update["status_before"]:
-                tested = [{"name": r.variant, "residual": r.residual, "speedup": r.measured_speedup,
-                           "speedup_ci": list(r.speedup_ci)} for r in pairs]
-                self._append_event({"event": "tested", "key": pred["key"], "baseline_id": base.baseline_id,
-                                    "round": index, "status": update["status_after"],
-                                    "confidence": update["confidence_after"], "residual": update["residual"],
-                                    "reason": update["reason"], "at": at,
-                                    "evidence_scope": {"round": index, "variants": tested}})
-        lead = {n: next((by_key[p["key"]] for p in predictions if n in p["variants"]), hyps[0] if hyps else None)
-                for n in names}
+                tested = [
+                    {
+                        "name": r.variant,
+                        "residual": r.residual,
+                        "speedup": r.measured_speedup,
+                        "speedup_ci": list(r.speedup_ci),
+                    }
+                    for r in pairs
+                ]
+                self._append_event(
+                    {
+                        "event": "tested",
+                        "key": pred["key"],
+                        "baseline_id": base.baseline_id,
+                        "round": index,
+                        "status": update["status_after"],
+                        "confidence": update["confidence_after"],
+                        "residual": update["residual"],
+                        "reason": update["reason"],
+                        "at": at,
+                        "evidence_scope": {"round": index, "variants": tested},
+                    }
+                )
+        lead = {
+            n: next((by_key[p["key"]] for p in predictions if n in p["variants"]), hyps[0] if hyps else None)
+            for n in names
+        }
         decisions = {n: _unswept(self._decision(cmp, base_row, rows[n], lead[n]), swept) for n in names}
         summary = RoundSummary(
-            study=self.name, round=index, baseline_id=base.baseline_id, reset_procedure=base.reset_procedure,
-            hypotheses=tuple(predictions), variants=tuple(described),
+            study=self.name,
+            round=index,
+            baseline_id=base.baseline_id,
+            reset_procedure=base.reset_procedure,
+            hypotheses=tuple(predictions),
+            variants=tuple(described),
             baseline_checks=tuple(_baseline_check(base, base_row, rows[n]) for n in names),
-            results=tuple(_result(rows[n]) for n in names), confidence_updates=tuple(updates),
+            results=tuple(_result(rows[n]) for n in names),
+            confidence_updates=tuple(updates),
             residuals=tuple(r.to_dict() for r in residuals),
-            disposition=tuple(_disposition(rows[n]) for n in names), next_step=_next_step(rows, names),
-            reopen_conditions=tuple({"key": u["key"], "status": u["status_after"],
-                                     "reopen_when": reopen_when(by_key[u["key"]])}
-                                    for u in updates if u["status_after"] in ("rejected", "weakened")),
-            started_at=started, finished_at=_now(), timing=str(((cmp.settings or {}).get("timing") or {}).get("text", "")),
-            notes=tuple(str(n) for n in (cmp.settings or {}).get("notes", ()) or ()))
+            disposition=tuple(_disposition(rows[n]) for n in names),
+            next_step=_next_step(rows, names),
+            reopen_conditions=tuple(
+                {"key": u["key"], "status": u["status_after"], "reopen_when": reopen_when(by_key[u["key"]])}
+                for u in updates
+                if u["status_after"] in ("rejected", "weakened")
+            ),
+            started_at=started,
+            finished_at=_now(),
+            timing=str(((cmp.settings or {}).get("timing") or {}).get("text", "")),
+            notes=tuple(str(n) for n in (cmp.settings or {}).get("notes", ()) or ()),
+        )
         rnd = StudyRound(index, base.baseline_id, summary, decisions, cmp)
-        files.append_line(self.folder / ROUNDS, {"event": "closed", "round": index, "outcome": rnd.to_dict()},
-                          "study rounds")
+        files.append_line(
+            self.folder / ROUNDS, {"event": "closed", "round": index, "outcome": rnd.to_dict()}, "study rounds"
+        )
         self._rounds[index] = rnd
         self._closed.append(rnd)
         return rnd
 
     @staticmethod
-    def _decision(cmp: Comparison, base_row: VariantResult, row: VariantResult, hypothesis: Hypothesis | None) -> DecisionRecord:
+    def _decision(
+        cmp: Comparison, base_row: VariantResult, row: VariantResult, hypothesis: Hypothesis | None
+    ) -> DecisionRecord:
         """The comparison's own record for the variant it picked; for every other variant a record
         of its row against the baseline's, on the hypothesis it tested (else the baseline's lead)."""
         if cmp.decision.variant == row.name:
@@ -517,13 +697,19 @@ class Study:
         from workbench.variants.record_builder import build_record
 
         settings = dict(cmp.settings or {})
-        return build_record([base_row, row], base_row.name, hypothesis=hypothesis,
-                            problem=str(settings.get("problem", "") or ""),
-                            notes=list(settings.get("notes", ()) or ()), settings=settings)
+        return build_record(
+            [base_row, row],
+            base_row.name,
+            hypothesis=hypothesis,
+            problem=str(settings.get("problem", "") or ""),
+            notes=list(settings.get("notes", ()) or ()),
+            settings=settings,
+        )
 
     # -- accept -------------------------------------------------------------------------------
-    def accept(self, name: str, *, fn: Callable[..., Any] | None = None, round: int | None = None,
-               untested: bool = False) -> Baseline:
+    def accept(
+        self, name: str, *, fn: Callable[..., Any] | None = None, round: int | None = None, untested: bool = False
+    ) -> Baseline:
         """Make the kept variant ``name`` of the last round (or ``round``) the new baseline: re-profiled,
         with a new ID and its hypotheses ranked afresh. A variant that was not kept is refused.
 
@@ -534,8 +720,9 @@ class Study:
         carries no speedup from the round."""
         base = self._require_baseline()
         if not self._rounds:
-            raise StudyError(f"study {self.name!r} has run no round yet: nothing can be accepted; run "
-                             f"study.run_round({{...}}) first")
+            raise StudyError(
+                f"study {self.name!r} has run no round yet: nothing can be accepted; run study.run_round({{...}}) first"
+            )
         if round is not None and not _is_int(round):
             raise InvalidArgumentError(f"round= takes a round number; got {round!r}")
         index = round if round is not None else max(self._rounds)
@@ -543,16 +730,20 @@ class Study:
             raise StudyError(f"study {self.name!r} has no closed round {index}; it has {sorted(self._rounds)}")
         rnd = self._rounds[index]
         if rnd.baseline_id != base.baseline_id:
-            raise StudyError(f"round {index} was run against baseline {rnd.baseline_id}, but the current baseline is "
-                             f"{base.baseline_id}: run a round against the current baseline before accepting")
+            raise StudyError(
+                f"round {index} was run against baseline {rnd.baseline_id}, but the current baseline is "
+                f"{base.baseline_id}: run a round against the current baseline before accepting"
+            )
         results = {r["variant"]: r for r in rnd.summary.results}
         if name not in results:
             raise StudyError(f"round {index} has no variant {name!r}; its variants are {sorted(results)}")
         decision = results[name].get("decision")
         if decision not in KEPT:
-            raise StudyError(f"{name!r} was not kept in round {index}: it was decided {decision!r} "
-                             f"({results[name].get('reason', '')}); only a kept variant (keep, keep_guarded) "
-                             f"can become the baseline; nothing was changed")
+            raise StudyError(
+                f"{name!r} was not kept in round {index}: it was decided {decision!r} "
+                f"({results[name].get('reason', '')}); only a kept variant (keep, keep_guarded) "
+                f"can become the baseline; nothing was changed"
+            )
         if fn is not None and not callable(fn):
             raise InvalidArgumentError(f"accept(fn=...) takes the variant's callable; got {type(fn).__name__}")
         tested = fn is None or self._tested_in_round(rnd, name, fn, untested=untested)
@@ -564,16 +755,33 @@ class Study:
 
             target = build(target, self._callables(base)[0], name=name)
         _, make_inputs = self._callables(base)
-        accepted = {"round": index, "variant": name, "decision": decision, "reason": results[name].get("reason", ""),
-                    "speedup": results[name].get("speedup"), "from": base.baseline_id}
+        accepted = {
+            "round": index,
+            "variant": name,
+            "decision": decision,
+            "reason": results[name].get("reason", ""),
+            "speedup": results[name].get("speedup"),
+            "from": base.baseline_id,
+        }
         if not tested:
-            accepted.update(speedup=None, untested=True,
-                            reason=f"accepted with untested=True: this code is not the one round {index} tested, "
-                                   f"so the round's speedup does not carry over; run a round against it")
+            accepted.update(
+                speedup=None,
+                untested=True,
+                reason=f"accepted with untested=True: this code is not the one round {index} tested, "
+                f"so the round's speedup does not carry over; run a round against it",
+            )
         if decision == "keep_guarded":
             accepted["guard"] = rnd.decisions[name].guard if name in rnd.decisions else ""
-        new = self._new_baseline(target, make_inputs, seed=base.seed, label=name, options=base.profile_options,
-                                 parent=base, accepted_from=accepted, mode=base.mode)
+        new = self._new_baseline(
+            target,
+            make_inputs,
+            seed=base.seed,
+            label=name,
+            options=base.profile_options,
+            parent=base,
+            accepted_from=accepted,
+            mode=base.mode,
+        )
         if base.baseline_id in self._sweeps:
             self._sweeps.setdefault(new.baseline_id, self._sweeps[base.baseline_id])
         return new
@@ -582,7 +790,11 @@ class Study:
         """True when ``fn`` is the code round ``rnd`` tested as ``name``; with ``untested`` False
         where it is not (or cannot be told); a StudyError otherwise."""
         live = self._round_variants.get(rnd.index, {}).get(name)
-        if live is not None and not isinstance(live, str) and (fn is live or identity.unwrap(fn) is identity.unwrap(live)):
+        if (
+            live is not None
+            and not isinstance(live, str)
+            and (fn is live or identity.unwrap(fn) is identity.unwrap(live))
+        ):
             return True
         info = next((v for v in rnd.summary.variants if v.get("name") == name), {})
         recorded_hash, recorded_name = info.get("source_hash"), info.get("qualname")
@@ -591,21 +803,27 @@ class Study:
         same_kind = kind == info.get("kind") or (kind == "function" and info.get("kind") in (None, "function", "user"))
         if recorded_hash:
             same = given.get("source_hash") == recorded_hash and given.get("qualname") == recorded_name and same_kind
-            why = (f"its code (source hash {given.get('source_hash')}, {given.get('qualname')}, {kind}) is not the "
-                   f"code round {rnd.index} tested as {name!r} (source hash {recorded_hash}, {recorded_name}, "
-                   f"{info.get('kind')})")
-        else:                  # a round recorded before source hashes were: the name alone cannot vouch for it
+            why = (
+                f"its code (source hash {given.get('source_hash')}, {given.get('qualname')}, {kind}) is not the "
+                f"code round {rnd.index} tested as {name!r} (source hash {recorded_hash}, {recorded_name}, "
+                f"{info.get('kind')})"
+            )
+        else:  # a round recorded before source hashes were: the name alone cannot vouch for it
             same = False
-            why = (f"round {rnd.index} did not record the code of {name!r} (an older workbench wrote it), so "
-                   f"it cannot be told that this callable is the one it tested")
+            why = (
+                f"round {rnd.index} did not record the code of {name!r} (an older workbench wrote it), so "
+                f"it cannot be told that this callable is the one it tested"
+            )
         if same:
             return True
         if untested:
             return False
-        raise StudyError(f"study.accept({name!r}, fn=...): {why}. Untested code would become the baseline carrying "
-                         f"the round's speedup: run a round with it first (study.run_round({{{name!r}: fn}})), or "
-                         f"pass untested=True to accept it recorded as untested, with no speedup carried; nothing "
-                         f"was changed")
+        raise StudyError(
+            f"study.accept({name!r}, fn=...): {why}. Untested code would become the baseline carrying "
+            f"the round's speedup: run a round with it first (study.run_round({{{name!r}: fn}})), or "
+            f"pass untested=True to accept it recorded as untested, with no speedup carried; nothing "
+            f"was changed"
+        )
 
     def _rebuild_variant(self, rnd: StudyRound, name: str) -> VariantLike:
         info = next((v for v in rnd.summary.variants if v.get("name") == name), {})
@@ -616,13 +834,17 @@ class Study:
             return compiled(base_fn, **(info.get("options") or {}))
         if info.get("registry"):
             return info["registry"]
-        raise StudyError(f"the callable of variant {name!r} from round {rnd.index} is not in this process (the "
-                         f"study was reopened): pass it again with study.accept({name!r}, fn=...)")
+        raise StudyError(
+            f"the callable of variant {name!r} from round {rnd.index} is not in this process (the "
+            f"study was reopened): pass it again with study.accept({name!r}, fn=...)"
+        )
 
     # -- display ------------------------------------------------------------------------------
     def to_text(self) -> str:
-        lines = [f"Study {self.name!r} in {str(self.folder)!r}: {len(self._baselines)} baseline(s), "
-                 f"{len(self._rounds)} round(s), {len(self._events)} ledger event(s)"]
+        lines = [
+            f"Study {self.name!r} in {str(self.folder)!r}: {len(self._baselines)} baseline(s), "
+            f"{len(self._rounds)} round(s), {len(self._events)} ledger event(s)"
+        ]
         for b in self._baselines:
             lines.append(f"  baseline {b.index}: {b.describe()}")
         if self.hypotheses:
@@ -630,7 +852,9 @@ class Study:
             lines += [f"    - [{h.status}, {h.confidence}] {h.category}: {h.title}" for h in self.hypotheses[:5]]
         if self._rounds:
             last = self.rounds[-1]
-            lines.append(f"  last round {last.index}: " + ", ".join(f"{n} {d.decision}" for n, d in last.decisions.items()))
+            lines.append(
+                f"  last round {last.index}: " + ", ".join(f"{n} {d.decision}" for n, d in last.decisions.items())
+            )
         if self._events:
             lines.append("  ledger:")
             lines += [f"    - {e.describe()}" for e in self.ledger]
@@ -677,18 +901,40 @@ def _parse_round_record(rec: dict[str, Any]) -> dict[str, Any]:
         expect_all(rec, {"reason": "str?", "at": "str?"})
     elif rec["event"] == "closed":
         outcome = expect(rec, "outcome", "dict")
-        expect_all(outcome, {"index": "round", "baseline_id": "str", "summary": "dict", "decisions": "dict?",
-                             "comparison": "dict?"}, where="outcome")
+        expect_all(
+            outcome,
+            {"index": "round", "baseline_id": "str", "summary": "dict", "decisions": "dict?", "comparison": "dict?"},
+            where="outcome",
+        )
         if outcome["index"] != n:
             raise ValueError(f"the outcome is of round {outcome['index']}, the line says round {n}")
         summary = RoundSummary.parse(outcome["summary"])
         decisions = {}
         for name, d in (outcome.get("decisions") or {}).items():
-            expect_all(d, {"decision": "str", "variant": "str", "reason": "str", "problem": "str?",
-                           "bottleneck": "str?", "change": "str?", "numerical_class": "str?", "why_safe": "str?",
-                           "guard": "str?", "fallback": "str?", "result": "str?", "evidence": "strs?",
-                           "rejected_alternatives": "strs?", "remaining_risk": "strs?", "failure_cases": "strs?",
-                           "environment": "dict?", "settings": "dict?", "mode": "str?"}, where=f"decisions[{name!r}]")
+            expect_all(
+                d,
+                {
+                    "decision": "str",
+                    "variant": "str",
+                    "reason": "str",
+                    "problem": "str?",
+                    "bottleneck": "str?",
+                    "change": "str?",
+                    "numerical_class": "str?",
+                    "why_safe": "str?",
+                    "guard": "str?",
+                    "fallback": "str?",
+                    "result": "str?",
+                    "evidence": "strs?",
+                    "rejected_alternatives": "strs?",
+                    "remaining_risk": "strs?",
+                    "failure_cases": "strs?",
+                    "environment": "dict?",
+                    "settings": "dict?",
+                    "mode": "str?",
+                },
+                where=f"decisions[{name!r}]",
+            )
             decisions[name] = DecisionRecord.from_dict(d)
             decisions[name].to_markdown()
         comparison = None
@@ -707,13 +953,20 @@ def _variant_info(obj: VariantLike | None) -> dict[str, Any]:
     if isinstance(obj, str):
         return {"kind": obj, "registry": obj, "options": {}, "description": f"registry variant {obj!r}"}
     if _is_variant(obj):
-        return {"kind": obj.kind, "options": _plain_options(obj.options), "description": obj.description,
-                "numerical_class": obj.numerical_class, "requires": list(obj.requires)}
+        return {
+            "kind": obj.kind,
+            "options": _plain_options(obj.options),
+            "description": obj.description,
+            "numerical_class": obj.numerical_class,
+            "requires": list(obj.requires),
+        }
     return {"kind": "function", "options": {}, "description": getattr(obj, "__qualname__", "") or type(obj).__name__}
 
 
-NOT_SWEPT = ("not swept: no shape sweep ran before this keep, so where it stops helping is unknown; pass "
-             "run_round(..., sweep=make(shape, dtype)) or set_baseline(..., sweep_inputs=...)")
+NOT_SWEPT = (
+    "not swept: no shape sweep ran before this keep, so where it stops helping is unknown; pass "
+    "run_round(..., sweep=make(shape, dtype)) or set_baseline(..., sweep_inputs=...)"
+)
 
 
 def _unswept(record: DecisionRecord, swept: bool) -> DecisionRecord:
@@ -723,8 +976,9 @@ def _unswept(record: DecisionRecord, swept: bool) -> DecisionRecord:
     return dataclasses.replace(record, failure_cases=(NOT_SWEPT,))
 
 
-def _shape_sweep(sweep: ShapeSweep | SweepFactory, make_inputs: Callable[[], Any] | None,
-                 dtypes: Sequence[str] | None) -> ShapeSweep:
+def _shape_sweep(
+    sweep: ShapeSweep | SweepFactory, make_inputs: Callable[[], Any] | None, dtypes: Sequence[str] | None
+) -> ShapeSweep:
     """A ``ShapeSweep`` from a ``make(shape, dtype)`` factory: small, target, large and
     non-power-of-two sizes of the first input's leading dimension, in ``dtypes``."""
     from workbench.variants.sweep import ShapeSweep, sweep_shapes
@@ -732,13 +986,17 @@ def _shape_sweep(sweep: ShapeSweep | SweepFactory, make_inputs: Callable[[], Any
     if isinstance(sweep, ShapeSweep):
         return sweep if not dtypes else dataclasses.replace(sweep, dtypes=tuple(dtypes))
     if not callable(sweep):
-        raise InvalidArgumentError(f"sweep= takes make(shape, dtype) -> the argument tuple, or a "
-                                   f"wb.variants.ShapeSweep; got {type(sweep).__name__}")
+        raise InvalidArgumentError(
+            f"sweep= takes make(shape, dtype) -> the argument tuple, or a "
+            f"wb.variants.ShapeSweep; got {type(sweep).__name__}"
+        )
     args = measure.seeded_inputs(make_inputs, 0)
     first = next((a for a in args if hasattr(a, "shape") and len(a.shape) > 0), None)
     if first is None:
-        raise InvalidArgumentError("a shape sweep needs a tensor input with at least one dimension to vary; "
-                                   "pass a wb.variants.ShapeSweep with explicit shapes instead")
+        raise InvalidArgumentError(
+            "a shape sweep needs a tensor input with at least one dimension to vary; "
+            "pass a wb.variants.ShapeSweep with explicit shapes instead"
+        )
     names = tuple(dtypes) if dtypes else (str(first.dtype).replace("torch.", ""),)
     return ShapeSweep(sweep, sweep_shapes(tuple(int(s) for s in first.shape)), names)
 
@@ -747,12 +1005,15 @@ def _plain_options(options: Mapping[str, Any]) -> dict[str, Any]:
     return {str(k): (v if isinstance(v, (int, float, str, bool)) or v is None else repr(v)) for k, v in options.items()}
 
 
-def _testing(hyps: list[Hypothesis], variants: Mapping[str, VariantLike], tests: Mapping[str, str | Sequence[str]]) -> dict[str, list[str]]:
+def _testing(
+    hyps: list[Hypothesis], variants: Mapping[str, VariantLike], tests: Mapping[str, str | Sequence[str]]
+) -> dict[str, list[str]]:
     """hypothesis key -> the variants of this round that test it."""
     unknown = [n for n in tests if n not in variants]
     if unknown:
-        raise InvalidArgumentError(f"tests= names variants that are not in this round: {unknown}; the round has "
-                                   f"{list(variants)}")
+        raise InvalidArgumentError(
+            f"tests= names variants that are not in this round: {unknown}; the round has {list(variants)}"
+        )
     out: dict[str, list[str]] = {hypothesis_key(h): [] for h in hyps}
     for name, obj in variants.items():
         kinds = {name}
@@ -768,9 +1029,11 @@ def _testing(hyps: list[Hypothesis], variants: Mapping[str, VariantLike], tests:
                 out[key].append(name)
         matched = {w for w in wanted if any(w in (hypothesis_key(h), h.category, h.rule) for h in hyps)}
         if wanted - matched:
-            raise InvalidArgumentError(f"tests= for {name!r} names {sorted(wanted - matched)}, which the current "
-                                       f"baseline does not propose; its hypotheses are "
-                                       f"{[hypothesis_key(h) for h in hyps]}")
+            raise InvalidArgumentError(
+                f"tests= for {name!r} names {sorted(wanted - matched)}, which the current "
+                f"baseline does not propose; its hypotheses are "
+                f"{[hypothesis_key(h) for h in hyps]}"
+            )
     return out
 
 
@@ -784,10 +1047,19 @@ def _result(row: VariantResult) -> dict[str, Any]:
     if s is not None:
         parts.append(f"speedup {s.describe()}")
     parts.append(row.decision_reason or row.reason)
-    return {"variant": row.name, "kind": row.kind, "status": row.status, "correct": None if c is None else c.passed,
-            "max_abs_err": c.max_abs_err if c else None, "median_ms": t.median_ms if t else None,
-            "speedup": s.point if s else None, "speedup_ci": [s.ci_low, s.ci_high] if s else None,
-            "decision": row.decision, "reason": row.decision_reason or row.reason, "text": "; ".join(p for p in parts if p)}
+    return {
+        "variant": row.name,
+        "kind": row.kind,
+        "status": row.status,
+        "correct": None if c is None else c.passed,
+        "max_abs_err": c.max_abs_err if c else None,
+        "median_ms": t.median_ms if t else None,
+        "speedup": s.point if s else None,
+        "speedup_ci": [s.ci_low, s.ci_high] if s else None,
+        "decision": row.decision,
+        "reason": row.decision_reason or row.reason,
+        "text": "; ".join(p for p in parts if p),
+    }
 
 
 def _baseline_check(base: Baseline, base_row: VariantResult, row: VariantResult) -> dict[str, Any]:
@@ -804,14 +1076,25 @@ def _baseline_check(base: Baseline, base_row: VariantResult, row: VariantResult)
     drifted = ratio is not None and abs(ratio - 1) > DRIFT and (hi < rec_lo or lo > rec_hi)
     pairs = row.speedup.n_pairs if row.speedup is not None else 0
     status = "drifted" if drifted else "ok"
-    text = (f"{pairs} interleaved rounds paired with the baseline; baseline median {bt.median_ms:.4g} ms here vs "
-            f"{base.median_ms:.4g} ms recorded (x{ratio:.3g})" if ratio else "baseline median not comparable")
+    text = (
+        f"{pairs} interleaved rounds paired with the baseline; baseline median {bt.median_ms:.4g} ms here vs "
+        f"{base.median_ms:.4g} ms recorded (x{ratio:.3g})"
+        if ratio
+        else "baseline median not comparable"
+    )
     if drifted:
         text += ": the baseline drifted (machine load or state); the paired speedup still holds, absolute times do not"
     if row.speedup is None:
         text = f"not timed against the baseline ({row.status}: {row.reason}); " + text.split("; ", 1)[-1]
-    return {"variant": row.name, "status": status, "pairs": pairs, "baseline_median_ms": bt.median_ms,
-            "recorded_median_ms": base.median_ms, "drift": ratio, "text": text}
+    return {
+        "variant": row.name,
+        "status": status,
+        "pairs": pairs,
+        "baseline_median_ms": bt.median_ms,
+        "recorded_median_ms": base.median_ms,
+        "drift": ratio,
+        "text": text,
+    }
 
 
 def _recorded_median_ci(base: Baseline) -> tuple[float, float]:
@@ -819,7 +1102,7 @@ def _recorded_median_ci(base: Baseline) -> tuple[float, float]:
     (McGill, Tukey and Larsen's notch), the median itself where the spread was not recorded."""
     if base.n <= 0 or base.iqr_ms <= 0:
         return base.median_ms, base.median_ms
-    half = 1.58 * base.iqr_ms / base.n ** 0.5
+    half = 1.58 * base.iqr_ms / base.n**0.5
     return base.median_ms - half, base.median_ms + half
 
 
@@ -839,10 +1122,14 @@ def _next_step(rows: Mapping[str, VariantResult], names: list[str]) -> str:
     kept = [n for n in names if rows[n].decision in KEPT]
     if kept:
         best = max(kept, key=lambda n: speedup.point if (speedup := rows[n].speedup) else 0.0)
-        return (f"accept {best!r} (study.accept({best!r})): the study re-profiles it as the new baseline and ranks "
-                f"its hypotheses afresh before the next round")
+        return (
+            f"accept {best!r} (study.accept({best!r})): the study re-profiles it as the new baseline and ranks "
+            f"its hypotheses afresh before the next round"
+        )
     undecided = [n for n in names if rows[n].decision == "need_more_evidence"]
     if undecided:
-        return (f"no change kept; {', '.join(undecided)} undecided: rerun them with a longer budget_s or a larger "
-                f"input, against the same baseline")
+        return (
+            f"no change kept; {', '.join(undecided)} undecided: rerun them with a longer budget_s or a larger "
+            f"input, against the same baseline"
+        )
     return "no change kept: the baseline stays; try the next hypothesis's suggested variants"

@@ -7,6 +7,7 @@ altair, and no analysis: the analyses take a ``TraceData``; the public ``Trace``
 
 The column schema of every table is in ``workbench.trace.schema``.
 """
+
 from workbench.trace.data import TraceData, TraceMeta
 from workbench.trace.load import read_trace
 

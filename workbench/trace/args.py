@@ -5,6 +5,7 @@ Fields are ``Any`` so that an odd value (a string where a number belongs) never 
 load: columns coerce it to "absent" (-1 / NaN) instead. Keys the tables do not use are
 skipped by the decoder without building anything.
 """
+
 from __future__ import annotations
 
 from operator import attrgetter
@@ -23,6 +24,7 @@ def _key(name: str, default: Any = None) -> Any:
 
 class Args(msgspec.Struct, frozen=True, gc=False):
     """Every ``args`` key any table reads (CPU ops, runtime, GPU activity, memory, metadata)."""
+
     external_id: Any = _key("External id")
     external_id_old: Any = _key("external id")
     input_dims: msgspec.Raw = _key("Input Dims", _RAW)
@@ -62,7 +64,7 @@ def field(args: np.ndarray, name: str) -> list:
 
 
 def external_ids(args: np.ndarray) -> np.ndarray:
-    """"External id", or the 2021 spelling "external id" where the first is absent."""
+    """ "External id", or the 2021 spelling "external id" where the first is absent."""
     new = ints(field(args, "external_id"))
     missing = new == -1
     if missing.any():
@@ -122,7 +124,8 @@ def floats(values: list) -> np.ndarray:
 def dim3(values: list) -> np.ndarray:
     """CUDA grid/block lists [x, y, z] as an (n, 3) int64 array; -1 where absent."""
     out = np.full((len(values), 3), -1, dtype=np.int64)
-    present = np.flatnonzero(np.fromiter(map(type, values), dtype=object, count=len(values)) == list)
+    # the types compared element-wise as objects (a vectorised `type(v) is list`)
+    present = np.flatnonzero(np.fromiter(map(type, values), dtype=object, count=len(values)) == list)  # noqa: E721
     if not len(present):
         return out
     lists = [values[i] for i in present]
@@ -144,8 +147,7 @@ def compact_json(values: list) -> pd.Categorical:
     try:
         texts = np.fromiter(map(bytes, values), dtype=object, count=len(values))
     except TypeError:  # None where an event's args struct has no such field
-        texts = np.fromiter((bytes(v) if v is not None else b"" for v in values), dtype=object,
-                            count=len(values))
+        texts = np.fromiter((bytes(v) if v is not None else b"" for v in values), dtype=object, count=len(values))
     codes, uniques = pd.factorize(texts)
     labels = pd.Index([_compact(t) for t in uniques], dtype="str")
     if labels.has_duplicates:  # two spellings of one value (whitespace): merge them

@@ -3,6 +3,7 @@
 Options reproduce Holistic Trace Analysis where asked (``round_ns``, ``drop_last_step``);
 the defaults keep every event and every nanosecond.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -12,12 +13,21 @@ import numpy as np
 
 import workbench.trace.columns as columns
 from workbench.trace.decode import Chunks, DecodedFile, TraceHeader
-from workbench.trace.split_decode import decode_split
-from workbench.trace.issues import Issues
 from workbench.trace.events import Event
+from workbench.trace.issues import Issues
+from workbench.trace.split_decode import decode_split
 
-TIMED_TABLES = ("cpu_ops", "python_calls", "runtime", "kernels", "gpu_syncs", "memory",
-                "annotations", "gpu_annotations", "flows")
+TIMED_TABLES = (
+    "cpu_ops",
+    "python_calls",
+    "runtime",
+    "kernels",
+    "gpu_syncs",
+    "memory",
+    "annotations",
+    "gpu_annotations",
+    "flows",
+)
 CPU_SIDE = ("cpu_ops", "python_calls", "runtime", "memory", "annotations", "flows")
 GPU_SIDE = ("kernels", "gpu_syncs")
 
@@ -41,8 +51,13 @@ class FileTables:
     notes: list[str] = field(default_factory=list)
 
 
-def build_file(header: TraceHeader, chunks: Iterable[DecodedFile], options: LoadOptions,
-               issues: Issues, decode_workers: int | None = None) -> FileTables:
+def build_file(
+    header: TraceHeader,
+    chunks: Iterable[DecodedFile],
+    options: LoadOptions,
+    issues: Issues,
+    decode_workers: int | None = None,
+) -> FileTables:
     """One file's tables. ``decode_workers``: processes decoding a large plain file in byte ranges
     (``split_decode.worker_count``; 1: this process only)."""
     parts: dict[str, list[dict]] = {name: [] for name in TIMED_TABLES}
@@ -74,8 +89,11 @@ def build_file(header: TraceHeader, chunks: Iterable[DecodedFile], options: Load
     if issues.skipped_count and not any(parts.values()) and not issues.huge_ts_count:
         from workbench.errors import TraceFormatError
 
-        raise TraceFormatError(f"no event could be read: {issues.skipped_message}; "
-                               "re-export the trace with torch.profiler or check the file", path=issues.shown)
+        raise TraceFormatError(
+            f"no event could be read: {issues.skipped_message}; "
+            "re-export the trace with torch.profiler or check the file",
+            path=issues.shown,
+        )
     tables = {name: columns.concat_parts(p) for name, p in parts.items() if p}
     del parts
     for table in tables.values():
@@ -91,8 +109,9 @@ def build_file(header: TraceHeader, chunks: Iterable[DecodedFile], options: Load
     return FileTables(path, -1, origin_ns, tables, names, issues.messages)
 
 
-def _take(chunk: columns.Chunk, parts: dict[str, list[dict]], names: dict[str, dict[str, str]],
-          edges: list, issues: Issues) -> None:
+def _take(
+    chunk: columns.Chunk, parts: dict[str, list[dict]], names: dict[str, dict[str, str]], edges: list, issues: Issues
+) -> None:
     for name, part in columns.extract(chunk, issues).items():
         if part is not None:
             parts[name].append(part)
@@ -101,8 +120,13 @@ def _take(chunk: columns.Chunk, parts: dict[str, list[dict]], names: dict[str, d
     issues.unknown(chunk.unknown())
     edge_index = chunk.kinds.get(columns.EDGE)
     if edge_index is not None:
-        edges.extend(zip(chunk.file_indexes(edge_index).tolist(), chunk.ts_ns[edge_index].tolist(),
-                         [chunk.events[i] for i in edge_index]))
+        edges.extend(
+            zip(
+                chunk.file_indexes(edge_index).tolist(),
+                chunk.ts_ns[edge_index].tolist(),
+                [chunk.events[i] for i in edge_index],
+            )
+        )
 
 
 def _round_like_hta(table: dict) -> None:
@@ -119,8 +143,10 @@ def _origin(tables: dict[str, dict], path: str, issues: Issues) -> int:
 
         if issues.huge_ts_count:
             raise TraceFormatError(f"no event has a usable timestamp: {issues.unit_hint}", path=issues.shown)
-        raise TraceFormatError("no timed event (op, kernel, runtime call, annotation) in the "
-                               "trace; profile a region that runs work", path=issues.shown)
+        raise TraceFormatError(
+            "no timed event (op, kernel, runtime call, annotation) in the trace; profile a region that runs work",
+            path=issues.shown,
+        )
     return min(starts)
 
 
@@ -149,8 +175,10 @@ def _drop_last_step(tables: dict[str, dict], issues: Issues) -> None:
             _filter(tables[name], np.isin(tables[name]["correlation"], list(kept)))
     if "gpu_annotations" in tables:
         _filter(tables["gpu_annotations"], tables["gpu_annotations"]["ts_us"] < last_start)
-    issues.note(f"{issues.path}: dropped the last profiler step (starting at {last_start:.3f} µs), "
-                "as Holistic Trace Analysis does (drop_last_step=True)")
+    issues.note(
+        f"{issues.path}: dropped the last profiler step (starting at {last_start:.3f} µs), "
+        "as Holistic Trace Analysis does (drop_last_step=True)"
+    )
 
 
 def _filter(table: dict, keep: np.ndarray) -> None:

@@ -14,6 +14,7 @@ another version of the format or schema, is ignored with a warning and rewritten
 Size: at most ``$WORKBENCH_CACHE_MAX_BYTES`` (default 4 GiB) in all; the least recently used
 entries are evicted first. ``cache=False`` (``workbench analyze --no-cache``) skips it.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,8 +30,8 @@ import msgspec
 import pandas as pd
 import pyarrow as pa
 
-from workbench.errors import TraceWarning
 import workbench.trace.schema as trace_schema
+from workbench.errors import TraceWarning
 from workbench.trace.data import TraceData, TraceMeta
 
 FORMAT_VERSION = 1
@@ -98,14 +99,18 @@ class TraceCache:
         try:
             stored = _unpack(meta_path.read_bytes())
             if stored.get("format") != FORMAT_VERSION or stored.get("schema") != SCHEMA_VERSION:
-                self._discard(f"it is from another version of the cache (format {stored.get('format')}, "
-                              f"schema {stored.get('schema')}; this is format {FORMAT_VERSION}, schema "
-                              f"{SCHEMA_VERSION})")
+                self._discard(
+                    f"it is from another version of the cache (format {stored.get('format')}, "
+                    f"schema {stored.get('schema')}; this is format {FORMAT_VERSION}, schema "
+                    f"{SCHEMA_VERSION})"
+                )
                 return None
             if stored.get("identities") != self.identities or stored.get("options") != self.options:
                 return None  # the file changed: a miss, the entry is rewritten
-            tables = {name: self._read_table(name, rows, stored["columns"][name], stored["dtypes"][name])
-                      for name, rows in stored["rows"].items()}
+            tables = {
+                name: self._read_table(name, rows, stored["columns"][name], stored["dtypes"][name])
+                for name, rows in stored["rows"].items()
+            }
             meta = _meta_from(stored["meta"])
         except Exception as exc:  # noqa: BLE001 (any damage to an entry is a miss, said once)
             self._discard(f"it cannot be read ({type(exc).__name__}: {exc})")
@@ -118,22 +123,28 @@ class TraceCache:
             table = pa.ipc.open_file(source).read_all()
         frame = table.to_pandas()
         if len(frame) != rows or list(frame.columns) != columns:
-            raise ValueError(f"table {name} holds {len(frame)} rows and columns {list(frame.columns)[:4]}..., "
-                             f"not the {rows} rows written")
+            raise ValueError(
+                f"table {name} holds {len(frame)} rows and columns {list(frame.columns)[:4]}..., "
+                f"not the {rows} rows written"
+            )
         for column, dtype in zip(columns, dtypes):
             if _dtype_text(frame[column]) != dtype and isinstance(frame[column].dtype, pd.CategoricalDtype):
                 # an empty dictionary comes back with object categories: give them their own dtype
                 values = frame[column].array
                 frame[column] = pd.Categorical.from_codes(
-                    values.codes, categories=values.categories.astype(dtype.split(":", 1)[1]))
+                    values.codes, categories=values.categories.astype(dtype.split(":", 1)[1])
+                )
             if _dtype_text(frame[column]) != dtype:
                 raise ValueError(f"column {name}.{column} is {_dtype_text(frame[column])}, {dtype} was written")
         return frame
 
     def _discard(self, why: str) -> None:
-        warnings.warn(f"trace cache entry {self.entry} for {', '.join(self.paths)} is ignored: {why}; "
-                      "the trace is read from its file again and the entry rewritten", TraceWarning,
-                      stacklevel=4)
+        warnings.warn(
+            f"trace cache entry {self.entry} for {', '.join(self.paths)} is ignored: {why}; "
+            "the trace is read from its file again and the entry rewritten",
+            TraceWarning,
+            stacklevel=4,
+        )
         shutil.rmtree(self.entry, ignore_errors=True)
 
     # --- writing --------------------------------------------------------------------------
@@ -152,9 +163,17 @@ class TraceCache:
                 rows[name] = len(frame)
                 columns[name] = [str(c) for c in frame.columns]
                 dtypes[name] = [_dtype_text(frame[c]) for c in frame.columns]
-            stored = {"format": FORMAT_VERSION, "schema": SCHEMA_VERSION, "identities": self.identities,
-                      "options": self.options, "rows": rows, "columns": columns, "dtypes": dtypes, "meta": _meta_to(data.meta),
-                      "written": time.time()}
+            stored = {
+                "format": FORMAT_VERSION,
+                "schema": SCHEMA_VERSION,
+                "identities": self.identities,
+                "options": self.options,
+                "rows": rows,
+                "columns": columns,
+                "dtypes": dtypes,
+                "meta": _meta_to(data.meta),
+                "written": time.time(),
+            }
             (tmp / _META).write_bytes(_pack(stored))
             if self.entry.exists():
                 shutil.rmtree(self.entry, ignore_errors=True)
@@ -166,9 +185,13 @@ class TraceCache:
                 shutil.rmtree(tmp, ignore_errors=True)  # another process wrote the same entry first
         except Exception as exc:  # noqa: BLE001 (a cache that cannot be written must not fail the load)
             shutil.rmtree(tmp, ignore_errors=True)
-            warnings.warn(f"the trace cache could not be written to {self.root} ({type(exc).__name__}: "
-                          f"{exc}); loads stay uncached. Set {ENV_DIR} to a writable folder, or pass "
-                          "cache=False", TraceWarning, stacklevel=4)
+            warnings.warn(
+                f"the trace cache could not be written to {self.root} ({type(exc).__name__}: "
+                f"{exc}); loads stay uncached. Set {ENV_DIR} to a writable folder, or pass "
+                "cache=False",
+                TraceWarning,
+                stacklevel=4,
+            )
             return None
         evict(self.root, max_bytes(), keep=self.entry)
         return self.entry

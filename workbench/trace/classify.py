@@ -6,6 +6,7 @@
 - copy direction and pageable/pinned memory from "Memcpy HtoD (Pageable -> Device)";
 - runtime calls that launch GPU work and that synchronise the host with the device.
 """
+
 from __future__ import annotations
 
 import re
@@ -17,13 +18,22 @@ import pandas as pd
 CPU_OP, PYTHON, ANNOTATION, GPU_ANNOTATION, RUNTIME, GPU, GPU_SYNC, MEMORY, FLOW, META, OTHER = range(11)
 
 _CATEGORY_KIND = {
-    ("X", "cpu_op"): CPU_OP, ("X", "Operator"): CPU_OP, ("X", "operator"): CPU_OP,
+    ("X", "cpu_op"): CPU_OP,
+    ("X", "Operator"): CPU_OP,
+    ("X", "operator"): CPU_OP,
     ("X", "python_function"): PYTHON,
-    ("X", "user_annotation"): ANNOTATION, ("X", "gpu_user_annotation"): GPU_ANNOTATION,
-    ("X", "cuda_runtime"): RUNTIME, ("X", "cuda_driver"): RUNTIME, ("X", "Runtime"): RUNTIME,
+    ("X", "user_annotation"): ANNOTATION,
+    ("X", "gpu_user_annotation"): GPU_ANNOTATION,
+    ("X", "cuda_runtime"): RUNTIME,
+    ("X", "cuda_driver"): RUNTIME,
+    ("X", "Runtime"): RUNTIME,
     ("X", "hip_runtime"): RUNTIME,
-    ("X", "kernel"): GPU, ("X", "Kernel"): GPU, ("X", "gpu_memcpy"): GPU, ("X", "Memcpy"): GPU,
-    ("X", "gpu_memset"): GPU, ("X", "Memset"): GPU,
+    ("X", "kernel"): GPU,
+    ("X", "Kernel"): GPU,
+    ("X", "gpu_memcpy"): GPU,
+    ("X", "Memcpy"): GPU,
+    ("X", "gpu_memset"): GPU,
+    ("X", "Memset"): GPU,
     ("X", "cuda_sync"): GPU_SYNC,
 }
 _FLOW_PHASES = {"s", "f", "t"}
@@ -49,7 +59,7 @@ def event_kind(ph: str, cat: str, name: str) -> int:
 def step_number(name: str) -> int:
     """N of "ProfilerStep#N", else -1."""
     if name.startswith("ProfilerStep#"):
-        tail = name[len("ProfilerStep#"):]
+        tail = name[len("ProfilerStep#") :]
         return int(tail) if tail.isdigit() else -1
     return -1
 
@@ -70,7 +80,8 @@ COMMUNICATION_KERNEL = re.compile(
 # collectives of torch.compile / DTensor.
 COLLECTIVE_OP = re.compile(
     r"^(?:c10d::|nccl:|gloo:|mpi:|ucc:|record_param_comms|c10d_functional::|_c10d_functional::"
-    r"|ProcessGroup(?:Gloo|NCCL|MPI|UCC|Wrapper)?::)")
+    r"|ProcessGroup(?:Gloo|NCCL|MPI|UCC|Wrapper)?::)"
+)
 MEMORY_KERNEL = re.compile(r"^(?:Memcpy|Memset|dma)", re.IGNORECASE)
 HTA_COMMUNICATION = re.compile(r"^nccl.*Kernel")
 HTA_MEMORY = re.compile(r"^(?:Memcpy|Memset|dma)")
@@ -145,26 +156,64 @@ def copy_parts(name: str) -> tuple[str, str, str]:
 
 
 # --- runtime calls -------------------------------------------------------------------------
-LAUNCH_CALLS = frozenset({
-    "cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel",
-    "cudaLaunchCooperativeKernelMultiDevice", "cudaMemcpyAsync", "cudaMemsetAsync", "cudaMemcpy",
-    "cudaMemset", "cudaMemcpy2DAsync", "cudaMemcpyPeerAsync", "cudaGraphLaunch", "cuLaunchKernel",
-    "cuLaunchKernelEx", "cuLaunchCooperativeKernel", "cuGraphLaunch", "cuMemcpyAsync",
-    "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuMemsetD8Async", "cuMemsetD32Async",
-    "hipLaunchKernel", "hipExtLaunchKernel", "hipExtModuleLaunchKernel", "hipModuleLaunchKernel",
-    "hipLaunchCooperativeKernel", "hipMemcpyAsync", "hipMemsetAsync", "hipMemcpy", "hipMemset",
-    "hipMemcpyWithStream", "hipGraphLaunch", "hipMemcpyHtoDAsync", "hipMemcpyDtoHAsync",
-    "hipMemsetD8Async", "hipMemsetD32Async",
-})
+LAUNCH_CALLS = frozenset(
+    {
+        "cudaLaunchKernel",
+        "cudaLaunchKernelExC",
+        "cudaLaunchCooperativeKernel",
+        "cudaLaunchCooperativeKernelMultiDevice",
+        "cudaMemcpyAsync",
+        "cudaMemsetAsync",
+        "cudaMemcpy",
+        "cudaMemset",
+        "cudaMemcpy2DAsync",
+        "cudaMemcpyPeerAsync",
+        "cudaGraphLaunch",
+        "cuLaunchKernel",
+        "cuLaunchKernelEx",
+        "cuLaunchCooperativeKernel",
+        "cuGraphLaunch",
+        "cuMemcpyAsync",
+        "cuMemcpyHtoDAsync_v2",
+        "cuMemcpyDtoHAsync_v2",
+        "cuMemsetD8Async",
+        "cuMemsetD32Async",
+        "hipLaunchKernel",
+        "hipExtLaunchKernel",
+        "hipExtModuleLaunchKernel",
+        "hipModuleLaunchKernel",
+        "hipLaunchCooperativeKernel",
+        "hipMemcpyAsync",
+        "hipMemsetAsync",
+        "hipMemcpy",
+        "hipMemset",
+        "hipMemcpyWithStream",
+        "hipGraphLaunch",
+        "hipMemcpyHtoDAsync",
+        "hipMemcpyDtoHAsync",
+        "hipMemsetD8Async",
+        "hipMemsetD32Async",
+    }
+)
 # Holistic Trace Analysis's launch statistics use only these.
-HTA_LAUNCH_CALLS = frozenset({"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync",
-                              "cudaMemsetAsync"})
-SYNC_CALLS = frozenset({
-    "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaStreamWaitEvent",
-    "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cudaMemcpy",
-    "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize", "hipStreamWaitEvent",
-    "hipMemcpy",
-})
+HTA_LAUNCH_CALLS = frozenset({"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync"})
+SYNC_CALLS = frozenset(
+    {
+        "cudaDeviceSynchronize",
+        "cudaStreamSynchronize",
+        "cudaEventSynchronize",
+        "cudaStreamWaitEvent",
+        "cuCtxSynchronize",
+        "cuStreamSynchronize",
+        "cuEventSynchronize",
+        "cudaMemcpy",
+        "hipDeviceSynchronize",
+        "hipStreamSynchronize",
+        "hipEventSynchronize",
+        "hipStreamWaitEvent",
+        "hipMemcpy",
+    }
+)
 
 
 def runtime_api(name: str) -> str:

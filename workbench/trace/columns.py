@@ -5,6 +5,7 @@ loop per event); name, pid, tid, ph and cat become int codes of the file's inter
 pass (categoricals only once the file's chunks are joined). Events are then sorted by kind,
 and each kind's columns and ``args`` fields are gathered in bulk.
 """
+
 # no ``from __future__ import annotations`` here: the annotations table's function is named so
 from operator import attrgetter, itemgetter
 
@@ -54,13 +55,17 @@ class Interners:
 
     def __init__(self) -> None:
         self.name, self.pid, self.tid, self.ph, self.cat = (Interner() for _ in range(5))
-        self.keys = KeyInterner(("name", "pid", "tid", "ph", "cat"),
-                                (self.name, self.pid, self.tid, self.ph, self.cat))
+        self.keys = KeyInterner(("name", "pid", "tid", "ph", "cat"), (self.name, self.pid, self.tid, self.ph, self.cat))
 
     def decode_columns(self, table: dict) -> None:
         """Turn a table's code columns into categoricals (once, after its chunks are joined)."""
-        for column, interner in (("name", self.name), ("pid", self.pid), ("tid", self.tid),
-                                 ("cat", self.cat), ("phase", self.ph)):
+        for column, interner in (
+            ("name", self.name),
+            ("pid", self.pid),
+            ("tid", self.tid),
+            ("cat", self.cat),
+            ("phase", self.ph),
+        ):
             if column in table:
                 table[column] = interner.categorical(table[column])
 
@@ -128,8 +133,7 @@ class Chunk:
         kinds[(kinds == classify.CPU_OP) & names.flags(_is_step)[self.name]] = classify.ANNOTATION  # 2021: "Operator"
         order = np.argsort(kinds, kind="stable")
         bounds = np.searchsorted(kinds[order], np.arange(_INSTANT + 2))
-        return {k: order[bounds[k]:bounds[k + 1]] for k in range(_INSTANT + 1)
-                if bounds[k + 1] > bounds[k]}
+        return {k: order[bounds[k] : bounds[k + 1]] for k in range(_INSTANT + 1) if bounds[k + 1] > bounds[k]}
 
 
 def _check_durations(dur_ns, keep, index, issues: Issues) -> np.ndarray:
@@ -162,8 +166,14 @@ def _base(chunk: Chunk, kind: int, issues: Issues, span: bool = True) -> tuple[d
         index, ts_ns, dur_ns, file_index = index[keep], ts_ns[keep], dur_ns[keep], file_index[keep]
     if not len(index):
         return None
-    out = {"pid": chunk.pid[index], "tid": chunk.tid[index], "name": chunk.name[index],
-           "ts_ns": ts_ns, "dur_ns": dur_ns, "event_index": file_index}
+    out = {
+        "pid": chunk.pid[index],
+        "tid": chunk.tid[index],
+        "name": chunk.name[index],
+        "ts_ns": ts_ns,
+        "dur_ns": dur_ns,
+        "event_index": file_index,
+    }
     return out, index
 
 
@@ -225,9 +235,14 @@ def gpu(chunk: Chunk, kind: int, issues: Issues) -> dict | None:
     return out
 
 
-_MEMORY_FIELDS = {"bytes": "mem_bytes", "total_allocated": "total_allocated",
-                  "total_reserved": "total_reserved", "addr": "addr", "device_type": "device_type",
-                  "device_id": "device_id"}
+_MEMORY_FIELDS = {
+    "bytes": "mem_bytes",
+    "total_allocated": "total_allocated",
+    "total_reserved": "total_reserved",
+    "addr": "addr",
+    "device_type": "device_type",
+    "device_id": "device_id",
+}
 
 
 def memory(chunk: Chunk, issues: Issues) -> dict | None:
@@ -302,7 +317,6 @@ def concat_parts(parts: list[dict]) -> dict:
     return out
 
 
-
 def pair_spans(edges: list[tuple[int, int, Event]], path: str, issues: Issues) -> DecodedFile | None:
     """``B``/``E`` events (file index, ts ns, event) -> one span per pair, as "X" events would be.
 
@@ -324,15 +338,28 @@ def pair_spans(edges: list[tuple[int, int, Event]], path: str, issues: Issues) -
             lone_ends.append(file_index)
             continue
         begin_index, begin_ns, begin = stack.pop()
-        events.append(Event(ph="X", cat=begin.cat, name=begin.name, pid=begin.pid, tid=begin.tid,
-                            ts=begin.ts, dur=(ts_ns - begin_ns) / 1000.0, id=begin.id, args=begin.args))
+        events.append(
+            Event(
+                ph="X",
+                cat=begin.cat,
+                name=begin.name,
+                pid=begin.pid,
+                tid=begin.tid,
+                ts=begin.ts,
+                dur=(ts_ns - begin_ns) / 1000.0,
+                id=begin.id,
+                args=begin.args,
+            )
+        )
         indexes.append(begin_index)
         stamps.append(begin_ns)
     lone_begins = sorted(i for stack in open_spans.values() for i, _, _ in stack)
     issues.unpaired(len(lone_begins), "'B' event(s) without a matching 'E'", np.array(lone_begins, dtype=np.int64))
-    issues.unpaired(len(lone_ends), "'E' event(s) without an open 'B' on their thread",
-                    np.array(lone_ends, dtype=np.int64))
+    issues.unpaired(
+        len(lone_ends), "'E' event(s) without an open 'B' on their thread", np.array(lone_ends, dtype=np.int64)
+    )
     if not events:
         return None
-    return DecodedFile(path, events, b"[]", 0, indexes=np.array(indexes, dtype=np.int64),
-                       ts_ns=np.array(stamps, dtype=np.int64))
+    return DecodedFile(
+        path, events, b"[]", 0, indexes=np.array(indexes, dtype=np.int64), ts_ns=np.array(stamps, dtype=np.int64)
+    )

@@ -7,6 +7,7 @@ absolute ns, so ranks can be re-aligned: ``abs_ns = origins_ns[rank] + ts_us * 1
 This is data only: the analyses (``workbench.analysis``) take a ``TraceData``, and the public
 ``Trace`` (``workbench.api.trace``, ``wb.load_trace``) is a ``TraceData`` whose methods call them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -113,8 +114,12 @@ class TraceData:
         if not len(k):
             return pd.DataFrame(columns=STREAM_COLUMNS)
         grouped = k.groupby(["rank", "device", "stream"], observed=True, sort=True)
-        return grouped.agg(events=("ts_us", "size"), sum_dur_us=("dur_us", "sum"),
-                           first_ts_us=("ts_us", "min"), last_end_us=("end_us", "max")).reset_index()
+        return grouped.agg(
+            events=("ts_us", "size"),
+            sum_dur_us=("dur_us", "sum"),
+            first_ts_us=("ts_us", "min"),
+            last_end_us=("end_us", "max"),
+        ).reset_index()
 
     @property
     def ranks(self) -> list[int]:
@@ -141,8 +146,9 @@ class TraceData:
         try:
             return self._tables[name]
         except KeyError:
-            raise InvalidArgumentError(f"a trace has no table {name!r}; its tables are "
-                                       f"{sorted(self._tables)}") from None
+            raise InvalidArgumentError(
+                f"a trace has no table {name!r}; its tables are {sorted(self._tables)}"
+            ) from None
 
     def rank(self, rank: int) -> Self:
         """The same trace (of the same class) restricted to one rank."""
@@ -165,13 +171,21 @@ class TraceData:
     def summary(self) -> str:
         """One line: ranks, events, span, CPU only or GPU (and which), warnings."""
         gpu = "GPU" if self.has_gpu else "CPU only"
-        names = sorted({str(d.get("name")) for props in self.device_properties.values()
-                        for d in props if isinstance(d, dict) and d.get("name")})
+        names = sorted(
+            {
+                str(d.get("name"))
+                for props in self.device_properties.values()
+                for d in props
+                if isinstance(d, dict) and d.get("name")
+            }
+        )
         device = f" on {', '.join(names)}" if names else ""
-        return (f"Trace: {len(self.ranks)} rank(s) {self.ranks}, {self.event_count():,} events "
-                f"({len(self.cpu_ops):,} CPU ops, {len(self.runtime):,} runtime calls, "
-                f"{len(self.kernels):,} GPU events), span {self.span_us() / 1000:.3f} ms, "
-                f"{gpu}{device}; {len(self.meta.warnings)} warning(s)")
+        return (
+            f"Trace: {len(self.ranks)} rank(s) {self.ranks}, {self.event_count():,} events "
+            f"({len(self.cpu_ops):,} CPU ops, {len(self.runtime):,} runtime calls, "
+            f"{len(self.kernels):,} GPU events), span {self.span_us() / 1000:.3f} ms, "
+            f"{gpu}{device}; {len(self.meta.warnings)} warning(s)"
+        )
 
     def __repr__(self) -> str:
         return f"<{self.summary()}>"
@@ -187,8 +201,12 @@ def _reindexed(part: dict[str, pd.DataFrame], full: dict[str, pd.DataFrame], ran
         return new
 
     ops, calls = mapping("cpu_ops"), mapping("runtime")
-    for table, column, target in (("cpu_ops", "parent", ops), ("runtime", "op_index", ops),
-                                  ("kernels", "op_index", ops), ("kernels", "runtime_index", calls)):
+    for table, column, target in (
+        ("cpu_ops", "parent", ops),
+        ("runtime", "op_index", ops),
+        ("kernels", "op_index", ops),
+        ("kernels", "runtime_index", calls),
+    ):
         values = part[table][column].to_numpy()
         part[table][column] = target[np.where(values >= 0, values, -1)]
     return part

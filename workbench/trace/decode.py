@@ -6,23 +6,23 @@ hold only the keys the tables use. A piece and its events are dropped before the
 so neither the file's text nor a Python object per event ever exists for the whole file.
 Pieces are decoded with the fast per-category structs where they can be (events.py).
 """
+
 from __future__ import annotations
 
 import re
 import sys
-from json import detect_encoding
 from collections.abc import Iterator
 from contextlib import contextmanager
+from json import detect_encoding
 from types import FrameType
 from typing import Any
 
 import msgspec
 
-from workbench.errors import TraceFormatError
 import workbench.trace.stream as stream
+from workbench.errors import TraceFormatError
 from workbench.trace.events import FAST_DECODER, GENERIC_DECODER, ONE_EVENT_DECODER, SKIPPED_PH, Event
 from workbench.trace.paths import shown
-
 
 _HINT = "re-export the trace with torch.profiler (prof.export_chrome_trace) or check the file"
 
@@ -38,6 +38,7 @@ class TraceHeader(msgspec.Struct):
 
 class _Tail(msgspec.Struct):
     """The last piece: the final events, and the header keys written after the array."""
+
     traceEvents: list[Event] = []  # noqa: N815
     deviceProperties: Any = None  # noqa: N815
     distributedInfo: Any = None  # noqa: N815
@@ -48,6 +49,7 @@ class _Tail(msgspec.Struct):
 
 class DecodedFile(msgspec.Struct):
     """One chunk of a file's events (a whole small file is one chunk)."""
+
     path: str
     events: list  # fast per-category structs or generic ``Event``s (events.py)
     text: Any  # the JSON they came from (bytes-like): "[...]", or '{"traceEvents": [...], ...}'
@@ -83,8 +85,13 @@ def decode_file(path: str) -> tuple[TraceHeader, Iterator[DecodedFile]]:
     if start is None:  # an unusual layout, or an error to report: read it whole
         return _decode_whole(bytes(buf), path)
     header, pos, bare = start
-    return header, Chunks(_chunks(path, header, buf[pos - 1:], blocks, bare), path, header,
-                          pos - 1 if _text_is_bytes(path) else None, bare)
+    return header, Chunks(
+        _chunks(path, header, buf[pos - 1 :], blocks, bare),
+        path,
+        header,
+        pos - 1 if _text_is_bytes(path) else None,
+        bare,
+    )
 
 
 class Chunks:
@@ -92,8 +99,9 @@ class Chunks:
     file's bytes are its text (plain UTF-8: not gzip, no byte-order mark, not transcoded): then pieces
     of it can be read by offset in other processes (split_decode.py) instead."""
 
-    def __init__(self, pieces: Iterator[DecodedFile], path: str, header: TraceHeader,
-                 events_at: int | None, bare: bool) -> None:
+    def __init__(
+        self, pieces: Iterator[DecodedFile], path: str, header: TraceHeader, events_at: int | None, bare: bool
+    ) -> None:
         self.pieces, self.path, self.header = pieces, path, header
         self.events_at, self.bare = events_at, bare
 
@@ -126,29 +134,34 @@ def _find_events(buf: bytearray, blocks: Iterator[bytes], path: str):
         stripped = buf.lstrip()
         if not stripped:
             if len(buf) > HEADER_LIMIT:
-                raise TraceFormatError(f"not valid JSON: the first {len(buf) >> 20} MB are only "
-                                       f"whitespace; {_HINT}", path=shown(path))
+                raise TraceFormatError(
+                    f"not valid JSON: the first {len(buf) >> 20} MB are only whitespace; {_HINT}", path=shown(path)
+                )
             continue
         first = stripped[:1]
         if first == b"[":
             return TraceHeader(), buf.index(b"[") + 1, True
         if first != b"{":
-            raise TraceFormatError(f"not valid JSON: the file starts with {bytes(stripped[:12])!r}, "
-                                   f"not a JSON object or array; {_HINT}", path=shown(path))
+            raise TraceFormatError(
+                f"not valid JSON: the file starts with {bytes(stripped[:12])!r}, not a JSON object or array; {_HINT}",
+                path=shown(path),
+            )
         match = _EVENTS_KEY.search(buf, searched)
         if match is not None:
-            header = _prefix_header(bytes(buf[:match.start()]), path)
+            header = _prefix_header(bytes(buf[: match.start()]), path)
             if header is None:
                 break
             return header, match.end(), False
         if len(buf) > HEADER_LIMIT:
-            raise TraceFormatError(f"no 'traceEvents' array in the first {HEADER_LIMIT >> 20} MB; "
-                                   f"{_HINT}", path=shown(path))
+            raise TraceFormatError(
+                f"no 'traceEvents' array in the first {HEADER_LIMIT >> 20} MB; {_HINT}", path=shown(path)
+            )
     for block in blocks:  # an unusual layout: read it whole, up to a bound
         buf += block
         if len(buf) > WHOLE_LIMIT:
-            raise TraceFormatError(f"no top-level 'traceEvents' array found in the first "
-                                   f"{WHOLE_LIMIT >> 20} MB; {_HINT}", path=shown(path))
+            raise TraceFormatError(
+                f"no top-level 'traceEvents' array found in the first {WHOLE_LIMIT >> 20} MB; {_HINT}", path=shown(path)
+            )
     return None
 
 
@@ -159,8 +172,9 @@ def _prefix_header(prefix: bytes, path: str) -> TraceHeader | None:
     except (*_BAD_TEXT, msgspec.ValidationError):
         return None
     except RecursionError:
-        raise TraceFormatError(f"the header (before 'traceEvents') is nested too deeply to read; "
-                               f"{_HINT}", path=shown(path)) from None
+        raise TraceFormatError(
+            f"the header (before 'traceEvents') is nested too deeply to read; {_HINT}", path=shown(path)
+        ) from None
     header.traceEvents = msgspec.Raw()
     return header
 
@@ -168,8 +182,9 @@ def _prefix_header(prefix: bytes, path: str) -> TraceHeader | None:
 _OPEN, _CLOSE, _COMMA = ord("["), ord("]"), ord(",")
 
 
-def _chunks(path: str, header: TraceHeader, buf: bytearray, blocks: Iterator[bytes],
-            bare: bool) -> Iterator[DecodedFile]:
+def _chunks(
+    path: str, header: TraceHeader, buf: bytearray, blocks: Iterator[bytes], bare: bool
+) -> Iterator[DecodedFile]:
     """Events in pieces of about CHUNK_BYTES. ``buf`` starts at the events array's "[".
 
     Each piece is decoded in place: the "," after its last event is overwritten with "]" (and
@@ -190,7 +205,7 @@ def _chunks(path: str, header: TraceHeader, buf: bytearray, blocks: Iterator[byt
             _check_piece_size(buf, path, first)
             continue
         buf[0], buf[comma] = _OPEN, _CLOSE
-        text = memoryview(buf)[:comma + 1]
+        text = memoryview(buf)[: comma + 1]
         piece = _decode_piece(text, path, first, fast)
         if piece is None:  # the cut fell inside a string: read on, cut later
             buf[comma] = _COMMA
@@ -206,8 +221,11 @@ def _chunks(path: str, header: TraceHeader, buf: bytearray, blocks: Iterator[byt
     if tail.events:
         yield tail
     if first + len(tail.events) == 0:
-        raise TraceFormatError("'traceEvents' is empty: the profiler recorded nothing; profile "
-                               "a region that runs work (inside the profiler context)", path=shown(path))
+        raise TraceFormatError(
+            "'traceEvents' is empty: the profiler recorded nothing; profile "
+            "a region that runs work (inside the profiler context)",
+            path=shown(path),
+        )
 
 
 def _check_piece_size(buf: bytearray, path: str, first: int) -> None:
@@ -215,12 +233,15 @@ def _check_piece_size(buf: bytearray, path: str, first: int) -> None:
     if len(buf) <= PIECE_LIMIT:
         return
     try:
-        msgspec.json.decode(bytes(buf[:1 << 20]) + b"]")
+        msgspec.json.decode(bytes(buf[: 1 << 20]) + b"]")
         why = "no event boundary"
     except (*_BAD_TEXT, RecursionError) as exc:
         why = str(exc) if not isinstance(exc, RecursionError) else "nested too deeply"
-    raise TraceFormatError(f"not valid JSON, or not an array of event objects: {PIECE_LIMIT >> 20} MB "
-                           f"after event #{first} hold no readable event ({why}); {_HINT}", path=shown(path))
+    raise TraceFormatError(
+        f"not valid JSON, or not an array of event objects: {PIECE_LIMIT >> 20} MB "
+        f"after event #{first} hold no readable event ({why}); {_HINT}",
+        path=shown(path),
+    )
 
 
 def _tail(path: str, header: TraceHeader, pending: list[bytes | bytearray], first: int, bare: bool) -> DecodedFile:
@@ -258,6 +279,7 @@ class _FastState:
     """Whether to try the fast decoder: given up for a file once it fails on most pieces
     (a trace whose categories it does not know), kept where only some pieces fail (the
     metadata events at the end of a Kineto file)."""
+
     enabled = True
 
     def __init__(self) -> None:
@@ -388,14 +410,19 @@ def split_array(text: bytes | memoryview, start: int) -> tuple[list[tuple[int, i
     raise ValueError("the array does not end")
 
 
-def _one_by_one(text: bytes | memoryview, start: int, path: str, first: int,
-                ) -> DecodedFile:
+def _one_by_one(
+    text: bytes | memoryview,
+    start: int,
+    path: str,
+    first: int,
+) -> DecodedFile:
     """The piece read event by event: an event that cannot be read becomes a skipped placeholder."""
     try:
         elements, _ = split_array(text, start)
     except ValueError:
-        raise TraceFormatError(f"not valid JSON, or truncated (the events array does not end); {_HINT}",
-                               path=shown(path)) from None
+        raise TraceFormatError(
+            f"not valid JSON, or truncated (the events array does not end); {_HINT}", path=shown(path)
+        ) from None
     events, skipped, clean = _read_elements(text, elements, first)
     return DecodedFile(path, events, clean, first, skipped)
 
@@ -458,16 +485,18 @@ def _decode_tail(body: bytes, path: str, first: int) -> tuple[_Tail, bytes, list
     try:
         elements, after = split_array(body, start)
     except ValueError:
-        raise TraceFormatError(f"not valid JSON, or truncated (the events array does not end); {_HINT}",
-                               path=shown(path)) from None
+        raise TraceFormatError(
+            f"not valid JSON, or truncated (the events array does not end); {_HINT}", path=shown(path)
+        ) from None
     events, skipped, clean = _read_elements(body, elements, first)
     rest = body[after:].lstrip()
     keys = b"{" + rest[1:] if rest[:1] == b"," else b"{}"
     try:
         tail = msgspec.json.decode(keys, type=_Tail)
     except (msgspec.ValidationError, RecursionError) as exc:
-        raise TraceFormatError(f"a header key after 'traceEvents' cannot be read ({exc}); {_HINT}",
-                               path=shown(path)) from None
+        raise TraceFormatError(
+            f"a header key after 'traceEvents' cannot be read ({exc}); {_HINT}", path=shown(path)
+        ) from None
     except _BAD_TEXT as exc:
         raise TraceFormatError(f"not valid JSON, or truncated ({exc}); {_HINT}", path=shown(path)) from None
     tail.traceEvents = events
@@ -475,8 +504,7 @@ def _decode_tail(body: bytes, path: str, first: int) -> tuple[_Tail, bytes, list
 
 
 def _merge_header(header: TraceHeader, tail: _Tail) -> None:
-    for key in ("deviceProperties", "distributedInfo", "baseTimeNanoseconds", "displayTimeUnit",
-                "schemaVersion"):
+    for key in ("deviceProperties", "distributedInfo", "baseTimeNanoseconds", "displayTimeUnit", "schemaVersion"):
         if getattr(header, key) is None:
             setattr(header, key, getattr(tail, key))
 
@@ -488,11 +516,15 @@ def _decode_whole(data: bytes, path: str) -> tuple[TraceHeader, Iterator[Decoded
     try:
         header = msgspec.json.decode(data, type=TraceHeader)
     except msgspec.ValidationError:
-        raise TraceFormatError(f"not a Chrome/Kineto trace: the top level is not a JSON object "
-                               f"with 'traceEvents'; {_HINT}", path=shown(path)) from None
+        raise TraceFormatError(
+            f"not a Chrome/Kineto trace: the top level is not a JSON object with 'traceEvents'; {_HINT}",
+            path=shown(path),
+        ) from None
     except RecursionError:
-        raise TraceFormatError(f"nested too deeply to read (and no top-level 'traceEvents' array was "
-                               f"found at its start); {_HINT}", path=shown(path)) from None
+        raise TraceFormatError(
+            f"nested too deeply to read (and no top-level 'traceEvents' array was found at its start); {_HINT}",
+            path=shown(path),
+        ) from None
     except _BAD_TEXT as exc:
         fixed = _without_nan(data)
         if fixed is None:
@@ -504,4 +536,4 @@ def _decode_whole(data: bytes, path: str) -> tuple[TraceHeader, Iterator[Decoded
     header.traceEvents = msgspec.Raw()
     if events.lstrip()[:1] != b"[":
         raise TraceFormatError(f"'traceEvents' is not a list; {_HINT}", path=shown(path))
-    return header, _chunks(path, header, bytearray(events[events.index(b"["):]), iter(()), True)
+    return header, _chunks(path, header, bytearray(events[events.index(b"[") :]), iter(()), True)

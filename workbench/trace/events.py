@@ -7,6 +7,7 @@ file with a ``cat`` the fast decoder does not know (or metadata events, which ha
 decoded with the generic one. Both give the same attributes: ``cat`` is a class attribute of
 the fast structs, and a table reads only the ``args`` fields of its own kind.
 """
+
 from __future__ import annotations
 
 from typing import Any, Union
@@ -20,6 +21,7 @@ _RAW = msgspec.Raw()
 
 class _EventFields(msgspec.Struct, gc=False):
     """The fields every trace event decoder reads, apart from ``cat`` and ``args``."""
+
     ph: str = ""
     name: str = ""
     pid: int | str = 0
@@ -31,6 +33,7 @@ class _EventFields(msgspec.Struct, gc=False):
 
 class Event(_EventFields, gc=False):
     """The general decoder's event: any category, every ``args`` key a table reads."""
+
     cat: str = ""
     args: Args = NO_ARGS
 
@@ -82,12 +85,12 @@ class AnnotationArgs(msgspec.Struct, frozen=True, gc=False):
 _ARGS_BY_CAT: dict[str, Any] = {
     **dict.fromkeys(("cpu_op", "Operator", "operator"), CpuArgs),
     **dict.fromkeys(("cuda_runtime", "cuda_driver", "Runtime", "hip_runtime"), RuntimeArgs),
-    **dict.fromkeys(("kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset", "cuda_sync"),
-                    GpuArgs),
+    **dict.fromkeys(("kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset", "cuda_sync"), GpuArgs),
     "cpu_instant_event": MemoryArgs,
     **dict.fromkeys(("user_annotation", "gpu_user_annotation"), AnnotationArgs),
-    **dict.fromkeys(("python_function", "ac2g", "async", "async_cpu_to_gpu", "fwdbwd", "Trace",
-                     "overhead"), msgspec.Raw),
+    **dict.fromkeys(
+        ("python_function", "ac2g", "async", "async_cpu_to_gpu", "fwdbwd", "Trace", "overhead"), msgspec.Raw
+    ),
 }
 
 
@@ -97,8 +100,13 @@ class _Tagged(_EventFields, tag_field="cat", gc=False):
 
 def _tagged_struct(cat: str, args_type: Any) -> type:
     default = _RAW if args_type is msgspec.Raw else args_type()
-    return msgspec.defstruct(f"Event_{cat}", [("args", args_type, default)], bases=(_Tagged,),
-                             tag=cat, namespace={"cat": cat, "__annotations__": {}})
+    return msgspec.defstruct(
+        f"Event_{cat}",
+        [("args", args_type, default)],
+        bases=(_Tagged,),
+        tag=cat,
+        namespace={"cat": cat, "__annotations__": {}},
+    )
 
 
 TAGGED = tuple(_tagged_struct(cat, args) for cat, args in _ARGS_BY_CAT.items())

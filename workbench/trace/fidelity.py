@@ -9,6 +9,7 @@ Kineto trace has an empty ``fidelity``.
 ``require(meta, keys, what)`` raises ``NotAvailableError`` ("not available from nsys-sqlite 3.25.0:
 …") where a needed key is missing, so an analysis that needs it says so instead of giving a number.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable

@@ -6,6 +6,7 @@
 - anything else: a Chrome/Kineto trace (``decode``), whose reader says what is wrong with a file that
   is not one.
 """
+
 from __future__ import annotations
 
 import re
@@ -38,8 +39,9 @@ def sniff(path: str) -> str:
     if start.startswith(b"SQLite format 3\x00"):
         return NSYS
     text = start.lstrip(b"\xef\xbb\xbf")
-    if _ROCPROF_KEY.match(text) or (text.lstrip()[:1] == b"{" and _ROCPROF_ANYWHERE.search(text[:4096])
-                                    and b'"traceEvents"' not in text[:4096]):
+    if _ROCPROF_KEY.match(text) or (
+        text.lstrip()[:1] == b"{" and _ROCPROF_ANYWHERE.search(text[:4096]) and b'"traceEvents"' not in text[:4096]
+    ):
         return ROCPROF
     return KINETO
 

@@ -6,6 +6,7 @@ splits them per rank, makes times relative to each rank's origin (its earliest e
 and runs the same ``tables.assemble`` (nesting, runtime call -> op, kernel -> call -> op, kernel types,
 copy directions, syncs, annotation kinds), so the tables are identical in kind to Kineto's.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -21,16 +22,54 @@ from workbench.trace.tables import assemble
 
 # the columns each raw table may carry besides rank, ts_ns, dur_ns (anything else is dropped)
 RAW_COLUMNS: dict[str, tuple[str, ...]] = {
-    "cpu_ops": ("pid", "tid", "name", "cat", "external_id", "sequence_number", "input_dims", "input_types",
-                "event_index"),
+    "cpu_ops": (
+        "pid",
+        "tid",
+        "name",
+        "cat",
+        "external_id",
+        "sequence_number",
+        "input_dims",
+        "input_types",
+        "event_index",
+    ),
     "python_calls": ("pid", "tid", "name", "event_index"),
     "runtime": ("pid", "tid", "name", "correlation", "external_id", "event_index"),
-    "kernels": ("pid", "tid", "name", "device", "stream", "correlation", "external_id", "bytes", "gbps",
-                "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread",
-                "shared_memory_bytes", "blocks_per_sm", "warps_per_sm", "occupancy_pct", "event_index"),
+    "kernels": (
+        "pid",
+        "tid",
+        "name",
+        "device",
+        "stream",
+        "correlation",
+        "external_id",
+        "bytes",
+        "gbps",
+        "grid_x",
+        "grid_y",
+        "grid_z",
+        "block_x",
+        "block_y",
+        "block_z",
+        "registers_per_thread",
+        "shared_memory_bytes",
+        "blocks_per_sm",
+        "warps_per_sm",
+        "occupancy_pct",
+        "event_index",
+    ),
     "gpu_syncs": ("pid", "tid", "name", "device", "stream", "correlation", "event_index"),
-    "memory": ("pid", "tid", "bytes", "total_allocated", "total_reserved", "addr", "device_type", "device_id",
-               "event_index"),
+    "memory": (
+        "pid",
+        "tid",
+        "bytes",
+        "total_allocated",
+        "total_reserved",
+        "addr",
+        "device_type",
+        "device_id",
+        "event_index",
+    ),
     "annotations": ("pid", "tid", "name", "external_id", "event_index"),
     "gpu_annotations": ("pid", "tid", "name", "external_id", "event_index"),
     "flows": ("cat", "phase", "flow_id", "pid", "tid", "event_index"),
@@ -47,10 +86,20 @@ def _split(table: dict, ranks: Sequence[int]) -> dict[int, dict]:
     return out
 
 
-def build_trace(path: str, source: str, raw: dict[str, dict], *, ranks: Sequence[int],
-                device_properties: dict[int, tuple[dict, ...]], distributed_info: dict[int, dict],
-                process_names: dict[int, dict[str, str]], thread_names: dict[int, dict[str, str]],
-                fidelity: dict[str, str], warnings_: Sequence[str] = (), notes: Sequence[str] = ()) -> TraceData:
+def build_trace(
+    path: str,
+    source: str,
+    raw: dict[str, dict],
+    *,
+    ranks: Sequence[int],
+    device_properties: dict[int, tuple[dict, ...]],
+    distributed_info: dict[int, dict],
+    process_names: dict[int, dict[str, str]],
+    thread_names: dict[int, dict[str, str]],
+    fidelity: dict[str, str],
+    warnings_: Sequence[str] = (),
+    notes: Sequence[str] = (),
+) -> TraceData:
     """The trace of one imported file: ``raw`` maps a table of ``TIMED_TABLES`` to its column arrays
     (absolute ns times, a ``rank`` column); tables it lacks are empty."""
     per_rank: dict[int, dict[str, dict]] = {r: {} for r in ranks}
@@ -74,20 +123,28 @@ def build_trace(path: str, source: str, raw: dict[str, dict], *, ranks: Sequence
             _to_relative_us(t, origin)
         files.append(FileTables(path, r, origin, tables, {"process": {}, "thread": {}}, list(warnings_)))
     if not files:
-        raise TraceFormatError(f"no timed event (kernel, copy, runtime call, range) could be read from this "
-                               f"{source} file", path=shown(path))
+        raise TraceFormatError(
+            f"no timed event (kernel, copy, runtime call, range) could be read from this {source} file",
+            path=shown(path),
+        )
     for message in warnings_:
         warnings.warn(message, TraceWarning, stacklevel=4)
     kept = tuple(f.rank for f in files)
     meta = TraceMeta(
-        files=(path,), ranks=tuple(sorted(kept)), file_ranks={path: min(kept)},
+        files=(path,),
+        ranks=tuple(sorted(kept)),
+        file_ranks={path: min(kept)},
         origins_ns={f.rank: f.origin_ns for f in files},
         device_properties={r: device_properties.get(r, ()) for r in kept},
         distributed_info={r: distributed_info[r] for r in kept if r in distributed_info},
         process_names={r: process_names.get(r, {}) for r in kept},
         thread_names={r: thread_names.get(r, {}) for r in kept},
-        options={"round_ns": False, "drop_last_step": False}, warnings=tuple(warnings_), notes=tuple(notes),
-        source=source, fidelity=dict(fidelity))
+        options={"round_ns": False, "drop_last_step": False},
+        warnings=tuple(warnings_),
+        notes=tuple(notes),
+        source=source,
+        fidelity=dict(fidelity),
+    )
     return TraceData(assemble(files), meta)
 
 

@@ -4,6 +4,7 @@ A value keeps its code from the first chunk it appears in to the end of the file
 hold plain int arrays (no per-chunk categories to unite later) and the column becomes a
 categorical once, at the end. An int and its decimal text (pid 7 and "7") share a code.
 """
+
 from __future__ import annotations
 
 from itertools import repeat
@@ -37,7 +38,7 @@ class Interner:
     def flags(self, test) -> np.ndarray:
         """``test(label)`` for every label, as a bool array indexed by code (cached per test)."""
         done = self._flags.setdefault(test, [])
-        done.extend(test(label) for label in self.labels[len(done):])
+        done.extend(test(label) for label in self.labels[len(done) :])
         return np.array(done, dtype=bool)
 
     def numbers(self, prefix: str = "") -> np.ndarray:
@@ -50,13 +51,17 @@ class Interner:
 
     def categorical(self, codes: np.ndarray) -> pd.Categorical:
         """The rows' labels as a categorical holding only the labels they use."""
-        used = np.flatnonzero(np.bincount(codes, minlength=len(self.labels))) if len(codes) else \
-            np.zeros(0, dtype=np.int64)
+        used = (
+            np.flatnonzero(np.bincount(codes, minlength=len(self.labels)))
+            if len(codes)
+            else np.zeros(0, dtype=np.int64)
+        )
         remap = np.zeros(len(self.labels), dtype=np.int32)
         remap[used] = np.arange(len(used), dtype=np.int32)
         labels = np.array(self.labels, dtype=object)[used]
-        return pd.Categorical.from_codes(remap[codes] if len(codes) else codes,
-                                         dtype=pd.CategoricalDtype(pd.Index(labels, dtype="str")))
+        return pd.Categorical.from_codes(
+            remap[codes] if len(codes) else codes, dtype=pd.CategoricalDtype(pd.Index(labels, dtype="str"))
+        )
 
 
 class KeyInterner:

@@ -1,4 +1,5 @@
 """Odd events found while reading one file: counted, then reported as one TraceWarning each."""
+
 from __future__ import annotations
 
 import warnings
@@ -70,31 +71,37 @@ class Issues:
         """What the timestamps look like, when they are too large for µs ("" otherwise)."""
         if not self.huge_ts_count:
             return ""
-        return (f"'ts' values up to {self.largest_ts_us:.3g} are too large to be microseconds (the "
-                "Chrome trace format's unit; µs since 1970 are ~1.7e15): they look like nanoseconds. "
-                "Divide 'ts' and 'dur' by 1000 when writing the trace (displayTimeUnit changes only "
-                "how a viewer shows times, not the unit of 'ts')")
+        return (
+            f"'ts' values up to {self.largest_ts_us:.3g} are too large to be microseconds (the "
+            "Chrome trace format's unit; µs since 1970 are ~1.7e15): they look like nanoseconds. "
+            "Divide 'ts' and 'dur' by 1000 when writing the trace (displayTimeUnit changes only "
+            "how a viewer shows times, not the unit of 'ts')"
+        )
 
     def finish(self) -> None:
         """Turn what was counted over the whole file into messages (once, after the last chunk)."""
         if self.huge_ts_count:
-            self.messages.append(f"{self.shown}: {self.huge_ts_count} event(s) were dropped: "
-                                 f"{self.unit_hint} (first: event #{self._huge_first})")
+            self.messages.append(
+                f"{self.shown}: {self.huge_ts_count} event(s) were dropped: "
+                f"{self.unit_hint} (first: event #{self._huge_first})"
+            )
         if self._skipped:
             index, why = self._skipped[0]
-            self.skipped_message = (f"{len(self._skipped)} event(s) could not be read (first: event "
-                                    f"#{index}: {why})")
-            self.messages.append(f"{self.shown}: {self.skipped_message} and were skipped; the rest of "
-                                 "the file was loaded")
+            self.skipped_message = f"{len(self._skipped)} event(s) could not be read (first: event #{index}: {why})"
+            self.messages.append(
+                f"{self.shown}: {self.skipped_message} and were skipped; the rest of the file was loaded"
+            )
         if self._unknown:
             total = sum(self._unknown.values())
-            kinds = ", ".join(f"{n} with cat {cat!r} ph {ph!r}" for (ph, cat), n in
-                              sorted(self._unknown.items(), key=lambda kv: -kv[1])[:8])
-            self.messages.append(f"{self.shown}: {total} event(s) of a kind no table reads were skipped "
-                                 f"({kinds})")
+            kinds = ", ".join(
+                f"{n} with cat {cat!r} ph {ph!r}"
+                for (ph, cat), n in sorted(self._unknown.items(), key=lambda kv: -kv[1])[:8]
+            )
+            self.messages.append(f"{self.shown}: {total} event(s) of a kind no table reads were skipped ({kinds})")
         if self._nan_values:
-            self.messages.append(f"{self.shown}: {self._nan_values} NaN/Infinity value(s) (not standard JSON) "
-                                 "were read as absent")
+            self.messages.append(
+                f"{self.shown}: {self._nan_values} NaN/Infinity value(s) (not standard JSON) were read as absent"
+            )
 
     def note(self, message: str) -> None:
         """Something done on request (not a problem): recorded, not warned."""

@@ -1,4 +1,5 @@
 """``read_trace``: files -> decoded events -> per-rank columns -> one ``TraceData``."""
+
 from __future__ import annotations
 
 import gc
@@ -12,14 +13,27 @@ from workbench.trace.data import TraceData, TraceMeta
 from workbench.trace.decode import TraceHeader, decode_file
 from workbench.trace.issues import Issues
 from workbench.trace.paths import shown
-from workbench.trace.ranks import (RankFile, assign_ranks, declared_rank, device_names, one_job, rank_problem,
-                                   trace_paths)
+from workbench.trace.ranks import (
+    RankFile,
+    assign_ranks,
+    declared_rank,
+    device_names,
+    one_job,
+    rank_problem,
+    trace_paths,
+)
 from workbench.trace.tables import assemble
 
 
-def read_trace(source: str | os.PathLike | Sequence[str | os.PathLike], *, hta_compat: bool = False,
-               round_ns: bool | None = None, drop_last_step: bool | None = None,
-               cache: bool = False, decode_workers: int | None = None) -> TraceData:
+def read_trace(
+    source: str | os.PathLike | Sequence[str | os.PathLike],
+    *,
+    hta_compat: bool = False,
+    round_ns: bool | None = None,
+    drop_last_step: bool | None = None,
+    cache: bool = False,
+    decode_workers: int | None = None,
+) -> TraceData:
     """Read a Kineto/Chrome trace: a ``.json``/``.json.gz`` file, a folder of rank files, or a list.
 
     The tables only; ``wb.load_trace`` (``workbench.api.trace``) returns the same tables as a
@@ -45,10 +59,13 @@ def read_trace(source: str | os.PathLike | Sequence[str | os.PathLike], *, hta_c
     (TraceWarning) where the trace is usable but something was odd, saying what was done.
     """
     if decode_workers is not None and (type(decode_workers) is not int or decode_workers < 1):
-        raise InvalidArgumentError(f"decode_workers must be a whole number >= 1 (or None: as many as pay), "
-                                   f"got {decode_workers!r}")
-    options = LoadOptions(round_ns=hta_compat if round_ns is None else round_ns,
-                          drop_last_step=hta_compat if drop_last_step is None else drop_last_step)
+        raise InvalidArgumentError(
+            f"decode_workers must be a whole number >= 1 (or None: as many as pay), got {decode_workers!r}"
+        )
+    options = LoadOptions(
+        round_ns=hta_compat if round_ns is None else round_ns,
+        drop_last_step=hta_compat if drop_last_step is None else drop_last_step,
+    )
     paths = trace_paths(source)
     other = _other_format(paths)
     if other is not None:  # an Nsight Systems or rocprofv3 file: its own reader, no cache (it reads fast)
@@ -88,9 +105,11 @@ def _other_format(paths: list[str]) -> str | None:
         return None
     if len(paths) > 1:
         p, f = other[0]
-        raise TraceFormatError(f"a {f} file among {len(paths)} trace files: a file of another tool's format is "
-                               "loaded on its own (one file holds all its processes and devices); load it alone",
-                               path=shown(p))
+        raise TraceFormatError(
+            f"a {f} file among {len(paths)} trace files: a file of another tool's format is "
+            "loaded on its own (one file holds all its processes and devices); load it alone",
+            path=shown(p),
+        )
     return other[0][1]
 
 
@@ -114,12 +133,19 @@ def _load(paths: list[str], options: LoadOptions, decode_workers: int | None = N
         files.append(file)
     if not files:
         first, first_error = left_out[0]
-        raise TraceFormatError(f"none of the {len(paths)} rank files could be read; the first: {first_error}",
-                               path=shown(first))
-    messages = [f"{shown(path)}: rank file left out, it cannot be read ({exc}); the other "
-                f"{len(files)} rank file(s) were loaded" for path, exc in left_out]
-    kept, job_messages = one_job([RankFile(f.path, h.distributedInfo, device_names(h.deviceProperties),
-                                           _base_time_ns(h)) for f, h in zip(files, headers)])
+        raise TraceFormatError(
+            f"none of the {len(paths)} rank files could be read; the first: {first_error}", path=shown(first)
+        )
+    messages = [
+        f"{shown(path)}: rank file left out, it cannot be read ({exc}); the other {len(files)} rank file(s) were loaded"
+        for path, exc in left_out
+    ]
+    kept, job_messages = one_job(
+        [
+            RankFile(f.path, h.distributedInfo, device_names(h.deviceProperties), _base_time_ns(h))
+            for f, h in zip(files, headers)
+        ]
+    )
     files, headers = [files[i] for i in kept], [headers[i] for i in kept]
     messages += job_messages
     messages += [m for f, h in zip(files, headers) if (m := rank_problem(f.path, h.distributedInfo))]
@@ -137,8 +163,11 @@ def _base_time_ns(header: TraceHeader) -> int | None:
     return int(base) if type(base) is int and abs(base) < 2**63 else None
 
 
-def _load_file(path: str, options: LoadOptions, decode_workers: int | None = None,
-               ) -> tuple[TraceHeader, FileTables]:
+def _load_file(
+    path: str,
+    options: LoadOptions,
+    decode_workers: int | None = None,
+) -> tuple[TraceHeader, FileTables]:
     try:
         return _read_file(path, options, decode_workers)
     except TraceFormatError:
@@ -157,8 +186,11 @@ def _load_file(path: str, options: LoadOptions, decode_workers: int | None = Non
     return header, file
 
 
-def _read_file(path: str, options: LoadOptions, decode_workers: int | None = None,
-               ) -> tuple[TraceHeader, FileTables]:
+def _read_file(
+    path: str,
+    options: LoadOptions,
+    decode_workers: int | None = None,
+) -> tuple[TraceHeader, FileTables]:
     header, chunks = decode_file(path)
     issues = Issues(path)
     file = build_file(header, chunks, options, issues, decode_workers)
@@ -168,20 +200,30 @@ def _read_file(path: str, options: LoadOptions, decode_workers: int | None = Non
     return header, file
 
 
-def _meta(files: list[FileTables], headers: list[TraceHeader], options: LoadOptions,
-          rank_messages: list[str]) -> TraceMeta:
-    props = {f.rank: tuple(h.deviceProperties) if isinstance(h.deviceProperties, list) else ()
-             for f, h in zip(files, headers)}
-    dist = {f.rank: dict(h.distributedInfo) for f, h in zip(files, headers)
-            if isinstance(h.distributedInfo, dict)}
-    base = {f.rank: int(h.baseTimeNanoseconds) for f, h in zip(files, headers)
-            if type(h.baseTimeNanoseconds) is int and abs(h.baseTimeNanoseconds) < 2**63}
+def _meta(
+    files: list[FileTables], headers: list[TraceHeader], options: LoadOptions, rank_messages: list[str]
+) -> TraceMeta:
+    props = {
+        f.rank: tuple(h.deviceProperties) if isinstance(h.deviceProperties, list) else ()
+        for f, h in zip(files, headers)
+    }
+    dist = {f.rank: dict(h.distributedInfo) for f, h in zip(files, headers) if isinstance(h.distributedInfo, dict)}
+    base = {
+        f.rank: int(h.baseTimeNanoseconds)
+        for f, h in zip(files, headers)
+        if type(h.baseTimeNanoseconds) is int and abs(h.baseTimeNanoseconds) < 2**63
+    }
     return TraceMeta(
-        files=tuple(f.path for f in files), ranks=tuple(sorted(f.rank for f in files)),
-        file_ranks={f.path: f.rank for f in files}, origins_ns={f.rank: f.origin_ns for f in files},
-        device_properties=props, distributed_info=dist,
+        files=tuple(f.path for f in files),
+        ranks=tuple(sorted(f.rank for f in files)),
+        file_ranks={f.path: f.rank for f in files},
+        origins_ns={f.rank: f.origin_ns for f in files},
+        device_properties=props,
+        distributed_info=dist,
         process_names={f.rank: f.names["process"] for f in files},
         thread_names={f.rank: f.names["thread"] for f in files},
         options=_options_dict(options),
         warnings=tuple(w for f in files for w in f.warnings) + tuple(rank_messages),
-        notes=tuple(n for f in files for n in f.notes), base_time_ns=base)
+        notes=tuple(n for f in files for n in f.notes),
+        base_time_ns=base,
+    )

@@ -13,6 +13,7 @@ active blocks at snapshot time, less what the history added), so ``total_allocat
 total where the history is complete. Each event keeps its innermost frame in the user's files
 (``location``) and its innermost frame (``frame``).
 """
+
 from __future__ import annotations
 
 import io
@@ -29,11 +30,24 @@ from workbench.trace import schema
 from workbench.trace.data import TraceData, TraceMeta
 
 MAX_SNAPSHOT_BYTES = 2 << 30
-ALLOWED_GLOBALS = frozenset({("collections", "OrderedDict"), ("builtins", "set"), ("builtins", "frozenset"),
-                             ("builtins", "complex"), ("builtins", "bytearray"), ("collections", "defaultdict"),
-                             ("builtins", "slice"), ("builtins", "range")})
-ALLOC, FREES, SEGMENT_UP, SEGMENT_DOWN = "alloc", ("free_completed", "free_requested"), \
-    ("segment_alloc", "segment_map"), ("segment_free", "segment_unmap")
+ALLOWED_GLOBALS = frozenset(
+    {
+        ("collections", "OrderedDict"),
+        ("builtins", "set"),
+        ("builtins", "frozenset"),
+        ("builtins", "complex"),
+        ("builtins", "bytearray"),
+        ("collections", "defaultdict"),
+        ("builtins", "slice"),
+        ("builtins", "range"),
+    }
+)
+ALLOC, FREES, SEGMENT_UP, SEGMENT_DOWN = (
+    "alloc",
+    ("free_completed", "free_requested"),
+    ("segment_alloc", "segment_map"),
+    ("segment_free", "segment_unmap"),
+)
 _HINT = "pass the file that pickle.dump(torch.cuda.memory._snapshot(), f) wrote"
 
 
@@ -48,14 +62,18 @@ class _Restricted(pickle.Unpickler):
             import collections
 
             return getattr(builtins if module == "builtins" else collections, name)
-        raise SnapshotError(f"the pickle names {module}.{name}: a memory snapshot holds plain data only, so "
-                            "nothing but dicts, lists, strings and numbers is read (no code from a pickle "
-                            f"runs); refused. If it is a snapshot of another torch version, {_HINT} with "
-                            "that version and read it again")
+        raise SnapshotError(
+            f"the pickle names {module}.{name}: a memory snapshot holds plain data only, so "
+            "nothing but dicts, lists, strings and numbers is read (no code from a pickle "
+            f"runs); refused. If it is a snapshot of another torch version, {_HINT} with "
+            "that version and read it again"
+        )
 
     def persistent_load(self, pid: Any) -> Any:
-        raise SnapshotError("the pickle holds a persistent reference (torch storage?): a memory snapshot holds "
-                            f"plain data only; refused ({_HINT})")
+        raise SnapshotError(
+            "the pickle holds a persistent reference (torch storage?): a memory snapshot holds "
+            f"plain data only; refused ({_HINT})"
+        )
 
 
 def read_snapshot_pickle(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -65,21 +83,32 @@ def read_snapshot_pickle(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise SnapshotError(f"no memory snapshot at {str(p)!r}: not a file; {_HINT}")
     size = p.stat().st_size
     if size > MAX_SNAPSHOT_BYTES:
-        raise SnapshotError(f"{str(p)!r} is {size >> 20} MB: larger than a memory snapshot is read "
-                            f"({MAX_SNAPSHOT_BYTES >> 20} MB); record fewer entries (max_entries=)")
+        raise SnapshotError(
+            f"{str(p)!r} is {size >> 20} MB: larger than a memory snapshot is read "
+            f"({MAX_SNAPSHOT_BYTES >> 20} MB); record fewer entries (max_entries=)"
+        )
     with open(p, "rb") as fh:
         data = fh.read(MAX_SNAPSHOT_BYTES + 1)
     try:
         doc = _Restricted(io.BytesIO(data)).load()
     except SnapshotError:
         raise
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError,
-            RecursionError, MemoryError) as exc:
+    except (
+        pickle.UnpicklingError,
+        EOFError,
+        ValueError,
+        TypeError,
+        AttributeError,
+        IndexError,
+        RecursionError,
+        MemoryError,
+    ) as exc:
         raise SnapshotError(f"{str(p)!r} is not a readable pickle ({type(exc).__name__}: {exc}); {_HINT}") from None
     if not isinstance(doc, dict) or not ("segments" in doc or "device_traces" in doc):
         what = type(doc).__name__ if not isinstance(doc, dict) else f"a dict with keys {sorted(map(str, doc))[:8]}"
-        raise SnapshotError(f"{str(p)!r} holds {what}, not a memory snapshot (a dict with 'segments' and "
-                            f"'device_traces'); {_HINT}")
+        raise SnapshotError(
+            f"{str(p)!r} holds {what}, not a memory snapshot (a dict with 'segments' and 'device_traces'); {_HINT}"
+        )
     return doc
 
 
@@ -97,8 +126,10 @@ def _frames(event: dict[str, Any]) -> tuple[str, str]:
     frames = event.get("frames")
     if not isinstance(frames, list) or not frames:
         return "", ""
+
     def text(f: dict[str, Any]) -> str:
         return f"{f.get('filename', '?')}:{f.get('line', '?')} in {f.get('name', '?')}"
+
     good = [f for f in frames if isinstance(f, dict)]
     if not good:
         return "", ""
@@ -114,8 +145,7 @@ def snapshot_trace(path: str | os.PathLike[str]) -> TraceData:
     segments = doc.get("segments") or []
     if not isinstance(traces, list) or not isinstance(segments, list):
         raise SnapshotError(f"{str(path)!r}: 'device_traces' and 'segments' must be lists; {_HINT}")
-    rows: dict[str, list] = {k: [] for k in ("ts_us", "bytes", "addr", "device_id", "kind", "location", "frame",
-                                              "seq")}
+    rows: dict[str, list] = {k: [] for k in ("ts_us", "bytes", "addr", "device_id", "kind", "location", "frame", "seq")}
     notes: list[str] = []
     for device, events in enumerate(traces):
         if not isinstance(events, list):
@@ -161,8 +191,11 @@ def snapshot_trace(path: str | os.PathLike[str]) -> TraceData:
             continue
         dev = int(seg.get("device", 0)) if isinstance(seg.get("device", 0), int) else 0
         blocks: list[Any] = seg["blocks"] if isinstance(seg.get("blocks"), list) else []
-        active[dev] = active.get(dev, 0) + sum(int(b.get("size", 0)) for b in blocks
-                                               if isinstance(b, dict) and str(b.get("state", "")).startswith("active"))
+        active[dev] = active.get(dev, 0) + sum(
+            int(b.get("size", 0))
+            for b in blocks
+            if isinstance(b, dict) and str(b.get("state", "")).startswith("active")
+        )
         active.setdefault(("reserved", dev), 0)
         active[("reserved", dev)] += int(seg.get("total_size", 0)) if isinstance(seg.get("total_size", 0), int) else 0
     alloc_rows = frame[frame["kind"] != "segment"].reset_index(drop=True)
@@ -174,8 +207,10 @@ def snapshot_trace(path: str | os.PathLike[str]) -> TraceData:
         if dev in active:
             base = int(active[dev]) - int(running[-1]) if len(running) else 0
             if base < 0:
-                notes.append(f"cuda:{dev}: the history adds more than the snapshot's segments hold at its end "
-                             f"({-base:,} bytes): allocated bytes counted from the history's start")
+                notes.append(
+                    f"cuda:{dev}: the history adds more than the snapshot's segments hold at its end "
+                    f"({-base:,} bytes): allocated bytes counted from the history's start"
+                )
                 base = max(0, -int(running.min()))
         else:
             base = max(0, -int(running.min()))
@@ -188,15 +223,26 @@ def snapshot_trace(path: str | os.PathLike[str]) -> TraceData:
             values = np.concatenate([[0], seg_running]) + max(0, seg_base)
             total_reserved[part] = values[where]
     if not len(alloc_rows):
-        notes.append("the snapshot's history holds no allocations (recorded without "
-                     "torch.cuda.memory._record_memory_history, or emptied)")
+        notes.append(
+            "the snapshot's history holds no allocations (recorded without "
+            "torch.cuda.memory._record_memory_history, or emptied)"
+        )
     n = len(alloc_rows)
-    table = schema.frame("memory", {
-        "rank": np.zeros(n, dtype=np.int64), "pid": [""] * n, "tid": [""] * n,
-        "ts_us": alloc_rows["ts_us"].to_numpy(np.float64), "bytes": alloc_rows["bytes"].to_numpy(np.int64),
-        "total_allocated": total_allocated, "total_reserved": total_reserved,
-        "addr": alloc_rows["addr"].to_numpy(np.int64), "device_type": np.ones(n, dtype=np.int64),
-        "device_id": alloc_rows["device_id"].to_numpy(np.int64)})
+    table = schema.frame(
+        "memory",
+        {
+            "rank": np.zeros(n, dtype=np.int64),
+            "pid": [""] * n,
+            "tid": [""] * n,
+            "ts_us": alloc_rows["ts_us"].to_numpy(np.float64),
+            "bytes": alloc_rows["bytes"].to_numpy(np.int64),
+            "total_allocated": total_allocated,
+            "total_reserved": total_reserved,
+            "addr": alloc_rows["addr"].to_numpy(np.int64),
+            "device_type": np.ones(n, dtype=np.int64),
+            "device_id": alloc_rows["device_id"].to_numpy(np.int64),
+        },
+    )
     table["op_name"] = ""
     table["top_op"] = ""
     table["module"] = ""
@@ -205,9 +251,22 @@ def snapshot_trace(path: str | os.PathLike[str]) -> TraceData:
     table["frame"] = alloc_rows["frame"].to_numpy(dtype=object)
     tables = {name: schema.empty(name) for name in schema.TABLES}
     tables["memory"] = table
-    meta = TraceMeta(files=(str(path),), ranks=(0,), file_ranks={str(path): 0}, origins_ns={0: 0},
-                     device_properties={}, distributed_info={}, process_names={0: {}}, thread_names={0: {}},
-                     options={}, warnings=(), notes=tuple(notes), source="cuda-memory-snapshot",
-                     fidelity={"cpu_ops": "a memory snapshot holds the allocator's history only",
-                               "kernels": "a memory snapshot holds the allocator's history only"})
+    meta = TraceMeta(
+        files=(str(path),),
+        ranks=(0,),
+        file_ranks={str(path): 0},
+        origins_ns={0: 0},
+        device_properties={},
+        distributed_info={},
+        process_names={0: {}},
+        thread_names={0: {}},
+        options={},
+        warnings=(),
+        notes=tuple(notes),
+        source="cuda-memory-snapshot",
+        fidelity={
+            "cpu_ops": "a memory snapshot holds the allocator's history only",
+            "kernels": "a memory snapshot holds the allocator's history only",
+        },
+    )
     return TraceData(tables, meta)

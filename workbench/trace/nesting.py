@@ -8,6 +8,7 @@ parent of an event is the nearest earlier op that ends after the event starts: w
 stack walk finds, computed here for all events at once by pointer jumping (numpy, no loop
 per event; a few dozen rounds on real traces).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,8 +19,10 @@ def _codes(a: pd.Series, b: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Codes of two text columns (categoricals or not) in one shared numbering."""
     labels_a, labels_b = _labels(a), _labels(b)
     shared = pd.Index(labels_a[0]).append(pd.Index(labels_b[0])).unique()
-    return (shared.get_indexer(labels_a[0])[labels_a[1]] if len(a) else np.zeros(0, np.int64),
-            shared.get_indexer(labels_b[0])[labels_b[1]] if len(b) else np.zeros(0, np.int64))
+    return (
+        shared.get_indexer(labels_a[0])[labels_a[1]] if len(a) else np.zeros(0, np.int64),
+        shared.get_indexer(labels_b[0])[labels_b[1]] if len(b) else np.zeros(0, np.int64),
+    )
 
 
 def _labels(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:

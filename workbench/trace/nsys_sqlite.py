@@ -21,6 +21,7 @@ One rank per process with GPU activity (ordered by the lowest device it used); a
 several devices is one rank per device, its host rows on the rank of the device their work went to.
 Every read is bounded (``MAX_ROWS`` per table) and the file is opened read-only.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,16 +42,34 @@ FORMAT = "nsys-sqlite"
 KNOWN_MAJOR = 3  # the export schema's major version this reader knows (Nsight Systems 2021.x to 2026.x)
 MAX_ROWS = 50_000_000  # rows read from one table at most (a larger export is refused, not truncated)
 _HINT = "export the report with `nsys export --type sqlite REPORT.nsys-rep` (Nsight Systems 2021.2 or newer)"
-_ACTIVITY = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
-             "CUPTI_ACTIVITY_KIND_RUNTIME")
+_ACTIVITY = (
+    "CUPTI_ACTIVITY_KIND_KERNEL",
+    "CUPTI_ACTIVITY_KIND_MEMCPY",
+    "CUPTI_ACTIVITY_KIND_MEMSET",
+    "CUPTI_ACTIVITY_KIND_RUNTIME",
+)
 _NVTX_RANGES = (59, 60, 70, 71)  # NvtxPushPopRange, NvtxStartEndRange and their NVTXt forms
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
-_EMIT_NVTX = re.compile(r"^(?P<name>.*?)(?:, seq = (?P<seq>\d+))?, op_id = (?P<op>\d+)"
-                        r"(?:, sizes = (?P<sizes>\[.*?\]))?(?:, input_op_ids = .*)?$")
+_EMIT_NVTX = re.compile(
+    r"^(?P<name>.*?)(?:, seq = (?P<seq>\d+))?, op_id = (?P<op>\d+)"
+    r"(?:, sizes = (?P<sizes>\[.*?\]))?(?:, input_op_ids = .*)?$"
+)
 _STEP = re.compile(r"^(?:ProfilerStep#|(?:train[_ ]?)?(?:step|iteration|iter)[ _#:=-]*)(\d+)$", re.IGNORECASE)
-_COPY_KIND = {"HTOD": "HtoD", "DTOH": "DtoH", "DTOD": "DtoD", "HTOH": "HtoH", "PTOP": "PtoP", "HTOA": "HtoA",
-              "ATOH": "AtoH", "ATOA": "AtoA", "ATOD": "AtoD", "DTOA": "DtoA", "UVM_HTOD": "HtoD",
-              "UVM_DTOH": "DtoH", "UVM_DTOD": "DtoD"}
+_COPY_KIND = {
+    "HTOD": "HtoD",
+    "DTOH": "DtoH",
+    "DTOD": "DtoD",
+    "HTOH": "HtoH",
+    "PTOP": "PtoP",
+    "HTOA": "HtoA",
+    "ATOH": "AtoH",
+    "ATOA": "AtoA",
+    "ATOD": "AtoD",
+    "DTOA": "DtoA",
+    "UVM_HTOD": "HtoD",
+    "UVM_DTOH": "DtoH",
+    "UVM_DTOD": "DtoD",
+}
 _MEM_KIND = {0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed", 5: "Device", 6: "Managed"}
 _SYNC_TYPE = {1: "Event Sync", 2: "Stream Wait Event", 3: "Stream Sync", 4: "Context Sync"}
 
@@ -68,8 +87,11 @@ def read_nsys(path: str) -> TraceData:
     try:
         return _Reader(con, path).read()
     except sqlite3.DatabaseError as exc:
-        raise TraceFormatError(f"the SQLite database cannot be read: truncated or corrupt ({exc}); nothing was "
-                               f"loaded. Re-export it, or copy the whole file", path=shown(path)) from None
+        raise TraceFormatError(
+            f"the SQLite database cannot be read: truncated or corrupt ({exc}); nothing was "
+            f"loaded. Re-export it, or copy the whole file",
+            path=shown(path),
+        ) from None
     finally:
         con.close()
 
@@ -99,9 +121,11 @@ class _Reader:
         try:
             count = self.con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
             if count > MAX_ROWS:
-                raise TraceFormatError(f"table {table} holds {count:,} rows, more than the {MAX_ROWS:,} this reader "
-                                       "reads; export a shorter time range (nsys export --times ...)",
-                                       path=shown(self.path))
+                raise TraceFormatError(
+                    f"table {table} holds {count:,} rows, more than the {MAX_ROWS:,} this reader "
+                    "reads; export a shorter time range (nsys export --times ...)",
+                    path=shown(self.path),
+                )
             cur = self.con.execute(sql)
             names = [d[0] for d in cur.description]
             rows = cur.fetchmany(MAX_ROWS + 1)
@@ -116,15 +140,20 @@ class _Reader:
         present = self.tables()
         if "StringIds" not in present or not present & set(_ACTIVITY):
             found = ", ".join(sorted(present)[:8]) or "no tables"
-            raise TraceFormatError(f"an SQLite database, but not an Nsight Systems export: it has no StringIds and "
-                                   f"no CUPTI_ACTIVITY_KIND_* tables (it has {found}); {_HINT}",
-                                   path=shown(self.path))
+            raise TraceFormatError(
+                f"an SQLite database, but not an Nsight Systems export: it has no StringIds and "
+                f"no CUPTI_ACTIVITY_KIND_* tables (it has {found}); {_HINT}",
+                path=shown(self.path),
+            )
         version = self.version(present)
         self.source = f"{FORMAT} {version}"
         strings_frame = self.frame("StringIds", "SELECT id, value FROM StringIds")
         if strings_frame is None:
-            raise TraceFormatError(f"the StringIds table cannot be read ({self.failed['StringIds']}): the file is "
-                                   "truncated or corrupt; nothing was loaded", path=shown(self.path))
+            raise TraceFormatError(
+                f"the StringIds table cannot be read ({self.failed['StringIds']}): the file is "
+                "truncated or corrupt; nothing was loaded",
+                path=shown(self.path),
+            )
         self.strings = dict(zip(strings_frame["id"].tolist(), strings_frame["value"].tolist()))
         kernels = self.kernels(present)
         copies = self.copies(present)
@@ -132,20 +161,29 @@ class _Reader:
         runtime = self.runtime(present)
         syncs = self.syncs(present)
         ranges = self.nvtx(present)
-        gpu = pd.concat([f for f in (kernels, copies, sets) if f is not None and len(f)], ignore_index=True) \
-            if any(f is not None and len(f) for f in (kernels, copies, sets)) else None
+        gpu = (
+            pd.concat([f for f in (kernels, copies, sets) if f is not None and len(f)], ignore_index=True)
+            if any(f is not None and len(f) for f in (kernels, copies, sets))
+            else None
+        )
         if gpu is None and (runtime is None or not len(runtime)):
-            what = "; ".join(f"{t}: {e}" for t, e in self.failed.items()) or \
-                "the CUPTI activity tables hold no rows (the report traced no CUDA: nsys profile --trace=cuda)"
-            raise TraceFormatError(f"no kernel, copy or CUDA runtime call could be read ({what})",
-                                   path=shown(self.path))
+            what = (
+                "; ".join(f"{t}: {e}" for t, e in self.failed.items())
+                or "the CUPTI activity tables hold no rows (the report traced no CUDA: nsys profile --trace=cuda)"
+            )
+            raise TraceFormatError(
+                f"no kernel, copy or CUDA runtime call could be read ({what})", path=shown(self.path)
+            )
         if self.failed:
             self.warnings.append(
                 f"{shown(self.path)}: partial result: read {', '.join(self.read_tables)}; could not read "
-                + "; ".join(f"{t} ({e})" for t, e in self.failed.items()) + " (the file is truncated or corrupt)")
+                + "; ".join(f"{t} ({e})" for t, e in self.failed.items())
+                + " (the file is truncated or corrupt)"
+            )
             for table in self.failed:
-                self.fidelity[_TABLE_OF.get(table, table)] = f"the export's {table} table could not be read " \
-                                                             f"({self.failed[table]})"
+                self.fidelity[_TABLE_OF.get(table, table)] = (
+                    f"the export's {table} table could not be read ({self.failed[table]})"
+                )
         ranks, rank_of = self.ranks(gpu, runtime)
         raw: dict[str, dict] = {}
         if gpu is not None:
@@ -168,29 +206,41 @@ class _Reader:
             if len(notes):
                 raw["annotations"] = _columns(notes)
         self.describe_fidelity(raw, present)
-        data = build_trace(self.path, self.source, raw, ranks=ranks, device_properties=self.devices(present, ranks),
-                           distributed_info={r: {"rank": r, "world_size": len(ranks), **self.rank_info[r]}
-                                             for r in ranks},
-                           process_names=self.process_names, thread_names={}, fidelity=self.fidelity,
-                           warnings_=self.warnings, notes=self.notes)
+        data = build_trace(
+            self.path,
+            self.source,
+            raw,
+            ranks=ranks,
+            device_properties=self.devices(present, ranks),
+            distributed_info={r: {"rank": r, "world_size": len(ranks), **self.rank_info[r]} for r in ranks},
+            process_names=self.process_names,
+            thread_names={},
+            fidelity=self.fidelity,
+            warnings_=self.warnings,
+            notes=self.notes,
+        )
         _mark_steps(data)
         return data
 
     def version(self, present: set[str]) -> str:
         if "META_DATA_EXPORT" not in present:
-            self.warnings.append(f"{shown(self.path)}: the export records no schema version (no META_DATA_EXPORT "
-                                 f"table, an export older than Nsight Systems 2022); read as schema {KNOWN_MAJOR}.x")
+            self.warnings.append(
+                f"{shown(self.path)}: the export records no schema version (no META_DATA_EXPORT "
+                f"table, an export older than Nsight Systems 2022); read as schema {KNOWN_MAJOR}.x"
+            )
             return "unknown-version"
         meta = self.frame("META_DATA_EXPORT", "SELECT name, value FROM META_DATA_EXPORT")
         values = dict(zip(meta["name"], meta["value"])) if meta is not None else {}
         version = str(values.get("EXPORT_SCHEMA_VERSION") or "")
         major = str(values.get("EXPORT_SCHEMA_VERSION_MAJOR") or version.split(".")[0])
         if not major.isdigit() or int(major) != KNOWN_MAJOR:
-            raise TraceFormatError(f"an Nsight Systems export of schema version {version or major or '?'} "
-                                   f"(Nsight Systems {values.get('EXPORT_PRODUCT_VERSION', '?')}), which this reader "
-                                   f"does not know (it reads schema {KNOWN_MAJOR}.x); nothing was loaded. Export it "
-                                   "with an Nsight Systems whose schema is 3.x, or report the version",
-                                   path=shown(self.path))
+            raise TraceFormatError(
+                f"an Nsight Systems export of schema version {version or major or '?'} "
+                f"(Nsight Systems {values.get('EXPORT_PRODUCT_VERSION', '?')}), which this reader "
+                f"does not know (it reads schema {KNOWN_MAJOR}.x); nothing was loaded. Export it "
+                "with an Nsight Systems whose schema is 3.x, or report the version",
+                path=shown(self.path),
+            )
         product = values.get("EXPORT_PRODUCT_VERSION")
         if product:
             self.notes.append(f"{shown(self.path)}: Nsight Systems {product} export, schema {version}")
@@ -203,9 +253,12 @@ class _Reader:
             return None
         cols = set(self.columns(table))
         name_col = "demangledName" if "demangledName" in cols else "shortName"
-        f = self.frame(table, f"SELECT rowid AS event_index, start, end, deviceId, streamId, correlationId, globalPid,"
-                              f" {name_col} AS name_id, gridX, gridY, gridZ, blockX, blockY, blockZ,"
-                              f" registersPerThread, staticSharedMemory, dynamicSharedMemory FROM {table}")
+        f = self.frame(
+            table,
+            f"SELECT rowid AS event_index, start, end, deviceId, streamId, correlationId, globalPid,"
+            f" {name_col} AS name_id, gridX, gridY, gridZ, blockX, blockY, blockZ,"
+            f" registersPerThread, staticSharedMemory, dynamicSharedMemory FROM {table}",
+        )
         if f is None:
             return None
         f["name"] = [self.strings.get(i, f"<string {i}>") for i in f["name_id"].tolist()]
@@ -214,16 +267,20 @@ class _Reader:
             out[f"grid_{axis}"] = f[f"grid{axis.upper()}"].to_numpy(np.int64)
             out[f"block_{axis}"] = f[f"block{axis.upper()}"].to_numpy(np.int64)
         out["registers_per_thread"] = f["registersPerThread"].to_numpy(np.int64)
-        out["shared_memory_bytes"] = (f["staticSharedMemory"].fillna(0) + f["dynamicSharedMemory"].fillna(0)
-                                      ).to_numpy(np.int64)
+        out["shared_memory_bytes"] = (f["staticSharedMemory"].fillna(0) + f["dynamicSharedMemory"].fillna(0)).to_numpy(
+            np.int64
+        )
         return out
 
     def copies(self, present: set[str]) -> pd.DataFrame | None:
         table = "CUPTI_ACTIVITY_KIND_MEMCPY"
         if table not in present:
             return None
-        f = self.frame(table, f"SELECT rowid AS event_index, start, end, deviceId, streamId, correlationId, globalPid,"
-                              f" bytes, copyKind, srcKind, dstKind FROM {table}")
+        f = self.frame(
+            table,
+            f"SELECT rowid AS event_index, start, end, deviceId, streamId, correlationId, globalPid,"
+            f" bytes, copyKind, srcKind, dstKind FROM {table}",
+        )
         if f is None:
             return None
         kinds = self.enum("ENUM_CUDA_MEMCPY_OPER", present)
@@ -239,8 +296,10 @@ class _Reader:
             label = mem.get(int(code)) or _MEM_KIND.get(int(code), "Unknown")
             return label.split(" ")[0]
 
-        f["name"] = [f"Memcpy {kind(k)} ({memory(s)} -> {memory(d)})"
-                     for k, s, d in zip(f["copyKind"].tolist(), f["srcKind"].tolist(), f["dstKind"].tolist())]
+        f["name"] = [
+            f"Memcpy {kind(k)} ({memory(s)} -> {memory(d)})"
+            for k, s, d in zip(f["copyKind"].tolist(), f["srcKind"].tolist(), f["dstKind"].tolist())
+        ]
         out = _gpu_base(f)
         out["bytes"] = f["bytes"].to_numpy(np.int64)
         dur = (f["end"] - f["start"]).to_numpy(np.float64)
@@ -253,13 +312,20 @@ class _Reader:
             return None
         cols = set(self.columns(table))
         kind = "memKind" if "memKind" in cols else "NULL AS memKind"
-        f = self.frame(table, f"SELECT rowid AS event_index, start, end, deviceId, streamId, correlationId, globalPid,"
-                              f" bytes, {kind} FROM {table}")
+        f = self.frame(
+            table,
+            f"SELECT rowid AS event_index, start, end, deviceId, streamId, correlationId, globalPid,"
+            f" bytes, {kind} FROM {table}",
+        )
         if f is None:
             return None
         mem = self.enum("ENUM_CUDA_MEM_KIND", present, label=True) or {}
-        f["name"] = [f"Memset ({(mem.get(int(k)) or _MEM_KIND.get(int(k), 'Device')).split(' ')[0]})"
-                     if k is not None and k == k else "Memset (Device)" for k in f["memKind"].tolist()]
+        f["name"] = [
+            f"Memset ({(mem.get(int(k)) or _MEM_KIND.get(int(k), 'Device')).split(' ')[0]})"
+            if k is not None and k == k
+            else "Memset (Device)"
+            for k in f["memKind"].tolist()
+        ]
         out = _gpu_base(f)
         out["bytes"] = f["bytes"].to_numpy(np.int64)
         return out
@@ -268,8 +334,11 @@ class _Reader:
         table = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
         if table not in present:
             return None
-        f = self.frame(table, f"SELECT rowid AS event_index, start, end, deviceId, streamId, correlationId, globalPid,"
-                              f" syncType FROM {table}")
+        f = self.frame(
+            table,
+            f"SELECT rowid AS event_index, start, end, deviceId, streamId, correlationId, globalPid,"
+            f" syncType FROM {table}",
+        )
         if f is None:
             return None
         f["name"] = [_SYNC_TYPE.get(int(t), "Sync") if t is not None else "Sync" for t in f["syncType"].tolist()]
@@ -293,14 +362,19 @@ class _Reader:
             return None
         names = {i: _VERSION_SUFFIX.sub("", self.strings.get(i, f"<string {i}>")) for i in set(f["nameId"].tolist())}
         g = f["globalTid"].fillna(0).to_numpy(np.int64)
-        return pd.DataFrame({
-            "event_index": f["event_index"].to_numpy(np.int64), "ts_ns": f["start"].to_numpy(np.int64),
-            "dur_ns": (f["end"] - f["start"]).to_numpy(np.int64),
-            "pid_n": (g >> 24) & 0xFFFFFF, "pid": np.array([str(p) for p in ((g >> 24) & 0xFFFFFF).tolist()], dtype=object),
-            "tid": np.array([str(t) for t in (g & 0xFFFFFF).tolist()], dtype=object),
-            "name": np.array([names[i] for i in f["nameId"].tolist()], dtype=object),
-            "correlation": f["correlationId"].fillna(-1).to_numpy(np.int64),
-            "external_id": np.full(len(f), -1, dtype=np.int64)})
+        return pd.DataFrame(
+            {
+                "event_index": f["event_index"].to_numpy(np.int64),
+                "ts_ns": f["start"].to_numpy(np.int64),
+                "dur_ns": (f["end"] - f["start"]).to_numpy(np.int64),
+                "pid_n": (g >> 24) & 0xFFFFFF,
+                "pid": np.array([str(p) for p in ((g >> 24) & 0xFFFFFF).tolist()], dtype=object),
+                "tid": np.array([str(t) for t in (g & 0xFFFFFF).tolist()], dtype=object),
+                "name": np.array([names[i] for i in f["nameId"].tolist()], dtype=object),
+                "correlation": f["correlationId"].fillna(-1).to_numpy(np.int64),
+                "external_id": np.full(len(f), -1, dtype=np.int64),
+            }
+        )
 
     def nvtx(self, present: set[str]) -> pd.DataFrame | None:
         table = "NVTX_EVENTS"
@@ -310,12 +384,17 @@ class _Reader:
         cols = set(self.columns(table))
         text_id = "textId" if "textId" in cols else "NULL AS textId"
         types = ", ".join(str(t) for t in _NVTX_RANGES)
-        f = self.frame(table, f"SELECT rowid AS event_index, start, end, globalTid, text, {text_id} FROM {table} "
-                              f"WHERE eventType IN ({types}) AND end IS NOT NULL")
+        f = self.frame(
+            table,
+            f"SELECT rowid AS event_index, start, end, globalTid, text, {text_id} FROM {table} "
+            f"WHERE eventType IN ({types}) AND end IS NOT NULL",
+        )
         if f is None:
             return None
-        text = [t if isinstance(t, str) else (self.strings.get(int(i), "") if i is not None and i == i else "")
-                for t, i in zip(f["text"].tolist(), f["textId"].tolist())]
+        text = [
+            t if isinstance(t, str) else (self.strings.get(int(i), "") if i is not None and i == i else "")
+            for t, i in zip(f["text"].tolist(), f["textId"].tolist())
+        ]
         names, is_op, seq, sizes = [], [], [], []
         for t in text:
             m = _EMIT_NVTX.match(t)
@@ -331,15 +410,23 @@ class _Reader:
                 sizes.append("")
         g = f["globalTid"].fillna(0).to_numpy(np.int64)
         pid_n = (g >> 24) & 0xFFFFFF
-        return pd.DataFrame({
-            "event_index": f["event_index"].to_numpy(np.int64), "ts_ns": f["start"].to_numpy(np.int64),
-            "dur_ns": (f["end"] - f["start"]).to_numpy(np.int64), "pid_n": pid_n,
-            "pid": np.array([str(p) for p in pid_n.tolist()], dtype=object),
-            "tid": np.array([str(t) for t in (g & 0xFFFFFF).tolist()], dtype=object),
-            "name": np.array(names, dtype=object), "is_op": np.array(is_op, dtype=bool),
-            "cat": np.array(["cpu_op"] * len(f), dtype=object),
-            "sequence_number": np.array(seq, dtype=np.int64), "input_dims": np.array(sizes, dtype=object),
-            "input_types": np.array([""] * len(f), dtype=object), "external_id": np.full(len(f), -1, dtype=np.int64)})
+        return pd.DataFrame(
+            {
+                "event_index": f["event_index"].to_numpy(np.int64),
+                "ts_ns": f["start"].to_numpy(np.int64),
+                "dur_ns": (f["end"] - f["start"]).to_numpy(np.int64),
+                "pid_n": pid_n,
+                "pid": np.array([str(p) for p in pid_n.tolist()], dtype=object),
+                "tid": np.array([str(t) for t in (g & 0xFFFFFF).tolist()], dtype=object),
+                "name": np.array(names, dtype=object),
+                "is_op": np.array(is_op, dtype=bool),
+                "cat": np.array(["cpu_op"] * len(f), dtype=object),
+                "sequence_number": np.array(seq, dtype=np.int64),
+                "input_dims": np.array(sizes, dtype=object),
+                "input_types": np.array([""] * len(f), dtype=object),
+                "external_id": np.full(len(f), -1, dtype=np.int64),
+            }
+        )
 
     # --- ranks and devices --------------------------------------------------------------------
     def ranks(self, gpu: pd.DataFrame | None, runtime: pd.DataFrame | None):
@@ -364,9 +451,11 @@ class _Reader:
         self.process_names = {r: {str(p): names.get(p, "")} for (p, d), r in index.items()}
         several = {p: sorted(d) for p, d in pairs.items() if len(d) > 1}
         for p, drove in several.items():
-            self.notes.append(f"{shown(self.path)}: process {p} drove devices {drove}: one rank per device, its "
-                              "runtime calls on the rank of the device their work went to, its NVTX ranges and "
-                              "calls without GPU work on the rank of its first device")
+            self.notes.append(
+                f"{shown(self.path)}: process {p} drove devices {drove}: one rank per device, its "
+                "runtime calls on the rank of the device their work went to, its NVTX ranges and "
+                "calls without GPU work on the rank of its first device"
+            )
 
         exact = pd.MultiIndex.from_tuples(list(index), names=["pid", "device"]) if index else None
         exact_rank = np.array(list(index.values()), dtype=np.int64)
@@ -378,7 +467,9 @@ class _Reader:
             out = np.full(len(pid_n), -1, dtype=np.int64)
             if exact is None or not len(pid_n):
                 return out
-            hit = exact.get_indexer(pd.MultiIndex.from_arrays([np.asarray(pid_n, np.int64), np.asarray(device, np.int64)]))
+            hit = exact.get_indexer(
+                pd.MultiIndex.from_arrays([np.asarray(pid_n, np.int64), np.asarray(device, np.int64)])
+            )
             out[hit >= 0] = exact_rank[hit[hit >= 0]]
             rest = hit < 0
             if rest.any():
@@ -393,8 +484,11 @@ class _Reader:
         if "PROCESSES" not in self.tables():
             return {}
         f = self.frame("PROCESSES", "SELECT pid, name FROM PROCESSES")
-        return {} if f is None else {int(p): str(n or "") for p, n in zip(f["pid"].tolist(), f["name"].tolist())
-                                     if p is not None}
+        return (
+            {}
+            if f is None
+            else {int(p): str(n or "") for p, n in zip(f["pid"].tolist(), f["name"].tolist()) if p is not None}
+        )
 
     def devices(self, present: set[str], ranks: Sequence[int]) -> dict[int, tuple[dict, ...]]:
         """Kineto-like deviceProperties per rank from TARGET_INFO_GPU / TARGET_INFO_CUDA_DEVICE."""
@@ -410,16 +504,26 @@ class _Reader:
                 if device is None:
                     continue
                 entry = found.setdefault(int(device), {"id": int(device)})
-                for src, dst in (("name", "name"), ("totalMemory", "totalGlobalMem"), ("smCount", "numSms"),
-                                 ("numMultiprocessors", "numSms"), ("computeMajor", "computeMajor"),
-                                 ("computeMinor", "computeMinor"), ("clockRate", "clockRate"),
-                                 ("memoryBandwidth", "memoryBandwidth"), ("l2CacheSize", "l2CacheSize"),
-                                 ("maxShmemPerBlock", "sharedMemPerBlock"), ("chipName", "chipName")):
+                for src, dst in (
+                    ("name", "name"),
+                    ("totalMemory", "totalGlobalMem"),
+                    ("smCount", "numSms"),
+                    ("numMultiprocessors", "numSms"),
+                    ("computeMajor", "computeMajor"),
+                    ("computeMinor", "computeMinor"),
+                    ("clockRate", "clockRate"),
+                    ("memoryBandwidth", "memoryBandwidth"),
+                    ("l2CacheSize", "l2CacheSize"),
+                    ("maxShmemPerBlock", "sharedMemPerBlock"),
+                    ("chipName", "chipName"),
+                ):
                     if row.get(src) is not None and dst not in entry:
                         entry[dst] = row[src]
         if not found:
-            self.fidelity["devices"] = ("the export has no TARGET_INFO_GPU / TARGET_INFO_CUDA_DEVICE rows: the GPU "
-                                        "model is unknown (the roofline uses default ceilings)")
+            self.fidelity["devices"] = (
+                "the export has no TARGET_INFO_GPU / TARGET_INFO_CUDA_DEVICE rows: the GPU "
+                "model is unknown (the roofline uses default ceilings)"
+            )
         out: dict[int, tuple[dict, ...]] = {}
         for r in ranks:
             device = self.rank_info[r].get("device")
@@ -429,14 +533,20 @@ class _Reader:
     def describe_fidelity(self, raw: dict[str, dict], present: set[str]) -> None:
         f = self.fidelity
         if "cpu_ops" not in raw:
-            f["cpu_ops"] = ("no CPU-op events: the report has no PyTorch emit_nvtx ranges (name, op_id = N), so "
-                            "kernels have no op beyond the NVTX annotations they run under")
+            f["cpu_ops"] = (
+                "no CPU-op events: the report has no PyTorch emit_nvtx ranges (name, op_id = N), so "
+                "kernels have no op beyond the NVTX annotations they run under"
+            )
         else:
-            f.setdefault("cpu_ops.external_id", "Nsight Systems records no PyTorch external ids: ops are "
-                                                "emit_nvtx NVTX ranges, kernels reach them by range nesting")
+            f.setdefault(
+                "cpu_ops.external_id",
+                "Nsight Systems records no PyTorch external ids: ops are "
+                "emit_nvtx NVTX ranges, kernels reach them by range nesting",
+            )
             if not any(raw["cpu_ops"]["input_dims"]):
-                f["cpu_ops.input_dims"] = ("no input shapes (emit_nvtx(record_shapes=True) was not used): no "
-                                           "FLOPs or bytes per op")
+                f["cpu_ops.input_dims"] = (
+                    "no input shapes (emit_nvtx(record_shapes=True) was not used): no FLOPs or bytes per op"
+                )
         if "runtime" not in raw:
             f["runtime"] = "no CUDA runtime calls in the export (nsys profile --trace=cuda)"
         f["python_calls"] = "Nsight Systems exports no Python function events (no module or source-line attribution)"
@@ -448,23 +558,36 @@ class _Reader:
             f["annotations.step"] = "no step ranges (no NVTX range named ProfilerStep#N or step N)"
 
 
-_TABLE_OF = {"CUPTI_ACTIVITY_KIND_KERNEL": "kernels", "CUPTI_ACTIVITY_KIND_RUNTIME": "runtime",
-             "NVTX_EVENTS": "annotations", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION": "syncs"}
+_TABLE_OF = {
+    "CUPTI_ACTIVITY_KIND_KERNEL": "kernels",
+    "CUPTI_ACTIVITY_KIND_RUNTIME": "runtime",
+    "NVTX_EVENTS": "annotations",
+    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION": "syncs",
+}
 
 
 def _gpu_base(f: pd.DataFrame) -> pd.DataFrame:
     n = len(f)
     pid = f["globalPid"].fillna(0).to_numpy(np.int64)
-    return pd.DataFrame({
-        "event_index": f["event_index"].to_numpy(np.int64), "ts_ns": f["start"].to_numpy(np.int64),
-        "dur_ns": (f["end"] - f["start"]).to_numpy(np.int64), "pid_n": (pid >> 24) & 0xFFFFFF,
-        "name": np.asarray(f["name"], dtype=object), "device": f["deviceId"].to_numpy(np.int64),
-        "stream": f["streamId"].to_numpy(np.int64), "correlation": f["correlationId"].fillna(-1).to_numpy(np.int64),
-        "external_id": np.full(n, -1, dtype=np.int64), "bytes": np.full(n, -1, dtype=np.int64),
-        "gbps": np.full(n, np.nan),
-        **{f"{c}_{a}": np.full(n, -1, dtype=np.int64) for c in ("grid", "block") for a in "xyz"},
-        "registers_per_thread": np.full(n, -1, dtype=np.int64), "shared_memory_bytes": np.full(n, -1, dtype=np.int64),
-        "tid": np.array([""] * n, dtype=object)})
+    return pd.DataFrame(
+        {
+            "event_index": f["event_index"].to_numpy(np.int64),
+            "ts_ns": f["start"].to_numpy(np.int64),
+            "dur_ns": (f["end"] - f["start"]).to_numpy(np.int64),
+            "pid_n": (pid >> 24) & 0xFFFFFF,
+            "name": np.asarray(f["name"], dtype=object),
+            "device": f["deviceId"].to_numpy(np.int64),
+            "stream": f["streamId"].to_numpy(np.int64),
+            "correlation": f["correlationId"].fillna(-1).to_numpy(np.int64),
+            "external_id": np.full(n, -1, dtype=np.int64),
+            "bytes": np.full(n, -1, dtype=np.int64),
+            "gbps": np.full(n, np.nan),
+            **{f"{c}_{a}": np.full(n, -1, dtype=np.int64) for c in ("grid", "block") for a in "xyz"},
+            "registers_per_thread": np.full(n, -1, dtype=np.int64),
+            "shared_memory_bytes": np.full(n, -1, dtype=np.int64),
+            "tid": np.array([""] * n, dtype=object),
+        }
+    )
 
 
 def _columns(f: pd.DataFrame) -> dict:
@@ -480,8 +603,9 @@ def _device_by_correlation(gpu: pd.DataFrame | None):
     devices = keyed["device"].to_numpy()
 
     def device_of(calls: pd.DataFrame) -> np.ndarray:
-        found = index.get_indexer(pd.MultiIndex.from_arrays([calls["pid_n"].to_numpy(),
-                                                             calls["correlation"].to_numpy()]))
+        found = index.get_indexer(
+            pd.MultiIndex.from_arrays([calls["pid_n"].to_numpy(), calls["correlation"].to_numpy()])
+        )
         return np.where(found >= 0, devices[np.clip(found, 0, None)] if len(devices) else -1, -1)
 
     return device_of

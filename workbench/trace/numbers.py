@@ -9,6 +9,7 @@ other oddities fall back to a per-value float parse (rare, slow, still correct t
 ``timestamps_ns`` uses the float values the decoder already has wherever float64 is exact
 (|ts| < 2**41 µs, the usual case) and re-reads the text only for the chunks that need it.
 """
+
 from __future__ import annotations
 
 import re
@@ -41,8 +42,11 @@ def timestamps_ns(text: bytes, ts_us: np.ndarray) -> np.ndarray:
     """
     ts_ns = us_to_ns(ts_us)
     finite = np.isfinite(ts_us)
-    if finite.any() and np.abs(ts_us[finite]).max() >= _FLOAT_EXACT_LIMIT_US \
-            and _LONG_FRACTIONAL_TS.search(text) is not None:
+    if (
+        finite.any()
+        and np.abs(ts_us[finite]).max() >= _FLOAT_EXACT_LIMIT_US
+        and _LONG_FRACTIONAL_TS.search(text) is not None
+    ):
         if text[:1] == b"{":
             stamps = msgspec.json.decode(text, type=_RawTimes).traceEvents
         else:
@@ -67,8 +71,8 @@ def parse_us_to_ns(texts: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
     out = np.zeros(n, dtype=np.int64)
     ok = np.ones(n, dtype=bool)
     for start in range(0, n, _CHUNK):
-        part = texts[start:start + _CHUNK]
-        out[start:start + len(part)], ok[start:start + len(part)] = _parse_chunk(part)
+        part = texts[start : start + _CHUNK]
+        out[start : start + len(part)], ok[start : start + len(part)] = _parse_chunk(part)
     return out, ok
 
 
@@ -80,14 +84,16 @@ def _parse_chunk(texts: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
     is_pad = mat == 0
     lengths = _WIDTH - is_pad.sum(axis=1)
     simple = (is_digit | is_dot | is_pad).all(axis=1) | (
-        is_minus[:, 0] & (is_digit | is_dot | is_pad)[:, 1:].all(axis=1))
+        is_minus[:, 0] & (is_digit | is_dot | is_pad)[:, 1:].all(axis=1)
+    )
     simple &= (is_dot.sum(axis=1) <= 1) & (lengths > 0) & (lengths < _WIDTH)
     has_dot = is_dot.any(axis=1)
     dot_col = np.where(has_dot, is_dot.argmax(axis=1), lengths)
     cols = np.arange(_WIDTH)
     # exponent of each digit, in ns: integer digits count from the dot, decimals below it
-    exp_ns = np.where(cols[None, :] < dot_col[:, None], dot_col[:, None] - 1 - cols[None, :] + 3,
-                      dot_col[:, None] - cols[None, :] + 3)
+    exp_ns = np.where(
+        cols[None, :] < dot_col[:, None], dot_col[:, None] - 1 - cols[None, :] + 3, dot_col[:, None] - cols[None, :] + 3
+    )
     usable = is_digit & (exp_ns >= 0)
     exp_ns = np.where(usable & (exp_ns <= 18), exp_ns, 19)
     too_big = (usable & (exp_ns == 19)).any(axis=1)

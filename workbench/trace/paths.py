@@ -7,6 +7,7 @@ permission), is a ``TraceFormatError`` naming the path and saying what to do. Sp
 refused from ``os.stat`` alone: a FIFO without a writer would block ``open`` for ever, and a
 character device would stream without end.
 """
+
 from __future__ import annotations
 
 import errno
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 from workbench.errors import TraceFormatError
 
 TRACE_SUFFIXES = (".json", ".json.gz")
-RUN_SUMMARY = "summary.json"   # the run summary ``workbench profile`` writes beside its rank traces: not a trace
+RUN_SUMMARY = "summary.json"  # the run summary ``workbench profile`` writes beside its rank traces: not a trace
 _SOURCE_HINT = "pass a trace file, a folder of rank files, or a list of trace files (str or pathlib.Path)"
 
 
@@ -31,24 +32,29 @@ def trace_paths(source: object) -> list[str]:
         check_file(path)
         return [path]
     if isinstance(source, (bytes, bytearray, memoryview)):
-        raise TraceFormatError(f"load_trace got {type(source).__name__}, not a path; {_SOURCE_HINT} "
-                               "(JSON text already in memory: write it to a .json file first)")
+        raise TraceFormatError(
+            f"load_trace got {type(source).__name__}, not a path; {_SOURCE_HINT} "
+            "(JSON text already in memory: write it to a .json file first)"
+        )
     if not isinstance(source, Sequence):
-        raise TraceFormatError(f"load_trace got {type(source).__name__} ({_short(source)}), not a path; "
-                               f"{_SOURCE_HINT}")
+        raise TraceFormatError(f"load_trace got {type(source).__name__} ({_short(source)}), not a path; {_SOURCE_HINT}")
     items = list(source)
     if not items:
         raise TraceFormatError(f"load_trace got an empty list of trace paths; {_SOURCE_HINT}")
     paths = []
     for i, item in enumerate(items):
         if not isinstance(item, (str, os.PathLike)):
-            raise TraceFormatError(f"item #{i} of the list of trace paths is {type(item).__name__} "
-                                   f"({_short(item)}), not a path; list only trace file paths")
+            raise TraceFormatError(
+                f"item #{i} of the list of trace paths is {type(item).__name__} "
+                f"({_short(item)}), not a path; list only trace file paths"
+            )
         path = _as_path(item)
         if _is_dir(path):
-            raise TraceFormatError(f"item #{i} of the list of trace paths is a folder; pass the folder "
-                                   "itself (not inside a list) to load its rank files, or list its files",
-                                   path=_shown(path))
+            raise TraceFormatError(
+                f"item #{i} of the list of trace paths is a folder; pass the folder "
+                "itself (not inside a list) to load its rank files, or list its files",
+                path=_shown(path),
+            )
         check_file(path)
         paths.append(path)
     return paths
@@ -67,8 +73,10 @@ def _as_path(item: str | os.PathLike) -> str:
     if isinstance(path, bytes):
         path = os.fsdecode(path)
     if "\x00" in path:
-        raise TraceFormatError("the path holds a NUL character (\\x00), which no file name can; "
-                               "check how the path was built", path=_shown(path))
+        raise TraceFormatError(
+            "the path holds a NUL character (\\x00), which no file name can; check how the path was built",
+            path=_shown(path),
+        )
     if not path:
         raise TraceFormatError(f"the path is empty; {_SOURCE_HINT}")
     return path
@@ -88,8 +96,9 @@ def _stat(path: str) -> os.stat_result:
         return os.stat(path)
     except FileNotFoundError:
         if os.path.islink(path):
-            raise TraceFormatError("the path is a symbolic link to a file that does not exist; fix "
-                                   "or remove the link", path=_shown(path)) from None
+            raise TraceFormatError(
+                "the path is a symbolic link to a file that does not exist; fix or remove the link", path=_shown(path)
+            ) from None
         raise TraceFormatError("trace file does not exist; check the path", path=_shown(path)) from None
     except PermissionError:
         raise _unreadable(path, "a folder on the path cannot be searched") from None
@@ -99,24 +108,34 @@ def _stat(path: str) -> os.stat_result:
 
 def _os_error(path: str, exc: OSError) -> TraceFormatError:
     if exc.errno == errno.ELOOP:
-        return TraceFormatError("the path is a loop of symbolic links (a link that points back to "
-                                "itself); fix the link to point at the trace file", path=_shown(path))
+        return TraceFormatError(
+            "the path is a loop of symbolic links (a link that points back to "
+            "itself); fix the link to point at the trace file",
+            path=_shown(path),
+        )
     if exc.errno == errno.ENAMETOOLONG:
-        return TraceFormatError(f"the path is too long for the file system ({len(path)} characters); "
-                                "check how the path was built, or move the trace to a shorter path",
-                                path=_shown(path))
+        return TraceFormatError(
+            f"the path is too long for the file system ({len(path)} characters); "
+            "check how the path was built, or move the trace to a shorter path",
+            path=_shown(path),
+        )
     if exc.errno in (errno.EACCES, errno.EPERM):
         return _unreadable(path, "no permission to read it")
     if exc.errno == errno.ENOTDIR:
-        return TraceFormatError("a part of the path that should be a folder is a file; check the path",
-                                path=_shown(path))
-    return TraceFormatError(f"cannot read the path ({exc.strerror or exc}); check that it exists and "
-                            "is readable", path=_shown(path))
+        return TraceFormatError(
+            "a part of the path that should be a folder is a file; check the path", path=_shown(path)
+        )
+    return TraceFormatError(
+        f"cannot read the path ({exc.strerror or exc}); check that it exists and is readable", path=_shown(path)
+    )
 
 
 def _unreadable(path: str, why: str) -> TraceFormatError:
-    return TraceFormatError(f"permission denied: {why}; make it readable (chmod u+r, or the folder u+rx) "
-                            "or copy the trace somewhere you can read", path=_shown(path))
+    return TraceFormatError(
+        f"permission denied: {why}; make it readable (chmod u+r, or the folder u+rx) "
+        "or copy the trace somewhere you can read",
+        path=_shown(path),
+    )
 
 
 def _is_dir(path: str) -> bool:
@@ -126,8 +145,12 @@ def _is_dir(path: str) -> bool:
         return False  # check_file says what is wrong
 
 
-_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def check_file(path: str) -> os.stat_result:
@@ -135,15 +158,19 @@ def check_file(path: str) -> os.stat_result:
     Decided without opening it."""
     info = _stat(path)
     if stat.S_ISDIR(info.st_mode):
-        raise TraceFormatError("expected a trace file, got a folder; pass the folder as the whole source "
-                               "to load its rank files", path=_shown(path))
+        raise TraceFormatError(
+            "expected a trace file, got a folder; pass the folder as the whole source to load its rank files",
+            path=_shown(path),
+        )
     if not stat.S_ISREG(info.st_mode):
         kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
         target = os.path.realpath(path)
         via = f" (a link to {_shown(target)})" if target != os.path.abspath(path) else ""
-        raise TraceFormatError(f"the path is {kind}{via}, not a trace file; it was not opened (it could "
-                               "block or never end); save the trace to a regular file and load that",
-                               path=_shown(path))
+        raise TraceFormatError(
+            f"the path is {kind}{via}, not a trace file; it was not opened (it could "
+            "block or never end); save the trace to a regular file and load that",
+            path=_shown(path),
+        )
     if not os.access(path, os.R_OK):
         raise _unreadable(path, "no permission to read the file")
     return info
@@ -173,8 +200,10 @@ def _folder(path: str) -> list[str]:
             kind = next((what for test, what in _KINDS if test(mode)), "not a regular file")
             _warn_left_out(full, f"it is {kind}, not a trace file (not opened: it could block or never end)")
     if not found:
-        raise TraceFormatError("the folder has no .json or .json.gz trace files; pass a "
-                               "trace file or a folder of rank files", path=_shown(path))
+        raise TraceFormatError(
+            "the folder has no .json or .json.gz trace files; pass a trace file or a folder of rank files",
+            path=_shown(path),
+        )
     if RUN_SUMMARY in names:
         _warn_if_incomplete(os.path.join(path, RUN_SUMMARY))
     elif any(n.startswith("rank-") and n.endswith(".status") for n in names):
@@ -184,9 +213,13 @@ def _folder(path: str) -> list[str]:
 
         # rank status files are written by ``workbench profile`` / ``wb.profile_distributed``, whose
         # summary comes first (provisional) and last: a folder with them and no summary was cut short
-        warnings.warn(f"{_shown(path)}: an incomplete profiled run (rank status files but no {RUN_SUMMARY}: "
-                      "the run was stopped before it could write its summary); the traces here may be missing "
-                      "or partial", TraceWarning, stacklevel=3)
+        warnings.warn(
+            f"{_shown(path)}: an incomplete profiled run (rank status files but no {RUN_SUMMARY}: "
+            "the run was stopped before it could write its summary); the traces here may be missing "
+            "or partial",
+            TraceWarning,
+            stacklevel=3,
+        )
     return found
 
 
@@ -215,9 +248,12 @@ def _warn_if_incomplete(summary_path: str) -> None:
     if not isinstance(summary, dict) or summary.get("complete", True) is not False:
         return
     why = summary.get("reason") or "not every rank finished"
-    warnings.warn(f"{_shown(os.path.dirname(summary_path))}: an incomplete profiled run ({why}); "
-                  "the traces of the ranks that finished are loaded, the others are missing or partial",
-                  TraceWarning, stacklevel=4)
+    warnings.warn(
+        f"{_shown(os.path.dirname(summary_path))}: an incomplete profiled run ({why}); "
+        "the traces of the ranks that finished are loaded, the others are missing or partial",
+        TraceWarning,
+        stacklevel=4,
+    )
 
 
 def open_checked(path: str):

@@ -26,6 +26,7 @@ memory) each become a ``RankFailure`` naming the rank file: ``partial=False`` (t
 failures named. Nothing is dropped silently. When a worker process dies, every rank that was running
 in the pool is retried alone in a fresh process, so the rank whose worker dies is the one named.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -35,9 +36,9 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -60,8 +61,10 @@ class RankMapError(WorkbenchError):
     def __init__(self, failures: Sequence[RankFailure], total: int):
         lines = "; ".join(f.describe() for f in failures[:8])
         more = f"; and {len(failures) - 8} more" if len(failures) > 8 else ""
-        super().__init__(f"{len(failures)} of {total} rank file(s) failed: {lines}{more}. Pass partial=True to "
-                         "keep the other ranks' results (the failed rank files are then named in a warning)")
+        super().__init__(
+            f"{len(failures)} of {total} rank file(s) failed: {lines}{more}. Pass partial=True to "
+            "keep the other ranks' results (the failed rank files are then named in a warning)"
+        )
         self.failures = tuple(failures)
 
 
@@ -80,8 +83,11 @@ class RankFailure:
     message: str
 
     def describe(self) -> str:
-        what = {"unreadable": "cannot be read", "worker_died": "its worker process died",
-                "failed": "the per-rank function failed"}[self.kind]
+        what = {
+            "unreadable": "cannot be read",
+            "worker_died": "its worker process died",
+            "failed": "the per-rank function failed",
+        }[self.kind]
         return f"rank file {shown(self.path)}: {what} ({self.message})"
 
 
@@ -99,8 +105,9 @@ def resolve(function: str) -> Callable[..., object]:
     """The function a ``"module:qualname"`` name refers to."""
     module_name, sep, qualname = function.partition(":")
     if not sep or not module_name or not qualname:
-        raise InvalidArgumentError(f"a mapped function is named 'module:qualname' (an importable, picklable "
-                                   f"function), got {function!r}")
+        raise InvalidArgumentError(
+            f"a mapped function is named 'module:qualname' (an importable, picklable function), got {function!r}"
+        )
     target: object = importlib.import_module(module_name)
     for part in qualname.split("."):
         target = getattr(target, part)
@@ -109,8 +116,9 @@ def resolve(function: str) -> Callable[..., object]:
     return target
 
 
-def run_named(function: str, path: str, kwargs: Mapping[str, object],
-              environment: Mapping[str, str | None] | None = None) -> object:
+def run_named(
+    function: str, path: str, kwargs: Mapping[str, object], environment: Mapping[str, str | None] | None = None
+) -> object:
     """What a worker runs: ``function(path, **kwargs)``, with the caller's ``environment`` variables set
     (a forkserver worker has the environment of the moment the server started, not the caller's now)."""
     for name, value in (environment or {}).items():
@@ -181,8 +189,9 @@ def worker_count(paths: Sequence[str], requested: int | None = None) -> int:
     than the free memory holds at the largest rank's estimate (at least one)."""
     if requested is not None:
         if type(requested) is not int or requested < 1:
-            raise InvalidArgumentError(f"workers must be a whole number >= 1 (or None for every core), got "
-                                       f"{requested!r}")
+            raise InvalidArgumentError(
+                f"workers must be a whole number >= 1 (or None for every core), got {requested!r}"
+            )
         return max(1, min(requested, len(paths)))
     count = min(cores(), len(paths))
     free = available_memory_bytes()
@@ -193,12 +202,21 @@ def worker_count(paths: Sequence[str], requested: int | None = None) -> int:
 
 
 # --- the map --------------------------------------------------------------------------------
-def map_ranks(function: str, paths: Sequence[str], kwargs: Mapping[str, object] | None = None, *,
-              workers: int | None = None, client: Client | None = None, partial: bool = False) -> RankMapOutcome:
+def map_ranks(
+    function: str,
+    paths: Sequence[str],
+    kwargs: Mapping[str, object] | None = None,
+    *,
+    workers: int | None = None,
+    client: Client | None = None,
+    partial: bool = False,
+) -> RankMapOutcome:
     """``function(path, **kwargs)`` for every rank file; see the module docstring."""
     if function.startswith("__main__:"):
-        raise InvalidArgumentError(f"{function!r}: a mapped function must live in an importable module (workers "
-                                   "do not import the main script); move it into a module")
+        raise InvalidArgumentError(
+            f"{function!r}: a mapped function must live in an importable module (workers "
+            "do not import the main script); move it into a module"
+        )
     resolve(function)  # a bad name fails here, not once per rank in the workers
     paths = list(paths)
     if not paths:
@@ -246,8 +264,12 @@ def fork_is_safe() -> bool:
     """Whether worker processes may be forked from this one: Linux, no thread but this one (a forked
     child holds only the forking thread; a lock held by another thread, in logging or an allocator,
     would never be released there), and none of FORK_UNSAFE_MODULES imported."""
-    return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods() \
-        and threading.active_count() == 1 and not any(name in sys.modules for name in FORK_UNSAFE_MODULES)
+    return (
+        sys.platform.startswith("linux")
+        and "fork" in multiprocessing.get_all_start_methods()
+        and threading.active_count() == 1
+        and not any(name in sys.modules for name in FORK_UNSAFE_MODULES)
+    )
 
 
 @contextmanager
@@ -257,7 +279,9 @@ def fork_warning_silenced() -> Iterator[None]:
     ``fork_is_safe`` allowed (no other Python thread, no torch) only decodes in the child, so that
     warning, and only it, is silenced while workers are forked."""
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r".*use of fork\(\) may lead to deadlocks", category=DeprecationWarning)
+        warnings.filterwarnings(
+            "ignore", message=r".*use of fork\(\) may lead to deadlocks", category=DeprecationWarning
+        )
         yield
 
 
@@ -284,7 +308,9 @@ def _main_not_reimported() -> Iterator[None]:
     process has finished its bootstrapping phase"). The mapped function is named by module, never in
     ``__main__``, so the workers do not need it: its path and spec are hidden while they start."""
     main = sys.modules.get("__main__")
-    saved = {name: main.__dict__[name] for name in ("__file__", "__spec__") if main is not None and name in main.__dict__}
+    saved = {
+        name: main.__dict__[name] for name in ("__file__", "__spec__") if main is not None and name in main.__dict__
+    }
     try:
         if main is not None:
             for name in saved:
@@ -300,14 +326,14 @@ def _pool(count: int, function: str) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=count, mp_context=_context(function))
 
 
-def _in_processes(function: str, paths: list[str], kwargs: dict,
-                  count: int) -> tuple[dict[str, object], list[RankFailure]]:
+def _in_processes(
+    function: str, paths: list[str], kwargs: dict, count: int
+) -> tuple[dict[str, object], list[RankFailure]]:
     with _main_not_reimported():  # workers start on submit, one at a time: hidden the whole time
         return _pooled(function, paths, kwargs, count)
 
 
-def _pooled(function: str, paths: list[str], kwargs: dict,
-                  count: int) -> tuple[dict[str, object], list[RankFailure]]:
+def _pooled(function: str, paths: list[str], kwargs: dict, count: int) -> tuple[dict[str, object], list[RankFailure]]:
     values: dict[str, object] = {}
     failures: list[RankFailure] = []
     broken: list[str] = []
@@ -337,17 +363,22 @@ def _died_message(path: str) -> str:
     need = estimate_rank_bytes(path)
     free = available_memory_bytes()
     memory = f"; it needs about {need / 2**30:.1f} GiB" + (f", {free / 2**30:.1f} GiB are free" if free else "")
-    return ("the process reading it ended abruptly (killed by a signal, or by the kernel's out-of-memory killer"
-            f"{memory}); read it alone (workers=1) to see why, or give it more memory")
+    return (
+        "the process reading it ended abruptly (killed by a signal, or by the kernel's out-of-memory killer"
+        f"{memory}); read it alone (workers=1) to see why, or give it more memory"
+    )
 
 
-def _on_dask(client: Client, function: str, paths: list[str],
-             kwargs: dict) -> tuple[dict[str, object], list[RankFailure]]:
+def _on_dask(
+    client: Client, function: str, paths: list[str], kwargs: dict
+) -> tuple[dict[str, object], list[RankFailure]]:
     try:
         futures = {client.submit(run_named, function, p, kwargs, pure=False): p for p in paths}
     except Exception as exc:  # noqa: BLE001 (a closed client, a scheduler gone)
-        raise SchedulerError(f"the Dask cluster could not take the map ({type(exc).__name__}: {exc}); check "
-                             "that its scheduler runs and the client is connected") from None
+        raise SchedulerError(
+            f"the Dask cluster could not take the map ({type(exc).__name__}: {exc}); check "
+            "that its scheduler runs and the client is connected"
+        ) from None
     values: dict[str, object] = {}
     failures: list[RankFailure] = []
     for future, path in futures.items():
@@ -360,5 +391,18 @@ def _on_dask(client: Client, function: str, paths: list[str],
     return values, failures
 
 
-__all__ = ["RankFailure", "RankMapError", "RankMapOutcome", "SchedulerError", "available_memory_bytes",
-           "cores", "estimate_rank_bytes", "fork_is_safe", "fork_warning_silenced", "map_ranks", "resolve", "run_named", "worker_count"]
+__all__ = [
+    "RankFailure",
+    "RankMapError",
+    "RankMapOutcome",
+    "SchedulerError",
+    "available_memory_bytes",
+    "cores",
+    "estimate_rank_bytes",
+    "fork_is_safe",
+    "fork_warning_silenced",
+    "map_ranks",
+    "resolve",
+    "run_named",
+    "worker_count",
+]

@@ -10,6 +10,7 @@ A folder's rank files must be of one job (``one_job``): a copy of a rank file, o
 from the others in world size, GPU model or clock domain, is left out with a warning naming the file
 and why, in one process and in the folder's workers alike.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,16 @@ from dataclasses import dataclass
 
 from workbench.trace.paths import TRACE_SUFFIXES, shown, trace_paths
 
-__all__ = ["TRACE_SUFFIXES", "RankFile", "assign_ranks", "declared_rank", "device_names", "one_job", "rank_problem",
-           "trace_paths"]
+__all__ = [
+    "TRACE_SUFFIXES",
+    "RankFile",
+    "assign_ranks",
+    "declared_rank",
+    "device_names",
+    "one_job",
+    "rank_problem",
+    "trace_paths",
+]
 
 MAX_RANK = 2**31 - 1
 
@@ -40,8 +49,10 @@ def rank_problem(path: str, distributed_info: object) -> str | None:
         return None
     value = repr(distributed_info["rank"])
     value = value if len(value) <= 40 else value[:37] + "..."
-    return (f"{shown(path)}: distributedInfo.rank {value} is not a rank (a whole number from 0 to "
-            f"{MAX_RANK}); read as if absent")
+    return (
+        f"{shown(path)}: distributedInfo.rank {value} is not a rank (a whole number from 0 to "
+        f"{MAX_RANK}); read as if absent"
+    )
 
 
 def assign_ranks(paths: list[str], declared: list[int | None]) -> tuple[list[int], list[str]]:
@@ -65,15 +76,17 @@ def assign_ranks(paths: list[str], declared: list[int | None]) -> tuple[list[int
         if rank is None:
             messages.append(f"{shown(path)}: no distributedInfo.rank; kept as rank {next_free}")
         else:
-            messages.append(f"{shown(path)}: claims rank {rank}, as does {shown(owner[rank])}; kept as rank "
-                            f"{next_free} so neither is dropped")
+            messages.append(
+                f"{shown(path)}: claims rank {rank}, as does {shown(owner[rank])}; kept as rank "
+                f"{next_free} so neither is dropped"
+            )
         next_free += 1
     return [int(r) for r in ranks], messages  # type: ignore[arg-type]
 
 
 # --- one job: what a folder's rank files must share -------------------------------------------
-CLOCK_DOMAIN_NS = 3600 * 10**9   # ranks of one job start their traces within an hour of each other
-FINGERPRINT_BYTES = 1 << 20      # bytes read from each end of a file to tell a copy of another
+CLOCK_DOMAIN_NS = 3600 * 10**9  # ranks of one job start their traces within an hour of each other
+FINGERPRINT_BYTES = 1 << 20  # bytes read from each end of a file to tell a copy of another
 
 
 @dataclass(frozen=True)
@@ -125,8 +138,10 @@ def one_job(files: Sequence[RankFile]) -> tuple[list[int], list[str]]:
             keep.append(i)
             continue
         if print_ in seen:
-            messages.append(f"{shown(f.path)}: the same content as {shown(seen[print_])}, a copy of one rank; "
-                            "left out (it would count that rank twice)")
+            messages.append(
+                f"{shown(f.path)}: the same content as {shown(seen[print_])}, a copy of one rank; "
+                "left out (it would count that rank twice)"
+            )
             continue
         seen[print_] = f.path
         keep.append(i)
@@ -146,8 +161,13 @@ def _world_size(info: object) -> int | None:
     return None
 
 
-def _majority_filter(files: Sequence[RankFile], keep: list[int], value_of: Callable[[RankFile], object],
-                     said: Callable[[object], str], messages: list[str]) -> list[int]:
+def _majority_filter(
+    files: Sequence[RankFile],
+    keep: list[int],
+    value_of: Callable[[RankFile], object],
+    said: Callable[[object], str],
+    messages: list[str],
+) -> list[int]:
     values = {i: value_of(files[i]) for i in keep}
     known = [v for v in values.values() if v is not None]
     if not known:
@@ -157,15 +177,17 @@ def _majority_filter(files: Sequence[RankFile], keep: list[int], value_of: Calla
         counts[v] = counts.get(v, 0) + 1
     top, top_n = max(counts.items(), key=lambda kv: kv[1])
     if top_n * 2 <= len(known) or len(counts) == 1:
-        return keep                        # one value throughout, or no strict majority: nothing to decide
+        return keep  # one value throughout, or no strict majority: nothing to decide
     out = []
     for i in keep:
         v = values[i]
         if v is None or v == top:
             out.append(i)
             continue
-        messages.append(f"{shown(files[i].path)}: {said(v)}, where {top_n} of the folder's {len(known)} rank files "
-                        f"have {said(top)}: a rank of another job; left out")
+        messages.append(
+            f"{shown(files[i].path)}: {said(v)}, where {top_n} of the folder's {len(known)} rank files "
+            f"have {said(top)}: a rank of another job; left out"
+        )
     return out
 
 
@@ -180,6 +202,8 @@ def _clock_filter(files: Sequence[RankFile], keep: list[int], messages: list[str
         return keep
     for i in sorted(far):
         hours = abs(times[i] - median) / 3.6e12
-        messages.append(f"{shown(files[i].path)}: its trace starts {hours:.1f} h from the other rank files' "
-                        "(baseTimeNanoseconds): another run or another clock; left out")
+        messages.append(
+            f"{shown(files[i].path)}: its trace starts {hours:.1f} h from the other rank files' "
+            "(baseTimeNanoseconds): another run or another clock; left out"
+        )
     return [i for i in keep if i not in far]

@@ -8,6 +8,7 @@ stands) has the inner quotes escaped, and the copy is read in its place. Nothing
 a line that is valid stays byte for byte, and a file the repair does not make valid is reported
 as it was (the caller raises its own error).
 """
+
 from __future__ import annotations
 
 import json
@@ -33,8 +34,10 @@ class Repaired:
     lines: int
 
     def note(self, original: str) -> str:
-        return (f"{self.lines} event field(s) with unescaped quotes (torch's exporter does not escape quotes in "
-                f"names, e.g. record_function labels) were repaired while reading {original}")
+        return (
+            f"{self.lines} event field(s) with unescaped quotes (torch's exporter does not escape quotes in "
+            f"names, e.g. record_function labels) were repaired while reading {original}"
+        )
 
 
 def _valid_pair(line: bytes) -> bool:
@@ -51,14 +54,14 @@ def repair_line(line: bytes) -> bytes | None:
     bare = line.rstrip(b"\r\n")
     match = _FIELD_LINE.match(bare)
     if match is not None and b'"' not in match.group("text"):
-        return None                                     # one "key": "text" field with no inner quote
+        return None  # one "key": "text" field with no inner quote
     if (match is None and _NAME_FIELD.search(bare) is None) or _valid_pair(line):
         return None
-    fixed = _repair_name_among_fields(bare)             # the name's line holds other fields too (torch 2.11)
+    fixed = _repair_name_among_fields(bare)  # the name's line holds other fields too (torch 2.11)
     if fixed is None and match is not None:
         fixed = match.group("head") + _BARE_QUOTE.sub(rb'\\"', match.group("text")) + match.group("tail")
         fixed = fixed if _valid_pair(fixed) else None
-    return None if fixed is None else fixed + line[len(bare):]
+    return None if fixed is None else fixed + line[len(bare) :]
 
 
 # torch 2.11's exporter writes several fields on the name's line:
@@ -116,8 +119,7 @@ def repair_unescaped_quotes(path: str, folder: str | None = None) -> Repaired | 
         return None
     mended = 0
     size = 0
-    handle = tempfile.NamedTemporaryFile("wb", suffix=".json", prefix="workbench-repaired-", dir=folder,
-                                         delete=False)
+    handle = tempfile.NamedTemporaryFile("wb", suffix=".json", prefix="workbench-repaired-", dir=folder, delete=False)
     target = Path(handle.name)
     try:
         with handle:

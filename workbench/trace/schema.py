@@ -5,6 +5,7 @@ absolute origin is kept in ``TraceData.meta.origins_ns``). Units are in the colu
 Ids that can be absent are int64 with -1 for "absent". Text columns with few distinct values
 (names, kinds) are pandas categoricals.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,32 +23,114 @@ _TIMES = [("ts_us", F64), ("dur_us", F64), ("end_us", F64)]
 
 # table name -> ordered (column, dtype)
 TABLES: dict[str, list[tuple[str, str]]] = {
-    "cpu_ops": [("rank", I64), ("pid", CAT), ("tid", CAT), ("name", CAT), ("cat", CAT), *_TIMES,
-                ("self_us", F64), ("depth", I64), ("parent", I64), ("external_id", I64),
-                ("sequence_number", I64), ("input_dims", CAT), ("input_types", CAT),
-                ("event_index", I64)],
+    "cpu_ops": [
+        ("rank", I64),
+        ("pid", CAT),
+        ("tid", CAT),
+        ("name", CAT),
+        ("cat", CAT),
+        *_TIMES,
+        ("self_us", F64),
+        ("depth", I64),
+        ("parent", I64),
+        ("external_id", I64),
+        ("sequence_number", I64),
+        ("input_dims", CAT),
+        ("input_types", CAT),
+        ("event_index", I64),
+    ],
     "python_calls": [("rank", I64), ("pid", CAT), ("tid", CAT), ("name", CAT), *_TIMES],
-    "runtime": [("rank", I64), ("pid", CAT), ("tid", CAT), ("name", CAT), ("api", CAT), *_TIMES,
-                ("correlation", I64), ("external_id", I64), ("is_launch", BOOL), ("is_sync", BOOL),
-                ("op_index", I64), ("op_name", CAT), ("event_index", I64)],
-    "kernels": [("rank", I64), ("device", I64), ("stream", I64), ("name", CAT), ("kind", CAT),
-                ("kernel_type", CAT), ("kernel_type_hta", CAT), *_TIMES, ("correlation", I64),
-                ("external_id", I64), ("bytes", I64), ("gbps", F64), ("copy_kind", CAT),
-                ("copy_src", CAT), ("copy_dst", CAT), ("grid_x", I64), ("grid_y", I64),
-                ("grid_z", I64), ("block_x", I64), ("block_y", I64), ("block_z", I64),
-                ("registers_per_thread", I64), ("shared_memory_bytes", I64),
-                ("blocks_per_sm", F64), ("warps_per_sm", F64), ("occupancy_pct", F64),
-                ("runtime_index", I64), ("launch_name", CAT), ("launch_ts_us", F64),
-                ("launch_dur_us", F64), ("op_index", I64), ("op_name", CAT), ("event_index", I64)],
-    "syncs": [("rank", I64), ("source", CAT), ("name", CAT), ("tid", CAT), ("stream", I64),
-              *_TIMES, ("correlation", I64), ("event_index", I64)],
-    "memory": [("rank", I64), ("pid", CAT), ("tid", CAT), ("ts_us", F64), ("bytes", I64),
-               ("total_allocated", I64), ("total_reserved", I64), ("addr", I64),
-               ("device_type", I64), ("device_id", I64)],
-    "annotations": [("rank", I64), ("pid", CAT), ("tid", CAT), ("name", CAT), ("kind", CAT),
-                    ("step", I64), *_TIMES, ("external_id", I64)],
-    "flows": [("rank", I64), ("cat", CAT), ("flow_id", I64), ("phase", CAT), ("pid", CAT),
-              ("tid", CAT), ("ts_us", F64)],
+    "runtime": [
+        ("rank", I64),
+        ("pid", CAT),
+        ("tid", CAT),
+        ("name", CAT),
+        ("api", CAT),
+        *_TIMES,
+        ("correlation", I64),
+        ("external_id", I64),
+        ("is_launch", BOOL),
+        ("is_sync", BOOL),
+        ("op_index", I64),
+        ("op_name", CAT),
+        ("event_index", I64),
+    ],
+    "kernels": [
+        ("rank", I64),
+        ("device", I64),
+        ("stream", I64),
+        ("name", CAT),
+        ("kind", CAT),
+        ("kernel_type", CAT),
+        ("kernel_type_hta", CAT),
+        *_TIMES,
+        ("correlation", I64),
+        ("external_id", I64),
+        ("bytes", I64),
+        ("gbps", F64),
+        ("copy_kind", CAT),
+        ("copy_src", CAT),
+        ("copy_dst", CAT),
+        ("grid_x", I64),
+        ("grid_y", I64),
+        ("grid_z", I64),
+        ("block_x", I64),
+        ("block_y", I64),
+        ("block_z", I64),
+        ("registers_per_thread", I64),
+        ("shared_memory_bytes", I64),
+        ("blocks_per_sm", F64),
+        ("warps_per_sm", F64),
+        ("occupancy_pct", F64),
+        ("runtime_index", I64),
+        ("launch_name", CAT),
+        ("launch_ts_us", F64),
+        ("launch_dur_us", F64),
+        ("op_index", I64),
+        ("op_name", CAT),
+        ("event_index", I64),
+    ],
+    "syncs": [
+        ("rank", I64),
+        ("source", CAT),
+        ("name", CAT),
+        ("tid", CAT),
+        ("stream", I64),
+        *_TIMES,
+        ("correlation", I64),
+        ("event_index", I64),
+    ],
+    "memory": [
+        ("rank", I64),
+        ("pid", CAT),
+        ("tid", CAT),
+        ("ts_us", F64),
+        ("bytes", I64),
+        ("total_allocated", I64),
+        ("total_reserved", I64),
+        ("addr", I64),
+        ("device_type", I64),
+        ("device_id", I64),
+    ],
+    "annotations": [
+        ("rank", I64),
+        ("pid", CAT),
+        ("tid", CAT),
+        ("name", CAT),
+        ("kind", CAT),
+        ("step", I64),
+        *_TIMES,
+        ("external_id", I64),
+    ],
+    "flows": [
+        ("rank", I64),
+        ("cat", CAT),
+        ("flow_id", I64),
+        ("phase", CAT),
+        ("pid", CAT),
+        ("tid", CAT),
+        ("ts_us", F64),
+    ],
 }
 
 # what the categorical/enum columns may hold
@@ -74,8 +157,9 @@ def frame(table: str, data: dict[str, object], copy: bool = True) -> pd.DataFram
     """
     lengths = {len(v) for v in data.values()}  # type: ignore[arg-type]
     if len(lengths) > 1:
-        raise InvalidArgumentError(f"columns of the {table} table differ in length ({sorted(lengths)}): "
-                                   "give every column one value per row")
+        raise InvalidArgumentError(
+            f"columns of the {table} table differ in length ({sorted(lengths)}): give every column one value per row"
+        )
     n = lengths.pop() if lengths else 0
     out = {}
     for name, dtype in TABLES[table]:

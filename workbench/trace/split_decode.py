@@ -10,6 +10,7 @@ event that cannot be read, NaN tokens, begin/end pairs, a warning of any kind) m
 go the single-process way instead, so every odd case keeps its one implementation. The last range
 (the final events and any header keys after the array) is always read here.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -37,6 +38,7 @@ _CODED = {"name": "name", "pid": "pid", "tid": "tid", "cat": "cat", "phase": "ph
 @dataclass
 class Piece:
     """What a worker sends back for one byte range."""
+
     events: int
     parts: dict[str, dict]
     names: dict[str, dict[str, str]]
@@ -123,7 +125,7 @@ def _decode_range(path: str, begin: int, end: int) -> Piece | None:
     sent = _labels_sent if in_pool else {}
     for key in _INTERNERS:
         known = getattr(interners, key).labels
-        labels[key] = known[sent.get(key, 0):]
+        labels[key] = known[sent.get(key, 0) :]
         sent[key] = len(known)
     worker = os.getpid() if in_pool else -next(_solo)  # outside a pool: a piece coded on its own
     return Piece(len(decoded.events), parts, columns.metadata(chunk), chunk.unknown(), worker, labels)
@@ -148,8 +150,10 @@ def _run(path: str, ranges: list[tuple[int, int]], workers: int) -> list[Piece] 
     context = multiprocessing.get_context("fork")
     pieces: list[Piece] = []
     try:
-        with rank_map.fork_warning_silenced(), \
-                ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker) as pool:
+        with (
+            rank_map.fork_warning_silenced(),
+            ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker) as pool,
+        ):
             for piece in pool.map(decode_range, *zip(*[(path, b, e) for b, e in ranges])):
                 if piece is None:
                     pool.shutdown(wait=True, cancel_futures=True)
@@ -160,8 +164,15 @@ def _run(path: str, ranges: list[tuple[int, int]], workers: int) -> list[Piece] 
     return pieces
 
 
-def merge(piece: Piece, first: int, interners: columns.Interners, remaps: dict[int, dict[str, np.ndarray]],
-          parts: dict[str, list[dict]], names: dict[str, dict[str, str]], issues: Issues) -> None:
+def merge(
+    piece: Piece,
+    first: int,
+    interners: columns.Interners,
+    remaps: dict[int, dict[str, np.ndarray]],
+    parts: dict[str, list[dict]],
+    names: dict[str, dict[str, str]],
+    issues: Issues,
+) -> None:
     """Add one worker's piece, whose events begin at file index ``first``: its codes re-coded with the
     file's interners (new labels in the order they first appear, as the single process codes them).
     ``remaps``: per worker, its code -> the file's code, grown piece by piece."""
@@ -182,9 +193,14 @@ def merge(piece: Piece, first: int, interners: columns.Interners, remaps: dict[i
     issues.unknown(piece.unknown)
 
 
-def decode_split(chunks: decode.Chunks, interners: columns.Interners, parts: dict[str, list[dict]],
-                 names: dict[str, dict[str, str]], issues: Issues,
-                 requested: int | None = None) -> decode.DecodedFile | None | bool:
+def decode_split(
+    chunks: decode.Chunks,
+    interners: columns.Interners,
+    parts: dict[str, list[dict]],
+    names: dict[str, dict[str, str]],
+    issues: Issues,
+    requested: int | None = None,
+) -> decode.DecodedFile | None | bool:
     """Decode the file of ``chunks`` in worker processes, adding its columns to ``parts``; the last
     piece is returned to be taken here (None if it holds no event). False: nothing was done (not
     worth it, or not plain), read ``chunks`` the usual way. ``requested``: see ``worker_count``."""
@@ -211,7 +227,7 @@ def decode_split(chunks: decode.Chunks, interners: columns.Interners, parts: dic
         tail = decode._tail(chunks.path, header, [tail_text], first, chunks.bare)
     except (TraceFormatError, OSError):
         return False
-    close = getattr(chunks.pieces, "close", None)   # a generator: the usual reader's stream is not needed
+    close = getattr(chunks.pieces, "close", None)  # a generator: the usual reader's stream is not needed
     if close is not None:
         close()
     for key in _HEADER_KEYS:
@@ -222,5 +238,4 @@ def decode_split(chunks: decode.Chunks, interners: columns.Interners, parts: dic
     return tail if tail.events else None
 
 
-_HEADER_KEYS = ("deviceProperties", "distributedInfo", "baseTimeNanoseconds", "displayTimeUnit",
-                "schemaVersion")
+_HEADER_KEYS = ("deviceProperties", "distributedInfo", "baseTimeNanoseconds", "displayTimeUnit", "schemaVersion")

@@ -6,6 +6,7 @@ Plain and gzip files are told apart by their magic number, not by their name. Wh
 UTF-32 text (with or without a byte-order mark) is transcoded to UTF-8 block by block, and zero
 bytes padding a gzip file after its last member are ignored.
 """
+
 from __future__ import annotations
 
 import codecs
@@ -61,9 +62,11 @@ def _utf8(raw: Iterator[bytes], path: str) -> Iterator[bytes]:
             yield decoder.decode(block).encode("utf-8", "surrogatepass")
         yield decoder.decode(b"", final=True).encode("utf-8", "surrogatepass")
     except UnicodeDecodeError as exc:
-        raise TraceFormatError(f"the file looks like {encoding.upper()} text but is not valid {encoding} "
-                               f"({exc.reason} at byte {exc.start}); re-export the trace as UTF-8 JSON",
-                               path=shown(path)) from None
+        raise TraceFormatError(
+            f"the file looks like {encoding.upper()} text but is not valid {encoding} "
+            f"({exc.reason} at byte {exc.start}); re-export the trace as UTF-8 JSON",
+            path=shown(path),
+        ) from None
 
 
 def _gunzip(head: bytes, fh, path: str) -> Iterator[bytes]:
@@ -89,11 +92,15 @@ def _gunzip(head: bytes, fh, path: str) -> Iterator[bytes]:
         if tail:
             yield tail
     except zlib.error as exc:
-        raise TraceFormatError(f"gzip data is truncated or corrupt ({exc}); copy the file "
-                               "again from where it was recorded", path=shown(path)) from None
+        raise TraceFormatError(
+            f"gzip data is truncated or corrupt ({exc}); copy the file again from where it was recorded",
+            path=shown(path),
+        ) from None
     if not inflater.eof:
-        raise TraceFormatError("gzip data is truncated or corrupt (the stream ends early); copy "
-                               "the file again from where it was recorded", path=shown(path))
+        raise TraceFormatError(
+            "gzip data is truncated or corrupt (the stream ends early); copy the file again from where it was recorded",
+            path=shown(path),
+        )
 
 
 def _inflate(inflater, data: bytes) -> Iterator[bytes]:

@@ -1,6 +1,7 @@
 """Per-file column dicts -> the trace's DataFrames, with the derived columns everybody needs:
 nesting and self time, runtime call -> CPU op, kernel -> runtime call -> op, kernel types,
 copy directions, synchronisations, annotation kinds."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -18,9 +19,20 @@ from workbench.trace.nesting import nest
 def assemble(files: list[FileTables]) -> dict[str, pd.DataFrame]:
     """The trace's tables. Each file's columns are handed over (not copied) and dropped as soon
     as their frame exists, so a column is held about once, not three times, at the peak."""
-    raw = {name: _concat(files, name) for name in
-           ("cpu_ops", "python_calls", "runtime", "kernels", "gpu_syncs", "memory",
-            "annotations", "gpu_annotations", "flows")}
+    raw = {
+        name: _concat(files, name)
+        for name in (
+            "cpu_ops",
+            "python_calls",
+            "runtime",
+            "kernels",
+            "gpu_syncs",
+            "memory",
+            "annotations",
+            "gpu_annotations",
+            "flows",
+        )
+    }
     out: dict[str, pd.DataFrame] = {}
     out["cpu_ops"], out["runtime"] = _ops_and_runtime(raw.pop("cpu_ops"), raw.pop("runtime"))
     out["python_calls"] = _frame("python_calls", raw.pop("python_calls"))
@@ -125,11 +137,11 @@ def _lookup(keys_from: pd.DataFrame, keys_to: pd.DataFrame) -> np.ndarray:
     target = pd.MultiIndex.from_arrays([keys_to["rank"].to_numpy(), keys_to["correlation"].to_numpy()])
     valid = keys_to["correlation"].to_numpy() >= 0
     first = ~target.duplicated() & valid
-    index = pd.MultiIndex.from_arrays([keys_to["rank"].to_numpy()[first],
-                                       keys_to["correlation"].to_numpy()[first]])
+    index = pd.MultiIndex.from_arrays([keys_to["rank"].to_numpy()[first], keys_to["correlation"].to_numpy()[first]])
     rows = np.flatnonzero(first)
-    found = index.get_indexer(pd.MultiIndex.from_arrays(
-        [keys_from["rank"].to_numpy(), keys_from["correlation"].to_numpy()]))
+    found = index.get_indexer(
+        pd.MultiIndex.from_arrays([keys_from["rank"].to_numpy(), keys_from["correlation"].to_numpy()])
+    )
     out = np.where(found >= 0, rows[np.clip(found, 0, None)] if len(rows) else -1, -1)
     out[keys_from["correlation"].to_numpy() < 0] = -1
     return out
@@ -167,8 +179,9 @@ def _launching_context(kernels: pd.DataFrame, ops: pd.DataFrame) -> pd.Categoric
     if not len(ops):
         return pd.Categorical([""] * len(kernels))
     op_names = np.asarray(ops["name"].astype(object))
-    is_collective = np.array([bool(classify.COLLECTIVE_OP.search(str(n))) for n in ops["name"].cat.categories]
-                             + [False])
+    is_collective = np.array(
+        [bool(classify.COLLECTIVE_OP.search(str(n))) for n in ops["name"].cat.categories] + [False]
+    )
     codes = ops["name"].cat.codes.to_numpy().copy()
     codes[codes < 0] = len(is_collective) - 1
     collective = is_collective[codes]
@@ -189,16 +202,46 @@ def _launching_context(kernels: pd.DataFrame, ops: pd.DataFrame) -> pd.Categoric
 def _syncs(gpu_syncs: dict, calls: pd.DataFrame) -> pd.DataFrame:
     parts = []
     if gpu_syncs:
-        parts.append(trace_schema.frame("syncs", {**{k: gpu_syncs[k] for k in
-                     ("rank", "name", "tid", "stream", "ts_us", "dur_us", "end_us", "correlation",
-                      "event_index")}, "source": ["cuda_sync"] * len(gpu_syncs["ts_us"])}))
+        parts.append(
+            trace_schema.frame(
+                "syncs",
+                {
+                    **{
+                        k: gpu_syncs[k]
+                        for k in (
+                            "rank",
+                            "name",
+                            "tid",
+                            "stream",
+                            "ts_us",
+                            "dur_us",
+                            "end_us",
+                            "correlation",
+                            "event_index",
+                        )
+                    },
+                    "source": ["cuda_sync"] * len(gpu_syncs["ts_us"]),
+                },
+            )
+        )
     calls_sync = calls[calls["is_sync"]]
     if len(calls_sync):
-        parts.append(trace_schema.frame("syncs", {
-            "rank": calls_sync["rank"], "name": calls_sync["name"].astype(str), "source": ["runtime"] * len(calls_sync),
-            "tid": calls_sync["tid"].astype(str), "ts_us": calls_sync["ts_us"], "dur_us": calls_sync["dur_us"],
-            "end_us": calls_sync["end_us"], "correlation": calls_sync["correlation"],
-            "event_index": calls_sync["event_index"]}))
+        parts.append(
+            trace_schema.frame(
+                "syncs",
+                {
+                    "rank": calls_sync["rank"],
+                    "name": calls_sync["name"].astype(str),
+                    "source": ["runtime"] * len(calls_sync),
+                    "tid": calls_sync["tid"].astype(str),
+                    "ts_us": calls_sync["ts_us"],
+                    "dur_us": calls_sync["dur_us"],
+                    "end_us": calls_sync["end_us"],
+                    "correlation": calls_sync["correlation"],
+                    "event_index": calls_sync["event_index"],
+                },
+            )
+        )
     if not parts:
         return trace_schema.empty("syncs")
     frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
@@ -215,9 +258,17 @@ def _annotations(cpu: dict, gpu: dict) -> pd.DataFrame:
         names = [str(n) for n in raw["name"]]
         steps = np.array([classify.step_number(n) for n in names], dtype=np.int64)
         kind = np.where(gpu_side, "gpu_user", np.where(steps >= 0, "step", "user"))
-        parts.append(trace_schema.frame("annotations", {**{k: raw[k] for k in
-                     ("rank", "pid", "tid", "ts_us", "dur_us", "end_us", "external_id")},
-                     "name": names, "step": steps, "kind": kind}))
+        parts.append(
+            trace_schema.frame(
+                "annotations",
+                {
+                    **{k: raw[k] for k in ("rank", "pid", "tid", "ts_us", "dur_us", "end_us", "external_id")},
+                    "name": names,
+                    "step": steps,
+                    "kind": kind,
+                },
+            )
+        )
     if not parts:
         return trace_schema.empty("annotations")
     frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]

@@ -23,6 +23,7 @@ sample (``state.py``), and what a call changes (gradients, parameters, optimizer
 a variant computing in bfloat16/float16 is found by what its ops compute (``precision.py``) and
 judged as "reduced precision" with that precision's tolerances.
 """
+
 from __future__ import annotations
 
 from workbench.variants.builders import compiled, eager, user
@@ -31,12 +32,35 @@ from workbench.variants.compare import ComparisonInterrupted, compare
 from workbench.variants.cuda_graph import cuda_graph
 from workbench.variants.decision import DECISIONS, DecisionRecord
 from workbench.variants.registry import build, describe, get, names, register, unregister
-from workbench.variants.sweep import ShapeSweep, sweep_shapes
-from workbench.variants.triton_variant import check_in_interpreter, triton
 from workbench.variants.results import Comparison, VariantResult
 from workbench.variants.settings import CompareSettings
 from workbench.variants.spec import Variant
+from workbench.variants.sweep import ShapeSweep, sweep_shapes
+from workbench.variants.triton_variant import check_in_interpreter, triton
 
-__all__ = ["compare", "CompareSettings", "ComparisonInterrupted", "FakeTimer", "RecordedTimer", "Comparison", "VariantResult", "DecisionRecord", "DECISIONS", "Variant", "eager",
-           "compiled", "cuda_graph", "user", "triton", "check_in_interpreter", "ShapeSweep", "sweep_shapes",
-           "build", "get", "names", "describe", "register", "unregister"]
+__all__ = [
+    "compare",
+    "CompareSettings",
+    "ComparisonInterrupted",
+    "FakeTimer",
+    "RecordedTimer",
+    "Comparison",
+    "VariantResult",
+    "DecisionRecord",
+    "DECISIONS",
+    "Variant",
+    "eager",
+    "compiled",
+    "cuda_graph",
+    "user",
+    "triton",
+    "check_in_interpreter",
+    "ShapeSweep",
+    "sweep_shapes",
+    "build",
+    "get",
+    "names",
+    "describe",
+    "register",
+    "unregister",
+]

@@ -11,6 +11,7 @@ by the variants' own timer (``timing.pick_timer``): on CPU ``CpuTimer`` (run-que
 out), on a GPU ``CudaTimer`` (CUDA events after an L2 flush), so that the roof and the variants
 are measured alike. (The roofline's ceilings are the devices layer's own measurement.)
 """
+
 from __future__ import annotations
 
 import time
@@ -18,9 +19,9 @@ from functools import lru_cache
 
 import numpy as np
 
-LARGE_COPY_BYTES = 256 * 2 ** 20
+LARGE_COPY_BYTES = 256 * 2**20
 BYTES_PER_GB = 1e9
-MIN_COPY_BYTES = 2 * 1024 * 4      # the copied tensor is at least 1024 floats, read and written
+MIN_COPY_BYTES = 2 * 1024 * 4  # the copied tensor is at least 1024 floats, read and written
 
 
 def gbps(moved_bytes: int, seconds: float) -> float:
@@ -54,7 +55,7 @@ def _copy_seconds(moved_bytes: int, repeats: int, device: str) -> list[float]:
     dst.copy_(src)
     if on_cuda:
         torch.cuda.synchronize()
-    calibrate(item, timer, (time.perf_counter() - start) * 1e3)    # the first guess: one copy's time
+    calibrate(item, timer, (time.perf_counter() - start) * 1e3)  # the first guess: one copy's time
     return [timer.sample_ms(item) / 1e3 for _ in range(repeats)]
 
 
@@ -72,4 +73,4 @@ def machine_copy_gbps(device: str = "cpu") -> float:
 def _threads() -> int:
     import torch
 
-    return torch.get_num_threads()   # part of the cache key: the copy runs with the caller's threads
+    return torch.get_num_threads()  # part of the cache key: the copy runs with the caller's threads

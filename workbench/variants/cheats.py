@@ -10,6 +10,7 @@
 * faster than the roofline allows: reading the inputs and writing the outputs once at the
   machine's measured copy bandwidth takes longer than the measured time.
 """
+
 from __future__ import annotations
 
 import threading
@@ -21,11 +22,11 @@ import numpy as np
 from workbench.variants.tolerances import LOWER_PRECISIONS, UNIT_ROUNDOFF, dtype_name
 from workbench.variants.tree import clone_tensors, leaves_with_paths, tensor_leaves
 
-SETTLE_S = 0.05                 # how long to watch an output after return
-PRECISION_MATCH_FACTOR = 0.25   # median rel. error >= this x a lower precision's rounding error
-ROUNDING_CEILING = 2.0          # ... and at most this x its unit roundoff (else: just wrong)
-BASELINE_CLEAN_FACTOR = 0.05    # ... while the baseline's stays under this x that error
-ROOFLINE_MARGIN = 1.5           # implied bandwidth above this x the measured copy bandwidth
+SETTLE_S = 0.05  # how long to watch an output after return
+PRECISION_MATCH_FACTOR = 0.25  # median rel. error >= this x a lower precision's rounding error
+ROUNDING_CEILING = 2.0  # ... and at most this x its unit roundoff (else: just wrong)
+BASELINE_CLEAN_FACTOR = 0.05  # ... while the baseline's stays under this x that error
+ROOFLINE_MARGIN = 1.5  # implied bandwidth above this x the measured copy bandwidth
 
 
 def timer_patches(state_changes: list[str]) -> list[str]:
@@ -43,13 +44,18 @@ def async_work_flags(fn: Callable[..., Any], args: tuple[Any, ...], settle_s: fl
     _sync_device(out)
     flags = []
     if new_threads:
-        flags.append(f"work moved to threads: {len(new_threads)} thread(s) started by the call still "
-                     f"running after it returned ({', '.join(t.name for t in new_threads[:3])})")
-    changed = [p for (p, a), (_, b) in zip(tensor_leaves(snapshot, "out"), tensor_leaves(out, "out"))
-               if not _same(a, b)]
+        flags.append(
+            f"work moved to threads: {len(new_threads)} thread(s) started by the call still "
+            f"running after it returned ({', '.join(t.name for t in new_threads[:3])})"
+        )
+    changed = [
+        p for (p, a), (_, b) in zip(tensor_leaves(snapshot, "out"), tensor_leaves(out, "out")) if not _same(a, b)
+    ]
     if changed:
-        flags.append(f"output changed after return ({', '.join(changed[:3])}): work continues after the "
-                     f"call returns (a side stream or thread not joined); its timing is not the work's")
+        flags.append(
+            f"output changed after return ({', '.join(changed[:3])}): work continues after the "
+            f"call returns (a side stream or thread not joined); its timing is not the work's"
+        )
     for t in new_threads:
         t.join(settle_s)
     return flags
@@ -63,8 +69,11 @@ def same_values(a: Any, b: Any) -> bool:
 def _same(a: Any, b: Any) -> bool:
     import torch
 
-    return bool(torch.equal(a.nan_to_num(), b.nan_to_num())) and bool(
-        torch.equal(a.isnan(), b.isnan())) if a.is_floating_point() else bool(torch.equal(a, b))
+    return (
+        bool(torch.equal(a.nan_to_num(), b.nan_to_num())) and bool(torch.equal(a.isnan(), b.isnan()))
+        if a.is_floating_point()
+        else bool(torch.equal(a, b))
+    )
 
 
 def _sync_current_stream(out: Any) -> None:
@@ -96,8 +105,10 @@ def lowered_precision_flags(got: Any, ref: Any, native: Any) -> list[str]:
             continue
         matched = _error_profile_match(g, r, n, declared)
         if matched:
-            flags.append(f"precision lowered: {path}'s error against float64 matches {matched} rounding, "
-                         f"the baseline's matches {declared}")
+            flags.append(
+                f"precision lowered: {path}'s error against float64 matches {matched} rounding, "
+                f"the baseline's matches {declared}"
+            )
     return flags
 
 
@@ -136,7 +147,9 @@ def roofline_flag(bytes_moved: int, median_ms: float, copy_gbps: float | None) -
         return None
     implied_gbps = bytes_moved / (median_ms * 1e-3) / 1e9
     if implied_gbps > ROOFLINE_MARGIN * copy_gbps:
-        return (f"faster than the roofline allows: moving its {bytes_moved / 1e6:.3g} MB of inputs and "
-                f"outputs in {median_ms:.4g} ms implies {implied_gbps:.3g} GB/s, over {ROOFLINE_MARGIN}x the "
-                f"measured copy bandwidth ({copy_gbps:.3g} GB/s): it skips work or caches results")
+        return (
+            f"faster than the roofline allows: moving its {bytes_moved / 1e6:.3g} MB of inputs and "
+            f"outputs in {median_ms:.4g} ms implies {implied_gbps:.3g} GB/s, over {ROOFLINE_MARGIN}x the "
+            f"measured copy bandwidth ({copy_gbps:.3g} GB/s): it skips work or caches results"
+        )
     return None

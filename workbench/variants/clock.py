@@ -11,6 +11,7 @@ timing budget is spent on is the fake one, so the number of rounds is determinis
 ``RecordedTimer``: replays recorded samples per variant name (cycling), e.g. from a saved
 comparison's ``cmp.samples_ms``.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,11 +26,20 @@ if TYPE_CHECKING:
 class FakeTimer:
     timer = "fake"
     resolution_ms = 1e-6
-    measures = False            # nothing real is timed: the rounds need no quiet (no gc pause)
+    measures = False  # nothing real is timed: the rounds need no quiet (no gc pause)
 
-    def __init__(self, per_call_ms: Mapping[str, float] | float = 1.0, *, default_ms: float = 1.0,
-                 noise: float = 0.02, load: float = 0.0, load_persistence: float = 0.9,
-                 overhead_ms: float = 0.05, seed: int = 0, call: bool = True) -> None:
+    def __init__(
+        self,
+        per_call_ms: Mapping[str, float] | float = 1.0,
+        *,
+        default_ms: float = 1.0,
+        noise: float = 0.02,
+        load: float = 0.0,
+        load_persistence: float = 0.9,
+        overhead_ms: float = 0.05,
+        seed: int = 0,
+        call: bool = True,
+    ) -> None:
         self.per_call_ms = dict(per_call_ms) if isinstance(per_call_ms, Mapping) else {}
         self.default_ms = float(per_call_ms) if not isinstance(per_call_ms, Mapping) else float(default_ms)
         self.noise, self.load, self.phi = float(noise), float(load), float(load_persistence)
@@ -42,8 +52,10 @@ class FakeTimer:
         self.calls: dict[str, int] = {}
 
     def describe(self) -> str:
-        return (f"FakeTimer(seed={self.seed}, noise={self.noise:g}, load={self.load:g}, "
-                f"per_call_ms={self.per_call_ms or self.default_ms})")
+        return (
+            f"FakeTimer(seed={self.seed}, noise={self.noise:g}, load={self.load:g}, "
+            f"per_call_ms={self.per_call_ms or self.default_ms})"
+        )
 
     def true_ms(self, name: str) -> float:
         return float(self.per_call_ms.get(name, self.default_ms))
@@ -57,9 +69,9 @@ class FakeTimer:
     def _load_factor(self) -> float:
         if self.load <= 0:
             return 1.0
-        sd = self.load * math.sqrt(1 - self.phi ** 2)
+        sd = self.load * math.sqrt(1 - self.phi**2)
         self._ar = self.phi * self._ar + float(self.rng.normal(0, sd))
-        return math.exp(abs(self._ar))          # interference only ever slows a sample down
+        return math.exp(abs(self._ar))  # interference only ever slows a sample down
 
     def sample_ms(self, item: Timed) -> float:
         if self.call:

@@ -4,13 +4,14 @@ while undecided), then what changed, then a decision per variant and a DecisionR
 How it runs is one frozen value, ``CompareSettings`` (settings.py); the keyword arguments of
 ``compare`` are a convenience that builds it.  The phases themselves are in engine.py.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from workbench.measurement import Measurement
 import workbench.variants.engine as engine
 import workbench.variants.record_builder as record_builder
+from workbench.measurement import Measurement
 from workbench.variants.engine import ComparisonInterrupted, Progress
 from workbench.variants.isolation import stop_worker
 from workbench.variants.results import Comparison, VariantResult
@@ -25,10 +26,21 @@ __all__ = ["compare", "CompareSettings", "ComparisonInterrupted"]
 
 
 def compare(
-    variants: Mapping[str, VariantLike], inputs: Any = None, *, baseline: str | None = None,
-    settings: CompareSettings | None = None, reference: Callable[..., Any] | None = None,
-    hypothesis: Any = None, sweep: ShapeSweep | None = None, progress: Progress | None = None, mode: str | None = None,
-    sweep_kept_only: bool = False, model: Any = None, optimizer: Any = None, params: Any = None, **options: Any,
+    variants: Mapping[str, VariantLike],
+    inputs: Any = None,
+    *,
+    baseline: str | None = None,
+    settings: CompareSettings | None = None,
+    reference: Callable[..., Any] | None = None,
+    hypothesis: Any = None,
+    sweep: ShapeSweep | None = None,
+    progress: Progress | None = None,
+    mode: str | None = None,
+    sweep_kept_only: bool = False,
+    model: Any = None,
+    optimizer: Any = None,
+    params: Any = None,
+    **options: Any,
 ) -> Comparison:
     """Compare variants of one computation; see the package docstring for every step.
 
@@ -65,52 +77,119 @@ def compare(
     spec = settings_from(settings, options)
     phases = engine.Phases()
     try:
-        return _compare(variants, inputs, spec, baseline=baseline, reference=reference, hypothesis=hypothesis,
-                        sweep=sweep, progress=progress, phases=phases, mode=mode, sweep_kept_only=sweep_kept_only,
-                        state_objects={"model": model, "optimizer": optimizer, "params": params})
+        return _compare(
+            variants,
+            inputs,
+            spec,
+            baseline=baseline,
+            reference=reference,
+            hypothesis=hypothesis,
+            sweep=sweep,
+            progress=progress,
+            phases=phases,
+            mode=mode,
+            sweep_kept_only=sweep_kept_only,
+            state_objects={"model": model, "optimizer": optimizer, "params": params},
+        )
     except ComparisonInterrupted:
         raise
     except KeyboardInterrupt as exc:
         raise phases.interrupted() from exc
     finally:
-        stop_worker()          # leave no thread of ours behind
+        stop_worker()  # leave no thread of ours behind
 
 
-def _compare(variants, inputs, spec: CompareSettings, *, baseline, reference, hypothesis, sweep, progress,
-             phases, mode=None, sweep_kept_only=False, state_objects=None) -> Comparison:
+def _compare(
+    variants,
+    inputs,
+    spec: CompareSettings,
+    *,
+    baseline,
+    reference,
+    hypothesis,
+    sweep,
+    progress,
+    phases,
+    mode=None,
+    sweep_kept_only=False,
+    state_objects=None,
+) -> Comparison:
     say = progress or (lambda stage, name: None)
-    out = engine.run(variants, inputs, spec, baseline=baseline, reference=reference, progress=progress,
-                     phases=phases, mode=mode, **(state_objects or {}))
+    out = engine.run(
+        variants,
+        inputs,
+        spec,
+        baseline=baseline,
+        reference=reference,
+        progress=progress,
+        phases=phases,
+        mode=mode,
+        **(state_objects or {}),
+    )
     results, base = out.results, out.base
     if sweep is not None:
         from workbench.variants.sweep import apply_sweep
 
         phases.start("the shape sweep")
         only = {r.name for r in results if r.decision == "keep"} if sweep_kept_only else None
-        results = apply_sweep(results, out.lives, base, sweep, tolerances=spec.tolerance_overrides,
-                              time_limit_s=spec.time_limit_s, end_to_end_ms=spec.end_to_end_ms, say=say,
-                              only=only, timer=spec.timer, min_effect=spec.min_effect)
+        results = apply_sweep(
+            results,
+            out.lives,
+            base,
+            sweep,
+            tolerances=spec.tolerance_overrides,
+            time_limit_s=spec.time_limit_s,
+            end_to_end_ms=spec.end_to_end_ms,
+            say=say,
+            only=only,
+            timer=spec.timer,
+            min_effect=spec.min_effect,
+        )
         phases.finish("the shape sweep")
     verdict, updated = (None, hypothesis)
     if hypothesis is not None:
         from workbench.variants.hypothesis_check import judge
 
         verdict, updated = judge(hypothesis, results, base.name)
-    settings = {**spec.to_dict(), "reference_precision": out.precision,
-                "tolerances": record_builder.tolerance_table(spec.tolerance_overrides), "notes": out.notes,
-                "fresh_inputs": out.fresh, "timing": out.timing, "mode": out.mode, "state": out.state,
-                "reach": out.reach}
+    settings = {
+        **spec.to_dict(),
+        "reference_precision": out.precision,
+        "tolerances": record_builder.tolerance_table(spec.tolerance_overrides),
+        "notes": out.notes,
+        "fresh_inputs": out.fresh,
+        "timing": out.timing,
+        "mode": out.mode,
+        "state": out.state,
+        "reach": out.reach,
+    }
     if inputs is None:
         settings["inputs"] = "none"
     if out.reduced:
         settings["reduced_precision"] = out.reduced
     if out.mode == "training":
-        settings["gradient_tolerances"] = record_builder.tolerance_table(gradient_tolerance_overrides(spec.tolerance_overrides))
-    decision = record_builder.build_record(results, base.name, hypothesis=updated, problem=spec.problem, notes=out.notes,
-                                   settings=settings, verdict=verdict)
+        settings["gradient_tolerances"] = record_builder.tolerance_table(
+            gradient_tolerance_overrides(spec.tolerance_overrides)
+        )
+    decision = record_builder.build_record(
+        results,
+        base.name,
+        hypothesis=updated,
+        problem=spec.problem,
+        notes=out.notes,
+        settings=settings,
+        verdict=verdict,
+    )
     say("done", "")
-    return Comparison(base.name, tuple(results), decision, verdict, updated, out.roofs.get("machine_gbps"), settings,
-                      working_set_copy_gbps=out.roofs.get("same_size_gbps"))
+    return Comparison(
+        base.name,
+        tuple(results),
+        decision,
+        verdict,
+        updated,
+        out.roofs.get("machine_gbps"),
+        settings,
+        working_set_copy_gbps=out.roofs.get("same_size_gbps"),
+    )
 
 
 def decide(res: VariantResult, base_timing: Measurement | None, e2e_ms: float | None) -> VariantResult:

@@ -3,20 +3,26 @@ outputs, every variant's call guarded (time limit, exceptions, global state), ch
 
 Works on ``Live`` records, the mutable working state of each variant during one comparison.
 """
+
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from workbench.errors import InvalidArgumentError
 import workbench.variants.cheats as cheats
-from workbench.variants.output_check import CorrectnessResult, OutputCheck, check_outputs, grad_rel_error
+from workbench.errors import InvalidArgumentError
 from workbench.variants.isolation import StateGuard, VariantTimeout, call_with_limit
+from workbench.variants.output_check import CorrectnessResult, OutputCheck, check_outputs, grad_rel_error
 from workbench.variants.spec import Variant
 from workbench.variants.tolerances import gradient_tolerance_overrides
-from workbench.variants.tree import (clone_tensors, poison_allocator, poison_tensors, tensor_leaves,
-                                     to_reference_precision)
+from workbench.variants.tree import (
+    clone_tensors,
+    poison_allocator,
+    poison_tensors,
+    tensor_leaves,
+    to_reference_precision,
+)
 
 
 @dataclass
@@ -29,22 +35,22 @@ class Live:
     checks: list[OutputCheck] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
     calls: int = 0
-    mutated: list[str] = field(default_factory=list)     # input paths the call changed in place
-    max_diff_vs_baseline: float = 0.0                    # largest |output - baseline's output|
+    mutated: list[str] = field(default_factory=list)  # input paths the call changed in place
+    max_diff_vs_baseline: float = 0.0  # largest |output - baseline's output|
     compared_with_baseline: bool = False
-    last_inputs: Any = None                              # its copy of the inputs after the last call
-    tracker: Any = None                                  # the comparison's StateTracker (state.py)
-    reach: Any = None                                    # what its callable reaches (reach.Reach)
+    last_inputs: Any = None  # its copy of the inputs after the last call
+    tracker: Any = None  # the comparison's StateTracker (state.py)
+    reach: Any = None  # what its callable reaches (reach.Reach)
     names: dict[int, str] = field(default_factory=dict)  # id of a reached tensor -> its name in the baseline's terms
-    extra_ids: set[int] = field(default_factory=set)     # tensors reached only through model=/params=/optimizer=
-    last_effects: dict[str, Any] = field(default_factory=dict)   # what its last call changed (state.py)
+    extra_ids: set[int] = field(default_factory=set)  # tensors reached only through model=/params=/optimizer=
+    last_effects: dict[str, Any] = field(default_factory=dict)  # what its last call changed (state.py)
     effect_paths: set[str] = field(default_factory=set)  # every effect any of its checked calls made
-    census: Any = None                                   # precision.Census of one call (None: not observed)
-    reduced: tuple[str, str] | None = None               # (dtype, what it does) when it computes in reduced precision
-    reference_mode: str = "fn"                           # baseline: "fn" (as given / module twin), "cast", "native"
-    out_tolerances: dict | None = None                   # its output tolerance table (reduced precision: that dtype's)
-    grad_tolerances: dict | None = None                  # its gradient tolerance table
-    max_grad_rel_err: float | None = None                # largest gradient error / that gradient's largest |value|
+    census: Any = None  # precision.Census of one call (None: not observed)
+    reduced: tuple[str, str] | None = None  # (dtype, what it does) when it computes in reduced precision
+    reference_mode: str = "fn"  # baseline: "fn" (as given / module twin), "cast", "native"
+    out_tolerances: dict | None = None  # its output tolerance table (reduced precision: that dtype's)
+    grad_tolerances: dict | None = None  # its gradient tolerance table
+    max_grad_rel_err: float | None = None  # largest gradient error / that gradient's largest |value|
 
     @property
     def stateful(self) -> bool:
@@ -77,8 +83,9 @@ class Live:
         if not self.checks:
             return None
         passed = all(c.passed for c in self.checks)
-        return CorrectnessResult(passed, tuple(_worst_per_path(self.checks)), n_checks, ref_precision,
-                                 tuple(self.flags))
+        return CorrectnessResult(
+            passed, tuple(_worst_per_path(self.checks)), n_checks, ref_precision, tuple(self.flags)
+        )
 
     @property
     def setup_ms(self) -> float | None:
@@ -134,7 +141,7 @@ def guarded_call(live: Live, args: tuple[Any, ...], limit_s: float, poison_like:
     worker_changes: list[str] = []
     tracker = live.tracker
     if tracker is not None:
-        tracker.restore()            # every checked call starts from the same state and RNG
+        tracker.restore()  # every checked call starts from the same state and RNG
     live.last_effects = {}
     start = time.perf_counter()
     guard = None
@@ -229,8 +236,10 @@ def reference_callable(baseline: Variant, reference: Callable[..., Any] | None) 
     try:
         twin = copy.deepcopy(module).to(torch.float64)
     except Exception as exc:  # noqa: BLE001
-        return fn, (f"the float64 reference could not copy the module {type(module).__name__} "
-                    f"({type(exc).__name__}: {str(exc)[:100]}); pass reference= a float64 version")
+        return fn, (
+            f"the float64 reference could not copy the module {type(module).__name__} "
+            f"({type(exc).__name__}: {str(exc)[:100]}); pass reference= a float64 version"
+        )
     return (twin if attr is None else getattr(twin, attr)), ""
 
 
@@ -247,15 +256,22 @@ def _module_of(fn: Any) -> tuple[Any, str | None]:
     return None, None
 
 
-def reference_output(baseline: Variant, reference: Callable[..., Any] | None, args: tuple[Any, ...],
-                     limit_s: float) -> tuple[Any, str, str]:
+def reference_output(
+    baseline: Variant, reference: Callable[..., Any] | None, args: tuple[Any, ...], limit_s: float
+) -> tuple[Any, str, str]:
     """(output, precision, note): the baseline (or ``reference``) run on float64 copies of the inputs."""
     fn, note = reference_callable(baseline, reference)
     return _reference_run(fn, args, limit_s, note)
 
 
-def _reference_run(fn: Callable[..., Any], args: tuple[Any, ...], limit_s: float, note: str = "",
-                   tracker: Any = None, observe_precision: bool = False):
+def _reference_run(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    limit_s: float,
+    note: str = "",
+    tracker: Any = None,
+    observe_precision: bool = False,
+):
     if tracker is not None:
         tracker.restore()
     try:
@@ -273,10 +289,17 @@ def _reference_run(fn: Callable[..., Any], args: tuple[Any, ...], limit_s: float
                         tracker.restore()
                     return call_with_limit(fn, to_reference_precision(args), limit_s), "float64", note
                 if not census.empty and not census.dtypes() & {"float64", "complex128"}:
-                    return None, "native", (note or "reference in the baseline's own precision: given float64 "
-                                            "inputs the baseline still computes in "
-                                            f"{', '.join(sorted(census.dtypes()))} (it closes over parameters or "
-                                            "tensors of its own); pass reference= a float64 version")
+                    return (
+                        None,
+                        "native",
+                        (
+                            note
+                            or "reference in the baseline's own precision: given float64 "
+                            "inputs the baseline still computes in "
+                            f"{', '.join(sorted(census.dtypes()))} (it closes over parameters or "
+                            "tensors of its own); pass reference= a float64 version"
+                        ),
+                    )
                 return out, "float64", note
             return call_with_limit(fn, to_reference_precision(args), limit_s), "float64", note
     except KeyboardInterrupt:
@@ -285,18 +308,33 @@ def _reference_run(fn: Callable[..., Any], args: tuple[Any, ...], limit_s: float
         text = str(exc).splitlines()[0][:120] if str(exc) else ""
         why = ""
         if "dtype" in text.lower() or "double" in text.lower() or "float" in text.lower():
-            why = (": it holds float32 tensors or parameters of its own that the float64 inputs meet "
-                   "(the dtypes disagree)")
-        return None, "native", (note or f"reference in the baseline's own precision: the float64 run failed "
-                                        f"({type(exc).__name__}: {text}){why}; pass reference= a float64 version")
+            why = (
+                ": it holds float32 tensors or parameters of its own that the float64 inputs meet (the dtypes disagree)"
+            )
+        return (
+            None,
+            "native",
+            (
+                note
+                or f"reference in the baseline's own precision: the float64 run failed "
+                f"({type(exc).__name__}: {text}){why}; pass reference= a float64 version"
+            ),
+        )
     finally:
         if tracker is not None:
             tracker.restore()
 
 
-def run_checks(lives: list[Live], baseline: Live, make_inputs: Callable[[], tuple[Any, ...]], *,
-               checks: int, limit_s: float, tolerances: dict | None,
-               reference: Callable[..., Any] | None = None) -> tuple[str, list[str]]:
+def run_checks(
+    lives: list[Live],
+    baseline: Live,
+    make_inputs: Callable[[], tuple[Any, ...]],
+    *,
+    checks: int,
+    limit_s: float,
+    tolerances: dict | None,
+    reference: Callable[..., Any] | None = None,
+) -> tuple[str, list[str]]:
     """Run every check; returns the reference precision used and comparison-wide notes.
 
     Before the first check each variant's precision is observed (``precision.observe``) on that
@@ -311,15 +349,19 @@ def run_checks(lives: list[Live], baseline: Live, make_inputs: Callable[[], tupl
     for live in lives:
         live.out_tolerances = dict(tolerances or {})
         live.grad_tolerances = gradient_tolerance_overrides(tolerances)
-    closes_over_state = (reference is None and _module_of(baseline.variant.fn)[0] is None and tracker is not None
-                         and baseline.reach is not None and not baseline.reach.empty)
+    closes_over_state = (
+        reference is None
+        and _module_of(baseline.variant.fn)[0] is None
+        and tracker is not None
+        and baseline.reach is not None
+        and not baseline.reach.empty
+    )
     baseline.reference_mode = "fn"
     for i in range(checks):
         args = make_inputs()
         if tracker is not None:
             tracker.begin_check()
-        same = ("inputs were identical in two checks: pass a make_inputs that draws fresh "
-                "random values each call")
+        same = "inputs were identical in two checks: pass a make_inputs that draws fresh random values each call"
         if previous_args is not None and same not in notes and _same_inputs(previous_args, args):
             notes.append(same)
 
@@ -327,14 +369,20 @@ def run_checks(lives: list[Live], baseline: Live, make_inputs: Callable[[], tupl
             """The reference of this check, run after the baseline's call (whose census and effects say
             which reference can be trusted)."""
             if baseline.reference_mode == "native":
-                return None, "native", ""     # the first check found no float64 reference: the baseline's own
+                return None, "native", ""  # the first check found no float64 reference: the baseline's own
             census = baseline.census
             if census is not None and census.random:
                 baseline.reference_mode = "native"
                 drawn = ", ".join(sorted(census.random))
-                return None, "native", (f"reference in the baseline's own precision: the baseline draws random numbers "
-                                        f"({drawn}) and a float64 run draws others; every call here starts from the "
-                                        f"same RNG state, so its own output is the reference")
+                return (
+                    None,
+                    "native",
+                    (
+                        f"reference in the baseline's own precision: the baseline draws random numbers "
+                        f"({drawn}) and a float64 run draws others; every call here starts from the "
+                        f"same RNG state, so its own output is the reference"
+                    ),
+                )
             if closes_over_state and not baseline.stateful:
                 found = _cast_reference_run(ref_fn, args, limit_s, tracker, observe_precision=first)
                 if found is not None:
@@ -345,25 +393,33 @@ def run_checks(lives: list[Live], baseline: Live, make_inputs: Callable[[], tupl
                 baseline.reference_mode = "native"
             return found
 
-        precision, note = _one_check(lives, baseline, args, reference_thunk, limit_s, tolerances,
-                                     last=(i == checks - 1), first=(i == 0))
+        precision, note = _one_check(
+            lives, baseline, args, reference_thunk, limit_s, tolerances, last=(i == checks - 1), first=(i == 0)
+        )
         if note and note not in notes:
             notes.append(note)
         previous_args = args
     unjudged = [lv.name for lv in lives if lv.runnable and _cannot_judge(lv)]
     if unjudged:
-        notes.append(f"cannot judge correctness of {', '.join(unjudged)}: the reference output is below the "
-                     f"absolute tolerance; scale the inputs up or pass smaller tolerances")
+        notes.append(
+            f"cannot judge correctness of {', '.join(unjudged)}: the reference output is below the "
+            f"absolute tolerance; scale the inputs up or pass smaller tolerances"
+        )
     if baseline.stateful:
-        notes.append("stateful step: the baseline's call changes "
-                     f"{_effect_summary(baseline.effect_paths)}; each candidate's changes were compared with "
-                     "the baseline's own (its float32 values are the reference for them)")
+        notes.append(
+            "stateful step: the baseline's call changes "
+            f"{_effect_summary(baseline.effect_paths)}; each candidate's changes were compared with "
+            "the baseline's own (its float32 values are the reference for them)"
+        )
     return precision, notes
 
 
 def _cannot_judge(live: Live) -> bool:
-    return bool(live.checks) and not all(c.passed for c in live.checks) and all(
-        c.passed or c.cannot_judge for c in live.checks)
+    return (
+        bool(live.checks)
+        and not all(c.passed for c in live.checks)
+        and all(c.passed or c.cannot_judge for c in live.checks)
+    )
 
 
 def _effect_summary(paths: set[str]) -> str:
@@ -375,7 +431,7 @@ def _effect_summary(paths: set[str]) -> str:
     return ", ".join(parts) or "nothing"
 
 
-NOT_OBSERVED_KINDS = ("cuda_graph",)     # a graph replay dispatches no ops (and must not be captured under a mode)
+NOT_OBSERVED_KINDS = ("cuda_graph",)  # a graph replay dispatches no ops (and must not be captured under a mode)
 
 
 def _observe_precision(live: Live, args: tuple[Any, ...], limit_s: float) -> None:
@@ -386,7 +442,7 @@ def _observe_precision(live: Live, args: tuple[Any, ...], limit_s: float) -> Non
     if not live.runnable or live.variant.kind in NOT_OBSERVED_KINDS:
         return
     try:
-        prepare()                    # imported here, in this thread, not under the call's time limit
+        prepare()  # imported here, in this thread, not under the call's time limit
     except Exception:  # noqa: BLE001 - no census on this torch
         live.census = None
         return
@@ -430,15 +486,20 @@ def _nothing_to_compare(native: Any, baseline: Live) -> str | None:
     returns = "returns None" if native is None else "returns nothing to check (no values)"
     reach = baseline.tracker.reach if baseline.tracker is not None else None
     if reach is None or reach.empty:
-        return (f"nothing to compare: the baseline {returns} and reaches no model or optimizer; return the value "
-                f"to check, or pass model=/params=")
-    return (f"nothing to compare: the baseline {returns} and changes none of the {len(reach.params)} parameters, "
-            f"{len(reach.buffers)} buffers and {len(reach.optimizers)} optimizers it reaches; return the value to "
-            f"check, or pass model=/params=")
+        return (
+            f"nothing to compare: the baseline {returns} and reaches no model or optimizer; return the value "
+            f"to check, or pass model=/params="
+        )
+    return (
+        f"nothing to compare: the baseline {returns} and changes none of the {len(reach.params)} parameters, "
+        f"{len(reach.buffers)} buffers and {len(reach.optimizers)} optimizers it reaches; return the value to "
+        f"check, or pass model=/params="
+    )
 
 
-def _cast_reference_run(fn: Callable[..., Any], args: tuple[Any, ...], limit_s: float, tracker: Any,
-                        observe_precision: bool = False) -> tuple[Any, str, str] | None:
+def _cast_reference_run(
+    fn: Callable[..., Any], args: tuple[Any, ...], limit_s: float, tracker: Any, observe_precision: bool = False
+) -> tuple[Any, str, str] | None:
     """The float64 reference of a callable that closes over a float32 model: every reached
     parameter and buffer cast to float64 for the run (then restored). None when that run fails or
     does not compute in float64 (the caller falls back)."""
@@ -452,7 +513,7 @@ def _cast_reference_run(fn: Callable[..., Any], args: tuple[Any, ...], limit_s: 
                 prepare()
                 out, census = call_with_limit(observe, (fn, to_reference_precision(args)), limit_s)
                 if census.empty or census.dtypes() - {"float64", "complex128"}:
-                    return None               # something in it still computes in another precision
+                    return None  # something in it still computes in another precision
             else:
                 out = call_with_limit(fn, to_reference_precision(args), limit_s)
         return out, "float64", ""
@@ -464,14 +525,24 @@ def _cast_reference_run(fn: Callable[..., Any], args: tuple[Any, ...], limit_s: 
         tracker.restore()
 
 
-def _one_check(lives: list[Live], baseline: Live, args: tuple[Any, ...], reference: Callable[[], tuple[Any, str, str]],
-               limit_s: float, tolerances: dict | None, last: bool, first: bool = False) -> tuple[str, str]:
+def _one_check(
+    lives: list[Live],
+    baseline: Live,
+    args: tuple[Any, ...],
+    reference: Callable[[], tuple[Any, str, str]],
+    limit_s: float,
+    tolerances: dict | None,
+    last: bool,
+    first: bool = False,
+) -> tuple[str, str]:
     """One check of every variant; ``reference()`` gives (float64 output or None, precision, note)
     after the baseline's call. Returns (precision, note)."""
     ok, native = guarded_call(baseline, args, limit_s)
     if not ok:
-        raise InvalidArgumentError(f"the baseline {baseline.name!r} failed ({baseline.status}: "
-                                   f"{baseline.reason}); fix it or choose another baseline= variant")
+        raise InvalidArgumentError(
+            f"the baseline {baseline.name!r} failed ({baseline.status}: "
+            f"{baseline.reason}); fix it or choose another baseline= variant"
+        )
     if first:
         nothing = _nothing_to_compare(native, baseline)
         if nothing:
@@ -511,8 +582,8 @@ def _one_check(lives: list[Live], baseline: Live, args: tuple[Any, ...], referen
             live.checks += found
             try:
                 lowered = cheats.lowered_precision_flags(out, ref, native)
-                if live.reduced is not None:      # computed in reduced precision, seen and judged as such:
-                    lowered = [f for f in lowered if "rounding" not in f]   # its error profile is no secret
+                if live.reduced is not None:  # computed in reduced precision, seen and judged as such:
+                    lowered = [f for f in lowered if "rounding" not in f]  # its error profile is no secret
                 live.add_flags(lowered)
             except Exception:  # noqa: BLE001 - an unreadable output already failed its check
                 pass
@@ -520,10 +591,11 @@ def _one_check(lives: list[Live], baseline: Live, args: tuple[Any, ...], referen
                 _compare_with_baseline(live, out, native)
                 _effects_vs_baseline(live, live.last_effects, base_effects)
         except Exception as exc:  # noqa: BLE001 - an output we cannot read is the variant's failure
-            live.checks.append(OutputCheck("out", False, f"its output could not be checked "
-                                                         f"({type(exc).__name__}: {str(exc)[:160]})"))
+            live.checks.append(
+                OutputCheck("out", False, f"its output could not be checked ({type(exc).__name__}: {str(exc)[:160]})")
+            )
             continue
-        poison_tensors(out)          # poison-on-free: a later run reusing this memory shows gaps
+        poison_tensors(out)  # poison-on-free: a later run reusing this memory shows gaps
         if last:
             _async_checks(live, args, limit_s)
     poison_tensors(native)
@@ -559,15 +631,23 @@ def _input_checks(live: Live, base_mutated: list[str], base_inputs: Any, toleran
     found = []
     for path in live.mutated:
         if path not in base_mutated:
-            found.append(OutputCheck(path, False, "input changed in place by the call (the baseline leaves it "
-                                                  "unchanged): a caller reusing its inputs gets other values"))
+            found.append(
+                OutputCheck(
+                    path,
+                    False,
+                    "input changed in place by the call (the baseline leaves it "
+                    "unchanged): a caller reusing its inputs gets other values",
+                )
+            )
     if base_mutated:
         mine = dict(tensor_leaves(live.last_inputs))
         theirs = dict(tensor_leaves(base_inputs))
         for path in base_mutated:
             if path in mine and path in theirs:
-                found += [c.with_path(f"{path} (input changed in place)")
-                          for c in check_outputs(mine[path], theirs[path], theirs[path], tolerances)]
+                found += [
+                    c.with_path(f"{path} (input changed in place)")
+                    for c in check_outputs(mine[path], theirs[path], theirs[path], tolerances)
+                ]
     return found
 
 
@@ -613,6 +693,9 @@ def _same_inputs(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     import torch
 
     ta, tb = tensor_leaves(a), tensor_leaves(b)
-    floats = [(x, y) for (_, x), (_, y) in zip(ta, tb) if x.is_floating_point() and x.numel() > 1
-              and x.layout == torch.strided and x.device.type != "meta"]
+    floats = [
+        (x, y)
+        for (_, x), (_, y) in zip(ta, tb)
+        if x.is_floating_point() and x.numel() > 1 and x.layout == torch.strided and x.device.type != "meta"
+    ]
     return bool(floats) and all(x.shape == y.shape and torch.equal(x, y) for x, y in floats)

@@ -7,6 +7,7 @@ the host during capture, and a call whose input shapes, dtypes or devices differ
 captured ones (a graph replays fixed shapes).  Outputs alias the graph's static output
 buffers: the next call overwrites them (clone what you keep).
 """
+
 from __future__ import annotations
 
 import time
@@ -24,8 +25,7 @@ SYNC_HINTS = ("capturing", "capture", "not permitted", "synchron")
 
 def input_signature(args: tuple[Any, ...]) -> tuple[tuple[str, tuple[int, ...], str, str], ...]:
     """(path, shape, dtype, device) of every tensor among the arguments, in order."""
-    return tuple((path, tuple(t.shape), str(t.dtype), str(t.device))
-                 for path, t in tensor_leaves(args))
+    return tuple((path, tuple(t.shape), str(t.dtype), str(t.device)) for path, t in tensor_leaves(args))
 
 
 def refuse_cpu_tensors(args: tuple[Any, ...]) -> None:
@@ -33,7 +33,8 @@ def refuse_cpu_tensors(args: tuple[Any, ...]) -> None:
     if cpu:
         raise NotApplicableError(
             f"a CUDA graph captures device work only; inputs {cpu[:3]} are not on a CUDA device "
-            f"(move them with .cuda() or keep this region eager)")
+            f"(move them with .cuda() or keep this region eager)"
+        )
 
 
 def refuse_signature_change(captured: tuple, args: tuple[Any, ...]) -> None:
@@ -42,7 +43,8 @@ def refuse_signature_change(captured: tuple, args: tuple[Any, ...]) -> None:
         diff: list[tuple[Any, Any]] = [(a, b) for a, b in zip(captured, now) if a != b] or [(captured, now)]
         raise NotApplicableError(
             f"inputs changed since capture (captured {diff[0][0]}, got {diff[0][1]}); a CUDA graph "
-            f"replays fixed shapes: capture one graph per shape, or guard on the captured shape")
+            f"replays fixed shapes: capture one graph per shape, or guard on the captured shape"
+        )
 
 
 class _GraphedRegion:
@@ -92,7 +94,8 @@ class _GraphedRegion:
             if any(h in str(exc).lower() for h in SYNC_HINTS):
                 raise NotApplicableError(
                     f"the region synchronises with the host during capture ({str(exc).splitlines()[0]}); "
-                    f"remove .item()/.cpu()/torch.cuda.synchronize() from it before graphing") from exc
+                    f"remove .item()/.cpu()/torch.cuda.synchronize() from it before graphing"
+                ) from exc
             raise
         torch.cuda.synchronize()
         self.graph, self.signature = graph, input_signature(args)
@@ -109,7 +112,13 @@ def _clone_tree(args: tuple[Any, ...]) -> tuple[Any, ...]:
 def cuda_graph(fn: Callable[..., Any], *, warmup_iters: int = 3, name: str = "cuda_graph") -> Variant:
     """Capture ``fn`` as a CUDA graph on its first call; replay it on every later call."""
     region = _GraphedRegion(fn, warmup_iters)
-    return Variant(name=name, fn=region, requires=("cuda",), kind="cuda_graph",
-                   numerical_class="exact", poison=region.poison,
-                   options={"warmup_iters": warmup_iters},
-                   description="CUDA graph: static buffers, side-stream warm-up, capture, replay")
+    return Variant(
+        name=name,
+        fn=region,
+        requires=("cuda",),
+        kind="cuda_graph",
+        numerical_class="exact",
+        poison=region.poison,
+        options={"warmup_iters": warmup_iters},
+        description="CUDA graph: static buffers, side-stream warm-up, capture, replay",
+    )

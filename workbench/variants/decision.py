@@ -6,6 +6,7 @@ isolation but the saving is negligible against the end-to-end time; ``reject``: 
 failing, cheating, slower, or too costly to set up; ``need_more_evidence``: the difference is
 within noise, or it could not be measured here (not applicable, timing not meaningful).
 """
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,8 @@ if TYPE_CHECKING:
     from workbench.variants.stats import Speedup
 
 DECISIONS = ("keep", "keep_guarded", "micro_only", "reject", "need_more_evidence")
-MICRO_ONLY_SHARE = 0.02          # saving below 2% of the end-to-end time: micro_only
-MAX_BREAK_EVEN_CALLS = 100_000   # setup cost needing more calls than this to pay back: too costly
+MICRO_ONLY_SHARE = 0.02  # saving below 2% of the end-to-end time: micro_only
+MAX_BREAK_EVEN_CALLS = 100_000  # setup cost needing more calls than this to pay back: too costly
 
 
 CHEAT_PREFIXES = ("patched timer", "work moved", "output changed", "precision lowered", "faster than the roofline")
@@ -30,9 +31,19 @@ class Verdict:
     reason: str
 
 
-def classify(*, status: str, reason: str, flags: tuple[str, ...], speedup: Speedup | None, timing_meaningful: bool,
-             failure_cases: tuple[str, ...] = (), saving_ms: float = 0.0, setup_ms: float = 0.0,
-             end_to_end_ms: float | None = None, min_effect: float = 0.0) -> Verdict:
+def classify(
+    *,
+    status: str,
+    reason: str,
+    flags: tuple[str, ...],
+    speedup: Speedup | None,
+    timing_meaningful: bool,
+    failure_cases: tuple[str, ...] = (),
+    saving_ms: float = 0.0,
+    setup_ms: float = 0.0,
+    end_to_end_ms: float | None = None,
+    min_effect: float = 0.0,
+) -> Verdict:
     """The decision for one candidate row (see the module docstring for the classes). ``min_effect``: a
     speed-up whose point estimate is within it of 1 (either way) is never decided on its timing."""
     if status == "not_applicable":
@@ -44,46 +55,73 @@ def classify(*, status: str, reason: str, flags: tuple[str, ...], speedup: Speed
         return Verdict("reject", cheats[0])
     leaks = [f for f in flags if f.startswith("changed global state")]
     if leaks:
-        return Verdict("reject", f"{leaks[0]}: a drop-in replacement must leave process-wide settings as it "
-                                 f"found them (here they were restored after each call; in a program they would "
-                                 f"leak into everything after it)")
+        return Verdict(
+            "reject",
+            f"{leaks[0]}: a drop-in replacement must leave process-wide settings as it "
+            f"found them (here they were restored after each call; in a program they would "
+            f"leak into everything after it)",
+        )
     unjudged = [f for f in flags if f.startswith("cannot judge")]
     if unjudged:
         timed = f"; its timing ({speedup.describe()}) is shown for information" if speedup is not None else ""
         return Verdict("need_more_evidence", f"{unjudged[0]}{timed}")
     if not timing_meaningful:
-        return Verdict("need_more_evidence", "correct, but its timing here is not meaningful "
-                                             "(e.g. Triton's CPU interpreter); time it on a GPU")
+        return Verdict(
+            "need_more_evidence",
+            "correct, but its timing here is not meaningful (e.g. Triton's CPU interpreter); time it on a GPU",
+        )
     assert speedup is not None, "a correct row with a meaningful timing has a speedup"
     return _classify_timing(speedup, failure_cases, saving_ms, setup_ms, end_to_end_ms, min_effect)
 
 
-def _classify_timing(speedup: Speedup, failure_cases: tuple[str, ...], saving_ms: float, setup_ms: float,
-                     end_to_end_ms: float | None, min_effect: float = 0.0) -> Verdict:
+def _classify_timing(
+    speedup: Speedup,
+    failure_cases: tuple[str, ...],
+    saving_ms: float,
+    setup_ms: float,
+    end_to_end_ms: float | None,
+    min_effect: float = 0.0,
+) -> Verdict:
     s = speedup.describe()
-    if (speedup.faster or speedup.slower) and min_effect > 0 and \
-            1 / (1 + min_effect) < speedup.point < 1 + min_effect:
+    if (speedup.faster or speedup.slower) and min_effect > 0 and 1 / (1 + min_effect) < speedup.point < 1 + min_effect:
         change = speedup.point - 1
-        return Verdict("need_more_evidence", f"a change of {change:+.2%} (speedup {s}) is smaller than the "
-                                             f"comparison's min_effect of {min_effect:.0%}: too small to decide on; "
-                                             "pass a smaller min_effect= to judge changes this small")
+        return Verdict(
+            "need_more_evidence",
+            f"a change of {change:+.2%} (speedup {s}) is smaller than the "
+            f"comparison's min_effect of {min_effect:.0%}: too small to decide on; "
+            "pass a smaller min_effect= to judge changes this small",
+        )
     if speedup.slower:
         return Verdict("reject", f"slower: speedup {s}")
     if not speedup.faster:
         mde = speedup.min_detectable
-        seen = (f"the smallest change it could have seen is about {mde:.1%} (at {POWER_TEXT} power, "
-                f"{speedup.n_pairs} rounds)" if mde < 10 else "the interval is too wide to bound the change")
-        return Verdict("need_more_evidence", f"difference within noise: speedup {s} includes 1; {seen}; "
-                                             f"for a smaller effect run a longer budget or a larger input")
+        seen = (
+            f"the smallest change it could have seen is about {mde:.1%} (at {POWER_TEXT} power, "
+            f"{speedup.n_pairs} rounds)"
+            if mde < 10
+            else "the interval is too wide to bound the change"
+        )
+        return Verdict(
+            "need_more_evidence",
+            f"difference within noise: speedup {s} includes 1; {seen}; "
+            f"for a smaller effect run a longer budget or a larger input",
+        )
     if saving_ms > 0 and setup_ms / saving_ms > MAX_BREAK_EVEN_CALLS:
-        return Verdict("reject", f"too costly: {setup_ms:.4g} ms of setup needs "
-                                 f"{setup_ms / saving_ms:.3g} calls to pay back (> {MAX_BREAK_EVEN_CALLS})")
+        return Verdict(
+            "reject",
+            f"too costly: {setup_ms:.4g} ms of setup needs "
+            f"{setup_ms / saving_ms:.3g} calls to pay back (> {MAX_BREAK_EVEN_CALLS})",
+        )
     if failure_cases:
-        return Verdict("keep_guarded", f"faster ({s}) but slower or wrong on {len(failure_cases)} "
-                                       f"swept case(s): guard it")
+        return Verdict(
+            "keep_guarded", f"faster ({s}) but slower or wrong on {len(failure_cases)} swept case(s): guard it"
+        )
     if end_to_end_ms and saving_ms < MICRO_ONLY_SHARE * end_to_end_ms:
-        return Verdict("micro_only", f"faster in isolation ({s}) but saves {saving_ms:.3g} ms of a "
-                                     f"{end_to_end_ms:.4g} ms end-to-end run (< {MICRO_ONLY_SHARE:.0%})")
+        return Verdict(
+            "micro_only",
+            f"faster in isolation ({s}) but saves {saving_ms:.3g} ms of a "
+            f"{end_to_end_ms:.4g} ms end-to-end run (< {MICRO_ONLY_SHARE:.0%})",
+        )
     return Verdict("keep", f"correct and faster: speedup {s}")
 
 
@@ -107,8 +145,8 @@ class DecisionRecord:
     remaining_risk: tuple[str, ...]
     failure_cases: tuple[str, ...]
     environment: dict[str, Any] = field(default_factory=dict)
-    settings: dict[str, Any] = field(default_factory=dict)   # the CompareSettings it was decided under
-    mode: str = "inference"      # "training": gradients checked too, forward and backward timed
+    settings: dict[str, Any] = field(default_factory=dict)  # the CompareSettings it was decided under
+    mode: str = "inference"  # "training": gradients checked too, forward and backward timed
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -121,7 +159,7 @@ class DecisionRecord:
         kw = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         for k in ("evidence", "rejected_alternatives", "remaining_risk", "failure_cases"):
             kw[k] = tuple(kw.get(k, ()))
-        if kw.get("numerical_class") == "lower precision":      # records saved before the rename
+        if kw.get("numerical_class") == "lower precision":  # records saved before the rename
             kw["numerical_class"] = "reduced precision"
         return cls(**kw)
 
@@ -129,17 +167,36 @@ class DecisionRecord:
         return json.dumps(self.to_dict(), indent=kw.pop("indent", 2), default=str, **kw)
 
     def to_markdown(self) -> str:
-        lines = [f"# Decision: `{self.decision}` — {self.variant}", "", self.reason, "",
-                 f"**Mode:** {self.mode}" + (" (gradients and state changes checked as counted under 'Why it is "
-                                             "safe'; forward and backward timed)" if self.mode == "training"
-                                             else "") + "  "]
-        for title, value in (("Problem", self.problem), ("Bottleneck", self.bottleneck),
-                             ("Change", self.change), ("Numerical class", self.numerical_class),
-                             ("Why it is safe", self.why_safe), ("Guard", self.guard),
-                             ("Fallback", self.fallback), ("Result", self.result)):
+        lines = [
+            f"# Decision: `{self.decision}` — {self.variant}",
+            "",
+            self.reason,
+            "",
+            f"**Mode:** {self.mode}"
+            + (
+                " (gradients and state changes checked as counted under 'Why it is safe'; forward and backward timed)"
+                if self.mode == "training"
+                else ""
+            )
+            + "  ",
+        ]
+        for title, value in (
+            ("Problem", self.problem),
+            ("Bottleneck", self.bottleneck),
+            ("Change", self.change),
+            ("Numerical class", self.numerical_class),
+            ("Why it is safe", self.why_safe),
+            ("Guard", self.guard),
+            ("Fallback", self.fallback),
+            ("Result", self.result),
+        ):
             lines.append(f"**{title}:** {value or '—'}  ")
-        for title, items in (("Evidence", self.evidence), ("Rejected alternatives", self.rejected_alternatives),
-                             ("Remaining risk", self.remaining_risk), ("Failure cases", self.failure_cases)):
+        for title, items in (
+            ("Evidence", self.evidence),
+            ("Rejected alternatives", self.rejected_alternatives),
+            ("Remaining risk", self.remaining_risk),
+            ("Failure cases", self.failure_cases),
+        ):
             lines += ["", f"## {title}", ""] + ([f"- {x}" for x in items] or ["- none"])
         lines += ["", "## Environment", ""] + [f"- {k}: {v}" for k, v in self.environment.items()]
         if self.settings:

@@ -8,35 +8,55 @@ timed rounds too), an output that cannot be read (meta, sparse) or a changed inp
 variant's row with the reason, and the rest of the comparison goes on.  ``Phases`` records what
 finished, so that a KeyboardInterrupt can say so (``ComparisonInterrupted``).
 """
+
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 from typing import AbstractSet, Any, Callable, Mapping
 
-from workbench.errors import InvalidArgumentError
-from workbench.measurement import Measurement
 import workbench.variants.cheats as cheats
 import workbench.variants.registry as registry
+from workbench.errors import InvalidArgumentError
+from workbench.measurement import Measurement
 from workbench.variants.bandwidth import copy_gbps, machine_copy_gbps
-from workbench.variants.correctness_phase import (Live, describe_exception, guarded_call, reference_callable, run_checks,
-                                         state_change_flags)
-from workbench.variants.output_check import (TRAINING, check_mode, check_training, reached_params, resolve_mode,
-                                            training_paths, training_step)
-from workbench.variants.reach import explicit, find_reach, merge
-from workbench.variants.state import NOTHING_REACHED_TEXT, STATE_TEXT, STATELESS_TEXT, StateTracker
+from workbench.variants.correctness_phase import (
+    Live,
+    describe_exception,
+    guarded_call,
+    reference_callable,
+    run_checks,
+    state_change_flags,
+)
 from workbench.variants.decision import CHEAT_PREFIXES, classify
 from workbench.variants.footprint import footprint_delta, profile_footprint
 from workbench.variants.isolation import StateGuard
+from workbench.variants.output_check import (
+    TRAINING,
+    check_mode,
+    check_training,
+    reached_params,
+    resolve_mode,
+    training_paths,
+    training_step,
+)
+from workbench.variants.reach import explicit, find_reach, merge
 from workbench.variants.results import VariantResult
 from workbench.variants.settings import INTERIM_CONFIDENCE, CompareSettings
 from workbench.variants.spec import Variant, as_variant
+from workbench.variants.state import NOTHING_REACHED_TEXT, STATE_TEXT, STATELESS_TEXT, StateTracker
 from workbench.variants.stats import PairedEvidence, family_speedups, holm
-from workbench.variants.timing import (InterleavedResult, Timed, Timer, TimingSession, pick_timer,
-                                      shared_calls_per_sample)
+from workbench.variants.timing import (
+    InterleavedResult,
+    Timed,
+    Timer,
+    TimingSession,
+    pick_timer,
+    shared_calls_per_sample,
+)
 from workbench.variants.tree import clone_tensors, tensor_leaves
 
-Progress = Callable[[str, str], None]   # (stage, variant name) -> None
+Progress = Callable[[str, str], None]  # (stage, variant name) -> None
 
 
 class ComparisonInterrupted(KeyboardInterrupt):
@@ -62,8 +82,9 @@ class Phases:
 
     def interrupted(self) -> ComparisonInterrupted:
         finished = "; ".join(self.done) or "nothing yet"
-        return ComparisonInterrupted(f"comparison interrupted during {self.current}; finished: {finished}",
-                                     tuple(self.done))
+        return ComparisonInterrupted(
+            f"comparison interrupted during {self.current}; finished: {finished}", tuple(self.done)
+        )
 
 
 @dataclass
@@ -78,16 +99,26 @@ class Outcome:
     timing: dict[str, Any]
     roofs: dict[str, Any]
     fresh: bool
-    mode: str = "inference"             # "training": gradients checked, forward + backward timed
-    state: str = ""                     # how reached state was handled (settings["state"])
-    reach: dict[str, Any] = field(default_factory=dict)      # what the variants reach, counted
-    reduced: dict[str, Any] = field(default_factory=dict)    # variant -> the tolerance rows it was judged with
+    mode: str = "inference"  # "training": gradients checked, forward + backward timed
+    state: str = ""  # how reached state was handled (settings["state"])
+    reach: dict[str, Any] = field(default_factory=dict)  # what the variants reach, counted
+    reduced: dict[str, Any] = field(default_factory=dict)  # variant -> the tolerance rows it was judged with
 
 
-def run(variants: Mapping[str, Any], inputs: Any, settings: CompareSettings, *, baseline: str | None = None,
-        reference: Callable[..., Any] | None = None, progress: Progress | None = None,
-        phases: Phases | None = None, mode: str | None = None, model: Any = None, optimizer: Any = None,
-        params: Any = None) -> Outcome:
+def run(
+    variants: Mapping[str, Any],
+    inputs: Any,
+    settings: CompareSettings,
+    *,
+    baseline: str | None = None,
+    reference: Callable[..., Any] | None = None,
+    progress: Progress | None = None,
+    phases: Phases | None = None,
+    mode: str | None = None,
+    model: Any = None,
+    optimizer: Any = None,
+    params: Any = None,
+) -> Outcome:
     """One comparison; ``model``/``optimizer``/``params``: state to snapshot and compare besides what
     the variants' callables are found to reach (reach.py)."""
     phases = phases or Phases()
@@ -97,7 +128,7 @@ def run(variants: Mapping[str, Any], inputs: Any, settings: CompareSettings, *, 
     try:
         out = _run(lives, base, inputs, settings, reference=reference, progress=progress, phases=phases, mode=mode)
     finally:
-        tracker.final_restore()          # the user's objects as they were before the comparison
+        tracker.final_restore()  # the user's objects as they were before the comparison
     if tracker.failed_restore:
         out.notes.append("could not restore: " + "; ".join(tracker.failed_restore))
     return out
@@ -113,8 +144,9 @@ def attach_state(lives: list[Live], base: Live, extra: list[Any]) -> StateTracke
         except Exception:  # noqa: BLE001 - a walk that fails reaches nothing
             lv.reach = own = find_reach(extra=extra)
         own_ids = {id(t) for t in list(own.params.values()) + list(own.buffers.values())}
-        lv.extra_ids = {id(t) for t in list(lv.reach.params.values()) + list(lv.reach.buffers.values())
-                        if id(t) not in own_ids}
+        lv.extra_ids = {
+            id(t) for t in list(lv.reach.params.values()) + list(lv.reach.buffers.values()) if id(t) not in own_ids
+        }
     tracker = StateTracker(merge([base.reach] + [lv.reach for lv in lives if lv is not base]))
     base_names = base.reach.names_by_id()
     base.names = dict(base_names)
@@ -126,15 +158,23 @@ def attach_state(lives: list[Live], base: Live, extra: list[Any]) -> StateTracke
     return tracker
 
 
-def _run(lives: list[Live], base: Live, inputs: Any, settings: CompareSettings, *, reference, progress, phases,
-         mode) -> Outcome:
+def _run(
+    lives: list[Live], base: Live, inputs: Any, settings: CompareSettings, *, reference, progress, phases, mode
+) -> Outcome:
     say = progress or (lambda stage, name: None)
     tracker = base.tracker
     make_inputs, fresh = input_factory(inputs)
     phases.start("the correctness checks")
     say("correctness", "")
-    precision, notes = run_checks(lives, base, make_inputs, checks=settings.checks, limit_s=settings.time_limit_s,
-                                  tolerances=settings.tolerance_overrides, reference=reference)
+    precision, notes = run_checks(
+        lives,
+        base,
+        make_inputs,
+        checks=settings.checks,
+        limit_s=settings.time_limit_s,
+        tolerances=settings.tolerance_overrides,
+        reference=reference,
+    )
     notes += [n for n in tracker.notes if n not in notes]
     if not fresh:
         notes.append("fixed inputs: every check used the same values; pass a callable for fresh ones")
@@ -147,18 +187,32 @@ def _run(lives: list[Live], base: Live, inputs: Any, settings: CompareSettings, 
     if mode == TRAINING:
         phases.start("the gradient checks (training path)")
         say("gradients", "")
-        notes += [n for n in check_training(lives, base, make_inputs, checks=settings.checks,
-                                            tolerances=settings.tolerance_overrides, reference=reference,
-                                            reference_fn=reference_callable, precision=precision) if n not in notes]
+        notes += [
+            n
+            for n in check_training(
+                lives,
+                base,
+                make_inputs,
+                checks=settings.checks,
+                tolerances=settings.tolerance_overrides,
+                reference=reference,
+                reference_fn=reference_callable,
+                precision=precision,
+            )
+            if n not in notes
+        ]
         _mark_incorrect(lives, precision, settings.checks)
         train_paths = training_paths(base.variant.fn, timing_args, params=reached_params(base))
-        notes.append("training path: " + _gradients_compared_text(lives, base) + "; each variant is timed as a "
-                     "training step (forward and backward; a call that runs its own backward is timed as it is)")
+        notes.append(
+            "training path: " + _gradients_compared_text(lives, base) + "; each variant is timed as a "
+            "training step (forward and backward; a call that runs its own backward is timed as it is)"
+        )
         phases.finish("the gradient checks")
     phases.start("the timed rounds")
     say("timing", "")
-    timed, bytes_moved, roofs, summary = time_all(lives, base, timing_args, settings, notes, phases, say,
-                                                  train_paths=train_paths)
+    timed, bytes_moved, roofs, summary = time_all(
+        lives, base, timing_args, settings, notes, phases, say, train_paths=train_paths
+    )
     phases.finish(f"timing ({summary['rounds']} rounds)")
     footprints = {}
     if settings.profile:
@@ -166,28 +220,51 @@ def _run(lives: list[Live], base: Live, inputs: Any, settings: CompareSettings, 
         footprints = _footprints(lives, timing_args, say)
         phases.finish("the profiled calls")
     speedups = _family(timed, base.name, settings)
-    results = [_result(lv, base, timed, speedups, footprints, bytes_moved, roofs, precision, settings, mode)
-               for lv in lives]
+    results = [
+        _result(lv, base, timed, speedups, footprints, bytes_moved, roofs, precision, settings, mode) for lv in lives
+    ]
     results = [_say_budget(r, summary) for r in results]
     stateful = [lv.name for lv in lives if lv.stateful]
-    state = (STATE_TEXT if stateful else STATELESS_TEXT if tracker.holds_state else NOTHING_REACHED_TEXT)
+    state = STATE_TEXT if stateful else STATELESS_TEXT if tracker.holds_state else NOTHING_REACHED_TEXT
     reduced = {lv.name: _reduced_rows(lv) for lv in lives if lv.reduced is not None}
-    return Outcome(results, lives, base, precision, notes, summary, roofs, fresh, mode, state=state,
-                   reach=tracker.reach.describe(), reduced=reduced)
+    return Outcome(
+        results,
+        lives,
+        base,
+        precision,
+        notes,
+        summary,
+        roofs,
+        fresh,
+        mode,
+        state=state,
+        reach=tracker.reach.describe(),
+        reduced=reduced,
+    )
 
 
 def _reduced_rows(lv: Live) -> dict[str, Any]:
     assert lv.reduced is not None, "only a reduced-precision variant has these rows"
     out_r, out_a = (lv.out_tolerances or {}).get("float32", (0.0, 0.0))
     g_r, g_a = (lv.grad_tolerances or {}).get("float32", (0.0, 0.0))
-    return {"dtype": lv.reduced[0], "what": lv.reduced[1], "outputs": {"rtol": float(out_r), "atol": float(out_a)},
-            "gradients": {"rtol": float(g_r), "atol": float(g_a)}}
+    return {
+        "dtype": lv.reduced[0],
+        "what": lv.reduced[1],
+        "outputs": {"rtol": float(out_r), "atol": float(out_a)},
+        "gradients": {"rtol": float(g_r), "atol": float(g_a)},
+    }
 
 
 def compared_counts(lv: Live) -> dict[str, int]:
     """How many distinct outputs, gradients, parameter values, optimizer states and buffers its checks compared."""
-    counts = {"outputs": 0, "input_gradients": 0, "parameter_gradients": 0, "parameter_values": 0,
-              "optimizer_states": 0, "buffers": 0}
+    counts = {
+        "outputs": 0,
+        "input_gradients": 0,
+        "parameter_gradients": 0,
+        "parameter_values": 0,
+        "optimizer_states": 0,
+        "buffers": 0,
+    }
     for path in {c.path for c in lv.checks}:
         if path.startswith("grad arg"):
             counts["input_gradients"] += 1
@@ -214,9 +291,13 @@ def _gradients_compared_text(lives: list[Live], base: Live) -> str:
 
 def describe_counts(c: dict[str, int]) -> str:
     parts = []
-    for key, word in (("input_gradients", "input gradient"), ("parameter_gradients", "parameter gradient"),
-                      ("parameter_values", "updated parameter value"), ("optimizer_states", "optimizer state"),
-                      ("buffers", "buffer")):
+    for key, word in (
+        ("input_gradients", "input gradient"),
+        ("parameter_gradients", "parameter gradient"),
+        ("parameter_values", "updated parameter value"),
+        ("optimizer_states", "optimizer state"),
+        ("buffers", "buffer"),
+    ):
         n = c.get(key, 0)
         if n:
             parts.append(f"{n} {word}{'s' if n != 1 else ''}")
@@ -225,8 +306,10 @@ def describe_counts(c: dict[str, int]) -> str:
 
 def prepare(variants: Mapping[str, Any], baseline: str | None) -> tuple[list[Live], Live]:
     if not isinstance(variants, Mapping) or not variants:
-        raise InvalidArgumentError("compare() needs a non-empty dict of name -> callable, e.g. "
-                                   "{'eager': f, 'compiled': wb.variants.compiled(f)}")
+        raise InvalidArgumentError(
+            "compare() needs a non-empty dict of name -> callable, e.g. "
+            "{'eager': f, 'compiled': wb.variants.compiled(f)}"
+        )
     names = list(variants)
     base_name = baseline or ("eager" if "eager" in variants else names[0])
     if base_name not in variants:
@@ -247,8 +330,10 @@ def prepare(variants: Mapping[str, Any], baseline: str | None) -> tuple[list[Liv
         if reason:
             live.fail("not_applicable", reason)
     if not lives[0].runnable:
-        raise InvalidArgumentError(f"the baseline {base_name!r} cannot run here ({lives[0].reason}); "
-                                   f"choose a baseline that runs on this machine")
+        raise InvalidArgumentError(
+            f"the baseline {base_name!r} cannot run here ({lives[0].reason}); "
+            f"choose a baseline that runs on this machine"
+        )
     return lives, lives[0]
 
 
@@ -276,29 +361,49 @@ def _mark_incorrect(lives: list[Live], precision: str, checks: int) -> None:
 
 
 # -- timing -------------------------------------------------------------------------------------
-def time_all(lives: list[Live], base: Live, args: tuple[Any, ...], settings: CompareSettings, notes: list[str],
-             phases: Phases, say: Progress | None = None,
-             train_paths: list[str] | None = None) -> tuple[Any, int, dict[str, Any], dict[str, Any]]:
+def time_all(
+    lives: list[Live],
+    base: Live,
+    args: tuple[Any, ...],
+    settings: CompareSettings,
+    notes: list[str],
+    phases: Phases,
+    say: Progress | None = None,
+    train_paths: list[str] | None = None,
+) -> tuple[Any, int, dict[str, Any], dict[str, Any]]:
     """Calibrate, run the rounds, extend them while undecided; returns (result, compulsory bytes,
     roofs, a summary of the rounds for the record). ``train_paths``: a training path, timed as
     forward and backward (the inputs at those paths take gradients)."""
     ok, out = guarded_call(base, args, settings.time_limit_s)
     if not ok:
-        raise InvalidArgumentError(f"the baseline {base.name!r} failed before timing ({base.status}: "
-                                   f"{base.reason}); fix it or choose another baseline= variant")
+        raise InvalidArgumentError(
+            f"the baseline {base.name!r} failed before timing ({base.status}: "
+            f"{base.reason}); fix it or choose another baseline= variant"
+        )
     on_cuda = any(t.device.type == "cuda" for _, t in tensor_leaves(args))
     timer = settings.make_timer() or pick_timer(on_cuda)
     runnable = [lv for lv in lives if lv.runnable]
     mutating = tuple(lv.name for lv in runnable if lv.mutated)
-    items = [Timed(lv.name, lv.variant.fn if train_paths is None or lv.self_backward
-                   else training_step(lv.variant.fn, train_paths), clone_tensors(args)) for lv in runnable]
+    items = [
+        Timed(
+            lv.name,
+            lv.variant.fn if train_paths is None or lv.self_backward else training_step(lv.variant.fn, train_paths),
+            clone_tensors(args),
+        )
+        for lv in runnable
+    ]
     tracker = base.tracker
     restore = tracker.restore if tracker is not None and any(lv.stateful for lv in lives) else None
-    session = TimingSession(items, timer, seed=settings.seed, limit_s=settings.time_limit_s, mutating=mutating,
-                            before_sample=restore)
+    session = TimingSession(
+        items, timer, seed=settings.seed, limit_s=settings.time_limit_s, mutating=mutating, before_sample=restore
+    )
     pristine = clone_tensors(args)
-    settled = {lv.name for lv in runnable if not lv.variant.timing_meaningful
-               or any(f.startswith(CHEAT_PREFIXES + ("changed global state", "cannot judge")) for f in lv.flags)}
+    settled = {
+        lv.name
+        for lv in runnable
+        if not lv.variant.timing_meaningful
+        or any(f.startswith(CHEAT_PREFIXES + ("changed global state", "cannot judge")) for f in lv.flags)
+    }
     with StateGuard():
         _calibrate(session, {lv.name: lv for lv in runnable}, timer)
         session.run(min_rounds=settings.min_rounds, max_rounds=settings.round_cap, budget_s=settings.budget_s)
@@ -308,24 +413,39 @@ def time_all(lives: list[Live], base: Live, args: tuple[Any, ...], settings: Com
     result = session.result()
     _apply_timing_failures(lives, result, base)
     if any(_inputs_changed(pristine, pooled) for pooled in session.pool):
-        notes.append("the inputs changed during the timed rounds: a variant writes them on later calls; "
-                     "the timings after that ran on other values")
+        notes.append(
+            "the inputs changed during the timed rounds: a variant writes them on later calls; "
+            "the timings after that ran on other values"
+        )
     if mutating:
-        notes.append(f"{', '.join(mutating)} change their inputs in place: each was timed on its own copy, "
-                     f"restored before every sample")
+        notes.append(
+            f"{', '.join(mutating)} change their inputs in place: each was timed on its own copy, "
+            f"restored before every sample"
+        )
     nbytes = cheats.compulsory_bytes(args, out)
     device = "cuda" if on_cuda else "cpu"
     roofs = {"machine_gbps": machine_copy_gbps(device), "same_size_gbps": copy_gbps(max(nbytes, 1), device)}
-    summary = {"rounds": result.rounds, "spent_s": round(result.spent_s, 3), "budget_s": settings.budget_s,
-               "cap_s": settings.timing_cap_s, "round_cap": settings.round_cap, "extensions": extensions,
-               "looks": list(result.looks), "timer": getattr(timer, "timer", type(timer).__name__),
-               "family_size": max(0, len(result.measurements) - 1), "confidence": settings.confidence,
-               "interim_confidence": INTERIM_CONFIDENCE, "min_effect": settings.min_effect}
+    summary = {
+        "rounds": result.rounds,
+        "spent_s": round(result.spent_s, 3),
+        "budget_s": settings.budget_s,
+        "cap_s": settings.timing_cap_s,
+        "round_cap": settings.round_cap,
+        "extensions": extensions,
+        "looks": list(result.looks),
+        "timer": getattr(timer, "timer", type(timer).__name__),
+        "family_size": max(0, len(result.measurements) - 1),
+        "confidence": settings.confidence,
+        "interim_confidence": INTERIM_CONFIDENCE,
+        "min_effect": settings.min_effect,
+    }
     share = getattr(timer, "waited_share", lambda: None)()
     summary["cpu_wait_share"] = share
     if share is not None and share >= 0.05:
-        notes.append(f"the machine is loaded: {share:.0%} of the timed wall time went to other processes "
-                     f"(run-queue wait, read from /proc schedstat); it was taken out of each sample")
+        notes.append(
+            f"the machine is loaded: {share:.0%} of the timed wall time went to other processes "
+            f"(run-queue wait, read from /proc schedstat); it was taken out of each sample"
+        )
     summary["text"] = _summary_text(summary)
     return result, nbytes, roofs, summary
 
@@ -348,15 +468,19 @@ def _calibrate(session: TimingSession, lives: dict[str, Live], timer: Timer) -> 
                 deadline.disarm()
             except VariantTimeout:
                 deadline.disarm()
-                session.failures[item.name] = ("timeout", f"a call while calibrating the timing did not return "
-                                                          f"within {session.limit_s:g} s; not timed")
+                session.failures[item.name] = (
+                    "timeout",
+                    f"a call while calibrating the timing did not return within {session.limit_s:g} s; not timed",
+                )
             except KeyboardInterrupt:
                 deadline.disarm()
                 raise
             except BaseException as exc:  # noqa: BLE001
                 deadline.disarm()
-                session.failures[item.name] = ("error", f"{describe_exception(exc)} on a later call "
-                                                        f"(while calibrating the timing)")
+                session.failures[item.name] = (
+                    "error",
+                    f"{describe_exception(exc)} on a later call (while calibrating the timing)",
+                )
             finally:
                 changed = watch.restore()
                 if changed:
@@ -385,16 +509,22 @@ def undecided(session: TimingSession, base_name: str, settings: CompareSettings)
     out = []
     for name, e in evidence.items():
         if strong[name][0]:
-            continue                                     # decided early, at the strict level
+            continue  # decided early, at the strict level
         lo, hi = e.log_interval(final[name][1])
         if hi - lo <= math.log1p(settings.min_effect):
-            continue                                     # precise enough
+            continue  # precise enough
         out.append(name)
     return out
 
 
-def _extend(session: TimingSession, base_name: str, settings: CompareSettings, phases: Phases,
-            settled: AbstractSet[str] = frozenset(), say: Progress | None = None) -> list[dict]:
+def _extend(
+    session: TimingSession,
+    base_name: str,
+    settings: CompareSettings,
+    phases: Phases,
+    settled: AbstractSet[str] = frozenset(),
+    say: Progress | None = None,
+) -> list[dict]:
     """More rounds while a candidate is undecided (those whose verdict does not rest on the
     timing, ``settled``, do not count), up to the settings' cap."""
     extensions: list[dict] = []
@@ -426,20 +556,26 @@ def _say_budget(r: VariantResult, summary: dict[str, Any]) -> VariantResult:
     spent_all = summary["spent_s"] >= 0.95 * summary["cap_s"] or summary["rounds"] >= summary["round_cap"]
     if not spent_all:
         return r
-    return r.with_(decision_reason=f"{r.decision_reason} (the timing budget ended before it could decide: "
-                                   f"{summary['rounds']} rounds in {summary['spent_s']:.3g} s of at most "
-                                   f"{summary['cap_s']:g} s; raise budget_s or max_budget_s)")
+    return r.with_(
+        decision_reason=f"{r.decision_reason} (the timing budget ended before it could decide: "
+        f"{summary['rounds']} rounds in {summary['spent_s']:.3g} s of at most "
+        f"{summary['cap_s']:g} s; raise budget_s or max_budget_s)"
+    )
 
 
 def _summary_text(s: dict[str, Any]) -> str:
-    text = (f"{s['rounds']} interleaved rounds in {s['spent_s']:.3g} s of timing (budget {s['budget_s']:g} s, "
-            f"extendable to {s['cap_s']:g} s / {s['round_cap']} rounds while undecided)")
+    text = (
+        f"{s['rounds']} interleaved rounds in {s['spent_s']:.3g} s of timing (budget {s['budget_s']:g} s, "
+        f"extendable to {s['cap_s']:g} s / {s['round_cap']} rounds while undecided)"
+    )
     if s["extensions"]:
         names = sorted({n for e in s["extensions"] for n in e["undecided"]})
         text += f"; extended {len(s['extensions'])} time(s) for {', '.join(names)}"
     if s["family_size"] > 1:
-        text += (f"; {s['family_size']} candidates against one baseline: family-wise error held at "
-                 f"{1 - s['confidence']:.0%} (Holm)")
+        text += (
+            f"; {s['family_size']} candidates against one baseline: family-wise error held at "
+            f"{1 - s['confidence']:.0%} (Holm)"
+        )
     return text
 
 
@@ -453,13 +589,19 @@ def _apply_timing_failures(lives: list[Live], result: InterleavedResult, base: L
     for lv in lives:
         changes = list(result.state_changes.get(lv.name, ()))
         if changes:
-            lv.add_flags([f"{f} (while timed)" if not f.startswith("patched timer") else f"{f} (again while timed)"
-                          for f in state_change_flags(changes)])
+            lv.add_flags(
+                [
+                    f"{f} (while timed)" if not f.startswith("patched timer") else f"{f} (again while timed)"
+                    for f in state_change_flags(changes)
+                ]
+            )
         failure = result.failures.get(lv.name)
         if failure and lv.runnable:
             if lv is base:
-                raise InvalidArgumentError(f"the baseline {base.name!r} failed during timing ({failure[0]}: "
-                                           f"{failure[1]}); fix it or choose another baseline= variant")
+                raise InvalidArgumentError(
+                    f"the baseline {base.name!r} failed during timing ({failure[0]}: "
+                    f"{failure[1]}); fix it or choose another baseline= variant"
+                )
             lv.fail(*failure)
 
 
@@ -477,7 +619,7 @@ def _footprints(lives: list[Live], args: tuple[Any, ...], say: Progress) -> dict
                 raise
             except BaseException as exc:  # noqa: BLE001 - the variant's failure, in its row
                 if lv is lives[0]:
-                    continue                         # the baseline's footprint is only context
+                    continue  # the baseline's footprint is only context
                 lv.fail("error", f"{describe_exception(exc)} on a later call (the profiled call)")
             finally:
                 if lv.tracker is not None:
@@ -494,8 +636,18 @@ def _family(timed: InterleavedResult, base_name: str, settings: CompareSettings)
     return family_speedups(base_timing.samples_ms, cands, settings.confidence)
 
 
-def _result(lv: Live, base: Live, timed: InterleavedResult, speedups: dict, footprints: dict, nbytes: int, roofs: dict,
-            precision: str, settings: CompareSettings, mode: str = "inference") -> VariantResult:
+def _result(
+    lv: Live,
+    base: Live,
+    timed: InterleavedResult,
+    speedups: dict,
+    footprints: dict,
+    nbytes: int,
+    roofs: dict,
+    precision: str,
+    settings: CompareSettings,
+    mode: str = "inference",
+) -> VariantResult:
     v = lv.variant
     timing = timed.measurements.get(lv.name) if lv.runnable else None
     speedup = None
@@ -517,14 +669,28 @@ def _result(lv: Live, base: Live, timed: InterleavedResult, speedups: dict, foot
     gbps = nbytes / (timing.median_ms * 1e-3) / 1e9 if timing is not None and timing.median_ms > 0 else None
     numerical = _numerical_class(lv)
     res = VariantResult(
-        name=lv.name, kind=v.kind, status=lv.status, reason=lv.reason, numerical_class=numerical,
-        requires=v.requires, correctness=lv.correctness(settings.checks, precision), timing=timing,
-        setup_ms=lv.setup_ms, speedup=speedup, flags=tuple(flags), footprint=fp, bytes_moved=nbytes,
-        achieved_gbps=gbps, bandwidth_share=(gbps / roofs["same_size_gbps"]) if gbps else None,
+        name=lv.name,
+        kind=v.kind,
+        status=lv.status,
+        reason=lv.reason,
+        numerical_class=numerical,
+        requires=v.requires,
+        correctness=lv.correctness(settings.checks, precision),
+        timing=timing,
+        setup_ms=lv.setup_ms,
+        speedup=speedup,
+        flags=tuple(flags),
+        footprint=fp,
+        bytes_moved=nbytes,
+        achieved_gbps=gbps,
+        bandwidth_share=(gbps / roofs["same_size_gbps"]) if gbps else None,
         timing_meaningful=v.timing_meaningful,
         max_diff_vs_baseline=(0.0 if lv is base else lv.max_diff_vs_baseline if lv.compared_with_baseline else None),
-        max_grad_rel_err=lv.max_grad_rel_err, precision=lv.reduced[1] if lv.reduced else "",
-        compared=compared_counts(lv), stateful=lv.stateful)
+        max_grad_rel_err=lv.max_grad_rel_err,
+        precision=lv.reduced[1] if lv.reduced else "",
+        compared=compared_counts(lv),
+        stateful=lv.stateful,
+    )
     if lv.reduced is not None:
         res = res.with_(flags=res.flags + (_reduced_flag(lv),))
     if lv is base:
@@ -540,27 +706,36 @@ def _within_memory_budget(res: VariantResult, budget: float | None) -> VariantRe
         return res
     peak = (res.footprint or {}).get("peak_memory_bytes")
     if peak is None:
-        return res.with_(decision_reason=f"{res.decision_reason}; its peak memory was not measured (profile=False?), "
-                                         f"so the memory budget of {int(budget):,} bytes could not be checked")
+        return res.with_(
+            decision_reason=f"{res.decision_reason}; its peak memory was not measured (profile=False?), "
+            f"so the memory budget of {int(budget):,} bytes could not be checked"
+        )
     if peak <= budget:
         return res
     ratio = (res.footprint.get("delta") or {}).get("peak_memory_bytes")
     change = f" ({peak / (peak - ratio):.2f}x the baseline's)" if ratio is not None and peak - ratio > 0 else ""
-    return res.with_(decision="keep_guarded",
-                     decision_reason=f"{res.decision_reason}; but its peak memory {int(peak):,} bytes{change} is over "
-                                     f"the memory budget of {int(budget):,} bytes: use it only where that memory is "
-                                     "free, else the baseline")
+    return res.with_(
+        decision="keep_guarded",
+        decision_reason=f"{res.decision_reason}; but its peak memory {int(peak):,} bytes{change} is over "
+        f"the memory budget of {int(budget):,} bytes: use it only where that memory is "
+        "free, else the baseline",
+    )
 
 
 def _reduced_flag(lv: Live) -> str:
     assert lv.reduced is not None, "only a reduced-precision variant has this flag"
     dtype, what = lv.reduced
     rows = _reduced_rows(lv)
-    grads = (f"; gradients differ by up to {lv.max_grad_rel_err:.2%} of their largest value"
-             if lv.max_grad_rel_err is not None else "")
-    return (f"reduced precision: {what}{grads}; judged with {dtype} tolerances (outputs rtol "
-            f"{rows['outputs']['rtol']:g}, atol {rows['outputs']['atol']:g}; gradients rtol "
-            f"{rows['gradients']['rtol']:g}, atol {rows['gradients']['atol']:g})")
+    grads = (
+        f"; gradients differ by up to {lv.max_grad_rel_err:.2%} of their largest value"
+        if lv.max_grad_rel_err is not None
+        else ""
+    )
+    return (
+        f"reduced precision: {what}{grads}; judged with {dtype} tolerances (outputs rtol "
+        f"{rows['outputs']['rtol']:g}, atol {rows['outputs']['atol']:g}; gradients rtol "
+        f"{rows['gradients']['rtol']:g}, atol {rows['gradients']['atol']:g})"
+    )
 
 
 def _judge_reduced(res: VariantResult, lv: Live, mode: str) -> VariantResult:
@@ -570,9 +745,11 @@ def _judge_reduced(res: VariantResult, lv: Live, mode: str) -> VariantResult:
         return res
     grads = res.compared.get("input_gradients", 0) + res.compared.get("parameter_gradients", 0)
     if mode == TRAINING and not grads:
-        return res.with_(decision="need_more_evidence",
-                         decision_reason=f"{_reduced_flag(lv)}; on a training path it is not kept without a gradient "
-                                         f"check, and no gradient was compared (pass model=… or params=…)")
+        return res.with_(
+            decision="need_more_evidence",
+            decision_reason=f"{_reduced_flag(lv)}; on a training path it is not kept without a gradient "
+            f"check, and no gradient was compared (pass model=… or params=…)",
+        )
     return res.with_(decision_reason=f"{res.decision_reason}; {_reduced_flag(lv)}")
 
 
@@ -589,11 +766,20 @@ def _numerical_class(lv: Live) -> str:
     return declared
 
 
-def decide(res: VariantResult, base_timing: Measurement | None, e2e_ms: float | None,
-           min_effect: float = 0.0) -> VariantResult:
+def decide(
+    res: VariantResult, base_timing: Measurement | None, e2e_ms: float | None, min_effect: float = 0.0
+) -> VariantResult:
     saving = (base_timing.median_ms - res.timing.median_ms) if (base_timing and res.timing) else 0.0
-    verdict = classify(status=res.status, reason=res.reason, flags=res.flags, speedup=res.speedup,
-                       timing_meaningful=res.timing_meaningful, failure_cases=res.failure_cases,
-                       saving_ms=saving, setup_ms=res.setup_ms or 0.0, end_to_end_ms=e2e_ms, min_effect=min_effect)
+    verdict = classify(
+        status=res.status,
+        reason=res.reason,
+        flags=res.flags,
+        speedup=res.speedup,
+        timing_meaningful=res.timing_meaningful,
+        failure_cases=res.failure_cases,
+        saving_ms=saving,
+        setup_ms=res.setup_ms or 0.0,
+        end_to_end_ms=e2e_ms,
+        min_effect=min_effect,
+    )
     return res.with_(decision=verdict.decision, decision_reason=verdict.reason)
-

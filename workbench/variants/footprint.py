@@ -11,16 +11,28 @@ record made inside an operator into that operator's memory column and lists only
 made outside any operator, so counting its ``[memory]`` rows misses nearly all of them (and
 all of a compiled graph's, which allocates inside its one call).
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
 
-LAUNCH_NAMES = ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC", "hipLaunchKernel",
-                "hipExtModuleLaunchKernel", "cudaGraphLaunch", "hipGraphLaunch")
-SYNC_NAMES = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
-              "hipDeviceSynchronize", "hipStreamSynchronize")
-METRICS = ("op_count", "kernel_count", "launch_count", "sync_count", "alloc_count",
-           "alloc_bytes", "peak_memory_bytes")
+LAUNCH_NAMES = (
+    "cudaLaunchKernel",
+    "cuLaunchKernel",
+    "cudaLaunchKernelExC",
+    "hipLaunchKernel",
+    "hipExtModuleLaunchKernel",
+    "cudaGraphLaunch",
+    "hipGraphLaunch",
+)
+SYNC_NAMES = (
+    "cudaDeviceSynchronize",
+    "cudaStreamSynchronize",
+    "cudaEventSynchronize",
+    "hipDeviceSynchronize",
+    "hipStreamSynchronize",
+)
+METRICS = ("op_count", "kernel_count", "launch_count", "sync_count", "alloc_count", "alloc_bytes", "peak_memory_bytes")
 
 
 def profile_footprint(fn: Callable[..., Any], args: tuple[Any, ...]) -> dict[str, Any]:
@@ -52,8 +64,11 @@ def profile_footprint(fn: Callable[..., Any], args: tuple[Any, ...]) -> dict[str
 def memory_records(prof: Any, device: str = "CPU") -> list[int]:
     """Signed bytes of every allocation (+) and free (-) the profiler recorded on ``device``
     (``"CPU"``, or ``"CUDA"`` for a GPU run: host scalars do not count there), in time order."""
-    raw = [e for e in prof.profiler.kineto_results.events()
-           if e.name() == "[memory]" and str(e.device_type()).endswith(device)]
+    raw = [
+        e
+        for e in prof.profiler.kineto_results.events()
+        if e.name() == "[memory]" and str(e.device_type()).endswith(device)
+    ]
     return [int(e.nbytes()) for e in sorted(raw, key=lambda e: e.start_ns())]
 
 
@@ -85,8 +100,12 @@ def summarize_events(events: Any, on_cuda: bool) -> dict[str, Any]:
             syncs += 1
         elif e.cpu_parent is None and not name.startswith(("cuda", "hip", "ProfilerStep")):
             ops += 1
-    return {"op_count": ops, "kernel_count": kernels if on_cuda else None,
-            "launch_count": launches if on_cuda else None, "sync_count": syncs if on_cuda else None}
+    return {
+        "op_count": ops,
+        "kernel_count": kernels if on_cuda else None,
+        "launch_count": launches if on_cuda else None,
+        "sync_count": syncs if on_cuda else None,
+    }
 
 
 def footprint_delta(candidate: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:

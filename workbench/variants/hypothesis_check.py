@@ -22,6 +22,7 @@ otherwise.  A variant that did not touch the mechanism (it did not move, or was 
 the variant is not one the hypothesis suggests) cannot reject it: the verdict is "untested" and
 the hypothesis keeps its status.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -31,12 +32,16 @@ if TYPE_CHECKING:
     from workbench.variants.results import VariantResult
 
 MECHANISM_BY_CATEGORY = {
-    "launch_overhead": ("launch_count", "op_count"), "host_bound": ("op_count",),
-    "memory_bound": ("kernel_count", "op_count"), "allocation_churn": ("alloc_count", "alloc_bytes"),
-    "host_sync": ("sync_count",), "cold_start": ("setup_ms",), "graph_break": ("op_count",),
+    "launch_overhead": ("launch_count", "op_count"),
+    "host_bound": ("op_count",),
+    "memory_bound": ("kernel_count", "op_count"),
+    "allocation_churn": ("alloc_count", "alloc_bytes"),
+    "host_sync": ("sync_count",),
+    "cold_start": ("setup_ms",),
+    "graph_break": ("op_count",),
 }
-MECHANISM_MOVE = 0.10          # a metric moved when it changed by >= 10% of the baseline's value
-SHORTFALL = 0.5                # time moved "as predicted" when >= half the predicted gain arrived
+MECHANISM_MOVE = 0.10  # a metric moved when it changed by >= 10% of the baseline's value
+SHORTFALL = 0.5  # time moved "as predicted" when >= half the predicted gain arrived
 
 
 def _get(obj: Any, key: str, default: Any = None) -> Any:
@@ -61,7 +66,9 @@ def _metric_values(r: VariantResult, base: VariantResult, metric: str) -> tuple[
 
 
 def _mechanism(h: Any, pred: dict, r: VariantResult, base: VariantResult) -> tuple[str | None, Any, Any, bool | None]:
-    metrics = [pred["metric"]] if pred.get("metric") else list(MECHANISM_BY_CATEGORY.get(getattr(h, "category", ""), ()))
+    metrics = (
+        [pred["metric"]] if pred.get("metric") else list(MECHANISM_BY_CATEGORY.get(getattr(h, "category", ""), ()))
+    )
     for m in metrics:
         before, after = _metric_values(r, base, m)
         if before is None or after is None:
@@ -87,27 +94,42 @@ def judge(h: Any, results: list[VariantResult], baseline: str) -> tuple[dict[str
     """(verdict, hypothesis with its status set)."""
     base = next(r for r in results if r.name == baseline)
     r, suggested = _pick(h, results, baseline)
-    if r is None or r.speedup is None:      # _pick returns timed candidates only
-        return _finish(h, {"status": getattr(h, "status", "proposed"), "case": "untested", "variant": None,
-                           "explanation": "no suggested variant ran correctly, so nothing was measured"})
+    if r is None or r.speedup is None:  # _pick returns timed candidates only
+        return _finish(
+            h,
+            {
+                "status": getattr(h, "status", "proposed"),
+                "case": "untested",
+                "variant": None,
+                "explanation": "no suggested variant ran correctly, so nothing was measured",
+            },
+        )
     s = r.speedup
     pred = _prediction(h)
     metric, before, after, mech_moved = _mechanism(h, pred, r, base)
     if not suggested and mech_moved is not True:
-        mech_moved = None                # a variant it does not suggest, not shown to touch the mechanism
+        mech_moved = None  # a variant it does not suggest, not shown to touch the mechanism
     time_moved = s.faster
     if time_moved and pred.get("speedup"):
         time_moved = (s.point - 1) >= SHORTFALL * (pred["speedup"] - 1)
     case, status = _case(time_moved, mech_moved, s.slower)
     if case == "mechanism_moved_time_did_not" and s.faster:
-        case, status = "moved_less_than_predicted", "weakened"     # a shortfall, not a refutation
+        case, status = "moved_less_than_predicted", "weakened"  # a shortfall, not a refutation
     if status is None:
         status = getattr(h, "status", "proposed")
-    verdict = {"variant": r.name, "status": status, "case": case, "metric": metric,
-               "metric_before": before, "metric_after": after, "measured_speedup": s.point,
-               "speedup_ci": [s.ci_low, s.ci_high], "predicted_speedup": pred.get("speedup"),
-               "residual_speedup": (s.point - pred["speedup"]) if pred.get("speedup") else None,
-               "prediction_text": pred.get("text")}
+    verdict = {
+        "variant": r.name,
+        "status": status,
+        "case": case,
+        "metric": metric,
+        "metric_before": before,
+        "metric_after": after,
+        "measured_speedup": s.point,
+        "speedup_ci": [s.ci_low, s.ci_high],
+        "predicted_speedup": pred.get("speedup"),
+        "residual_speedup": (s.point - pred["speedup"]) if pred.get("speedup") else None,
+        "prediction_text": pred.get("text"),
+    }
     verdict["explanation"] = _explain(verdict)
     return _finish(h, verdict)
 
@@ -117,35 +139,46 @@ def _case(time_moved: bool, mech_moved: bool | None, slower: bool = False) -> tu
     if slower:
         return ("opposite_sign", "weakened") if mech_moved else ("opposite_sign_mechanism_untouched", None)
     if mech_moved is None:
-        return ("time_moved_mechanism_unmeasured", "supported") if time_moved else \
-               ("untested_mechanism_unmeasured", None)
+        return (
+            ("time_moved_mechanism_unmeasured", "supported") if time_moved else ("untested_mechanism_unmeasured", None)
+        )
     if time_moved and mech_moved:
         return "both_moved", "supported"
     if not time_moved and not mech_moved:
         return "untested_mechanism_untouched", None
-    return ("mechanism_moved_time_did_not", "rejected") if mech_moved else \
-           ("time_moved_without_mechanism", "weakened")
+    return ("mechanism_moved_time_did_not", "rejected") if mech_moved else ("time_moved_without_mechanism", "weakened")
 
 
 def _explain(v: dict[str, Any]) -> str:
-    mech = (f"{v['metric']} {v['metric_before']} -> {v['metric_after']}" if v["metric"]
-            else "the mechanism was not measured here")
-    pred = f" (predicted x{v['predicted_speedup']:.3g}, residual {v['residual_speedup']:+.3g})" \
-        if v["predicted_speedup"] else ""
-    slower = (f"{v['variant']} was {1 / v['measured_speedup']:.3g}x slower (x{v['measured_speedup']:.3g})"
-              if v["measured_speedup"] < 1 else "")
-    text = {"both_moved": "both moved as predicted",
-            "mechanism_moved_time_did_not": "rejected: the mechanism moved but the time did not",
-            "time_moved_without_mechanism": "the time moved without the mechanism",
-            "moved_less_than_predicted": "the mechanism moved, the time less than half as much as predicted",
-            "time_moved_mechanism_unmeasured": "the time moved; the mechanism was not measured",
-            "untested_mechanism_unmeasured": "untested: the time did not move, but the mechanism was not "
-                                             "measured, so this variant cannot test the hypothesis",
-            "untested_mechanism_untouched": "untested: the variant did not change the mechanism, so it "
-                                            "cannot test the hypothesis",
-            "opposite_sign": f"opposite sign: {slower}, though the mechanism moved",
-            "opposite_sign_mechanism_untouched": f"opposite sign: {slower}; the variant did not change the "
-                                                 f"mechanism, so it cannot test the hypothesis"}[v["case"]]
+    mech = (
+        f"{v['metric']} {v['metric_before']} -> {v['metric_after']}"
+        if v["metric"]
+        else "the mechanism was not measured here"
+    )
+    pred = (
+        f" (predicted x{v['predicted_speedup']:.3g}, residual {v['residual_speedup']:+.3g})"
+        if v["predicted_speedup"]
+        else ""
+    )
+    slower = (
+        f"{v['variant']} was {1 / v['measured_speedup']:.3g}x slower (x{v['measured_speedup']:.3g})"
+        if v["measured_speedup"] < 1
+        else ""
+    )
+    text = {
+        "both_moved": "both moved as predicted",
+        "mechanism_moved_time_did_not": "rejected: the mechanism moved but the time did not",
+        "time_moved_without_mechanism": "the time moved without the mechanism",
+        "moved_less_than_predicted": "the mechanism moved, the time less than half as much as predicted",
+        "time_moved_mechanism_unmeasured": "the time moved; the mechanism was not measured",
+        "untested_mechanism_unmeasured": "untested: the time did not move, but the mechanism was not "
+        "measured, so this variant cannot test the hypothesis",
+        "untested_mechanism_untouched": "untested: the variant did not change the mechanism, so it "
+        "cannot test the hypothesis",
+        "opposite_sign": f"opposite sign: {slower}, though the mechanism moved",
+        "opposite_sign_mechanism_untouched": f"opposite sign: {slower}; the variant did not change the "
+        f"mechanism, so it cannot test the hypothesis",
+    }[v["case"]]
     if v["case"].startswith("opposite_sign"):
         return f"{text}{pred}; {mech}"
     return f"{text}: {v['variant']} x{v['measured_speedup']:.3g}{pred}; {mech}"

@@ -6,6 +6,7 @@ snapshots process-wide settings a variant might flip (threads, grad mode, TF32/m
 precision, default dtype, deterministic mode, the timers, the current CUDA stream) and
 restores them, naming what changed.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -17,8 +18,16 @@ from typing import Any, Callable
 
 from workbench.errors import WorkbenchError
 
-TIMER_NAMES = ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns",
-               "process_time", "process_time_ns")
+TIMER_NAMES = (
+    "perf_counter",
+    "perf_counter_ns",
+    "monotonic",
+    "monotonic_ns",
+    "time",
+    "time_ns",
+    "process_time",
+    "process_time_ns",
+)
 ORIGINAL_TIMERS = {name: getattr(time, name) for name in TIMER_NAMES}
 
 
@@ -78,8 +87,9 @@ def _adopt(settings: tuple[int, bool]) -> None:
 THREAD_SETTING_NAMES = ("torch.get_num_threads", "torch.is_grad_enabled")
 
 
-def call_with_limit(fn: Callable[..., Any], args: tuple[Any, ...], limit_s: float,
-                    changed: list[str] | None = None) -> Any:
+def call_with_limit(
+    fn: Callable[..., Any], args: tuple[Any, ...], limit_s: float, changed: list[str] | None = None
+) -> Any:
     """``fn(*args)`` on the worker thread; raises VariantTimeout past ``limit_s``, re-raises errors.
 
     Per-thread torch settings the call changed on the worker (intra-op threads, grad mode: the
@@ -93,12 +103,16 @@ def call_with_limit(fn: Callable[..., Any], args: tuple[Any, ...], limit_s: floa
     _worker.jobs.put((fn, args, box, done))
     if not done.wait(limit_s):
         hung, _worker = _worker, None
-        hung.stop()                       # its loop ends once the interrupted call unwinds
+        hung.stop()  # its loop ends once the interrupted call unwinds
         stopped = _interrupt(hung.thread)
         raise VariantTimeout(
             f"did not return within {limit_s:g} s (raise time_limit_s if it is just slow); "
-            + ("its thread was interrupted" if stopped else
-               "its thread could not be interrupted (blocked in native code) and was left as a daemon"))
+            + (
+                "its thread was interrupted"
+                if stopped
+                else "its thread could not be interrupted (blocked in native code) and was left as a daemon"
+            )
+        )
     after = box.get("settings_after")
     if changed is not None and after is not None:
         for name, before, now in zip(THREAD_SETTING_NAMES, box["caller_settings"], after):
@@ -136,14 +150,14 @@ def _torch_settings() -> dict[str, tuple[Callable[[], Any], Callable[[Any], Any]
         "torch.get_num_threads": (torch.get_num_threads, torch.set_num_threads),
         "torch.is_grad_enabled": (torch.is_grad_enabled, torch.set_grad_enabled),
         "torch.get_default_dtype": (torch.get_default_dtype, torch.set_default_dtype),
-        "torch.float32_matmul_precision": (torch.get_float32_matmul_precision,
-                                           torch.set_float32_matmul_precision),
-        "torch.deterministic_algorithms": (torch.are_deterministic_algorithms_enabled,
-                                           torch.use_deterministic_algorithms),
+        "torch.float32_matmul_precision": (torch.get_float32_matmul_precision, torch.set_float32_matmul_precision),
+        "torch.deterministic_algorithms": (
+            torch.are_deterministic_algorithms_enabled,
+            torch.use_deterministic_algorithms,
+        ),
         "cudnn.benchmark": (lambda: b.cudnn.benchmark, lambda v: setattr(b.cudnn, "benchmark", v)),
         "cudnn.allow_tf32": (lambda: b.cudnn.allow_tf32, lambda v: setattr(b.cudnn, "allow_tf32", v)),
-        "cuda.matmul.allow_tf32": (lambda: b.cuda.matmul.allow_tf32,
-                                   lambda v: setattr(b.cuda.matmul, "allow_tf32", v)),
+        "cuda.matmul.allow_tf32": (lambda: b.cuda.matmul.allow_tf32, lambda v: setattr(b.cuda.matmul, "allow_tf32", v)),
     }
     if torch.cuda.is_available():
         settings["torch.cuda.current_stream"] = (torch.cuda.current_stream, torch.cuda.set_stream)
@@ -216,8 +230,11 @@ class CallDeadline:
     def __enter__(self) -> "CallDeadline":
         import signal
 
-        self._signal = (threading.current_thread() is threading.main_thread()
-                        and hasattr(signal, "setitimer") and hasattr(signal, "SIGALRM"))
+        self._signal = (
+            threading.current_thread() is threading.main_thread()
+            and hasattr(signal, "setitimer")
+            and hasattr(signal, "SIGALRM")
+        )
         self._entered = time.monotonic()
         if self._signal:
             self._old_handler = signal.signal(signal.SIGALRM, self._on_alarm)
@@ -241,8 +258,9 @@ class CallDeadline:
                 start = self._armed_at
                 if start is not None and time.monotonic() - start > self.limit_s:
                     self._armed_at = None
-                    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._target),
-                                                               ctypes.py_object(VariantTimeout))
+                    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                        ctypes.c_ulong(self._target), ctypes.py_object(VariantTimeout)
+                    )
 
     def arm(self) -> None:
         if self._signal:

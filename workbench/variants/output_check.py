@@ -5,6 +5,7 @@ tolerance, NaN/Inf mismatches, the worst element, the tolerance used.  An output
 magnitude is below its absolute tolerance is flagged, not passed: the check could not tell it
 from zero.  Structure, shape and dtype mismatches fail with the reason.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from workbench.variants.tree import leaves_with_paths, structure
 if TYPE_CHECKING:
     from workbench.variants.correctness_phase import Live
 
-BASELINE_ERROR_FACTOR = 4.0   # a variant may err up to 4x what the baseline errs (plus tolerance)
+BASELINE_ERROR_FACTOR = 4.0  # a variant may err up to 4x what the baseline errs (plus tolerance)
 
 
 @dataclass(frozen=True)
@@ -44,8 +45,7 @@ class OutputCheck:
     def cannot_judge(self) -> bool:
         """Not passed only because the reference is below the absolute tolerance: no element is
         outside tolerance, none mismatched, but the check cannot tell the output from zero."""
-        return (not self.passed and self.below_tolerance and self.frac_outside_tol == 0
-                and self.nonfinite_mismatch == 0)
+        return not self.passed and self.below_tolerance and self.frac_outside_tol == 0 and self.nonfinite_mismatch == 0
 
     def with_path(self, path: str) -> "OutputCheck":
         from dataclasses import replace
@@ -95,27 +95,41 @@ class CorrectnessResult:
         return max((o.max_rel_err for o in self.outputs), default=0.0)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"passed": self.passed, "outputs": [o.to_dict() for o in self.outputs],
-                "checks": self.checks, "reference_precision": self.reference_precision,
-                "flags": list(self.flags)}
+        return {
+            "passed": self.passed,
+            "outputs": [o.to_dict() for o in self.outputs],
+            "checks": self.checks,
+            "reference_precision": self.reference_precision,
+            "flags": list(self.flags),
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "CorrectnessResult":
-        return cls(passed=bool(d["passed"]), outputs=tuple(OutputCheck.from_dict(o) for o in d["outputs"]),
-                   checks=int(d.get("checks", 0)), reference_precision=d.get("reference_precision", "float64"),
-                   flags=tuple(d.get("flags", ())))
+        return cls(
+            passed=bool(d["passed"]),
+            outputs=tuple(OutputCheck.from_dict(o) for o in d["outputs"]),
+            checks=int(d.get("checks", 0)),
+            reference_precision=d.get("reference_precision", "float64"),
+            flags=tuple(d.get("flags", ())),
+        )
 
 
-def check_outputs(got: Any, expected_ref: Any, expected_native: Any,
-                  overrides: dict[str, tuple[float, float]] | None = None) -> list[OutputCheck]:
+def check_outputs(
+    got: Any, expected_ref: Any, expected_native: Any, overrides: dict[str, tuple[float, float]] | None = None
+) -> list[OutputCheck]:
     """Check every leaf of ``got`` against the reference (float64) with the baseline's dtypes.
 
     ``expected_native`` is the baseline's output in its own precision: it fixes which dtype
     and shape each output should have.
     """
     if structure(got) != structure(expected_native):
-        return [OutputCheck("out", False, f"output structure {structure(got)} differs from the "
-                                          f"baseline's {structure(expected_native)}")]
+        return [
+            OutputCheck(
+                "out",
+                False,
+                f"output structure {structure(got)} differs from the baseline's {structure(expected_native)}",
+            )
+        ]
     pairs = zip(leaves_with_paths(got), leaves_with_paths(expected_ref), leaves_with_paths(expected_native))
     return [_check_leaf(p, g, r, n, overrides) for (p, g), (_, r), (_, n) in pairs]
 
@@ -126,26 +140,43 @@ def _check_leaf(path: str, got: Any, ref: Any, native: Any, overrides) -> Output
         return OutputCheck(path, bool(same), "" if same else f"value {got!r} != baseline {native!r}")
     layout, device = getattr(got, "layout", None), getattr(got, "device", None)
     if layout != getattr(native, "layout", None):
-        return OutputCheck(path, False, f"layout {str(layout).replace('torch.', '')} != expected "
-                                        f"{str(native.layout).replace('torch.', '')} (a variant must return the "
-                                        f"baseline's layout; call .to_dense() if it computes sparsely)",
-                           dtype=dtype_name(got))
+        return OutputCheck(
+            path,
+            False,
+            f"layout {str(layout).replace('torch.', '')} != expected "
+            f"{str(native.layout).replace('torch.', '')} (a variant must return the "
+            f"baseline's layout; call .to_dense() if it computes sparsely)",
+            dtype=dtype_name(got),
+        )
     if device is not None and getattr(device, "type", None) == "meta" and native.device.type != "meta":
-        return OutputCheck(path, False, f"device meta != expected {native.device}: a meta tensor has a shape "
-                                        f"but no data, so the variant computed nothing", dtype=dtype_name(got))
+        return OutputCheck(
+            path,
+            False,
+            f"device meta != expected {native.device}: a meta tensor has a shape "
+            f"but no data, so the variant computed nothing",
+            dtype=dtype_name(got),
+        )
     if device != getattr(native, "device", None):
         return OutputCheck(path, False, f"device {device} != expected {native.device}", dtype=dtype_name(got))
     if tuple(got.shape) != tuple(native.shape):
         return OutputCheck(path, False, f"shape {tuple(got.shape)} != expected {tuple(native.shape)}")
     if got.dtype != native.dtype:
-        return OutputCheck(path, False, f"dtype {dtype_name(got)} != expected {dtype_name(native)} "
-                                        f"(a variant must return the baseline's dtype)", dtype=dtype_name(got))
+        return OutputCheck(
+            path,
+            False,
+            f"dtype {dtype_name(got)} != expected {dtype_name(native)} (a variant must return the baseline's dtype)",
+            dtype=dtype_name(got),
+        )
     tol = tolerance_for(dtype_name(native), overrides)
     if not (native.is_floating_point() or native.is_complex()):
-        ref = native          # integers and booleans: exactly the baseline's values
+        ref = native  # integers and booleans: exactly the baseline's values
     if tuple(ref.shape) != tuple(native.shape):
-        return OutputCheck(path, False, f"reference shape {tuple(ref.shape)} differs from the baseline's "
-                                        f"{tuple(native.shape)}: the float64 reference is not comparable")
+        return OutputCheck(
+            path,
+            False,
+            f"reference shape {tuple(ref.shape)} differs from the baseline's "
+            f"{tuple(native.shape)}: the float64 reference is not comparable",
+        )
     g = got.detach().cpu().double().numpy() if got.numel() else np.zeros(0)
     r = ref.detach().cpu().double().numpy() if ref.numel() else np.zeros(0)
     n = native.detach().cpu().double().numpy() if native.numel() else np.zeros(0)
@@ -157,7 +188,7 @@ def _baseline_allowance(r: np.ndarray, n: np.ndarray, both: np.ndarray) -> np.nd
     BASELINE_ERROR_FACTOR: ill-conditioned elements (cancellation, sqrt near 0) allow what the
     original code in its own precision also gets wrong there."""
     n_err = np.where(both & np.isfinite(n), np.abs(n - r), 0.0)
-    rms = float(np.sqrt(np.mean(n_err ** 2))) if n_err.size else 0.0
+    rms = float(np.sqrt(np.mean(n_err**2))) if n_err.size else 0.0
     return BASELINE_ERROR_FACTOR * (n_err + rms)
 
 
@@ -174,18 +205,28 @@ def _compare_arrays(path: str, g: np.ndarray, r: np.ndarray, tol: Tolerance, n: 
     allowed = tol.atol * scale + tol.rtol * mag + _baseline_allowance(r, n, both)
     outside = (err > allowed) | ~(both | same_nonfinite)
     rel = err / np.maximum(mag, tol.atol * scale if tol.atol else np.finfo(float).tiny)
-    worst = np.unravel_index(int(np.argmax(np.where(outside, np.inf, err - allowed)))
-                             if outside.any() else int(np.argmax(err)), g.shape)
+    worst = np.unravel_index(
+        int(np.argmax(np.where(outside, np.inf, err - allowed))) if outside.any() else int(np.argmax(err)), g.shape
+    )
     below = bool(both.any() and float(mag.max()) <= tol.atol and tol.atol > 0)
     n_out = int(np.count_nonzero(outside))
     reason = _leaf_reason(n_out, g.size, mismatch, below, tol)
     return OutputCheck(
-        path, passed=(n_out == 0 and mismatch == 0 and not below), reason=reason, dtype=tol.dtype,
-        max_abs_err=float(err.max()), max_rel_err=float(rel.max()),
+        path,
+        passed=(n_out == 0 and mismatch == 0 and not below),
+        reason=reason,
+        dtype=tol.dtype,
+        max_abs_err=float(err.max()),
+        max_rel_err=float(rel.max()),
         mean_rel_err=float(rel[both].mean()) if both.any() else 0.0,
-        frac_outside_tol=n_out / g.size, nonfinite_mismatch=mismatch,
-        worst_index=tuple(int(i) for i in worst), worst_got=float(g[worst]),
-        worst_expected=float(r[worst]), tolerance=tol, below_tolerance=below)
+        frac_outside_tol=n_out / g.size,
+        nonfinite_mismatch=mismatch,
+        worst_index=tuple(int(i) for i in worst),
+        worst_got=float(g[worst]),
+        worst_expected=float(r[worst]),
+        tolerance=tol,
+        below_tolerance=below,
+    )
 
 
 def _leaf_reason(n_out: int, size: int, mismatch: int, below: bool, tol: Tolerance) -> str:
@@ -196,24 +237,28 @@ def _leaf_reason(n_out: int, size: int, mismatch: int, below: bool, tol: Toleran
         parts.append(f"{mismatch} NaN/Inf mismatches against the reference")
     if below and not n_out and not mismatch:
         smaller = f"{{'{tol.dtype}': ({tol.rtol:g}, {tol.atol / 1e4:g})}}"
-        parts.append(f"cannot judge: the reference output's magnitude is below the absolute tolerance "
-                     f"{tol.atol:g}, so the check cannot tell it from zero; scale the inputs up or pass "
-                     f"tolerances={smaller}")
+        parts.append(
+            f"cannot judge: the reference output's magnitude is below the absolute tolerance "
+            f"{tol.atol:g}, so the check cannot tell it from zero; scale the inputs up or pass "
+            f"tolerances={smaller}"
+        )
     return "; ".join(parts)
 
 
 # -- training paths: gradients ---------------------------------------------------------------
 TRAINING, INFERENCE = "training", "inference"
 MODES = (TRAINING, INFERENCE)
-COTANGENT_SEED = 20261201       # the fixed random cotangent every variant's backward receives
+COTANGENT_SEED = 20261201  # the fixed random cotangent every variant's backward receives
 
 
 def check_mode(mode: str | None) -> str | None:
     if mode is not None and mode not in MODES:
         from workbench.errors import InvalidArgumentError
 
-        raise InvalidArgumentError(f"mode must be 'training', 'inference' or None (decided from the baseline: "
-                                   f"training when its output requires grad); got {mode!r}")
+        raise InvalidArgumentError(
+            f"mode must be 'training', 'inference' or None (decided from the baseline: "
+            f"training when its output requires grad); got {mode!r}"
+        )
     return mode
 
 
@@ -261,8 +306,9 @@ def _with_grad_inputs(args: Any, paths: list[str], cast: Any = None) -> Any:
     return map_tensors(args, copy)
 
 
-def backward_grads(fn: Any, args: Any, paths: list[str], *, cotangent_dtype: Any = None,
-                   params: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+def backward_grads(
+    fn: Any, args: Any, paths: list[str], *, cotangent_dtype: Any = None, params: dict[str, Any] | None = None
+) -> tuple[Any, dict[str, Any]]:
     """Run ``fn`` on ``args`` (already holding grad leaves at ``paths``), backpropagate a fixed
     random cotangent through every floating output that requires grad, and return (outputs,
     {"grad <input path>" / "grad <parameter>": gradient or None}). Parameter gradients are
@@ -281,23 +327,31 @@ def backward_grads(fn: Any, args: Any, paths: list[str], *, cotangent_dtype: Any
             out = fn(*args)
             outs = [t for _, t in tensor_leaves(out, "out") if t.requires_grad]
             gen = torch.Generator().manual_seed(COTANGENT_SEED)
-            cots = [torch.randn(tuple(t.shape), generator=gen, dtype=torch.float64).to(device=t.device, dtype=t.dtype)
-                    for t in outs]
+            cots = [
+                torch.randn(tuple(t.shape), generator=gen, dtype=torch.float64).to(device=t.device, dtype=t.dtype)
+                for t in outs
+            ]
             if outs:
                 torch.autograd.backward(outs, cots)
         leaves = dict(tensor_leaves(args))
-        grads: dict[str, Any] = {f"grad {p}": (leaves[p].grad.detach().clone() if leaves[p].grad is not None
-                                               else None) for p in paths}
-        grads.update({f"grad {n}": (p.grad.detach().clone() if p.grad is not None else None)
-                      for n, p in params.items()})
+        grads: dict[str, Any] = {
+            f"grad {p}": (leaves[p].grad.detach().clone() if leaves[p].grad is not None else None) for p in paths
+        }
+        grads.update(
+            {f"grad {n}": (p.grad.detach().clone() if p.grad is not None else None) for n, p in params.items()}
+        )
         return out, grads
     finally:
         for n, p in params.items():
             p.grad = saved[n]
 
 
-def compare_gradients(got: dict[str, Any], ref: dict[str, Any] | None, native: dict[str, Any],
-                      overrides: dict[str, tuple[float, float]] | None = None) -> list[OutputCheck]:
+def compare_gradients(
+    got: dict[str, Any],
+    ref: dict[str, Any] | None,
+    native: dict[str, Any],
+    overrides: dict[str, tuple[float, float]] | None = None,
+) -> list[OutputCheck]:
     """Each of the baseline's gradients (inputs and parameters) against the variant's, as outputs
     are checked (the float64 reference, the baseline's own error allowed); a gradient the
     variant does not produce, or produces where the baseline has none, fails."""
@@ -307,7 +361,7 @@ def compare_gradients(got: dict[str, Any], ref: dict[str, Any] | None, native: d
     checks = []
     for path, expected in native.items():
         if path not in got:
-            continue        # a parameter of the baseline's module the variant does not hold (a plain function)
+            continue  # a parameter of the baseline's module the variant does not hold (a plain function)
         mine = got[path]
         if expected is None and mine is None:
             continue
@@ -315,14 +369,21 @@ def compare_gradients(got: dict[str, Any], ref: dict[str, Any] | None, native: d
             checks.append(OutputCheck(path, False, "a gradient where the baseline has none"))
             continue
         if mine is None:
-            checks.append(OutputCheck(path, False, "no gradient reached it (the baseline's does): the variant "
-                                                   "cuts the autograd graph (detach, no_grad, a forward-only "
-                                                   "kernel); a training path needs its backward too",
-                                      dtype=dtype_name(expected)))
+            checks.append(
+                OutputCheck(
+                    path,
+                    False,
+                    "no gradient reached it (the baseline's does): the variant "
+                    "cuts the autograd graph (detach, no_grad, a forward-only "
+                    "kernel); a training path needs its backward too",
+                    dtype=dtype_name(expected),
+                )
+            )
             continue
         reference = ref.get(path) if ref is not None else None
-        checks += [c.with_path(path) for c in scaled_checks(mine, expected if reference is None else reference,
-                                                             expected, tol)]
+        checks += [
+            c.with_path(path) for c in scaled_checks(mine, expected if reference is None else reference, expected, tol)
+        ]
     return checks
 
 
@@ -339,7 +400,9 @@ def grad_rel_error(got: Any, expected: Any) -> float | None:
         return None
 
 
-def scaled_checks(got: Any, ref: Any, native: Any, overrides: dict[str, tuple[float, float]] | None) -> list[OutputCheck]:
+def scaled_checks(
+    got: Any, ref: Any, native: Any, overrides: dict[str, tuple[float, float]] | None
+) -> list[OutputCheck]:
     """``check_outputs`` of one gradient (or state tensor) in units of the baseline's largest |value|:
     a gradient's size depends on the loss's scale, not on its accuracy, so the absolute tolerance is a
     share of that gradient's largest value (and a small gradient is judged, not called "cannot judge").
@@ -354,12 +417,20 @@ def scaled_checks(got: Any, ref: Any, native: Any, overrides: dict[str, tuple[fl
     if not floating or not (s > 0 and np.isfinite(s)) or got.shape != native.shape or ref.shape != native.shape:
         return check_outputs(got, ref, native, overrides)
     found = check_outputs(got.detach() / s, ref.detach() / s, native.detach() / s, overrides)
-    return [replace(c, max_abs_err=c.max_abs_err * s, worst_got=c.worst_got * s, worst_expected=c.worst_expected * s)
-            for c in found]
+    return [
+        replace(c, max_abs_err=c.max_abs_err * s, worst_got=c.worst_got * s, worst_expected=c.worst_expected * s)
+        for c in found
+    ]
 
 
-def resolve_mode(mode: str | None, baseline_fn: Callable[..., Any], args: tuple[Any, ...], *, tracker: Any = None,
-                 self_backward: bool = False) -> str:
+def resolve_mode(
+    mode: str | None,
+    baseline_fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    *,
+    tracker: Any = None,
+    self_backward: bool = False,
+) -> str:
     """The comparison's mode: as given, else training when the baseline's call computed gradients
     itself (a training step) or its output requires grad.  With a ``tracker`` the call starts from
     the comparison's snapshot and the snapshot is put back after it."""
@@ -371,15 +442,17 @@ def resolve_mode(mode: str | None, baseline_fn: Callable[..., Any], args: tuple[
     if tracker is not None:
         tracker.restore()
     try:
-        out = baseline_fn(*_with_grad_inputs(args, grad_paths(args)))     # under the caller's grad mode
+        out = baseline_fn(*_with_grad_inputs(args, grad_paths(args)))  # under the caller's grad mode
     finally:
         if tracker is not None:
             tracker.restore()
     return TRAINING if needs_grad(out) else INFERENCE
 
 
-NO_GRADIENTS_FLAG = ("cannot judge: no parameters reached; pass model=… or params=… (training mode, but no gradient "
-                     "of an input or a parameter could be compared)")
+NO_GRADIENTS_FLAG = (
+    "cannot judge: no parameters reached; pass model=… or params=… (training mode, but no gradient "
+    "of an input or a parameter could be compared)"
+)
 
 
 def reached_params(live: "Live") -> dict[str, Any] | None:
@@ -389,7 +462,7 @@ def reached_params(live: "Live") -> dict[str, Any] | None:
         return None
     out: dict[str, Any] = {}
     extra: set[int] = getattr(live, "extra_ids", set())
-    for own_pass in (True, False):         # its own tensors first: a model=/params= override never shadows them
+    for own_pass in (True, False):  # its own tensors first: a model=/params= override never shadows them
         for n, p in live.reach.params.items():
             name = live.names.get(id(p), n)
             if p.requires_grad and (id(p) not in extra) == own_pass and name not in out:
@@ -397,13 +470,20 @@ def reached_params(live: "Live") -> dict[str, Any] | None:
     return out
 
 
-def _backward_of(live: "Live", args: Any, paths: list[str], params: dict[str, Any] | None,
-                 fn: Any = None, cast: Any = None, cast_model: bool = False) -> tuple[Any, dict[str, Any]]:
+def _backward_of(
+    live: "Live",
+    args: Any,
+    paths: list[str],
+    params: dict[str, Any] | None,
+    fn: Any = None,
+    cast: Any = None,
+    cast_model: bool = False,
+) -> tuple[Any, dict[str, Any]]:
     tracker = live.tracker
     if tracker is not None:
         tracker.restore()
         if cast_model:
-            tracker.cast_to_float64()     # the float64 reference of a closure over a float32 model
+            tracker.cast_to_float64()  # the float64 reference of a closure over a float32 model
     try:
         return backward_grads(fn or live.variant.fn, _with_grad_inputs(args, paths, cast), paths, params=params)
     finally:
@@ -411,10 +491,17 @@ def _backward_of(live: "Live", args: Any, paths: list[str], params: dict[str, An
             tracker.restore()
 
 
-def check_training(lives: list["Live"], base: "Live", make_inputs: Callable[[], tuple[Any, ...]], *, checks: int,
-                   tolerances: dict[str, tuple[float, float]] | None, reference: Callable[..., Any] | None,
-                   reference_fn: Callable[[Any, Any], tuple[Callable[..., Any], str]],
-                   precision: str = "float64") -> list[str]:
+def check_training(
+    lives: list["Live"],
+    base: "Live",
+    make_inputs: Callable[[], tuple[Any, ...]],
+    *,
+    checks: int,
+    tolerances: dict[str, tuple[float, float]] | None,
+    reference: Callable[..., Any] | None,
+    reference_fn: Callable[[Any, Any], tuple[Callable[..., Any], str]],
+    precision: str = "float64",
+) -> list[str]:
     """The gradient checks of a training path: on ``checks`` fresh inputs, every runnable
     candidate's gradients of each input that requires grad and each parameter its callable reaches
     (``reach.py``: a closure over the model too) against the baseline's (and a float64 reference's,
@@ -427,9 +514,11 @@ def check_training(lives: list["Live"], base: "Live", make_inputs: Callable[[], 
     notes: list[str] = []
     cands = [lv for lv in lives if lv is not base]
     if base.self_backward:
-        notes.append("the baseline's call runs its own backward: its gradients (and any parameter, optimizer "
-                     "and buffer changes) were compared as the effects of each checked call; no call was "
-                     "backwarded again")
+        notes.append(
+            "the baseline's call runs its own backward: its gradients (and any parameter, optimizer "
+            "and buffer changes) were compared as the effects of each checked call; no call was "
+            "backwarded again"
+        )
         return notes
     base_params = reached_params(base)
     for _ in range(max(1, checks)):
@@ -442,38 +531,51 @@ def check_training(lives: list["Live"], base: "Live", make_inputs: Callable[[], 
         except Exception as exc:  # noqa: BLE001
             from workbench.errors import InvalidArgumentError
 
-            raise InvalidArgumentError(f"the baseline {base.name!r} has no backward on a training path "
-                                       f"({type(exc).__name__}: {str(exc)[:160]}); pass mode='inference' "
-                                       f"if only the forward matters") from None
+            raise InvalidArgumentError(
+                f"the baseline {base.name!r} has no backward on a training path "
+                f"({type(exc).__name__}: {str(exc)[:160]}); pass mode='inference' "
+                f"if only the forward matters"
+            ) from None
         if not any(g is not None for g in native.values()):
             for live in cands:
                 if live.runnable:
                     live.add_flags([NO_GRADIENTS_FLAG])
-            notes.append("training mode, but the baseline's output reaches no input or parameter through autograd "
-                         "and its call computes no gradient itself: no gradient was compared (pass model= or params=)")
+            notes.append(
+                "training mode, but the baseline's output reaches no input or parameter through autograd "
+                "and its call computes no gradient itself: no gradient was compared (pass model= or params=)"
+            )
             return notes
         ref = None
         if precision == "float64":
             ref_fn, note = reference_fn(base.variant, reference)
             ref_params = base_params if ref_fn is base.variant.fn else None
             try:
-                _, ref = _backward_of(base, args, paths, ref_params, fn=ref_fn, cast=to_reference_precision,
-                                      cast_model=getattr(base, "reference_mode", "fn") == "cast")
+                _, ref = _backward_of(
+                    base,
+                    args,
+                    paths,
+                    ref_params,
+                    fn=ref_fn,
+                    cast=to_reference_precision,
+                    cast_model=getattr(base, "reference_mode", "fn") == "cast",
+                )
             except Exception as exc:  # noqa: BLE001 - no float64 backward: the baseline's own gradients
-                note = note or (f"gradients compared with the baseline's own (the float64 backward failed: "
-                                f"{type(exc).__name__})")
+                note = note or (
+                    f"gradients compared with the baseline's own (the float64 backward failed: {type(exc).__name__})"
+                )
         else:
             note = "gradients compared with the baseline's own (no float64 reference runs for it)"
         if note and note not in notes:
             notes.append(note)
         for live in cands:
             if not live.runnable or live.self_backward:
-                continue            # a call that ran backward itself: its gradients were its effects
+                continue  # a call that ran backward itself: its gradients were its effects
             try:
                 _, got = _backward_of(live, args, paths, reached_params(live))
             except Exception as exc:  # noqa: BLE001 - the variant's backward failed: its failure
-                live.checks.append(OutputCheck("grad", False, f"its backward raised {type(exc).__name__}: "
-                                                              f"{str(exc)[:160]}"))
+                live.checks.append(
+                    OutputCheck("grad", False, f"its backward raised {type(exc).__name__}: {str(exc)[:160]}")
+                )
                 live.fail("incorrect", f"gradient: its backward raised {type(exc).__name__}: {str(exc)[:160]}")
                 continue
             if live.reach is None:
@@ -493,9 +595,13 @@ def check_training(lives: list["Live"], base: "Live", make_inputs: Callable[[], 
             elif missing:
                 shown = ", ".join(m.replace("grad ", "") for m in missing[:3])
                 more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-                live.add_flags([f"cannot judge the gradients of {len(missing)} parameter(s) of the baseline "
-                                f"({shown}{more}): the variant reaches none of them by identity or name; pass "
-                                f"model=… or params=…"])
+                live.add_flags(
+                    [
+                        f"cannot judge the gradients of {len(missing)} parameter(s) of the baseline "
+                        f"({shown}{more}): the variant reaches none of them by identity or name; pass "
+                        f"model=… or params=…"
+                    ]
+                )
     return notes
 
 

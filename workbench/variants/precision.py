@@ -7,6 +7,7 @@ Autocast shows here as matmul/linear ops with bfloat16 or float16 results (the c
 run below it, as ordinary ops).  A compiled variant is observed through the callable it compiles
 (``_torchdynamo_orig_callable``, ``_orig_mod``); a replayed CUDA graph dispatches no ops and shows none.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -18,12 +19,40 @@ _MATMUL_WORDS = ("mm", "matmul", "linear", "conv", "scaled_dot_product", "einsum
 
 
 def _is_matmul(name: str) -> bool:
-    return name in ("mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul", "linear", "mv", "addmv", "dot",
-                    "einsum", "_addmm_activation") or "conv" in name or "scaled_dot_product" in name
+    return (
+        name
+        in (
+            "mm",
+            "addmm",
+            "bmm",
+            "baddbmm",
+            "addbmm",
+            "matmul",
+            "linear",
+            "mv",
+            "addmv",
+            "dot",
+            "einsum",
+            "_addmm_activation",
+        )
+        or "conv" in name
+        or "scaled_dot_product" in name
+    )
 
 
-_RANDOM_WORDS = ("bernoulli", "dropout", "rand", "normal", "uniform", "multinomial", "exponential", "cauchy",
-                 "geometric", "log_normal", "poisson")
+_RANDOM_WORDS = (
+    "bernoulli",
+    "dropout",
+    "rand",
+    "normal",
+    "uniform",
+    "multinomial",
+    "exponential",
+    "cauchy",
+    "geometric",
+    "log_normal",
+    "poisson",
+)
 
 
 def _is_random(name: str) -> bool:
@@ -36,7 +65,7 @@ class Census:
 
     matmul: Counter = field(default_factory=Counter)
     other: Counter = field(default_factory=Counter)
-    random: Counter = field(default_factory=Counter)     # random ops by name (dropout, rand, bernoulli, ...)
+    random: Counter = field(default_factory=Counter)  # random ops by name (dropout, rand, bernoulli, ...)
 
     @property
     def empty(self) -> bool:
@@ -73,14 +102,14 @@ def prepare() -> Any:
                 if _is_random(name):
                     self.census.random[name] += 1
                 target = self.census.matmul if _is_matmul(name) else self.census.other
-                for t in (out if isinstance(out, (tuple, list)) else (out,)):
+                for t in out if isinstance(out, (tuple, list)) else (out,):
                     if isinstance(t, torch.Tensor) and t.is_floating_point():
                         target[str(t.dtype).replace("torch.", "")] += 1
             except Exception:  # noqa: BLE001 - the census never changes the call
                 pass
             return out
 
-    with _Census(Census()):          # enter once here, so nothing is imported lazily on first use
+    with _Census(Census()):  # enter once here, so nothing is imported lazily on first use
         torch.ones(1) + 1
     _MODE_CLASS = _Census
     return _MODE_CLASS

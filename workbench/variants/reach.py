@@ -13,6 +13,7 @@ Parameters are named by module path (``named_parameters()`` of the top reached m
 module is prefixed with the name it was found under); a parameter reachable only through an optimizer
 is ``optimizer[i].param[j]``; a plain leaf tensor that requires grad by the variable name it was found under.
 """
+
 from __future__ import annotations
 
 import functools
@@ -20,23 +21,37 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-MAX_DEPTH = 8            # how many hops from the callable the walk follows
-MAX_OBJECTS = 20_000     # how many objects it looks at in all
-MAX_ITEMS = 2_000        # how many items of one container
+MAX_DEPTH = 8  # how many hops from the callable the walk follows
+MAX_OBJECTS = 20_000  # how many objects it looks at in all
+MAX_ITEMS = 2_000  # how many items of one container
 
-_SKIP_MODULE_PREFIXES = ("builtins", "numpy", "pandas", "typing", "collections", "functools", "abc",
-                         "IPython", "ipykernel", "traitlets", "zmq", "asyncio", "threading", "logging")
+_SKIP_MODULE_PREFIXES = (
+    "builtins",
+    "numpy",
+    "pandas",
+    "typing",
+    "collections",
+    "functools",
+    "abc",
+    "IPython",
+    "ipykernel",
+    "traitlets",
+    "zmq",
+    "asyncio",
+    "threading",
+    "logging",
+)
 
 
 @dataclass
 class Reach:
     """What one callable reaches (or several, merged)."""
 
-    modules: list[tuple[str, Any]] = field(default_factory=list)        # top modules, (name, module)
-    params: dict[str, Any] = field(default_factory=dict)               # name -> tensor that takes gradients
-    buffers: dict[str, Any] = field(default_factory=dict)              # name -> tensor
+    modules: list[tuple[str, Any]] = field(default_factory=list)  # top modules, (name, module)
+    params: dict[str, Any] = field(default_factory=dict)  # name -> tensor that takes gradients
+    buffers: dict[str, Any] = field(default_factory=dict)  # name -> tensor
     optimizers: list[Any] = field(default_factory=list)
-    helpers: list[Any] = field(default_factory=list)      # LR schedulers, gradient scalers: state_dict() snapshotted
+    helpers: list[Any] = field(default_factory=list)  # LR schedulers, gradient scalers: state_dict() snapshotted
 
     @property
     def empty(self) -> bool:
@@ -46,9 +61,13 @@ class Reach:
         return {id(t): n for n, t in {**self.buffers, **self.params}.items()}
 
     def describe(self) -> dict[str, Any]:
-        return {"parameters": len(self.params), "buffers": len(self.buffers), "optimizers": len(self.optimizers),
-                "modules": [f"{n or '(top)'}: {type(m).__name__}" for n, m in self.modules],
-                "schedulers_and_scalers": [type(h).__name__ for h in self.helpers]}
+        return {
+            "parameters": len(self.params),
+            "buffers": len(self.buffers),
+            "optimizers": len(self.optimizers),
+            "modules": [f"{n or '(top)'}: {type(m).__name__}" for n, m in self.modules],
+            "schedulers_and_scalers": [type(h).__name__ for h in self.helpers],
+        }
 
 
 def _torch():
@@ -164,7 +183,7 @@ def find_reach(*objs: Any, extra: Iterable[Any] = ()) -> Reach:
         for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
             try:
                 value = cell.cell_contents
-            except ValueError:          # an empty cell
+            except ValueError:  # an empty cell
                 continue
             visit(value, name, depth)
         g = fn.__globals__
@@ -181,7 +200,7 @@ def find_reach(*objs: Any, extra: Iterable[Any] = ()) -> Reach:
     for label, value in _flatten_extra(extra):
         if isinstance(value, Tensor):
             if all(value is not t for _, t in tensors):
-                tensors.append((label, value))      # an explicit parameter, whatever its flags
+                tensors.append((label, value))  # an explicit parameter, whatever its flags
             continue
         seen.discard(id(value))
         visit(value, label, 0)
@@ -386,8 +405,9 @@ def explicit(model: Any = None, optimizer: Any = None, params: Any = None) -> li
         out.append(m)
     for o in many(optimizer):
         if not isinstance(o, torch.optim.Optimizer):
-            raise InvalidArgumentError(f"optimizer= takes a torch.optim.Optimizer or a list of them, "
-                                       f"got {type(o).__name__}")
+            raise InvalidArgumentError(
+                f"optimizer= takes a torch.optim.Optimizer or a list of them, got {type(o).__name__}"
+            )
         out.append(o)
     if params is not None:
         if isinstance(params, dict):
@@ -396,8 +416,9 @@ def explicit(model: Any = None, optimizer: Any = None, params: Any = None) -> li
             try:
                 items = {f"param[{i}]": p for i, p in enumerate(params)}
             except TypeError:
-                raise InvalidArgumentError(f"params= takes an iterable of tensors or a dict name -> tensor, "
-                                           f"got {type(params).__name__}") from None
+                raise InvalidArgumentError(
+                    f"params= takes an iterable of tensors or a dict name -> tensor, got {type(params).__name__}"
+                ) from None
         bad = [k for k, v in items.items() if not isinstance(v, torch.Tensor)]
         if bad:
             raise InvalidArgumentError(f"params= must hold tensors; {bad[0]!r} is not one")

@@ -1,5 +1,6 @@
 """Build the comparison's DecisionRecord from its rows: the winner (or the most promising
 candidate), the numbers behind it, what was rejected and why, and the environment."""
+
 from __future__ import annotations
 
 import platform
@@ -20,9 +21,14 @@ def tolerance_table(overrides: dict[str, tuple[float, float]] | None) -> dict[st
 def environment() -> dict[str, Any]:
     import torch
 
-    env = {"python": platform.python_version(), "platform": platform.platform(), "torch": torch.__version__,
-           "cpu_threads": torch.get_num_threads(), "cuda_available": torch.cuda.is_available(),
-           "float32_matmul_precision": torch.get_float32_matmul_precision()}
+    env = {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "torch": torch.__version__,
+        "cpu_threads": torch.get_num_threads(),
+        "cuda_available": torch.cuda.is_available(),
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+    }
     if torch.cuda.is_available():
         env["device"] = torch.cuda.get_device_name()
         env["cuda"] = torch.version.cuda or torch.version.hip
@@ -43,21 +49,26 @@ def _ms(r: VariantResult) -> str:
     return f"{r.timing.median_ms:.4g} ms [95% CI {lo:.4g}-{hi:.4g}], p95 {r.timing.p95_ms:.4g} ms, n={r.timing.n}"
 
 
-def _evidence(base: VariantResult, win: VariantResult, verdict: dict | None, notes: list[str],
-              timing_text: str = "") -> list[str]:
+def _evidence(
+    base: VariantResult, win: VariantResult, verdict: dict | None, notes: list[str], timing_text: str = ""
+) -> list[str]:
     ev = [f"{base.name}: {_ms(base)}", f"{win.name}: {_ms(win)}"]
     if win.speedup:
         s = win.speedup
         family = f", Holm-adjusted over {s.family_size} candidates" if s.family_size > 1 else ""
         slower = f", {1 / s.point:.3g}x slower" if s.slower else ""
-        ev.append(f"speedup x{s.point:.3g}{slower} (paired {s.confidence:.3g} CI {s.ci_low:.3g}-{s.ci_high:.3g}"
-                  f"{family}; bootstrap {s.bootstrap_low:.3g}-{s.bootstrap_high:.3g}; p95 ratio x{s.p95_ratio:.3g}; "
-                  f"smallest detectable change about {s.min_detectable:.1%})")
+        ev.append(
+            f"speedup x{s.point:.3g}{slower} (paired {s.confidence:.3g} CI {s.ci_low:.3g}-{s.ci_high:.3g}"
+            f"{family}; bootstrap {s.bootstrap_low:.3g}-{s.bootstrap_high:.3g}; p95 ratio x{s.p95_ratio:.3g}; "
+            f"smallest detectable change about {s.min_detectable:.1%})"
+        )
     if win.setup_ms is not None:
         ev.append(f"setup (compile/capture, first call minus a warm call): {win.setup_ms:.4g} ms")
     if win.achieved_gbps:
-        ev.append(f"{win.bytes_moved / 1e6:.3g} MB compulsory traffic at {win.achieved_gbps:.3g} GB/s = "
-                  f"{win.bandwidth_share:.0%} of the measured bandwidth of a copy of the same working set")
+        ev.append(
+            f"{win.bytes_moved / 1e6:.3g} MB compulsory traffic at {win.achieved_gbps:.3g} GB/s = "
+            f"{win.bandwidth_share:.0%} of the measured bandwidth of a copy of the same working set"
+        )
     delta = win.footprint.get("delta") if win.footprint else None
     if delta:
         moved = ", ".join(describe_delta(k, v) for k, v in delta.items() if v)
@@ -70,8 +81,10 @@ def _evidence(base: VariantResult, win: VariantResult, verdict: dict | None, not
 
 
 METRIC_WORDS = {  # metric -> (unit noun, "fewer"/"less" word, "more" word)
-    "op_count": ("operator", "fewer", "more"), "kernel_count": ("kernel", "fewer", "more"),
-    "launch_count": ("kernel launch", "fewer", "more"), "sync_count": ("host sync", "fewer", "more"),
+    "op_count": ("operator", "fewer", "more"),
+    "kernel_count": ("kernel", "fewer", "more"),
+    "launch_count": ("kernel launch", "fewer", "more"),
+    "sync_count": ("host sync", "fewer", "more"),
     "alloc_count": ("allocation", "fewer", "more"),
 }
 BYTE_METRICS = {"alloc_bytes": "allocated", "peak_memory_bytes": "peak memory"}
@@ -95,9 +108,16 @@ def describe_delta(metric: str, value: float) -> str:
     return f"{count} {fewer if value < 0 else more} {noun}{'' if count == 1 else 's'}"
 
 
-def build_record(results: list[VariantResult], baseline: str, *, hypothesis: Any = None, problem: str = "",
-                 notes: list[str] | None = None, settings: dict[str, Any] | None = None,
-                 verdict: dict | None = None) -> DecisionRecord:
+def build_record(
+    results: list[VariantResult],
+    baseline: str,
+    *,
+    hypothesis: Any = None,
+    problem: str = "",
+    notes: list[str] | None = None,
+    settings: dict[str, Any] | None = None,
+    verdict: dict | None = None,
+) -> DecisionRecord:
     base = next(r for r in results if r.name == baseline)
     candidates = [r for r in results if r.name != baseline]
     win = _pick(candidates)
@@ -106,22 +126,49 @@ def build_record(results: list[VariantResult], baseline: str, *, hypothesis: Any
     timing_text = (settings.get("timing") or {}).get("text", "")
     shown = _record_settings(settings)
     if win is None:
-        return DecisionRecord("need_more_evidence", baseline, "no candidate variant to compare", problem or "",
-                              "", "none", base.numerical_class, "", "", baseline,
-                              tuple(_evidence(base, base, verdict, notes, timing_text)),
-                              _ms(base), (), (), (), environment(), shown, mode=_mode(settings))
+        return DecisionRecord(
+            "need_more_evidence",
+            baseline,
+            "no candidate variant to compare",
+            problem or "",
+            "",
+            "none",
+            base.numerical_class,
+            "",
+            "",
+            baseline,
+            tuple(_evidence(base, base, verdict, notes, timing_text)),
+            _ms(base),
+            (),
+            (),
+            (),
+            environment(),
+            shown,
+            mode=_mode(settings),
+        )
     good = win.decision in ("keep", "keep_guarded", "micro_only")
     return DecisionRecord(
-        decision=win.decision, variant=win.name, reason=win.decision_reason,
-        problem=problem or _problem(base, hypothesis), bottleneck=_bottleneck(hypothesis),
-        change=f"{win.name} ({win.kind})", numerical_class=_numerical_text(win, base),
-        why_safe=_why_safe(win, base, settings), guard=_guard(win) if good else "",
+        decision=win.decision,
+        variant=win.name,
+        reason=win.decision_reason,
+        problem=problem or _problem(base, hypothesis),
+        bottleneck=_bottleneck(hypothesis),
+        change=f"{win.name} ({win.kind})",
+        numerical_class=_numerical_text(win, base),
+        why_safe=_why_safe(win, base, settings),
+        guard=_guard(win) if good else "",
         fallback=f"{baseline}, the original code",
         evidence=tuple(_evidence(base, win, verdict, notes, timing_text)),
         result=_result_line(base, win),
-        rejected_alternatives=tuple(f"{r.name}: {r.decision} — {r.decision_reason}" for r in candidates if r is not win),
-        remaining_risk=tuple(_risks(win)), failure_cases=win.failure_cases, environment=environment(),
-        settings=shown, mode=_mode(settings))
+        rejected_alternatives=tuple(
+            f"{r.name}: {r.decision} — {r.decision_reason}" for r in candidates if r is not win
+        ),
+        remaining_risk=tuple(_risks(win)),
+        failure_cases=win.failure_cases,
+        environment=environment(),
+        settings=shown,
+        mode=_mode(settings),
+    )
 
 
 def _mode(settings: dict[str, Any]) -> str:
@@ -130,9 +177,29 @@ def _mode(settings: dict[str, Any]) -> str:
 
 def _record_settings(settings: dict[str, Any]) -> dict[str, Any]:
     """The CompareSettings fields (and the reference precision) as the record states them."""
-    keep = ("checks", "time_limit_s", "budget_s", "max_budget_s", "timing_cap_s", "min_rounds", "max_rounds",
-            "confidence", "interim_confidence", "min_effect", "profile", "end_to_end_ms", "seed", "timer",
-            "reference_precision", "fresh_inputs", "inputs", "mode", "state", "reach", "reduced_precision")
+    keep = (
+        "checks",
+        "time_limit_s",
+        "budget_s",
+        "max_budget_s",
+        "timing_cap_s",
+        "min_rounds",
+        "max_rounds",
+        "confidence",
+        "interim_confidence",
+        "min_effect",
+        "profile",
+        "end_to_end_ms",
+        "seed",
+        "timer",
+        "reference_precision",
+        "fresh_inputs",
+        "inputs",
+        "mode",
+        "state",
+        "reach",
+        "reduced_precision",
+    )
     out = {k: settings[k] for k in keep if k in settings}
     if settings.get("tolerances"):
         out["tolerances"] = settings["tolerances"]
@@ -166,12 +233,17 @@ def _why_safe(win: VariantResult, base: VariantResult, settings: dict[str, Any])
     inputs = "with fresh random inputs each check" if fresh else "on the same fixed inputs each check"
     if settings.get("inputs") == "none":
         inputs = "with no inputs (the callable takes none: it runs on the data it closes over)"
-    ref = ("the float64 reference" if c.reference_precision == "float64"
-           else f"the baseline's own output ({c.reference_precision} precision: no float64 reference ran)")
+    ref = (
+        "the float64 reference"
+        if c.reference_precision == "float64"
+        else f"the baseline's own output ({c.reference_precision} precision: no float64 reference ran)"
+    )
     errors = f"max abs err {c.max_abs_err:.3g}, max rel err {c.max_rel_err:.3g} against it"
     if win.numerical_class == "exact" and c.reference_precision == "float64" and c.max_abs_err > 0:
-        errors = (f"bit-identical to {base.name}'s output; both differ from float64 by at most "
-                  f"{c.max_abs_err:.3g} abs, {c.max_rel_err:.3g} rel (the dtype's own rounding)")
+        errors = (
+            f"bit-identical to {base.name}'s output; both differ from float64 by at most "
+            f"{c.max_abs_err:.3g} abs, {c.max_rel_err:.3g} rel (the dtype's own rounding)"
+        )
     grads = _gradient_text(win, settings)
     return f"matches {ref} on {c.checks} checks {inputs} ({errors}; tolerances by dtype in settings){grads}"
 
@@ -180,18 +252,25 @@ def _gradient_text(win: VariantResult, settings: dict[str, Any]) -> str:
     """Exactly what else was compared: how many gradients, parameter values, optimizer states, buffers."""
     c = win.compared or {}
     parts = []
-    for key, word in (("input_gradients", "input gradient"), ("parameter_gradients", "parameter gradient"),
-                      ("parameter_values", "updated parameter value"), ("optimizer_states", "optimizer state"),
-                      ("buffers", "buffer")):
+    for key, word in (
+        ("input_gradients", "input gradient"),
+        ("parameter_gradients", "parameter gradient"),
+        ("parameter_values", "updated parameter value"),
+        ("optimizer_states", "optimizer state"),
+        ("buffers", "buffer"),
+    ):
         n = int(c.get(key, 0) or 0)
         if n:
             parts.append(f"{n} {word}{'s' if n != 1 else ''}")
     training = settings.get("mode") == "training"
     reduced = f"; {win.precision}, judged with its precision's tolerances" if win.precision else ""
     if parts:
-        worst = (f", largest gradient error {win.max_grad_rel_err:.3g} of the gradient's largest value"
-                 if win.max_grad_rel_err is not None else "")
-        return (f"; {', '.join(parts)} match the baseline's too (gradient tolerances in settings{worst}){reduced}")
+        worst = (
+            f", largest gradient error {win.max_grad_rel_err:.3g} of the gradient's largest value"
+            if win.max_grad_rel_err is not None
+            else ""
+        )
+        return f"; {', '.join(parts)} match the baseline's too (gradient tolerances in settings{worst}){reduced}"
     if training:
         return f"; no gradient was compared on this training path{reduced}"
     return reduced
@@ -205,7 +284,9 @@ def _guard(win: VariantResult) -> str:
         return "input shapes, dtypes and devices equal to the captured ones"
     if "over the memory budget" in (win.decision_reason or ""):
         peak = (win.footprint or {}).get("peak_memory_bytes") or 0
-        return f"only where {int(peak):,} bytes of peak memory are free (it is over the memory budget); else the fallback"
+        return (
+            f"only where {int(peak):,} bytes of peak memory are free (it is over the memory budget); else the fallback"
+        )
     return "none needed for the measured inputs"
 
 
@@ -214,8 +295,10 @@ def _result_line(base: VariantResult, win: VariantResult) -> str:
     if base.timing is None or win.timing is None or s is None:
         return f"not timed ({win.status}: {win.reason})"
     slower = f", {1 / s.point:.3g}x slower" if s.slower else ""
-    return (f"{base.timing.median_ms:.4g} ms -> {win.timing.median_ms:.4g} ms per call "
-            f"(x{s.point:.3g}{slower}, {s.confidence:.3g} CI {s.ci_low:.3g}-{s.ci_high:.3g})")
+    return (
+        f"{base.timing.median_ms:.4g} ms -> {win.timing.median_ms:.4g} ms per call "
+        f"(x{s.point:.3g}{slower}, {s.confidence:.3g} CI {s.ci_low:.3g}-{s.ci_high:.3g})"
+    )
 
 
 def _risks(win: VariantResult) -> list[str]:

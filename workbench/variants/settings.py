@@ -14,6 +14,7 @@ enough that a change of ``min_effect`` could not hide in it) or when it excludes
 interim level ``INTERIM_CONFIDENCE`` (a Haybittle-Peto boundary: the final verdict keeps its
 nominal error rate however many times the rounds were extended).
 """
+
 from __future__ import annotations
 
 import math
@@ -25,8 +26,8 @@ from workbench.errors import InvalidArgumentError
 if TYPE_CHECKING:
     from workbench.variants.timing import Timer
 
-INTERIM_CONFIDENCE = 0.999      # an interim look stops early only at this level (Haybittle-Peto)
-EXTEND_FACTOR = 3.0             # default max_budget_s = this x budget_s
+INTERIM_CONFIDENCE = 0.999  # an interim look stops early only at this level (Haybittle-Peto)
+EXTEND_FACTOR = 3.0  # default max_budget_s = this x budget_s
 
 
 @dataclass(frozen=True)
@@ -49,13 +50,14 @@ class CompareSettings:
     seed: int = 0
     problem: str = ""
     timer: Any = field(default=None, compare=False)
-    memory_budget: int | None = None   # bytes: a faster variant whose peak memory is above it is keep_guarded
+    memory_budget: int | None = None  # bytes: a faster variant whose peak memory is above it is keep_guarded
 
     def __post_init__(self) -> None:
         tol = self.tolerances
         if isinstance(tol, dict):
-            object.__setattr__(self, "tolerances", tuple(sorted((str(k), (float(v[0]), float(v[1])))
-                                                              for k, v in tol.items())))
+            object.__setattr__(
+                self, "tolerances", tuple(sorted((str(k), (float(v[0]), float(v[1]))) for k, v in tol.items()))
+            )
         elif tol is None:
             object.__setattr__(self, "tolerances", ())
         problems = []
@@ -79,9 +81,12 @@ class CompareSettings:
             problems.append(f"min_effect must be between 0 and 1 (0.03 = 3%), got {self.min_effect!r}")
         if self.end_to_end_ms is not None and not (self.end_to_end_ms > 0 and math.isfinite(self.end_to_end_ms)):
             problems.append(f"end_to_end_ms must be a positive number or None, got {self.end_to_end_ms!r}")
-        if self.memory_budget is not None and (isinstance(self.memory_budget, bool) or
-                                               not isinstance(self.memory_budget, (int, float)) or
-                                               not math.isfinite(self.memory_budget) or self.memory_budget <= 0):
+        if self.memory_budget is not None and (
+            isinstance(self.memory_budget, bool)
+            or not isinstance(self.memory_budget, (int, float))
+            or not math.isfinite(self.memory_budget)
+            or self.memory_budget <= 0
+        ):
             problems.append(f"memory_budget must be a number of bytes > 0 or None, got {self.memory_budget!r}")
         if self.timer is not None and not (callable(self.timer) or hasattr(self.timer, "sample_ms")):
             problems.append("timer must be a timer (with sample_ms) or a zero-argument factory of one")
@@ -129,9 +134,11 @@ class CompareSettings:
         return cls(**kw)
 
     def describe_budget(self) -> str:
-        return (f"timing budget {self.budget_s:g} s (at least {self.min_rounds} rounds), extended up to "
-                f"{self.timing_cap_s:g} s / {self.round_cap} rounds while a speedup interval is too wide "
-                f"to decide (narrower than {self.min_effect:.0%} or excluding 1 at {INTERIM_CONFIDENCE:.1%})")
+        return (
+            f"timing budget {self.budget_s:g} s (at least {self.min_rounds} rounds), extended up to "
+            f"{self.timing_cap_s:g} s / {self.round_cap} rounds while a speedup interval is too wide "
+            f"to decide (narrower than {self.min_effect:.0%} or excluding 1 at {INTERIM_CONFIDENCE:.1%})"
+        )
 
 
 def _timer_name(timer: Any) -> str:
@@ -158,5 +165,3 @@ def settings_from(settings: CompareSettings | None, overrides: dict[str, Any]) -
         raise InvalidArgumentError("settings= takes a wb.variants.CompareSettings(...)")
     base = settings or CompareSettings()
     return replace(base, **overrides) if overrides else base
-
-

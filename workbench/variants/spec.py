@@ -3,6 +3,7 @@
 A variant whose requirement is missing on this machine is reported as "not applicable" with
 the reason, never silently skipped.  ``requires`` names capabilities from ``REQUIREMENTS``.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -12,7 +13,7 @@ from typing import Any, Callable, Union
 from workbench.errors import InvalidArgumentError
 
 NUMERICAL_CLASSES = ("exact", "reordered", "reduced precision", "approximate")
-OLD_CLASS_NAMES = {"lower precision": "reduced precision"}     # read from saved records and older callers
+OLD_CLASS_NAMES = {"lower precision": "reduced precision"}  # read from saved records and older callers
 
 
 def _cuda_missing() -> str | None:
@@ -50,9 +51,7 @@ def missing_requirement(requires: tuple[str, ...]) -> str | None:
     for name in requires:
         probe = REQUIREMENTS.get(name)
         if probe is None:
-            raise InvalidArgumentError(
-                f"unknown requirement {name!r}; known requirements: {sorted(REQUIREMENTS)}"
-            )
+            raise InvalidArgumentError(f"unknown requirement {name!r}; known requirements: {sorted(REQUIREMENTS)}")
         reason = probe()
         if reason is not None:
             return f"{name}: {reason}"
@@ -79,14 +78,12 @@ class Variant:
     options: dict[str, Any] = field(default_factory=dict)
     poison: Callable[[], None] | None = None
     timing_meaningful: bool = True
-    not_applicable_reason: str | None = None   # set by builders that know up front
+    not_applicable_reason: str | None = None  # set by builders that know up front
 
     def __post_init__(self) -> None:
         self.numerical_class = OLD_CLASS_NAMES.get(self.numerical_class, self.numerical_class)
         if not callable(self.fn):
-            raise InvalidArgumentError(
-                f"variant {self.name!r}: expected a callable, got {type(self.fn).__name__}"
-            )
+            raise InvalidArgumentError(f"variant {self.name!r}: expected a callable, got {type(self.fn).__name__}")
         if self.numerical_class not in NUMERICAL_CLASSES:
             raise InvalidArgumentError(
                 f"variant {self.name!r}: numerical_class must be one of {NUMERICAL_CLASSES}, "

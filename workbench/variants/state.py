@@ -12,6 +12,7 @@ so dropout masks are alike.  After a call, ``effects`` lists what the call chang
 parameter's gradient, new value, optimizer state and buffer, by name; then the snapshot is put back.
 At the end (``final_restore``) the user's objects are as they were before the comparison.
 """
+
 from __future__ import annotations
 
 import copy
@@ -20,11 +21,15 @@ from typing import Any
 
 from workbench.variants.reach import Reach
 
-STATE_TEXT = ("stateful step: model parameters, gradients, optimizer state and RNG restored before every check "
-              "call and outside the timed region of every sample (a sample is a block of calls; the state "
-              "advances within it as in a training loop)")
-STATELESS_TEXT = ("stateless: the calls changed none of the parameters, gradients, buffers or optimizer state "
-                  "they reach; that state and the RNG were restored before every check call all the same")
+STATE_TEXT = (
+    "stateful step: model parameters, gradients, optimizer state and RNG restored before every check "
+    "call and outside the timed region of every sample (a sample is a block of calls; the state "
+    "advances within it as in a training loop)"
+)
+STATELESS_TEXT = (
+    "stateless: the calls changed none of the parameters, gradients, buffers or optimizer state "
+    "they reach; that state and the RNG were restored before every check call all the same"
+)
 NOTHING_REACHED_TEXT = "no model, optimizer or parameter reached: only the RNG was restored before every check call"
 
 _MISSING = object()
@@ -34,8 +39,7 @@ def rng_state() -> dict[str, Any]:
     import numpy as np
     import torch
 
-    s: dict[str, Any] = {"torch": torch.get_rng_state(), "random": random.getstate(),
-                         "numpy": np.random.get_state()}
+    s: dict[str, Any] = {"torch": torch.get_rng_state(), "random": random.getstate(), "numpy": np.random.get_state()}
     try:
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             s["cuda"] = torch.cuda.get_rng_state_all()
@@ -66,8 +70,9 @@ def _copy_value(v: Any, notes: list[str], where: str) -> Any:
     try:
         return copy.deepcopy(v)
     except Exception as exc:  # noqa: BLE001 - kept by reference, said in a note
-        notes.append(f"{where} could not be copied ({type(exc).__name__}: {str(exc)[:80]}); it is restored by "
-                     f"reference only")
+        notes.append(
+            f"{where} could not be copied ({type(exc).__name__}: {str(exc)[:80]}); it is restored by reference only"
+        )
         return v
 
 
@@ -81,32 +86,41 @@ class StateTracker:
         self.names = reach.names_by_id()
         self._params: list[tuple[Any, Any, Any, bool]] = []
         for p in reach.params.values():
-            self._params.append((p, p.detach().clone(), None if p.grad is None else p.grad.detach().clone(),
-                                 bool(p.requires_grad)))
-        self._orig_grads = [p.grad for p, _, _, _ in self._params]     # the user's own tensors, put back at the end
+            self._params.append(
+                (p, p.detach().clone(), None if p.grad is None else p.grad.detach().clone(), bool(p.requires_grad))
+            )
+        self._orig_grads = [p.grad for p, _, _, _ in self._params]  # the user's own tensors, put back at the end
         self._buffers = [(b, b.detach().clone()) for b in reach.buffers.values()]
         self._opts: list[tuple[Any, Any, Any]] = []
         self._orig_state: dict[int, dict[Any, Any]] = {}
         for i, opt in enumerate(reach.optimizers):
             where = f"optimizer[{i}] ({type(opt).__name__})"
             try:
-                state = {p: {k: _copy_value(v, self.notes, f"{where} state {k!r}") for k, v in st.items()}
-                         for p, st in opt.state.items()}
-                groups = [{k: _copy_value(v, self.notes, f"{where} param group {k!r}") for k, v in g.items()
-                           if k != "params"} for g in opt.param_groups]
+                state = {
+                    p: {k: _copy_value(v, self.notes, f"{where} state {k!r}") for k, v in st.items()}
+                    for p, st in opt.state.items()
+                }
+                groups = [
+                    {k: _copy_value(v, self.notes, f"{where} param group {k!r}") for k, v in g.items() if k != "params"}
+                    for g in opt.param_groups
+                ]
                 self._opts.append((opt, state, groups))
                 self._orig_state[id(opt)] = {p: st for p, st in opt.state.items()}
             except Exception as exc:  # noqa: BLE001 - an optimizer whose state is no dict of dicts
-                self.notes.append(f"{where}: its state could not be snapshotted ({type(exc).__name__}: "
-                                  f"{str(exc)[:100]}); it is not restored between calls, so the variants' steps "
-                                  f"ran from different optimizer states and its state was not compared")
+                self.notes.append(
+                    f"{where}: its state could not be snapshotted ({type(exc).__name__}: "
+                    f"{str(exc)[:100]}); it is not restored between calls, so the variants' steps "
+                    f"ran from different optimizer states and its state was not compared"
+                )
         self._helpers: list[tuple[Any, Any]] = []
         for h in reach.helpers:
             try:
                 self._helpers.append((h, copy.deepcopy(h.state_dict())))
             except Exception as exc:  # noqa: BLE001
-                self.notes.append(f"{type(h).__name__}: its state could not be snapshotted ({type(exc).__name__}: "
-                                  f"{str(exc)[:100]}); it is not restored between calls")
+                self.notes.append(
+                    f"{type(h).__name__}: its state could not be snapshotted ({type(exc).__name__}: "
+                    f"{str(exc)[:100]}); it is not restored between calls"
+                )
         self.failed_restore: list[str] = []
 
     @property
@@ -144,20 +158,21 @@ class StateTracker:
             try:
                 opt.state.clear()
                 for p, st in state.items():
-                    opt.state[p] = {k: (v.clone() if isinstance(v, torch.Tensor) else _fresh(v))
-                                    for k, v in st.items()}
+                    opt.state[p] = {k: (v.clone() if isinstance(v, torch.Tensor) else _fresh(v)) for k, v in st.items()}
                 for g, saved in zip(opt.param_groups, groups):
                     for k, v in saved.items():
                         g[k] = v.clone() if isinstance(v, torch.Tensor) else _fresh(v)
             except Exception as exc:  # noqa: BLE001
-                self._failed(f"{type(opt).__name__}'s state could not be restored ({type(exc).__name__}: "
-                             f"{str(exc)[:80]})")
+                self._failed(
+                    f"{type(opt).__name__}'s state could not be restored ({type(exc).__name__}: {str(exc)[:80]})"
+                )
         for h, saved_state in self._helpers:
             try:
                 h.load_state_dict(copy.deepcopy(saved_state))
             except Exception as exc:  # noqa: BLE001
-                self._failed(f"{type(h).__name__}'s state could not be restored ({type(exc).__name__}: "
-                             f"{str(exc)[:80]})")
+                self._failed(
+                    f"{type(h).__name__}'s state could not be restored ({type(exc).__name__}: {str(exc)[:80]})"
+                )
         if rng:
             set_rng_state(self.rng)
 
@@ -200,8 +215,12 @@ class StateTracker:
                     for p, st in orig.items():
                         saved = state.get(p, {})
                         for k, v in list(st.items()):
-                            if isinstance(v, torch.Tensor) and isinstance(saved.get(k), torch.Tensor) \
-                                    and v.shape == saved[k].shape and v.dtype == saved[k].dtype:
+                            if (
+                                isinstance(v, torch.Tensor)
+                                and isinstance(saved.get(k), torch.Tensor)
+                                and v.shape == saved[k].shape
+                                and v.dtype == saved[k].dtype
+                            ):
                                 v.copy_(saved[k])
                             elif k in saved:
                                 st[k] = saved[k]
@@ -242,7 +261,7 @@ class StateTracker:
         all_names = {**{id(t): n for n, t in reach.params.items()}, **names}
         for i, opt in enumerate(reach.optimizers):
             if id(opt) not in saved_o:
-                continue                      # not snapshotted (said in a note): not compared either
+                continue  # not snapshotted (said in a note): not compared either
             before = saved_o[id(opt)]
             try:
                 items = list(opt.state.items())
@@ -280,15 +299,16 @@ def _same(a: Any, b: Any, same_values: Any) -> bool:
 
 
 def effect_kind(path: str) -> str:
-    """"grad"/"value"/"buffer"/"optimizer state" for an effect path, "" for anything else."""
+    """ "grad"/"value"/"buffer"/"optimizer state" for an effect path, "" for anything else."""
     for kind in ("grad ", "value ", "buffer ", "optimizer state ", "requires_grad "):
         if path.startswith(kind):
             return kind.strip()
     return ""
 
 
-def compare_effects(got: dict[str, Any], expected: dict[str, Any],
-                    overrides: dict[str, tuple[float, float]] | None = None) -> list[Any]:
+def compare_effects(
+    got: dict[str, Any], expected: dict[str, Any], overrides: dict[str, tuple[float, float]] | None = None
+) -> list[Any]:
     """A candidate's effects against the baseline's (the baseline's own values are the reference):
     each changed gradient, parameter value, buffer and optimizer state, by name, with the gradient
     tolerances; a change one call makes and the other does not fails."""

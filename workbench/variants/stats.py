@@ -20,6 +20,7 @@ at the level Holm tested it at, so a "significant" verdict and its interval neve
 ``min_detectable`` is the smallest change a comparison with this interval could have detected
 (80% power at the same noise).
 """
+
 from __future__ import annotations
 
 import math
@@ -32,10 +33,10 @@ import numpy as np
 from workbench.measurement import ratio_ci
 
 CONFIDENCE = 0.95
-NOISY_CI_WIDTH = 0.20       # the speedup interval spans more than 20% of the point: noisy
-MIN_BLOCK_PAIRS = 30        # from this many pairs on, the interval also covers the block medians'
+NOISY_CI_WIDTH = 0.20  # the speedup interval spans more than 20% of the point: noisy
+MIN_BLOCK_PAIRS = 30  # from this many pairs on, the interval also covers the block medians'
 MIN_BLOCKS = 10
-POWER = 0.80                # the power at which the smallest detectable effect is stated
+POWER = 0.80  # the power at which the smallest detectable effect is stated
 
 
 def median_rank_interval(n: int, confidence: float = CONFIDENCE) -> tuple[int, int]:
@@ -43,7 +44,7 @@ def median_rank_interval(n: int, confidence: float = CONFIDENCE) -> tuple[int, i
     alpha = 1 - confidence
     cdf, k = 0.0, 0
     while True:
-        p = math.comb(n, k) * 0.5 ** n
+        p = math.comb(n, k) * 0.5**n
         if cdf + p > alpha / 2:
             break
         cdf += p
@@ -63,10 +64,10 @@ class Speedup:
     bootstrap_high: float
     n_pairs: int
     confidence: float = CONFIDENCE
-    block_low: float | None = None       # interval over block medians (None under MIN_BLOCK_PAIRS)
+    block_low: float | None = None  # interval over block medians (None under MIN_BLOCK_PAIRS)
     block_high: float | None = None
-    p_value: float | None = None         # dual to the interval: the smallest alpha excluding 1
-    family_size: int = 1                 # candidates compared against the same baseline (Holm)
+    p_value: float | None = None  # dual to the interval: the smallest alpha excluding 1
+    family_size: int = 1  # candidates compared against the same baseline (Holm)
 
     @property
     def significant(self) -> bool:
@@ -103,8 +104,7 @@ class Speedup:
         return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
 
-def min_detectable_effect(ci_low: float, ci_high: float, confidence: float = CONFIDENCE,
-                          power: float = POWER) -> float:
+def min_detectable_effect(ci_low: float, ci_high: float, confidence: float = CONFIDENCE, power: float = POWER) -> float:
     """Relative change detectable at ``power`` by a test whose interval is [ci_low, ci_high]."""
     if not (ci_low > 0 and ci_high > 0):
         return math.inf
@@ -170,7 +170,7 @@ class PairedEvidence:
     @staticmethod
     def _walsh_bounds(walsh: np.ndarray, confidence: float) -> tuple[float, float]:
         m = walsh.size
-        n = int(round((math.sqrt(8 * m + 1) - 1) / 2))       # m = n (n + 1) / 2
+        n = int(round((math.sqrt(8 * m + 1) - 1) / 2))  # m = n (n + 1) / 2
         z = NormalDist().inv_cdf(0.5 + confidence / 2)
         k = int(math.floor(n * (n + 1) / 4 - z * math.sqrt(n * (n + 1) * (2 * n + 1) / 24)))
         k = min(max(k, 0), m - 1)
@@ -200,10 +200,10 @@ class PairedEvidence:
         """The smallest alpha at which the interval excludes 1 (1.0 when it never does)."""
         if self.n == 0 or not self.excludes_one(1e-9):
             return 1.0
-        lo_a, hi_a = 1e-15, 1.0 - 1e-9                      # alpha: excluded at hi_a, maybe not at lo_a
+        lo_a, hi_a = 1e-15, 1.0 - 1e-9  # alpha: excluded at hi_a, maybe not at lo_a
         if self.excludes_one(1 - lo_a):
             return lo_a
-        for _ in range(60):                                  # bisection in log(alpha)
+        for _ in range(60):  # bisection in log(alpha)
             mid = math.sqrt(lo_a * hi_a)
             if self.excludes_one(1 - mid):
                 hi_a = mid
@@ -211,22 +211,31 @@ class PairedEvidence:
                 lo_a = mid
         return hi_a
 
-    def speedup(self, confidence: float = CONFIDENCE, family_size: int = 1,
-                p_value: float | None = None) -> Speedup:
+    def speedup(self, confidence: float = CONFIDENCE, family_size: int = 1, p_value: float | None = None) -> Speedup:
         lo_log, hi_log = self.log_interval(confidence)
         block = self.block_log_interval(confidence)
         b, c = self.b, self.c
         _, boot_lo, boot_hi = ratio_ci(b.tolist(), c.tolist(), confidence=confidence)
         p95 = float(np.percentile(b, 95) / max(np.percentile(c, 95), 1e-12))
-        return Speedup(point=math.exp(self.centre), ci_low=math.exp(lo_log), ci_high=math.exp(hi_log),
-                       p95_ratio=p95, bootstrap_low=boot_lo, bootstrap_high=boot_hi, n_pairs=self.n,
-                       confidence=confidence, block_low=math.exp(block[0]) if block else None,
-                       block_high=math.exp(block[1]) if block else None,
-                       p_value=self.p_value() if p_value is None else p_value, family_size=family_size)
+        return Speedup(
+            point=math.exp(self.centre),
+            ci_low=math.exp(lo_log),
+            ci_high=math.exp(hi_log),
+            p95_ratio=p95,
+            bootstrap_low=boot_lo,
+            bootstrap_high=boot_hi,
+            n_pairs=self.n,
+            confidence=confidence,
+            block_low=math.exp(block[0]) if block else None,
+            block_high=math.exp(block[1]) if block else None,
+            p_value=self.p_value() if p_value is None else p_value,
+            family_size=family_size,
+        )
 
 
-def paired_speedup(baseline_ms: Sequence[float], candidate_ms: Sequence[float],
-                   confidence: float = CONFIDENCE) -> Speedup:
+def paired_speedup(
+    baseline_ms: Sequence[float], candidate_ms: Sequence[float], confidence: float = CONFIDENCE
+) -> Speedup:
     """Speedup from per-round pairs: Hodges-Lehmann / signed-rank interval on log ratios
     (n >= 10), else the median of the ratios with its order-statistic interval."""
     return PairedEvidence(baseline_ms, candidate_ms).speedup(confidence)
@@ -251,11 +260,13 @@ def holm(p_values: dict[str, float], alpha: float = 1 - CONFIDENCE) -> dict[str,
     return out
 
 
-def family_speedups(baseline_ms: Sequence[float], candidates_ms: Mapping[str, Sequence[float]],
-                    confidence: float = CONFIDENCE) -> dict[str, Speedup]:
+def family_speedups(
+    baseline_ms: Sequence[float], candidates_ms: Mapping[str, Sequence[float]], confidence: float = CONFIDENCE
+) -> dict[str, Speedup]:
     """Each candidate's speedup over the baseline, family-wise error controlled (Holm)."""
     evidence = {name: PairedEvidence(baseline_ms, c) for name, c in candidates_ms.items()}
     p = {name: e.p_value() for name, e in evidence.items()}
     levels = holm(p, 1 - confidence)
-    return {name: e.speedup(levels[name][1], family_size=len(evidence), p_value=p[name])
-            for name, e in evidence.items()}
+    return {
+        name: e.speedup(levels[name][1], family_size=len(evidence), p_value=p[name]) for name, e in evidence.items()
+    }

@@ -6,6 +6,7 @@ two and awkward ones (1, primes).  Each case is a short comparison of its own (c
 then timing); the cases where a variant is slower or wrong become its failure cases and its
 guard, and move a ``keep`` to ``keep_guarded``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ def sweep_shapes(target: int | Sequence[int]) -> tuple[tuple[int, ...], ...]:
     lead, rest = shape[0], shape[1:]
     sizes = [1, 17, max(2, lead // 64), max(2, lead // 8), lead, lead + 1, 4 * lead]
     if lead > 1000:
-        sizes.append(1000)                      # a round decimal, not a power of two
+        sizes.append(1000)  # a round decimal, not a power of two
     out = []
     for n in sizes:
         if (n,) + rest not in out:
@@ -66,8 +67,9 @@ def run_case(variants: dict[str, Any], baseline: str, sweep: ShapeSweep, shape, 
     from workbench.variants.settings import CompareSettings
 
     label = f"{shape} {dtype}"
-    spec = CompareSettings(checks=sweep.checks, budget_s=sweep.budget_s, min_rounds=8, max_rounds=200,
-                           profile=False, **kw)
+    spec = CompareSettings(
+        checks=sweep.checks, budget_s=sweep.budget_s, min_rounds=8, max_rounds=200, profile=False, **kw
+    )
     results = engine.run(variants, _case_inputs(sweep, shape, dtype), spec, baseline=baseline).results
     out = {}
     for r in results:
@@ -77,15 +79,30 @@ def run_case(variants: dict[str, Any], baseline: str, sweep: ShapeSweep, shape, 
         slower = s is not None and s.slower
         ok = r.status == "ok" and not slower
         why = r.reason if r.status != "ok" else (f"slower {s.describe()}" if s is not None and slower else "")
-        out[r.name] = {"case": label, "ok": ok, "status": r.status,
-                       "speedup": r.speedup.point if r.speedup else None, "reason": why}
+        out[r.name] = {
+            "case": label,
+            "ok": ok,
+            "status": r.status,
+            "speedup": r.speedup.point if r.speedup else None,
+            "reason": why,
+        }
     return out
 
 
-def apply_sweep(results: list[VariantResult], lives: list[Live], base: Live, sweep: ShapeSweep, *,
-                tolerances: Mapping[str, tuple[float, float]] | None, time_limit_s: float, end_to_end_ms: float | None, say: Progress,
-                only: Collection[str] | None = None, timer: Timer | None = None,
-                min_effect: float = 0.0) -> list[VariantResult]:
+def apply_sweep(
+    results: list[VariantResult],
+    lives: list[Live],
+    base: Live,
+    sweep: ShapeSweep,
+    *,
+    tolerances: Mapping[str, tuple[float, float]] | None,
+    time_limit_s: float,
+    end_to_end_ms: float | None,
+    say: Progress,
+    only: Collection[str] | None = None,
+    timer: Timer | None = None,
+    min_effect: float = 0.0,
+) -> list[VariantResult]:
     """Run every case for the candidates that passed (``only``: those names among them, e.g. the
     ones decided keep); fold failures into their decisions. ``timer``: the comparison's timer."""
     from workbench.variants.engine import decide
@@ -100,11 +117,20 @@ def apply_sweep(results: list[VariantResult], lives: list[Live], base: Live, swe
     for shape, dtype in sweep.cases():
         say("sweep", f"{shape} {dtype}")
         try:
-            found = run_case(variants, base.name, sweep, shape, dtype, tolerances=tolerances,
-                             time_limit_s=time_limit_s, timer=timer)
-        except InvalidArgumentError as exc:      # the baseline itself cannot run this case
-            found = {name: {"case": f"{shape} {dtype}", "ok": True, "status": "not_applicable", "speedup": None,
-                            "reason": f"the baseline cannot run this case ({exc})"} for name in live_ok}
+            found = run_case(
+                variants, base.name, sweep, shape, dtype, tolerances=tolerances, time_limit_s=time_limit_s, timer=timer
+            )
+        except InvalidArgumentError as exc:  # the baseline itself cannot run this case
+            found = {
+                name: {
+                    "case": f"{shape} {dtype}",
+                    "ok": True,
+                    "status": "not_applicable",
+                    "speedup": None,
+                    "reason": f"the baseline cannot run this case ({exc})",
+                }
+                for name in live_ok
+            }
         for name, entry in found.items():
             per_variant[name].append(entry)
     base_timing = next(r.timing for r in results if r.name == base.name)
@@ -115,6 +141,7 @@ def apply_sweep(results: list[VariantResult], lives: list[Live], base: Live, swe
             out.append(r)
             continue
         failures = tuple(f"{e['case']}: {e['reason']}" for e in entries if not e["ok"])
-        out.append(decide(r.with_(sweep=tuple(entries), failure_cases=failures), base_timing, end_to_end_ms,
-                          min_effect))
+        out.append(
+            decide(r.with_(sweep=tuple(entries), failure_cases=failures), base_timing, end_to_end_ms, min_effect)
+        )
     return out

@@ -21,6 +21,7 @@ log-ratio spread of identical variants fell from 0.87 to 0.09.
 time limit and a watch on process-wide settings, and a variant that fails on a later call drops
 out with its reason while the others stay paired.
 """
+
 from __future__ import annotations
 
 import gc
@@ -52,10 +53,11 @@ class Timer(Protocol):
 
     def clock_s(self) -> float: ...
 
-_ns = time.perf_counter_ns          # our own reference: immune to monkeypatching
-MIN_SAMPLE_MS = 2.0                 # CPU: calls per sample chosen so a sample lasts this long
+
+_ns = time.perf_counter_ns  # our own reference: immune to monkeypatching
+MIN_SAMPLE_MS = 2.0  # CPU: calls per sample chosen so a sample lasts this long
 MAX_CALLS_PER_SAMPLE = 10_000
-MAX_SAMPLE_MS = 25.0                # ... but the slowest variant's sample stays under this
+MAX_SAMPLE_MS = 25.0  # ... but the slowest variant's sample stays under this
 
 
 @dataclass
@@ -66,10 +68,10 @@ class Timed:
     fn: Callable[..., Any]
     args: tuple[Any, ...]
     calls_per_sample: int = 1
-    per_call_ms: float = 0.0            # measured by calibrate()
+    per_call_ms: float = 0.0  # measured by calibrate()
 
 
-GAP_NS = 50_000                     # a schedstat read that took longer than this was itself preempted
+GAP_NS = 50_000  # a schedstat read that took longer than this was itself preempted
 
 
 class RunQueueWait:
@@ -101,7 +103,7 @@ class RunQueueWait:
     def close(self) -> None:
         import os
 
-        fd = getattr(self, "fd", None)      # __del__ after a failed __init__: no fd attribute yet
+        fd = getattr(self, "fd", None)  # __del__ after a failed __init__: no fd attribute yet
         if fd is not None:
             try:
                 os.close(fd)
@@ -152,7 +154,7 @@ class CpuTimer:
     def sample_ms(self, item: Timed) -> float:
         """Mean ms per call over a block of ``calls_per_sample`` calls, after one untimed call."""
         fn, args, k = item.fn, item.args, item.calls_per_sample
-        fn(*args)       # settle: the allocator and caches hold this variant's state, not the last one's
+        fn(*args)  # settle: the allocator and caches hold this variant's state, not the last one's
         rq = self._waits()
         if rq is None:
             start = _ns()
@@ -197,7 +199,7 @@ class CudaTimer:
         import torch
 
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
-        l2 = int(getattr(props, "L2_cache_size", 0) or 64 * 2 ** 20)
+        l2 = int(getattr(props, "L2_cache_size", 0) or 64 * 2**20)
         self.flush_buf = torch.empty(2 * l2 // 4 + 1, dtype=torch.float32, device="cuda")
         self.start = torch.cuda.Event(enable_timing=True)
         self.end = torch.cuda.Event(enable_timing=True)
@@ -252,10 +254,10 @@ class InterleavedResult:
     measurements: dict[str, Measurement]
     rounds: int
     orders: tuple[tuple[str, ...], ...]
-    failures: dict[str, tuple[str, str]] = field(default_factory=dict)   # name -> (status, reason)
+    failures: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (status, reason)
     state_changes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     spent_s: float = 0.0
-    looks: tuple[int, ...] = ()          # the round counts at which the decision was looked at
+    looks: tuple[int, ...] = ()  # the round counts at which the decision was looked at
 
     def paired(self, a: str, b: str) -> tuple[np.ndarray, np.ndarray]:
         return (np.asarray(self.measurements[a].samples_ms), np.asarray(self.measurements[b].samples_ms))
@@ -272,8 +274,16 @@ class TimingSession:
     inputs (``mutating``) times on a private copy restored before each sample, outside the rotation
     of input copies, so it cannot corrupt the others' inputs."""
 
-    def __init__(self, items: list[Timed], timer: Timer, *, seed: int = 0, limit_s: float | None = None,
-                 mutating: tuple[str, ...] = (), before_sample: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        items: list[Timed],
+        timer: Timer,
+        *,
+        seed: int = 0,
+        limit_s: float | None = None,
+        mutating: tuple[str, ...] = (),
+        before_sample: Callable[[], None] | None = None,
+    ) -> None:
         self.items = list(items)
         self.timer = timer
         self.rng = np.random.default_rng(seed)
@@ -286,7 +296,7 @@ class TimingSession:
         self.looks: list[int] = []
         self.collected = False
         self.mutating = set(mutating)
-        self.before_sample = before_sample     # e.g. restore a stateful step's snapshot: outside the timed region
+        self.before_sample = before_sample  # e.g. restore a stateful step's snapshot: outside the timed region
         self.pristine = {it.name: _clone(it.args) for it in items if it.name in self.mutating}
         self.pool_names = [it.name for it in items if it.name not in self.mutating]
         self.pool = [it.args for it in items if it.name not in self.mutating]
@@ -308,12 +318,12 @@ class TimingSession:
         start = clock()
         gc_was_enabled = gc.isenabled()
         if not getattr(self.timer, "measures", True):
-            gc_was_enabled = False              # a fake clock: nothing to keep quiet
+            gc_was_enabled = False  # a fake clock: nothing to keep quiet
         elif not self.collected:
-            gc.collect()             # once: a full collection costs tens of ms with torch loaded
+            gc.collect()  # once: a full collection costs tens of ms with torch loaded
             self.collected = True
         if gc_was_enabled:
-            gc.disable()             # tensors are freed by reference counting; cycles wait till the end
+            gc.disable()  # tensors are freed by reference counting; cycles wait till the end
         watch = SettingsWatch()
         try:
             with CallDeadline(self.limit_s or 1e9) as deadline:
@@ -333,8 +343,8 @@ class TimingSession:
             return False
         r = self.rounds
         pool_items = [it for it in active if it.name not in self.mutating]
-        for i, it in enumerate(pool_items):       # rotate the input copies: no variant keeps the
-            it.args = self.pool[(i + r) % len(self.pool)]   # luckiest memory placement for itself
+        for i, it in enumerate(pool_items):  # rotate the input copies: no variant keeps the
+            it.args = self.pool[(i + r) % len(self.pool)]  # luckiest memory placement for itself
         order = [active[i] for i in self.rng.permutation(len(active))]
         self.orders.append(tuple(it.name for it in order))
         for it in order:
@@ -354,8 +364,12 @@ class TimingSession:
             deadline.disarm()
         except VariantTimeout:
             deadline.disarm()
-            self._drop(it, "timeout", f"a call during the timed rounds did not return within {self.limit_s:g} s "
-                                      f"(round {self.rounds}); not timed (raise time_limit_s if it is just slow)")
+            self._drop(
+                it,
+                "timeout",
+                f"a call during the timed rounds did not return within {self.limit_s:g} s "
+                f"(round {self.rounds}); not timed (raise time_limit_s if it is just slow)",
+            )
             return
         except KeyboardInterrupt:
             deadline.disarm()
@@ -372,7 +386,7 @@ class TimingSession:
         self.samples[it.name].append(ms)
 
     def _drop(self, it: Timed, status: str, reason: str) -> None:
-        self.failures[it.name] = (status, reason)      # the survivors stay paired round by round
+        self.failures[it.name] = (status, reason)  # the survivors stay paired round by round
 
     def result(self) -> InterleavedResult:
         ms = {}
@@ -380,12 +394,22 @@ class TimingSession:
         for it in self.active:
             samples = self.samples[it.name][:n]
             if samples:
-                ms[it.name] = Measurement(tuple(samples), label=it.name, timer=self.timer.timer,
-                                          calls_per_sample=it.calls_per_sample,
-                                          timer_resolution_ms=self.timer.resolution_ms / it.calls_per_sample)
-        return InterleavedResult(ms, self.rounds, tuple(self.orders), dict(self.failures),
-                                 {k: tuple(v) for k, v in self.state_changes.items()}, self.spent_s,
-                                 tuple(self.looks))
+                ms[it.name] = Measurement(
+                    tuple(samples),
+                    label=it.name,
+                    timer=self.timer.timer,
+                    calls_per_sample=it.calls_per_sample,
+                    timer_resolution_ms=self.timer.resolution_ms / it.calls_per_sample,
+                )
+        return InterleavedResult(
+            ms,
+            self.rounds,
+            tuple(self.orders),
+            dict(self.failures),
+            {k: tuple(v) for k, v in self.state_changes.items()},
+            self.spent_s,
+            tuple(self.looks),
+        )
 
 
 def _clone(args: Any) -> Any:
@@ -401,9 +425,16 @@ def _describe_exit(exc: BaseException) -> str:
     return f"raised {type(exc).__name__}: {text}" if text else f"raised {type(exc).__name__}"
 
 
-def run_interleaved(items: list[Timed], timer: Timer, *, min_rounds: int = 10,
-                    max_rounds: int = 60, budget_s: float = 5.0, seed: int = 0,
-                    limit_s: float | None = None) -> InterleavedResult:
+def run_interleaved(
+    items: list[Timed],
+    timer: Timer,
+    *,
+    min_rounds: int = 10,
+    max_rounds: int = 60,
+    budget_s: float = 5.0,
+    seed: int = 0,
+    limit_s: float | None = None,
+) -> InterleavedResult:
     """Rounds until ``budget_s`` is spent (at least ``min_rounds``, at most ``max_rounds``)."""
     session = TimingSession(items, timer, seed=seed, limit_s=limit_s)
     session.run(min_rounds=min_rounds, max_rounds=max_rounds, budget_s=budget_s)

@@ -5,6 +5,7 @@ reference, where ``scale = max(1, rms(ref))`` so that outputs of large magnitude
 cancellation are not judged against an absolute tolerance meant for values near 1.
 The table is written into every comparison so a reader knows what "correct" meant.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,12 +21,15 @@ DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     "complex128": (1e-9, 1e-9),
     "complex64": (1e-4, 1e-5),
 }
-EXACT = (0.0, 0.0)   # integer and boolean outputs must match exactly
+EXACT = (0.0, 0.0)  # integer and boolean outputs must match exactly
 
 # unit roundoff of the precisions a variant might silently drop to (TF32 shares float16's mantissa)
 UNIT_ROUNDOFF: dict[str, float] = {
-    "float64": 2.0 ** -53, "float32": 2.0 ** -24, "float16": 2.0 ** -11,
-    "tf32": 2.0 ** -11, "bfloat16": 2.0 ** -8,
+    "float64": 2.0**-53,
+    "float32": 2.0**-24,
+    "float16": 2.0**-11,
+    "tf32": 2.0**-11,
+    "bfloat16": 2.0**-8,
 }
 LOWER_PRECISIONS: dict[str, tuple[str, ...]] = {
     "float64": ("float32", "float16", "bfloat16"),
@@ -73,6 +77,7 @@ GRADIENT_TOLERANCES: dict[str, tuple[float, float]] = {
 
 
 def gradient_tolerance_overrides(
-        overrides: dict[str, tuple[float, float]] | None = None) -> dict[str, tuple[float, float]]:
+    overrides: dict[str, tuple[float, float]] | None = None,
+) -> dict[str, tuple[float, float]]:
     """The table gradients are checked against: GRADIENT_TOLERANCES, then the user's overrides."""
     return {**GRADIENT_TOLERANCES, **(overrides or {})}

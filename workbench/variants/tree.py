@@ -3,6 +3,7 @@
 Paths read like Python (``out[1]['logits']``) so that a correctness report says which output
 was wrong.  Tensors are found by duck type to keep this module importable without torch.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Iterator
@@ -68,7 +69,7 @@ def to_reference_precision(obj: Any, dtype_name: str = "float64") -> Any:
 
     target = {"float64": torch.float64}[dtype_name]
 
-    def cast(t: Any) -> Any:          # always a copy: a reference that writes its inputs harms no one
+    def cast(t: Any) -> Any:  # always a copy: a reference that writes its inputs harms no one
         if t.is_floating_point():
             return t.detach().to(target, copy=True)
         if t.is_complex():
@@ -95,7 +96,7 @@ def poison_tensors(obj: Any) -> None:
             elif t.dtype.is_signed and t.dtype.itemsize >= 2:
                 t.detach().fill_(-12345)
         except Exception:  # noqa: BLE001
-            pass   # a view that cannot be written (expanded, read-only, sparse): nothing to poison
+            pass  # a view that cannot be written (expanded, read-only, sparse): nothing to poison
 
 
 def poison_allocator(template: Any, copies: int = 4) -> list[Any]:

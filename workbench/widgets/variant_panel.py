@@ -14,6 +14,7 @@ only after some later cell ran, below that cell).  So in a notebook the button s
 winner's code, ready to copy, and ``panel.insert_winner()`` run in a cell puts it in a new cell
 below; in a terminal IPython the button inserts directly.
 """
+
 from __future__ import annotations
 
 import html
@@ -27,12 +28,12 @@ if TYPE_CHECKING:
     import ipywidgets
     from IPython.core.interactiveshell import InteractiveShell
 
-    from workbench.hypotheses.hypothesis import Hypothesis
     from workbench.api.run import ProfileRun
+    from workbench.hypotheses.hypothesis import Hypothesis
     from workbench.variants.decision import DecisionRecord
     from workbench.variants.results import Comparison
 
-BASELINE = "eager"          # the baseline's row in the panel's comparison
+BASELINE = "eager"  # the baseline's row in the panel's comparison
 
 
 def pick_hypothesis(hypotheses: Iterable[Hypothesis], name: str, *, registry_variant: bool) -> Hypothesis | None:
@@ -60,11 +61,20 @@ class VariantPanel:
     Candidates: the registry variants the hypotheses (or ``suggested``) name, then the user's.
     """
 
-    def __init__(self, fn: Callable[..., Any], inputs: Any, *, run: ProfileRun | None = None, suggested: Iterable[str] = (),
-                 hypotheses: Iterable[Hypothesis] = (), user_variants: Mapping[str, Callable[..., Any] | Variant] | None = None,
-                 shell: InteractiveShell | None = None,
-                 fn_name: str | None = None, compare_options: Mapping[str, Any] | None = None,
-                 end_to_end_ms: float | None = None):
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        inputs: Any,
+        *,
+        run: ProfileRun | None = None,
+        suggested: Iterable[str] = (),
+        hypotheses: Iterable[Hypothesis] = (),
+        user_variants: Mapping[str, Callable[..., Any] | Variant] | None = None,
+        shell: InteractiveShell | None = None,
+        fn_name: str | None = None,
+        compare_options: Mapping[str, Any] | None = None,
+        end_to_end_ms: float | None = None,
+    ):
         import ipywidgets as widgets
 
         self.fn, self.inputs, self.shell = fn, inputs, shell
@@ -80,23 +90,32 @@ class VariantPanel:
         if BASELINE in (user_variants or {}):
             from workbench.errors import InvalidArgumentError
 
-            raise InvalidArgumentError(f"{BASELINE!r} names the baseline's row (fn itself); call your variant "
-                                       f"something else")
+            raise InvalidArgumentError(
+                f"{BASELINE!r} names the baseline's row (fn itself); call your variant something else"
+            )
         self.user_names = set(user_variants or {})
         self.candidates = self._candidates(named, user_variants or {})
         self.rows: dict[str, dict[str, Any]] = {}
-        self.comparison: Comparison | None = None          # the last run's comparison (all chosen variants)
-        self.comparisons: dict[str, Comparison] = {}       # variant name -> the comparison it was in
-        self.decisions: dict[str, DecisionRecord] = {}     # variant name -> its decision record
-        self.checkboxes = {n: self._checkbox(n, v, suggested=n in self.suggested, yours=n in self.user_names)
-                           for n, v in self.candidates.items()}
-        self.run_button = widgets.Button(description="Run selected", button_style="primary", icon="play",
-                                   layout=widgets.Layout(width="auto"))
+        self.comparison: Comparison | None = None  # the last run's comparison (all chosen variants)
+        self.comparisons: dict[str, Comparison] = {}  # variant name -> the comparison it was in
+        self.decisions: dict[str, DecisionRecord] = {}  # variant name -> its decision record
+        self.checkboxes = {
+            n: self._checkbox(n, v, suggested=n in self.suggested, yours=n in self.user_names)
+            for n, v in self.candidates.items()
+        }
+        self.run_button = widgets.Button(
+            description="Run selected", button_style="primary", icon="play", layout=widgets.Layout(width="auto")
+        )
         self.in_front_end = self._in_front_end()
         label = "Show the winner's code" if self.in_front_end else "Insert winner in a new cell"
-        self.insert_button = widgets.Button(description=label, disabled=True, layout=widgets.Layout(width="auto"),
-                                      tooltip="in a notebook: shows the code; run panel.insert_winner() in a "
-                                              "cell to put it in a new cell" if self.in_front_end else label)
+        self.insert_button = widgets.Button(
+            description=label,
+            disabled=True,
+            layout=widgets.Layout(width="auto"),
+            tooltip="in a notebook: shows the code; run panel.insert_winner() in a cell to put it in a new cell"
+            if self.in_front_end
+            else label,
+        )
         self.progress = widgets.IntProgress(value=0, min=0, max=1, description="progress")
         self.status = widgets.HTML("")
         self.table = widgets.HTML(self._table_html())
@@ -106,23 +125,36 @@ class VariantPanel:
         self.run_button.on_click(lambda _: self.run())
         self.insert_button.on_click(lambda _: self.insert_winner())
         # the winner's code sits right under its button; the table, chart and records below
-        self.widget = widgets.VBox([widgets.HTML("<b>Variants</b>"), widgets.VBox(list(self.checkboxes.values())),
-                              widgets.HBox([self.run_button, self.insert_button]), self.code, self.progress,
-                              self.status, self.table, self.chart, self.records])
+        self.widget = widgets.VBox(
+            [
+                widgets.HTML("<b>Variants</b>"),
+                widgets.VBox(list(self.checkboxes.values())),
+                widgets.HBox([self.run_button, self.insert_button]),
+                self.code,
+                self.progress,
+                self.status,
+                self.table,
+                self.chart,
+                self.records,
+            ]
+        )
 
     # -- building ----------------------------------------------------------------------
-    def _candidates(self, suggested: Iterable[str], user: Mapping[str, Callable[..., Any] | Variant]) -> dict[str, Variant]:
+    def _candidates(
+        self, suggested: Iterable[str], user: Mapping[str, Callable[..., Any] | Variant]
+    ) -> dict[str, Variant]:
         out: dict[str, Variant] = {}
         for name in suggested:
             if name in ("eager", "triton") or name in out or name in user:
-                continue                         # eager is the baseline; triton needs a launcher
+                continue  # eager is the baseline; triton needs a launcher
             out[name] = registry.build(name, self.fn)
         for name, obj in user.items():
             out[name] = obj if isinstance(obj, Variant) else Variant(name=name, fn=obj)
         return out
 
-    def _checkbox(self, name: str, variant: Variant, *, suggested: bool = False,
-                  yours: bool = False) -> ipywidgets.Checkbox:
+    def _checkbox(
+        self, name: str, variant: Variant, *, suggested: bool = False, yours: bool = False
+    ) -> ipywidgets.Checkbox:
         """A variant's box: checked when the diagnosis suggests it or it is yours; disabled, with
         the reason, where it cannot run here."""
         import ipywidgets as widgets
@@ -133,8 +165,13 @@ class VariantPanel:
             label = f"{name} (suggested by the diagnosis)"
         elif reason is None and yours:
             label = f"{name} (yours)"
-        return widgets.Checkbox(value=(suggested or yours) and reason is None, description=label,
-                                disabled=reason is not None, indent=False, layout=widgets.Layout(width="auto"))
+        return widgets.Checkbox(
+            value=(suggested or yours) and reason is None,
+            description=label,
+            disabled=reason is not None,
+            indent=False,
+            layout=widgets.Layout(width="auto"),
+        )
 
     def _shell(self) -> InteractiveShell | None:
         if self.shell is not None:
@@ -213,19 +250,25 @@ class VariantPanel:
                 if user_say is not None:
                     user_say(stage, detail)
 
-            if "hypothesis" not in options:       # the record's lead: the first chosen variant's hypothesis
-                options["hypothesis"] = next((h for h in (self.hypothesis_for(n) for n in chosen) if h is not None),
-                                             None)
-            with captured_native_stderr():    # the profiler's native lines, shown only on a failure
-                cmp = compare({BASELINE: self.fn, **{n: self.candidates[n] for n in chosen}}, self.inputs,
-                              baseline=BASELINE, progress=both, **options)
+            if "hypothesis" not in options:  # the record's lead: the first chosen variant's hypothesis
+                options["hypothesis"] = next(
+                    (h for h in (self.hypothesis_for(n) for n in chosen) if h is not None), None
+                )
+            with captured_native_stderr():  # the profiler's native lines, shown only on a failure
+                cmp = compare(
+                    {BASELINE: self.fn, **{n: self.candidates[n] for n in chosen}},
+                    self.inputs,
+                    baseline=BASELINE,
+                    progress=both,
+                    **options,
+                )
         except KeyboardInterrupt:
-            self.status.value = (f"interrupted while running {label}: nothing was kept (the table shows the "
-                                 "previous run, if any)")
+            self.status.value = (
+                f"interrupted while running {label}: nothing was kept (the table shows the previous run, if any)"
+            )
             return
         except Exception as exc:  # noqa: BLE001 - say it in place; the kernel stays usable
-            self.status.value = (f"{label} failed: {html.escape(type(exc).__name__)}: "
-                                 f"{html.escape(str(exc))}")
+            self.status.value = f"{label} failed: {html.escape(type(exc).__name__)}: {html.escape(str(exc))}"
             return
         finally:
             self.run_button.disabled = False
@@ -253,9 +296,14 @@ class VariantPanel:
         from workbench.variants.record_builder import build_record
 
         settings = dict(cmp.settings or {})
-        return build_record([cmp[cmp.baseline], cmp[name]], cmp.baseline, hypothesis=hypothesis,
-                            problem=str(settings.get("problem", "") or ""),
-                            notes=list(settings.get("notes", ()) or ()), settings=settings)
+        return build_record(
+            [cmp[cmp.baseline], cmp[name]],
+            cmp.baseline,
+            hypothesis=hypothesis,
+            problem=str(settings.get("problem", "") or ""),
+            notes=list(settings.get("notes", ()) or ()),
+            settings=settings,
+        )
 
     def _show_records(self) -> None:
         """A decision record per variant under the table, drawn by ``workbench.render``: the
@@ -266,9 +314,11 @@ class VariantPanel:
         parts = []
         for name, record in sorted(self.decisions.items(), key=lambda kv: kv[0] != win):
             state = " open" if name == win or len(self.decisions) == 1 else ""
-            parts.append(f"<details{state} class='workbench-decision'><summary><b>Decision record: "
-                         f"{html.escape(name)}</b> — {html.escape(record.decision)}</summary>"
-                         f"{render.html(record)}</details>")
+            parts.append(
+                f"<details{state} class='workbench-decision'><summary><b>Decision record: "
+                f"{html.escape(name)}</b> — {html.escape(record.decision)}</summary>"
+                f"{render.html(record)}</details>"
+            )
         self.records.value = "".join(parts)
 
     def _draw_chart(self) -> None:
@@ -276,6 +326,7 @@ class VariantPanel:
         samples = dict(self.comparison.samples_ms) if self.comparison is not None else {}
         try:
             import vl_convert as vlc
+
             from workbench.charts.comparison import comparison_chart
             from workbench.charts.offline import chart_spec
 
@@ -284,8 +335,11 @@ class VariantPanel:
             self.chart.value = f"<i>chart not drawn: {html.escape(type(exc).__name__)}: {html.escape(str(exc))}</i>"
 
     def winner(self) -> str | None:
-        keep = [r for r in self.rows.values() if r.get("decision") in ("keep", "keep_guarded")
-                and r["variant"] in self.candidates]
+        keep = [
+            r
+            for r in self.rows.values()
+            if r.get("decision") in ("keep", "keep_guarded") and r["variant"] in self.candidates
+        ]
         return max(keep, key=lambda r: r["speedup"])["variant"] if keep else None
 
     def winner_code(self) -> str | None:
@@ -294,8 +348,10 @@ class VariantPanel:
             return None
         v = self.candidates[name]
         if name in registry.names():
-            return (f"# {name}: {self.rows[name]['reason']}\n"
-                    f"{self.fn_name}_fast = wb.variants.build({name!r}, {self.fn_name})\n")
+            return (
+                f"# {name}: {self.rows[name]['reason']}\n"
+                f"{self.fn_name}_fast = wb.variants.build({name!r}, {self.fn_name})\n"
+            )
         try:
             return f"# {name}: {self.rows[name]['reason']}\n" + inspect.getsource(v.fn)
         except (OSError, TypeError):
@@ -319,9 +375,11 @@ class VariantPanel:
         elif shell is None:
             self.status.value = f"the code of {name} is below (no IPython shell to insert it into): copy it"
         else:
-            self.status.value = (f"the code of {name} is below, ready to copy; a button cannot create a cell in "
-                                 "JupyterLab, so run <code>panel.insert_winner()</code> in a cell (with your "
-                                 "panel's name) to put it in a new cell below that one")
+            self.status.value = (
+                f"the code of {name} is below, ready to copy; a button cannot create a cell in "
+                "JupyterLab, so run <code>panel.insert_winner()</code> in a cell (with your "
+                "panel's name) to put it in a new cell below that one"
+            )
 
     def _ipython_display_(self) -> None:
         from IPython.display import display

@@ -13,6 +13,7 @@ code runs on the device of ``make_inputs(device=...)``.
     x, w = demo.make_inputs()
     out = demo.workload(x, w)
 """
+
 from __future__ import annotations
 
 import math
@@ -20,17 +21,22 @@ from typing import Any
 
 from workbench.errors import InvalidArgumentError
 
-ROWS = 1024            # rows of the activation
-HIDDEN = 1024          # columns of the activation = rows of the weight
-OUT_FEATURES = 256     # columns of the weight
-TINY_LOOP_STEPS = 48   # iterations of the tiny-op loop
-TINY_SLICE = 16        # rows touched per tiny-op step
+ROWS = 1024  # rows of the activation
+HIDDEN = 1024  # columns of the activation = rows of the weight
+OUT_FEATURES = 256  # columns of the weight
+TINY_LOOP_STEPS = 48  # iterations of the tiny-op loop
+TINY_SLICE = 16  # rows touched per tiny-op step
 SEED = 0
 
 
 def make_inputs(
-    rows: int = ROWS, hidden: int = HIDDEN, out_features: int = OUT_FEATURES, *,
-    device: str = "cpu", dtype: Any = None, seed: int = SEED,
+    rows: int = ROWS,
+    hidden: int = HIDDEN,
+    out_features: int = OUT_FEATURES,
+    *,
+    device: str = "cpu",
+    dtype: Any = None,
+    seed: int = SEED,
 ) -> tuple[Any, Any]:
     """Fresh random ``(x, w)``: activation ``[rows, hidden]`` and weight ``[hidden, out_features]``."""
     import torch
@@ -73,7 +79,7 @@ def tiny_op_loop(h: Any, steps: int = TINY_LOOP_STEPS) -> Any:
     acc = h[:TINY_SLICE].clone()
     for i in range(steps):
         row = (i * TINY_SLICE) % max(1, h.shape[0] - TINY_SLICE)
-        acc = acc + h[row:row + TINY_SLICE] * 0.01
+        acc = acc + h[row : row + TINY_SLICE] * 0.01
         acc = acc.clamp(-10.0, 10.0)
     return acc.sum(dim=0)
 

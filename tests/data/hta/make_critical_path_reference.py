@@ -11,6 +11,7 @@ the weights of the edges on the path, as ``get_critical_path_breakdown`` gives t
 edges, the share per ``bound_by`` (``summary()``), the window and the seconds HTA took; or the error.
 Writes ``critical_path.json`` beside this script.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,7 +29,13 @@ CASES = [
     ("hta_simple_add", "hta_simple_add", 0, ALEXNET_FORWARD, 1),
     ("hta_a100_alexnet", "hta_a100_alexnet", 0, ALEXNET_FORWARD, 1),
     ("hta_event_sync", "hta_event_sync", 0, "ProfilerStep", 0),
-    ("hta_event_sync_multistream", "hta_event_sync_multistream", 0, "", None),  # no ProfilerStep: HTA's test's whole trace
+    (
+        "hta_event_sync_multistream",
+        "hta_event_sync_multistream",
+        0,
+        "",
+        None,
+    ),  # no ProfilerStep: HTA's test's whole trace
     ("hta_a100_ddp_2rank_r0:step0", "hta_a100_ddp_2rank_r0", 0, "ProfilerStep", 0),
     ("hta_a100_ddp_2rank_r0:step1", "hta_a100_ddp_2rank_r0", 0, "ProfilerStep", 1),
     ("hta_a100_torchrec_cudagraph_16rank_r0:step0", "hta_a100_torchrec_cudagraph_16rank_r0", 0, "ProfilerStep", 0),
@@ -74,8 +81,9 @@ def run_one(folder: str, rank: int, annotation: str, instance: int) -> dict:
     shares = edges.groupby("bound_by")["duration"].sum()
     total = float(edges["duration"].sum())
     out["bound_by_us"] = {str(k) or "dependency": float(v) for k, v in shares.items()}
-    out["bound_by_pct"] = {str(k) or "dependency": (100.0 * float(v) / total if total else 0.0)
-                           for k, v in shares.items()}
+    out["bound_by_pct"] = {
+        str(k) or "dependency": (100.0 * float(v) / total if total else 0.0) for k, v in shares.items()
+    }
     out["edge_type_us"] = {str(k): float(v) for k, v in edges.groupby("type")["duration"].sum().items()}
     nodes = [cp.node_list[n] for n in cp.critical_path_nodes]
     out["first_node_ts"], out["last_node_ts"] = float(nodes[0].ts), float(nodes[-1].ts)
@@ -91,14 +99,18 @@ def main() -> None:
     only = set(sys.argv[sys.argv.index("--only") + 1].split(",")) if "--only" in sys.argv else None
     args = [a for i, a in enumerate(sys.argv[1:], 1) if a != "--only" and sys.argv[i - 1] != "--only"]
     traces = Path(args[0] if args else "/work/shared/traces")
-    import hta  # noqa: F401  (fail early outside HTA's venv)
     from importlib.metadata import version
 
-    result = {"made_by": "/tmp/hta/bin/python tests/data/hta/make_critical_path_reference.py " + str(traces),
-              "hta_package": f"traceinsight {version('traceinsight')}",
-              "zero_weight_launch_edges": "HTA default (off)", "cases": {}}
+    import hta  # noqa: F401  (fail early outside HTA's venv)
+
+    result = {
+        "made_by": "/tmp/hta/bin/python tests/data/hta/make_critical_path_reference.py " + str(traces),
+        "hta_package": f"traceinsight {version('traceinsight')}",
+        "zero_weight_launch_edges": "HTA default (off)",
+        "cases": {},
+    }
     out_path = HERE / "critical_path.json"
-    if only is not None and out_path.exists():   # --only CASE,...: rerun those, keep the others
+    if only is not None and out_path.exists():  # --only CASE,...: rerun those, keep the others
         result["cases"] = json.loads(out_path.read_text())["cases"]
     with tempfile.TemporaryDirectory() as tmp:
         for case, tset, rank, annotation, instance in CASES:
@@ -114,8 +126,21 @@ def main() -> None:
             entry = {"trace_set": tset, "rank": rank, "annotation": annotation, "instance": instance}
             for mode, extra in (("rounded", {}), ("noround", {"HTA_DISABLE_NS_ROUNDING": "1"})):
                 env = {**os.environ, **extra}
-                p = subprocess.run([sys.executable, __file__, "--one", str(folder), str(rank), annotation,
-                                    "none" if instance is None else str(instance)], capture_output=True, text=True, env=env, timeout=900)
+                p = subprocess.run(
+                    [
+                        sys.executable,
+                        __file__,
+                        "--one",
+                        str(folder),
+                        str(rank),
+                        annotation,
+                        "none" if instance is None else str(instance),
+                    ],
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                    timeout=900,
+                )
                 lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
                 entry[mode] = json.loads(lines[-1]) if lines else {"error": (p.stderr or "no output")[-300:]}
                 print(case, mode, {k: entry[mode].get(k) for k in ("length_us", "error", "path_s")}, flush=True)

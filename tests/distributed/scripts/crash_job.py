@@ -4,6 +4,7 @@ Rank 1 raises only once rank 0 has written its status (after its trace): torchru
 ranks as soon as one fails, so without the wait a loaded machine could stop rank 0 mid-export and the
 test would see "terminated" instead of the rank that finished.
 """
+
 import os
 import time
 

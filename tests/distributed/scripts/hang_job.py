@@ -1,4 +1,5 @@
 """Rank 1 hangs (sleeps) after one all-reduce; rank 0 finishes."""
+
 import time
 
 import torch

@@ -1,5 +1,6 @@
 """A 2-rank gloo job with a planted straggler: rank $SLOW_RANK does 30 ms of Python work before each
 all-reduce of a tiny tensor. Marks its steps for workbench's step window. Usage: straggler_job.py [STEPS]"""
+
 import os
 import sys
 import time

@@ -1,6 +1,25 @@
 """The rule catalog. Importing this package registers every rule (see ``registry.rule``)."""
+
 from workbench.hypotheses.rules import (  # noqa: F401
-    device_idle, sync, transfer, kernels, precision, allocation, distributed, training,
-    host_ops, host_roofline, timing, torch_compile, sequences, fill_copy, model_structure,
-    measurement, launches, gc_pauses, fresh_pages, trace_coverage, memory,
+    allocation,
+    device_idle,
+    distributed,
+    fill_copy,
+    fresh_pages,
+    gc_pauses,
+    host_ops,
+    host_roofline,
+    kernels,
+    launches,
+    measurement,
+    memory,
+    model_structure,
+    precision,
+    sequences,
+    sync,
+    timing,
+    torch_compile,
+    trace_coverage,
+    training,
+    transfer,
 )

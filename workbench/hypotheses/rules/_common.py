@@ -1,4 +1,5 @@
 """Small helpers the rules share: unit conversion, bounding the stake, evidence rows."""
+
 from __future__ import annotations
 
 from typing import Any, Iterable
@@ -42,6 +43,6 @@ def per_rank_max_us(df: pd.DataFrame, column: str = "dur_us") -> float:
 
 
 def summed_over(df: pd.DataFrame) -> str:
-    """" (summed over N ranks)" when ``df`` holds rows of several ranks, else "": a total over ranks says so."""
+    """ " (summed over N ranks)" when ``df`` holds rows of several ranks, else "": a total over ranks says so."""
     n = int(df["rank"].nunique()) if "rank" in df and not df.empty else 1
     return f" (summed over {n} ranks)" if n > 1 else ""

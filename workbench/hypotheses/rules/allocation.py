@@ -1,5 +1,6 @@
 """Allocation churn: device malloc/free in the steady state, large allocations repeating every
 call, and memory near the device's capacity."""
+
 from __future__ import annotations
 
 import re
@@ -12,8 +13,16 @@ from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 
-MALLOC_NAMES = ("cudaMalloc", "cudaFree", "cudaMallocHost", "cudaFreeHost", "hipMalloc", "hipFree",
-                "cudaMallocAsync", "cudaFreeAsync")
+MALLOC_NAMES = (
+    "cudaMalloc",
+    "cudaFree",
+    "cudaMallocHost",
+    "cudaFreeHost",
+    "hipMalloc",
+    "hipFree",
+    "cudaMallocAsync",
+    "cudaFreeAsync",
+)
 
 
 @rule("device_malloc_in_loop", category="allocation_churn", scope="trace", min_calls=2, min_time_pct=1.0)
@@ -26,18 +35,30 @@ def device_malloc_in_loop(f: TraceFacts, limits):
         return None
     by = calls.groupby("name", as_index=False, observed=True).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
     return Hypothesis(
-        category="allocation_churn", title=f"{len(calls)} device malloc/free calls during the run",
+        category="allocation_churn",
+        title=f"{len(calls)} device malloc/free calls during the run",
         observed=f"{total / 1e3:.2f} ms ({pct(total, f.window_us):.1f}% of the trace) in {', '.join(by['name'].astype(str))}",
         mechanism="The caching allocator cannot reuse blocks (fragmentation, changing sizes, empty_cache) and calls the driver, which synchronises.",
-        evidence=(Evidence("malloc_time_pct", pct(total, f.window_us), "%", limits["min_time_pct"], source="runtime",
-                           rows=rows(by, ["name", "n", "dur_us"], by="dur_us")),
-                  Evidence("malloc_calls", len(calls), "calls", limits["min_calls"], ">=", "runtime")),
+        evidence=(
+            Evidence(
+                "malloc_time_pct",
+                pct(total, f.window_us),
+                "%",
+                limits["min_time_pct"],
+                source="runtime",
+                rows=rows(by, ["name", "n", "dur_us"], by="dur_us"),
+            ),
+            Evidence("malloc_calls", len(calls), "calls", limits["min_calls"], ">=", "runtime"),
+        ),
         time_at_stake_ms=bounded_ms(total, f.window_us),
         predicted_effect="preallocating buffers, fixed shapes, or no torch.cuda.empty_cache() in the loop removes these calls",
         falsifier="run two more steps and count calls: if they do not repeat after warm-up, it was a one-time cost",
-        confounders=("the first step always allocates",), confidence="medium",
+        confounders=("the first step always allocates",),
+        confidence="medium",
         # a CUDA graph replays from a private, preallocated pool: it tests the allocation mechanism
-        suggested_variants=("cuda_graph", "compiled_reduce_overhead"), scope="all ranks")
+        suggested_variants=("cuda_graph", "compiled_reduce_overhead"),
+        scope="all ranks",
+    )
 
 
 def allocating_ops(f: TraceFacts, big: pd.DataFrame) -> pd.DataFrame:
@@ -49,14 +70,15 @@ def allocating_ops(f: TraceFacts, big: pd.DataFrame) -> pd.DataFrame:
     starts, ends = ops["ts_us"].to_numpy(), ops["end_us"].to_numpy()
     order = np.argsort(starts, kind="stable")
     idx = np.searchsorted(starts[order], big["ts_us"].to_numpy(), side="right") - 1
-    hit = (idx >= 0)
+    hit = idx >= 0
     owner = np.where(hit, order[np.clip(idx, 0, None)], -1)
     inside = hit & (ends[np.clip(owner, 0, None)] >= big["ts_us"].to_numpy())
     alloc = pd.DataFrame({"op": owner[inside], "alloc_bytes": big["bytes"].to_numpy()[inside]})
     per_op = alloc.groupby("op", as_index=False)["alloc_bytes"].sum()
     picked = ops.iloc[per_op["op"].to_numpy()]
-    found = picked.reset_index(drop=True).assign(alloc_bytes=per_op["alloc_bytes"].to_numpy(),
-                                                 op_label=picked.index.to_numpy())
+    found = picked.reset_index(drop=True).assign(
+        alloc_bytes=per_op["alloc_bytes"].to_numpy(), op_label=picked.index.to_numpy()
+    )
     # the least time an op needs: its roof, and at least writing what it allocated once
     write_us = found["alloc_bytes"] / (f.ceiling.memory_gbps * 1e3)
     floor_us = np.fmax(found["roof_us"].to_numpy(dtype=float), write_us.to_numpy())
@@ -64,8 +86,10 @@ def allocating_ops(f: TraceFacts, big: pd.DataFrame) -> pd.DataFrame:
 
 
 # ops whose whole work is making a buffer: a copy of data that already exists, or a constant fill
-COPY_OR_FILL_OPS = re.compile(r"^aten::(?:clone|copy_|_to_copy|to|contiguous|cat|stack|full|full_like|zeros|zeros_like|"
-                              r"ones|ones_like|empty|empty_like|new_\w+|fill_|zero_|repeat|tile)$")
+COPY_OR_FILL_OPS = re.compile(
+    r"^aten::(?:clone|copy_|_to_copy|to|contiguous|cat|stack|full|full_like|zeros|zeros_like|"
+    r"ones|ones_like|empty|empty_like|new_\w+|fill_|zero_|repeat|tile)$"
+)
 
 
 def fresh_copy_or_fill_ops(f: TraceFacts, large_bytes: float = 32 << 20) -> pd.Index:
@@ -106,8 +130,14 @@ def allocation_excess_us(f: TraceFacts, large_bytes: float = 32 << 20) -> pd.Ser
 
 # glibc's dynamic mmap threshold rises to at most 32 MiB on 64-bit: smaller freed blocks are reused
 # from the heap, larger ones are mapped (and page-faulted) afresh on every allocation.
-@rule("large_allocations_repeat", category="allocation_churn", scope="trace",
-      large_bytes=32 << 20, min_per_call=1.0, min_time_pct=10.0)
+@rule(
+    "large_allocations_repeat",
+    category="allocation_churn",
+    scope="trace",
+    large_bytes=32 << 20,
+    min_per_call=1.0,
+    min_time_pct=10.0,
+)
 def large_allocations_repeat(f: TraceFacts, limits):
     """Large host buffers are allocated afresh on every call, and the ops making them run far below their roof."""
     mem = f.memory
@@ -125,23 +155,46 @@ def large_allocations_repeat(f: TraceFacts, limits):
     if share < limits["min_time_pct"]:
         return None
     by = found.groupby("name", as_index=False, observed=True).agg(
-        n=("dur_us", "size"), alloc_bytes=("alloc_bytes", "sum"), dur_us=("dur_us", "sum"), excess_us=("excess_us", "sum"))
+        n=("dur_us", "size"),
+        alloc_bytes=("alloc_bytes", "sum"),
+        dur_us=("dur_us", "sum"),
+        excess_us=("excess_us", "sum"),
+    )
     return Hypothesis(
-        category="allocation_churn", title=f"{len(big)} allocations of >= {limits['large_bytes'] / 2**20:.0f} MiB repeat during the run",
+        category="allocation_churn",
+        title=f"{len(big)} allocations of >= {limits['large_bytes'] / 2**20:.0f} MiB repeat during the run",
         observed=f"{per_call:.1f} large allocations per call; the ops that make them take {stake_us / 1e3:.2f} ms more than "
-                 f"moving their bytes at the ceiling needs ({share:.0f}% of the trace)",
+        f"moving their bytes at the ceiling needs ({share:.0f}% of the trace)",
         mechanism="Fresh large buffers each call pay for allocation and first-touch page faults (on CPU, mmap/munmap "
-                  "and zeroing of every page), on top of the op's work.",
-        evidence=(Evidence("large_allocs_per_call", per_call, "allocs", limits["min_per_call"], ">=", "memory",
-                           rows=rows(big, ["ts_us", "bytes", "total_allocated"], by="bytes")),
-                  Evidence("allocation_excess_pct", share, "%", limits["min_time_pct"], source="cpu_ops containing them + analytic work",
-                           rows=rows(by, ["name", "n", "alloc_bytes", "dur_us", "excess_us"], by="excess_us"))),
+        "and zeroing of every page), on top of the op's work.",
+        evidence=(
+            Evidence(
+                "large_allocs_per_call",
+                per_call,
+                "allocs",
+                limits["min_per_call"],
+                ">=",
+                "memory",
+                rows=rows(big, ["ts_us", "bytes", "total_allocated"], by="bytes"),
+            ),
+            Evidence(
+                "allocation_excess_pct",
+                share,
+                "%",
+                limits["min_time_pct"],
+                source="cpu_ops containing them + analytic work",
+                rows=rows(by, ["name", "n", "alloc_bytes", "dur_us", "excess_us"], by="excess_us"),
+            ),
+        ),
         time_at_stake_ms=bounded_ms(stake_us / calls, f.window_us / calls),
         predicted_effect="reusing a preallocated buffer (out= arguments, in-place ops) removes the allocation and fault cost",
         falsifier="preallocate the buffer once outside the loop (out= arguments, in-place ops): if the time per call does not "
-                  "fall, allocation was not the cost (no variant in the registry preallocates: that experiment is your own rewrite)",
+        "fall, allocation was not the cost (no variant in the registry preallocates: that experiment is your own rewrite)",
         confounders=("the excess over the roof may also be cache misses or a slow kernel, not allocation",),
-        confidence="medium", suggested_variants=(), scope="host thread")
+        confidence="medium",
+        suggested_variants=(),
+        scope="host thread",
+    )
 
 
 @rule("memory_near_capacity", category="allocation_churn", scope="trace", max_fraction=0.9)
@@ -161,16 +214,28 @@ def memory_near_capacity(f: TraceFacts, limits):
     retry_us = float(calls["dur_us"].sum())
     by = calls.groupby("name", as_index=False, observed=True).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
     return Hypothesis(
-        category="allocation_churn", title=f"Reserved memory reaches {frac:.0%} of the device",
+        category="allocation_churn",
+        title=f"Reserved memory reaches {frac:.0%} of the device",
         observed=f"peak reserved {peak / 2**30:.2f} GiB of {max(caps) / 2**30:.2f} GiB; "
-                 f"{len(calls)} device malloc/free calls, {retry_us / 1e3:.2f} ms",
+        f"{len(calls)} device malloc/free calls, {retry_us / 1e3:.2f} ms",
         mechanism="Near capacity the caching allocator frees and retries (cudaFree + cudaMalloc, synchronising).",
-        evidence=(Evidence("peak_reserved_fraction", frac, "fraction", limits["max_fraction"], ">=", "memory"),
-                  Evidence("allocator_driver_us", retry_us, "us", source="runtime (device malloc/free calls)",
-                           rows=rows(by, ["name", "n", "dur_us"], by="dur_us"))),
-        time_at_stake_ms=bounded_ms(retry_us, f.window_us), predicted_effect="a smaller batch or activation checkpointing leaves headroom; allocator retries disappear",
+        evidence=(
+            Evidence("peak_reserved_fraction", frac, "fraction", limits["max_fraction"], ">=", "memory"),
+            Evidence(
+                "allocator_driver_us",
+                retry_us,
+                "us",
+                source="runtime (device malloc/free calls)",
+                rows=rows(by, ["name", "n", "dur_us"], by="dur_us"),
+            ),
+        ),
+        time_at_stake_ms=bounded_ms(retry_us, f.window_us),
+        predicted_effect="a smaller batch or activation checkpointing leaves headroom; allocator retries disappear",
         falsifier="check torch.cuda.memory_stats()['num_alloc_retries']: zero means no retries happened",
-        confounders=("reserved includes cached blocks that are free",), confidence="low", scope="all ranks")
+        confounders=("reserved includes cached blocks that are free",),
+        confidence="low",
+        scope="all ranks",
+    )
 
 
 def growth_steps(f: TraceFacts) -> pd.DataFrame:
@@ -184,8 +249,13 @@ def growth_steps(f: TraceFacts) -> pd.DataFrame:
     return cache["growth_steps"]
 
 
-@rule("buffer_grown_by_concatenation", category="allocation_churn", scope="trace", min_steps_per_call=3.0,
-      min_time_pct=10.0)
+@rule(
+    "buffer_grown_by_concatenation",
+    category="allocation_churn",
+    scope="trace",
+    min_steps_per_call=3.0,
+    min_time_pct=10.0,
+)
 def buffer_grown_by_concatenation(f: TraceFacts, limits):
     """A buffer is grown by concatenation in a loop: every step allocates a larger buffer and copies all of it."""
     from workbench.analysis.allocations import growth_summary
@@ -203,21 +273,35 @@ def buffer_grown_by_concatenation(f: TraceFacts, limits):
         category="allocation_churn",
         title=f"A buffer grown by concatenation: {summary['steps'] / calls:.0f} torch.cat calls per call, each copying all before it",
         observed=f"{summary['steps']} growth steps in {summary['chains']} chain(s) write {summary['written_numel']:,.0f} elements "
-                 f"to keep {summary['kept_numel']:,.0f}; they take {summary['dur_us'] / 1e3:.2f} ms ({share:.0f}% of the trace)",
+        f"to keep {summary['kept_numel']:,.0f}; they take {summary['dur_us'] / 1e3:.2f} ms ({share:.0f}% of the trace)",
         mechanism="Each cat allocates a fresh buffer one chunk larger than the last and copies everything gathered so "
-                  "far into it: the allocations (fresh pages, on CPU mmap and page faults above the allocator's "
-                  "threshold) and the copies grow with the square of the chunk count.",
-        evidence=(Evidence("growth_steps_per_call", summary["steps"] / calls, "cats", limits["min_steps_per_call"], ">=",
-                           "cpu_ops (a cat fed its previous output)",
-                           rows=rows(by, ["step", "input_dims", "out_numel", "dur_us"])),
-                  Evidence("growth_time_pct", share, "%", limits["min_time_pct"], ">=", "cpu_ops"),
-                  Evidence("removable_fraction", summary["removable_fraction"], "fraction",
-                           source="1 - elements kept / elements written")),
+        "far into it: the allocations (fresh pages, on CPU mmap and page faults above the allocator's "
+        "threshold) and the copies grow with the square of the chunk count.",
+        evidence=(
+            Evidence(
+                "growth_steps_per_call",
+                summary["steps"] / calls,
+                "cats",
+                limits["min_steps_per_call"],
+                ">=",
+                "cpu_ops (a cat fed its previous output)",
+                rows=rows(by, ["step", "input_dims", "out_numel", "dur_us"]),
+            ),
+            Evidence("growth_time_pct", share, "%", limits["min_time_pct"], ">=", "cpu_ops"),
+            Evidence(
+                "removable_fraction",
+                summary["removable_fraction"],
+                "fraction",
+                source="1 - elements kept / elements written",
+            ),
+        ),
         time_at_stake_ms=bounded_ms(removable, total),
         predicted_effect="collecting the chunks in a list and concatenating once (or writing into a preallocated buffer) "
-                         "writes each element once; the cat time falls by about the removable fraction",
+        "writes each element once; the cat time falls by about the removable fraction",
         falsifier="collect the chunks in a Python list and call torch.cat once at the end: if the time per call does "
-                  "not fall, the growth was not the cost (no variant in the registry rewrites this: it is your own rewrite)",
+        "not fall, the growth was not the cost (no variant in the registry rewrites this: it is your own rewrite)",
         confounders=("the chunks may legitimately depend on the buffer so far (then preallocate and fill slices)",),
         confidence="high" if summary["removable_fraction"] > 0.5 else "medium",
-        suggested_variants=(), scope="host thread")
+        suggested_variants=(),
+        scope="host thread",
+    )

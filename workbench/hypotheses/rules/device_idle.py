@@ -1,5 +1,6 @@
 """Device idle: gaps where no kernel runs, attributed to host wait vs kernel wait (HTA's rules),
 kernels shorter than their launch, and a full launch queue (host blocked, GPU-bound)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,13 +22,20 @@ def _worst_windows(f: TraceFacts, rank: int, n_windows: int = 20) -> tuple[dict,
         s = np.clip(k["ts_us"].to_numpy(), a, b)
         e = np.clip(k["end_us"].to_numpy(), a, b)
         busy = union_length(s, e)
-        out.append({"window_start_us": round(a, 1), "window_us": round(b - a, 1),
-                    "busy_pct": round(pct(busy, b - a), 1)})
+        out.append(
+            {"window_start_us": round(a, 1), "window_us": round(b - a, 1), "busy_pct": round(pct(busy, b - a), 1)}
+        )
     return tuple(sorted(out, key=lambda r: r["busy_pct"])[:3])
 
 
-@rule("device_idle_host_wait", category="host_bound", scope="trace",
-      min_idle_pct=20.0, min_host_wait_share=0.5, long_gap_us=50.0)
+@rule(
+    "device_idle_host_wait",
+    category="host_bound",
+    scope="trace",
+    min_idle_pct=20.0,
+    min_host_wait_share=0.5,
+    long_gap_us=50.0,
+)
 def device_idle_host_wait(f: TraceFacts, limits):
     """The GPU sits idle in long gaps that wait on the host (launch issued after the gap opened)."""
     out = []
@@ -41,27 +49,53 @@ def device_idle_host_wait(f: TraceFacts, limits):
         if idle_pct < limits["min_idle_pct"] or share < limits["min_host_wait_share"] or long_host.empty:
             continue
         stake_us = min(long_host["gap_us"].sum(), r.idle_us)
-        out.append(Hypothesis(
-            category="host_bound", title=f"GPU idle {idle_pct:.0f}% of the time, waiting on the host",
-            observed=f"rank {int(r['rank'])}: idle {r.idle_us / 1e3:.2f} ms of {r.span_us / 1e3:.2f} ms; "
-                     f"{len(long_host)} gaps >= {limits['long_gap_us']:.0f} µs open before the next launch is issued",
-            mechanism="The host issues work later than the GPU finishes it (Python, data preparation, CPU compute between launches).",
-            evidence=(Evidence("idle_pct", idle_pct, "%", limits["min_idle_pct"], source="kernels (temporal breakdown)",
-                               rows=_worst_windows(f, r["rank"])),
-                      Evidence("host_wait_share_of_idle", share, "fraction", limits["min_host_wait_share"],
-                               source="idle breakdown (gaps)", rows=rows(long_host, ["stream", "gap_start_us", "gap_us"], by="gap_us")),
-                      Evidence("long_host_wait_us", long_host["gap_us"].sum(), "us", source="idle gaps")),
-            time_at_stake_ms=bounded_ms(stake_us, r.span_us),
-            predicted_effect="moving the host work off the critical path (prefetch, async data loading, CUDA graphs) removes up to the long host-wait gaps",
-            falsifier="replay the same kernels without the host work between them (CUDA graph of one step): if the step time is unchanged, the host was not the bottleneck",
-            confounders=("profiler overhead lengthens host gaps", "the first steps include warm-up"),
-            confidence="high" if idle_pct > 2 * limits["min_idle_pct"] and share > 0.8 else "medium",
-            suggested_variants=("cuda_graph", "compiled"), scope=f"rank {int(r['rank'])}"))
+        out.append(
+            Hypothesis(
+                category="host_bound",
+                title=f"GPU idle {idle_pct:.0f}% of the time, waiting on the host",
+                observed=f"rank {int(r['rank'])}: idle {r.idle_us / 1e3:.2f} ms of {r.span_us / 1e3:.2f} ms; "
+                f"{len(long_host)} gaps >= {limits['long_gap_us']:.0f} µs open before the next launch is issued",
+                mechanism="The host issues work later than the GPU finishes it (Python, data preparation, CPU compute between launches).",
+                evidence=(
+                    Evidence(
+                        "idle_pct",
+                        idle_pct,
+                        "%",
+                        limits["min_idle_pct"],
+                        source="kernels (temporal breakdown)",
+                        rows=_worst_windows(f, r["rank"]),
+                    ),
+                    Evidence(
+                        "host_wait_share_of_idle",
+                        share,
+                        "fraction",
+                        limits["min_host_wait_share"],
+                        source="idle breakdown (gaps)",
+                        rows=rows(long_host, ["stream", "gap_start_us", "gap_us"], by="gap_us"),
+                    ),
+                    Evidence("long_host_wait_us", long_host["gap_us"].sum(), "us", source="idle gaps"),
+                ),
+                time_at_stake_ms=bounded_ms(stake_us, r.span_us),
+                predicted_effect="moving the host work off the critical path (prefetch, async data loading, CUDA graphs) removes up to the long host-wait gaps",
+                falsifier="replay the same kernels without the host work between them (CUDA graph of one step): if the step time is unchanged, the host was not the bottleneck",
+                confounders=("profiler overhead lengthens host gaps", "the first steps include warm-up"),
+                confidence="high" if idle_pct > 2 * limits["min_idle_pct"] and share > 0.8 else "medium",
+                suggested_variants=("cuda_graph", "compiled"),
+                scope=f"rank {int(r['rank'])}",
+            )
+        )
     return out
 
 
-@rule("kernels_shorter_than_launch", category="launch_overhead", scope="trace",
-      min_short_fraction=0.5, min_kernels=50, short_gap_us=50.0, min_stake_pct=5.0)
+@rule(
+    "kernels_shorter_than_launch",
+    category="launch_overhead",
+    scope="trace",
+    min_short_fraction=0.5,
+    min_kernels=50,
+    short_gap_us=50.0,
+    min_stake_pct=5.0,
+)
 def kernels_shorter_than_launch(f: TraceFacts, limits):
     """Most kernels run for less time than it takes the host to launch them."""
     L = f.launches
@@ -71,33 +105,63 @@ def kernels_shorter_than_launch(f: TraceFacts, limits):
             continue
         short = lr[lr["shorter_than_launch"]]
         frac = len(short) / len(lr)
-        gaps = f.idle_gaps[(f.idle_gaps["rank"] == rank) & (f.idle_gaps["idle_category"] == "host_wait")
-                           & (f.idle_gaps["gap_us"] < limits["short_gap_us"])]
+        gaps = f.idle_gaps[
+            (f.idle_gaps["rank"] == rank)
+            & (f.idle_gaps["idle_category"] == "host_wait")
+            & (f.idle_gaps["gap_us"] < limits["short_gap_us"])
+        ]
         span = float(f.gpu_ranks.set_index("rank").loc[rank, "span_us"])
         stake_us = gaps["gap_us"].sum()
         if frac < limits["min_short_fraction"] or pct(stake_us, span) < limits["min_stake_pct"]:
             continue
-        out.append(Hypothesis(
-            category="launch_overhead", title=f"{frac:.0%} of kernels are shorter than their launch call",
-            observed=f"rank {rank}: {len(short)} of {len(lr)} kernels; median kernel {lr['gpu_us'].median():.1f} µs vs "
-                     f"median launch {lr['runtime_us'].median():.1f} µs; {len(gaps)} short host-wait gaps",
-            mechanism="Each kernel does less work than one launch costs, so the GPU drains the queue and waits for the next launch.",
-            evidence=(Evidence("short_kernel_fraction", frac, "fraction", limits["min_short_fraction"], source="launch stats",
-                               rows=rows(short.groupby("name", as_index=False)["gpu_us"].agg(["count", "median"])
-                                         .rename(columns={"count": "n", "median": "median_dur_us"}), ["name", "n", "median_dur_us"], by="n")),
-                      Evidence("short_host_wait_us", stake_us, "us", source="idle gaps"),
-                      Evidence("short_host_wait_pct", pct(stake_us, span), "%", limits["min_stake_pct"], source="idle gaps")),
-            time_at_stake_ms=bounded_ms(stake_us, span),
-            predicted_effect="fusing kernels (torch.compile) or replaying them as one CUDA graph removes most of the launch gaps",
-            falsifier="capture one step as a CUDA graph: if the step time does not fall by about the short gaps, launches were not the cost",
-            confounders=("profiler overhead inflates launch calls", "kernels on other streams may fill the gaps"),
-            confidence="high" if frac > 0.75 else "medium", suggested_variants=("cuda_graph", "compiled"),
-            scope=f"rank {rank}"))
+        out.append(
+            Hypothesis(
+                category="launch_overhead",
+                title=f"{frac:.0%} of kernels are shorter than their launch call",
+                observed=f"rank {rank}: {len(short)} of {len(lr)} kernels; median kernel {lr['gpu_us'].median():.1f} µs vs "
+                f"median launch {lr['runtime_us'].median():.1f} µs; {len(gaps)} short host-wait gaps",
+                mechanism="Each kernel does less work than one launch costs, so the GPU drains the queue and waits for the next launch.",
+                evidence=(
+                    Evidence(
+                        "short_kernel_fraction",
+                        frac,
+                        "fraction",
+                        limits["min_short_fraction"],
+                        source="launch stats",
+                        rows=rows(
+                            short.groupby("name", as_index=False)["gpu_us"]
+                            .agg(["count", "median"])
+                            .rename(columns={"count": "n", "median": "median_dur_us"}),
+                            ["name", "n", "median_dur_us"],
+                            by="n",
+                        ),
+                    ),
+                    Evidence("short_host_wait_us", stake_us, "us", source="idle gaps"),
+                    Evidence(
+                        "short_host_wait_pct", pct(stake_us, span), "%", limits["min_stake_pct"], source="idle gaps"
+                    ),
+                ),
+                time_at_stake_ms=bounded_ms(stake_us, span),
+                predicted_effect="fusing kernels (torch.compile) or replaying them as one CUDA graph removes most of the launch gaps",
+                falsifier="capture one step as a CUDA graph: if the step time does not fall by about the short gaps, launches were not the cost",
+                confounders=("profiler overhead inflates launch calls", "kernels on other streams may fill the gaps"),
+                confidence="high" if frac > 0.75 else "medium",
+                suggested_variants=("cuda_graph", "compiled"),
+                scope=f"rank {rank}",
+            )
+        )
     return out
 
 
-@rule("launch_queue_full", category="compute_bound", scope="trace",
-      slow_launch_us=50.0, long_delay_us=100.0, min_outliers=10, max_idle_pct=10.0)
+@rule(
+    "launch_queue_full",
+    category="compute_bound",
+    scope="trace",
+    slow_launch_us=50.0,
+    long_delay_us=100.0,
+    min_outliers=10,
+    max_idle_pct=10.0,
+)
 def launch_queue_full(f: TraceFacts, limits):
     """Launch calls block (queue full) and kernels start long after launch: the GPU is the bottleneck."""
     L = f.launches
@@ -108,17 +172,31 @@ def launch_queue_full(f: TraceFacts, limits):
         idle_pct = pct(r.idle_us, r.span_us)
         if len(slow) < limits["min_outliers"] or idle_pct > limits["max_idle_pct"]:
             continue
-        out.append(Hypothesis(
-            category="compute_bound", title="Launch queue full: the host blocks, the GPU is the bottleneck",
-            observed=f"rank {int(r['rank'])}: {len(slow)} launches over {limits['slow_launch_us']:.0f} µs whose kernels start over "
-                     f"{limits['long_delay_us']:.0f} µs later; GPU idle only {idle_pct:.1f}%",
-            mechanism="The launch queue is full, so launch calls wait for the GPU to drain it: host-side optimisation cannot help.",
-            evidence=(Evidence("blocked_launches", len(slow), "launches", limits["min_outliers"], source="launch stats",
-                               rows=rows(slow, ["name", "api", "runtime_us", "launch_delay_us"], by="launch_delay_us")),
-                      Evidence("idle_pct", idle_pct, "%", limits["max_idle_pct"], "<", "kernels (temporal breakdown)")),
-            time_at_stake_ms=bounded_ms(slow["runtime_us"].sum(), r.span_us),
-            predicted_effect="only faster kernels (lower precision, fusion, better algorithms) shorten the step",
-            falsifier="halve the work per kernel (smaller batch): if launch calls stay slow, the queue was not full",
-            confounders=("a synchronising call inside the launch path also blocks",), confidence="low",
-            suggested_variants=("compiled", "triton"), scope=f"rank {int(r['rank'])}"))
+        out.append(
+            Hypothesis(
+                category="compute_bound",
+                title="Launch queue full: the host blocks, the GPU is the bottleneck",
+                observed=f"rank {int(r['rank'])}: {len(slow)} launches over {limits['slow_launch_us']:.0f} µs whose kernels start over "
+                f"{limits['long_delay_us']:.0f} µs later; GPU idle only {idle_pct:.1f}%",
+                mechanism="The launch queue is full, so launch calls wait for the GPU to drain it: host-side optimisation cannot help.",
+                evidence=(
+                    Evidence(
+                        "blocked_launches",
+                        len(slow),
+                        "launches",
+                        limits["min_outliers"],
+                        source="launch stats",
+                        rows=rows(slow, ["name", "api", "runtime_us", "launch_delay_us"], by="launch_delay_us"),
+                    ),
+                    Evidence("idle_pct", idle_pct, "%", limits["max_idle_pct"], "<", "kernels (temporal breakdown)"),
+                ),
+                time_at_stake_ms=bounded_ms(slow["runtime_us"].sum(), r.span_us),
+                predicted_effect="only faster kernels (lower precision, fusion, better algorithms) shorten the step",
+                falsifier="halve the work per kernel (smaller batch): if launch calls stay slow, the queue was not full",
+                confounders=("a synchronising call inside the launch path also blocks",),
+                confidence="low",
+                suggested_variants=("compiled", "triton"),
+                scope=f"rank {int(r['rank'])}",
+            )
+        )
     return out

@@ -1,5 +1,6 @@
 """A tensor filled on the CPU (randn, zeros, full, arange, ...) and then copied to the device: made on
 the device directly, both the host fill and the host-to-device copy go away."""
+
 from __future__ import annotations
 
 import json
@@ -14,11 +15,27 @@ from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 
 # ops that write a whole tensor on the host; factory ops (randn, zeros, ...) record their shape on
 # the in-place op they call (normal_, zero_, fill_ ...)
-FILL_OPS = frozenset({
-    "aten::fill_", "aten::zero_", "aten::normal_", "aten::uniform_", "aten::random_", "aten::bernoulli_",
-    "aten::exponential_", "aten::arange", "aten::linspace", "aten::randperm", "aten::eye", "aten::full",
-    "aten::ones", "aten::zeros", "aten::rand", "aten::randn", "aten::randint",
-})
+FILL_OPS = frozenset(
+    {
+        "aten::fill_",
+        "aten::zero_",
+        "aten::normal_",
+        "aten::uniform_",
+        "aten::random_",
+        "aten::bernoulli_",
+        "aten::exponential_",
+        "aten::arange",
+        "aten::linspace",
+        "aten::randperm",
+        "aten::eye",
+        "aten::full",
+        "aten::ones",
+        "aten::zeros",
+        "aten::rand",
+        "aten::randn",
+        "aten::randint",
+    }
+)
 
 
 def _tensor_bytes(dims: str, types: str) -> int:
@@ -44,8 +61,10 @@ def host_fills(f: TraceFacts) -> pd.DataFrame:
     if "op_index" in f.runtime:
         fills = fills[~fills["op_row"].isin(set(f.runtime["op_index"].tolist()))]
     sizes: dict[tuple[str, str], int] = {}
-    fill_bytes = [sizes.setdefault((d, t), _tensor_bytes(d, t))
-                  for d, t in zip(fills["input_dims"].astype(str), fills["input_types"].astype(str))]
+    fill_bytes = [
+        sizes.setdefault((d, t), _tensor_bytes(d, t))
+        for d, t in zip(fills["input_dims"].astype(str), fills["input_types"].astype(str))
+    ]
     return fills.assign(bytes=np.asarray(fill_bytes, dtype=np.int64))
 
 
@@ -72,34 +91,61 @@ def cpu_fill_then_copy(f: TraceFacts, limits):
     fills = fills[fills["bytes"] > 0]
     if fills.empty:
         if (f.cpu_ops["input_dims"].astype(str) == "").all():
-            raise NotJudged("input shapes were not recorded (profile with record_shapes=True): fills cannot be matched to copies")
+            raise NotJudged(
+                "input shapes were not recorded (profile with record_shapes=True): fills cannot be matched to copies"
+            )
         return None
-    left = copies.assign(op_tid=copies["op_tid"].astype(str), bytes=copies["bytes"].astype(np.int64)).sort_values("op_ts_us")
+    left = copies.assign(op_tid=copies["op_tid"].astype(str), bytes=copies["bytes"].astype(np.int64)).sort_values(
+        "op_ts_us"
+    )
     right = fills[["rank", "tid", "bytes", "ts_us", "dur_us", "name"]].rename(
-        columns={"ts_us": "fill_ts_us", "dur_us": "fill_us", "name": "fill_op", "tid": "op_tid"})
+        columns={"ts_us": "fill_ts_us", "dur_us": "fill_us", "name": "fill_op", "tid": "op_tid"}
+    )
     right = right.assign(op_tid=right["op_tid"].astype(str)).sort_values("fill_ts_us")
-    m = pd.merge_asof(left, right, left_on="op_ts_us", right_on="fill_ts_us", by=["rank", "op_tid", "bytes"],
-                      direction="backward", tolerance=limits["max_lookback_us"])
+    m = pd.merge_asof(
+        left,
+        right,
+        left_on="op_ts_us",
+        right_on="fill_ts_us",
+        by=["rank", "op_tid", "bytes"],
+        direction="backward",
+        tolerance=limits["max_lookback_us"],
+    )
     m = m[m["fill_op"].notna()]
     stake_us = float(m["dur_us"].sum() + m["fill_us"].sum())
     share = pct(stake_us, f.window_us)
     if m.empty or share < limits["min_pct"]:
         return None
     by = m.groupby(["fill_op", "name", "bytes"], as_index=False, observed=True).agg(
-        n=("dur_us", "size"), copy_us=("dur_us", "sum"), fill_us=("fill_us", "sum"))
+        n=("dur_us", "size"), copy_us=("dur_us", "sum"), fill_us=("fill_us", "sum")
+    )
     return Hypothesis(
-        category="transfer", title=f"{len(m)} tensors are filled on the CPU, then copied to the device",
+        category="transfer",
+        title=f"{len(m)} tensors are filled on the CPU, then copied to the device",
         observed=f"{len(m)} host-to-device copies ({m['dur_us'].sum() / 1e3:.2f} ms) carry tensors of exactly the size a "
-                 f"host fill op wrote just before ({m['fill_us'].sum() / 1e3:.2f} ms of host fills)",
+        f"host fill op wrote just before ({m['fill_us'].sum() / 1e3:.2f} ms of host fills)",
         mechanism="Creating the tensor on the host and moving it costs a host fill, a PCIe copy and (from pageable "
-                  "memory) a blocked host; a factory call with device= fills it on the GPU in microseconds.",
-        evidence=(Evidence("fill_and_copy_pct", share, "%", limits["min_pct"], source="cpu_ops (fills) + kernels (HtoD copies)",
-                           rows=rows(by, ["fill_op", "name", "bytes", "n", "copy_us", "fill_us"], by="copy_us")),
-                  Evidence("matched_copies", len(m), "copies", source="same rank, thread and byte count")),
+        "memory) a blocked host; a factory call with device= fills it on the GPU in microseconds.",
+        evidence=(
+            Evidence(
+                "fill_and_copy_pct",
+                share,
+                "%",
+                limits["min_pct"],
+                source="cpu_ops (fills) + kernels (HtoD copies)",
+                rows=rows(by, ["fill_op", "name", "bytes", "n", "copy_us", "fill_us"], by="copy_us"),
+            ),
+            Evidence("matched_copies", len(m), "copies", source="same rank, thread and byte count"),
+        ),
         time_at_stake_ms=bounded_ms(stake_us, f.window_us),
         predicted_effect="torch.randn/zeros/full/arange(..., device='cuda') removes the copy and most of the fill time",
         falsifier="create the tensor with device='cuda': if the step time does not fall by about the copy and fill time, "
-                  "they were hidden behind other work (no variant in the registry moves the fill to the device: that experiment is your own rewrite)",
-        confounders=("data that must come from the host (a dataset) cannot be made on the device",
-                     "a same-size match can be a coincidence for common sizes"),
-        confidence="medium", suggested_variants=(), scope="all ranks")
+        "they were hidden behind other work (no variant in the registry moves the fill to the device: that experiment is your own rewrite)",
+        confounders=(
+            "data that must come from the host (a dataset) cannot be made on the device",
+            "a same-size match can be a coincidence for common sizes",
+        ),
+        confidence="medium",
+        suggested_variants=(),
+        scope="all ranks",
+    )

@@ -8,6 +8,7 @@ allocation-churn finding speaks for the same buffers (large buffers made every c
 concatenation), this evidence joins that finding instead of standing beside it (``fold_fresh_pages``): one
 finding per problem.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -54,8 +55,9 @@ def allocating_ops_per_call(f: RunFacts) -> tuple[pd.DataFrame, float]:
         return empty, float(big["bytes"].sum()) / calls
     if found.empty:
         return empty, float(big["bytes"].sum()) / calls
-    by = found.groupby("name", as_index=False, observed=True).agg(n=("dur_us", "size"), alloc_bytes=("alloc_bytes", "sum"),
-                                                                  excess_us=("excess_us", "sum"))
+    by = found.groupby("name", as_index=False, observed=True).agg(
+        n=("dur_us", "size"), alloc_bytes=("alloc_bytes", "sum"), excess_us=("excess_us", "sum")
+    )
     by = by.assign(n=by["n"] / calls, alloc_bytes=by["alloc_bytes"] / calls, excess_us=by["excess_us"] / calls)
     return by.sort_values("alloc_bytes", ascending=False).reset_index(drop=True), float(big["bytes"].sum()) / calls
 
@@ -79,58 +81,112 @@ def fresh_pages_every_call(f: RunFacts, limits):
         ceiling = cpu_ceiling_from(f.environment)
     zero_ms = faults * PAGE_BYTES / (ceiling.memory_gbps * 1e9) * 1e3
     ops, bytes_per_call = allocating_ops_per_call(f)
-    rows = tuple({"name": str(r["name"]), "allocs_per_call": round(float(r["n"]), 2),
-                  "mib_per_call": round(float(r["alloc_bytes"]) / 2**20, 2)} for _, r in ops.head(5).iterrows())
+    rows = tuple(
+        {
+            "name": str(r["name"]),
+            "allocs_per_call": round(float(r["n"]), 2),
+            "mib_per_call": round(float(r["alloc_bytes"]) / 2**20, 2),
+        }
+        for _, r in ops.head(5).iterrows()
+    )
     # the most the faults can cost: the allocating ops' time above their floor (per clean call)
     upper_ms = float(ops["excess_us"].sum()) / 1e3 * f.trace_scale if rows else 0.0
-    where = (f"; the trace shows {bytes_per_call / 2**20:,.1f} MiB allocated per call in buffers of >= "
-             f"{MAPPED_ALLOC_BYTES >> 10} KiB, most in {rows[0]['name']}" if rows else "")
+    where = (
+        f"; the trace shows {bytes_per_call / 2**20:,.1f} MiB allocated per call in buffers of >= "
+        f"{MAPPED_ALLOC_BYTES >> 10} KiB, most in {rows[0]['name']}"
+        if rows
+        else ""
+    )
     if upper_ms > zero_ms:
-        where += (f"; the ops that allocate them take {upper_ms:.3g} ms a call above their roof: the faults cost "
-                  f"between {zero_ms:.3g} ms (zeroing the pages) and that")
-    ev = [Evidence("page_faults_per_call", faults, "faults", limits["min_faults_per_call"], ">=", "run.health (fresh_pages: "
-                   "minor page faults counted around the clean calls)"),
-          Evidence("fresh_page_zeroing_ms", zero_ms, "ms", source=f"faults x {PAGE_BYTES} B at the {ceiling.kind} "
-                   f"ceiling's {ceiling.memory_gbps:.3g} GB/s (a lower bound: the faults' own cost is not measured)")]
+        where += (
+            f"; the ops that allocate them take {upper_ms:.3g} ms a call above their roof: the faults cost "
+            f"between {zero_ms:.3g} ms (zeroing the pages) and that"
+        )
+    ev = [
+        Evidence(
+            "page_faults_per_call",
+            faults,
+            "faults",
+            limits["min_faults_per_call"],
+            ">=",
+            "run.health (fresh_pages: minor page faults counted around the clean calls)",
+        ),
+        Evidence(
+            "fresh_page_zeroing_ms",
+            zero_ms,
+            "ms",
+            source=f"faults x {PAGE_BYTES} B at the {ceiling.kind} "
+            f"ceiling's {ceiling.memory_gbps:.3g} GB/s (a lower bound: the faults' own cost is not measured)",
+        ),
+    ]
     if rows:
-        ev.append(Evidence("mapped_alloc_mib_per_call", bytes_per_call / 2**20, "MiB",
-                           source="memory (allocator events) inside cpu_ops", rows=rows))
-        ev.append(Evidence("allocating_ops_excess_ms", upper_ms, "ms",
-                           source="cpu_ops that allocate them, time above their roof (an upper bound on the faults' cost)"))
+        ev.append(
+            Evidence(
+                "mapped_alloc_mib_per_call",
+                bytes_per_call / 2**20,
+                "MiB",
+                source="memory (allocator events) inside cpu_ops",
+                rows=rows,
+            )
+        )
+        ev.append(
+            Evidence(
+                "allocating_ops_excess_ms",
+                upper_ms,
+                "ms",
+                source="cpu_ops that allocate them, time above their roof (an upper bound on the faults' cost)",
+            )
+        )
     return Hypothesis(
-        category="allocation_churn", title=f"Every call maps {faults * PAGE_BYTES / 2**20:,.1f} MiB of fresh memory",
+        category="allocation_churn",
+        title=f"Every call maps {faults * PAGE_BYTES / 2**20:,.1f} MiB of fresh memory",
         observed=f"{faults:,.0f} minor page faults per clean call{where}",
         mechanism="The call's buffers are freed back to the OS and mapped again on the next call: each fresh page "
-                  "faults and is zeroed before the op writes it, on top of the op's own work; the cost depends on "
-                  "the allocator's state, so the same code can time differently from process to process.",
-        evidence=tuple(ev), time_at_stake_ms=zero_ms,
+        "faults and is zeroed before the op writes it, on top of the op's own work; the cost depends on "
+        "the allocator's state, so the same code can time differently from process to process.",
+        evidence=tuple(ev),
+        time_at_stake_ms=zero_ms,
         predicted_effect="reusing buffers (out= arguments, in-place ops, a preallocated workspace) or fewer "
-                         "intermediates (fusion) removes the faults; at least the zeroing time, likely more",
+        "intermediates (fusion) removes the faults; at least the zeroing time, likely more",
         falsifier="preallocate the largest buffers once and pass them as out=: if the faults per call fall and the "
-                  "time does not, the fresh pages were not a cost (no variant in the registry preallocates: that "
-                  "experiment is your own rewrite)",
-        confounders=("first-touch of memory the call needs anyway costs the same once; only repeated mapping is churn",),
-        confidence="medium", suggested_variants=(), scope="whole call")
+        "time does not, the fresh pages were not a cost (no variant in the registry preallocates: that "
+        "experiment is your own rewrite)",
+        confounders=(
+            "first-touch of memory the call needs anyway costs the same once; only repeated mapping is churn",
+        ),
+        confidence="medium",
+        suggested_variants=(),
+        scope="whole call",
+    )
 
 
 def fold_fresh_pages(found: list[Hypothesis]) -> list[Hypothesis]:
     """Where another allocation-churn finding names the buffers, the fresh-pages evidence joins the one
     with the largest stake and the standalone finding goes: one finding per problem."""
     pages = [h for h in found if h.rule == "fresh_pages_every_call"]
-    others = [h for h in found if h.category == "allocation_churn" and h.rule != "fresh_pages_every_call"
-              and h.has_evidence and h.time_at_stake_ms > 0]
+    others = [
+        h
+        for h in found
+        if h.category == "allocation_churn"
+        and h.rule != "fresh_pages_every_call"
+        and h.has_evidence
+        and h.time_at_stake_ms > 0
+    ]
     if not pages:
         return found
     if not others:
         # the fresh buffers are the outputs of memory passes (each out-of-place op makes one): both findings
         # stand, and the memory-bound one says which part of its time the faults are, and what removes each
-        note = (f"{pages[0].observed}: part of these passes' time is faulting in their fresh outputs (at least "
-                f"{pages[0].time_at_stake_ms:.3g} ms a call, allocation_churn); fusion removes intermediates and "
-                "their pages, reusing buffers (out=, in-place) only the faults")
-        return [replace(h, confounders=tuple(h.confounders) + (note,)) if h.category == "memory_bound" else h
-                for h in found]
+        note = (
+            f"{pages[0].observed}: part of these passes' time is faulting in their fresh outputs (at least "
+            f"{pages[0].time_at_stake_ms:.3g} ms a call, allocation_churn); fusion removes intermediates and "
+            "their pages, reusing buffers (out=, in-place) only the faults"
+        )
+        return [
+            replace(h, confounders=tuple(h.confounders) + (note,)) if h.category == "memory_bound" else h for h in found
+        ]
     host = max(others, key=lambda h: h.time_at_stake_ms)
-    joined = replace(host, evidence=host.evidence + pages[0].evidence[:1],
-                     observed=f"{host.observed}; {pages[0].observed}")
+    joined = replace(
+        host, evidence=host.evidence + pages[0].evidence[:1], observed=f"{host.observed}; {pages[0].observed}"
+    )
     return [joined if h is host else h for h in found if h.rule != "fresh_pages_every_call"]
-

@@ -7,6 +7,7 @@ stack recorded (the traced pass records it), a ``<built-in function collect>`` e
 without it (or for the collector's automatic runs, which leave no event) the pattern is the evidence: a
 minority of steps (the first excepted: ``first_step_outlier`` judges it) many times the median step.
 """
+
 from __future__ import annotations
 
 import re
@@ -20,7 +21,7 @@ from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 
-GC_CALL = re.compile(r"^<built-in (?:function|method) collect>?")   # gc.collect() in the Python stack
+GC_CALL = re.compile(r"^<built-in (?:function|method) collect>?")  # gc.collect() in the Python stack
 
 
 def gc_spans(f: TraceFacts) -> tuple[np.ndarray, np.ndarray]:
@@ -76,8 +77,10 @@ def _pauses(f: TraceFacts, limits, named: bool):
     steps = step_windows(f)
     spans = gc_spans(f)
     if steps.empty and not spans[0].size:
-        raise NotJudged("no step annotations and no Python stack in the trace: pauses in a few calls cannot be told "
-                        "from work in every call")
+        raise NotJudged(
+            "no step annotations and no Python stack in the trace: pauses in a few calls cannot be told "
+            "from work in every call"
+        )
     if steps.empty:
         starts, ends = np.array([0.0]), np.array([f.window_us])
         lo = min((float(t["ts_us"].min()) for t in (f.cpu_ops, f.kernels) if not t.empty), default=0.0)
@@ -93,46 +96,86 @@ def _pauses(f: TraceFacts, limits, named: bool):
     pause_us = float(np.sum((ends - starts)[paused] - typical)) if paused.any() else 0.0
     collected = pct(gc_us, total) >= limits["min_share_pct"]
     if named != collected or (not named and pct(pause_us, total) < limits["min_share_pct"]):
-        return None   # gc_pauses speaks where the stack shows the collector, intermittent_pauses elsewhere
+        return None  # gc_pauses speaks where the stack shows the collector, intermittent_pauses elsewhere
     n = len(starts)
     table = pd.DataFrame({"step": np.arange(n), "dur_us": ends - starts, "gc_us": gc_per_step})
     if named:
         in_gc = int((gc_per_step > 0).sum())
         stake_us = gc_us
         title = f"Python's garbage collector runs in {in_gc} of {n} calls"
-        observed = (f"gc.collect() ran for {gc_us / 1e3:.2f} ms in {in_gc} of {n} traced calls "
-                    f"({pct(gc_us, total):.0f}% of the traced time)"
-                    + (f"; the typical call takes {typical / 1e3:.3g} ms" if typical == typical else ""))
-        evidence = [Evidence("gc_time_pct", pct(gc_us, total), "%", limits["min_share_pct"], ">=",
-                             "python stack (<built-in function collect>) within the steps",
-                             rows=rows(table[table["gc_us"] > 0], ["step", "dur_us", "gc_us"], by="gc_us"))]
+        observed = (
+            f"gc.collect() ran for {gc_us / 1e3:.2f} ms in {in_gc} of {n} traced calls "
+            f"({pct(gc_us, total):.0f}% of the traced time)"
+            + (f"; the typical call takes {typical / 1e3:.3g} ms" if typical == typical else "")
+        )
+        evidence = [
+            Evidence(
+                "gc_time_pct",
+                pct(gc_us, total),
+                "%",
+                limits["min_share_pct"],
+                ">=",
+                "python stack (<built-in function collect>) within the steps",
+                rows=rows(table[table["gc_us"] > 0], ["step", "dur_us", "gc_us"], by="gc_us"),
+            )
+        ]
         confidence = "high" if paused.any() and bool((gc_per_step[paused] > 0).all()) else "medium"
-        mechanism = ("A garbage collection walks every tracked Python object (a full collection over a large object "
-                     "graph takes milliseconds to seconds) and stops the calls it falls in; the ops around it are not "
-                     "slower, and the median call does not show it.")
+        mechanism = (
+            "A garbage collection walks every tracked Python object (a full collection over a large object "
+            "graph takes milliseconds to seconds) and stops the calls it falls in; the ops around it are not "
+            "slower, and the median call does not show it."
+        )
     else:
         stake_us = pause_us
         title = f"{int(paused.sum())} of {n} calls pause for many times a typical call"
-        observed = (f"{int(paused.sum())} traced calls take over {limits['pause_ratio']:.0f}x the median call "
-                    f"({typical / 1e3:.3g} ms): {pause_us / 1e3:.2f} ms above it ({pct(pause_us, total):.0f}% of the "
-                    "traced time); the trace shows no gc.collect() call in them")
-        evidence = [Evidence("paused_time_pct", pct(pause_us, total), "%", limits["min_share_pct"], ">=",
-                             "step annotations (steps over pause_ratio x the median, the first excepted)",
-                             rows=rows(table[paused], ["step", "dur_us"], by="dur_us"))]
+        observed = (
+            f"{int(paused.sum())} traced calls take over {limits['pause_ratio']:.0f}x the median call "
+            f"({typical / 1e3:.3g} ms): {pause_us / 1e3:.2f} ms above it ({pct(pause_us, total):.0f}% of the "
+            "traced time); the trace shows no gc.collect() call in them"
+        )
+        evidence = [
+            Evidence(
+                "paused_time_pct",
+                pct(pause_us, total),
+                "%",
+                limits["min_share_pct"],
+                ">=",
+                "step annotations (steps over pause_ratio x the median, the first excepted)",
+                rows=rows(table[paused], ["step", "dur_us"], by="dur_us"),
+            )
+        ]
         confidence = "low"
-        mechanism = ("Something stops a few calls for far longer than a call takes: Python's automatic garbage "
-                     "collection (a generation-2 collection leaves no event in the trace), preemption by other "
-                     "processes, or I/O. The ops are not the cost.")
+        mechanism = (
+            "Something stops a few calls for far longer than a call takes: Python's automatic garbage "
+            "collection (a generation-2 collection leaves no event in the trace), preemption by other "
+            "processes, or I/O. The ops are not the cost."
+        )
     if paused.any():
-        evidence.append(Evidence("paused_steps", int(paused.sum()), "steps", source="step annotations",
-                                 rows=rows(table[paused], ["step", "dur_us", "gc_us"], by="dur_us")))
+        evidence.append(
+            Evidence(
+                "paused_steps",
+                int(paused.sum()),
+                "steps",
+                source="step annotations",
+                rows=rows(table[paused], ["step", "dur_us", "gc_us"], by="dur_us"),
+            )
+        )
     return Hypothesis(
-        category="measurement", title=title, observed=observed, mechanism=mechanism, evidence=tuple(evidence),
+        category="measurement",
+        title=title,
+        observed=observed,
+        mechanism=mechanism,
+        evidence=tuple(evidence),
         time_at_stake_ms=bounded_ms(stake_us, min(total, f.window_us) if f.window_us > 0 else total),
         predicted_effect="fewer Python objects alive (or gc.freeze() after set-up, or collecting outside the hot loop) "
-                         "removes the pauses; the median call does not change, the tail (p95, the mean) does",
+        "removes the pauses; the median call does not change, the tail (p95, the mean) does",
         falsifier="run with gc.disable() around the calls (gc.enable() after): if the long calls remain, the pauses "
-                  "are not the garbage collector",
-        confounders=("a loaded machine preempts single calls the same way (see the run's health check)",
-                     "the profiler's Python tracer makes a collection slower than it is untraced"),
-        confidence=confidence, suggested_variants=(), scope="host thread")
+        "are not the garbage collector",
+        confounders=(
+            "a loaded machine preempts single calls the same way (see the run's health check)",
+            "the profiler's Python tracer makes a collection slower than it is untraced",
+        ),
+        confidence=confidence,
+        suggested_variants=(),
+        scope="host thread",
+    )

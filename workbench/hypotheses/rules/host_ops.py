@@ -4,6 +4,7 @@ and where op time sits against the roofline (matrix work vs memory-streaming wor
 These judge the host thread that ran the most operators; on a GPU trace the same rules read
 the host side, on a CPU-only trace they are the whole picture.
 """
+
 from __future__ import annotations
 
 import re
@@ -45,9 +46,9 @@ def _under_wrappers_only(ops: pd.DataFrame) -> np.ndarray:
         return ~wrapper & (ops["depth"].to_numpy() == 0 if "depth" in ops else True)
     parent = ops["parent"].to_numpy()
     depth = ops["depth"].to_numpy()
-    clear = np.zeros(len(ops), dtype=bool)       # every ancestor (and itself) is a wrapper
+    clear = np.zeros(len(ops), dtype=bool)  # every ancestor (and itself) is a wrapper
     order = np.argsort(depth, kind="stable")
-    for i in order:                              # parents come before children by depth
+    for i in order:  # parents come before children by depth
         p = parent[i]
         above = p < 0 or (0 <= p < len(ops) and clear[p])
         clear[i] = wrapper[i] and above
@@ -92,11 +93,25 @@ def _composites_by_children(f: TraceFacts, placed: pd.DataFrame) -> pd.DataFrame
     kids = place_ops(every.loc[frontier["row"].to_numpy()], f.ceiling)
     known = kids["roof_us"].notna().to_numpy()
     short = kids["dur_us"].to_numpy(dtype=float) < SHORT_OP_US
-    judged = pd.DataFrame({"top": frontier["top"].to_numpy(), "roof_us": np.where(known, kids["roof_us"], 0.0),
-                           "flops": np.where(known, kids["flops"], 0.0), "bytes": np.where(known, kids["bytes"], 0.0),
-                           "ok": known | short, "n": 1, "work": known.astype(int)})
-    per = judged.groupby("top").agg(roof_us=("roof_us", "sum"), flops=("flops", "sum"), bytes=("bytes", "sum"),
-                                    ok=("ok", "all"), n=("n", "sum"), work=("work", "sum"))
+    judged = pd.DataFrame(
+        {
+            "top": frontier["top"].to_numpy(),
+            "roof_us": np.where(known, kids["roof_us"], 0.0),
+            "flops": np.where(known, kids["flops"], 0.0),
+            "bytes": np.where(known, kids["bytes"], 0.0),
+            "ok": known | short,
+            "n": 1,
+            "work": known.astype(int),
+        }
+    )
+    per = judged.groupby("top").agg(
+        roof_us=("roof_us", "sum"),
+        flops=("flops", "sum"),
+        bytes=("bytes", "sum"),
+        ok=("ok", "all"),
+        n=("n", "sum"),
+        work=("work", "sum"),
+    )
     per = per.reindex(tops)
     dur = placed.loc[tops, "dur_us"].to_numpy(dtype=float)
     ok = per["ok"].fillna(False).to_numpy(dtype=bool)
@@ -136,13 +151,13 @@ def _work_frontier(every: pd.DataFrame, tops: np.ndarray) -> pd.DataFrame:
     has_formula = every["name"].astype(str).map(lambda name: name in FORMULAS).to_numpy(dtype=bool)
     depth = every["depth"].to_numpy() if "depth" in every else np.zeros(n)
     top_of = np.full(n, -1)
-    covered = np.zeros(n, dtype=bool)      # some ancestor below the top op has a formula
+    covered = np.zeros(n, dtype=bool)  # some ancestor below the top op has a formula
     is_top = np.zeros(n, dtype=bool)
     is_top[tops] = True
     has_child = np.zeros(n, dtype=bool)
     valid = (parent >= 0) & (parent < n)
     has_child[parent[valid]] = True
-    for i in np.argsort(depth, kind="stable"):   # parents before children
+    for i in np.argsort(depth, kind="stable"):  # parents before children
         p = parent[i]
         if not (0 <= p < n):
             continue
@@ -197,7 +212,11 @@ def _after_cache_lookup(ops: pd.DataFrame, gap_starts: np.ndarray) -> np.ndarray
     ends = np.sort(ops.loc[ops["name"].astype(str) == CACHE_LOOKUP, "end_us"].to_numpy(dtype=float))
     if not len(ends) or not len(gap_starts):
         return np.zeros(len(gap_starts), dtype=bool)
-    i = np.clip(np.searchsorted(ends, gap_starts), 1, len(ends) - 1) if len(ends) > 1 else np.zeros(len(gap_starts), int)
+    i = (
+        np.clip(np.searchsorted(ends, gap_starts), 1, len(ends) - 1)
+        if len(ends) > 1
+        else np.zeros(len(gap_starts), int)
+    )
     near = np.minimum(np.abs(ends[i] - gap_starts), np.abs(ends[np.maximum(i - 1, 0)] - gap_starts))
     return near <= LOOKUP_TOLERANCE_US
 
@@ -206,8 +225,14 @@ def _window_total(wins) -> float:
     return float(sum(b - a for a, b in wins))
 
 
-@rule("cpu_dispatch_overhead", category="launch_overhead", scope="trace",
-      min_ops_per_call=20, min_share_pct=30.0, short_gap_us=50.0)
+@rule(
+    "cpu_dispatch_overhead",
+    category="launch_overhead",
+    scope="trace",
+    min_ops_per_call=20,
+    min_share_pct=30.0,
+    short_gap_us=50.0,
+)
 def cpu_dispatch_overhead(f: TraceFacts, limits):
     """Many ops take many times their roof time: per-op dispatch cost, not the work, fills the time."""
     ops = placed_main_ops(f)
@@ -223,21 +248,35 @@ def cpu_dispatch_overhead(f: TraceFacts, limits):
     if len(short) / calls < limits["min_ops_per_call"] or share < limits["min_share_pct"]:
         return None
     by = short.groupby("name", as_index=False, observed=True).agg(
-        n=("dur_us", "size"), median_us=("dur_us", "median"), roof_us=("roof_us", "median"))
+        n=("dur_us", "size"), median_us=("dur_us", "median"), roof_us=("roof_us", "median")
+    )
     return Hypothesis(
-        category="launch_overhead", title=f"{len(short) / calls:.0f} dispatch-bound ops per call: per-op overhead dominates",
+        category="launch_overhead",
+        title=f"{len(short) / calls:.0f} dispatch-bound ops per call: per-op overhead dominates",
         observed=f"{len(short)} of {len(ops)} top-level ops take over {1 / OVERHEAD_ROOF_FRACTION:.0f}x their roof time "
-                 f"(median {short['dur_us'].median():.1f} µs); they and the gaps between them are {share:.0f}% of the measured time",
+        f"(median {short['dur_us'].median():.1f} µs); they and the gaps between them are {share:.0f}% of the measured time",
         mechanism="Each PyTorch op pays a fixed dispatch cost (Python, dispatcher, allocation, and on GPU a kernel launch) "
-                  "that is larger than its work at these sizes.",
-        evidence=(Evidence("overhead_ops_per_call", len(short) / calls, "ops", limits["min_ops_per_call"], ">=", "cpu_ops + analytic work",
-                           rows=rows(by, ["name", "n", "median_us", "roof_us"], by="n")),
-                  Evidence("overhead_time_pct", share, "%", limits["min_share_pct"], source="cpu_ops")),
+        "that is larger than its work at these sizes.",
+        evidence=(
+            Evidence(
+                "overhead_ops_per_call",
+                len(short) / calls,
+                "ops",
+                limits["min_ops_per_call"],
+                ">=",
+                "cpu_ops + analytic work",
+                rows=rows(by, ["name", "n", "median_us", "roof_us"], by="n"),
+            ),
+            Evidence("overhead_time_pct", share, "%", limits["min_share_pct"], source="cpu_ops"),
+        ),
         time_at_stake_ms=bounded_ms(stake_us / calls, total / calls),
         predicted_effect="fusing the ops (torch.compile) or batching them into fewer, larger ops removes most of the per-op cost",
         falsifier="compile the function: if time per call does not fall, dispatch was not the cost",
-        confounders=("profiler overhead inflates very short ops (x1.2-1.35 seen)",), confidence="high" if share > 60 else "medium",
-        suggested_variants=("compiled", "cuda_graph"), scope="host thread")
+        confounders=("profiler overhead inflates very short ops (x1.2-1.35 seen)",),
+        confidence="high" if share > 60 else "medium",
+        suggested_variants=("compiled", "cuda_graph"),
+        scope="host thread",
+    )
 
 
 @rule("cpu_host_gaps", category="host_bound", scope="trace", long_gap_us=50.0, min_share_pct=30.0)
@@ -272,21 +311,39 @@ def cpu_host_gaps(f: TraceFacts, limits):
     if steady is not None and steady < limits["min_share_pct"]:
         return None
     return Hypothesis(
-        category="host_bound", title=f"{share:.0f}% of the time is host work outside PyTorch ops",
+        category="host_bound",
+        title=f"{share:.0f}% of the time is host work outside PyTorch ops",
         observed=f"{len(long_gaps)} gaps of >= {limits['long_gap_us']:.0f} µs between ops, {long_gaps['gap_us'].sum() / 1e3:.2f} ms in total",
         mechanism="Python code, data preparation or other libraries run between tensor ops; the device (or the op stream) waits.",
-        evidence=(Evidence("host_gap_pct", share, "%", limits["min_share_pct"], source="cpu_ops (gaps between top-level ops)",
-                           rows=rows(long_gaps, ["gap_start_us", "gap_us"], by="gap_us")),),
+        evidence=(
+            Evidence(
+                "host_gap_pct",
+                share,
+                "%",
+                limits["min_share_pct"],
+                source="cpu_ops (gaps between top-level ops)",
+                rows=rows(long_gaps, ["gap_start_us", "gap_us"], by="gap_us"),
+            ),
+        ),
         time_at_stake_ms=bounded_ms(long_gaps["gap_us"].sum() / calls, total / calls),
         predicted_effect="moving that host work out of the loop (precompute, vectorise, DataLoader workers) removes up to the gap time",
         falsifier="time the function with the host work replaced by precomputed values: if the time does not drop, the gaps were not the cost "
-                  "(no variant in the registry moves host work off the critical path: that experiment is your own rewrite)",
+        "(no variant in the registry moves host work off the critical path: that experiment is your own rewrite)",
         confounders=("ops not recorded by the profiler (custom C++ code) also show as gaps",)
-        + ((f"{compile_us / 1e3:.2f} ms of gaps right after a TorchDynamo cache lookup (compiles) are left out",)
-           if compile_us else ())
-        + ((f"{gc_us / 1e3:.2f} ms of gaps in which gc.collect() ran are left out (garbage collection pauses)",)
-           if gc_us else ()), confidence="high" if share > 60 else "medium",
-        suggested_variants=(), scope="host thread")
+        + (
+            (f"{compile_us / 1e3:.2f} ms of gaps right after a TorchDynamo cache lookup (compiles) are left out",)
+            if compile_us
+            else ()
+        )
+        + (
+            (f"{gc_us / 1e3:.2f} ms of gaps in which gc.collect() ran are left out (garbage collection pauses)",)
+            if gc_us
+            else ()
+        ),
+        confidence="high" if share > 60 else "medium",
+        suggested_variants=(),
+        scope="host thread",
+    )
 
 
 def _steady_share(long_gaps: pd.DataFrame, wins: list[tuple[float, float]]) -> float | None:

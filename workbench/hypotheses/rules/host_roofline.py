@@ -2,6 +2,7 @@
 through ``workbench.analysis.roofline``: memory / compute only away from the ridge; above the roof flagged):
 memory-streaming ops, whose back-to-back chains are fusion candidates, vs arithmetic-heavy ops
 near the compute roof. CPU-only traces (on a GPU trace the kernel rules judge this)."""
+
 from __future__ import annotations
 
 import re
@@ -16,9 +17,10 @@ from workbench.hypotheses.registry import rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 from workbench.hypotheses.rules.host_ops import placed_main_ops, windows
 
-
-MATRIX_BACKWARD = re.compile(r"(?:Addmm|Mm|Bmm|Baddbmm|Addbmm|Matmul|Linear|Convolution\w*|Conv\w*|"
-                             r"ScaledDotProduct\w*|\w*Attention\w*)Backward\d*$")
+MATRIX_BACKWARD = re.compile(
+    r"(?:Addmm|Mm|Bmm|Baddbmm|Addbmm|Matmul|Linear|Convolution\w*|Conv\w*|"
+    r"ScaledDotProduct\w*|\w*Attention\w*)Backward\d*$"
+)
 
 
 def is_matrix_op(name: str) -> bool:
@@ -53,7 +55,8 @@ def _ceiling_row(f: TraceFacts) -> tuple[dict, ...]:
 
 def _by_op(ops: pd.DataFrame) -> pd.DataFrame:
     return ops.groupby("name", as_index=False, observed=True).agg(
-        n=("dur_us", "size"), dur_us=("dur_us", "sum"), roof_us=("roof_us", "sum"))
+        n=("dur_us", "size"), dur_us=("dur_us", "sum"), roof_us=("roof_us", "sum")
+    )
 
 
 @rule("cpu_memory_bound_ops", category="memory_bound", scope="trace", min_share_pct=50.0, min_ops_per_call=1.0)
@@ -87,27 +90,51 @@ def cpu_memory_bound_ops(f: TraceFacts, limits):
     saveable = float(fusable["dur_us"].sum()) * (1 - 1 / max(1.0, fusable_per_call))
     matrix_us = float(mem["dur_us"].sum() - fusable["dur_us"].sum())
     return Hypothesis(
-        category="memory_bound", title=f"{share:.0f}% of the time is in memory-streaming ops",
+        category="memory_bound",
+        title=f"{share:.0f}% of the time is in memory-streaming ops",
         observed=f"{per_call:.1f} memory-bound ops per call (elementwise, reductions, norms, copies), "
-                 f"{mem['dur_us'].sum() / 1e3:.2f} ms in all",
+        f"{mem['dur_us'].sum() / 1e3:.2f} ms in all",
         mechanism="Each op reads and writes whole tensors doing little arithmetic per byte (below the ridge of "
-                  f"{f.ceiling.ridge_flops_per_byte:.0f} FLOP/byte): bandwidth sets their time, and a chain re-reads "
-                  "what the previous op wrote.",
-        evidence=(Evidence("memory_bound_time_pct", share, "%", limits["min_share_pct"], source="cpu_ops + analytic work",
-                           rows=rows(_by_op(mem), ["name", "n", "dur_us", "roof_us"], by="dur_us")),
-                  Evidence("memory_ops_per_call", per_call, "ops", limits["min_ops_per_call"], ">=", "cpu_ops"),
-                  Evidence("ridge_flop_per_byte", f.ceiling.ridge_flops_per_byte, "FLOP/byte",
-                           source="device ceiling", rows=_ceiling_row(f))),
+        f"{f.ceiling.ridge_flops_per_byte:.0f} FLOP/byte): bandwidth sets their time, and a chain re-reads "
+        "what the previous op wrote.",
+        evidence=(
+            Evidence(
+                "memory_bound_time_pct",
+                share,
+                "%",
+                limits["min_share_pct"],
+                source="cpu_ops + analytic work",
+                rows=rows(_by_op(mem), ["name", "n", "dur_us", "roof_us"], by="dur_us"),
+            ),
+            Evidence("memory_ops_per_call", per_call, "ops", limits["min_ops_per_call"], ">=", "cpu_ops"),
+            Evidence(
+                "ridge_flop_per_byte",
+                f.ceiling.ridge_flops_per_byte,
+                "FLOP/byte",
+                source="device ceiling",
+                rows=_ceiling_row(f),
+            ),
+        ),
         time_at_stake_ms=bounded_ms(saveable / calls, total / calls),
         predicted_effect="fusing the chain into one pass (torch.compile, a Triton kernel) leaves about one pass over memory",
         falsifier="compile the function: if time per call does not drop, the ops were not bandwidth-limited or not fusable",
-        confounders=("work is analytic (shapes and dtypes), not measured counters",
-                     "ops without a formula are placed by name (copies, fills, gathers)")
-        + ((f"{matrix_us / 1e3:.2f} ms of it is matrix ops at low intensity (small batches stream their weights): "
-            "memory bound, but not fused away; larger batches raise their intensity",) if matrix_us > 0 else ()),
+        confounders=(
+            "work is analytic (shapes and dtypes), not measured counters",
+            "ops without a formula are placed by name (copies, fills, gathers)",
+        )
+        + (
+            (
+                f"{matrix_us / 1e3:.2f} ms of it is matrix ops at low intensity (small batches stream their weights): "
+                "memory bound, but not fused away; larger batches raise their intensity",
+            )
+            if matrix_us > 0
+            else ()
+        ),
         # one pass per call leaves nothing to fuse: the op may already run at its roof
         confidence="high" if share > 75 and fusable_per_call >= 2 else "medium",
-        suggested_variants=("compiled", "triton"), scope="host thread")
+        suggested_variants=("compiled", "triton"),
+        scope="host thread",
+    )
 
 
 @rule("cpu_compute_bound_ops", category="compute_bound", scope="trace", min_share_pct=50.0)
@@ -120,30 +147,59 @@ def cpu_compute_bound_ops(f: TraceFacts, limits):
     if comp.empty or share < limits["min_share_pct"]:
         return None
     by = comp.groupby(["name", "input_dims"], as_index=False, observed=True).agg(
-        n=("dur_us", "size"), dur_us=("dur_us", "sum"), roof_us=("roof_us", "sum"))
+        n=("dur_us", "size"), dur_us=("dur_us", "sum"), roof_us=("roof_us", "sum")
+    )
     calls = max(1, f.n_steps)
     known = comp["flops"].notna()
     achieved = (comp.loc[known, "flops"].sum() / comp.loc[known, "dur_us"].sum() / 1e3) if known.any() else float("nan")
-    ev = [Evidence("compute_bound_time_pct", share, "%", limits["min_share_pct"], source="cpu_ops + analytic work",
-                   rows=rows(by, ["name", "input_dims", "n", "dur_us", "roof_us"], by="dur_us"))]
+    ev = [
+        Evidence(
+            "compute_bound_time_pct",
+            share,
+            "%",
+            limits["min_share_pct"],
+            source="cpu_ops + analytic work",
+            rows=rows(by, ["name", "input_dims", "n", "dur_us", "roof_us"], by="dur_us"),
+        )
+    ]
     above = achieved == achieved and achieved > f.ceiling.peak_gflops * (1 + ROOF_TOLERANCE)
     if achieved == achieved:
-        ev.append(Evidence("achieved_gflops", achieved, "GFLOP/s", f.ceiling.peak_gflops, "<=" if not above else ">",
-                           source="analytic work / measured time, against the ceiling's peak", rows=_ceiling_row(f)))
-    confounders = ["the intensity is analytic, not measured", "forward convolutions whose stride/padding the trace did not record are placed by name"]
-    if above:   # more than the roof allows: the ceiling (a default?) or the counts are wrong, not a win
-        confounders.insert(0, f"the ops achieve {achieved:.0f} GFLOP/s, above the {f.ceiling.kind} ceiling's "
-                              f"{f.ceiling.peak_gflops:.0f} GFLOP/s: an anomaly (wrong ceiling or counts); "
-                              "measure the ceiling (workbench.devices.measure_cpu_ceiling) before trusting this")
+        ev.append(
+            Evidence(
+                "achieved_gflops",
+                achieved,
+                "GFLOP/s",
+                f.ceiling.peak_gflops,
+                "<=" if not above else ">",
+                source="analytic work / measured time, against the ceiling's peak",
+                rows=_ceiling_row(f),
+            )
+        )
+    confounders = [
+        "the intensity is analytic, not measured",
+        "forward convolutions whose stride/padding the trace did not record are placed by name",
+    ]
+    if above:  # more than the roof allows: the ceiling (a default?) or the counts are wrong, not a win
+        confounders.insert(
+            0,
+            f"the ops achieve {achieved:.0f} GFLOP/s, above the {f.ceiling.kind} ceiling's "
+            f"{f.ceiling.peak_gflops:.0f} GFLOP/s: an anomaly (wrong ceiling or counts); "
+            "measure the ceiling (workbench.devices.measure_cpu_ceiling) before trusting this",
+        )
     return Hypothesis(
-        category="compute_bound", title=f"{share:.0f}% of the time is in arithmetic-heavy matrix ops",
+        category="compute_bound",
+        title=f"{share:.0f}% of the time is in arithmetic-heavy matrix ops",
         observed=f"{len(comp) / calls:.1f} matrix ops per call above the ridge ({f.ceiling.ridge_flops_per_byte:.0f} FLOP/byte), "
-                 f"{comp['dur_us'].sum() / 1e3:.2f} ms in all",
+        f"{comp['dur_us'].sum() / 1e3:.2f} ms in all",
         mechanism="These ops do many FLOPs per byte moved; the arithmetic units, not memory or dispatch, set their time.",
-        evidence=tuple(ev), time_at_stake_ms=bounded_ms(comp["dur_us"].sum() / 2 / calls, total / calls),
+        evidence=tuple(ev),
+        time_at_stake_ms=bounded_ms(comp["dur_us"].sum() / 2 / calls, total / calls),
         predicted_effect="lower precision (bf16 autocast, TF32 on GPU) or less arithmetic is the only lever; fusion will not help",
         falsifier="run under bf16 autocast (torch.autocast('cpu', dtype=torch.bfloat16)): if matmul time does not fall, they "
-                  "were not compute-limited (no variant in the registry lowers the precision: that experiment is your "
-                  "own variant; compiling, which fuses, does not touch this mechanism)",
+        "were not compute-limited (no variant in the registry lowers the precision: that experiment is your "
+        "own variant; compiling, which fuses, does not touch this mechanism)",
         confounders=tuple(confounders),
-        confidence="low" if above else "medium", suggested_variants=(), scope="host thread")
+        confidence="low" if above else "medium",
+        suggested_variants=(),
+        scope="host thread",
+    )

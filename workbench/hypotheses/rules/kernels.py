@@ -4,6 +4,7 @@ known, by kernel-name family otherwise), and chains of memory-bound kernels (fus
 A kernel whose own name says GEMM, convolution or attention is never a fusion candidate, even when its
 launching op's work places it under the bandwidth roof (a small GEMM): fusing elementwise passes does
 not remove it, and it breaks a chain. Stakes are per rank (the largest rank's), never summed over ranks."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -14,6 +15,7 @@ from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, per_rank_max_us, rows, summed_over
 
+
 def _compute_kernels(f: TraceFacts) -> pd.DataFrame:
     """Computation kernels placed memory- or compute-bound (``gpu_roofline.place_kernels``)."""
     cache = f.__dict__.setdefault("_derived", {})
@@ -22,18 +24,26 @@ def _compute_kernels(f: TraceFacts) -> pd.DataFrame:
         k = k[(k["kind"] == "kernel") & (k["kernel_type"] == "computation")]
         placed = place_kernels(k, f.cpu_ops, f.device_properties)
         matrix_name = family_by_name(placed["name"]) == "matrix"
-        cache["placed_kernels"] = placed.assign(matrix_name=matrix_name,
-                                                fusable=(placed["family"] == "memory").to_numpy() & ~matrix_name)
+        cache["placed_kernels"] = placed.assign(
+            matrix_name=matrix_name, fusable=(placed["family"] == "memory").to_numpy() & ~matrix_name
+        )
     return cache["placed_kernels"]
 
 
 def _placement(k: pd.DataFrame) -> Evidence:
     """How the kernels were placed: by analytic work (shapes known) or by name (the fallback)."""
     by_work = k["placed_by"] == PLACED_BY_WORK
-    return Evidence("placed_by_analytic_work_pct", pct(k.loc[by_work, "dur_us"].sum(), k["dur_us"].sum()), "%",
-                    source="kernels -> launching op (op_index) -> analytic work; the rest by kernel name",
-                    rows=rows(k.groupby("placed_by", as_index=False).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum")),
-                              ["placed_by", "n", "dur_us"], by="dur_us"))
+    return Evidence(
+        "placed_by_analytic_work_pct",
+        pct(k.loc[by_work, "dur_us"].sum(), k["dur_us"].sum()),
+        "%",
+        source="kernels -> launching op (op_index) -> analytic work; the rest by kernel name",
+        rows=rows(
+            k.groupby("placed_by", as_index=False).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum")),
+            ["placed_by", "n", "dur_us"],
+            by="dur_us",
+        ),
+    )
 
 
 @rule("memory_bound_kernels", category="memory_bound", scope="trace", min_share_pct=40.0, min_chain=3)
@@ -49,26 +59,47 @@ def memory_bound_kernels(f: TraceFacts, limits):
     stake_us = per_rank_max_us(chains, "saveable_us") if not chains.empty else 0.0
     if stake_us <= 0:
         stake_us = per_rank_max_us(mem) / 2
-    by_name = mem.groupby(["name", "work_op", "placed_by"], as_index=False).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
+    by_name = mem.groupby(["name", "work_op", "placed_by"], as_index=False).agg(
+        n=("dur_us", "size"), dur_us=("dur_us", "sum")
+    )
     return Hypothesis(
-        category="memory_bound", title=f"{share:.0f}% of kernel time is in memory-bound kernels",
+        category="memory_bound",
+        title=f"{share:.0f}% of kernel time is in memory-bound kernels",
         observed=f"{len(mem)} elementwise/reduction/normalisation kernels, {mem['dur_us'].sum() / 1e3:.2f} ms of "
-                 f"{busy / 1e3:.2f} ms computation-kernel time{summed_over(k)} (GEMM, convolution and attention kernels "
-                 f"excluded); "
-                 f"{len(chains)} chains of >= {int(limits['min_chain'])} in a row",
+        f"{busy / 1e3:.2f} ms computation-kernel time{summed_over(k)} (GEMM, convolution and attention kernels "
+        f"excluded); "
+        f"{len(chains)} chains of >= {int(limits['min_chain'])} in a row",
         mechanism="Each of these kernels streams its tensors through memory doing little arithmetic per byte; "
-                  "back-to-back ones re-read what the previous one wrote.",
-        evidence=(Evidence("memory_bound_share_pct", share, "%", limits["min_share_pct"], source="kernels (roofline placement)",
-                           rows=rows(by_name, ["name", "work_op", "placed_by", "n", "dur_us"], by="dur_us")),
-                  Evidence("fusable_chain_us", stake_us, "us", source="kernels (chains on a stream)",
-                           rows=rows(chains, ["first", "length", "chain_us", "saveable_us"], by="saveable_us")),
-                  _placement(k)),
+        "back-to-back ones re-read what the previous one wrote.",
+        evidence=(
+            Evidence(
+                "memory_bound_share_pct",
+                share,
+                "%",
+                limits["min_share_pct"],
+                source="kernels (roofline placement)",
+                rows=rows(by_name, ["name", "work_op", "placed_by", "n", "dur_us"], by="dur_us"),
+            ),
+            Evidence(
+                "fusable_chain_us",
+                stake_us,
+                "us",
+                source="kernels (chains on a stream)",
+                rows=rows(chains, ["first", "length", "chain_us", "saveable_us"], by="saveable_us"),
+            ),
+            _placement(k),
+        ),
         time_at_stake_ms=bounded_ms(stake_us, f.window_us),
         predicted_effect="fusing each chain into one pass (torch.compile or a Triton kernel) leaves about one kernel's time per chain",
         falsifier="compile the region: if the memory-bound kernel time does not fall, the kernels were not fusable or not bandwidth-limited",
-        confounders=("work is analytic (shapes) or, without shapes, read from kernel names; not measured bandwidth",
-                     "small kernels may be launch-bound instead"),
-        confidence="medium", suggested_variants=("compiled", "triton"), scope="all ranks")
+        confounders=(
+            "work is analytic (shapes) or, without shapes, read from kernel names; not measured bandwidth",
+            "small kernels may be launch-bound instead",
+        ),
+        confidence="medium",
+        suggested_variants=("compiled", "triton"),
+        scope="all ranks",
+    )
 
 
 def _chains(k: pd.DataFrame, min_len: int) -> pd.DataFrame:
@@ -80,9 +111,15 @@ def _chains(k: pd.DataFrame, min_len: int) -> pd.DataFrame:
         run_id = (is_mem != pd.Series(is_mem).shift(1, fill_value=not is_mem[0]).to_numpy()).cumsum()
         for _, run in g[is_mem].groupby(run_id[is_mem]):
             if len(run) >= min_len:
-                out.append({"rank": int(rank), "first": str(run["name"].iloc[0])[:80], "length": len(run),
-                            "chain_us": float(run["dur_us"].sum()),
-                            "saveable_us": float(run["dur_us"].sum() - run["dur_us"].max())})
+                out.append(
+                    {
+                        "rank": int(rank),
+                        "first": str(run["name"].iloc[0])[:80],
+                        "length": len(run),
+                        "chain_us": float(run["dur_us"].sum()),
+                        "saveable_us": float(run["dur_us"].sum() - run["dur_us"].max()),
+                    }
+                )
     return pd.DataFrame(out, columns=["rank", "first", "length", "chain_us", "saveable_us"])
 
 
@@ -97,18 +134,34 @@ def matrix_kernels_dominate(f: TraceFacts, limits):
     idle_pct = pct(ranks["idle_us"].sum(), ranks["span_us"].sum())
     if k.empty or share < limits["min_share_pct"] or idle_pct > limits["max_idle_pct"]:
         return None
-    by_name = mat.groupby(["name", "work_op", "placed_by"], as_index=False).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
+    by_name = mat.groupby(["name", "work_op", "placed_by"], as_index=False).agg(
+        n=("dur_us", "size"), dur_us=("dur_us", "sum")
+    )
     return Hypothesis(
-        category="compute_bound", title=f"{share:.0f}% of kernel time is matrix work on a busy GPU",
+        category="compute_bound",
+        title=f"{share:.0f}% of kernel time is matrix work on a busy GPU",
         observed=f"{len(mat)} GEMM/convolution kernels, {mat['dur_us'].sum() / 1e3:.2f} ms{summed_over(mat)}; GPU idle {idle_pct:.1f}%",
         mechanism="Time is in arithmetic-heavy kernels; only less arithmetic or faster arithmetic (tensor cores, lower precision) helps.",
-        evidence=(Evidence("matrix_share_pct", share, "%", limits["min_share_pct"], source="kernels (roofline placement)",
-                           rows=rows(by_name, ["name", "work_op", "placed_by", "n", "dur_us"], by="dur_us")),
-                  Evidence("idle_pct", idle_pct, "%", limits["max_idle_pct"], "<", "temporal breakdown"),
-                  _placement(k)),
+        evidence=(
+            Evidence(
+                "matrix_share_pct",
+                share,
+                "%",
+                limits["min_share_pct"],
+                source="kernels (roofline placement)",
+                rows=rows(by_name, ["name", "work_op", "placed_by", "n", "dur_us"], by="dur_us"),
+            ),
+            Evidence("idle_pct", idle_pct, "%", limits["max_idle_pct"], "<", "temporal breakdown"),
+            _placement(k),
+        ),
         time_at_stake_ms=bounded_ms(per_rank_max_us(mat) / 2, f.window_us),
         predicted_effect="bf16/fp16 autocast or TF32 on tensor-core GPUs can about halve matrix time; host changes cannot",
         falsifier="run under autocast(bfloat16): if matrix kernel time does not fall, they were not compute-limited",
-        confounders=("work is analytic (shapes) or, without shapes, read from kernel names",
-                     "small GEMMs are memory- or launch-bound"),
-        confidence="medium", suggested_variants=("compiled",), scope="all ranks")
+        confounders=(
+            "work is analytic (shapes) or, without shapes, read from kernel names",
+            "small GEMMs are memory- or launch-bound",
+        ),
+        confidence="medium",
+        suggested_variants=("compiled",),
+        scope="all ranks",
+    )

@@ -1,6 +1,7 @@
 """Measurement validity beyond the timing's spread: a first profiled step that is an outlier, a
 first profiler session in the process (which can mis-time or drop GPU events), and a time per call
 below the least time the analytic work allows at the device's ceilings."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,19 +39,30 @@ def first_step_outlier(f: TraceFacts, limits):
         return None
     steps = f.step_breakdown.table
     return Hypothesis(
-        category="measurement", title=f"The first profiled step takes {ratio:.1f}x the others",
+        category="measurement",
+        title=f"The first profiled step takes {ratio:.1f}x the others",
         observed=f"first step {first / 1e3:.3f} ms against a median of {median / 1e3:.3f} ms over the other {n - 1}",
         mechanism="One-time work (lazy initialisation, allocator growth, autotuning, the profiler's own start-up) fell "
-                  "inside the profiled window, so per-step averages over the trace overstate the steady state.",
-        evidence=(Evidence("first_over_median_step", min(ratio, 1e12), "x", limits["min_ratio"], source="step breakdown",
-                           rows=rows(steps.sort_values("ts_us").head(4), ["rank", "step", "dur_us", "n_kernels"])),
-                  Evidence("first_step_excess_us", excess, "us", source="step breakdown")),
+        "inside the profiled window, so per-step averages over the trace overstate the steady state.",
+        evidence=(
+            Evidence(
+                "first_over_median_step",
+                min(ratio, 1e12),
+                "x",
+                limits["min_ratio"],
+                source="step breakdown",
+                rows=rows(steps.sort_values("ts_us").head(4), ["rank", "step", "dur_us", "n_kernels"]),
+            ),
+            Evidence("first_step_excess_us", excess, "us", source="step breakdown"),
+        ),
         time_at_stake_ms=bounded_ms(excess, f.window_us),
         predicted_effect="warming up before profiling (or dropping the first step) leaves steps within noise of each other",
         falsifier="profile again with two more warm-up steps: if the first profiled step is still the slow one, "
-                  "it does different work, not warm-up",
+        "it does different work, not warm-up",
         confounders=("the first step may legitimately differ (a data-dependent branch)",),
-        confidence="medium" if ratio > 5 else "low", scope="first step")
+        confidence="medium" if ratio > 5 else "low",
+        scope="first step",
+    )
 
 
 def _warmed_up(record: object) -> bool:
@@ -73,25 +85,46 @@ def first_profiler_session(f: RunFacts, limits):
     except NotJudged:
         first = median = excess = ratio = float("nan")
     outlier = ratio == ratio and ratio >= limits["min_ratio"]
-    ev = [Evidence("warm_up_session", 0.0, "sessions", 1.0, "<", "run.profiler_warmup",
-                   rows=({"profiler_warmup": str(record or "not recorded")},))]
+    ev = [
+        Evidence(
+            "warm_up_session",
+            0.0,
+            "sessions",
+            1.0,
+            "<",
+            "run.profiler_warmup",
+            rows=({"profiler_warmup": str(record or "not recorded")},),
+        )
+    ]
     if outlier:
-        ev.append(Evidence("first_over_median_step", min(ratio, 1e12), "x", limits["min_ratio"], source="step breakdown"))
+        ev.append(
+            Evidence("first_over_median_step", min(ratio, 1e12), "x", limits["min_ratio"], source="step breakdown")
+        )
     return Hypothesis(
-        category="measurement", title="The trace comes from the first profiler session in this process",
+        category="measurement",
+        title="The trace comes from the first profiler session in this process",
         observed=f"no warm-up profiler session was recorded ({record or 'not recorded'})"
-                 + (f"; the first step takes {ratio:.1f}x the others" if outlier else ""),
+        + (f"; the first step takes {ratio:.1f}x the others" if outlier else ""),
         mechanism="The first torch.profiler session in a process initialises CUPTI during the measured window and has "
-                  "been seen to mis-time or drop GPU events (pytorch issues 175790, 192021).",
-        evidence=tuple(ev), time_at_stake_ms=max(excess, 0.0) / 1e3 / max(1, f.calls_in_trace) if outlier else 0.0,
+        "been seen to mis-time or drop GPU events (pytorch issues 175790, 192021).",
+        evidence=tuple(ev),
+        time_at_stake_ms=max(excess, 0.0) / 1e3 / max(1, f.calls_in_trace) if outlier else 0.0,
         predicted_effect="a short throw-away profiler session first gives a trace whose first step matches the others",
         falsifier="profile twice in one process: if the second trace has the same kernels and step times, the first was fine",
         confounders=("the first step may be slow for other one-time reasons",),
-        confidence="high" if outlier else "medium", scope="trace")
+        confidence="high" if outlier else "medium",
+        scope="trace",
+    )
 
 
-@rule("faster_than_roofline", category="measurement", scope="run", margin=0.9, measured_margin=0.5,
-      min_streaming_bytes=256 << 20)
+@rule(
+    "faster_than_roofline",
+    category="measurement",
+    scope="run",
+    margin=0.9,
+    measured_margin=0.5,
+    min_streaming_bytes=256 << 20,
+)
 def faster_than_roofline(f: RunFacts, limits):
     """The time per call is below the least time its FLOPs (and large streamed bytes) need at the device's ceilings.
 
@@ -104,8 +137,10 @@ def faster_than_roofline(f: RunFacts, limits):
     tf = f.trace_facts
     ceiling = tf.ceiling
     if not ceiling.upper_bound:
-        raise NotJudged("the ceiling is a documented default, not a measured or vendor peak: "
-                        "measure it (workbench.devices.measure_cpu_ceiling) to judge 'faster than the roof'")
+        raise NotJudged(
+            "the ceiling is a documented default, not a measured or vendor peak: "
+            "measure it (workbench.devices.measure_cpu_ceiling) to judge 'faster than the roof'"
+        )
     from workbench.hypotheses.roofline import place_ops
     from workbench.hypotheses.rules.host_ops import _under_wrappers_only
 
@@ -113,7 +148,7 @@ def faster_than_roofline(f: RunFacts, limits):
     top = place_ops(ops[_under_wrappers_only(ops)], ceiling)
     calls = max(1, f.calls_in_trace)
     flops = float(np.nansum(top["flops"])) / calls
-    big = top["bytes"] >= limits["min_streaming_bytes"]           # smaller working sets may stay in cache
+    big = top["bytes"] >= limits["min_streaming_bytes"]  # smaller working sets may stay in cache
     nbytes = float(np.nansum(top.loc[big, "bytes"])) / calls
     roof_ms = max(flops / (ceiling.peak_gflops * 1e6), nbytes / (ceiling.memory_gbps * 1e6))
     per_call_ms = timing.median_ms / max(1, timing.calls_per_sample)
@@ -121,18 +156,36 @@ def faster_than_roofline(f: RunFacts, limits):
     if roof_ms <= 0 or per_call_ms >= margin * roof_ms:
         return None
     return Hypothesis(
-        category="measurement", title=f"Measured {per_call_ms:.4g} ms per call, below the {roof_ms:.4g} ms the work needs",
+        category="measurement",
+        title=f"Measured {per_call_ms:.4g} ms per call, below the {roof_ms:.4g} ms the work needs",
         observed=f"{flops / 1e9:.3g} GFLOP and {nbytes / 2**20:.0f} MiB streamed per call need at least {roof_ms:.4g} ms "
-                 f"at {ceiling.peak_gflops:.0f} GFLOP/s and {ceiling.memory_gbps:.0f} GB/s; the median call took {per_call_ms:.4g} ms",
+        f"at {ceiling.peak_gflops:.0f} GFLOP/s and {ceiling.memory_gbps:.0f} GB/s; the median call took {per_call_ms:.4g} ms",
         mechanism="No call can beat the roofline: the timer missed work (asynchronous GPU work not synchronised, a "
-                  "cached result returned), or the timed calls did less work than the traced ones.",
-        evidence=(Evidence("per_call_over_roof", per_call_ms / roof_ms, "x", margin, "<",
-                           f"run.timing + analytic work, against the {ceiling.kind} ceiling",
-                           rows=({"per_call_ms": per_call_ms, "roof_ms": roof_ms, "gflop_per_call": flops / 1e9,
-                                  "streamed_mib_per_call": nbytes / 2**20, "ceiling": ceiling.source},)),),
+        "cached result returned), or the timed calls did less work than the traced ones.",
+        evidence=(
+            Evidence(
+                "per_call_over_roof",
+                per_call_ms / roof_ms,
+                "x",
+                margin,
+                "<",
+                f"run.timing + analytic work, against the {ceiling.kind} ceiling",
+                rows=(
+                    {
+                        "per_call_ms": per_call_ms,
+                        "roof_ms": roof_ms,
+                        "gflop_per_call": flops / 1e9,
+                        "streamed_mib_per_call": nbytes / 2**20,
+                        "ceiling": ceiling.source,
+                    },
+                ),
+            ),
+        ),
         time_at_stake_ms=timing.median_ms,
         predicted_effect="timing with device synchronisation (and fresh inputs) gives a time at or above the roof",
         falsifier="time the call with torch.cuda.synchronize() after it (or block_until_ready): if it stays below the roof, "
-                  "the analytic work or the ceiling is wrong",
+        "the analytic work or the ceiling is wrong",
         confounders=("the ceiling may be measured too low", "analytic FLOPs assume the textbook algorithm"),
-        confidence="high", scope="timing")
+        confidence="high",
+        scope="timing",
+    )

@@ -9,6 +9,7 @@ is 0, so they never outrank a time finding. ``memory_hypotheses`` ranks them by 
   (the same size) is freed right after it: the in-place form would not have allocated it.
 - ``allocator_fragmentation``: reserved memory far above allocated at the peak (cached, split segments).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -22,14 +23,46 @@ from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import NotJudged, rule
 
 MIB = float(1 << 20)
-INPLACE_OPS = frozenset({
-    "aten::add", "aten::sub", "aten::mul", "aten::div", "aten::relu", "aten::sigmoid", "aten::tanh", "aten::exp",
-    "aten::neg", "aten::clamp", "aten::clamp_min", "aten::clamp_max", "aten::pow", "aten::sqrt", "aten::rsqrt",
-    "aten::abs", "aten::silu", "aten::hardtanh", "aten::leaky_relu", "aten::elu", "aten::log", "aten::sin",
-    "aten::cos", "aten::masked_fill", "aten::addcmul", "aten::addcdiv", "aten::lerp", "aten::square",
-    "aten::reciprocal", "aten::floor", "aten::ceil", "aten::round", "aten::hardswish", "aten::fill",
-    "aten::where", "aten::threshold",
-})
+INPLACE_OPS = frozenset(
+    {
+        "aten::add",
+        "aten::sub",
+        "aten::mul",
+        "aten::div",
+        "aten::relu",
+        "aten::sigmoid",
+        "aten::tanh",
+        "aten::exp",
+        "aten::neg",
+        "aten::clamp",
+        "aten::clamp_min",
+        "aten::clamp_max",
+        "aten::pow",
+        "aten::sqrt",
+        "aten::rsqrt",
+        "aten::abs",
+        "aten::silu",
+        "aten::hardtanh",
+        "aten::leaky_relu",
+        "aten::elu",
+        "aten::log",
+        "aten::sin",
+        "aten::cos",
+        "aten::masked_fill",
+        "aten::addcmul",
+        "aten::addcdiv",
+        "aten::lerp",
+        "aten::square",
+        "aten::reciprocal",
+        "aten::floor",
+        "aten::ceil",
+        "aten::round",
+        "aten::hardswish",
+        "aten::fill",
+        "aten::where",
+        "aten::threshold",
+    }
+)
 _CACHE: dict[int, tuple[Any, dict[str, Any]]] = {}
 
 
@@ -42,8 +75,11 @@ def _analysis(f: TraceFacts) -> dict[str, Any]:
         raise NotJudged("no allocator events in the trace (profile with memory=True, or profile_memory=True)")
     subject = f.subject
     events = mem.memory_events(subject)
-    out = {"events": events, "peak": mem.memory_peak(subject, events=events),
-           "growth": mem.memory_growth(subject, events=events)}
+    out = {
+        "events": events,
+        "peak": mem.memory_peak(subject, events=events),
+        "growth": mem.memory_growth(subject, events=events),
+    }
     _CACHE.clear()
     _CACHE[id(f)] = (f, out)
     return out
@@ -85,7 +121,7 @@ def activations_dominate_peak(f: TraceFacts, limits):
         raise NotJudged("; ".join(peak.notes) or "no blocks could be paired at the peak")
     backward = _has_backward(events)
     if not backward and not _autograd_forward(f):
-        return None   # no gradient anywhere: forward tensors are not kept for a backward
+        return None  # no gradient anywhere: forward tensors are not kept for a backward
     live = peak.top(len(peak.table))
     acts = live[live["category"] == "activation"]
     act_bytes = float(acts["bytes"].sum())
@@ -93,38 +129,65 @@ def activations_dominate_peak(f: TraceFacts, limits):
     share = act_bytes / total
     if share < limits["min_share"] or act_bytes < limits["min_bytes"]:
         return None
-    by = (acts.assign(module=acts["module"].replace("", "(no module)"))
-          .groupby(["module", "location"], as_index=False)["bytes"].sum().sort_values("bytes", ascending=False))
+    by = (
+        acts.assign(module=acts["module"].replace("", "(no module)"))
+        .groupby(["module", "location"], as_index=False)["bytes"]
+        .sum()
+        .sort_values("bytes", ascending=False)
+    )
     module = _holding_module(acts, act_bytes)
     inside = acts[(acts["module"] == module) | acts["module"].str.startswith(module + "/")] if module else acts
     location = str(inside.sort_values("bytes", ascending=False)["location"].iloc[0]) if len(inside) else ""
     module_bytes = float(inside["bytes"].sum())
     top = {"module": module or "(no module)", "location": location, "bytes": module_bytes}
     where = f"{top['module']}" + (f" ({location})" if location else "")
-    fixes = ("activation checkpointing (torch.utils.checkpoint) of " + str(top["module"]) +
-             ", a smaller micro-batch") if backward else "torch.inference_mode() (no gradient is needed: nothing runs backward)"
+    fixes = (
+        ("activation checkpointing (torch.utils.checkpoint) of " + str(top["module"]) + ", a smaller micro-batch")
+        if backward
+        else "torch.inference_mode() (no gradient is needed: nothing runs backward)"
+    )
     return Hypothesis(
         category="memory_footprint",
         title=f"Activations hold {share:.0%} of the peak ({_mib(act_bytes)}); most from {where}",
         observed=f"peak {_mib(total)} on {peak.device}; activations live at it {_mib(act_bytes)}, "
-                 f"{_mib(module_bytes)} of them made in {where}",
+        f"{_mib(module_bytes)} of them made in {where}",
         mechanism="Forward outputs are kept alive for the backward pass (autograd saves them), so the peak "
-                  "holds every layer's activations at once." if backward else
-                  "Grad mode is on without a backward: autograd keeps forward tensors alive for a graph never used.",
-        evidence=(Evidence("activation_share_of_peak", share, "fraction", limits["min_share"], ">=", "memory",
-                           rows=tuple({"module": str(r.module), "location": str(r.location), "bytes": int(r.bytes)}
-                                      for r in by.head(5).itertuples())),
-                  Evidence("bytes_at_stake", act_bytes, "bytes", limits["min_bytes"], ">=", "memory")),
+        "holds every layer's activations at once."
+        if backward
+        else "Grad mode is on without a backward: autograd keeps forward tensors alive for a graph never used.",
+        evidence=(
+            Evidence(
+                "activation_share_of_peak",
+                share,
+                "fraction",
+                limits["min_share"],
+                ">=",
+                "memory",
+                rows=tuple(
+                    {"module": str(r.module), "location": str(r.location), "bytes": int(r.bytes)}
+                    for r in by.head(5).itertuples()
+                ),
+            ),
+            Evidence("bytes_at_stake", act_bytes, "bytes", limits["min_bytes"], ">=", "memory"),
+        ),
         time_at_stake_ms=0.0,
         predicted_effect=f"{fixes} lowers the peak by up to {_mib(act_bytes)} (recompute costs time)",
         falsifier="profile again with the module checkpointed (or a half micro-batch): if the peak does not fall "
-                  "by about the activations' bytes, they were not what held it",
-        confounders=("the peak moment may differ between steps",), confidence="high" if share >= 0.7 else "medium",
-        suggested_variants=(), scope=f"{peak.device}: {top['module']}")
+        "by about the activations' bytes, they were not what held it",
+        confounders=("the peak moment may differ between steps",),
+        confidence="high" if share >= 0.7 else "medium",
+        suggested_variants=(),
+        scope=f"{peak.device}: {top['module']}",
+    )
 
 
-@rule("memory_leak_across_steps", category="memory_footprint", scope="trace", min_growth_bytes=64 << 10,
-      min_growing_fraction=0.99)
+@rule(
+    "memory_leak_across_steps",
+    category="memory_footprint",
+    scope="trace",
+    min_growth_bytes=64 << 10,
+    min_growing_fraction=0.99,
+)
 def memory_leak_across_steps(f: TraceFacts, limits):
     """Allocated bytes grow every step by blocks made in the step and never freed."""
     a = _analysis(f)
@@ -134,8 +197,11 @@ def memory_leak_across_steps(f: TraceFacts, limits):
     later = g.table.iloc[1:]
     growing = float((later["growth_bytes"] > 0).mean()) if len(later) else 0.0
     kept = float(g.kept_per_step_bytes)
-    if growing < limits["min_growing_fraction"] or g.growth_per_step_bytes < limits["min_growth_bytes"] \
-            or kept < limits["min_growth_bytes"]:
+    if (
+        growing < limits["min_growing_fraction"]
+        or g.growth_per_step_bytes < limits["min_growth_bytes"]
+        or kept < limits["min_growth_bytes"]
+    ):
         return None
     kept_rows = later[later["kept_bytes"] > 0]
     top = kept_rows.iloc[0] if len(kept_rows) else later.iloc[0]
@@ -146,26 +212,51 @@ def memory_leak_across_steps(f: TraceFacts, limits):
         category="memory_footprint",
         title=f"Memory grows {_mib(g.growth_per_step_bytes)} every step: blocks from {where}{location} are never freed",
         observed=f"{int((later['growth_bytes'] > 0).sum())} of {len(later)} steps after the first grew allocated "
-                 f"memory on {g.device}, {_mib(kept)} per step kept (median {int(later['kept_blocks'].median())} "
-                 "block(s) per step)",
+        f"memory on {g.device}, {_mib(kept)} per step kept (median {int(later['kept_blocks'].median())} "
+        "block(s) per step)",
         mechanism="Something holds a reference to a tensor made each call (a Python list that keeps outputs, a "
-                  "loss kept with its graph, a cache keyed per call): the allocator can never free it.",
-        evidence=(Evidence("growth_per_step_bytes", g.growth_per_step_bytes, "bytes", limits["min_growth_bytes"], ">=",
-                           "memory", rows=tuple({"step": int(r.step), "growth_bytes": int(r.growth_bytes),
-                                                 "kept_bytes": int(r.kept_bytes), "top_op": str(r.top_op),
-                                                 "location": str(r.location)} for r in g.table.itertuples())),
-                  Evidence("steps_growing_fraction", growing, "fraction", limits["min_growing_fraction"], ">=", "memory"),
-                  Evidence("bytes_at_stake", stake, "bytes", source="memory")),
+        "loss kept with its graph, a cache keyed per call): the allocator can never free it.",
+        evidence=(
+            Evidence(
+                "growth_per_step_bytes",
+                g.growth_per_step_bytes,
+                "bytes",
+                limits["min_growth_bytes"],
+                ">=",
+                "memory",
+                rows=tuple(
+                    {
+                        "step": int(r.step),
+                        "growth_bytes": int(r.growth_bytes),
+                        "kept_bytes": int(r.kept_bytes),
+                        "top_op": str(r.top_op),
+                        "location": str(r.location),
+                    }
+                    for r in g.table.itertuples()
+                ),
+            ),
+            Evidence("steps_growing_fraction", growing, "fraction", limits["min_growing_fraction"], ">=", "memory"),
+            Evidence("bytes_at_stake", stake, "bytes", source="memory"),
+        ),
         time_at_stake_ms=0.0,
         predicted_effect="dropping the reference (store .item() or .detach().cpu(), clear the list, del the loss) "
-                         "keeps memory flat across steps; left alone it runs out of memory after enough steps",
+        "keeps memory flat across steps; left alone it runs out of memory after enough steps",
         falsifier="run twice as many steps: a leak keeps growing by the same amount; a cache or warm-up plateaus",
-        confounders=("a cache that fills over the first steps grows too, then stops",), confidence="high",
-        suggested_variants=(), scope=f"{g.device}: {where}")
+        confounders=("a cache that fills over the first steps grows too, then stops",),
+        confidence="high",
+        suggested_variants=(),
+        scope=f"{g.device}: {where}",
+    )
 
 
-@rule("temporary_at_peak", category="memory_footprint", scope="trace", min_share=0.1, min_bytes=256 << 10,
-      lookahead_events=4)
+@rule(
+    "temporary_at_peak",
+    category="memory_footprint",
+    scope="trace",
+    min_share=0.1,
+    min_bytes=256 << 10,
+    lookahead_events=4,
+)
 def temporary_at_peak(f: TraceFacts, limits):
     """The allocation that makes the peak is an out-of-place elementwise op whose same-size input is freed
     right after: an in-place form would not allocate it."""
@@ -196,21 +287,33 @@ def temporary_at_peak(f: TraceFacts, limits):
     return Hypothesis(
         category="memory_footprint",
         title=f"A temporary at the peak: {name} allocates {_mib(size)} while its input of the same size dies "
-              f"right after ({where})",
+        f"right after ({where})",
         observed=f"the peak on {peak.device} ({_mib(peak.peak_bytes)}) is reached by {name}'s output of {_mib(size)}; "
-                 f"a block of {_mib(size)} is freed {len(after[after <= freed[0]])} event(s) later",
+        f"a block of {_mib(size)} is freed {len(after[after <= freed[0]])} event(s) later",
         mechanism="An out-of-place op keeps its input and its output alive together for a moment; when the input "
-                  "is not used again, the in-place form writes into it and the second buffer never exists.",
-        evidence=(Evidence("temporary_share_of_peak", share, "fraction", limits["min_share"], ">=", "memory",
-                           rows=({"op": name, "bytes": size, "location": where, "ts_us": float(ev["ts_us"])},)),
-                  Evidence("bytes_at_stake", float(size), "bytes", limits["min_bytes"], ">=", "memory")),
+        "is not used again, the in-place form writes into it and the second buffer never exists.",
+        evidence=(
+            Evidence(
+                "temporary_share_of_peak",
+                share,
+                "fraction",
+                limits["min_share"],
+                ">=",
+                "memory",
+                rows=({"op": name, "bytes": size, "location": where, "ts_us": float(ev["ts_us"])},),
+            ),
+            Evidence("bytes_at_stake", float(size), "bytes", limits["min_bytes"], ">=", "memory"),
+        ),
         time_at_stake_ms=0.0,
         predicted_effect=f"x.{inplace}(...) (or out=) instead of x = {name.split('::')[-1]}(x, ...) lowers the peak by "
-                         f"{_mib(size)}",
+        f"{_mib(size)}",
         falsifier=f"use {inplace} there and profile again: if the peak does not fall by {_mib(size)}, the input "
-                  "was still referenced (or autograd needs it: in-place is then refused)",
-        confounders=("in-place is not allowed where autograd saved the input for backward",), confidence="medium",
-        suggested_variants=(), scope=f"{peak.device}: {where}")
+        "was still referenced (or autograd needs it: in-place is then refused)",
+        confounders=("in-place is not allowed where autograd saved the input for backward",),
+        confidence="medium",
+        suggested_variants=(),
+        scope=f"{peak.device}: {where}",
+    )
 
 
 @rule("allocator_fragmentation", category="memory_footprint", scope="trace", min_ratio=1.5, min_gap_bytes=256 << 20)
@@ -231,16 +334,21 @@ def allocator_fragmentation(f: TraceFacts, limits):
         title=f"Reserved memory is {ratio:.1f}x the allocated peak ({_mib(gap)} cached but unused)",
         observed=f"{row['device']}: peak allocated {_mib(allocated)}, peak reserved {_mib(reserved)}",
         mechanism="The caching allocator keeps freed blocks in segments sized for earlier requests; changing "
-                  "sizes split them, and a large request cannot reuse the scattered free space.",
-        evidence=(Evidence("reserved_over_allocated", ratio, "ratio", limits["min_ratio"], ">=", "memory"),
-                  Evidence("bytes_at_stake", gap, "bytes", limits["min_gap_bytes"], ">=", "memory")),
+        "sizes split them, and a large request cannot reuse the scattered free space.",
+        evidence=(
+            Evidence("reserved_over_allocated", ratio, "ratio", limits["min_ratio"], ">=", "memory"),
+            Evidence("bytes_at_stake", gap, "bytes", limits["min_gap_bytes"], ">=", "memory"),
+        ),
         time_at_stake_ms=0.0,
         predicted_effect="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets segments grow in place: reserved "
-                         "falls towards allocated",
+        "falls towards allocated",
         falsifier="rerun with expandable_segments:True and compare torch.cuda.max_memory_reserved(): no drop, no "
-                  "fragmentation (the cache was simply warm)",
-        confounders=("reserved also holds blocks freed at the end and cached for the next step",), confidence="medium",
-        suggested_variants=(), scope=str(row["device"]))
+        "fragmentation (the cache was simply warm)",
+        confounders=("reserved also holds blocks freed at the end and cached for the next step",),
+        confidence="medium",
+        suggested_variants=(),
+        scope=str(row["device"]),
+    )
 
 
 def bytes_at_stake(h: Hypothesis) -> float:
@@ -253,8 +361,12 @@ def bytes_at_stake(h: Hypothesis) -> float:
 def memory_hypotheses(hypotheses) -> list[Hypothesis]:
     """The memory-footprint hypotheses among ``hypotheses``, by bytes at stake (most first), the most specific
     cause (a leak, a temporary) before the general one at equal confidence."""
-    order = {"memory_leak_across_steps": 0, "temporary_at_peak": 1, "activations_dominate_peak": 2,
-             "allocator_fragmentation": 3}
+    order = {
+        "memory_leak_across_steps": 0,
+        "temporary_at_peak": 1,
+        "activations_dominate_peak": 2,
+        "allocator_fragmentation": 3,
+    }
     found = [h for h in hypotheses if h.category == "memory_footprint"]
     return sorted(found, key=lambda h: (order.get(h.rule, 9), -bytes_at_stake(h)))
 

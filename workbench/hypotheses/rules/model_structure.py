@@ -1,5 +1,6 @@
 """Model-structure hygiene visible in operator names and shapes: a convolution's bias that the batch
 norm right after it cancels, and nn.DataParallel where DistributedDataParallel would do."""
+
 from __future__ import annotations
 
 import json
@@ -14,12 +15,21 @@ from workbench.hypotheses.registry import NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 
 CONV_OPS = frozenset({"aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::convolution", "aten::_convolution"})
-BN_OPS = frozenset({"aten::batch_norm", "aten::_batch_norm_impl_index", "aten::native_batch_norm",
-                    "aten::cudnn_batch_norm", "aten::miopen_batch_norm", "aten::_native_batch_norm_legit"})
+BN_OPS = frozenset(
+    {
+        "aten::batch_norm",
+        "aten::_batch_norm_impl_index",
+        "aten::native_batch_norm",
+        "aten::cudnn_batch_norm",
+        "aten::miopen_batch_norm",
+        "aten::_native_batch_norm_legit",
+    }
+)
 DATA_PARALLEL = re.compile(
     r"torch/nn/parallel/(?:data_parallel|replicate|scatter_gather|comm|parallel_apply)\.py|nn\.Module: DataParallel"
     r"|^(?:autograd::engine::evaluate_function: )?(?:Broadcast|ReduceAddCoalesced|Gather|Scatter)Backward$"
-    r"|broadcast_coalesced|reduce_add_coalesced")
+    r"|broadcast_coalesced|reduce_add_coalesced"
+)
 
 
 def _shapes(text: str) -> list:
@@ -36,10 +46,14 @@ def _conv_bn_pairs(ops: pd.DataFrame) -> pd.DataFrame:
     is_conv = np.isin(names, list(CONV_OPS))
     outer = is_conv & ~np.where(parent >= 0, is_conv[np.maximum(parent, 0)], False)
     order = ops.assign(row=np.arange(len(ops)), _tid=ops["tid"].astype(str)).sort_values(
-        ["rank", "_tid", "parent", "ts_us"], kind="stable")
+        ["rank", "_tid", "parent", "ts_us"], kind="stable"
+    )
     nxt = order["row"].shift(-1)
-    same = (order["parent"].shift(-1) == order["parent"]) & (order["_tid"].shift(-1) == order["_tid"]) \
+    same = (
+        (order["parent"].shift(-1) == order["parent"])
+        & (order["_tid"].shift(-1) == order["_tid"])
         & (order["rank"].shift(-1) == order["rank"])
+    )
     following = dict(zip(order["row"], np.where(same, nxt, -1).astype(np.int64)))
     from workbench.analysis.work_formulas import DTYPE_BYTES
 
@@ -54,11 +68,20 @@ def _conv_bn_pairs(ops: pd.DataFrame) -> pd.DataFrame:
         bias = conv[2] if len(conv) > 2 else []
         out = bn[0] if bn else []
         if isinstance(bias, list) and len(bias) == 1 and isinstance(out, list) and len(out) > 1 and out[1] == bias[0]:
-            pairs.append({"conv_row": i, "bn_row": j, "conv": names[i], "out_channels": bias[0],
-                          "output_elements": int(np.prod(out)), "conv_us": float(ops["dur_us"].iloc[i]),
-                          "element_bytes": DTYPE_BYTES.get((_shapes(types[j]) or ["float"])[0], 4)})
-    return pd.DataFrame(pairs, columns=["conv_row", "bn_row", "conv", "out_channels", "output_elements", "conv_us",
-                                        "element_bytes"])
+            pairs.append(
+                {
+                    "conv_row": i,
+                    "bn_row": j,
+                    "conv": names[i],
+                    "out_channels": bias[0],
+                    "output_elements": int(np.prod(out)),
+                    "conv_us": float(ops["dur_us"].iloc[i]),
+                    "element_bytes": DTYPE_BYTES.get((_shapes(types[j]) or ["float"])[0], 4),
+                }
+            )
+    return pd.DataFrame(
+        pairs, columns=["conv_row", "bn_row", "conv", "out_channels", "output_elements", "conv_us", "element_bytes"]
+    )
 
 
 @rule("conv_bias_before_batch_norm", category="memory_bound", scope="trace", min_pairs=1)
@@ -79,20 +102,37 @@ def conv_bias_before_batch_norm(f: TraceFacts, limits):
     pass_us = out_bytes * 2 / (gbps * 1e3) if gbps == gbps else pairs["conv_us"] * 0.0
     stake_us = float(np.minimum(pass_us, pairs["conv_us"]).sum())
     return Hypothesis(
-        category="memory_bound", title=f"{len(pairs)} convolutions add a bias that the next batch norm cancels",
+        category="memory_bound",
+        title=f"{len(pairs)} convolutions add a bias that the next batch norm cancels",
         observed=f"{len(pairs)} conv calls with a bias input are followed directly by batch_norm over the same channels",
         mechanism="Batch norm subtracts the per-channel mean, so a per-channel bias before it changes nothing but "
-                  "costs an extra pass over the output (and a bias gradient in training).",
-        evidence=(Evidence("conv_bias_then_bn", len(pairs), "pairs", limits["min_pairs"], ">=", "cpu_ops (names, input dims)",
-                           rows=rows(pairs, ["conv", "out_channels", "output_elements", "conv_us"], by="output_elements")),
-                  Evidence("bias_pass_us", stake_us, "us", source="analytic: read + write of the output at the ceiling's bandwidth")),
+        "costs an extra pass over the output (and a bias gradient in training).",
+        evidence=(
+            Evidence(
+                "conv_bias_then_bn",
+                len(pairs),
+                "pairs",
+                limits["min_pairs"],
+                ">=",
+                "cpu_ops (names, input dims)",
+                rows=rows(pairs, ["conv", "out_channels", "output_elements", "conv_us"], by="output_elements"),
+            ),
+            Evidence(
+                "bias_pass_us", stake_us, "us", source="analytic: read + write of the output at the ceiling's bandwidth"
+            ),
+        ),
         time_at_stake_ms=bounded_ms(stake_us, f.window_us),
         predicted_effect="Conv(bias=False) before BatchNorm gives the same outputs (up to rounding) and drops the bias pass",
         falsifier="rebuild the convolutions with bias=False and compare outputs and step time: a different output means the "
-                  "norm was not directly after the conv (no variant in the registry drops the bias: that experiment is your own rewrite)",
-        confounders=("cuDNN often fuses the bias into the convolution, leaving little to save",
-                     "the time at stake is analytic, not measured"),
-        confidence="medium" if stake_us > 0 else "low", suggested_variants=(), scope="model")
+        "norm was not directly after the conv (no variant in the registry drops the bias: that experiment is your own rewrite)",
+        confounders=(
+            "cuDNN often fuses the bias into the convolution, leaving little to save",
+            "the time at stake is analytic, not measured",
+        ),
+        confidence="medium" if stake_us > 0 else "low",
+        suggested_variants=(),
+        scope="model",
+    )
 
 
 def _union_us(ev: pd.DataFrame) -> float:
@@ -106,10 +146,19 @@ def data_parallel_not_ddp(f: TraceFacts, limits):
     """A single process drives several GPUs with nn.DataParallel (replicate/scatter/gather each step)."""
     if len(f.ranks) > 1:
         raise NotJudged("the trace has several ranks: DataParallel is a single-process pattern")
-    tables = [f.cpu_ops, getattr(f.trace, "python_calls", None)]   # no trace, or tables without it: None
-    ev = pd.concat([tb[["tid", "name", "ts_us", "end_us", "dur_us"]] .astype({"tid": str, "name": str})
-                    for tb in tables if isinstance(tb, pd.DataFrame) and not tb.empty], ignore_index=True) \
-        if any(isinstance(tb, pd.DataFrame) and not tb.empty for tb in tables) else pd.DataFrame()
+    tables = [f.cpu_ops, getattr(f.trace, "python_calls", None)]  # no trace, or tables without it: None
+    ev = (
+        pd.concat(
+            [
+                tb[["tid", "name", "ts_us", "end_us", "dur_us"]].astype({"tid": str, "name": str})
+                for tb in tables
+                if isinstance(tb, pd.DataFrame) and not tb.empty
+            ],
+            ignore_index=True,
+        )
+        if any(isinstance(tb, pd.DataFrame) and not tb.empty for tb in tables)
+        else pd.DataFrame()
+    )
     if ev.empty:
         raise NotJudged("no CPU operator or Python events in the trace")
     dp = ev[ev["name"].str.contains(DATA_PARALLEL)]
@@ -122,16 +171,28 @@ def data_parallel_not_ddp(f: TraceFacts, limits):
     devices = sorted(int(d) for d in f.kernels["device"].unique()) if f.has_gpu and "device" in f.kernels else []
     by = dp.groupby("name", as_index=False).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
     return Hypothesis(
-        category="communication", title=f"nn.DataParallel replicates and gathers every step ({share:.0f}% of the trace)",
+        category="communication",
+        title=f"nn.DataParallel replicates and gathers every step ({share:.0f}% of the trace)",
         observed=f"{len(dp)} DataParallel replicate/scatter/gather/broadcast events in one process"
-                 + (f" driving devices {devices}" if devices else ""),
+        + (f" driving devices {devices}" if devices else ""),
         mechanism="DataParallel copies the model to every GPU each step, scatters inputs and gathers outputs on GPU 0, "
-                  "all from one Python process (GIL-bound); DDP keeps one process per GPU and overlaps gradient all-reduce.",
-        evidence=(Evidence("data_parallel_pct", share, "%", limits["min_pct"], source="cpu_ops + python_calls (names)",
-                           rows=rows(by, ["name", "n", "dur_us"], by="dur_us")),),
+        "all from one Python process (GIL-bound); DDP keeps one process per GPU and overlaps gradient all-reduce.",
+        evidence=(
+            Evidence(
+                "data_parallel_pct",
+                share,
+                "%",
+                limits["min_pct"],
+                source="cpu_ops + python_calls (names)",
+                rows=rows(by, ["name", "n", "dur_us"], by="dur_us"),
+            ),
+        ),
         time_at_stake_ms=bounded_ms(dp_us, f.window_us),
         predicted_effect="DistributedDataParallel (one process per GPU) removes replicate/scatter/gather and scales better",
         falsifier="run one step on a single GPU without DataParallel: if per-sample time is not better than with it, "
-                  "the parallel overhead was not the cost (no variant in the registry switches to DDP: that experiment is your own rewrite)",
+        "the parallel overhead was not the cost (no variant in the registry switches to DDP: that experiment is your own rewrite)",
         confounders=("event names only show DataParallel when Python stacks or module names are recorded",),
-        confidence="medium", suggested_variants=(), scope="process")
+        confidence="medium",
+        suggested_variants=(),
+        scope="process",
+    )

@@ -7,6 +7,7 @@ input dtype of the op that launched it; a kernel with neither is not judged. Ali
 states (``_align8``: 8-element, 16-byte loads) or, without a tag, the K and N dimensions of the matmul op
 that launched it (M does not constrain tensor-core loads). Stakes are the kernels' own time.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -55,8 +56,10 @@ def fp32_matmul_without_tf32(f: TraceFacts, limits):
     fp32 = mat[(mat["precision"] == FP32) & (mat["precision_from"] == "kernel name")]
     unknown = mat[(mat["precision"] == "") | ((mat["precision"] == FP32) & (mat["precision_from"] != "kernel name"))]
     if fp32.empty and len(unknown) == len(mat):
-        raise NotJudged(f"the precision of {len(mat)} matrix kernels is unknown: their names state no type "
-                        "(or no TF32 / fp32 kernel) and their launching ops record no lower-precision dtype")
+        raise NotJudged(
+            f"the precision of {len(mat)} matrix kernels is unknown: their names state no type "
+            "(or no TF32 / fp32 kernel) and their launching ops record no lower-precision dtype"
+        )
     total = float(k.loc[(k["kind"] == "kernel") & (k["kernel_type"] == "computation"), "dur_us"].sum())
     share = pct(fp32["dur_us"].sum(), total)
     if fp32.empty or share < limits["min_share_pct"]:
@@ -65,21 +68,35 @@ def fp32_matmul_without_tf32(f: TraceFacts, limits):
     stake_us = per_rank_max_us(fp32) / 2
     confounders = ["TF32 changes numerics (~10-bit mantissa); check tolerance"]
     if not unknown.empty:
-        confounders.append(f"{len(unknown)} matrix kernels ({unknown['dur_us'].sum() / 1e3:.2f} ms) state no precision "
-                           "that tells TF32 from fp32 and were not counted")
+        confounders.append(
+            f"{len(unknown)} matrix kernels ({unknown['dur_us'].sum() / 1e3:.2f} ms) state no precision "
+            "that tells TF32 from fp32 and were not counted"
+        )
     return Hypothesis(
-        category="precision", title=f"fp32 GEMMs without TF32 take {share:.0f}% of kernel time",
+        category="precision",
+        title=f"fp32 GEMMs without TF32 take {share:.0f}% of kernel time",
         observed=f"{len(fp32)} fp32 matrix kernels on the CUDA cores (by their names: sgemm / scudnn / simt), "
-                 f"{fp32['dur_us'].sum() / 1e3:.2f} ms of {total / 1e3:.2f} ms computation-kernel time{summed_over(k)}, "
-                 f"on compute capability >= {int(limits['min_compute_major'])}",
+        f"{fp32['dur_us'].sum() / 1e3:.2f} ms of {total / 1e3:.2f} ms computation-kernel time{summed_over(k)}, "
+        f"on compute capability >= {int(limits['min_compute_major'])}",
         mechanism="Full-fp32 GEMMs use the CUDA cores; TF32 tensor cores run them several times faster at ~10-bit mantissa.",
-        evidence=(Evidence("fp32_gemm_share_pct", share, "%", limits["min_share_pct"], source="kernels (type named in the kernel name)",
-                           rows=rows(by_name, ["name", "n", "dur_us"], by="dur_us")),),
+        evidence=(
+            Evidence(
+                "fp32_gemm_share_pct",
+                share,
+                "%",
+                limits["min_share_pct"],
+                source="kernels (type named in the kernel name)",
+                rows=rows(by_name, ["name", "n", "dur_us"], by="dur_us"),
+            ),
+        ),
         time_at_stake_ms=bounded_ms(stake_us, f.window_us),
         predicted_effect="torch.backends.cuda.matmul.allow_tf32 = True (or bf16 autocast) cuts these kernels' time by about half or more",
         falsifier="set torch.set_float32_matmul_precision('high'): if GEMM time does not fall, the GEMMs were not compute-limited",
         confounders=tuple(confounders),
-        confidence="medium", suggested_variants=("compiled",), scope="all ranks")
+        confidence="medium",
+        suggested_variants=("compiled",),
+        scope="all ranks",
+    )
 
 
 def _dims(text: str) -> list[list[int]]:
@@ -92,9 +109,9 @@ def matmul_kn(name: str, input_dims: str) -> tuple[int, int] | None:
     """(K, N) of a matmul op from its recorded input shapes; None when they do not say."""
     d = _dims(input_dims)
     try:
-        if name == "aten::linear":              # input [..., K], weight [N, K]
+        if name == "aten::linear":  # input [..., K], weight [N, K]
             return d[0][-1], d[1][0]
-        if name in ("aten::addmm", "aten::baddbmm"):   # bias, mat1 [.., M, K], mat2 [.., K, N]
+        if name in ("aten::addmm", "aten::baddbmm"):  # bias, mat1 [.., M, K], mat2 [.., K, N]
             return d[1][-1], d[2][-1]
         if name in ("aten::mm", "aten::bmm", "aten::matmul"):
             return d[0][-1], d[1][-1]
@@ -111,8 +128,10 @@ def half_matmul_unaligned(f: TraceFacts, limits):
     half = mat[mat["precision"].isin(HALF_TYPES)]
     if half.empty:
         if not mat.empty and (mat["precision"] == "").all():
-            raise NotJudged(f"the precision of {len(mat)} matrix kernels is unknown: their names state no type and "
-                            "their launching ops record no dtype (profile with record_shapes=True)")
+            raise NotJudged(
+                f"the precision of {len(mat)} matrix kernels is unknown: their names state no type and "
+                "their launching ops record no dtype (profile with record_shapes=True)"
+            )
         return None
     align = int(limits["alignment"])
     tag = half["alignment"].to_numpy(np.int64)
@@ -123,37 +142,52 @@ def half_matmul_unaligned(f: TraceFacts, limits):
     dims = ops["input_dims"].astype(str).to_numpy() if not ops.empty else np.array([], dtype=object)
     kn = [matmul_kn(names[r], dims[r]) if r >= 0 else None for r in mm_row]
     by_tag = tag > 0
-    unaligned = np.where(by_tag, tag < align,
-                         [x is not None and (x[0] % align != 0 or x[1] % align != 0) for x in kn])
+    unaligned = np.where(by_tag, tag < align, [x is not None and (x[0] % align != 0 or x[1] % align != 0) for x in kn])
     judged = by_tag | np.array([x is not None for x in kn], dtype=bool)
     if not judged.any():
-        raise NotJudged(f"{len(half)} half-precision matrix kernels: their names state no alignment and no "
-                        "launching matmul op recorded its shapes")
+        raise NotJudged(
+            f"{len(half)} half-precision matrix kernels: their names state no alignment and no "
+            "launching matmul op recorded its shapes"
+        )
     bad = half[unaligned & judged].assign(
         kernel_align=np.where(by_tag, tag, 0)[unaligned & judged],
         op=[names[r] if r >= 0 else "" for r in mm_row[unaligned & judged]],
         input_dims=[dims[r] if r >= 0 else "" for r in mm_row[unaligned & judged]],
-        judged_by=np.where(by_tag, "kernel name (_alignN)", "op shapes (K, N)")[unaligned & judged])
+        judged_by=np.where(by_tag, "kernel name (_alignN)", "op shapes (K, N)")[unaligned & judged],
+    )
     whole = float(half.loc[judged, "dur_us"].sum())
     share = pct(bad["dur_us"].sum(), whole)
     if bad.empty or share < limits["min_share_pct"]:
         return None
     by_kernel = bad.groupby(["name", "kernel_align", "op", "input_dims", "judged_by"], as_index=False).agg(
-        n=("dur_us", "size"), dur_us=("dur_us", "sum"))
+        n=("dur_us", "size"), dur_us=("dur_us", "sum")
+    )
     stake_us = per_rank_max_us(bad) / 2
     return Hypothesis(
-        category="precision", title=f"{len(bad)} half-precision matrix kernel{'s' if len(bad) != 1 else ''} ran unaligned (not multiples of {align})",
+        category="precision",
+        title=f"{len(bad)} half-precision matrix kernel{'s' if len(bad) != 1 else ''} ran unaligned (not multiples of {align})",
         observed=f"{bad['dur_us'].sum() / 1e3:.3f} ms of {whole / 1e3:.3f} ms half-precision matrix-kernel time "
-                 f"({share:.0f}%){summed_over(half)} is in kernels that ran unaligned",
+        f"({share:.0f}%){summed_over(half)} is in kernels that ran unaligned",
         mechanism="Tensor-core GEMM kernels load 16-byte vectors (8 half elements); a K or N that is not a multiple of 8 "
-                  "forces narrower loads (an _align2/_align4 kernel) or padding.",
-        evidence=(Evidence("unaligned_matmul_share_pct", share, "%", limits["min_share_pct"],
-                           source="matrix kernels (alignment in the kernel name; else the launching op's K, N)",
-                           rows=rows(by_kernel, ["name", "kernel_align", "op", "input_dims", "judged_by", "n", "dur_us"],
-                                     by="dur_us")),),
+        "forces narrower loads (an _align2/_align4 kernel) or padding.",
+        evidence=(
+            Evidence(
+                "unaligned_matmul_share_pct",
+                share,
+                "%",
+                limits["min_share_pct"],
+                source="matrix kernels (alignment in the kernel name; else the launching op's K, N)",
+                rows=rows(
+                    by_kernel, ["name", "kernel_align", "op", "input_dims", "judged_by", "n", "dur_us"], by="dur_us"
+                ),
+            ),
+        ),
         time_at_stake_ms=bounded_ms(stake_us, f.window_us),
         predicted_effect="padding the named dimension to a multiple of 8 lets an align8 tensor-core kernel run; "
-                         "at most these kernels' own time is saved",
+        "at most these kernels' own time is saved",
         falsifier="pad the dims to a multiple of 8 and re-time the op: if it is not faster, alignment was not the issue",
-        confounders=("small matmuls are launch-bound anyway",), confidence="medium",
-        suggested_variants=("eager",), scope="all ranks")
+        confounders=("small matmuls are launch-bound anyway",),
+        confidence="medium",
+        suggested_variants=("eager",),
+        scope="all ranks",
+    )

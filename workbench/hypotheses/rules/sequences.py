@@ -1,6 +1,7 @@
 """Frequent kernel (or CPU op) sequences: the same run of n distinct-named kernels repeating across
 steps is one fusion or CUDA-graph candidate; the idle time between its kernels is what capturing or
 fusing it removes."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,7 +13,7 @@ from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct
 
-MAX_EVENTS = 100_000       # per stream / thread: the latest ones (a steady state repeats within them)
+MAX_EVENTS = 100_000  # per stream / thread: the latest ones (a steady state repeats within them)
 CANDIDATES_PER_LENGTH = 5
 
 
@@ -21,8 +22,10 @@ def _streams(f: TraceFacts) -> list[tuple[str, pd.DataFrame]]:
     busiest host thread on a CPU-only one."""
     if f.has_gpu:
         k = f.kernels[f.kernels["kind"] == "kernel"]
-        return [(f"rank {r} stream {s}", g.sort_values("ts_us").tail(MAX_EVENTS))
-                for (r, s), g in k.groupby(["rank", "stream"], observed=True)]
+        return [
+            (f"rank {r} stream {s}", g.sort_values("ts_us").tail(MAX_EVENTS))
+            for (r, s), g in k.groupby(["rank", "stream"], observed=True)
+        ]
     from workbench.hypotheses.rules.host_ops import main_thread_ops
 
     ops = main_thread_ops(f)
@@ -68,16 +71,23 @@ def best_sequence(names: np.ndarray, min_len: int, max_len: int, min_repeats: in
     if best is None:
         return None
     starts, n = best
-    period = primitive_period(codes[starts[0]:starts[0] + n])
+    period = primitive_period(codes[starts[0] : starts[0] + n])
     if period < n:
-        body = codes[starts[0]:starts[0] + period]
+        body = codes[starts[0] : starts[0] + period]
         hits = np.flatnonzero((sliding_window_view(codes, period) == body).all(axis=1))
         return _non_overlapping(hits, period), period
     return best
 
 
-@rule("frequent_sequences", category="launch_overhead", scope="trace",
-      min_len=3, max_len=10, min_repeats=5, min_stake_pct=1.0)
+@rule(
+    "frequent_sequences",
+    category="launch_overhead",
+    scope="trace",
+    min_len=3,
+    max_len=10,
+    min_repeats=5,
+    min_stake_pct=1.0,
+)
 def frequent_sequences(f: TraceFacts, limits):
     """The same sequence of kernels (or ops) repeats many times: a fusion or CUDA-graph candidate."""
     if not f.has_gpu and f.cpu_ops.empty:
@@ -100,22 +110,34 @@ def frequent_sequences(f: TraceFacts, limits):
     share = pct(inside_us, window)
     if share < limits["min_stake_pct"]:
         return None
-    seq = [str(x)[:70] for x in names[starts[0]:starts[0] + n]]
+    seq = [str(x)[:70] for x in names[starts[0] : starts[0] + n]]
     unit = "kernels" if f.has_gpu else "ops"
     return Hypothesis(
-        category="launch_overhead", title=f"A sequence of {n} {unit} repeats {len(starts)} times",
+        category="launch_overhead",
+        title=f"A sequence of {n} {unit} repeats {len(starts)} times",
         observed=f"{where}: {' -> '.join(s.split('(')[0][:40] for s in seq[:4])}{' -> ...' if n > 4 else ''} "
-                 f"occurs {len(starts)} times ({seq_us / 1e3:.2f} ms), with {inside_us / 1e3:.2f} ms idle between its {unit}",
+        f"occurs {len(starts)} times ({seq_us / 1e3:.2f} ms), with {inside_us / 1e3:.2f} ms idle between its {unit}",
         mechanism=f"Each repeat launches the same {n} {unit} one by one, paying a launch/dispatch each and leaving "
-                  "gaps between them; one fused kernel or one CUDA-graph replay pays it once.",
-        evidence=(Evidence("gap_inside_repeats_pct", share, "%", limits["min_stake_pct"], source=f"{unit} in time order",
-                           rows=tuple({"position": i, "name": s} for i, s in enumerate(seq))),
-                  Evidence("repeats", len(starts), "times", limits["min_repeats"], ">=", f"{unit} (non-overlapping n-grams)"),
-                  Evidence("sequence_length", n, unit, limits["min_len"], ">=", f"{unit} (non-overlapping n-grams)")),
+        "gaps between them; one fused kernel or one CUDA-graph replay pays it once.",
+        evidence=(
+            Evidence(
+                "gap_inside_repeats_pct",
+                share,
+                "%",
+                limits["min_stake_pct"],
+                source=f"{unit} in time order",
+                rows=tuple({"position": i, "name": s} for i, s in enumerate(seq)),
+            ),
+            Evidence("repeats", len(starts), "times", limits["min_repeats"], ">=", f"{unit} (non-overlapping n-grams)"),
+            Evidence("sequence_length", n, unit, limits["min_len"], ">=", f"{unit} (non-overlapping n-grams)"),
+        ),
         time_at_stake_ms=bounded_ms(inside_us, window),
         predicted_effect="capturing the sequence as a CUDA graph or fusing it (torch.compile) removes the gaps between its "
-                         f"{unit}; fusion may also cut the memory traffic between them",
+        f"{unit}; fusion may also cut the memory traffic between them",
         falsifier="compile or graph-capture the region that issues the sequence: if the time per repeat does not fall by "
-                  "about the gaps, the sequence was not launch-limited",
+        "about the gaps, the sequence was not launch-limited",
         confounders=("a repeated sequence is a loop body: its gaps may be host work that capture cannot remove",),
-        confidence="medium" if share > 10.0 else "low", suggested_variants=("cuda_graph", "compiled"), scope=where)
+        confidence="medium" if share > 10.0 else "low",
+        suggested_variants=("cuda_graph", "compiled"),
+        scope=where,
+    )

@@ -1,5 +1,6 @@
 """Host synchronisation: synchronize calls, synchronous copies/memsets and blocking async copies,
 each traced to the op that caused it (``workbench.analysis.sync_audit``)."""
+
 from __future__ import annotations
 
 from workbench.hypotheses.facts import TraceFacts
@@ -9,10 +10,14 @@ from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 
 
 def _by_cause(table):
-    named = table.assign(cause_op=table["cause_op"].replace("", "(no enclosing op)"),
-                         op=table["op"].replace("", "(no enclosing op)"))
-    return (named.groupby(["cause_op", "op", "api", "kind"], as_index=False)["blocked_us"]
-            .agg(["count", "sum"]).rename(columns={"count": "n", "sum": "blocked_us"}))
+    named = table.assign(
+        cause_op=table["cause_op"].replace("", "(no enclosing op)"), op=table["op"].replace("", "(no enclosing op)")
+    )
+    return (
+        named.groupby(["cause_op", "op", "api", "kind"], as_index=False)["blocked_us"]
+        .agg(["count", "sum"])
+        .rename(columns={"count": "n", "sum": "blocked_us"})
+    )
 
 
 @rule("host_sync_calls", category="host_sync", scope="trace", min_sync_pct=5.0, min_calls=1)
@@ -36,20 +41,35 @@ def host_sync_calls(f: TraceFacts, limits):
         worst = by_op.sort_values("blocked_us", ascending=False).iloc[0]
         steps = f.steps_on(rank)
         per_step = f" ({len(mine) / steps:.1f} per step)" if steps else ""
-        out.append(Hypothesis(
-            category="host_sync", title=f"The host blocks on the GPU in {len(mine)} sync calls{per_step}",
-            observed=f"rank {rank}: {total / 1e3:.2f} ms ({share:.1f}% of the rank's {window / 1e3:.2f} ms traced window) "
-                     f"in synchronising calls; most from {worst['cause_op']} -> {worst['api']} ({worst['kind'].replace('_', ' ')})",
-            mechanism="A synchronising call (.item(), .cpu(), .tolist(), torch.cuda.synchronize, a blocking copy) "
-                      "waits for all queued GPU work, so the host cannot run ahead and the GPU then starves.",
-            evidence=(Evidence("sync_time_pct", share, "%", limits["min_sync_pct"], source="sync audit (of the rank's window)",
-                               rows=rows(by_op, ["cause_op", "op", "api", "kind", "n", "blocked_us"], by="blocked_us")),
-                      Evidence("sync_calls", len(mine), "calls", limits["min_calls"], ">=", "sync audit")),
-            time_at_stake_ms=bounded_ms(total, window),
-            predicted_effect="keeping values on the device (or reading them once per N steps) removes most of the blocked time",
-            falsifier="remove the named call (or move it out of the loop): if the step time does not fall, the wait was hidden behind GPU work anyway",
-            confounders=("a sync at the end of a step is only as costly as the GPU work it waits for",
-                         "profilers add their own synchronisation"),
-            confidence="high" if share > 3 * limits["min_sync_pct"] else "medium",
-            suggested_variants=("cuda_graph", "eager"), scope=f"rank {rank}"))
+        out.append(
+            Hypothesis(
+                category="host_sync",
+                title=f"The host blocks on the GPU in {len(mine)} sync calls{per_step}",
+                observed=f"rank {rank}: {total / 1e3:.2f} ms ({share:.1f}% of the rank's {window / 1e3:.2f} ms traced window) "
+                f"in synchronising calls; most from {worst['cause_op']} -> {worst['api']} ({worst['kind'].replace('_', ' ')})",
+                mechanism="A synchronising call (.item(), .cpu(), .tolist(), torch.cuda.synchronize, a blocking copy) "
+                "waits for all queued GPU work, so the host cannot run ahead and the GPU then starves.",
+                evidence=(
+                    Evidence(
+                        "sync_time_pct",
+                        share,
+                        "%",
+                        limits["min_sync_pct"],
+                        source="sync audit (of the rank's window)",
+                        rows=rows(by_op, ["cause_op", "op", "api", "kind", "n", "blocked_us"], by="blocked_us"),
+                    ),
+                    Evidence("sync_calls", len(mine), "calls", limits["min_calls"], ">=", "sync audit"),
+                ),
+                time_at_stake_ms=bounded_ms(total, window),
+                predicted_effect="keeping values on the device (or reading them once per N steps) removes most of the blocked time",
+                falsifier="remove the named call (or move it out of the loop): if the step time does not fall, the wait was hidden behind GPU work anyway",
+                confounders=(
+                    "a sync at the end of a step is only as costly as the GPU work it waits for",
+                    "profilers add their own synchronisation",
+                ),
+                confidence="high" if share > 3 * limits["min_sync_pct"] else "medium",
+                suggested_variants=("cuda_graph", "eager"),
+                scope=f"rank {rank}",
+            )
+        )
     return out

@@ -1,4 +1,5 @@
 """Rules over ProfileRun-level facts: cold start, measurement validity, torch.compile."""
+
 from __future__ import annotations
 
 from workbench.hypotheses.hypothesis import NO_INTERVAL_METRIC, Evidence, Hypothesis
@@ -33,40 +34,59 @@ def cold_start(f: RunFacts, limits):
     compile_ms = field_of(f.compile, "compile_time_ms")
     from workbench.hypotheses.rules.torch_compile import break_compile_ms
 
-    owed_elsewhere = break_compile_ms(f)   # the graph-break hypothesis carries the extra graphs' compile
+    owed_elsewhere = break_compile_ms(f)  # the graph-break hypothesis carries the extra graphs' compile
     # a one-time cost: stated once; ranked against per-call costs by what it costs spread over a
     # stated number of calls (the run's expected_calls, else ONE_TIME_COST_CALLS)
     once_ms = max(0.0, excess - owed_elsewhere)
-    ev = [Evidence("cold_over_median", min(ratio, 1e12), "x", limits["min_ratio"], source="run.cold_ms"),
-          Evidence("one_time_share_pct", share, "%", limits["min_one_time_share_pct"], ">=",
-                   source=f"run.cold_ms against {calls} steady calls ({f.one_time_basis})",
-                   rows=({"cold_ms": round(float(f.cold_ms), 3), "median_ms": round(median, 4),
-                          "cold_excess_ms": round(excess, 3), "one_time_ms": round(once_ms, 3),
-                          "spread_over_calls": calls},))]
+    ev = [
+        Evidence("cold_over_median", min(ratio, 1e12), "x", limits["min_ratio"], source="run.cold_ms"),
+        Evidence(
+            "one_time_share_pct",
+            share,
+            "%",
+            limits["min_one_time_share_pct"],
+            ">=",
+            source=f"run.cold_ms against {calls} steady calls ({f.one_time_basis})",
+            rows=(
+                {
+                    "cold_ms": round(float(f.cold_ms), 3),
+                    "median_ms": round(median, 4),
+                    "cold_excess_ms": round(excess, 3),
+                    "one_time_ms": round(once_ms, 3),
+                    "spread_over_calls": calls,
+                },
+            ),
+        ),
+    ]
     cause = "lazy initialisation, caches or autotuning"
     if compile_ms:
         ev.append(Evidence("compile_time_ms", compile_ms, "ms", source="run.compile"))
         cause = f"torch.compile ({compile_ms:.0f} ms of compilation) and lazy initialisation"
     return Hypothesis(
-        category="cold_start", title=f"First call costs {ratio:.0f}x a steady-state call",
+        category="cold_start",
+        title=f"First call costs {ratio:.0f}x a steady-state call",
         observed=f"cold call {f.cold_ms:.1f} ms vs clean median {median:.3g} ms"
-                 + (f" (below what the timer resolves: held against {steady:.3g} ms)" if steady > median else "")
-                 + f": {excess:.1f} ms extra, one-time "
-                 f"(once per process, not per call), {share:.0f}% of the time of {calls} calls; ranked as "
-                 f"{once_ms / calls:.3g} ms a call, {f.one_time_basis}",
+        + (f" (below what the timer resolves: held against {steady:.3g} ms)" if steady > median else "")
+        + f": {excess:.1f} ms extra, one-time "
+        f"(once per process, not per call), {share:.0f}% of the time of {calls} calls; ranked as "
+        f"{once_ms / calls:.3g} ms a call, {f.one_time_basis}",
         mechanism=f"One-time work on the first call: {cause}.",
-        evidence=tuple(ev), time_at_stake_ms=once_ms / calls,
+        evidence=tuple(ev),
+        time_at_stake_ms=once_ms / calls,
         predicted_effect=f"warming up (or caching compiled artefacts) removes up to {excess:.1f} ms from the first call; steady state unchanged",
         falsifier="call the function twice in a fresh process: if the second call is as slow as the first, it is not a cold-start cost",
-        confounders=("the first call may also page in data or warm CPU caches",
-                     "a shared machine can slow any single call"),
+        confounders=(
+            "the first call may also page in data or warm CPU caches",
+            "a shared machine can slow any single call",
+        ),
         # high only where the one-time cost is most of the time of the stated calls, not merely visible in it
         confidence="high" if ratio > 20 and share >= HIGH_ONE_TIME_SHARE_PCT else "medium",
         suggested_variants=("eager", "compiled"),
-        scope=f"first call (one-time: {once_ms:.3g} ms once)")
+        scope=f"first call (one-time: {once_ms:.3g} ms once)",
+    )
 
 
-HIGH_ONE_TIME_SHARE_PCT = 50.0   # a one-time cost this share of the stated calls' time is the main cost of them
+HIGH_ONE_TIME_SHARE_PCT = 50.0  # a one-time cost this share of the stated calls' time is the main cost of them
 
 
 def _timer_floor_ms(timing) -> float:
@@ -75,8 +95,10 @@ def _timer_floor_ms(timing) -> float:
     from workbench.hypotheses.registry import registered_rule
 
     limits = registered_rule("timer_resolution").thresholds
-    return max(limits["min_ticks"] * max(timing.timer_resolution_ms, 0.0),
-               limits["min_call_us"] * 1e-3 * max(1, timing.calls_per_sample))
+    return max(
+        limits["min_ticks"] * max(timing.timer_resolution_ms, 0.0),
+        limits["min_call_us"] * 1e-3 * max(1, timing.calls_per_sample),
+    )
 
 
 def _noise(f: RunFacts, limits):
@@ -97,23 +119,45 @@ def _noise(f: RunFacts, limits):
 
     recompiled = f.compile is not None and steady_recompiles(f.compile) > 0
     if recompiled:
-        confidence = "low"   # the spread is explained by compiles during the timed calls
+        confidence = "low"  # the spread is explained by compiles during the timed calls
     return Hypothesis(
-        category="measurement", title=f"Timing is noisy: IQR is {rel:.0%} of the median",
+        category="measurement",
+        title=f"Timing is noisy: IQR is {rel:.0%} of the median",
         observed=f"median {timing.median_ms:.4g} ms (95% interval {lo:.4g}-{hi:.4g} ms), IQR {timing.iqr_ms:.3g} ms, "
-                 f"p95 {timing.p95_ms:.4g} ms over {timing.n} samples",
+        f"p95 {timing.p95_ms:.4g} ms over {timing.n} samples",
         mechanism="Run-to-run variation (other processes, frequency scaling, data-dependent work, "
-                  "Python garbage collection) is large against the signal, so differences under it are not real.",
-        evidence=(Evidence("relative_iqr", rel, "fraction", limits["max_relative_iqr"], source="run.timing",
-                           rows=({"min_ms": timing.min_ms, "median_ms": timing.median_ms,
-                                  "p95_ms": timing.p95_ms, "max_ms": timing.max_ms},)),
-                  Evidence("median_ci_half_width_rel", min(rel_ci, 1e12), "fraction", limits["max_relative_ci"],
-                           source="run.timing (95% interval of the median)")),
+        "Python garbage collection) is large against the signal, so differences under it are not real.",
+        evidence=(
+            Evidence(
+                "relative_iqr",
+                rel,
+                "fraction",
+                limits["max_relative_iqr"],
+                source="run.timing",
+                rows=(
+                    {
+                        "min_ms": timing.min_ms,
+                        "median_ms": timing.median_ms,
+                        "p95_ms": timing.p95_ms,
+                        "max_ms": timing.max_ms,
+                    },
+                ),
+            ),
+            Evidence(
+                "median_ci_half_width_rel",
+                min(rel_ci, 1e12),
+                "fraction",
+                limits["max_relative_ci"],
+                source="run.timing (95% interval of the median)",
+            ),
+        ),
         time_at_stake_ms=min(half_ci_ms, timing.median_ms),
         predicted_effect="a quiet machine or more samples shrinks the interval; the median may move by up to its half-width",
         falsifier="repeat the profile with 3x the samples on an idle machine: if the IQR stays above the threshold the noise is in the workload itself",
         confounders=("the workload may do data-dependent work each call", "a shared machine preempts single samples"),
-        confidence=confidence, scope="timing")
+        confidence=confidence,
+        scope="timing",
+    )
 
 
 @rule("noisy_timing", category="measurement", scope="run", max_relative_iqr=0.10, max_relative_ci=0.05)
@@ -122,7 +166,7 @@ def noisy_timing(f: RunFacts, limits):
     return _noise(f, limits)
 
 
-NO_INTERVAL_BELOW = 6   # 2 * 0.5**n > 0.05 for n < 6: no order-statistic 95 % interval of the median
+NO_INTERVAL_BELOW = 6  # 2 * 0.5**n > 0.05 for n < 6: no order-statistic 95 % interval of the median
 
 
 @rule("too_few_samples", category="measurement", scope="run", min_samples=10)
@@ -136,26 +180,38 @@ def too_few_samples(f: RunFacts, limits):
     if timing.n < NO_INTERVAL_BELOW:
         # no distribution-free 95 % interval of the median exists: the whole median is uncertain, the
         # timing cannot be judged at all, and this caveat leads the ranking (diagnose.voids_timing)
-        observed = (f"{timing.n} samples: fewer than {NO_INTERVAL_BELOW}, so no 95% interval of the median "
-                    f"can be formed (they span {timing.min_ms:.4g}-{timing.max_ms:.4g} ms)")
+        observed = (
+            f"{timing.n} samples: fewer than {NO_INTERVAL_BELOW}, so no 95% interval of the median "
+            f"can be formed (they span {timing.min_ms:.4g}-{timing.max_ms:.4g} ms)"
+        )
         stake = timing.median_ms
-        evidence.append(Evidence(NO_INTERVAL_METRIC, 1, "flag", source="run.timing (order statistics: "
-                                 f"fewer than {NO_INTERVAL_BELOW} samples)"))
+        evidence.append(
+            Evidence(
+                NO_INTERVAL_METRIC,
+                1,
+                "flag",
+                source=f"run.timing (order statistics: fewer than {NO_INTERVAL_BELOW} samples)",
+            )
+        )
     else:
         observed = f"{timing.n} samples; the 95% interval of the median is {lo:.4g}-{hi:.4g} ms"
         stake = min(max(hi - lo, 0.0) / 2, timing.median_ms)
     return Hypothesis(
-        category="measurement", title=f"Only {timing.n} timing samples",
+        category="measurement",
+        title=f"Only {timing.n} timing samples",
         observed=observed,
         mechanism="With few samples the median's interval is wide; any comparison inherits that width, and "
-                  "findings whose stake is within it cannot be told from noise.",
+        "findings whose stake is within it cannot be told from noise.",
         evidence=tuple(evidence),
         time_at_stake_ms=stake + 1e-9,
         predicted_effect="more repeats narrow the interval; the median itself should stay inside it",
         falsifier="profile again with repeat >= 20: if the median moves outside this interval, the first result was not trustworthy",
         # about the measurement, not the workload: never high; with an interval (n >= 6) the
         # interval's width says how much, and the findings within it are qualified
-        confounders=(), confidence="medium" if timing.n < NO_INTERVAL_BELOW else "low", scope="timing")
+        confounders=(),
+        confidence="medium" if timing.n < NO_INTERVAL_BELOW else "low",
+        scope="timing",
+    )
 
 
 @rule("timer_resolution", category="measurement", scope="run", min_ticks=100.0, min_call_us=5.0)
@@ -167,11 +223,18 @@ def timer_resolution(f: RunFacts, limits):
     if ticks >= limits["min_ticks"] and per_call_us >= limits["min_call_us"]:
         return None
     return Hypothesis(
-        category="measurement", title=f"Each timed call takes only {per_call_us:.2f} µs",
+        category="measurement",
+        title=f"Each timed call takes only {per_call_us:.2f} µs",
         observed=f"median {timing.median_ms * 1e3:.3f} µs per sample, {timing.calls_per_sample} call(s) per sample",
         mechanism="Timer overhead and resolution (and, on GPU, launch latency) are a large part of so short a sample.",
-        evidence=(Evidence("per_call_us", per_call_us, "us", limits["min_call_us"], "<", "run.timing"),
-                  Evidence("timer_ticks", min(ticks, 1e12), "ticks", limits["min_ticks"], "<", "run.timing")),
-        time_at_stake_ms=timing.median_ms, predicted_effect="timing many calls per sample gives a per-call time that does not depend on the timer",
+        evidence=(
+            Evidence("per_call_us", per_call_us, "us", limits["min_call_us"], "<", "run.timing"),
+            Evidence("timer_ticks", min(ticks, 1e12), "ticks", limits["min_ticks"], "<", "run.timing"),
+        ),
+        time_at_stake_ms=timing.median_ms,
+        predicted_effect="timing many calls per sample gives a per-call time that does not depend on the timer",
         falsifier="time 100 calls per sample: if the per-call time stays the same, the single-call samples were fine",
-        confounders=("very short calls may be legitimately this fast",), confidence="medium", scope="timing")
+        confounders=("very short calls may be legitimately this fast",),
+        confidence="medium",
+        scope="timing",
+    )

@@ -12,6 +12,7 @@ one of them within that call: one-time costs of the cold call, never counted as 
 Diagnostics without the first-call split (``steady_recompile_count`` absent: older runs,
 hand-written dicts) count every recompile logged.
 """
+
 from __future__ import annotations
 
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
@@ -56,8 +57,11 @@ def steady_recompiles(diag) -> int:
 
 def first_recompiles(diag) -> int:
     """Recompiles logged inside the first call (0 where the split is absent)."""
-    return sum(1 for r in field_of(diag, "recompiles", None) or ()
-               if not isinstance(r, str) and bool(field_of(r, "on_first_call", False)))
+    return sum(
+        1
+        for r in field_of(diag, "recompiles", None) or ()
+        if not isinstance(r, str) and bool(field_of(r, "on_first_call", False))
+    )
 
 
 def steady_compile_ms(diag) -> float | None:
@@ -107,23 +111,37 @@ def graph_breaks(f: RunFacts, limits):
     stake = median * n_breaks / (n_breaks + 1) + extra_compile_ms / calls
     rows = tuple({"reason": r[:200]} for r in dict.fromkeys(reasons))[:5]
     return Hypothesis(
-        category="graph_break", title=f"torch.compile breaks the function into {n_graphs} graphs",
+        category="graph_break",
+        title=f"torch.compile breaks the function into {n_graphs} graphs",
         observed=f"{n_breaks} graph break(s), {n_graphs} graph(s); first reason: {reasons[0][:120] if reasons else 'not recorded'}"
-                 + (f"; the extra graphs' {extra_compile_ms:.3g} ms of compilation is one-time, {f.one_time_basis}"
-                    if extra_compile_ms > 0 else ""),
+        + (
+            f"; the extra graphs' {extra_compile_ms:.3g} ms of compilation is one-time, {f.one_time_basis}"
+            if extra_compile_ms > 0
+            else ""
+        ),
         mechanism="At each break dynamo returns to Python: the code between graphs runs eagerly, "
-                  "and fusion cannot cross the break.",
-        evidence=(Evidence("graph_break_count", n_breaks, "breaks", limits["min_breaks"], ">=", "run.compile", rows),
-                  Evidence("graph_count", n_graphs, "graphs", source="run.compile"),
-                  Evidence("extra_graph_compile_ms", extra_compile_ms, "ms", source="run.compile (compile time x breaks / graphs)",
-                           rows=({"one_time_cost_calls": calls},))),
+        "and fusion cannot cross the break.",
+        evidence=(
+            Evidence("graph_break_count", n_breaks, "breaks", limits["min_breaks"], ">=", "run.compile", rows),
+            Evidence("graph_count", n_graphs, "graphs", source="run.compile"),
+            Evidence(
+                "extra_graph_compile_ms",
+                extra_compile_ms,
+                "ms",
+                source="run.compile (compile time x breaks / graphs)",
+                rows=({"one_time_cost_calls": calls},),
+            ),
+        ),
         time_at_stake_ms=stake,
         predicted_effect="removing the breaks (fullgraph=True passes) fuses across them; the gain is at most the eager time between graphs",
         falsifier="compile with fullgraph=True after removing the reported cause: if the time per call does not drop, the breaks "
-                  "did not cost time (no variant in the registry removes a break: the function is compiled already, so "
-                  "that experiment is your own rewrite)",
+        "did not cost time (no variant in the registry removes a break: the function is compiled already, so "
+        "that experiment is your own rewrite)",
         confounders=("a break around cheap Python costs little", "the compiled graphs may be slower than eager anyway"),
-        confidence="high" if reasons else "medium", suggested_variants=(), scope="compiled function")
+        confidence="high" if reasons else "medium",
+        suggested_variants=(),
+        scope="compiled function",
+    )
 
 
 @rule("recompiles", category="recompilation", scope="run", min_recompiles=1)
@@ -131,41 +149,65 @@ def recompiles(f: RunFacts, limits):
     """torch.compile recompiled during the steady state (guard failures, changing shapes)."""
     diag = f.require_compile()
     n = steady_recompiles(diag)
-    limit_hit = bool(field_of(diag, "recompile_limit_hit", False)) or "recompile_limit" in str(field_of(diag, "note", ""))
+    limit_hit = bool(field_of(diag, "recompile_limit_hit", False)) or "recompile_limit" in str(
+        field_of(diag, "note", "")
+    )
     if n < limits["min_recompiles"] and not limit_hit:
         return None
     reasons = _recompile_reasons(diag, steady_only=True)
     n_first = first_recompiles(diag)
     compile_ms = float(field_of(diag, "compile_time_ms", 0.0) or 0.0)
     steady_ms = steady_compile_ms(diag)
-    if steady_ms is not None:        # measured after the first call: the steady state's own
+    if steady_ms is not None:  # measured after the first call: the steady state's own
         per_compile = steady_ms / n if n and steady_ms > 0 else 0.0
     else:
         per_compile = compile_ms / max(1, n + 1) if compile_ms else 0.0
     # recompiles happen in the steady state: their compile time, per call profiled
     stake = per_compile * n / f.calls_profiled if per_compile and n else _median(f)
-    title = ("torch.compile hit its recompile limit and fell back to eager" if limit_hit
-             else f"torch.compile recompiled {n} time(s)")
-    ev = [Evidence("recompile_count", n, "recompiles", limits["min_recompiles"], ">=", "run.compile",
-                   tuple({"reason": r[:200]} for r in dict.fromkeys(reasons))[:5])]
+    title = (
+        "torch.compile hit its recompile limit and fell back to eager"
+        if limit_hit
+        else f"torch.compile recompiled {n} time(s)"
+    )
+    ev = [
+        Evidence(
+            "recompile_count",
+            n,
+            "recompiles",
+            limits["min_recompiles"],
+            ">=",
+            "run.compile",
+            tuple({"reason": r[:200]} for r in dict.fromkeys(reasons))[:5],
+        )
+    ]
     if limit_hit:
         ev.append(Evidence("recompile_limit_hit", 1, "flag", source="run.compile"))
     return Hypothesis(
-        category="recompilation", title=title,
+        category="recompilation",
+        title=title,
         observed=f"{n} recompile(s){' and the limit was reached' if limit_hit else ''}; reason: {reasons[0][:120] if reasons else 'not recorded'}"
-                 + (f"; not a one-time cost: they recur in the steady state, so their compile time is ranked at the rate "
-                    f"seen ({n} in {f.calls_profiled} calls profiled)" if per_compile and n else "")
-                 + (f"; {n_first} more inside the first call, one-time and not counted" if n_first else ""),
+        + (
+            f"; not a one-time cost: they recur in the steady state, so their compile time is ranked at the rate "
+            f"seen ({n} in {f.calls_profiled} calls profiled)"
+            if per_compile and n
+            else ""
+        )
+        + (f"; {n_first} more inside the first call, one-time and not counted" if n_first else ""),
         mechanism="A guard (shape, dtype, Python value) failed, so dynamo compiled again; each compile costs "
-                  "compile time, and past the limit the function silently runs eagerly.",
-        evidence=tuple(ev), time_at_stake_ms=stake,
+        "compile time, and past the limit the function silently runs eagerly.",
+        evidence=tuple(ev),
+        time_at_stake_ms=stake,
         predicted_effect="marking the changing dimension dynamic (or padding to fixed shapes) leaves one compile; calls then run compiled",
         falsifier="compile with dynamic=True (or mark_dynamic on the named input): if the count of compiles stays the same, the guard named is not the cause",
-        confounders=("the first compile is expected; only repeats count", "a legitimately new input shape needs a compile"),
+        confounders=(
+            "the first compile is expected; only repeats count",
+            "a legitimately new input shape needs a compile",
+        ),
         confidence="high" if reasons or limit_hit else "medium",
         # dynamic shapes (and automatic dynamic ints) leave one graph for the changing values: the mechanism
         suggested_variants=("compiled_dynamic",),
-        scope="compiled function")
+        scope="compiled function",
+    )
 
 
 @rule("cudagraph_skipped", category="launch_overhead", scope="run", min_skips=1)
@@ -176,15 +218,29 @@ def cudagraph_skipped(f: RunFacts, limits):
     if not reasons or len(reasons) < limits["min_skips"]:
         return None
     return Hypothesis(
-        category="launch_overhead", title="CUDA graphs were skipped for the compiled function",
+        category="launch_overhead",
+        title="CUDA graphs were skipped for the compiled function",
         observed=f"{len(reasons)} skip reason(s): {reasons[0][:120]}",
         mechanism="Without the CUDA graph every kernel is launched from the host, paying launch cost per kernel.",
-        evidence=(Evidence("cudagraph_skips", len(reasons), "skips", limits["min_skips"], ">=", "run.compile",
-                           rows=tuple({"reason": r[:200]} for r in reasons[:5])),),
-        time_at_stake_ms=_median(f) / 2, predicted_effect="removing the skip reason lets the graph replay: launch gaps shrink",
+        evidence=(
+            Evidence(
+                "cudagraph_skips",
+                len(reasons),
+                "skips",
+                limits["min_skips"],
+                ">=",
+                "run.compile",
+                rows=tuple({"reason": r[:200]} for r in reasons[:5]),
+            ),
+        ),
+        time_at_stake_ms=_median(f) / 2,
+        predicted_effect="removing the skip reason lets the graph replay: launch gaps shrink",
         falsifier="capture with torch.cuda.graphs directly (cuda_graph variant): if it is not faster, launches were not the cost",
-        confounders=("a GPU-bound function gains little from graphs",), confidence="medium",
-        suggested_variants=("cuda_graph",), scope="compiled function")
+        confounders=("a GPU-bound function gains little from graphs",),
+        confidence="medium",
+        suggested_variants=("cuda_graph",),
+        scope="compiled function",
+    )
 
 
 @rule("fallback_kernels", category="graph_break", scope="run", min_fallback_ops=1)
@@ -195,12 +251,26 @@ def fallback_kernels(f: RunFacts, limits):
     if not ops or len(ops) < limits["min_fallback_ops"]:
         return None
     return Hypothesis(
-        category="graph_break", title=f"Inductor fell back to eager kernels for {len(ops)} op(s)",
+        category="graph_break",
+        title=f"Inductor fell back to eager kernels for {len(ops)} op(s)",
         observed=f"fallback ops: {', '.join(dict.fromkeys(ops))[:160]}",
         mechanism="A fallback op runs its eager kernel: no fusion with its neighbours, an extra pass over memory.",
-        evidence=(Evidence("fallback_kernel_count", len(ops), "ops", limits["min_fallback_ops"], ">=", "run.compile",
-                           rows=tuple({"op": o} for o in list(dict.fromkeys(ops))[:5])),),
-        time_at_stake_ms=_median(f) * min(1.0, len(ops) / 10), predicted_effect="rewriting the op in lowerable terms lets inductor fuse it",
+        evidence=(
+            Evidence(
+                "fallback_kernel_count",
+                len(ops),
+                "ops",
+                limits["min_fallback_ops"],
+                ">=",
+                "run.compile",
+                rows=tuple({"op": o} for o in list(dict.fromkeys(ops))[:5]),
+            ),
+        ),
+        time_at_stake_ms=_median(f) * min(1.0, len(ops) / 10),
+        predicted_effect="rewriting the op in lowerable terms lets inductor fuse it",
         falsifier="replace the fallback op with an equivalent lowered op: if the time per call does not drop, the fallback was cheap",
-        confounders=("some fallbacks (matmul, conv) call vendor libraries and are fast",), confidence="low",
-        suggested_variants=("triton",), scope="compiled function")
+        confounders=("some fallbacks (matmul, conv) call vendor libraries and are fast",),
+        confidence="low",
+        suggested_variants=("triton",),
+        scope="compiled function",
+    )

@@ -2,6 +2,7 @@
 profiler does not record (threads it was not enabled on, such as a ``concurrent.futures`` pool's workers,
 another process) or outside PyTorch. Then no rule that reads ops or kernels can explain the time, and the
 diagnosis says so instead of staying silent: a caveat on the measurement."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -37,18 +38,32 @@ def trace_records_no_work(f: TraceFacts, limits):
         return None
     total = float(np.sum(ends - starts))
     return Hypothesis(
-        category="measurement", title=f"The trace holds {len(starts)} calls but {'no' if not events else 'almost no'} work inside them",
+        category="measurement",
+        title=f"The trace holds {len(starts)} calls but {'no' if not events else 'almost no'} work inside them",
         observed=f"{len(starts)} traced calls ({total / 1e3:.3g} ms) with {events} recorded ops or kernels in them",
         mechanism="The calls ran their work where the profiler does not record it: on threads it was not enabled on "
-                  "(a thread pool's workers), in another process, or outside PyTorch (Python, NumPy, I/O). The "
-                  "timing is real, but no rule can say from this trace where it went.",
-        evidence=(Evidence("events_per_step", per_step, "events", limits["min_events_per_step"], "<",
-                           "cpu_ops and kernels within the step annotations",
-                           rows=({"steps": len(starts), "traced_ms": round(total / 1e3, 4), "events": events},)),),
+        "(a thread pool's workers), in another process, or outside PyTorch (Python, NumPy, I/O). The "
+        "timing is real, but no rule can say from this trace where it went.",
+        evidence=(
+            Evidence(
+                "events_per_step",
+                per_step,
+                "events",
+                limits["min_events_per_step"],
+                "<",
+                "cpu_ops and kernels within the step annotations",
+                rows=({"steps": len(starts), "traced_ms": round(total / 1e3, 4), "events": events},),
+            ),
+        ),
         time_at_stake_ms=bounded_ms(total, total),
         predicted_effect="profiling the work on the thread that runs it (or the pool's function itself) shows its ops",
         falsifier="profile the function the pool (or the other process) runs, directly: if its trace holds the ops, "
-                  "they were on an unrecorded thread",
-        confounders=("many threads on few cores also make such calls slow and their timing noisy (see the run's "
-                     "health check: thread oversubscription, CPU wait)",),
-        confidence="medium", suggested_variants=(), scope="traced calls")
+        "they were on an unrecorded thread",
+        confounders=(
+            "many threads on few cores also make such calls slow and their timing noisy (see the run's "
+            "health check: thread oversubscription, CPU wait)",
+        ),
+        confidence="medium",
+        suggested_variants=(),
+        scope="traced calls",
+    )

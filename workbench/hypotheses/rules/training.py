@@ -1,5 +1,6 @@
 """Training-loop hygiene visible in operator names: data loading in the step, single-tensor
 optimizers (foreach off), gradients zeroed instead of set to None."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,17 +22,29 @@ def data_loading_share(f: TraceFacts, limits):
     if dl.empty or share < limits["min_share_pct"]:
         return None
     return Hypothesis(
-        category="host_bound", title=f"Data loading takes {share:.0f}% of the trace",
+        category="host_bound",
+        title=f"Data loading takes {share:.0f}% of the trace",
         observed=f"{len(dl)} DataLoader fetches, {dl['dur_us'].sum() / 1e3:.2f} ms",
         mechanism="Batches are produced in the training process, on the critical path, instead of ahead of time by workers.",
-        evidence=(Evidence("data_loading_pct", share, "%", limits["min_share_pct"], source="cpu_ops",
-                           rows=rows(dl, ["name", "ts_us", "dur_us"], by="dur_us")),),
+        evidence=(
+            Evidence(
+                "data_loading_pct",
+                share,
+                "%",
+                limits["min_share_pct"],
+                source="cpu_ops",
+                rows=rows(dl, ["name", "ts_us", "dur_us"], by="dur_us"),
+            ),
+        ),
         time_at_stake_ms=bounded_ms(dl["dur_us"].sum(), total),
         predicted_effect="DataLoader(num_workers>0, pin_memory=True, prefetch_factor) moves it off the critical path",
         falsifier="train on one cached batch repeated: if the step time does not fall by the loading time, loading was hidden "
-                  "(no variant in the registry changes data loading: that experiment is your own rewrite)",
-        confounders=("the first fetch starts the workers",), confidence="high" if share > 3 * limits["min_share_pct"] else "medium",
-        suggested_variants=(), scope="host")
+        "(no variant in the registry changes data loading: that experiment is your own rewrite)",
+        confounders=("the first fetch starts the workers",),
+        confidence="high" if share > 3 * limits["min_share_pct"] else "medium",
+        suggested_variants=(),
+        scope="host",
+    )
 
 
 def optimizer_spans(f: TraceFacts, prefix: str) -> pd.DataFrame:
@@ -68,8 +81,12 @@ def _ops_inside(ops: pd.DataFrame, spans: pd.DataFrame) -> list[np.ndarray]:
     ts_all, end_all = ops["ts_us"].to_numpy(float), ops["end_us"].to_numpy(float)
     by_thread: dict[tuple[int, str], np.ndarray] = {}
     out = []
-    for s_rank, s_tid, s_ts, s_end in zip(spans["rank"].to_numpy(), spans["tid"].to_numpy(),
-                                          spans["ts_us"].to_numpy(float), spans["end_us"].to_numpy(float)):
+    for s_rank, s_tid, s_ts, s_end in zip(
+        spans["rank"].to_numpy(),
+        spans["tid"].to_numpy(),
+        spans["ts_us"].to_numpy(float),
+        spans["end_us"].to_numpy(float),
+    ):
         key = (int(s_rank), str(s_tid))
         if key not in by_thread:
             mine = np.flatnonzero((names_tid == key[1]) & (ranks == key[0]))
@@ -125,18 +142,32 @@ def single_tensor_optimizer(f: TraceFacts, limits):
     return Hypothesis(
         category="launch_overhead",
         title=f"{cls} steps {params} one tensor at a time: {per_step:.0f} ops per step (foreach/fused off)",
-        observed=(f"{len(steps)} {cls}.step calls, none using _foreach_/fused kernels: {per_step:.0f} ops per step over "
-                  f"{params}" + (f" ({how})" if how else "") + f"; {steps['dur_us'].sum() / 1e3:.2f} ms in total"),
+        observed=(
+            f"{len(steps)} {cls}.step calls, none using _foreach_/fused kernels: {per_step:.0f} ops per step over "
+            f"{params}" + (f" ({how})" if how else "") + f"; {steps['dur_us'].sum() / 1e3:.2f} ms in total"
+        ),
         mechanism="A single-tensor optimizer launches several small ops per parameter; foreach/fused versions batch them.",
-        evidence=(Evidence("optimizer_ops_per_step", per_step, "ops", limits["min_ops_per_step"], ">=", "cpu_ops",
-                           rows=rows(steps, ["name", "dur_us"], by="dur_us")),
-                  Evidence("parameter_tensors", n_params, "tensors", source="cpu_ops")),
+        evidence=(
+            Evidence(
+                "optimizer_ops_per_step",
+                per_step,
+                "ops",
+                limits["min_ops_per_step"],
+                ">=",
+                "cpu_ops",
+                rows=rows(steps, ["name", "dur_us"], by="dur_us"),
+            ),
+            Evidence("parameter_tensors", n_params, "tensors", source="cpu_ops"),
+        ),
         time_at_stake_ms=bounded_ms(steps["dur_us"].sum() * 0.5, f.window_us),
         predicted_effect=f"{cls}(..., foreach=True) (or fused=True where the device supports it) cuts the optimizer "
-                         "step several-fold",
+        "step several-fold",
         falsifier=f"construct {cls} with foreach=True: if its step time does not fall, per-tensor dispatch was not the cost",
-        confounders=("few, large parameters gain little",), confidence="medium",
-        suggested_variants=("compiled",), scope="optimizer step")
+        confounders=("few, large parameters gain little",),
+        confidence="medium",
+        suggested_variants=("compiled",),
+        scope="optimizer step",
+    )
 
 
 @rule("zero_grad_not_none", category="launch_overhead", scope="trace", min_zero_ops=10)
@@ -152,13 +183,27 @@ def zero_grad_not_none(f: TraceFacts, limits):
         return None
     cls = optimizer_class(zg)
     return Hypothesis(
-        category="launch_overhead", title=f"zero_grad writes zeros {zeros} times instead of setting grads to None",
+        category="launch_overhead",
+        title=f"zero_grad writes zeros {zeros} times instead of setting grads to None",
         observed=f"{zeros} zero_/fill_ ops inside {len(zg)} {cls}.zero_grad calls, {zg['dur_us'].sum() / 1e3:.2f} ms",
         mechanism="Zeroing costs one memset per parameter each step; set_to_none=True skips it and lets backward write fresh.",
-        evidence=(Evidence("zero_ops", zeros, "ops", limits["min_zero_ops"], ">=", "cpu_ops",
-                           rows=rows(zg, ["name", "dur_us"], by="dur_us")),),
+        evidence=(
+            Evidence(
+                "zero_ops",
+                zeros,
+                "ops",
+                limits["min_zero_ops"],
+                ">=",
+                "cpu_ops",
+                rows=rows(zg, ["name", "dur_us"], by="dur_us"),
+            ),
+        ),
         time_at_stake_ms=bounded_ms(zg["dur_us"].sum(), f.window_us),
         predicted_effect="optimizer.zero_grad(set_to_none=True) removes this time",
         falsifier="call zero_grad(set_to_none=True): if the step time does not fall, zeroing was not costly "
-                  "(no variant in the registry changes zero_grad: that experiment is your own one-line change)",
-        confounders=(), confidence="medium", suggested_variants=(), scope="optimizer")
+        "(no variant in the registry changes zero_grad: that experiment is your own one-line change)",
+        confounders=(),
+        confidence="medium",
+        suggested_variants=(),
+        scope="optimizer",
+    )

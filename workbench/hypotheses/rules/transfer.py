@@ -1,4 +1,5 @@
 """Host<->device transfers: their share of the GPU span, and copies from pageable memory."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -42,18 +43,32 @@ def transfer_share(f: TraceFacts, limits):
         if share < limits["min_share_pct"]:
             continue
         by_dir = _copy_rows(f, r["rank"])
-        out.append(Hypothesis(
-            category="transfer", title=f"Host<->device copies take {share:.0f}% of the GPU span",
-            observed=f"rank {int(r['rank'])}: {len(c)} copies, {copy_us / 1e3:.2f} ms, {exposed / 1e3:.2f} ms not overlapped with compute",
-            mechanism="Copies over PCIe/NVLink on the critical path stall the kernels that need their data.",
-            evidence=(Evidence("exposed_transfer_pct", share, "%", limits["min_share_pct"], source="kernels (memcpy) + copy stats",
-                               rows=by_dir),
-                      Evidence("transfer_us", copy_us, "us", source="kernels (memcpy)")),
-            time_at_stake_ms=bounded_ms(exposed, r.span_us),
-            predicted_effect="pinned memory with non_blocking copies on a side stream (or keeping data on the device) hides most of it",
-            falsifier="run the step with inputs already on the device: if the step time does not fall by the copy time, the copies were not on the critical path",
-            confounders=("small copies are latency-bound, not bandwidth-bound",), confidence="medium",
-            suggested_variants=("eager",), scope=f"rank {int(r['rank'])}"))
+        out.append(
+            Hypothesis(
+                category="transfer",
+                title=f"Host<->device copies take {share:.0f}% of the GPU span",
+                observed=f"rank {int(r['rank'])}: {len(c)} copies, {copy_us / 1e3:.2f} ms, {exposed / 1e3:.2f} ms not overlapped with compute",
+                mechanism="Copies over PCIe/NVLink on the critical path stall the kernels that need their data.",
+                evidence=(
+                    Evidence(
+                        "exposed_transfer_pct",
+                        share,
+                        "%",
+                        limits["min_share_pct"],
+                        source="kernels (memcpy) + copy stats",
+                        rows=by_dir,
+                    ),
+                    Evidence("transfer_us", copy_us, "us", source="kernels (memcpy)"),
+                ),
+                time_at_stake_ms=bounded_ms(exposed, r.span_us),
+                predicted_effect="pinned memory with non_blocking copies on a side stream (or keeping data on the device) hides most of it",
+                falsifier="run the step with inputs already on the device: if the step time does not fall by the copy time, the copies were not on the critical path",
+                confounders=("small copies are latency-bound, not bandwidth-bound",),
+                confidence="medium",
+                suggested_variants=("eager",),
+                scope=f"rank {int(r['rank'])}",
+            )
+        )
     return out
 
 
@@ -70,16 +85,33 @@ def pageable_memcpy(f: TraceFacts, limits):
     paged = stats[(stats["kind"] == "memcpy") & (stats["host_memory"] == "pageable")]
     gbps = float(paged["bytes"].sum() / (paged["dur_us"].sum() * 1e3)) if paged["dur_us"].sum() > 0 else float("nan")
     return Hypothesis(
-        category="transfer", title=f"{len(pageable)} copies from pageable host memory",
+        category="transfer",
+        title=f"{len(pageable)} copies from pageable host memory",
         observed=f"{total / 1e3:.2f} ms of pageable copies" + (f" at {gbps:.1f} GB/s" if gbps == gbps else ""),
         mechanism="A copy from pageable memory is staged through a pinned buffer by the driver: slower, and it blocks the host.",
-        evidence=(Evidence("pageable_copy_pct", pct(total, window), "%", limits["min_pageable_pct"], source="kernels (memcpy)",
-                           rows=rows(pageable, ["name", "ts_us", "dur_us", "bytes"], by="dur_us")),
-                  Evidence("pageable_copies", len(pageable), "copies", source="copy stats",
-                           rows=rows(paged, ["rank", "direction", "count", "bytes", "dur_us", "gbps"], by="dur_us")),
-                  Evidence("pageable_bytes", f.copies.pageable_bytes, "bytes", source="copy stats")),
+        evidence=(
+            Evidence(
+                "pageable_copy_pct",
+                pct(total, window),
+                "%",
+                limits["min_pageable_pct"],
+                source="kernels (memcpy)",
+                rows=rows(pageable, ["name", "ts_us", "dur_us", "bytes"], by="dur_us"),
+            ),
+            Evidence(
+                "pageable_copies",
+                len(pageable),
+                "copies",
+                source="copy stats",
+                rows=rows(paged, ["rank", "direction", "count", "bytes", "dur_us", "gbps"], by="dur_us"),
+            ),
+            Evidence("pageable_bytes", f.copies.pageable_bytes, "bytes", source="copy stats"),
+        ),
         time_at_stake_ms=bounded_ms(total / 2, window),
         predicted_effect="pin_memory() (DataLoader(pin_memory=True)) with non_blocking=True roughly halves copy time and lets it overlap",
         falsifier="pin the source tensor and copy with non_blocking=True: if the copy time does not drop, pageable staging was not the cost",
-        confounders=("tiny copies are dominated by latency either way",), confidence="medium",
-        suggested_variants=("eager",), scope="all ranks")
+        confounders=("tiny copies are dominated by latency either way",),
+        confidence="medium",
+        suggested_variants=("eager",),
+        scope="all ranks",
+    )
