@@ -321,7 +321,10 @@ def check_imports() -> dict[str, Any]:
     import workbench
 
     result: dict[str, Any] = {"ok": [], "optional_missing": {}, "errors": {}}
-    names = ["workbench"] + [m.name for m in pkgutil.walk_packages(workbench.__path__, "workbench.")]
+    # ``__main__`` modules run their command when imported (``workbench.cli.__main__``): not imported here
+    names = ["workbench"] + [
+        m.name for m in pkgutil.walk_packages(workbench.__path__, "workbench.") if not m.name.endswith(".__main__")
+    ]
     for name in names:
         try:
             importlib.import_module(name)

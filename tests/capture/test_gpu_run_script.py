@@ -179,3 +179,19 @@ def test_supported_torch_range_is_stated_once_and_holds_the_pin_and_the_gpu_mach
     assert f"`{supported}`" in (ROOT / "README.md").read_text()
     assert f"torch{supported}" in (ROOT / "environment.yml").read_text()
     assert "torch==2.11.0" in (GPU / "dry_run.sh").read_text()  # the documented check of the oldest
+
+
+def test_the_import_step_imports_every_module_and_runs_no_command(tmp_path):
+    """run.sh's import step walks every workbench module; a ``__main__`` module (``workbench.cli.__main__``) would
+    run the CLI on the step's own arguments, so it is not imported."""
+    env = {**os.environ, "OUT": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, str(GPU / "sections.py"), "imports"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "usage: workbench" not in done.stdout + done.stderr
