@@ -70,6 +70,6 @@ def device_check(workdir: str | None = None, budget_s: float = 25.0) -> dict[str
     reason = missing_reason()
     if reason is not None:
         return {"ok": False, "status": "not_applicable", "reason": reason}
-    from workbench.kernels import bench
+    import workbench.kernels.bench as bench
 
     return bench.device_check(workdir, budget_s=budget_s)

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import torch
 
-from workbench.kernels import reference as ref
+import workbench.kernels.reference as ref
 from workbench.kernels.registry import KERNELS, missing_reason
 
 NO_CUDA = "not applicable: no CUDA device"
@@ -255,7 +255,7 @@ def device_check(workdir: str | None = None, budget_s: float = 25.0) -> dict[str
 
     ``ok``: every correctness case that ran passed and no timed kernel failed; what the budget cut
     is listed as ``not_reached``."""
-    from workbench.kernels import checking
+    import workbench.kernels.checking as checking
 
     t0 = time.perf_counter()
 

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import torch
 
-from workbench.kernels import reference as ref
+import workbench.kernels.reference as ref
 
 # (atol, rtol) against the float64 reference, per kernel and working dtype. A value passes when
 # |got - ref| <= atol + rtol * |ref|. fp32: the kernels accumulate in fp32 over at most a few

@@ -68,7 +68,7 @@ class Kernel:
 
     @property
     def reference(self) -> Callable[..., Any]:
-        from workbench.kernels import reference
+        import workbench.kernels.reference as reference
 
         return getattr(reference, self.name)
 

@@ -13,8 +13,8 @@ import math
 from pathlib import Path
 from typing import Any, Iterator
 
+import workbench.study.records as records
 from workbench.errors import StudyError
-from workbench.study import records
 from workbench.study.records import Line, StudyWarning
 
 __all__ = [

@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence, Union
 
 import numpy as np
 
+import workbench.study.records as records
 from workbench.errors import StudyError
-from workbench.study import records
 from workbench.study.files import check_format, dumps
 from workbench.study.identity import stable_environment
 from workbench.study.records import expect_all
