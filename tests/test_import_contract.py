@@ -40,7 +40,7 @@ LAYER_TABLE: dict[str, frozenset[str]] = {
     "devices": frozenset(),
     "hypotheses": frozenset({"analysis", "devices"}),
     "capture": frozenset({"trace"}),
-    "variants": frozenset({"capture"}),
+    "variants": frozenset({"capture", "kernels"}),  # workbench.fixes (the catalog) is part of this layer
     "study": frozenset({"capture", "variants", "hypotheses"}),
     "render": frozenset({"charts", "analysis", "hypotheses"}),  # capture, variants, study: type-only
     "charts": frozenset({"analysis"}),
@@ -88,6 +88,9 @@ MODULE_LAYERS = {
     "workbench.rank_folder": "face",
     "workbench.distributed": "face",
     "workbench.demo": "workloads",  # the old path of workbench.workloads.demo: deprecated
+    # the catalog of fixes is the variant registry: the same layer (it builds Variants, the engine
+    # resolves names through it); it may swap in the project's kernels
+    "workbench.fixes": "variants",
     "workbench.errors": EVERYWHERE,
     "workbench.units": EVERYWHERE,
     "workbench.measurement": EVERYWHERE,

@@ -78,6 +78,7 @@ def profile(
         environment=environment_fingerprint(),
         **kwargs,
     )
+    run.code, run.code_args = fn, (args, dict(kwargs))  # live, for run.fixes (never saved)
     if history:  # the callable's history (study.history.record_profile); never fails the profile
         run.history = record_profile(run, callable_source(fn))
     return run

@@ -24,6 +24,8 @@ from workbench import render
 from workbench.analysis.attribution import Attribution, attribution
 from workbench.api.trace import Trace
 from workbench.capture.run import RunRecord
+from workbench.fixes import FixList
+from workbench.fixes import for_run as fixes_for_run
 from workbench.hypotheses import HypothesisList, diagnose
 from workbench.study.history import History
 from workbench.trace import TraceData
@@ -44,6 +46,8 @@ class ProfileRun(RunRecord):
 
     trace: Trace | None
     history: History | None
+    code: Any = None  # the live callable that was profiled (``wb.profile``'s fn, the cell's code); never saved
+    code_args: tuple[tuple[Any, ...], dict[str, Any]] = ((), {})  # the arguments it was profiled with
 
     def __init__(self, *args: Any, history: History | None = None, **fields: Any) -> None:
         super().__init__(*args, **fields)
@@ -79,6 +83,28 @@ class ProfileRun(RunRecord):
         if self.trace is None:
             return None
         return attribution(self.trace, calls=max(1, self.traced_calls), scale=self.trace_scale)
+
+    # -- fixes -----------------------------------------------------------------------------
+    @cached_property
+    def fixes(self) -> FixList:
+        """The catalog fixes that apply to this run (``workbench.fixes``), ranked by the time the
+        hypotheses they test put at stake, each with where it applies; ``run.fixes.variants()``
+        feeds ``wb.compare``.  A run loaded from a file has no live code: the fixes that need it
+        say so (``run.fixes_for(fn)`` recognises them on your callable)."""
+        return self.fixes_for(None)
+
+    def fixes_for(self, fn: Any = None, *, model: Any = None, optimizer: Any = None) -> FixList:
+        """The fixes that apply to this run for the live callable ``fn`` (default: the profiled code).
+
+        Args:
+            fn: the callable to build the fixes from (default ``run.code``).
+            model: an ``nn.Module`` the code uses but does not reach by itself.
+            optimizer: an optimizer likewise.
+
+        Returns:
+            FixList: applicable fixes first (largest stake first), then the not-applicable ones.
+        """
+        return fixes_for_run(self, fn if fn is not None else self.code, model=model, optimizer=optimizer)
 
     # -- per-call tables -------------------------------------------------------------------
     def per_call_ops(self, top: int | None = 15) -> pd.DataFrame:

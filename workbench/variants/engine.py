@@ -15,8 +15,8 @@ import math
 from dataclasses import dataclass, field
 from typing import AbstractSet, Any, Callable, Mapping
 
+import workbench.fixes.registry as registry
 import workbench.variants.cheats as cheats
-import workbench.variants.registry as registry
 from workbench.errors import InvalidArgumentError
 from workbench.measurement import Measurement
 from workbench.variants.bandwidth import copy_gbps, machine_copy_gbps
