@@ -24,6 +24,8 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "workbench.fixes.baseline",  # eager
     "workbench.fixes.compile",  # compiled, compiled_dynamic, compiled_reduce_overhead, compiled_max_autotune
     "workbench.fixes.cuda_graph",
+    # -- settings and data movement (one module each) --
+    # -- module swaps and fused kernels (one module each) --
     "workbench.fixes.baseline:OWN_KERNEL",  # triton: your own kernel, named by hand
 )
 
