@@ -180,13 +180,6 @@ class Case:
 
 REJECT_GRAD = Face(frozenset({"reject"}), ("incorrect", "grad "))  # rejected on a gradient
 NOTHING = "nothing to compare"
-MAGIC_MISSES_MUTATION = (
-    "%%gpuvariant does not see a cell that changes a namespace tensor it reads in place (`loss = mutates(x, y)` "
-    "zeroes `y`): a cell takes no arguments, the engine's in-place check covers call arguments only, and the "
-    "cell's reach (workbench.variants.reach) snapshots parameters, buffers and optimizer state but no plain "
-    "tensors, so both checks see the same `y` and the variant is not rejected (need_more_evidence/keep), "
-    "nothing is flagged, and the user's `y` is left zeroed after the magic"
-)
 
 CASES = [
     # (1)-(4): the softmax detached: same forward, wrong gradients, whatever form the variant takes
@@ -267,7 +260,6 @@ CASES = [
         "loss = mutates(x, y)",
         Face(frozenset({"reject"}), ("incorrect: arg[1]: input changed in place",)),  # the targets, named
         faces={"magic": Face(frozenset({"reject"}), ("input changed in place", "y"))},  # the namespace's `y`
-        xfail={"magic": MAGIC_MISSES_MUTATION},
     ),
     # (10): a step that leaks a global setting: rejected, the setting named
     Case(
@@ -385,7 +377,11 @@ def test_gpuvariant_magic(case, shell):
     shell.run_cell(f"%%gpuprofile -T -w 1 -r 3 -q\n{case.base_cell}", store_history=True).raise_error()
     shell.run_cell("sync()", store_history=True).raise_error()  # the profiled runs stepped the model
     shell.user_ns.pop("_gpuvariant", None)
+    tensors = {k: v.detach().clone() for k, v in shell.user_ns.items() if isinstance(v, torch.Tensor)}
     res = shell.run_cell(f"%%gpuvariant {VARIANT} {MAGIC_FAST}\n{case.variant_cell}", store_history=True)
+    # the user's namespace tensors are as they were (a cell that zeroes `y` in place is undone)
+    changed = [k for k, v in tensors.items() if not torch.equal(shell.user_ns[k], v)]
+    assert not changed, changed
     face = case.face("magic")
     if face.refused:
         assert isinstance(res.error_in_exec, UsageError), res.error_in_exec

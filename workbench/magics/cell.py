@@ -278,19 +278,20 @@ class CellCallable:
         return _own_copy(value) if _is_shared_tensor_tree(value, before) else value
 
     def __workbench_reach__(self) -> list[Any]:
-        """The namespace values the cell's code refers to (``step``, ``model``, ``opt``...), for
-        the comparison to search for the parameters and optimizer state a call changes; modules
+        """The namespace values the cell's code refers to (``step``, ``model``, ``opt``, ``x``...), by
+        name, for the comparison to search for the parameters and optimizer state a call changes and
+        the plain tensors it reads (a cell changing one in place is then seen, and undone); modules
         and the shell's own names are left out."""
         ns = self._shell.user_ns
-        out = []
+        out: dict[str, Any] = {}
         for name in self._compiled.referenced:
             if name in SHELL_NAMES or name not in ns:
                 continue
             value = ns[name]
             if isinstance(value, types.ModuleType):
                 continue
-            out.append(value)
-        return out
+            out[name] = value
+        return [out]
 
 
 def snapshot_names(ns: Mapping[str, Any], names: Iterable[str]) -> tuple[dict[str, Any], set[str]]:

@@ -313,6 +313,30 @@ def _bounded_depth() -> Iterator[None]:
         sys.setrecursionlimit(old)
 
 
+# Python 3.12 bounds C recursion apart from sys.setrecursionlimit, so msgspec then reads any nesting
+# and _bounded_depth no longer makes it fail on a too-deep event: the piece's deepest bracket is
+# found first (a vectorised count; brackets inside strings can only raise it, which sends a piece to
+# the exact, event-by-event reading, never past it)
+_DEPTH_BY_RECURSION = sys.version_info < (3, 12)
+_OPEN_CLOSE = None
+
+
+def _may_nest_deeper(text: bytes | memoryview, limit: int) -> bool:
+    """Whether some bracket of ``text`` may lie more than ``limit`` levels deep."""
+    import numpy as np
+
+    global _OPEN_CLOSE
+    if _OPEN_CLOSE is None:
+        table = np.zeros(256, dtype=np.int8)
+        table[list(b"[{")] = 1
+        table[list(b"]}")] = -1
+        _OPEN_CLOSE = table
+    steps = _OPEN_CLOSE[np.frombuffer(text, dtype=np.uint8)]
+    if not steps.any():
+        return False
+    return int(np.cumsum(steps, dtype=np.int32).max()) > limit
+
+
 def _decode_piece(text: bytes | memoryview, path: str, first: int, fast: _FastState) -> DecodedFile | None:
     """The events of one piece ("[...]"); None if the piece is not valid JSON (a cut inside a string).
 
@@ -320,6 +344,11 @@ def _decode_piece(text: bytes | memoryview, path: str, first: int, fast: _FastSt
     piece: the piece is then read event by event and that event is skipped, with its index and why.
     NaN / Infinity tokens (which Python's json writes) are read as absent values.
     """
+    if not _DEPTH_BY_RECURSION and _may_nest_deeper(text, MAX_EVENT_DEPTH + 1):
+        try:  # the events array is one level, each event's own brackets the rest
+            return _one_by_one(text, 0, path, first)
+        except TraceFormatError:
+            return None  # not one valid array (a cut inside a string): as msgspec's DecodeError says
     if fast.use():
         try:
             with _bounded_depth():
@@ -462,6 +491,8 @@ def _decode_tail(body: bytes, path: str, first: int) -> tuple[_Tail, bytes, list
     """The last events and the header keys after them; (tail, its text, skipped events, NaNs)."""
     nans = 0
     try:
+        if not _DEPTH_BY_RECURSION and _may_nest_deeper(body, MAX_EVENT_DEPTH + 1):
+            raise RecursionError  # read event by event below (see _may_nest_deeper)
         with _bounded_depth():
             tail = msgspec.json.decode(body, type=_Tail)
         return tail, body, [], 0

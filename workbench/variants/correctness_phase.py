@@ -426,7 +426,13 @@ def _effect_summary(paths: set[str]) -> str:
     from workbench.variants.state import effect_kind
 
     kinds = [effect_kind(p) for p in paths]
-    words = {"grad": "gradient", "value": "parameter value", "buffer": "buffer", "optimizer state": "optimizer state"}
+    words = {
+        "grad": "gradient",
+        "value": "parameter value",
+        "buffer": "buffer",
+        "optimizer state": "optimizer state",
+        "input": "input tensor",
+    }
     parts = [f"{kinds.count(k)} {w}{'s' if kinds.count(k) != 1 else ''}" for k, w in words.items() if k in kinds]
     return ", ".join(parts) or "nothing"
 

@@ -152,7 +152,7 @@ def attach_state(lives: list[Live], base: Live, extra: list[Any]) -> StateTracke
     base.names = dict(base_names)
     for lv in lives:
         if lv is not base:
-            own = list(lv.reach.params.values()) + list(lv.reach.buffers.values())
+            own = list(lv.reach.params.values()) + list(lv.reach.buffers.values()) + list(lv.reach.data.values())
             lv.names = {id(t): base_names[id(t)] for t in own if id(t) in base_names}
         lv.tracker = tracker
     return tracker

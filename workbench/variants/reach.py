@@ -52,13 +52,16 @@ class Reach:
     buffers: dict[str, Any] = field(default_factory=dict)  # name -> tensor
     optimizers: list[Any] = field(default_factory=list)
     helpers: list[Any] = field(default_factory=list)  # LR schedulers, gradient scalers: state_dict() snapshotted
+    # plain tensors the code reads by name (closure cells, globals, a cell's namespace): inputs that are
+    # no arguments, snapshotted so that a call changing one in place is seen and undone
+    data: dict[str, Any] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
         return not (self.params or self.buffers or self.optimizers)
 
     def names_by_id(self) -> dict[int, str]:
-        return {id(t): n for n, t in {**self.buffers, **self.params}.items()}
+        return {id(t): n for n, t in {**self.data, **self.buffers, **self.params}.items()}
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -95,6 +98,7 @@ def find_reach(*objs: Any, extra: Iterable[Any] = ()) -> Reach:
     modules: list[tuple[str, Any]] = []
     optimizers: list[Any] = []
     tensors: list[tuple[str, Any]] = []
+    data: list[tuple[str, Any]] = []
     helpers: list[Any] = []
     helper_types = _helper_types()
     budget = [MAX_OBJECTS]
@@ -124,6 +128,8 @@ def find_reach(*objs: Any, extra: Iterable[Any] = ()) -> Reach:
         if isinstance(obj, Tensor):
             if obj.requires_grad and obj.is_leaf:
                 tensors.append((label, obj))
+            elif not obj.requires_grad:
+                data.append((label, obj))
             return
         nxt = depth + 1
         if hasattr(type(obj), "__workbench_reach__") or _has_own(obj, "__workbench_reach__"):
@@ -204,7 +210,7 @@ def find_reach(*objs: Any, extra: Iterable[Any] = ()) -> Reach:
             continue
         seen.discard(id(value))
         visit(value, label, 0)
-    reach = _assemble(modules, optimizers, tensors)
+    reach = _assemble(modules, optimizers, tensors, data)
     reach.helpers = list(dict.fromkeys(helpers))
     return reach
 
@@ -274,9 +280,14 @@ def _strip(name: str) -> str:
     return name.replace("_orig_mod.", "")
 
 
-def _assemble(modules: list[tuple[str, Any]], optimizers: list[Any], tensors: list[tuple[str, Any]]) -> Reach:
+def _assemble(
+    modules: list[tuple[str, Any]],
+    optimizers: list[Any],
+    tensors: list[tuple[str, Any]],
+    data: list[tuple[str, Any]] = (),  # type: ignore[assignment]
+) -> Reach:
     """Top modules (those not inside another reached one), their parameters and buffers by module
-    path, then loose tensors and optimizer-only parameters."""
+    path, then loose tensors and optimizer-only parameters, then the plain tensors read by name."""
     inside: set[int] = set()
     for _, m in modules:
         for sub in m.modules():
@@ -317,6 +328,10 @@ def _assemble(modules: list[tuple[str, Any]], optimizers: list[Any], tensors: li
             if id(p) not in taken:
                 taken.add(id(p))
                 reach.params[_unique(f"optimizer[{i}].param[{j}]", used)] = p
+    for label, t in data:
+        if id(t) not in taken:
+            taken.add(id(t))
+            reach.data[_unique(label or "tensor", used)] = t
     return reach
 
 
@@ -373,7 +388,7 @@ def merge(reaches: Iterable[Reach]) -> Reach:
         for n, m in r.modules:
             if all(m is not x for _, x in out.modules):
                 out.modules.append((n, m))
-        for kind in ("params", "buffers"):
+        for kind in ("params", "buffers", "data"):
             for n, t in getattr(r, kind).items():
                 if id(t) not in ids:
                     ids.add(id(t))

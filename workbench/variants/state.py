@@ -11,6 +11,12 @@ and restores it before every checked call of every variant, with the random numb
 so dropout masks are alike.  After a call, ``effects`` lists what the call changed: every reached
 parameter's gradient, new value, optimizer state and buffer, by name; then the snapshot is put back.
 At the end (``final_restore``) the user's objects are as they were before the comparison.
+
+Plain tensors the code reads by name (``reach.data``: a closure's or a notebook cell's ``x``, ``y``) are
+inputs that are no arguments: each is snapshotted (up to ``MAX_DATA_BYTES`` in all, the rest named in a
+note), a call that changes one in place is recorded as the effect ``input NAME`` (a candidate changing
+an input the baseline leaves alone is incorrect), and it is put back only when its version counter
+says it was written (so an untouched dataset costs no copy per sample).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ STATELESS_TEXT = (
 NOTHING_REACHED_TEXT = "no model, optimizer or parameter reached: only the RNG was restored before every check call"
 
 _MISSING = object()
+MAX_DATA_BYTES = 512 * 2**20  # plain input tensors snapshotted per comparison, in all
 
 
 def rng_state() -> dict[str, Any]:
@@ -91,6 +98,21 @@ class StateTracker:
             )
         self._orig_grads = [p.grad for p, _, _, _ in self._params]  # the user's own tensors, put back at the end
         self._buffers = [(b, b.detach().clone()) for b in reach.buffers.values()]
+        self._data: list[list[Any]] = []  # [tensor, its snapshot, the version it was snapshotted or restored at]
+        room = MAX_DATA_BYTES
+        for name, t in reach.data.items():
+            size = _nbytes(t)
+            if size > room:
+                self.notes.append(
+                    f"the tensor {name!r} the code reads ({size / 2**20:.0f} MiB) was not snapshotted (over "
+                    f"{MAX_DATA_BYTES // 2**20} MiB of inputs in all): a call changing it in place would not be seen"
+                )
+                continue
+            try:
+                self._data.append([t, t.detach().clone(), _version(t)])
+                room -= size
+            except Exception:  # noqa: BLE001 - a tensor subclass that cannot be cloned: not tracked
+                continue
         self._opts: list[tuple[Any, Any, Any]] = []
         self._orig_state: dict[int, dict[Any, Any]] = {}
         for i, opt in enumerate(reach.optimizers):
@@ -154,6 +176,18 @@ class StateTracker:
                         b.data = data.clone()
                 except Exception as exc:  # noqa: BLE001
                     self._failed(f"a buffer could not be restored ({type(exc).__name__}: {str(exc)[:80]})")
+            for entry in self._data:
+                t, data, version = entry
+                if version is not None and _version(t) == version:
+                    continue  # not written since: nothing to put back
+                try:
+                    if t.shape == data.shape and t.dtype == data.dtype:
+                        t.copy_(data)
+                    else:
+                        t.data = data.clone()
+                    entry[2] = _version(t)
+                except Exception as exc:  # noqa: BLE001
+                    self._failed(f"an input tensor could not be restored ({type(exc).__name__}: {str(exc)[:80]})")
         for opt, state, groups in self._opts:
             try:
                 opt.state.clear()
@@ -257,6 +291,13 @@ class StateTracker:
             data = saved_b.get(id(b), _MISSING)
             if data is _MISSING or not _same(b.detach(), data, same_values):
                 out[f"buffer {name}"] = b.detach().clone()
+        saved_d = {id(t): (data, version) for t, data, version in self._data}
+        for own, t in reach.data.items():
+            if id(t) not in saved_d:
+                continue  # over the snapshot budget (said in a note)
+            data, version = saved_d[id(t)]
+            if (version is None or _version(t) != version) and not _same(t.detach(), data, same_values):
+                out[f"input {names.get(id(t), own)}"] = t.detach().clone()
         saved_o = {id(o): state for o, state, _ in self._opts}
         all_names = {**{id(t): n for n, t in reach.params.items()}, **names}
         for i, opt in enumerate(reach.optimizers):
@@ -280,6 +321,22 @@ class StateTracker:
         return out
 
 
+def _version(t: Any) -> int | None:
+    """The tensor's version counter (bumped by every in-place write); None where it has none
+    (an inference tensor): then it is compared and restored by value every time."""
+    try:
+        return int(t._version)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _nbytes(t: Any) -> int:
+    try:
+        return int(t.numel()) * int(t.element_size())
+    except Exception:  # noqa: BLE001
+        return 0
+
+
 def _fresh(v: Any) -> Any:
     try:
         return copy.deepcopy(v)
@@ -300,7 +357,7 @@ def _same(a: Any, b: Any, same_values: Any) -> bool:
 
 def effect_kind(path: str) -> str:
     """ "grad"/"value"/"buffer"/"optimizer state" for an effect path, "" for anything else."""
-    for kind in ("grad ", "value ", "buffer ", "optimizer state ", "requires_grad "):
+    for kind in ("grad ", "value ", "buffer ", "optimizer state ", "requires_grad ", "input "):
         if path.startswith(kind):
             return kind.strip()
     return ""
@@ -322,6 +379,15 @@ def compare_effects(
         if mine is _MISSING:
             what = "cleared" if exp is None else "changed"
             checks.append(OutputCheck(path, False, f"the baseline's call {what} it, this call leaves it as it was"))
+        elif exp is _MISSING and path.startswith("input "):
+            checks.append(
+                OutputCheck(
+                    path,
+                    False,
+                    "input changed in place by the call (the baseline leaves it unchanged): code reading it "
+                    "afterwards gets other values",
+                )
+            )
         elif exp is _MISSING:
             checks.append(OutputCheck(path, False, "this call changes it, the baseline's call leaves it as it was"))
         elif exp is None or mine is None:
