@@ -39,7 +39,7 @@ def _load(source, **kw):
 def test_a_local_cluster_gives_the_breakdowns_of_the_local_load(client):
     local = _load(DLRM, workers=1, cache=False)
     on_dask = _load(DLRM, client=client, cache=False)
-    assert isinstance(on_dask, RankFolder) and on_dask.where == "dask"
+    assert isinstance(on_dask.rank_folder, RankFolder) and on_dask.read_in == "dask"
     assert on_dask.ranks == local.ranks
     for method in ("temporal_breakdown", "kernel_breakdown", "idle_breakdown", "stragglers"):
         assert getattr(local, method)() == getattr(on_dask, method)(), method

@@ -75,8 +75,10 @@ def dlrm_two():
 # --- same results as one process ------------------------------------------------------------
 @pytest.mark.timeout(300)
 def test_two_workers_give_the_breakdowns_of_one_process_exactly(dlrm_one, dlrm_two):
-    assert isinstance(dlrm_two, RankFolder) and dlrm_two.where == "processes"
-    assert type(dlrm_one).__name__ == "Trace"
+    # one type whatever the folder (issue 23): the summaries are the Trace's backend
+    assert type(dlrm_two) is type(dlrm_one) is wb.Trace
+    assert isinstance(dlrm_two.rank_folder, RankFolder) and dlrm_two.read_in == "processes"
+    assert dlrm_one.rank_folder is None and dlrm_one.read_in == "this process"
     assert dlrm_two.ranks == dlrm_one.ranks == list(range(8))
     for method in ("temporal_breakdown", "kernel_breakdown", "idle_breakdown"):
         one, two = getattr(dlrm_one, method)(), getattr(dlrm_two, method)()
@@ -126,7 +128,7 @@ def test_hypotheses_run_per_rank_and_the_cross_rank_rule_says_what_it_needs(dlrm
 def test_files_claiming_the_same_rank_are_renumbered_as_in_one_process(tmp_path):
     one, said_one = _quiet_load(BAD / "duplicate_ranks", workers=1, cache=False)
     two, said_two = _quiet_load(BAD / "duplicate_ranks", workers=2, cache=False)
-    assert isinstance(two, RankFolder)
+    assert isinstance(two.rank_folder, RankFolder)
     assert one.ranks == two.ranks
     assert one.temporal_breakdown() == two.temporal_breakdown()
     assert one.kernel_breakdown() == two.kernel_breakdown()
@@ -203,8 +205,8 @@ def test_workers_none_reads_here_where_workers_would_cost_more(monkeypatch):
 
 def test_the_folder_keeps_packed_summaries_far_smaller_than_the_tables(dlrm_one, dlrm_two):
     table_bytes = sum(int(t.memory_usage(deep=True).sum()) for t in dlrm_one._tables.values())
-    assert 0 < dlrm_two.summary_bytes() < table_bytes
-    assert all(isinstance(p.payload, bytes) for p in dlrm_two.packed())
+    assert 0 < dlrm_two.rank_folder.summary_bytes() < table_bytes
+    assert all(isinstance(p.payload, bytes) for p in dlrm_two.rank_folder.packed())
 
 
 def test_workers_1_is_the_one_process_path_exactly():
@@ -259,7 +261,7 @@ def test_a_function_that_raises_on_one_rank_is_named():
 def test_a_rank_file_that_fails_to_parse_is_named_and_the_good_ranks_load():
     one, said_one = _quiet_load(BAD / "one_bad_rank", workers=1, cache=False)
     two, said_two = _quiet_load(BAD / "one_bad_rank", workers=2, cache=False)
-    assert isinstance(two, RankFolder)
+    assert isinstance(two.rank_folder, RankFolder)
     assert two.ranks == one.ranks and len(two.ranks) == 2
     left_out = [m for m in said_two if "rank file left out" in m]
     assert len(left_out) == 1 and "rank1.json" in left_out[0]
@@ -301,11 +303,11 @@ def test_a_script_without_a_main_guard_maps_without_running_again(tmp_path):
     script.write_text(
         "import warnings\nwarnings.simplefilter('ignore')\nimport workbench as wb\n"
         f"print('ran')\nt = wb.load_trace({str(DLRM)!r}, workers=2, cache=False)\n"
-        "print(type(t).__name__, t.temporal_breakdown().table.shape[0])\n"
+        "print(type(t).__name__, type(t.rank_folder).__name__, t.temporal_breakdown().table.shape[0])\n"
     )
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=240, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["ran", "RankFolder", "8"]
+    assert done.stdout.split() == ["ran", "Trace", "RankFolder", "8"]
 
 
 @pytest.mark.timeout(300)

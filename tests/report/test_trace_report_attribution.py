@@ -41,7 +41,7 @@ def test_a_trace_without_python_events_gets_one_sentence_saying_why():
 
 def test_rank_files_read_by_workers_say_where_the_attribution_is():
     folder = wb.load_trace(EIGHT_RANKS, workers=2)
-    assert type(folder).__name__ == "RankFolder"
+    assert type(folder).__name__ == "Trace" and type(folder.rank_folder).__name__ == "RankFolder"
     assert "report on its file alone" in tr.attribution_html(folder)
 
 

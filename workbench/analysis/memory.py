@@ -744,13 +744,6 @@ def memory_peak(
     )
 
 
-def _peak_order(events: pd.DataFrame, timeline: MemoryTimeline, rank: int, device: str) -> int:
-    t = timeline.table
-    rows = np.flatnonzero((t["rank"].to_numpy() == rank) & (t["device"].to_numpy() == device))
-    at = rows[int(np.argmax(t["allocated_bytes"].to_numpy()[rows]))]
-    return int(events["order"].to_numpy()[at])
-
-
 # --- growth across steps -------------------------------------------------------------------------
 
 

@@ -155,10 +155,6 @@ class PythonStack:
     def has_user_frames(self) -> bool:
         return bool((self.user >= 0).any())
 
-    def parent_of(self, index: np.ndarray) -> np.ndarray:
-        """``parent[index]`` with -1 kept."""
-        return np.where(index >= 0, self.parent[np.clip(index, 0, None)] if len(self.parent) else -1, -1)
-
     def enclosing(self, points: pd.DataFrame) -> np.ndarray:
         """For each row of ``points`` (rank, pid, tid, ts_us, end_us: CPU ops or runtime calls),
         the innermost Python event on its thread that is open when it starts; -1 if none."""

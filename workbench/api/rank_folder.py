@@ -1,10 +1,13 @@
-"""A folder of rank files read where each rank is analysed: ``RankFolder`` (what ``wb.load_trace``
-returns for many rank files when it maps them over processes or a Dask cluster).
+"""A folder of rank files read where each rank is analysed: ``RankFolder``, the backend of a ``Trace``
+(``workbench.api.trace``) that ``wb.load_trace`` maps over processes or a Dask cluster.  The user holds
+the one ``Trace`` type whatever the folder's size; its analyses are answered here, from the per-rank
+summaries, and its tables are read here on demand.
 
     trace = wb.load_trace("job/traces")                 # every core: one worker process per rank file
     trace = wb.load_trace("job/traces", client=client)  # a Dask cluster (distributed.Client)
     trace.kernel_breakdown().table                      # from the per-rank summaries
     trace.rank(3).kernels                               # one rank's full tables, read on demand
+    trace.rank_folder.summary_bytes()                        # this backend (None for a trace read in one process)
 
 ``workers=None`` maps a folder of many rank files over one worker process per core (at most one per rank,
 bounded by free memory); a single file, a folder under SMALL_FOLDER_BYTES of JSON in all, or one of ranks
@@ -23,14 +26,14 @@ A summary holds one ``semantics`` and idle threshold; asking for others maps the
 the columnar cache holds their tables). ``hypotheses()`` runs the rules on each rank where it is read and
 folds the per-rank findings; the cross-rank rule (``straggler_rank``) needs every rank's tables at once,
 so it is reported as not judged unless ``diagnosis(full_tables=True)`` is asked for, which reads every
-rank's tables into this process and runs the one-process diagnosis. The table properties (``kernels``,
-``cpu_ops``, ...) read every rank's tables into this process on first use (said in a warning).
+rank's tables into this process and runs the one-process diagnosis. The Trace's tables (``kernels``,
+``cpu_ops``, ...) are every rank's tables read into this process on first use (``full()``, said in a
+warning).  This module knows nothing of the ``Trace`` class: it hands back ``TraceData``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import html
 import os
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
@@ -67,8 +70,6 @@ from workbench.trace.ranks import RankFile, assign_ranks, device_names, one_job,
 if TYPE_CHECKING:
     from distributed import Client
 
-    from workbench.api.trace import Trace
-
 SUMMARY_FUNCTION = "workbench.analysis.rank_summary:packed_rank_file"
 DIAGNOSIS_FUNCTION = "workbench.api.rank_folder:diagnose_rank_file"
 CROSS_RANK_RULES = ("straggler_rank",)  # rules that need every rank's tables at once
@@ -85,7 +86,6 @@ def mapped_load(
     workers: int | None,
     client: Client | None,
     partial: bool,
-    trace_class: type[Trace],
 ) -> RankFolder | None:
     """The rank folder read over workers, or None where one process is the way (``workers=1``, one rank
     file, or a single worker fits)."""
@@ -100,9 +100,7 @@ def mapped_load(
         return None
     if client is None and workers is None and _better_here(paths):
         return None
-    return RankFolder.load(
-        paths, options=options, cache=cache, workers=workers, client=client, partial=partial, trace_class=trace_class
-    )
+    return RankFolder.load(paths, options=options, cache=cache, workers=workers, client=client, partial=partial)
 
 
 def _better_here(paths: list[str]) -> bool:
@@ -124,7 +122,8 @@ def _rank_file(summary: PackedSummary) -> RankFile:
 
 
 class RankFolder:
-    """A multi-rank trace held as per-rank summaries; the ``Trace`` methods answered from them."""
+    """A multi-rank trace held as per-rank summaries: the ``Trace`` analyses answered from them, the
+    tables read on demand (``rank(r)``, ``full()``)."""
 
     def __init__(
         self,
@@ -134,7 +133,6 @@ class RankFolder:
         cache: bool,
         workers: int | None,
         client: Client | None,
-        trace_class: type[Trace],
         failures: Sequence[RankFailure] = (),
         where: str = "processes",
         messages: Sequence[str] = (),
@@ -147,8 +145,7 @@ class RankFolder:
         self.failures = tuple(failures)
         self.where = where
         self.meta = _meta(list(summaries), options, messages)  # files in the order they were named, as one process
-        self._full: Trace | None = None
-        self._trace_class = trace_class  # the facade's Trace (passed in: the facade imports this module)
+        self._full: TraceData | None = None
 
     @classmethod
     def load(
@@ -160,7 +157,6 @@ class RankFolder:
         workers: int | None,
         client: Client | None,
         partial: bool,
-        trace_class: type[Trace],
     ) -> RankFolder:
         outcome = map_ranks(
             SUMMARY_FUNCTION, paths, {"options": options, "cache": cache}, workers=workers, client=client, partial=True
@@ -200,7 +196,6 @@ class RankFolder:
             cache=cache,
             workers=workers,
             client=client,
-            trace_class=trace_class,
             failures=outcome.failures,
             where=outcome.where,
             messages=messages + rank_messages,
@@ -290,65 +285,21 @@ class RankFolder:
         files = sorted(self.packed(semantics), key=lambda s: order[s.path])
         return rank_summary.combine_ops(packed.unpack() for packed in files)
 
-    def critical_path(
-        self,
-        annotation: str = "ProfilerStep",
-        instance: int = 0,
-        rank: int | None = None,
-        *,
-        window: tuple[float, float] | None = None,
-        semantics: Semantics | str = "workbench",
-    ):
-        """As ``Trace.critical_path``, on one rank's tables (read here; default: the first rank)."""
-        r = self.ranks[0] if rank is None else rank
-        return self.rank(r).critical_path(annotation, instance, r, window=window, semantics=semantics)
-
-    def what_if(
-        self,
-        changes: dict[str, float] | None = None,
-        *,
-        remove_gaps: bool = False,
-        annotation: str = "ProfilerStep",
-        instance: int = 0,
-        rank: int | None = None,
-        window: tuple[float, float] | None = None,
-        semantics: Semantics | str = "workbench",
-    ):
-        """As ``Trace.what_if``, on one rank's tables (read here; default: the first rank)."""
-        r = self.ranks[0] if rank is None else rank
-        return self.rank(r).what_if(
-            changes,
-            remove_gaps=remove_gaps,
-            annotation=annotation,
-            instance=instance,
-            rank=r,
-            window=window,
-            semantics=semantics,
-        )
-
-    def collective_waits(
-        self, annotation: str = "ProfilerStep", instance: int = 0, *, semantics: Semantics | str = "workbench"
-    ):
-        """As ``Trace.collective_waits``: every rank's path (all ranks' tables read into this process)."""
-        return self.full().collective_waits(annotation, instance, semantics=semantics)
-
     # --- diagnosis ------------------------------------------------------------------------------
     def hypotheses(self, rules: Iterable[str] | None = None) -> list[Hypothesis]:
         """Ranked hypotheses (see ``diagnosis``)."""
         return list(self.diagnosis(rules).hypotheses)
 
-    def diagnosis(self, rules: Iterable[str] | None = None, *, full_tables: bool = False) -> Diagnosis:
+    def diagnosis(self, rules: Iterable[str] | None = None) -> Diagnosis:
         """The rules run on each rank where it is read, the per-rank findings folded across ranks.
 
         ``straggler_rank`` (it compares every rank's activity before its collectives) is reported as
-        not judged: ``full_tables=True`` reads every rank's tables into this process and runs the
-        one-process diagnosis with it, ``trace.stragglers()`` gives the cross-rank table meanwhile."""
+        not judged: ``Trace.diagnosis(full_tables=True)`` reads every rank's tables into this process and
+        runs the one-process diagnosis with it, ``trace.stragglers()`` gives the cross-rank table meanwhile."""
         from workbench.hypotheses.catalog import get_rule, list_rules
         from workbench.hypotheses.diagnose import NotJudgedNote, rank
         from workbench.hypotheses.fold_ranks import fold_ranks
 
-        if full_tables:
-            return self.full().diagnosis(rules)
         wanted = list(rules) if rules is not None else [r.name for r in list_rules("trace")]
         for name in wanted:
             get_rule(name)  # an unknown name -> RegistryError
@@ -385,15 +336,20 @@ class RankFolder:
         return Diagnosis(tuple(rank(folded)), tuple(notes.values()), f"{len(self.ranks)} ranks")
 
     # --- tables, on demand -------------------------------------------------------------------
-    def rank(self, rank: int) -> Trace:
+    def rank(self, rank: int) -> TraceData:
         """One rank's full tables, read into this process (from the cache when it holds them)."""
         path = next((p for p, r in self._ranks_by_path.items() if r == rank), None)
         if path is None:
             raise InvalidArgumentError(f"rank {rank} is not in this trace; its ranks are {self.ranks}")
-        return self._trace_class.of(read_rank(path, rank, self._options, self._cache))
+        return read_rank(path, rank, self._options, self._cache)
 
-    def full(self) -> Trace:
-        """Every rank's tables in this process: the one-process ``Trace`` (``workers=1``), read once."""
+    @property
+    def read_all(self) -> bool:
+        """Whether every rank's tables are in this process already (``full()`` was called)."""
+        return self._full is not None
+
+    def full(self) -> TraceData:
+        """Every rank's tables in this process: the one-process tables (``workers=1``), read once."""
         if self._full is None:
             warnings.warn(
                 f"reading the tables of all {len(self.ranks)} ranks into this process (the rank "
@@ -403,76 +359,18 @@ class RankFolder:
             )
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # said once already, at the load
-                self._full = self._trace_class.of(
-                    read_trace(
-                        list(self._ranks_by_path),
-                        cache=self._cache,
-                        round_ns=self._options.get("round_ns"),
-                        drop_last_step=self._options.get("drop_last_step"),
-                    )
+                self._full = read_trace(
+                    list(self._ranks_by_path),
+                    cache=self._cache,
+                    round_ns=self._options.get("round_ns"),
+                    drop_last_step=self._options.get("drop_last_step"),
                 )
         return self._full
-
-    @property
-    def _tables(self) -> dict[str, pd.DataFrame]:  # what TraceData.of and Trace.of read
-        return self.full()._tables
-
-    def table(self, name: str) -> pd.DataFrame:
-        """One table of every rank (``workbench.trace.schema`` names it), read on demand.
-
-        Args:
-            name: the table's name (``cpu_ops``, ``kernels``, ...).
-
-        Returns:
-            pd.DataFrame: the rows of every rank.
-        """
-        return self.full().table(name)
-
-    cpu_ops = property(lambda self: self.full().cpu_ops, doc="Every rank's CPU ops (read on demand).")
-    python_calls = property(lambda self: self.full().python_calls, doc="Every rank's Python calls (on demand).")
-    runtime = property(lambda self: self.full().runtime, doc="Every rank's runtime calls (read on demand).")
-    kernels = property(lambda self: self.full().kernels, doc="Every rank's GPU events (read on demand).")
-    syncs = property(lambda self: self.full().syncs, doc="Every rank's synchronizations (read on demand).")
-    memory = property(lambda self: self.full().memory, doc="Every rank's allocator events (read on demand).")
-    annotations = property(lambda self: self.full().annotations, doc="Every rank's annotations (on demand).")
-    flows = property(lambda self: self.full().flows, doc="Every rank's flow events (read on demand).")
-    copies = property(lambda self: self.full().copies, doc="Every rank's memcpy/memset rows (on demand).")
-    streams = property(lambda self: self.full().streams, doc="Every rank's streams (read on demand).")
-
-    def memory_timeline(self):
-        """Allocated bytes over time per (rank, device): every rank's allocator events are read here first."""
-        return self.full().memory_timeline()
-
-    def memory_peak(self, **options):
-        """The peak per (rank, device) and the blocks live at it (every rank's events read here first)."""
-        return self.full().memory_peak(**options)
-
-    def memory_growth(self):
-        """Allocated bytes across ``ProfilerStep#`` spans, per rank (every rank's events read here first)."""
-        return self.full().memory_growth()
-
-    def save_charts(
-        self, folder: str | os.PathLike[str], *, formats: str | Sequence[str] = ("svg",), scale: float = 1.0
-    ) -> list[Path]:
-        """The charts need the tables: every rank's are read into this process first."""
-        return self.full().save_charts(folder, formats=formats, scale=scale)
 
     # --- description -------------------------------------------------------------------------
     @property
     def ranks(self) -> list[int]:
         return list(self.meta.ranks)
-
-    @property
-    def device_properties(self) -> dict[int, tuple[dict, ...]]:
-        return self.meta.device_properties
-
-    @property
-    def distributed_info(self) -> dict[int, dict]:
-        return self.meta.distributed_info
-
-    @property
-    def warnings(self) -> tuple[str, ...]:
-        return self.meta.warnings
 
     @property
     def has_gpu(self) -> bool:
@@ -504,7 +402,7 @@ class RankFolder:
         names = sorted(
             {
                 str(d.get("name"))
-                for props in self.device_properties.values()
+                for props in self.meta.device_properties.values()
                 for d in props
                 if isinstance(d, dict) and d.get("name")
             }
@@ -518,10 +416,7 @@ class RankFolder:
         )
 
     def __repr__(self) -> str:
-        return f"<{self.summary()}>"
-
-    def _repr_html_(self) -> str:
-        return f"<pre>{html.escape(self.summary())}</pre>"
+        return f"<RankFolder backend: {self.summary()}>"
 
 
 Value = TypeVar("Value")

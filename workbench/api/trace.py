@@ -7,6 +7,12 @@ method per analysis and the diagnosis, each a line of delegation to ``workbench.
     trace.idle_breakdown(kernel_wait_threshold_us=50).table
     trace.hypotheses()                              # ranked, best first
 
+One type whatever the source: a folder of many rank files read by worker processes (or a Dask cluster)
+is a ``Trace`` too, whose backend (``trace.rank_folder``, a ``workbench.api.rank_folder.RankFolder``)
+answers the breakdowns and the diagnosis from per-rank summaries and reads the tables into this
+process only when something asks for them (``trace.kernels``, ``trace.module_breakdown()``: said in a
+warning); ``trace.rank(r)`` reads one rank.
+
 Every method takes ``semantics``: ``"workbench"`` (the default), ``"hta"`` / ``"hta_noround"`` to
 count as Holistic Trace Analysis 0.5 does on the same trace, or a ``workbench.analysis.Semantics``.
 """
@@ -45,6 +51,7 @@ from workbench.trace import TraceData, read_trace
 from workbench.trace.fidelity import require
 
 if TYPE_CHECKING:
+    import pandas as pd
     from distributed import Client
 
     from workbench.api.rank_folder import RankFolder
@@ -81,7 +88,7 @@ def load_trace(
     workers: int | None = None,
     client: Client | None = None,
     partial: bool = False,
-) -> Trace | RankFolder:
+) -> Trace:
     """Load a Kineto/Chrome trace: a ``.json``/``.json.gz`` file, a folder of rank files, or a list; or one
     Nsight Systems SQLite export (``nsys export --type sqlite``) or rocprofv3 JSON file (the format is judged by
     content; ``trace.meta.source`` names it and ``trace.meta.fidelity`` what it cannot provide).
@@ -104,9 +111,9 @@ def load_trace(
         partial: keep the other ranks when a worker dies or its analysis fails (named in a warning).
 
     Returns:
-        Trace: the tables (``cpu_ops``, ``runtime``, ``kernels``, ...) and the analyses over them;
-        for rank files read by workers a ``workbench.api.rank_folder.RankFolder`` with the same methods,
-        answered from per-rank summaries (``trace.rank(r)`` reads one rank's tables).
+        Trace: the tables (``cpu_ops``, ``runtime``, ``kernels``, ...) and the analyses over them; for
+        rank files read by workers the same type, its analyses answered from per-rank summaries
+        (``trace.rank_folder``; ``trace.rank(r)`` reads one rank's tables, the tables all ranks' on first use).
 
     Raises ``TraceFormatError`` for a file that cannot be read as a trace; warns (``TraceWarning``)
     where the trace is usable but something was odd, saying what was done.
@@ -117,11 +124,9 @@ def load_trace(
         "round_ns": hta_compat if round_ns is None else round_ns,
         "drop_last_step": hta_compat if drop_last_step is None else drop_last_step,
     }
-    mapped = mapped_load(
-        source, options=options, cache=cache, workers=workers, client=client, partial=partial, trace_class=Trace
-    )
+    mapped = mapped_load(source, options=options, cache=cache, workers=workers, client=client, partial=partial)
     if mapped is not None:
-        return mapped
+        return Trace.over_folder(mapped)
     return Trace.of(
         read_trace(
             source,
@@ -145,7 +150,96 @@ def load_memory_snapshot(path: str | os.PathLike[str]) -> Trace:
 
 class Trace(TraceData):
     """A loaded trace: its tables (see ``workbench.trace.TraceData`` and ``workbench.trace.schema``)
-    and the analyses and diagnosis over them. ``trace.rank(r)`` is the same for one rank."""
+    and the analyses and diagnosis over them. ``trace.rank(r)`` is the same for one rank.
+
+    ``rank_folder``: the rank-folder backend when the ranks were read by workers (the breakdowns and the
+    diagnosis come from its per-rank summaries; the tables are read here on first use), else None."""
+
+    def __init__(self, tables: dict[str, pd.DataFrame], meta, *, folder: RankFolder | None = None):
+        self._own_tables: dict[str, pd.DataFrame] | None = None
+        self.rank_folder = folder
+        super().__init__(tables, meta)
+
+    @classmethod
+    def over_folder(cls, folder: RankFolder) -> Trace:
+        """The Trace of a rank folder read by workers (``wb.load_trace`` makes it)."""
+        return cls({}, folder.meta, folder=folder)
+
+    @property
+    def _tables(self) -> dict[str, pd.DataFrame]:  # a folder's: every rank's, read here on first use
+        if self.rank_folder is not None:
+            return self.rank_folder.full()._tables
+        return self._own_tables  # type: ignore[return-value]
+
+    @_tables.setter
+    def _tables(self, tables: dict[str, pd.DataFrame]) -> None:
+        self._own_tables = tables
+
+    @property
+    def _summarised(self) -> bool:
+        """Answer from the folder's per-rank summaries (the tables are not in this process)."""
+        return self.rank_folder is not None
+
+    @property
+    def read_in(self) -> str:
+        """Where the trace was read: ``"this process"``, ``"processes"`` (one worker per rank file) or ``"dask"``."""
+        return self.rank_folder.where if self.rank_folder is not None else "this process"
+
+    @property
+    def failures(self) -> tuple:
+        """The rank files a worker could not read or analyse (``partial=True`` kept the others)."""
+        return self.rank_folder.failures if self.rank_folder is not None else ()
+
+    # --- description, from the summaries where there are some -------------------------------
+    def rank(self, rank: int) -> Trace:
+        """One rank's tables (for a folder read by workers, read into this process on demand).
+
+        Args:
+            rank: the rank number (``trace.ranks``).
+
+        Returns:
+            Trace: that rank alone.
+        """
+        if self.rank_folder is not None:
+            return Trace.of(self.rank_folder.rank(rank))
+        return super().rank(rank)
+
+    @property
+    def has_gpu(self) -> bool:
+        return self.rank_folder.has_gpu if self.rank_folder is not None else super().has_gpu
+
+    def span_us(self) -> float:
+        """From the earliest start to the latest end, in µs (a rank folder's: its longest rank's).
+
+        Args:
+            (none): every table of the trace (a rank folder: its rank summaries).
+
+        Returns:
+            float: µs; 0.0 for a trace with no events.
+        """
+        return self.rank_folder.span_us() if self.rank_folder is not None else super().span_us()
+
+    def event_count(self) -> int:
+        """Events over every rank.
+
+        Args:
+            (none): every table of the trace (a rank folder: its rank summaries).
+
+        Returns:
+            int: the count.
+        """
+        return self.rank_folder.event_count() if self.rank_folder is not None else super().event_count()
+
+    def summary(self) -> str:
+        """One line: ranks, events, span, CPU only or GPU (and which), warnings.
+
+        Args:
+            (none): the whole trace (a rank folder's line also says where its ranks were read).
+
+        Returns:
+            str: the line.
+        """
+        return self.rank_folder.summary() if self.rank_folder is not None else super().summary()
 
     # --- analyses (workbench.analysis) ----------------------------------------------------
     def op_breakdown(self, semantics: Semantics | str = "workbench") -> OpBreakdown:
@@ -160,6 +254,8 @@ class Trace(TraceData):
             ``.total_self_us``.
         """
         require(self.meta, NEEDS["op_breakdown"])  # a format without them says so (workbench.trace.fidelity)
+        if self._summarised:
+            return self.rank_folder.op_breakdown(semantics)
         return analysis.op_breakdown(self, semantics)
 
     def kernel_breakdown(self, semantics: Semantics | str = "workbench") -> KernelBreakdown:
@@ -174,6 +270,8 @@ class Trace(TraceData):
             "<a> overlapping <b>" rows; ``.total_kernel_us`` and ``.busy_us``.
         """
         require(self.meta, NEEDS["kernel_breakdown"])  # a format without them says so (workbench.trace.fidelity)
+        if self._summarised:
+            return self.rank_folder.kernel_breakdown(semantics)
         return analysis.kernel_breakdown(self, semantics)
 
     def temporal_breakdown(self, semantics: Semantics | str = "workbench") -> TemporalBreakdown:
@@ -187,6 +285,8 @@ class Trace(TraceData):
             non_compute_us and each as a percentage of kernel time.
         """
         require(self.meta, NEEDS["temporal_breakdown"])  # a format without them says so (workbench.trace.fidelity)
+        if self._summarised:
+            return self.rank_folder.temporal_breakdown(semantics)
         return analysis.temporal_breakdown(self, semantics)
 
     def idle_breakdown(
@@ -204,6 +304,8 @@ class Trace(TraceData):
             and ratio; ``.gaps``, one row per gap.
         """
         require(self.meta, NEEDS["idle_breakdown"])  # a format without them says so (workbench.trace.fidelity)
+        if self._summarised:
+            return self.rank_folder.idle_breakdown(semantics, kernel_wait_threshold_us)
         return analysis.idle_breakdown(self, semantics, kernel_wait_threshold_us=kernel_wait_threshold_us)
 
     def launch_stats(self, semantics: Semantics | str = "workbench") -> LaunchStats:
@@ -217,6 +319,8 @@ class Trace(TraceData):
             shorter_than_launch); ``.by_api``; ``.n_launches``, ``.n_shorter_than_launch``.
         """
         require(self.meta, NEEDS["launch_stats"])  # a format without them says so (workbench.trace.fidelity)
+        if self._summarised:
+            return self.rank_folder.launch_stats(semantics)
         return analysis.launch_stats(self, semantics)
 
     def comm_overlap(self, semantics: Semantics | str = "workbench") -> CommOverlap:
@@ -230,6 +334,8 @@ class Trace(TraceData):
             (NaN without communication kernels) and exposed_comm_us.
         """
         require(self.meta, NEEDS["comm_overlap"])  # a format without them says so (workbench.trace.fidelity)
+        if self._summarised:
+            return self.rank_folder.comm_overlap(semantics)
         return analysis.comm_overlap(self, semantics)
 
     def copy_stats(self, semantics: Semantics | str = "workbench") -> CopyStats:
@@ -243,6 +349,8 @@ class Trace(TraceData):
             dur_us, gbps, median_gbps; ``.pageable_bytes``, ``.total_copy_us``.
         """
         require(self.meta, NEEDS["copy_stats"])  # a format without them says so (workbench.trace.fidelity)
+        if self._summarised:
+            return self.rank_folder.copy_stats(semantics)
         return analysis.copy_stats(self, semantics)
 
     def sync_audit(self, semantics: Semantics | str = "workbench") -> SyncAudit:
@@ -256,6 +364,8 @@ class Trace(TraceData):
             ``.by_cause``; ``.blocked_us``.
         """
         require(self.meta, NEEDS["sync_audit"])  # a format without them says so (workbench.trace.fidelity)
+        if self._summarised:
+            return self.rank_folder.sync_audit(semantics)
         return analysis.sync_audit(self, semantics)
 
     def stragglers(
@@ -273,6 +383,8 @@ class Trace(TraceData):
             is_straggler); ``.stragglers``; ``.wait_caused_us``; ``.reason`` when there are none.
         """
         require(self.meta, NEEDS["stragglers"])  # a format without them says so (workbench.trace.fidelity)
+        if self._summarised:
+            return self.rank_folder.stragglers(semantics, min_wait_fraction)
         return analysis.stragglers(self, semantics, min_wait_fraction=min_wait_fraction)
 
     def step_breakdown(self, semantics: Semantics | str = "workbench") -> StepBreakdown:
@@ -286,6 +398,8 @@ class Trace(TraceData):
             compute_us, comm_us, memory_us, n_kernels; ``.median_step_us``.
         """
         require(self.meta, NEEDS["step_breakdown"])  # a format without them says so (workbench.trace.fidelity)
+        if self._summarised:
+            return self.rank_folder.step_breakdown(semantics)
         return analysis.step_breakdown(self, semantics)
 
     def module_breakdown(
@@ -363,6 +477,9 @@ class Trace(TraceData):
             CriticalPath: ``.table``, the edges on the path (kind, time, name, stream, module, source line);
             ``.length_us``, ``.step_us``, ``.shares_pct`` per kind, ``.bound_by``, ``.notes`` when partial.
         """
+        if self.rank_folder is not None and not self.rank_folder.read_all:  # one rank's tables, read here
+            r = self.ranks[0] if rank is None else rank
+            return self.rank(r).critical_path(annotation, instance, r, window=window, semantics=semantics)
         return analysis.critical_path(self, annotation, instance, rank, window, semantics)
 
     def what_if(
@@ -392,6 +509,17 @@ class Trace(TraceData):
             WhatIf: ``.before`` and ``.after`` (CriticalPath), ``.saved_us``, ``.new_step_us`` and
             ``.table``, one row per pattern (events matched, their time, their time on the path).
         """
+        if self.rank_folder is not None and not self.rank_folder.read_all:  # one rank's tables, read here
+            r = self.ranks[0] if rank is None else rank
+            return self.rank(r).what_if(
+                changes,
+                remove_gaps=remove_gaps,
+                annotation=annotation,
+                instance=instance,
+                rank=r,
+                window=window,
+                semantics=semantics,
+            )
         return analysis.what_if(
             self,
             changes,
@@ -471,15 +599,20 @@ class Trace(TraceData):
         """
         return list(self.diagnosis(rules).hypotheses)
 
-    def diagnosis(self, rules: Iterable[str] | None = None) -> Diagnosis:
+    def diagnosis(self, rules: Iterable[str] | None = None, *, full_tables: bool = False) -> Diagnosis:
         """The hypotheses and, for each rule that could not judge this trace, why.
 
         Args:
             rules: names of the rules to run (``workbench.hypotheses.list_rules()``); all by default.
+            full_tables: for a folder read by workers, read every rank's tables here and run the
+                one-process diagnosis (the cross-rank rules judge too); otherwise each rank is
+                diagnosed where it was read and the findings folded.
 
         Returns:
             Diagnosis: ``.hypotheses`` (ranked) and ``.not_judged`` (rule, reason).
         """
+        if self.rank_folder is not None and not full_tables:
+            return self.rank_folder.diagnosis(rules)
         return diagnose(self, rules=rules)
 
     # --- views (workbench.charts) ---------------------------------------------------------
@@ -527,17 +660,10 @@ def _diff_side(value: object, what: str) -> tuple[TraceData, str]:
     if isinstance(value, TraceData):
         return value, (Path(value.meta.files[0]).name if value.meta.files else what)
     if isinstance(value, (str, os.PathLike)):
-        loaded = load_trace(value, workers=1)  # one process: a Trace with its tables, never a RankFolder
-        assert isinstance(loaded, TraceData)
-        return loaded, Path(value).name
+        return load_trace(value, workers=1), Path(value).name  # one process: the tables are what is matched
     trace = getattr(value, "trace", None)
     if isinstance(trace, TraceData):
         return trace, str(getattr(value, "name", "") or what)
-    if hasattr(value, "rank") and hasattr(value, "meta"):  # a RankFolder: summaries only, no event tables
-        raise InvalidArgumentError(
-            f"{what} is a folder of rank files read by workers (per-rank summaries, no event "
-            "tables to match): load it with workers=1, or diff one rank (trace.rank(r))"
-        )
     raise InvalidArgumentError(
         f"wb.diff compares traces: {what} is a {type(value).__name__}; pass a Trace, a run "
         "with a trace (wb.profile(...)), or a trace file path"

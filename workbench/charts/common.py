@@ -24,7 +24,7 @@ TableLike = Union[HasTable, pd.DataFrame, Sequence[Mapping[str, Any]]]
 
 
 class TraceTables(Protocol):
-    """The event tables a timeline draws (``TraceData``, ``RankFolder``, the ``Trace`` facade); each
+    """The event tables a timeline draws (``TraceData``, the ``Trace`` facade); each
     may be None or empty."""
 
     @property

@@ -13,7 +13,6 @@ import html
 from typing import TYPE_CHECKING, Any, Iterable
 
 if TYPE_CHECKING:
-    from workbench.api.rank_folder import RankFolder
     from workbench.api.run import ProfileRun
     from workbench.trace.data import TraceData
     from workbench.variants.results import Comparison
@@ -36,7 +35,7 @@ def _failed(what: str, exc: Exception) -> str:
     )
 
 
-def trace_html(trace: TraceData | RankFolder, *, timeline: bool = True, roofline: bool = True) -> str:
+def trace_html(trace: TraceData, *, timeline: bool = True, roofline: bool = True) -> str:
     """A loaded Trace: its one-line summary, its warnings, and its charts."""
     from workbench.charts.run import trace_charts
 

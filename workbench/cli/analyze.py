@@ -23,8 +23,6 @@ from workbench.units import format_table
 if TYPE_CHECKING:
     from distributed import Client
 
-    from workbench.api.rank_folder import RankFolder
-
 # the analyses printed, in order: name -> the Trace method that runs it
 ANALYSES: dict[str, Callable[[Trace, str], AnalysisResult]] = {
     "op_breakdown": Trace.op_breakdown,
@@ -170,11 +168,11 @@ def _run(args: argparse.Namespace, client: Client | None) -> int:
     return 0
 
 
-def _memory_out(trace: Trace | RankFolder, args: argparse.Namespace) -> None:
+def _memory_out(trace: Trace, args: argparse.Namespace) -> None:
     """``--memory``: the memory section (``workbench.render.memory``); its chart into --charts."""
     import workbench.render.memory as memory_render
 
-    subject = trace.full() if hasattr(trace, "full") else trace
+    subject = trace  # a rank folder's tables are read here on first use
     if args.json:
         peak = subject.memory_peak()
         print(
@@ -201,9 +199,7 @@ def _memory_out(trace: Trace | RankFolder, args: argparse.Namespace) -> None:
         (Path(args.charts) / "memory.html").write_text(page_html([memory_chart(subject)], title="memory"))
 
 
-def _critical_path_result(
-    trace: Trace | RankFolder, annotation: str, step: int, rank: int | None, semantics: str
-) -> dict | str:
+def _critical_path_result(trace: Trace, annotation: str, step: int, rank: int | None, semantics: str) -> dict | str:
     """``--critical-path --json``: the path's result as a dict, or why there is none."""
     try:
         return _critical_path(trace, annotation, step, rank, semantics).to_dict()
@@ -211,15 +207,11 @@ def _critical_path_result(
         return f"not available: {exc}"
 
 
-def _critical_path(trace: Trace | RankFolder, annotation: str, step: int, rank: int | None, semantics: str):
-    if not isinstance(trace, Trace):  # rank files read by workers: one rank's tables
-        trace = trace.rank(rank if rank is not None else trace.ranks[0])
-    return trace.critical_path(annotation, step, rank, semantics=semantics)
+def _critical_path(trace: Trace, annotation: str, step: int, rank: int | None, semantics: str):
+    return trace.critical_path(annotation, step, rank, semantics=semantics)  # a rank folder reads one rank
 
 
-def _critical_path_text(
-    trace: Trace | RankFolder, annotation: str, step: int, rank: int | None, top: int, semantics: str
-) -> str:
+def _critical_path_text(trace: Trace, annotation: str, step: int, rank: int | None, top: int, semantics: str) -> str:
     """``--critical-path``: the path's summary and its longest edges (``workbench.analysis.critical_path``)."""
     lines = ["", "== critical path =="]
     try:
@@ -237,7 +229,7 @@ def _critical_path_text(
     return "\n".join(lines)
 
 
-def _write_charts(trace: Trace | RankFolder, folder: str, chart_format: str, *, quiet: bool) -> None:
+def _write_charts(trace: Trace, folder: str, chart_format: str, *, quiet: bool) -> None:
     paths = trace.save_charts(folder, formats=[f.strip() for f in chart_format.split(",") if f.strip()])
     if not quiet:
         print(f"\nwrote {len(paths)} chart file(s) to {folder}")
@@ -245,12 +237,12 @@ def _write_charts(trace: Trace | RankFolder, folder: str, chart_format: str, *, 
         print(f"wrote {len(paths)} chart file(s) to {folder}", file=sys.stderr)
 
 
-def _analyses(trace: Trace | RankFolder, semantics: str) -> dict[str, AnalysisResult | str]:
+def _analyses(trace: Trace, semantics: str) -> dict[str, AnalysisResult | str]:
     """Each analysis: its result, or why it could not run on this trace."""
     out: dict[str, AnalysisResult | str] = {}
     for name, method in ANALYSES.items():
         try:
-            out[name] = getattr(trace, method.__name__)(semantics)  # a Trace, or a RankFolder (same methods)
+            out[name] = method(trace, semantics)
         except NotAvailableError as exc:  # a format that lacks what it needs: "not available from <format>: ..."
             out[name] = str(exc)
         except WorkbenchError as exc:
@@ -258,7 +250,7 @@ def _analyses(trace: Trace | RankFolder, semantics: str) -> dict[str, AnalysisRe
     return out
 
 
-def _as_json(trace: Trace | RankFolder, results: dict[str, AnalysisResult | str], hypotheses: list[Hypothesis]) -> dict:
+def _as_json(trace: Trace, results: dict[str, AnalysisResult | str], hypotheses: list[Hypothesis]) -> dict:
     return {
         "trace": {
             "summary": trace.summary(),
@@ -273,7 +265,7 @@ def _as_json(trace: Trace | RankFolder, results: dict[str, AnalysisResult | str]
     }
 
 
-def fidelity_lines(trace: Trace | RankFolder) -> list[str]:
+def fidelity_lines(trace: Trace) -> list[str]:
     """The format the trace was read from and, for another tool's format, what it lacks (one line each)."""
     source = getattr(trace.meta, "source", "kineto")
     fidelity = getattr(trace.meta, "fidelity", None) or {}
@@ -289,7 +281,7 @@ def _table_text(table: Any) -> str:
 
 
 def _as_text(
-    trace: Trace | RankFolder,
+    trace: Trace,
     results: dict[str, AnalysisResult | str],
     hypotheses: list[Hypothesis],
     top: int,
@@ -313,11 +305,11 @@ def _as_text(
     return "\n".join(lines)
 
 
-def _attribution_text(trace: Trace | RankFolder) -> list[str]:
+def _attribution_text(trace: Trace) -> list[str]:
     """Time by nn.Module and by source line (``workbench.render``), where the trace recorded the
     Python events they need; [] otherwise, and for rank files read by workers (per-rank summaries
     hold no Python events: analyze one rank's file for its attribution)."""
-    if not isinstance(trace, Trace):
+    if trace.rank_folder is not None and not trace.rank_folder.read_all:
         return []
     try:
         result = Attribution(trace.module_breakdown(), trace.source_breakdown())

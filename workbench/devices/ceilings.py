@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 
 class TracedDevices(Protocol):
-    """What ``ceiling_for`` reads of a trace (``TraceData``, ``RankFolder``): whether it ran on a GPU and
+    """What ``ceiling_for`` reads of a trace (``TraceData``, a ``Trace``): whether it ran on a GPU and
     its ``deviceProperties``."""
 
     @property

@@ -247,9 +247,3 @@ class TraceFacts:
         return pd.DataFrame(columns=["rank", "tid", "name", "ts_us", "dur_us", "end_us"])
 
     # -- CPU side ---------------------------------------------------------------------------
-    @cached_property
-    def top_level_ops(self) -> pd.DataFrame:
-        ops = self.require_cpu_ops()
-        if "depth" in ops:
-            return ops[ops["depth"] == 0]
-        return ops

@@ -157,29 +157,6 @@ def _result_rows(summary: "RoundSummary") -> list[list[Any]]:
     ]
 
 
-def bottlenecks(study: "Study") -> list[dict[str, Any]]:
-    """Per baseline, in order: what it came from and its leading hypothesis (the bottleneck as
-    profiled after each accepted change)."""
-    out = []
-    for b in study.baselines:
-        lead = b.hypotheses[0] if b.hypotheses else None
-        out.append(
-            {
-                "baseline_id": b.baseline_id,
-                "label": b.label,
-                "after": (
-                    f"accepting {b.accepted_from.get('variant')} (round {b.accepted_from.get('round')})"
-                    if b.accepted_from
-                    else "the starting point"
-                ),
-                "median_ms": b.median_ms,
-                "bottleneck": f"{lead.category}: {lead.title}" if lead else "no hypothesis fired",
-                "hypotheses": [h.category for h in b.hypotheses],
-            }
-        )
-    return out
-
-
 # -- a round -------------------------------------------------------------------------------------
 def _round_html(summary: "RoundSummary", *, heading: str = "h3") -> str:
     parts = [

@@ -12,6 +12,10 @@ from workbench.units import format_ms
 if TYPE_CHECKING:
     from workbench.trace import TraceData
 
+NO_TABLES_HERE = (
+    "The ranks were read by worker processes, which keep per-rank summaries: the charts need the tables "
+    "(trace.save_charts(...) reads every rank's here; trace.rank(r) shows one rank)."
+)
 MAX_WARNINGS_SHOWN = 10
 TOP_ROWS = 5
 
@@ -21,8 +25,11 @@ def top_rows(trace: TraceData, top: int = TOP_ROWS) -> tuple[str, list[str], lis
     self time, over the whole trace (totals, not per call)."""
     from workbench import analysis
 
+    # a Trace answers through its own methods (a rank folder's from its summaries, no tables read)
+    kernels = getattr(trace, "kernel_breakdown", None) or (lambda: analysis.kernel_breakdown(trace))
+    ops = getattr(trace, "op_breakdown", None) or (lambda: analysis.op_breakdown(trace))
     if trace.has_gpu:
-        table = analysis.kernel_breakdown(trace).table.sort_values("sum_us", ascending=False).head(top)
+        table = kernels().table.sort_values("sum_us", ascending=False).head(top)
         rows = [
             [
                 Cell(str(r["name"])),
@@ -33,7 +40,7 @@ def top_rows(trace: TraceData, top: int = TOP_ROWS) -> tuple[str, list[str], lis
             for r in table.to_dict("records")
         ]
         return f"top {top} kernels by total time", ["kernel", "type", "launches", "total"], rows
-    table = analysis.op_breakdown(trace).table.head(top)
+    table = ops().table.head(top)
     rows = [
         [
             Cell(str(r["name"])),
@@ -66,10 +73,18 @@ def html(trace: TraceData, *, charts: bool = True) -> str:
             parts.append(f"<h4>{html_text(title)}</h4>" + html_table(headers, rows, "wb-trace-top"))
     except Exception as exc:  # a display must not raise: say what failed instead
         parts.append(f"<p>no table: {html_text(type(exc).__name__)}: {html_text(exc)}</p>")
-    if charts:
+    if charts and _summarised(trace):
+        parts.append(f"<p>{html_text(NO_TABLES_HERE)}</p>")
+    elif charts:
         parts.append(_charts_html(trace))
     parts.append("</div>")
     return "".join(parts)
+
+
+def _summarised(trace: TraceData) -> bool:
+    """A rank folder read by workers whose tables are not in this process (drawing would read them all)."""
+    folder = getattr(trace, "rank_folder", None)
+    return folder is not None and not folder.read_all
 
 
 def _charts_html(trace: TraceData) -> str:

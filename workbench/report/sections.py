@@ -61,19 +61,6 @@ def timing_html(run: ProfileRun) -> str:
     return render_run.timing_html(run)
 
 
-def health_html(run: RunRecord) -> str:
-    """The run's profile-health check: a banner, each problem with what to do."""
-    return run.health._repr_html_()
-
-
-def top_ops_table(run: ProfileRun, n: int = 15) -> pd.DataFrame:
-    """The ``n`` CPU ops with the most self time, per clean call (``ProfileRun.per_call_ops``;
-    empty when the run has no trace)."""
-    if run.trace is None:
-        return pd.DataFrame(columns=list(TOP_OP_COLUMNS))
-    return run.per_call_ops(n)
-
-
 def top_ops_html(run: ProfileRun, n: int = 15) -> str:
     """The top ops table of the run card, with ``n`` rows (``workbench.render.run.ops_html``)."""
     return render_run.ops_html(run, n)

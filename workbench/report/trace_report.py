@@ -30,7 +30,6 @@ from workbench.report.files import ReportFiles, find_template
 from workbench.units import format_ms
 
 if TYPE_CHECKING:
-    from workbench.api.rank_folder import RankFolder
     from workbench.api.trace import Trace
 
 MAX_CHART_RANKS = 8  # a per-rank-and-stream chart draws the worst ranks only (the table lists the rest)
@@ -627,7 +626,7 @@ def steps_html(trace: Any) -> str:
     )
 
 
-def hypotheses_html(trace: Trace | RankFolder) -> str:
+def hypotheses_html(trace: Trace) -> str:
     """The ranked hypotheses and the rules that could not judge the trace (``workbench.render``)."""
     from workbench import render
 
@@ -641,15 +640,14 @@ NO_RANK_ATTRIBUTION = (
 )
 
 
-def attribution_html(trace: Trace | RankFolder) -> str:
+def attribution_html(trace: Trace) -> str:
     """Time by nn.Module and by the user's source line (``Trace.module_breakdown`` /
     ``source_breakdown``, one pass over the Python events), drawn by ``workbench.render``, where
     the trace recorded Python events; else one sentence saying why not."""
     from workbench import render
     from workbench.analysis.attribution import attribution
-    from workbench.trace import TraceData
 
-    if not isinstance(trace, TraceData):  # a RankFolder: summaries, no event tables here
+    if trace.rank_folder is not None and not trace.rank_folder.read_all:  # per-rank summaries, no Python events here
         return _note(NO_RANK_ATTRIBUTION)
     result = attribution(trace)
     if not result.recorded:
@@ -658,14 +656,11 @@ def attribution_html(trace: Trace | RankFolder) -> str:
     return render.html(result)
 
 
-def memory_html(trace: Trace | RankFolder) -> str:
+def memory_html(trace: Trace) -> str:
     """The memory section (``workbench.render.memory``): the peak per device, the largest live blocks at it,
     the categories, growth, the memory hypotheses and the memory chart; a sentence without allocator events."""
     import workbench.render.memory as memory_render
-    from workbench.trace import TraceData
 
-    if not isinstance(trace, TraceData):
-        trace = trace.full() if hasattr(trace, "full") else trace
     if not len(getattr(trace, "memory", ())):
         return _note(
             "The trace has no allocator events ([memory]): record it with profile_memory=True "

@@ -196,10 +196,6 @@ def _read(path: Any, *, warn: bool = True) -> tuple[Path, list[HistoryEntry]]:
     return p, entries
 
 
-def _check_file(path: Path) -> None:
-    _read(path, warn=False)
-
-
 def first_line(source: str, limit: int = 80) -> str:
     """The first line of code in ``source`` (magic and blank lines skipped), shortened to ``limit``."""
     lines = [ln.strip() for ln in str(source).splitlines() if ln.strip()]

@@ -74,10 +74,6 @@ _MEM_KIND = {0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed", 
 _SYNC_TYPE = {1: "Event Sync", 2: "Stream Wait Event", 3: "Stream Sync", 4: "Context Sync"}
 
 
-def is_sqlite(head: bytes) -> bool:
-    return head.startswith(b"SQLite format 3\x00")
-
-
 def read_nsys(path: str) -> TraceData:
     """The tables of one Nsight Systems SQLite export (see the module docstring)."""
     try:

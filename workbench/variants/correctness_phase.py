@@ -256,14 +256,6 @@ def _module_of(fn: Any) -> tuple[Any, str | None]:
     return None, None
 
 
-def reference_output(
-    baseline: Variant, reference: Callable[..., Any] | None, args: tuple[Any, ...], limit_s: float
-) -> tuple[Any, str, str]:
-    """(output, precision, note): the baseline (or ``reference``) run on float64 copies of the inputs."""
-    fn, note = reference_callable(baseline, reference)
-    return _reference_run(fn, args, limit_s, note)
-
-
 def _reference_run(
     fn: Callable[..., Any],
     args: tuple[Any, ...],

@@ -148,7 +148,3 @@ def reduced_precision(base: Census | None, mine: Census | None) -> tuple[str, st
             n = mine.other[d]
             return d, f"computes {n} op{'s' if n != 1 else ''} in {d} (the baseline: {', '.join(base_high)})"
     return None
-
-
-def computed_in(census: Census | None, dtype: str) -> bool:
-    return census is not None and (census.matmul.get(dtype, 0) > 0 or census.other.get(dtype, 0) > 0)

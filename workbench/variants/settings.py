@@ -133,13 +133,6 @@ class CompareSettings:
             kw["tolerances"] = {k: tuple(v) for k, v in kw["tolerances"].items()}
         return cls(**kw)
 
-    def describe_budget(self) -> str:
-        return (
-            f"timing budget {self.budget_s:g} s (at least {self.min_rounds} rounds), extended up to "
-            f"{self.timing_cap_s:g} s / {self.round_cap} rounds while a speedup interval is too wide "
-            f"to decide (narrower than {self.min_effect:.0%} or excluding 1 at {INTERIM_CONFIDENCE:.1%})"
-        )
-
 
 def _timer_name(timer: Any) -> str:
     if timer is None:

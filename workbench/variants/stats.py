@@ -131,17 +131,6 @@ def walsh_interval(d: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float
     return float(np.median(walsh)), float(walsh[k]), float(walsh[m - 1 - k])
 
 
-def block_interval(d: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
-    """Signed-rank interval of the medians of about sqrt(n) consecutive blocks of ``d`` (at
-    least MIN_BLOCKS), or None under MIN_BLOCK_PAIRS values."""
-    if d.size < MIN_BLOCK_PAIRS:
-        return None
-    n_blocks = max(MIN_BLOCKS, int(round(math.sqrt(d.size))))
-    medians = np.array([np.median(block) for block in np.array_split(d, n_blocks)])
-    _, lo, hi = walsh_interval(medians, confidence)
-    return lo, hi
-
-
 class PairedEvidence:
     """Per-round log ratios baseline/candidate, sorted once, so that the interval at any
     confidence (and the p-value dual to it) is an index look-up."""

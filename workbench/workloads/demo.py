@@ -91,13 +91,6 @@ def workload(x: Any, w: Any) -> Any:
     return tiny_op_loop(p)
 
 
-def reference_workload(x: Any, w: Any) -> Any:
-    """``workload`` computed in float64, for correctness checks of variants."""
-    import torch
-
-    return workload(x.to(torch.float64), w.to(torch.float64))
-
-
 def run() -> Any:
     """Build inputs and run the workload once (what ``--workload workbench.workloads.demo:run`` profiles)."""
     x, w = make_inputs()
