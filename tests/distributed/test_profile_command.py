@@ -374,3 +374,15 @@ def test_a_rank_that_os_exits_is_not_called_killed(tmp_path):
     assert by_rank[0]["status"] == "ok"
     assert by_rank[1]["status"] == "exited_unreported" and "os._exit()" in by_rank[1]["error"]
     assert "killed" not in by_rank[1]["error"]
+
+
+@pytest.mark.timeout(90)
+def test_an_empty_script_is_incomplete_and_says_no_work_was_recorded(tmp_path):
+    out = str(tmp_path / "empty")
+    proc = _workbench("profile", "--nproc-per-node", "2", "--out", out, os.path.join(SCRIPTS, "empty_job.py"))
+    assert proc.returncode == 3, proc.stdout + proc.stderr  # a rank failed to give anything to diagnose
+    summary = _summary(out)
+    assert summary["complete"] is False
+    assert "ranks 0, 1 recorded no work" in summary["reason"]
+    assert [r["timed_events"] for r in summary["ranks"]] == [0, 0]
+    assert "could not be diagnosed" not in proc.stdout  # no attempt to diagnose traces of nothing

@@ -201,26 +201,50 @@ class RankProfiler:
     def _export(self, prof: TorchProfiler) -> None:
         part = os.path.join(self.out, f".rank-{self.rank}.part")
         prof.export_chrome_trace(part)
-        add_distributed_info(part, self.rank, self.world_size, self.backend)
+        self.timed_events = add_distributed_info(part, self.rank, self.world_size, self.backend)
         os.replace(part, self.path)
         self._exported = True
 
 
-def add_distributed_info(path: str, rank: int, world_size: int, backend: str | None) -> None:
+# the events a trace's reader counts as work (workbench.trace: ops, kernels, runtime calls, annotations)
+WORK_CATEGORIES = frozenset(
+    {
+        "cpu_op",
+        "user_annotation",
+        "gpu_user_annotation",
+        "kernel",
+        "cuda_runtime",
+        "cuda_driver",
+        "gpu_memcpy",
+        "gpu_memset",
+        "python_function",
+    }
+)
+
+
+def add_distributed_info(path: str, rank: int, world_size: int, backend: str | None) -> int:
     """Add ``distributedInfo`` (rank, world_size, backend) to an exported trace that lacks it (the
-    exporter writes it only while a process group exists)."""
+    exporter writes it only while a process group exists); returns how many timed events of work
+    (``WORK_CATEGORIES``) the trace holds: 0 for a script that ran nothing under the profiler."""
     with open(path, encoding="utf-8") as fh:
         data = json.load(fh)
+    events = data.get("traceEvents")
+    timed = sum(
+        1
+        for e in (events if isinstance(events, list) else ())
+        if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in WORK_CATEGORIES
+    )
     info = data.get("distributedInfo")
     if isinstance(info, dict) and "rank" in info and "world_size" in info:
         if info.get("backend") is None and backend:
             info["backend"] = backend
         else:
-            return
+            return timed
     else:
         data["distributedInfo"] = {"rank": rank, "world_size": world_size, "backend": backend}
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(data, fh)
+    return timed
 
 
 _ACTIVE: RankProfiler | None = None
@@ -303,6 +327,7 @@ def profiled_call(out: str, rank: int, world_size: int, window: Window | None, c
         "wall_s": wall_s,
         "trace": os.path.basename(trace_path) if trace_path else None,
         "steps": session.steps,
+        "timed_events": getattr(session, "timed_events", None),  # None: no trace exported
         "backend": session.backend,
         "error": error,
         "pid": os.getpid(),
@@ -444,6 +469,8 @@ def summarise(
     """The run summary, written last (``summary.json``); ``complete`` only when every rank finished
     and exported its trace. ``stopped_by``: the signal (``"SIGTERM"``) that stopped the run."""
     bad = [r for r in ranks if r.get("status") != "ok" or not r.get("trace")]
+    # a rank that exported a trace of no work (an empty script, work behind a guard that did not run)
+    idle = [r for r in ranks if r not in bad and r.get("timed_events") == 0]
     reasons = []
     if stopped_by:
         reasons.append(f"stopped by {stopped_by} to {tool}")
@@ -458,6 +485,13 @@ def summarise(
             f"rank {r['rank']} {what}"
             + (f" (exit code {code})" if code not in (None, 0) else "")
             + ("" if r.get("trace") else ", no trace")
+        )
+    if idle:
+        which = ", ".join(str(r["rank"]) for r in idle)
+        reasons.append(
+            f"rank{'s' if len(idle) > 1 else ''} {which} recorded no work: the trace holds no op, kernel or "
+            "annotation, so there is nothing to diagnose (did the script run its work? an empty script, or one "
+            "whose work is under a guard that was false, profiles nothing)"
         )
     if exit_code and not bad and not timed_out:
         reasons.append(
@@ -480,7 +514,7 @@ def summarise(
         "timed_out": timed_out,
         "timeout_s": timeout_s,
         "window": window.to_dict() if window else None,
-        "complete": not bad and not timed_out and not exit_code and not stopped_by,
+        "complete": not bad and not idle and not timed_out and not exit_code and not stopped_by,
         "reason": "; ".join(reasons),
         "stopped_by": stopped_by,
         "first_failed_rank": first_failed,

@@ -303,7 +303,8 @@ def run(args: argparse.Namespace) -> int:
     _print_outcome(args, summary)
     if stopped_by is not None:
         return 128 + int(stopped_by)
-    if summary["traces"] and args.top:
+    worked = [r for r in summary["ranks"] if r.get("trace") and r.get("timed_events") != 0]
+    if worked and args.top:  # traces of no work have nothing to diagnose (the summary says so)
         _print_hypotheses(args.out, args.top)
     if timed_out:
         return EXIT_TIMEOUT

@@ -16,6 +16,7 @@ is ``optimizer[i].param[j]``; a plain leaf tensor that requires grad by the vari
 
 from __future__ import annotations
 
+import dis
 import functools
 import types
 from dataclasses import dataclass, field
@@ -255,8 +256,18 @@ def _safe_getattr(obj: Any, name: str) -> Any:
         return None
 
 
+_GLOBAL_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
+
+
 def _code_names(code: types.CodeType, depth: int = 0) -> list[str]:
-    names = list(code.co_names)
+    """The global names the code (and the code nested in it) reads: ``LOAD_GLOBAL`` / ``LOAD_NAME``, not
+    ``co_names`` as a whole, which also holds attribute names (``opt.step()`` names no global ``step``)."""
+    try:
+        names = [
+            i.argval for i in dis.get_instructions(code) if i.opname in _GLOBAL_LOADS and isinstance(i.argval, str)
+        ]
+    except Exception:  # noqa: BLE001 - code dis cannot read: every name it holds, as before
+        names = list(code.co_names)
     if depth < 6:
         for const in code.co_consts:
             if isinstance(const, types.CodeType):
