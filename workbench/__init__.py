@@ -31,6 +31,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "render": ("workbench.render", None),
     "compare": ("workbench.variants", "compare"),
     "variants": ("workbench.variants", None),
+    "fixes": ("workbench.fixes", None),
     "charts": ("workbench.charts", None),
     "report": ("workbench.report", None),
     "demo": ("workbench.workloads.demo", None),

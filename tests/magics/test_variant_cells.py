@@ -59,9 +59,9 @@ def test_a_cell_returns_what_it_binds_and_hands_over_what_it_reaches(ip):
     assert out["loss"] is ip.user_ns["loss"] and float(out["last value"]) == 18.0
     assert out["alias"] is not ip.user_ns["w"] and torch.equal(out["alias"], ip.user_ns["w"].detach())  # a copy
     assert out["opt"] == "<SGD>" and cell.not_data == {"opt": "SGD"}
-    reach = cell.__workbench_reach__()
-    assert ip.user_ns["step"] in reach and ip.user_ns["w"] in [r for r in reach if isinstance(r, torch.Tensor)]
-    assert not any(type(r).__name__ == "module" for r in reach)  # torch itself is not searched
+    (reach,) = cell.__workbench_reach__()  # the names the cell refers to, by name (a tensor it reads is an input)
+    assert reach["step"] is ip.user_ns["step"] and reach["w"] is ip.user_ns["w"]
+    assert not any(type(r).__name__ == "module" for r in reach.values())  # torch itself is not searched
     plain = CellCallable(ip, compiled)  # %%gpuprofile's: the last value
     assert float(plain()) == 18.0
 

@@ -25,6 +25,8 @@ def contradictions(cmp) -> list[str]:
         problems.append("why_safe says fresh inputs beside a fixed-inputs note")
     if cmp.settings.get("fresh_inputs") is False and "fresh random inputs" in text:
         problems.append("'fresh random inputs' on a comparison with fixed inputs")
+    if cmp.settings.get("inputs") == "none" and "random input" in text:
+        problems.append("'random inputs' in the record of a callable that takes no inputs")
     if rec.numerical_class == "exact" and row.max_diff_vs_baseline not in (0.0, None):
         problems.append(
             f"numerical class exact but the output differs from the baseline's by {row.max_diff_vs_baseline:g}"
@@ -79,6 +81,18 @@ def test_fixed_inputs_never_read_as_fresh():
         **FAKE,
     )
     assert "same fixed inputs" in c.decision.why_safe
+    assert contradictions(c) == []
+
+
+def test_a_callable_with_no_inputs_is_never_said_to_run_on_random_inputs():
+    data = torch.randn(256)
+    c = wb.compare(
+        {"eager": lambda: chain(data), "fast": lambda: chain(data) + 0.0},
+        timer=_timer(eager=2.0, fast=1.0),
+        **FAKE,
+    )
+    assert c.settings.get("inputs") == "none"
+    assert any("on the same data" in r for r in c.decision.remaining_risk), c.decision.remaining_risk
     assert contradictions(c) == []
 
 

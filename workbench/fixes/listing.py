@@ -78,6 +78,27 @@ class FixList(Sequence[Applicability]):
             out[name] = v
         return out
 
+    def built(self, name: str, fn: Callable[..., Any] | None = None) -> Any:
+        """The fix ``name`` applied to ``fn`` (default: the run's code) with what was found here (where,
+        why); a fix that does not apply here, or cannot be built from this code, is a variant that is
+        never called, its reason in its row (the rest of a comparison runs)."""
+        from workbench.fixes.registry import get
+
+        fix = get(name)
+        fn = fn if fn is not None else self.context.fn
+        row = next((r for r in self.rows if r.fix == name), None)
+        if row is not None and not row.applies:
+            return not_applicable_variant(fix, fn, row.reason, row.where)
+        try:
+            made = self.variants([name], fn=fn)[name]
+        except Exception as exc:  # noqa: BLE001 - its row says why; the other fixes still run
+            return not_applicable_variant(
+                fix, fn, f"it could not be built from this code: {type(exc).__name__}: {exc}", ""
+            )
+        if row is None:
+            made.options.setdefault("fix_reason", "named by hand (its pattern was not recognised in this code)")
+        return made
+
     # -- views --------------------------------------------------------------------------------------
     def to_text(self) -> str:
         if not self.rows:
@@ -106,6 +127,22 @@ class FixList(Sequence[Applicability]):
 
     def to_dict(self) -> dict[str, Any]:
         return {"fixes": [r.to_dict() for r in self.rows], "elapsed_s": self.elapsed_s}
+
+
+def not_applicable_variant(fix: Any, fn: Callable[..., Any] | None, reason: str, where: str) -> Any:
+    """A row for a fix that cannot run here: never called, its reason in the comparison's table."""
+    from workbench.variants.spec import Variant
+
+    why = reason[len("not applicable: ") :] if reason.startswith("not applicable: ") else reason
+    return Variant(
+        name=fix.name,
+        fn=fn if fn is not None else (lambda *a, **k: None),
+        kind=fix.kind,
+        numerical_class=fix.numerical_class,
+        description=fix.changes,
+        options={"fix": fix.name, "fix_changes": fix.changes, "fix_where": where, "fix_reason": reason},
+        not_applicable_reason=why,
+    )
 
 
 def applicable(context: FixContext, *, include_absent: bool = False) -> FixList:

@@ -25,7 +25,20 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "workbench.fixes.compile",  # compiled, compiled_dynamic, compiled_reduce_overhead, compiled_max_autotune
     "workbench.fixes.cuda_graph",
     # -- settings and data movement (one module each) --
+    "workbench.fixes.tf32",
+    "workbench.fixes.autocast_bf16",
+    "workbench.fixes.autocast_fp16",
+    "workbench.fixes.channels_last",
+    "workbench.fixes.cudnn_benchmark",
+    "workbench.fixes.inference_mode",
+    "workbench.fixes.intra_op_threads",
+    "workbench.fixes.pin_memory",
+    "workbench.fixes.set_to_none",
     # -- module swaps and fused kernels (one module each) --
+    "workbench.fixes.sdpa_attention",
+    "workbench.fixes.fused_optimizer",
+    "workbench.fixes.pad_to_multiple_of_8",
+    "workbench.fixes.fused_kernels",  # fused_layer_norm, fused_rms_norm, fused_bias_gelu, fused_softmax, *cross_entropy
     "workbench.fixes.baseline:OWN_KERNEL",  # triton: your own kernel, named by hand
 )
 

@@ -249,7 +249,9 @@ class GpuProfileMagics(Magics):
         effects repeat; output shows once (from the first execution). The last run is
         ``_gpuprofile`` and ``workbench.magics.last_run()``, its source
         ``workbench.magics.gpuprofile.last_cell_source()`` (what ``%%gpuvariant`` compares
-        against); a cell that fails leaves no run.
+        against); a cell that fails leaves no run.  ``run.code`` is the cell's callable (the
+        compiled cell, run in your namespace), so ``run.fixes`` lists the catalog fixes that apply
+        to it and ``%gpuvariant --fix NAME`` runs them.
         """
         __tracebackhide__ = True
         from workbench.magics.line_form import split_options
@@ -320,6 +322,9 @@ class GpuProfileMagics(Magics):
         finally:
             for line in guard.notes:
                 print(f"%gpuprofile: {line}")
+        # the cell's code, live, for run.fixes (and %%gpuvariant --fix): the compiled cell as it was
+        # profiled, outside this magic's guard and status line (a later call runs it in the namespace)
+        run.code, run.code_args = CellCallable(magic_shell(self), compiled, name=name), ((), {})
         if not opts.no_history:
             record_history(magic_shell(self), run, code)
         _keep(magic_shell(self), run, opts.output, code)

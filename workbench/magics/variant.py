@@ -17,16 +17,26 @@ record inside.  When NAME is a variant that a hypothesis of the profiled run sug
 weakened / rejected); a rewrite of your own is judged against the run's top-ranked finding that is
 not a caveat about the measurement.  Both cells run many times in your namespace (checks, warm-up,
 timed rounds); the names they bind are given back the values they had before the comparison.
+
+``%%gpuvariant --fix NAME[,NAME]`` runs catalog fixes (``wb.fixes``) as ``wb.compare`` runs
+``run.fixes.variants()``: each fix is applied to the profiled cell's code (a cell of its own per
+fix, compared on what the profiled cell binds), with where it applies and why from the profiled
+run's ``run.fixes``; beside a rewrite of yours (``%%gpuvariant mine --fix compiled``) all of them are
+in one comparison.  With no NAME and code in the cell, the fixes run on that code instead (its
+baseline row is ``eager``, the cell as written; the profiled run's diagnosis counts only when the
+cell is the profiled one).  An unknown name is refused with the fixes that apply and the catalog; a
+fix that does not apply here (or cannot be built from the code) has its reason in its row, the
+others run.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, cell_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from workbench.magics.cell import magic_shell
@@ -34,9 +44,11 @@ from workbench.magics.cell import magic_shell
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
+    from workbench.fixes import Fix, FixList
     from workbench.hypotheses.hypothesis import Hypothesis
     from workbench.magics.cell import CompiledCell
     from workbench.variants.results import Comparison
+    from workbench.variants.spec import Variant
 
 LAST_VARIANT_NAME = "_gpuvariant"
 
@@ -167,10 +179,110 @@ def _with_notes(cmp: Comparison, notes: list[str]) -> Comparison:
     )
 
 
+def fix_names(text: str | None) -> list[str]:
+    """``--fix a,b`` (or ``--fix "a, b"``) as a list of names, in order, each once."""
+    if text is None:
+        return []
+    names = [n.strip() for n in text.split(",")]
+    if not all(names):
+        raise UsageError(
+            f"--fix takes catalog fix names separated by commas (`--fix compiled,cuda_graph`); got {text!r}"
+        )
+    return list(dict.fromkeys(names))
+
+
+def _fix_list(run: Any, fn: Any) -> FixList:
+    """What applies, for the code the fixes run against: the run's fixes (``run.fixes``, recognised on
+    its live code) when there is a run, else the patterns found in ``fn`` alone."""
+    import workbench.fixes as fixes
+
+    if run is not None:
+        try:
+            return run.fixes if getattr(run, "code", None) is not None else run.fixes_for(fn)
+        except Exception:  # noqa: BLE001 - a run whose diagnosis fails: the code's patterns still count
+            pass
+    return fixes.for_callable(fn)
+
+
+def check_fix_names(names: list[str], listed: FixList, what: str) -> None:
+    """Refuse a name the catalog does not have (saying what applies to ``what`` and what the catalog
+    holds), and the baseline itself."""
+    import workbench.fixes as fixes
+
+    catalog = [n for n in fixes.names() if n != "eager"]
+    applicable = listed.names
+    for name in names:
+        if name == "eager":
+            raise UsageError(
+                "`eager` is the baseline (the code as written), not a fix: it is every comparison's reference row"
+            )
+        if name not in catalog:
+            raise UsageError(
+                f"unknown fix {name!r}: the fixes that apply to {what} are "
+                f"{', '.join(applicable) if applicable else 'none'}"
+                + (
+                    f" (not applicable here: {', '.join(r.fix for r in listed.not_applicable)})"
+                    if listed.not_applicable
+                    else ""
+                )
+                + f"; the catalog has {', '.join(catalog)} (wb.fixes.names(); add your own with "
+                "wb.fixes.register(wb.fixes.Fix(...)))"
+            )
+
+
+def fix_variant(listed: FixList, name: str, fn: Callable[..., Any]) -> Variant:
+    """The catalog fix ``name`` applied to ``fn`` with what ``listed`` found (``FixList.built``)."""
+    return listed.built(name, fn)
+
+
+def _has_statements(shell: InteractiveShell, cell: str) -> bool:
+    """Whether the cell holds code (a cell of comments only is empty: ``--fix`` then runs on the
+    profiled cell's code); a cell that does not parse holds code (its compile says where it is wrong)."""
+    import ast
+
+    if not cell.strip():
+        return False
+    try:
+        return bool(ast.parse(shell.transform_cell(cell)).body)
+    except SyntaxError:
+        return True
+
+
+def _first_hypothesis(name: str | None, fixes: list[str], listed: FixList | None) -> Hypothesis | None:
+    """What the comparison is judged against: the hypothesis that suggests the rewrite ``name``
+    (else the run's top finding); for fixes alone, the first hypothesis a fix tests (``run.fixes``
+    found it through it), else the one that suggests it."""
+    if name is not None:
+        return suggesting_hypothesis(name)
+    import workbench.fixes as catalog
+
+    for fix in fixes:
+        if listed is not None and listed.context.run is not None:
+            tested = listed.context.hypotheses_for(catalog.get(fix))
+            if tested:
+                return tested[0]
+        found = suggesting_hypothesis(fix)
+        if found is not None:
+            return found
+    return None
+
+
 @magics_class
 class GpuVariantMagics(Magics):
     @magic_arguments()
-    @argument("name", help="the variant's name (its row in the comparison table)")
+    @argument(
+        "name",
+        nargs="?",
+        default=None,
+        help="the variant's name (its row in the comparison table); with --fix and no rewrite of yours, leave it out",
+    )
+    @argument(
+        "--fix",
+        default=None,
+        metavar="NAME[,NAME]",
+        help="run these catalog fixes (wb.fixes) against the profiled cell's code (or, with no NAME, against "
+        "the code in this cell), in the same comparison; run.fixes lists those that apply",
+    )
     @argument("-b", "--budget", type=float, default=3.0, help="seconds of interleaved timing (default 3)")
     @argument("-c", "--checks", type=int, default=2, help="correctness checks before timing (default 2)")
     @argument("-l", "--time-limit", type=float, default=120.0, help="seconds one run of a cell may take")
@@ -183,14 +295,21 @@ class GpuVariantMagics(Magics):
         "cells: training when the result requires grad or the call steps an optimizer)",
     )
     @argument("--inference", action="store_true", help="compare the outputs only, forward timed")
-    @cell_magic
-    def gpuvariant(self, line: str, cell: str) -> None:
+    @line_cell_magic
+    def gpuvariant(self, line: str, cell: str | None = None) -> None:
         """Compare this cell (a variant) with the last %%gpuprofile cell: what both cells compute
         (every name both bind at top level, ``loss = ...``, and their last values) is checked
         against each other, then both are timed in interleaved rounds; shows the table, the
         chart and the decision record.  The comparison is ``_gpuvariant``; the names the cells
         bind get back the values they had before, and the shell's streams and display are
-        restored whatever the cells do."""
+        restored whatever the cells do.
+
+        ``--fix NAME[,NAME]`` runs catalog fixes (``wb.fixes``; ``run.fixes`` lists those that apply
+        to the run) in the same comparison: on the profiled cell's code (``%%gpuvariant --fix
+        compiled`` with an empty cell, or beside your rewrite: ``%%gpuvariant mine --fix compiled``),
+        or, with no NAME, on the code in this cell (its baseline row is ``eager``, the cell as
+        written).  The line form ``%gpuvariant --fix compiled`` runs them on the profiled cell's code.
+        A fix that does not apply here has its reason in its row."""
         from workbench.variants.compare import compare
 
         opts = parse_argstring(self.gpuvariant, line)
@@ -202,54 +321,93 @@ class GpuVariantMagics(Magics):
             )
         if opts.output is not None and not opts.output.isidentifier():
             raise UsageError(f"-o needs a Python variable name; got {opts.output!r}")
-        if not cell.strip():
+        fixes = fix_names(opts.fix)
+        cell = cell or ""
+        has_code = _has_statements(magic_shell(self), cell)
+        if not fixes and opts.name is None:
+            raise UsageError(
+                "%%gpuvariant needs a name: `%%gpuvariant NAME` above your rewrite of the profiled cell, "
+                "or `%%gpuvariant --fix NAME[,NAME]` to run catalog fixes (run.fixes lists those that apply)"
+            )
+        if not has_code and (opts.name is not None or not fixes):
             raise UsageError("%%gpuvariant needs the variant's code in the cell below the magic line")
         source = last_profiled_source()
-        if source is None:
+        own_cell = bool(fixes) and opts.name is None and has_code  # the fixes run on this cell's code
+        if source is None and not own_cell:
             raise UsageError(
                 "no profiled cell yet: run %%gpuprofile on the cell to improve first, "
                 "then %%gpuvariant NAME on a cell with your rewrite"
+                + (" (or %%gpuvariant --fix NAME with the code to fix in the cell)" if fixes else "")
             )
         from workbench.capture.quiet import captured_native_stderr
         from workbench.errors import NothingToCompareError
         from workbench.magics.cell import CellCallable, restore_names, snapshot_names
+        from workbench.magics.gpuprofile import last_run
         from workbench.magics.guard import ShellGuard
         from workbench.magics.progress import StatusLine
 
         shell = magic_shell(self)
-        profiled_code = _compiled(shell, source, "the profiled cell")
-        variant_code = _compiled(shell, cell, "this cell")
-        plan = plan_cells(profiled_code, variant_code)
+        # the profiled run's code is this code when the cell repeats the profiled one: its diagnosis holds
+        same_as_profiled = not own_cell or (source is not None and cell.strip() == source.strip())
+        run = last_run() if same_as_profiled else None
+        base_name = "eager" if own_cell else "profiled"
+        if own_cell:
+            profiled_code = _compiled(shell, cell, "this cell")
+            variant_code = None
+            plan = plan_cells(profiled_code, profiled_code)
+        else:
+            assert source is not None  # refused above when there is no profiled cell and no own cell
+            profiled_code = _compiled(shell, source, "the profiled cell")
+            variant_code = _compiled(shell, cell, "this cell") if opts.name is not None else None
+            plan = plan_cells(profiled_code, variant_code if variant_code is not None else profiled_code)
         if plan.empty:
             raise UsageError(NOTHING)
+        listed: FixList | None = None
+        if fixes:
+            probe = CellCallable(shell, profiled_code, name=base_name)
+            listed = _fix_list(run, probe)
+            check_fix_names(fixes, listed, "the profiled run" if run is not None else "this cell's code")
+        taken = {base_name, *fixes}
+        if opts.name is not None and (opts.name in taken):
+            raise UsageError(
+                f"{opts.name!r} names "
+                + ("the baseline's row" if opts.name == base_name else "a fix given with --fix")
+                + ": call your variant something else"
+            )
         mode = "training" if opts.training else "inference" if opts.inference else None
-        saved, unbound = snapshot_names(shell.user_ns, profiled_code.bound + variant_code.bound)
+        saved, unbound = snapshot_names(
+            shell.user_ns, profiled_code.bound + (variant_code.bound if variant_code is not None else ())
+        )
+        label = opts.name or ",".join(fixes)
         guard = ShellGuard(shell)
         refused: str | None = None
+        cells: list[CellCallable] = []
         try:
             with guard:
-                # both cells have shown their output before (the profiled one when it was profiled): the
-                # comparison's many runs are silent from the first
-                base = CellCallable(
-                    shell,
-                    profiled_code,
-                    guard,
-                    show_first=False,
-                    name="profiled",
-                    result_names=plan.shared,
-                    with_last=plan.with_last,
-                )
-                variant = CellCallable(
-                    shell,
-                    variant_code,
-                    guard,
-                    show_first=False,
-                    name=opts.name,
-                    result_names=plan.shared,
-                    with_last=plan.with_last,
-                )
+
+                def cell_callable(code: CompiledCell, name: str) -> CellCallable:
+                    # every compared cell has shown its output before (the profiled one when it was
+                    # profiled): the comparison's many runs are silent from the first
+                    made = CellCallable(
+                        shell,
+                        code,
+                        guard,
+                        show_first=False,
+                        name=name,
+                        result_names=plan.shared,
+                        with_last=plan.with_last,
+                    )
+                    cells.append(made)
+                    return made
+
+                variants: dict[str, Any] = {base_name: cell_callable(profiled_code, base_name)}
+                if variant_code is not None and opts.name is not None:
+                    variants[opts.name] = cell_callable(variant_code, opts.name)
+                for name in fixes:
+                    assert listed is not None
+                    variants[name] = fix_variant(listed, name, cell_callable(profiled_code, name))
                 status = StatusLine(
-                    guard, f"%gpuvariant {opts.name}", 0, 0, False, enabled=None if not guard.nested else False
+                    guard, f"%gpuvariant {label}", 0, 0, False, enabled=None if not guard.nested else False
                 )
                 status.start()
                 done = "stopped"
@@ -257,15 +415,15 @@ class GpuVariantMagics(Magics):
                     # the profiler's native lines (USDT, CPUAllocator) are held back, shown on a failure
                     with captured_native_stderr():
                         cmp = compare(
-                            {"profiled": base, opts.name: variant},
+                            variants,
                             None,
-                            baseline="profiled",
+                            baseline=base_name,
                             checks=opts.checks,
                             budget_s=opts.budget,
                             time_limit_s=opts.time_limit,
-                            hypothesis=suggesting_hypothesis(opts.name),
+                            hypothesis=_first_hypothesis(opts.name, fixes, listed) if run is not None else None,
                             mode=mode,
-                            end_to_end_ms=profiled_median_ms(),
+                            end_to_end_ms=profiled_median_ms() if run is not None else None,
                             progress=lambda stage, name: status.say(f"{stage} {name}"),
                         )
                     done = "done"
@@ -277,7 +435,7 @@ class GpuVariantMagics(Magics):
                         "and nothing was kept. Compared cells must finish normally"
                     ) from None
                 finally:
-                    status.close(f"%gpuvariant {opts.name}: {done} in {status.elapsed_s():.1f} s")
+                    status.close(f"%gpuvariant {label}: {done} in {status.elapsed_s():.1f} s")
         finally:
             restore_names(shell.user_ns, saved, unbound)
             for note in guard.notes:
@@ -286,8 +444,12 @@ class GpuVariantMagics(Magics):
             raise UsageError(refused if refused.startswith("nothing to compare") else f"nothing to compare: {refused}")
         if _compared_nothing(cmp):
             raise UsageError(NOTHING_COMPUTED)
-        kinds = {**base.not_data, **variant.not_data}
+        kinds: dict[str, str] = {}
+        for made in cells:
+            kinds.update(made.not_data)
         notes = list(plan.notes)
+        if fixes:
+            notes.append(_fixes_note(variants, fixes, "this cell's code" if own_cell else "the profiled cell's code"))
         if kinds:
             notes.append(
                 "compared by their type only (objects, not data): "
@@ -303,3 +465,15 @@ class GpuVariantMagics(Magics):
 
         display(cmp)  # the table, the decision, the chart and the decision record, once
         return None
+
+
+def _fixes_note(variants: dict[str, Any], fixes: list[str], target: str) -> str:
+    parts = []
+    for name in fixes:
+        v = variants[name]
+        if v.not_applicable_reason:
+            parts.append(f"`{name}` (not applicable: {v.not_applicable_reason})")
+        else:
+            where = v.options.get("fix_where") or "the whole call"
+            parts.append(f"`{name}` at {where}")
+    return f"catalog fixes applied to {target}: " + "; ".join(parts)

@@ -4,6 +4,7 @@
     study.set_baseline(fn, make_inputs)                      # profiled; a Baseline with an ID
     study.hypotheses                                         # ranked, rejected-under-this-scope left out
     rnd = study.run_round({"compiled": wb.variants.compiled(fn), "mine": g})
+    rnd = study.run_round(run.fixes)                         # or candidates=run.fixes: each fix that applies
     rnd.decisions["compiled"].decision, print(rnd.summary)
     study.accept("compiled")                                 # the new baseline: re-profiled, re-ranked
     study.ledger, study.baselines
@@ -69,6 +70,7 @@ from workbench.variants.output_check import check_mode, resolve_mode
 
 if TYPE_CHECKING:
     from workbench.capture.run import RunRecord
+    from workbench.fixes import FixList
     from workbench.variants.results import Comparison, VariantResult
     from workbench.variants.spec import Variant, VariantLike
     from workbench.variants.sweep import ShapeSweep, SweepFactory
@@ -502,7 +504,11 @@ class Study:
                 f"exists but its source changed since baseline {base.baseline_id} was recorded: set a "
                 f"new baseline with study.set_baseline(fn, make_inputs); the records are unchanged"
             )
-        if base.variant.get("kind") == "compiled":
+        if base.variant.get("fix") and base.variant.get("registry"):  # a catalog fix, rebuilt by its name
+            from workbench.fixes.registry import build
+
+            fn = build(str(base.variant["registry"]), fn)
+        elif base.variant.get("kind") == "compiled":
             from workbench.variants.builders import compiled
 
             fn = compiled(fn, **(base.variant.get("options") or {}))
@@ -513,8 +519,9 @@ class Study:
     # -- rounds -------------------------------------------------------------------------------
     def run_round(
         self,
-        variants: Mapping[str, VariantLike],
+        variants: Mapping[str, VariantLike] | FixList | None = None,
         *,
+        candidates: FixList | None = None,
         tests: Mapping[str, str | Sequence[str]] | None = None,
         sweep: ShapeSweep | SweepFactory | Literal[False] | None = None,
         dtypes: Sequence[str] | None = None,
@@ -530,12 +537,19 @@ class Study:
         (swept over small, target, large and non-power-of-two sizes of the first input's leading
         dimension, in ``dtypes``, default the first input's dtype), or a ``wb.variants.ShapeSweep``;
         default: the one given to ``set_baseline(..., sweep_inputs=)``. Its failures become the
-        keep's failure cases and guard (a keep_guarded); a keep with no sweep says "not swept"."""
+        keep's failure cases and guard (a keep_guarded); a keep with no sweep says "not swept".
+
+        ``candidates`` (or ``variants``) may be a ``FixList`` (``run.fixes``): each fix that applies
+        becomes a one-factor variant named by the fix, built on the baseline's callable with where it
+        applies (``variant.options["fix_where"]``); the round records the fix's name (``registry``)
+        so that a later round, or ``accept`` in a reopened study, rebuilds it."""
         base = self._require_baseline()
         sweep = sweep if sweep is not None else self._sweeps.get(base.baseline_id)
-        if not isinstance(variants, Mapping) or not variants:
+        variants, candidates = _split_candidates(variants, candidates)
+        if candidates is None and (not isinstance(variants, Mapping) or not variants):
             raise InvalidArgumentError(
-                "run_round needs a non-empty dict of name -> callable, e.g. {'compiled': wb.variants.compiled(fn)}"
+                "run_round needs a non-empty dict of name -> callable, e.g. {'compiled': wb.variants.compiled(fn)}, "
+                "or candidates=run.fixes"
             )
         if BASE in variants:
             raise InvalidArgumentError(
@@ -543,6 +557,8 @@ class Study:
             )
         self._check_writable("run")
         fn, make_inputs = self._callables(base)
+        if candidates is not None:
+            variants = {**variants, **{n: v for n, v in _fix_variants(candidates, fn).items() if n not in variants}}
         hyps = [h for h in self.hypotheses if h.status != "rejected"]
         testing = _testing(hyps, variants, tests or {})
         predictions = [
@@ -827,6 +843,8 @@ class Study:
 
     def _rebuild_variant(self, rnd: StudyRound, name: str) -> VariantLike:
         info = next((v for v in rnd.summary.variants if v.get("name") == name), {})
+        if info.get("fix") and info.get("registry"):  # a catalog fix: rebuilt from its name
+            return info["registry"]
         if info.get("kind") == "compiled":
             from workbench.variants.builders import compiled
 
@@ -932,6 +950,7 @@ def _parse_round_record(rec: dict[str, Any]) -> dict[str, Any]:
                     "environment": "dict?",
                     "settings": "dict?",
                     "mode": "str?",
+                    "fix": "dict?",
                 },
                 where=f"decisions[{name!r}]",
             )
@@ -953,13 +972,19 @@ def _variant_info(obj: VariantLike | None) -> dict[str, Any]:
     if isinstance(obj, str):
         return {"kind": obj, "registry": obj, "options": {}, "description": f"registry variant {obj!r}"}
     if _is_variant(obj):
-        return {
+        info = {
             "kind": obj.kind,
             "options": _plain_options(obj.options),
             "description": obj.description,
             "numerical_class": obj.numerical_class,
             "requires": list(obj.requires),
         }
+        fix = (obj.options or {}).get("fix")
+        if fix and fix != "eager":  # built from a catalog fix: its name rebuilds it (as a registry name does)
+            info.update(fix=str(fix), registry=str(fix), where=str(obj.options.get("fix_where", "") or ""))
+            if obj.not_applicable_reason:
+                info["not_applicable"] = obj.not_applicable_reason
+        return info
     return {"kind": "function", "options": {}, "description": getattr(obj, "__qualname__", "") or type(obj).__name__}
 
 
@@ -1017,15 +1042,21 @@ def _testing(
     out: dict[str, list[str]] = {hypothesis_key(h): [] for h in hyps}
     for name, obj in variants.items():
         kinds = {name}
+        rules: tuple[str, ...] = ()
         if isinstance(obj, str):
             kinds.add(obj)
+            rules = _fix_rules(obj)
         elif _is_variant(obj):
             kinds.add(obj.kind)
+            fix = (obj.options or {}).get("fix")
+            if fix:  # a catalog fix tests what suggests it and the rules it is the fix for
+                kinds.add(str(fix))
+                rules = _fix_rules(str(fix))
         asked = tests.get(name, ())
         wanted = {asked} if isinstance(asked, str) else set(asked)
         for h in hyps:
             key = hypothesis_key(h)
-            if kinds & set(h.suggested_variants) or wanted & {key, h.category, h.rule}:
+            if kinds & set(h.suggested_variants) or wanted & {key, h.category, h.rule} or h.rule in rules:
                 out[key].append(name)
         matched = {w for w in wanted if any(w in (hypothesis_key(h), h.category, h.rule) for h in hyps)}
         if wanted - matched:
@@ -1033,6 +1064,69 @@ def _testing(
                 f"tests= for {name!r} names {sorted(wanted - matched)}, which the current "
                 f"baseline does not propose; its hypotheses are "
                 f"{[hypothesis_key(h) for h in hyps]}"
+            )
+    return out
+
+
+def _fix_rules(name: str) -> tuple[str, ...]:
+    """The hypothesis rules the catalog fix ``name`` is the fix for (``Fix.mechanisms``); () for a name
+    the catalog does not have."""
+    from workbench.fixes import registry
+
+    try:
+        return tuple(registry.get(name).mechanisms)
+    except Exception:  # noqa: BLE001 - not a fix (an old registry name, a user's variant)
+        return ()
+
+
+def _split_candidates(variants: Any, candidates: Any) -> tuple[dict[str, VariantLike], FixList | None]:
+    """``run_round(run.fixes)`` or ``run_round({...}, candidates=run.fixes)``: the named variants
+    and the FixList whose fixes join them."""
+    from workbench.fixes import FixList
+
+    if isinstance(variants, FixList):
+        if candidates is not None:
+            raise InvalidArgumentError(
+                "run_round got two lists of fixes: pass run.fixes once, as variants or as candidates="
+            )
+        variants, candidates = None, variants
+    if candidates is not None and not isinstance(candidates, FixList):
+        raise InvalidArgumentError(
+            f"candidates= takes the fixes of a run (run.fixes, a wb.fixes.FixList); got {type(candidates).__name__}"
+        )
+    if candidates is not None and variants is not None and not isinstance(variants, Mapping):
+        raise InvalidArgumentError(
+            f"run_round(variants, candidates=...): variants must be a dict of name -> callable; got "
+            f"{type(variants).__name__}"
+        )
+    if candidates is not None and not candidates.names and not variants:
+        why = "; ".join(f"{r.fix}: {r.reason}" for r in candidates.not_applicable) or "no fix's pattern was found"
+        raise InvalidArgumentError(f"no fix of these candidates applies, so the round has nothing to run ({why})")
+    return dict(variants or {}) if candidates is not None else variants, candidates
+
+
+def _fix_variants(candidates: FixList, fn: Callable[..., Any]) -> dict[str, VariantLike]:
+    """Each fix of ``candidates`` that applies, built on the baseline's callable ``fn`` as a one-factor
+    variant named by the fix (``run.fixes.variants(fn=fn)``); one that cannot be built on ``fn`` is a
+    not-applicable row saying why (the others still run)."""
+    from workbench.fixes import registry
+    from workbench.variants.spec import Variant
+
+    out: dict[str, VariantLike] = {}
+    for name in candidates.names:
+        try:
+            out[name] = candidates.variants([name], fn=fn, baseline=BASE)[name]
+        except Exception as exc:  # noqa: BLE001 - its row says why; the round goes on
+            fix = registry.get(name)
+            row = candidates.row(name)
+            out[name] = Variant(
+                name=name,
+                fn=fn,
+                kind=fix.kind,
+                numerical_class=fix.numerical_class,
+                description=fix.changes,
+                options={"fix": name, "fix_changes": fix.changes, "fix_where": row.where, "fix_reason": row.reason},
+                not_applicable_reason=f"it could not be built on the baseline's callable: {type(exc).__name__}: {exc}",
             )
     return out
 

@@ -166,6 +166,9 @@ def _compare(
         settings["inputs"] = "none"
     if out.reduced:
         settings["reduced_precision"] = out.reduced
+    fixes = record_builder.fix_table(out.lives, base.name)
+    if fixes:  # the rows built from catalog fixes: which fix, where it was applied (their records name it)
+        settings["fixes"] = fixes
     if out.mode == "training":
         settings["gradient_tolerances"] = record_builder.tolerance_table(
             gradient_tolerance_overrides(spec.tolerance_overrides)

@@ -5,6 +5,11 @@ sweep found shapes where it is slower or wrong), fallback stated; ``micro_only``
 isolation but the saving is negligible against the end-to-end time; ``reject``: incorrect,
 failing, cheating, slower, or too costly to set up; ``need_more_evidence``: the difference is
 within noise, or it could not be measured here (not applicable, timing not meaningful).
+
+A record of a variant built from a catalog fix carries ``fix``: the fix's name, what it changes,
+where it was applied (``variant.options["fix_where"]``) and why, its numerical class (measured, and as
+the fix declares it) and the tolerance its outputs and gradients were judged with
+(``record_builder.fix_record``); ``{}`` for any other variant.
 """
 
 from __future__ import annotations
@@ -147,6 +152,7 @@ class DecisionRecord:
     environment: dict[str, Any] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)  # the CompareSettings it was decided under
     mode: str = "inference"  # "training": gradients checked too, forward and backward timed
+    fix: dict[str, Any] = field(default_factory=dict)  # the catalog fix the variant was built from ({}: none)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -161,6 +167,7 @@ class DecisionRecord:
             kw[k] = tuple(kw.get(k, ()))
         if kw.get("numerical_class") == "lower precision":  # records saved before the rename
             kw["numerical_class"] = "reduced precision"
+        kw["fix"] = dict(kw.get("fix") or {})
         return cls(**kw)
 
     def to_json(self, **kw: Any) -> str:
@@ -184,7 +191,8 @@ class DecisionRecord:
             ("Problem", self.problem),
             ("Bottleneck", self.bottleneck),
             ("Change", self.change),
-            ("Numerical class", self.numerical_class),
+            *((("Fix", self._fix_text()),) if self.fix else ()),
+            ("Numerical class", self._numerical_text()),
             ("Why it is safe", self.why_safe),
             ("Guard", self.guard),
             ("Fallback", self.fallback),
@@ -203,6 +211,26 @@ class DecisionRecord:
             shown = {k: v for k, v in self.settings.items() if k not in ("notes", "tolerances", "timing")}
             lines += ["", "## Settings", ""] + [f"- {k}: {v}" for k, v in shown.items()]
         return "\n".join(lines) + "\n"
+
+    def _fix_text(self) -> str:
+        fix = self.fix
+        text = f"`{fix.get('name', self.variant)}`"
+        if fix.get("changes"):
+            text += f" ({fix['changes']})"
+        text += f", applied at {fix.get('where') or 'the whole call'}"
+        return text + (f"; found: {fix['reason']}" if fix.get("reason") else "")
+
+    def _numerical_text(self) -> str:
+        """The class, and for a fix the tolerance it was judged with (a reduced-precision one says so)."""
+        if not self.fix:
+            return self.numerical_class
+        fix, text = self.fix, self.numerical_class
+        declared = fix.get("declared_class")
+        if declared and declared != self.numerical_class:
+            text += f" (the fix declares '{declared}')"
+        if fix.get("reduced_precision"):
+            text += ": the fix computes in reduced precision, its results differ beyond rounding"
+        return text + (f"; {fix['tolerance']}" if fix.get("tolerance") else "")
 
     def _repr_markdown_(self) -> str:
         return self.to_markdown()

@@ -1,5 +1,12 @@
 """Build the comparison's DecisionRecord from its rows: the winner (or the most promising
-candidate), the numbers behind it, what was rejected and why, and the environment."""
+candidate), the numbers behind it, what was rejected and why, and the environment.
+
+A variant built from a catalog fix (``variant.options["fix"]``: ``run.fixes.variants()``, a fix named
+in ``wb.compare``, ``%%gpuvariant --fix``) is recorded as that fix: the comparison's
+``settings["fixes"]`` (``fix_table``) says which fix each such row is, what it changes and where it
+was applied; its record names the fix and where (``change``, ``fix``), and its numerical class with
+the tolerance its outputs (and gradients) were judged with; a reduced-precision fix says so in its
+remaining risk."""
 
 from __future__ import annotations
 
@@ -33,6 +40,105 @@ def environment() -> dict[str, Any]:
         env["device"] = torch.cuda.get_device_name()
         env["cuda"] = torch.version.cuda or torch.version.hip
     return env
+
+
+def fix_table(lives: Any, baseline: str = "") -> dict[str, dict[str, Any]]:
+    """variant name -> the catalog fix it was built from (name, what it changes, where it was applied,
+    why, its declared numerical class and tolerance), for the rows whose variant says so
+    (``variant.options["fix"]``); the baseline and plain callables are left out."""
+    out: dict[str, dict[str, Any]] = {}
+    for lv in lives or ():
+        variant = getattr(lv, "variant", None)
+        options = dict(getattr(variant, "options", None) or {})
+        fix = options.get("fix")
+        name = str(getattr(variant, "name", ""))
+        if not fix or name == baseline or fix == "eager":
+            continue
+        entry: dict[str, Any] = {
+            "name": str(fix),
+            "changes": str(options.get("fix_changes", "") or ""),
+            "where": str(options.get("fix_where", "") or ""),
+            "reason": str(options.get("fix_reason", "") or ""),
+            "declared_class": str(getattr(variant, "numerical_class", "") or ""),
+        }
+        tolerance = options.get("tolerance")
+        if isinstance(tolerance, (tuple, list)) and len(tolerance) == 2:
+            entry["declared_tolerance"] = {"rtol": float(tolerance[0]), "atol": float(tolerance[1])}
+        out[name] = entry
+    return out
+
+
+def _tolerances_used(win: VariantResult, settings: dict[str, Any]) -> dict[str, dict[str, dict[str, float]]]:
+    """What ``win`` was judged with: {"outputs": {dtype: {rtol, atol}}, "gradients": {...}}; a
+    reduced-precision row's are its precision's rows; {} where no check ran."""
+    reduced = (settings.get("reduced_precision") or {}).get(win.name)
+    if isinstance(reduced, dict) and reduced.get("outputs"):
+        dtype = str(reduced.get("dtype", "reduced"))
+        used = {"outputs": {dtype: dict(reduced["outputs"])}}
+        if reduced.get("gradients") and _gradients_compared(win):
+            used["gradients"] = {dtype: dict(reduced["gradients"])}
+        return used
+    outputs: dict[str, dict[str, float]] = {}
+    for check in win.correctness.outputs if win.correctness is not None else ():
+        t = check.tolerance
+        if t is not None and t.dtype not in outputs:
+            outputs[t.dtype] = {"rtol": float(t.rtol), "atol": float(t.atol)}
+    used = {"outputs": outputs} if outputs else {}
+    grads = settings.get("gradient_tolerances") or {}
+    if outputs and grads and _gradients_compared(win):
+        used["gradients"] = {d: dict(grads[d]) for d in outputs if d in grads}
+    return used
+
+
+def _gradients_compared(win: VariantResult) -> bool:
+    c = win.compared or {}
+    return bool(int(c.get("input_gradients", 0) or 0) + int(c.get("parameter_gradients", 0) or 0))
+
+
+def tolerance_text(used: dict[str, dict[str, dict[str, float]]]) -> str:
+    """``{"outputs": {"float32": {"rtol": 1e-4, "atol": 1e-5}}}`` in words."""
+
+    def rows(table: dict[str, dict[str, float]]) -> str:
+        return ", ".join(f"{dtype} rtol {t['rtol']:g}, atol {t['atol']:g}" for dtype, t in table.items())
+
+    if not used.get("outputs"):
+        return ""
+    text = f"outputs judged with {rows(used['outputs'])}"
+    if used.get("gradients"):
+        text += f"; gradients with {rows(used['gradients'])}"
+    return text
+
+
+def fix_record(win: VariantResult, info: dict[str, Any] | None, settings: dict[str, Any]) -> dict[str, Any]:
+    """The record's ``fix`` field for a row built from a catalog fix ({} for any other row): the fix,
+    what it changes, where it was applied and why, its numerical class (as measured, and as the fix
+    declares it) and the tolerance it was judged with."""
+    if not info:
+        return {}
+    used = _tolerances_used(win, settings)
+    out = {
+        "name": info.get("name", win.name),
+        "changes": info.get("changes", ""),
+        "where": info.get("where") or "the whole call",
+        "reason": info.get("reason", ""),
+        "numerical_class": win.numerical_class,
+        "declared_class": info.get("declared_class") or win.numerical_class,
+        "tolerance": tolerance_text(used) or _unchecked(win),
+        "tolerances": used,
+    }
+    if info.get("declared_tolerance"):
+        out["declared_tolerance"] = dict(info["declared_tolerance"])
+    out["reduced_precision"] = "reduced precision" in (out["numerical_class"], out["declared_class"])
+    return out
+
+
+def _unchecked(win: VariantResult) -> str:
+    return f"no correctness check ran ({win.status}" + (f": {win.reason}" if win.reason else "") + ")"
+
+
+def _fix_change(win: VariantResult, fix: dict[str, Any]) -> str:
+    named = f"the fix `{fix['name']}`" + (f" ({fix['changes']})" if fix.get("changes") else "")
+    return f"{win.name}: {named}, applied at {fix['where']}"
 
 
 def _pick(candidates: list[VariantResult]) -> VariantResult | None:
@@ -147,15 +253,16 @@ def build_record(
             mode=_mode(settings),
         )
     good = win.decision in ("keep", "keep_guarded", "micro_only")
+    fix = fix_record(win, (settings.get("fixes") or {}).get(win.name), settings)
     return DecisionRecord(
         decision=win.decision,
         variant=win.name,
         reason=win.decision_reason,
         problem=problem or _problem(base, hypothesis),
         bottleneck=_bottleneck(hypothesis),
-        change=f"{win.name} ({win.kind})",
+        change=_fix_change(win, fix) if fix else f"{win.name} ({win.kind})",
         numerical_class=_numerical_text(win, base),
-        why_safe=_why_safe(win, base, settings),
+        why_safe=_why_safe(win, base, settings) + (_fix_safety(fix) if fix and _passed(win) else ""),
         guard=_guard(win) if good else "",
         fallback=f"{baseline}, the original code",
         evidence=tuple(_evidence(base, win, verdict, notes, timing_text)),
@@ -163,12 +270,42 @@ def build_record(
         rejected_alternatives=tuple(
             f"{r.name}: {r.decision} — {r.decision_reason}" for r in candidates if r is not win
         ),
-        remaining_risk=tuple(_risks(win)),
+        remaining_risk=tuple(_risks(win, settings) + _fix_risks(fix)),
         failure_cases=win.failure_cases,
         environment=environment(),
         settings=shown,
         mode=_mode(settings),
+        fix=fix,
     )
+
+
+def _passed(win: VariantResult) -> bool:
+    return win.correctness is not None and win.correctness.passed
+
+
+def _fix_safety(fix: dict[str, Any]) -> str:
+    """What the fix's numerical class meant for the check: the tolerance it was judged with."""
+    return f"; the fix is '{fix['numerical_class']}': {fix['tolerance']}" if fix.get("tolerances") else ""
+
+
+def _fix_risks(fix: dict[str, Any]) -> list[str]:
+    if not fix:
+        return []
+    risks = []
+    if fix.get("reduced_precision"):
+        risks.append(
+            f"the fix `{fix['name']}` computes in reduced precision ({fix['tolerance']}): its results differ "
+            "from the original's beyond rounding; check the accuracy your use needs (a loss curve, an "
+            "evaluation metric) before keeping it"
+        )
+    declared = fix.get("declared_tolerance")
+    used = (fix.get("tolerances") or {}).get("outputs", {}).get("float32")
+    if declared and used and (declared["rtol"], declared["atol"]) != (used["rtol"], used["atol"]):
+        risks.append(
+            f"the fix `{fix['name']}` declares float32 tolerances rtol {declared['rtol']:g}, atol "
+            f"{declared['atol']:g}; this comparison judged it with rtol {used['rtol']:g}, atol {used['atol']:g}"
+        )
+    return risks
 
 
 def _mode(settings: dict[str, Any]) -> str:
@@ -301,7 +438,7 @@ def _result_line(base: VariantResult, win: VariantResult) -> str:
     )
 
 
-def _risks(win: VariantResult) -> list[str]:
+def _risks(win: VariantResult, settings: dict[str, Any] | None = None) -> list[str]:
     risks = list(win.flags)
     if win.numerical_class == "reordered":
         risks.append("numerics are 'reordered': results differ from the original's in the last bits")
@@ -309,5 +446,11 @@ def _risks(win: VariantResult) -> list[str]:
         risks.append(f"numerics are '{win.numerical_class}': results differ from the original's beyond rounding")
     if win.correctness is not None:
         checks = win.correctness.checks
-        risks.append(f"correctness shown on {checks} random input{'s' if checks != 1 else ''} only")
+        settings = settings or {}
+        if settings.get("inputs") == "none":  # a cell, a step taking no arguments: the data it closes over
+            risks.append(f"correctness shown on {checks} call{'s' if checks != 1 else ''} on the same data only")
+        elif settings.get("fresh_inputs") is False:
+            risks.append(f"correctness shown on the same fixed inputs only ({checks} checks)")
+        else:
+            risks.append(f"correctness shown on {checks} random input{'s' if checks != 1 else ''} only")
     return risks

@@ -13,6 +13,12 @@ execution (``shell.set_next_input``); a button click is not one (JupyterLab woul
 only after some later cell ran, below that cell).  So in a notebook the button shows the
 winner's code, ready to copy, and ``panel.insert_winner()`` run in a cell puts it in a new cell
 below; in a terminal IPython the button inserts directly.
+
+The run's fixes: given a ``run`` (or ``fixes=`` a ``FixList``), the panel lists every fix of
+``run.fixes``: the ones that apply, checked, with where each applies and why (the line beside its
+box); the ones that do not, greyed and disabled, with their reason.  Each is built on ``fn`` as
+``run.fixes.variants(fn=fn)`` builds it (its record names the fix and where), so any subset runs in
+one click (check the boxes, press "Run selected"), beside the suggested variants and your own.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from workbench.api.run import ProfileRun
+    from workbench.fixes import Applicability, FixList
     from workbench.hypotheses.hypothesis import Hypothesis
     from workbench.variants.decision import DecisionRecord
     from workbench.variants.results import Comparison
@@ -52,13 +59,27 @@ def pick_hypothesis(hypotheses: Iterable[Hypothesis], name: str, *, registry_var
     return None
 
 
+def run_fixes(run: Any) -> FixList | None:
+    """``run.fixes`` where the run has them (a ProfileRun; a stand-in without them: None); a run
+    whose fixes cannot be recognised lists none (the panel still offers the rest)."""
+    from workbench.fixes import FixList
+
+    try:
+        found = getattr(run, "fixes", None) if run is not None else None
+    except Exception:  # noqa: BLE001 - no fixes listed; the suggested and user variants remain
+        return None
+    return found if isinstance(found, FixList) else None
+
+
 class VariantPanel:
     """``VariantPanel(fn, inputs, run=_gpuprofile, user_variants={...})``; show ``.widget``.
 
     ``fn`` is the part of the profiled cell to replace.  ``run`` (a ProfileRun of the whole cell)
     gives the hypotheses and the end-to-end median: a variant whose saving is under 2% of that
     whole is ``micro_only``.  Or pass ``hypotheses=`` / ``end_to_end_ms=`` directly.
-    Candidates: the registry variants the hypotheses (or ``suggested``) name, then the user's.
+    Candidates: the run's fixes that apply (``run.fixes``, or ``fixes=`` a FixList; checked, with
+    where and why beside each: ``fix_notes``), the registry variants the hypotheses (or
+    ``suggested``) name, the fixes that do not apply here (greyed, with the reason), then the user's.
     """
 
     def __init__(
@@ -74,6 +95,7 @@ class VariantPanel:
         fn_name: str | None = None,
         compare_options: Mapping[str, Any] | None = None,
         end_to_end_ms: float | None = None,
+        fixes: FixList | None = None,
     ):
         import ipywidgets as widgets
 
@@ -94,15 +116,22 @@ class VariantPanel:
                 f"{BASELINE!r} names the baseline's row (fn itself); call your variant something else"
             )
         self.user_names = set(user_variants or {})
+        self.fixes = fixes if fixes is not None else run_fixes(run)
+        # fix name -> what run.fixes found (applies / not applicable, where, why); the user's names win
+        self.fix_rows: dict[str, Applicability] = {
+            r.fix: r for r in (self.fixes or ()) if r.fix not in (BASELINE, "triton") and r.fix not in self.user_names
+        }
         self.candidates = self._candidates(named, user_variants or {})
         self.rows: dict[str, dict[str, Any]] = {}
         self.comparison: Comparison | None = None  # the last run's comparison (all chosen variants)
         self.comparisons: dict[str, Comparison] = {}  # variant name -> the comparison it was in
         self.decisions: dict[str, DecisionRecord] = {}  # variant name -> its decision record
         self.checkboxes = {
-            n: self._checkbox(n, v, suggested=n in self.suggested, yours=n in self.user_names)
+            n: self._checkbox(n, v, suggested=n in self.suggested, yours=n in self.user_names, fix=self.fix_rows.get(n))
             for n, v in self.candidates.items()
         }
+        # beside each fix's box: where it applies and why, or (greyed) why it does not
+        self.fix_notes = {n: self._fix_note(row) for n, row in self.fix_rows.items() if n in self.checkboxes}
         self.run_button = widgets.Button(
             description="Run selected", button_style="primary", icon="play", layout=widgets.Layout(width="auto")
         )
@@ -128,7 +157,7 @@ class VariantPanel:
         self.widget = widgets.VBox(
             [
                 widgets.HTML("<b>Variants</b>"),
-                widgets.VBox(list(self.checkboxes.values())),
+                widgets.VBox([self._line(n, box) for n, box in self.checkboxes.items()]),
                 widgets.HBox([self.run_button, self.insert_button]),
                 self.code,
                 self.progress,
@@ -143,35 +172,96 @@ class VariantPanel:
     def _candidates(
         self, suggested: Iterable[str], user: Mapping[str, Callable[..., Any] | Variant]
     ) -> dict[str, Variant]:
+        """The run's applicable fixes (rank order), then the registry variants the hypotheses suggest,
+        then the fixes that do not apply here, then the user's own."""
         out: dict[str, Variant] = {}
+        fixes = list(self.fix_rows.values())
+        for row in [r for r in fixes if r.applies]:
+            out[row.fix] = self._fix_variant(row.fix)
         for name in suggested:
-            if name in ("eager", "triton") or name in out or name in user:
+            if name in ("eager", "triton") or name in out or name in user or name in self.fix_rows:
                 continue  # eager is the baseline; triton needs a launcher
             out[name] = registry.build(name, self.fn)
+        for row in [r for r in fixes if not r.applies]:
+            out[row.fix] = self._fix_variant(row.fix)
         for name, obj in user.items():
             out[name] = obj if isinstance(obj, Variant) else Variant(name=name, fn=obj)
         return out
 
+    def _fix_variant(self, name: str) -> Variant:
+        """The fix built on ``fn`` with what the run's fixes found (a row that cannot run here, or
+        cannot be built from ``fn``, is a not-applicable variant saying why)."""
+        assert self.fixes is not None
+        return self.fixes.built(name, self.fn)
+
     def _checkbox(
-        self, name: str, variant: Variant, *, suggested: bool = False, yours: bool = False
+        self,
+        name: str,
+        variant: Variant,
+        *,
+        suggested: bool = False,
+        yours: bool = False,
+        fix: Applicability | None = None,
     ) -> ipywidgets.Checkbox:
-        """A variant's box: checked when the diagnosis suggests it or it is yours; disabled, with
-        the reason, where it cannot run here."""
+        """A variant's box: checked when the diagnosis suggests it (a fix that applies to the run) or
+        it is yours; disabled, with the reason, where it cannot run here."""
         import ipywidgets as widgets
 
         reason = variant.applicability()
         label = name if reason is None else f"{name} — not applicable: {reason}"
-        if reason is None and suggested:
+        if reason is None and fix is not None:
+            label = f"{name} (a fix for this run)"
+        elif reason is None and suggested:
             label = f"{name} (suggested by the diagnosis)"
         elif reason is None and yours:
             label = f"{name} (yours)"
         return widgets.Checkbox(
-            value=(suggested or yours) and reason is None,
+            value=(suggested or yours or fix is not None) and reason is None,
             description=label,
             disabled=reason is not None,
             indent=False,
             layout=widgets.Layout(width="auto"),
         )
+
+    def _fix_note(self, row: Applicability) -> ipywidgets.HTML:
+        """Where the fix applies and why (its reason greyed where it cannot run here)."""
+        import ipywidgets as widgets
+
+        box = self.checkboxes[row.fix]
+        if box.disabled:
+            why = self.candidates[row.fix].applicability() or row.reason
+            why = why if why.startswith("not applicable") else f"not applicable: {why}"
+            text = f"<span style='color:#888'>{html.escape(why)}</span>"
+        else:
+            where = html.escape(row.where or "the whole call")
+            stake = f" ({row.stake_ms:.3g} ms at stake)" if row.stake_ms else ""
+            text = f"at <code>{where}</code>: {html.escape(row.reason)}{html.escape(stake)}"
+        return widgets.HTML(text, layout=widgets.Layout(margin="0 0 0 1.5em"))
+
+    def _line(self, name: str, box: ipywidgets.Checkbox) -> Any:
+        """A candidate's line: its box, and for a fix where it applies and why beside it."""
+        import ipywidgets as widgets
+
+        note = self.fix_notes.get(name)
+        return box if note is None else widgets.HBox([box, note])
+
+    def fix_names(self) -> list[str]:
+        """The run's fixes that can run here (their boxes enabled), best first."""
+        return [n for n, row in self.fix_rows.items() if n in self.checkboxes and not self.checkboxes[n].disabled]
+
+    def select(self, names: Iterable[str]) -> None:
+        """Check exactly ``names`` (a subset of the enabled boxes); "Run selected" then runs them."""
+        names = list(names)
+        unknown = [n for n in names if n not in self.checkboxes or self.checkboxes[n].disabled]
+        if unknown:
+            from workbench.errors import InvalidArgumentError
+
+            raise InvalidArgumentError(
+                f"cannot select {unknown}: the panel's runnable variants are "
+                f"{[n for n, b in self.checkboxes.items() if not b.disabled]}"
+            )
+        for n, box in self.checkboxes.items():
+            box.value = n in names
 
     def _shell(self) -> InteractiveShell | None:
         if self.shell is not None:
@@ -202,6 +292,12 @@ class VariantPanel:
         suggests it; for a variant of yours that none names, the top-ranked finding that is not a
         caveat about the measurement (the bottleneck a rewrite most likely addresses; pass
         ``hypotheses=[h]`` first to choose another); None without hypotheses."""
+        if name in self.fix_rows and self.fixes is not None and self.fixes.context.run is not None:
+            from workbench.fixes import get
+
+            tested = self.fixes.context.hypotheses_for(get(name))  # what run.fixes found it through
+            if tested:
+                return tested[0]
         return pick_hypothesis(self.hypotheses, name, registry_variant=name not in self.user_names)
 
     def _table_html(self) -> str:

@@ -46,3 +46,30 @@ def summed_over(df: pd.DataFrame) -> str:
     """ " (summed over N ranks)" when ``df`` holds rows of several ranks, else "": a total over ranks says so."""
     n = int(df["rank"].nunique()) if "rank" in df and not df.empty else 1
     return f" (summed over {n} ranks)" if n > 1 else ""
+
+
+# catalog fixes (workbench.fixes, named as strings: this layer imports no fix) that replace an unfused
+# op family with one kernel, by the words its op or kernel names contain
+FUSED_FIXES: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("layer_norm", "layernorm"), "fused_layer_norm"),
+    (("rms_norm", "rmsnorm"), "fused_rms_norm"),
+    (("gelu",), "fused_bias_gelu"),
+    (("cross_entropy", "nll_loss"), "fused_cross_entropy"),
+    (("softmax",), "fused_softmax"),
+)
+BATCHED_MATMUL_WORDS = ("bmm", "baddbmm", "matmul")
+
+
+def fusion_fixes(
+    names: Iterable[str], *, around: Iterable[str] = (), then: tuple[str, ...] = ("compiled",)
+) -> tuple[str, ...]:
+    """The catalog fixes to suggest for memory-bound op (or kernel) ``names``: ``sdpa_attention`` where a
+    softmax among them runs with batched matmuls among ``around`` (the other ops of the trace: attention
+    materialised), the fused kernel of each op family found (layer norm, RMS norm, GELU, cross-entropy,
+    softmax), then ``then`` (torch.compile fuses the rest)."""
+    text = {str(n).lower() for n in names}
+    found = [fix for words, fix in FUSED_FIXES if any(w in t for t in text for w in words)]
+    others = text | {str(n).lower() for n in around}
+    if "fused_softmax" in found and any(w in t for t in others for w in BATCHED_MATMUL_WORDS):
+        found.insert(0, "sdpa_attention")
+    return tuple(dict.fromkeys((*found, *then)))

@@ -195,7 +195,7 @@ def launch_queue_full(f: TraceFacts, limits):
                 falsifier="halve the work per kernel (smaller batch): if launch calls stay slow, the queue was not full",
                 confounders=("a synchronising call inside the launch path also blocks",),
                 confidence="low",
-                suggested_variants=("compiled", "triton"),
+                suggested_variants=("compiled", "autocast_bf16", "tf32"),
                 scope=f"rank {int(r['rank'])}",
             )
         )

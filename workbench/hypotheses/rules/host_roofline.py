@@ -14,7 +14,7 @@ from workbench.analysis.roofline import ROOF_TOLERANCE
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import rule
-from workbench.hypotheses.rules._common import bounded_ms, pct, rows
+from workbench.hypotheses.rules._common import bounded_ms, fusion_fixes, pct, rows
 from workbench.hypotheses.rules.host_ops import placed_main_ops, windows
 
 MATRIX_BACKWARD = re.compile(
@@ -132,7 +132,7 @@ def cpu_memory_bound_ops(f: TraceFacts, limits):
         ),
         # one pass per call leaves nothing to fuse: the op may already run at its roof
         confidence="high" if share > 75 and fusable_per_call >= 2 else "medium",
-        suggested_variants=("compiled", "triton"),
+        suggested_variants=fusion_fixes(set(fusable["name"].astype(str)), around=set(ops["name"].astype(str))),
         scope="host thread",
     )
 
@@ -195,11 +195,10 @@ def cpu_compute_bound_ops(f: TraceFacts, limits):
         evidence=tuple(ev),
         time_at_stake_ms=bounded_ms(comp["dur_us"].sum() / 2 / calls, total / calls),
         predicted_effect="lower precision (bf16 autocast, TF32 on GPU) or less arithmetic is the only lever; fusion will not help",
-        falsifier="run under bf16 autocast (torch.autocast('cpu', dtype=torch.bfloat16)): if matmul time does not fall, they "
-        "were not compute-limited (no variant in the registry lowers the precision: that experiment is your "
-        "own variant; compiling, which fuses, does not touch this mechanism)",
+        falsifier="run under bf16 autocast (the autocast_bf16 fix: torch.autocast('cpu', dtype=torch.bfloat16)): if matmul "
+        "time does not fall, they were not compute-limited (compiling, which fuses, does not touch this mechanism)",
         confounders=tuple(confounders),
         confidence="low" if above else "medium",
-        suggested_variants=(),
+        suggested_variants=("autocast_bf16",),
         scope="host thread",
     )

@@ -13,7 +13,7 @@ from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.gpu_roofline import PLACED_BY_WORK, family_by_name, place_kernels
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import rule
-from workbench.hypotheses.rules._common import bounded_ms, pct, per_rank_max_us, rows, summed_over
+from workbench.hypotheses.rules._common import bounded_ms, fusion_fixes, pct, per_rank_max_us, rows, summed_over
 
 
 def _compute_kernels(f: TraceFacts) -> pd.DataFrame:
@@ -97,7 +97,9 @@ def memory_bound_kernels(f: TraceFacts, limits):
             "small kernels may be launch-bound instead",
         ),
         confidence="medium",
-        suggested_variants=("compiled", "triton"),
+        suggested_variants=fusion_fixes(
+            set(mem["name"].astype(str)) | set(mem["work_op"].astype(str)), around=set(k["work_op"].astype(str))
+        ),
         scope="all ranks",
     )
 
@@ -162,6 +164,7 @@ def matrix_kernels_dominate(f: TraceFacts, limits):
             "small GEMMs are memory- or launch-bound",
         ),
         confidence="medium",
-        suggested_variants=("compiled",),
+        # faster arithmetic: TF32 for fp32 GEMMs, bf16/fp16 autocast (the fixes judge the kernels' precision)
+        suggested_variants=("tf32", "autocast_bf16", "autocast_fp16"),
         scope="all ranks",
     )

@@ -94,7 +94,7 @@ def fp32_matmul_without_tf32(f: TraceFacts, limits):
         falsifier="set torch.set_float32_matmul_precision('high'): if GEMM time does not fall, the GEMMs were not compute-limited",
         confounders=tuple(confounders),
         confidence="medium",
-        suggested_variants=("compiled",),
+        suggested_variants=("tf32", "autocast_bf16"),
         scope="all ranks",
     )
 
@@ -188,6 +188,6 @@ def half_matmul_unaligned(f: TraceFacts, limits):
         falsifier="pad the dims to a multiple of 8 and re-time the op: if it is not faster, alignment was not the issue",
         confounders=("small matmuls are launch-bound anyway",),
         confidence="medium",
-        suggested_variants=("eager",),
+        suggested_variants=("pad_to_multiple_of_8",),
         scope="all ranks",
     )

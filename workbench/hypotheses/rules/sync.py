@@ -9,6 +9,12 @@ from workbench.hypotheses.registry import rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 
 
+def _copies_dominate(table) -> bool:
+    """Most of the blocked time is in blocking copies (staged through pageable memory)."""
+    copies = table.loc[table["kind"] == "blocking_copy", "blocked_us"].sum()
+    return bool(copies > 0.5 * table["blocked_us"].sum())
+
+
 def _by_cause(table):
     named = table.assign(
         cause_op=table["cause_op"].replace("", "(no enclosing op)"), op=table["op"].replace("", "(no enclosing op)")
@@ -68,7 +74,10 @@ def host_sync_calls(f: TraceFacts, limits):
                     "profilers add their own synchronisation",
                 ),
                 confidence="high" if share > 3 * limits["min_sync_pct"] else "medium",
-                suggested_variants=("cuda_graph", "eager"),
+                # a blocking copy from pageable memory is what pinned memory removes; other syncs (.item(),
+                # .cpu(), synchronize) are the code's own: no catalog fix removes them (a CUDA graph cannot
+                # even be captured around one)
+                suggested_variants=("pin_memory",) if _copies_dominate(mine) else (),
                 scope=f"rank {rank}",
             )
         )

@@ -81,7 +81,7 @@ def cold_start(f: RunFacts, limits):
         ),
         # high only where the one-time cost is most of the time of the stated calls, not merely visible in it
         confidence="high" if ratio > 20 and share >= HIGH_ONE_TIME_SHARE_PCT else "medium",
-        suggested_variants=("eager", "compiled"),
+        suggested_variants=(),  # warming up is the user's own change; compiling only adds to the first call
         scope=f"first call (one-time: {once_ms:.3g} ms once)",
     )
 

@@ -65,7 +65,7 @@ def transfer_share(f: TraceFacts, limits):
                 falsifier="run the step with inputs already on the device: if the step time does not fall by the copy time, the copies were not on the critical path",
                 confounders=("small copies are latency-bound, not bandwidth-bound",),
                 confidence="medium",
-                suggested_variants=("eager",),
+                suggested_variants=("pin_memory",),
                 scope=f"rank {int(r['rank'])}",
             )
         )
@@ -112,6 +112,6 @@ def pageable_memcpy(f: TraceFacts, limits):
         falsifier="pin the source tensor and copy with non_blocking=True: if the copy time does not drop, pageable staging was not the cost",
         confounders=("tiny copies are dominated by latency either way",),
         confidence="medium",
-        suggested_variants=("eager",),
+        suggested_variants=("pin_memory",),
         scope="all ranks",
     )
