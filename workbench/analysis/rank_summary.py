@@ -35,7 +35,14 @@ from workbench.analysis.ops import OpBreakdown
 from workbench.analysis.result import AnalysisResult
 from workbench.analysis.semantics import Semantics
 from workbench.analysis.steps import StepBreakdown, step_breakdown
-from workbench.analysis.stragglers import STRAGGLER_MIN_WAIT_FRACTION, Stragglers, _no_analysis_reason, stragglers
+from workbench.analysis.stragglers import (
+    STRAGGLER_MIN_WAIT_FRACTION,
+    Stragglers,
+    _no_analysis_reason,
+    before_collectives,
+    collective_activity,
+    stragglers,
+)
 from workbench.analysis.syncs import SyncAudit, sync_audit
 from workbench.analysis.temporal import CommOverlap, TemporalBreakdown, comm_overlap, temporal_breakdown
 from workbench.analysis.view import prepare
@@ -79,6 +86,10 @@ class RankSummary:
     op_totals: pd.DataFrame  # name, count, self_us, total_us (first-seen order)
     op_signatures: pd.DataFrame  # name, input_dims, input_types, n
     straggler_inputs: pd.DataFrame  # STRAGGLER_INPUTS, one row (none for a rank without activity)
+    # what the rank did before its collectives (stragglers.before_collectives) and whose activity that is
+    # ("gpu": kernels; "cpu": a CPU-only job's ops): what the cross-rank straggler rule reads per rank
+    collective_before: pd.DataFrame
+    collective_device: str
     meta: TraceMeta
     warnings: tuple[str, ...]
     event_count: int
@@ -147,6 +158,7 @@ def summarize(
     view = prepare(trace, semantics)
     totals, signatures = _op_parts(view.cpu_ops)
     straggler = stragglers(trace, semantics).table
+    activity, device = collective_activity(trace.kernels, trace.cpu_ops, trace.annotations)
     declared = declared_rank(trace.meta.distributed_info.get(trace.ranks[0]))
     return RankSummary(
         path=path,
@@ -165,6 +177,8 @@ def summarize(
         op_totals=totals,
         op_signatures=signatures,
         straggler_inputs=straggler[[c for c in STRAGGLER_INPUTS if c in straggler.columns]].reset_index(drop=True),
+        collective_before=before_collectives(activity),
+        collective_device=device,
         meta=trace.meta,
         warnings=tuple(trace.meta.warnings),
         event_count=trace.event_count(),
@@ -459,6 +473,20 @@ def combine_ops(summaries: Iterable[RankSummary]) -> OpBreakdown:
     t["top_shape_count"] = t["top_shape_count"].fillna(0).astype("int64")
     t = t.sort_values("self_us", ascending=False, ignore_index=True)
     return OpBreakdown(table=t[OP_COLUMNS], total_self_us=total_self, semantics=semantics)
+
+
+def combine_collective_before(summaries: Iterable[RankSummary]) -> tuple[pd.DataFrame, str]:
+    """Every rank's activity before its collectives (``before_collectives``'s rows, one per rank) and the
+    device they are of ("gpu" where any rank ran kernels)."""
+    parts = list(summaries)
+    rows = [s.collective_before for s in parts if len(s.collective_before)]
+    table = (
+        pd.concat(rows, ignore_index=True)
+        if rows
+        else pd.DataFrame(columns=["rank", "n_collectives", "compute_before_us", "idle_before_us"])
+    )
+    device = "gpu" if any(s.collective_device == "gpu" and s.gpu_event_count for s in parts) else "cpu"
+    return table.sort_values("rank", kind="stable").reset_index(drop=True), device
 
 
 def combine_stragglers(

@@ -126,6 +126,36 @@ def collective_activity(
     return out.sort_values(["rank", "ts_us"], kind="stable").reset_index(drop=True), "cpu"
 
 
+def before_collectives(k: pd.DataFrame) -> pd.DataFrame:
+    """Per rank, what it did before it reached its collectives: compute_before_us (computation kernel
+    time between the rank's first GPU event and the start of its last collective, outside collectives)
+    and idle_before_us (the GPU idle in that window: the host had not issued the work yet). An
+    all-reduce makes every rank's wall time the same, so a rank's lateness shows only here. On a CPU-only
+    trace ``k`` is the CPU activity (``collective_activity``): idle is then time in no op at all (Python,
+    waits outside PyTorch)."""
+    from workbench.analysis.intervals import union_length
+
+    out = []
+    for rank, g in k[k["kind"].isin(["kernel", "memcpy", "memset", "cpu_op", "annotation"])].groupby("rank"):
+        comm = g[g["kernel_type"] == "communication"]
+        if comm.empty:
+            out.append({"rank": int(rank), "n_collectives": 0, "compute_before_us": np.nan, "idle_before_us": np.nan})
+            continue
+        lo, hi = float(g["ts_us"].min()), float(comm["ts_us"].max())
+        clip = lambda d: (d["ts_us"].clip(lo, hi).to_numpy(), d["end_us"].clip(lo, hi).to_numpy())
+        comp = g[g["kernel_type"] == "computation"]
+        busy = union_length(*clip(g))
+        out.append(
+            {
+                "rank": int(rank),
+                "n_collectives": int(len(comm)),
+                "compute_before_us": union_length(*clip(comp)) if not comp.empty else 0.0,
+                "idle_before_us": max(0.0, (hi - lo) - busy),
+            }
+        )
+    return pd.DataFrame(out, columns=["rank", "n_collectives", "compute_before_us", "idle_before_us"])
+
+
 def _no_analysis_reason(table: pd.DataFrame, median_comm: float) -> str:
     if len(table) == 0:
         return (

@@ -100,7 +100,7 @@ def profile_distributed(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TraceWarning)  # the incomplete-run warning was just given
         # workers=1: one process reads every table, so the Trace holds every table (no rank-folder backend)
-        trace = DistributedTrace.of(cast(Trace, load_trace(folder, cache=False, workers=1)))
+        trace = DistributedTrace.of(load_trace(folder, cache=False, workers=1))
     trace.timings = timings_table(summary)
     trace.summary_info = summary
     trace.folder = os.path.abspath(folder)

@@ -24,9 +24,10 @@ memory): the per-rank tables exactly, sums over ranks to the last bits of a floa
 
 A summary holds one ``semantics`` and idle threshold; asking for others maps the ranks again (fast when
 the columnar cache holds their tables). ``hypotheses()`` runs the rules on each rank where it is read and
-folds the per-rank findings; the cross-rank rule (``straggler_rank``) needs every rank's tables at once,
-so it is reported as not judged unless ``diagnosis(full_tables=True)`` is asked for, which reads every
-rank's tables into this process and runs the one-process diagnosis. The Trace's tables (``kernels``,
+folds the per-rank findings; the cross-rank rule (``straggler_rank``) runs here on the summaries (each
+worker keeps its rank's activity before its collectives), so the folder's findings are the one-process
+ones; ``diagnosis(full_tables=True)`` reads every rank's tables into this process and runs the
+one-process diagnosis itself. The Trace's tables (``kernels``,
 ``cpu_ops``, ...) are every rank's tables read into this process on first use (``full()``, said in a
 warning).  This module knows nothing of the ``Trace`` class: it hands back ``TraceData``.
 """
@@ -61,7 +62,9 @@ from workbench.analysis.rank_summary import PackedSummary, RankSummary, relabele
 from workbench.analysis.stragglers import STRAGGLER_MIN_WAIT_FRACTION
 from workbench.errors import InvalidArgumentError, TraceFormatError, TraceWarning, require_package
 from workbench.hypotheses import Diagnosis, Hypothesis
+from workbench.hypotheses.diagnose import CROSS_RANK_RULES  # run on the summaries, not per rank
 from workbench.hypotheses.fold_ranks import RANK_SCOPE
+from workbench.hypotheses.registry import NotJudged
 from workbench.trace import TraceData, TraceMeta, read_trace
 from workbench.trace.paths import shown
 from workbench.trace.rank_map import RankFailure, RankMapError, json_bytes, map_ranks, worker_count
@@ -72,7 +75,6 @@ if TYPE_CHECKING:
 
 SUMMARY_FUNCTION = "workbench.analysis.rank_summary:packed_rank_file"
 DIAGNOSIS_FUNCTION = "workbench.api.rank_folder:diagnose_rank_file"
-CROSS_RANK_RULES = ("straggler_rank",)  # rules that need every rank's tables at once
 SMALL_FOLDER_BYTES = 32 << 20  # JSON in all below which workers=None reads in this process
 SMALL_RANK_BYTES = 4 << 20  # ranks smaller than this on average: read in this process too ...
 LARGE_FOLDER_BYTES = 1 << 30  # ... unless the folder holds more JSON than this in all
@@ -293,12 +295,11 @@ class RankFolder:
     def diagnosis(self, rules: Iterable[str] | None = None) -> Diagnosis:
         """The rules run on each rank where it is read, the per-rank findings folded across ranks.
 
-        ``straggler_rank`` (it compares every rank's activity before its collectives) is reported as
-        not judged: ``Trace.diagnosis(full_tables=True)`` reads every rank's tables into this process and
-        runs the one-process diagnosis with it, ``trace.stragglers()`` gives the cross-rank table meanwhile."""
+        ``straggler_rank`` (it compares every rank's activity before its collectives) runs here, on the
+        summaries every worker made of its rank: the same finding as the one-process diagnosis
+        (``Trace.diagnosis(full_tables=True)`` reads every rank's tables into this process and runs that)."""
         from workbench.hypotheses.catalog import get_rule, list_rules
-        from workbench.hypotheses.diagnose import NotJudgedNote, rank
-        from workbench.hypotheses.fold_ranks import fold_ranks
+        from workbench.hypotheses.diagnose import NotJudgedNote, combine_ranks
 
         wanted = list(rules) if rules is not None else [r.name for r in list_rules("trace")]
         for name in wanted:
@@ -317,23 +318,31 @@ class RankFolder:
             workers=self._workers,
             client=self._client,
         )
-        found: list[Hypothesis] = []
-        notes: dict[tuple[str, str], NotJudgedNote] = {}
-        for diagnosis in _of_type(outcome.results, Diagnosis):
-            found.extend(diagnosis.hypotheses)
-            for note in diagnosis.not_judged:
-                notes.setdefault((note.rule, note.reason), note)
+        _of_type(outcome.results, Diagnosis)  # each one checked to be a Diagnosis
+        per_rank = {self._ranks_by_path[path]: d for path, d in outcome.results.items()}
+        cross: list[Hypothesis] = []
+        cross_notes: list[NotJudgedNote] = []
         for name in wanted:
-            if name in CROSS_RANK_RULES:
-                notes[(name, "")] = NotJudgedNote(
-                    name,
-                    get_rule(name).category,
-                    "needs every rank's tables at once, and the ranks were read in separate workers: "
-                    "trace.diagnosis(full_tables=True) reads them all here (or load with workers=1); "
-                    "trace.stragglers() gives the cross-rank table from the summaries",
-                )
-        folded = fold_ranks(found, self.ranks)
-        return Diagnosis(tuple(rank(folded)), tuple(notes.values()), f"{len(self.ranks)} ranks")
+            if name in CROSS_RANK_RULES:  # judged here, on what the workers' summaries hold of every rank
+                try:
+                    cross += self._cross_rank(name)
+                except NotJudged as exc:
+                    cross_notes.append(NotJudgedNote(name, get_rule(name).category, exc.reason))
+        return combine_ranks(per_rank, self.ranks, cross, cross_notes)  # as one process combines its ranks
+
+    def _cross_rank(self, name: str) -> list[Hypothesis]:
+        """A cross-rank rule run on the rank summaries: ``straggler_rank`` reads the stragglers table and each
+        rank's activity before its collectives, which every worker summarised (the one-process finding)."""
+        from workbench.hypotheses.catalog import get_rule
+        from workbench.hypotheses.rules.distributed import judge_stragglers
+
+        rule = get_rule(name)
+        result = self.stragglers()
+        before, device = rank_summary.combine_collective_before(self.summaries())
+        found = judge_stragglers(result, before, device, self.ranks, dict(rule.thresholds))
+        if found is None:
+            return []
+        return [found if found.rule else dataclasses.replace(found, rule=name)]
 
     # --- tables, on demand -------------------------------------------------------------------
     def rank(self, rank: int) -> TraceData:
@@ -478,18 +487,15 @@ def diagnose_rank_file(
 ) -> Diagnosis:
     """What a worker runs for ``RankFolder.diagnosis``: one rank's tables, its diagnosis."""
     from workbench.hypotheses import diagnose
+    from workbench.hypotheses.diagnose import scoped_to_rank
 
     number = ranks[path] if rank is None else rank
     trace = read_rank(path, number, options, cache)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         found = diagnose(trace, rules=rules)
-    # every finding of a one-rank trace is about that rank: scoped so, fold_ranks folds them across ranks
-    hypotheses = tuple(
-        h if RANK_SCOPE.match(h.scope or "") else dataclasses.replace(h, scope=f"rank {number}")
-        for h in found.hypotheses
-    )
-    return dataclasses.replace(found, hypotheses=hypotheses)
+    # every finding of a one-rank trace is about that rank: scoped so, the caller folds them across ranks
+    return scoped_to_rank(found, number)
 
 
 def connect(address: str, timeout_s: float = 10.0) -> Client:

@@ -47,7 +47,7 @@ from workbench.analysis.idle import KERNEL_WAIT_THRESHOLD_US
 from workbench.analysis.memory import MemoryGrowth, MemoryPeak, MemoryTimeline
 from workbench.analysis.stragglers import STRAGGLER_MIN_WAIT_FRACTION
 from workbench.hypotheses import Diagnosis, Hypothesis, diagnose
-from workbench.trace import TraceData, read_trace
+from workbench.trace import TraceData, TraceMeta, read_trace
 from workbench.trace.fidelity import require
 
 if TYPE_CHECKING:
@@ -155,7 +155,7 @@ class Trace(TraceData):
     ``rank_folder``: the rank-folder backend when the ranks were read by workers (the breakdowns and the
     diagnosis come from its per-rank summaries; the tables are read here on first use), else None."""
 
-    def __init__(self, tables: dict[str, pd.DataFrame], meta, *, folder: RankFolder | None = None):
+    def __init__(self, tables: dict[str, pd.DataFrame], meta: TraceMeta, *, folder: RankFolder | None = None):
         self._own_tables: dict[str, pd.DataFrame] | None = None
         self.rank_folder = folder
         super().__init__(tables, meta)
@@ -174,11 +174,6 @@ class Trace(TraceData):
     @_tables.setter
     def _tables(self, tables: dict[str, pd.DataFrame]) -> None:
         self._own_tables = tables
-
-    @property
-    def _summarised(self) -> bool:
-        """Answer from the folder's per-rank summaries (the tables are not in this process)."""
-        return self.rank_folder is not None
 
     @property
     def read_in(self) -> str:
@@ -254,7 +249,7 @@ class Trace(TraceData):
             ``.total_self_us``.
         """
         require(self.meta, NEEDS["op_breakdown"])  # a format without them says so (workbench.trace.fidelity)
-        if self._summarised:
+        if self.rank_folder is not None:  # from the per-rank summaries
             return self.rank_folder.op_breakdown(semantics)
         return analysis.op_breakdown(self, semantics)
 
@@ -270,7 +265,7 @@ class Trace(TraceData):
             "<a> overlapping <b>" rows; ``.total_kernel_us`` and ``.busy_us``.
         """
         require(self.meta, NEEDS["kernel_breakdown"])  # a format without them says so (workbench.trace.fidelity)
-        if self._summarised:
+        if self.rank_folder is not None:  # from the per-rank summaries
             return self.rank_folder.kernel_breakdown(semantics)
         return analysis.kernel_breakdown(self, semantics)
 
@@ -285,7 +280,7 @@ class Trace(TraceData):
             non_compute_us and each as a percentage of kernel time.
         """
         require(self.meta, NEEDS["temporal_breakdown"])  # a format without them says so (workbench.trace.fidelity)
-        if self._summarised:
+        if self.rank_folder is not None:  # from the per-rank summaries
             return self.rank_folder.temporal_breakdown(semantics)
         return analysis.temporal_breakdown(self, semantics)
 
@@ -304,7 +299,7 @@ class Trace(TraceData):
             and ratio; ``.gaps``, one row per gap.
         """
         require(self.meta, NEEDS["idle_breakdown"])  # a format without them says so (workbench.trace.fidelity)
-        if self._summarised:
+        if self.rank_folder is not None:  # from the per-rank summaries
             return self.rank_folder.idle_breakdown(semantics, kernel_wait_threshold_us)
         return analysis.idle_breakdown(self, semantics, kernel_wait_threshold_us=kernel_wait_threshold_us)
 
@@ -319,7 +314,7 @@ class Trace(TraceData):
             shorter_than_launch); ``.by_api``; ``.n_launches``, ``.n_shorter_than_launch``.
         """
         require(self.meta, NEEDS["launch_stats"])  # a format without them says so (workbench.trace.fidelity)
-        if self._summarised:
+        if self.rank_folder is not None:  # from the per-rank summaries
             return self.rank_folder.launch_stats(semantics)
         return analysis.launch_stats(self, semantics)
 
@@ -334,7 +329,7 @@ class Trace(TraceData):
             (NaN without communication kernels) and exposed_comm_us.
         """
         require(self.meta, NEEDS["comm_overlap"])  # a format without them says so (workbench.trace.fidelity)
-        if self._summarised:
+        if self.rank_folder is not None:  # from the per-rank summaries
             return self.rank_folder.comm_overlap(semantics)
         return analysis.comm_overlap(self, semantics)
 
@@ -349,7 +344,7 @@ class Trace(TraceData):
             dur_us, gbps, median_gbps; ``.pageable_bytes``, ``.total_copy_us``.
         """
         require(self.meta, NEEDS["copy_stats"])  # a format without them says so (workbench.trace.fidelity)
-        if self._summarised:
+        if self.rank_folder is not None:  # from the per-rank summaries
             return self.rank_folder.copy_stats(semantics)
         return analysis.copy_stats(self, semantics)
 
@@ -364,7 +359,7 @@ class Trace(TraceData):
             ``.by_cause``; ``.blocked_us``.
         """
         require(self.meta, NEEDS["sync_audit"])  # a format without them says so (workbench.trace.fidelity)
-        if self._summarised:
+        if self.rank_folder is not None:  # from the per-rank summaries
             return self.rank_folder.sync_audit(semantics)
         return analysis.sync_audit(self, semantics)
 
@@ -383,7 +378,7 @@ class Trace(TraceData):
             is_straggler); ``.stragglers``; ``.wait_caused_us``; ``.reason`` when there are none.
         """
         require(self.meta, NEEDS["stragglers"])  # a format without them says so (workbench.trace.fidelity)
-        if self._summarised:
+        if self.rank_folder is not None:  # from the per-rank summaries
             return self.rank_folder.stragglers(semantics, min_wait_fraction)
         return analysis.stragglers(self, semantics, min_wait_fraction=min_wait_fraction)
 
@@ -398,7 +393,7 @@ class Trace(TraceData):
             compute_us, comm_us, memory_us, n_kernels; ``.median_step_us``.
         """
         require(self.meta, NEEDS["step_breakdown"])  # a format without them says so (workbench.trace.fidelity)
-        if self._summarised:
+        if self.rank_folder is not None:  # from the per-rank summaries
             return self.rank_folder.step_breakdown(semantics)
         return analysis.step_breakdown(self, semantics)
 

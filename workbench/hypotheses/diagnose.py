@@ -225,13 +225,21 @@ def _run_rules(
 RULE_FAILED = "the rule raised "
 
 
+# rules that compare the ranks with each other: run once on every rank's tables (or their summaries),
+# never per rank; every other trace rule judges one rank at a time
+CROSS_RANK_RULES = ("straggler_rank",)
+
+
 def _diagnose_trace(trace: "TraceData | TraceFacts", *, rules: Iterable[str] | None = None) -> Diagnosis:
-    facts = trace if isinstance(trace, TraceFacts) else TraceFacts(trace)
     if rules is not None:
         from workbench.hypotheses.catalog import get_rule
 
+        rules = list(rules)
         for name in rules:
             get_rule(name)  # unknown name -> RegistryError
+    if not isinstance(trace, TraceFacts) and len(trace.ranks) > 1:
+        return _diagnose_ranks(trace, rules)
+    facts = trace if isinstance(trace, TraceFacts) else TraceFacts(trace)
     found, notes = _run_rules("trace", facts, rules)
     from workbench.hypotheses.fold_ranks import fold_ranks
 
@@ -240,6 +248,53 @@ def _diagnose_trace(trace: "TraceData | TraceFacts", *, rules: Iterable[str] | N
 
     found = cap_by_critical_path(found, facts)  # no stake above its work's time on the critical path
     return Diagnosis(tuple(rank(found)), tuple(notes), facts.source)
+
+
+def _diagnose_ranks(trace: "TraceData", rules: list[str] | None) -> Diagnosis:
+    """A trace of several ranks: each rank diagnosed on its own tables, the findings folded across ranks,
+    then the cross-rank rules on every rank's tables; the one path a rank folder read by workers takes
+    too (``combine_ranks``), so one process and many give the same hypotheses."""
+    wanted = [r.name for r in list_rules("trace")] if rules is None else list(rules)
+    per_rank = [n for n in wanted if n not in CROSS_RANK_RULES]
+    diagnoses = {r: scoped_to_rank(_diagnose_trace(trace.rank(r), rules=per_rank), r) for r in trace.ranks}
+    cross, cross_notes = _run_rules("trace", TraceFacts(trace), [n for n in wanted if n in CROSS_RANK_RULES])
+    return combine_ranks(diagnoses, trace.ranks, cross, cross_notes)
+
+
+def scoped_to_rank(diagnosis: Diagnosis, rank_number: int) -> Diagnosis:
+    """A one-rank diagnosis whose findings all name that rank (scope ``"rank N"``), so that they fold."""
+    from dataclasses import replace as _replace
+
+    from workbench.hypotheses.fold_ranks import RANK_SCOPE
+
+    hypotheses = tuple(
+        h if RANK_SCOPE.match(h.scope or "") else _replace(h, scope=f"rank {rank_number}") for h in diagnosis.hypotheses
+    )
+    return _replace(diagnosis, hypotheses=hypotheses)
+
+
+def combine_ranks(
+    per_rank: "dict[int, Diagnosis]",
+    ranks: Iterable[int],
+    cross: Iterable[Hypothesis] = (),
+    cross_notes: Iterable[NotJudgedNote] = (),
+) -> Diagnosis:
+    """The diagnosis of several ranks from each rank's own (``scoped_to_rank``) and the cross-rank rules'
+    findings: the per-rank copies of a finding folded into one (``fold_ranks``: the worst rank's stake),
+    the notes said once."""
+    from workbench.hypotheses.fold_ranks import fold_ranks
+
+    ranks = list(ranks)
+    found: list[Hypothesis] = []
+    notes: dict[tuple[str, str], NotJudgedNote] = {}
+    for r in sorted(per_rank):
+        found.extend(per_rank[r].hypotheses)
+        for note in per_rank[r].not_judged:
+            notes.setdefault((note.rule, note.reason), note)
+    for note in cross_notes:
+        notes.setdefault((note.rule, note.reason), note)
+    folded = fold_ranks(found, ranks) + list(cross)
+    return Diagnosis(tuple(rank(folded)), tuple(notes.values()), f"{len(ranks)} ranks")
 
 
 def _diagnose_run(run: "RunRecord") -> Diagnosis:

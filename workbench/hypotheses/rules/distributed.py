@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from workbench.analysis.stragglers import before_collectives
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import NotJudged, rule
@@ -43,44 +44,11 @@ def exposed_communication(f: TraceFacts, limits):
                 falsifier="run the step on one rank (no collectives): if the step shortens by less than the exposed time, the collectives were not critical",
                 confounders=("a straggler makes collectives wait: the wait shows as communication time",),
                 confidence="medium",
-                suggested_variants=("eager",),
+                suggested_variants=(),  # bucketing and overlap are DDP settings: no catalog fix
                 scope=f"rank {int(r['rank'])}",
             )
         )
     return out
-
-
-def before_collectives(k) -> "pd.DataFrame":
-    """Per rank, what it did before it reached its collectives: compute_before_us (computation kernel
-    time between the rank's first GPU event and the start of its last collective, outside collectives)
-    and idle_before_us (the GPU idle in that window: the host had not issued the work yet). An
-    all-reduce makes every rank's wall time the same, so a rank's lateness shows only here. On a CPU-only
-    trace ``k`` is the CPU activity (``collective_activity``): idle is then time in no op at all (Python,
-    waits outside PyTorch)."""
-    import numpy as np
-    import pandas as pd
-
-    from workbench.analysis.intervals import union_length
-
-    out = []
-    for rank, g in k[k["kind"].isin(["kernel", "memcpy", "memset", "cpu_op", "annotation"])].groupby("rank"):
-        comm = g[g["kernel_type"] == "communication"]
-        if comm.empty:
-            out.append({"rank": int(rank), "n_collectives": 0, "compute_before_us": np.nan, "idle_before_us": np.nan})
-            continue
-        lo, hi = float(g["ts_us"].min()), float(comm["ts_us"].max())
-        clip = lambda d: (d["ts_us"].clip(lo, hi).to_numpy(), d["end_us"].clip(lo, hi).to_numpy())
-        comp = g[g["kernel_type"] == "computation"]
-        busy = union_length(*clip(g))
-        out.append(
-            {
-                "rank": int(rank),
-                "n_collectives": int(len(comm)),
-                "compute_before_us": union_length(*clip(comp)) if not comp.empty else 0.0,
-                "idle_before_us": max(0.0, (hi - lo) - busy),
-            }
-        )
-    return pd.DataFrame(out, columns=["rank", "n_collectives", "compute_before_us", "idle_before_us"])
 
 
 @rule(
@@ -102,13 +70,21 @@ def straggler_rank(f: TraceFacts, limits):
         result = stragglers(f.subject)
     else:
         raise NotJudged("no GPU kernels or CPU ops in the trace")
+    activity, device = collective_activity(f.kernels, f.cpu_ops, f.annotations)
+    return judge_stragglers(result, before_collectives(activity), device, f.ranks, limits)
+
+
+def judge_stragglers(result, before_table: "pd.DataFrame", device: str, ranks, limits) -> Hypothesis | None:
+    """``straggler_rank`` on what it reads: the stragglers analysis (``result``), each rank's activity before
+    its collectives (``before_collectives``), the device whose activity that is ("gpu"/"cpu") and the trace's
+    ranks. A folder of rank files read by workers gives it the same from the per-rank summaries, so the
+    finding is the one a single process makes (``workbench.api.rank_folder``)."""
     table = result.table
     if len(table) < 2:
         raise NotJudged(result.reason or "only one rank in the trace: stragglers need two or more")
-    no_kernels = sorted(set(f.ranks) - {int(r) for r in table["rank"]})
-    activity, device = collective_activity(f.kernels, f.cpu_ops, f.annotations)
+    no_kernels = sorted(set(ranks) - {int(r) for r in table["rank"]})
     dev = "GPU" if device == "gpu" else "CPU"
-    before = before_collectives(activity).set_index("rank")
+    before = before_table.set_index("rank")
     # a rank with no collective at all has no communication to fall short of: it is not judged, not flagged
     no_comm = sorted(int(r) for r in before.index[before["n_collectives"] == 0])
     table = table[~table["rank"].isin(no_comm)]
@@ -240,6 +216,6 @@ def straggler_rank(f: TraceFacts, limits):
         + ((f"ranks {', '.join(map(str, no_kernels))} have no kernels in the trace: not judged",) if no_kernels else ())
         + ((f"ranks {', '.join(map(str, no_comm))} run no collectives: not judged",) if no_comm else ()),
         confidence="medium" if by_compute or by_host else "low",
-        suggested_variants=("eager",),
+        suggested_variants=(),  # bucketing and overlap are DDP settings: no catalog fix
         scope=f"ranks {names}",
     )
