@@ -212,21 +212,12 @@ def _critical_path(trace: Trace, annotation: str, step: int, rank: int | None, s
 
 
 def _critical_path_text(trace: Trace, annotation: str, step: int, rank: int | None, top: int, semantics: str) -> str:
-    """``--critical-path``: the path's summary and its longest edges (``workbench.analysis.critical_path``)."""
-    lines = ["", "== critical path =="]
+    """``--critical-path``: the path's summary and its longest edges (``workbench.render.critical_path``)."""
     try:
         cp = _critical_path(trace, annotation, step, rank, semantics)
     except WorkbenchError as exc:
-        return "\n".join(lines + [f"not available: {exc}"])
-    lines.append(cp.summary())
-    edges = cp.table[cp.table["dur_us"] > 0].sort_values("dur_us", ascending=False).head(top)
-    cols = [
-        c
-        for c in ("kind", "dur_us", "name", "stream", "op_name", "module", "location")
-        if c in edges.columns and (c in ("kind", "dur_us", "name") or (edges[c].astype(str) != "").any())
-    ]
-    lines.append(_table_text(edges[cols].reset_index(drop=True)) if len(edges) else "(no edges with time)")
-    return "\n".join(lines)
+        return "\n".join(["", "== critical path ==", f"not available: {exc}"])
+    return "\n".join(["", "== critical path ==", render.text(cp, limit=top)])
 
 
 def _write_charts(trace: Trace, folder: str, chart_format: str, *, quiet: bool) -> None:

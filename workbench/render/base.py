@@ -42,6 +42,9 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("workbench.analysis.attribution", "SourceBreakdown"): "workbench.render.attribution",
     ("workbench.study.history", "History"): "workbench.render.history",
     ("workbench.analysis.diff", "TraceDiff"): "workbench.render.diff",
+    ("workbench.analysis.critical_path", "CriticalPath"): "workbench.render.critical_path",
+    ("workbench.analysis.critical_path", "WhatIf"): "workbench.render.critical_path",
+    ("workbench.analysis.critical_path", "CollectiveWaits"): "workbench.render.critical_path",
 }
 
 # the types whose HTML the IPython display formatter gets from here, because their own layer may
@@ -58,6 +61,9 @@ DISPLAYED_BY_NAME: tuple[tuple[str, str], ...] = (
     ("workbench.analysis.attribution", "ModuleBreakdown"),  # trace.module_breakdown(): replaces the bare
     ("workbench.analysis.attribution", "SourceBreakdown"),  # table of AnalysisResult._repr_html_
     ("workbench.study.history", "History"),  # run.history: the trend chart, change points
+    ("workbench.analysis.critical_path", "CriticalPath"),  # the bound-by bar and the longest edges, not the
+    ("workbench.analysis.critical_path", "WhatIf"),  # bare table of AnalysisResult._repr_html_
+    ("workbench.analysis.critical_path", "CollectiveWaits"),
 )
 
 # the types whose plain-text display (a terminal IPython, the text/plain copy a notebook saves)
@@ -67,4 +73,7 @@ PLAIN_TEXT_BY_NAME: tuple[tuple[str, str], ...] = (
     ("workbench.analysis.attribution", "ModuleBreakdown"),
     ("workbench.analysis.attribution", "SourceBreakdown"),
     ("workbench.study.history", "History"),
+    ("workbench.analysis.critical_path", "CriticalPath"),
+    ("workbench.analysis.critical_path", "WhatIf"),
+    ("workbench.analysis.critical_path", "CollectiveWaits"),
 )

@@ -602,6 +602,23 @@ def syncs_html(trace: Any) -> str:
 
 
 @_where_available
+def critical_path_html(trace: Trace) -> str:
+    """The first step's critical path (the whole trace where it marks no ProfilerStep), drawn by
+    ``workbench.render.critical_path``: what bounds it, the bound-by bar, the longest edges; for a folder
+    of rank files, the first rank's (``trace.critical_path(rank=r)`` for another)."""
+    from workbench import render
+    from workbench.errors import WorkbenchError
+
+    try:
+        try:
+            cp = trace.critical_path()
+        except WorkbenchError:  # no ProfilerStep annotation: the whole trace
+            cp = trace.critical_path(annotation="")
+    except WorkbenchError as exc:
+        return _note(f"no critical path: {exc}")
+    return render.html(cp)
+
+
 def steps_html(trace: Any) -> str:
     s = trace.step_breakdown()
     if s.table.empty:
