@@ -147,11 +147,12 @@ class Fix:
         """The fix applied to ``fn``: a ``Variant`` named ``name`` (default: the fix's name) that says
         which fix it is, where it was applied and its numerical class (``variant.options["fix"]``)."""
         from workbench.fixes.context import FixContext
+        from workbench.fixes.guard import guarded_transform
         from workbench.variants.spec import Variant
 
         context = context if context is not None else FixContext.from_callable(fn)
         label = name or self.name
-        built = self.transform(fn, context, label)
+        built = guarded_transform(self, fn, context, label)  # a transform that changes the model in place is undone
         if not isinstance(built, Variant):
             raise InvalidArgumentError(
                 f"fix {self.name!r}: its transform returned {type(built).__name__}, not a wb.variants.Variant"

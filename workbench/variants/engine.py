@@ -321,7 +321,7 @@ def prepare(variants: Mapping[str, Any], baseline: str | None) -> tuple[list[Liv
     built: dict[str, Variant] = {}
     for name, obj in variants.items():
         if isinstance(obj, str):
-            built[name] = registry.build(obj, base_variant.fn, name=name)
+            built[name] = _built_from_catalog(obj, base_variant.fn, name)
         else:
             built[name] = base_variant if name == base_name else as_variant(name, obj)
     lives = [Live(built[base_name])] + [Live(v) for n, v in built.items() if n != base_name]
@@ -335,6 +335,25 @@ def prepare(variants: Mapping[str, Any], baseline: str | None) -> tuple[list[Liv
             f"choose a baseline that runs on this machine"
         )
     return lives, lives[0]
+
+
+def _built_from_catalog(fix_name: str, fn: Callable[..., Any], name: str) -> Variant:
+    """The catalog's fix ``fix_name`` of the baseline's function; a fix that cannot be built from this code
+    (a model it cannot copy or trace, a transform that failed or changed the model in place) is a row that
+    never runs, with the reason: the rest of the comparison goes on. An unknown name is the caller's error."""
+    from workbench.errors import RegistryError
+    from workbench.fixes.listing import not_applicable_variant
+
+    try:
+        return registry.build(fix_name, fn, name=name)
+    except RegistryError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the fix's own failure goes into its row
+        made = not_applicable_variant(
+            registry.get(fix_name), fn, f"it could not be built from this code: {type(exc).__name__}: {exc}", ""
+        )
+        made.name = name
+        return made
 
 
 def input_factory(inputs: Any) -> tuple[Callable[[], tuple[Any, ...]], bool]:
