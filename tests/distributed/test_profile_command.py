@@ -78,6 +78,13 @@ def test_planted_straggler_is_named_by_analyze(tmp_path):
     assert "CPU idle" in imbalance[0]["observed"]  # the planted work is Python outside any op: the host is late
     stragglers = result["analyses"]["stragglers"]
     assert stragglers["stragglers"] == [0]
+    # issue 25: the straggler leads, and no stake is taken from the fast rank's waits in its collectives
+    first = result["hypotheses"][0]
+    assert first["category"] == "load_imbalance", [h["title"] for h in result["hypotheses"]]
+    on_fast_rank = [
+        h for h in result["hypotheses"] if h["category"] in ("host_bound", "launch_overhead") and "1" in h["scope"]
+    ]
+    assert not on_fast_rank, [(h["title"], h["scope"]) for h in on_fast_rank]
 
 
 @pytest.mark.timeout(60)

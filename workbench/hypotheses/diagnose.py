@@ -294,7 +294,41 @@ def combine_ranks(
     for note in cross_notes:
         notes.setdefault((note.rule, note.reason), note)
     folded = fold_ranks(found, ranks) + list(cross)
-    return Diagnosis(tuple(rank(folded)), tuple(notes.values()), f"{len(ranks)} ranks")
+    return Diagnosis(tuple(_stragglers_lead(rank(folded))), tuple(notes.values()), f"{len(ranks)} ranks")
+
+
+# the per-rank findings that a straggler's lateness explains: its own host work is why the others wait
+EXPLAINED_BY_STRAGGLER = ("host_bound", "launch_overhead")
+
+
+def _stragglers_lead(ranked: list[Hypothesis]) -> list[Hypothesis]:
+    """A straggler finding (the others wait for ranks R) leads the per-rank host findings confined to R: the
+    job is held back by R, and R's host work is the reason (said in those findings' confounders)."""
+    from dataclasses import replace as _replace
+
+    from workbench.hypotheses.fold_ranks import scope_ranks
+
+    out = list(ranked)
+    for s in [h for h in ranked if h.rule in CROSS_RANK_RULES]:
+        slow = set(scope_ranks(s.scope))
+        if not slow:
+            continue
+        explained = [
+            h
+            for h in out
+            if h.category in EXPLAINED_BY_STRAGGLER and scope_ranks(h.scope) and set(scope_ranks(h.scope)) <= slow
+        ]
+        if not explained:
+            continue
+        first = min(out.index(h) for h in explained)
+        if out.index(s) < first:
+            continue
+        out.remove(s)
+        out.insert(first, s)
+        for h in explained:
+            note = f"rank(s) {', '.join(map(str, sorted(slow)))} are the straggler(s) the others wait for: this is why"
+            out[out.index(h)] = _replace(h, confounders=tuple(h.confounders) + (note,))
+    return out
 
 
 def _diagnose_run(run: "RunRecord") -> Diagnosis:

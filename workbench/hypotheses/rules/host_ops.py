@@ -301,6 +301,13 @@ def cpu_host_gaps(f: TraceFacts, limits):
     in_gc = covered_within(starts, starts + long_gaps["gap_us"].to_numpy(dtype=float), gc_spans(f))
     gc_us = float(in_gc.sum())
     long_gaps = long_gaps.assign(gap_us=long_gaps["gap_us"] - in_gc)
+    # a gap while a collective runs (gloo's gloo:all_reduce on its worker thread after c10d::allreduce_ was
+    # enqueued) is this rank waiting for the others, not host work of its program: the straggler rule
+    # (rules/distributed.py) judges whom it waits for
+    starts = long_gaps["gap_start_us"].to_numpy(dtype=float)
+    in_comm = covered_within(starts, starts + long_gaps["gap_us"].to_numpy(dtype=float), collective_spans(f))
+    comm_us = float(in_comm.sum())
+    long_gaps = long_gaps.assign(gap_us=long_gaps["gap_us"] - in_comm)
     long_gaps = long_gaps[long_gaps["gap_us"] >= limits["long_gap_us"]]
     share = pct(long_gaps["gap_us"].sum(), total)
     if long_gaps.empty or share < limits["min_share_pct"]:
@@ -339,11 +346,40 @@ def cpu_host_gaps(f: TraceFacts, limits):
             (f"{gc_us / 1e3:.2f} ms of gaps in which gc.collect() ran are left out (garbage collection pauses)",)
             if gc_us
             else ()
+        )
+        + (
+            (f"{comm_us / 1e3:.2f} ms of gaps while a collective ran are left out (waiting for the other ranks)",)
+            if comm_us
+            else ()
         ),
         confidence="high" if share > 60 else "medium",
         suggested_variants=(),
         scope="host thread",
     )
+
+
+def collective_spans(f: TraceFacts) -> tuple[np.ndarray, np.ndarray]:
+    """The disjoint spans (µs) in which a collective runs on the host, on any thread: the collective CPU ops
+    (``c10d::allreduce_``) and annotations (``gloo:all_reduce``, ``nccl:all_reduce``); empty without any."""
+    import workbench.trace.classify as classify
+
+    parts_lo, parts_hi = [], []
+    ann = f.annotations
+    if ann is not None and len(ann):
+        names = ann["name"].astype(str)
+        cpu_side = (ann["kind"].astype(str) != "gpu_user").to_numpy() if "kind" in ann.columns else True
+        hit = ann[names.map(classify.is_collective).to_numpy(bool) & cpu_side]
+        parts_lo.append(hit["ts_us"].to_numpy(dtype=float))
+        parts_hi.append((hit["ts_us"] + hit["dur_us"]).to_numpy(dtype=float))
+    ops = f.cpu_ops
+    if ops is not None and len(ops):
+        kinds = classify.host_activity_types(pd.Categorical(ops["name"].astype(str)))
+        hit = ops[np.asarray(kinds) == "communication"]
+        parts_lo.append(hit["ts_us"].to_numpy(dtype=float))
+        parts_hi.append(hit["end_us"].to_numpy(dtype=float))
+    if not parts_lo:
+        return np.zeros(0), np.zeros(0)
+    return union(np.concatenate(parts_lo), np.concatenate(parts_hi))
 
 
 def _steady_share(long_gaps: pd.DataFrame, wins: list[tuple[float, float]]) -> float | None:
