@@ -4,6 +4,7 @@ load_imbalance rule work on CPU-only traces. Built traces (no processes): exact 
 from __future__ import annotations
 
 import json
+import re
 import warnings
 
 import pandas as pd
@@ -142,3 +143,17 @@ def test_summary_json_is_not_a_rank_file_and_an_incomplete_run_warns(tmp_path):
     (tmp_path / "summary.json").write_text(json.dumps({"complete": False, "reason": "rank 1 failed (exit code 1)"}))
     with pytest.warns(TraceWarning, match=r"incomplete profiled run \(rank 1 failed \(exit code 1\)\)"):
         wb.load_trace(str(tmp_path), cache=False)
+
+
+def test_collective_waits_name_the_late_rank_and_what_its_host_did(tmp_path):
+    # issue 27: on a CPU-only (gloo) job the waiting rank's collectives wait on rank 1, whose host spent the
+    # time before each collective outside any op (Python: it issues its work late)
+    trace = _job(tmp_path, {0: 100.0, 1: 30_000.0})
+    cw = trace.collective_waits(annotation="")
+    assert len(cw.table) == 5 and set(cw.table["waits_on"]) == {1}
+    later = cw.table.iloc[1:]
+    assert (later["wait_us"] > 29_000).all()
+    outside = [float(re.search(r"([\d.]+) ms outside any op", w).group(1)) for w in later["waits_for"]]
+    assert all(o > 29.0 for o in outside), list(later["waits_for"])
+    text = wb.render.text(cw)
+    assert "rank 1" in text and "outside any op" in text

@@ -1410,12 +1410,15 @@ def collective_waits(
     graphs = path_graphs(trace, annotation, instance, semantics)
     paths = {r: g.path for r, g in graphs.items()}
     per_rank = {}
+    host_side: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for r, g in graphs.items():
         gr = g._graph
         comm = np.flatnonzero((gr.ev_source == _SRC_GPU) & (gr.ev_kind == _K["communication"]))
         comm = comm[np.argsort(gr.ev_ts[comm], kind="stable")]
         on_path = set(paths[r].table.loc[paths[r].table["kind"] == "communication", "row"].tolist())
         per_rank[r] = [(float(gr.ev_ts[e]), str(gr.ev_name[e]), int(gr.ev_row[e]) in on_path) for e in comm]
+        if not per_rank[r]:  # a CPU-only job (gloo): its collectives are host ops (c10d::allreduce_)
+            per_rank[r], host_side[r] = _host_collectives(trace, r, paths[r])
     notes = []
     counts = {r: len(v) for r, v in per_rank.items() if v}
     if len(set(counts.values())) > 1:
@@ -1423,22 +1426,67 @@ def collective_waits(
             f"ranks hold different numbers of collectives in the step ({counts}): matched by order up to the fewest"
         )
     n = min(counts.values()) if counts else 0
+    # each rank's times count from its own origin: compared across ranks on the one clock of the files
+    origins = {r: int(trace.meta.origins_ns.get(r, 0) or 0) for r in counts}
+    base = min(origins.values(), default=0)
+    shift = {r: (origins[r] - base) / 1000.0 for r in counts}
     rows = []
     for i in range(n):
         starts = {r: per_rank[r][i] for r in counts}
-        last = max(starts, key=lambda r: starts[r][0])
-        first = min(v[0] for v in starts.values())
+        last = max(starts, key=lambda r: starts[r][0] + shift[r])
+        first = min(v[0] + shift[r] for r, v in starts.items())
+        previous = per_rank[last][i - 1][0] if i else paths[last].window_start_us
         rows.append(
             {
                 "index": i,
                 "name": starts[last][1],
                 "n_ranks": len(starts),
                 "waits_on": int(last),
-                "wait_us": starts[last][0] - first,
+                "wait_us": starts[last][0] + shift[last] - first,
                 "on_path_ranks": ",".join(str(r) for r in sorted(starts) if starts[r][2]),
+                "waits_for": _work_before(host_side.get(last), previous, starts[last][0]),
             }
         )
     if len(counts) < 2:
         notes.append("fewer than two ranks with collectives in the step: nothing to match")
-    table = pd.DataFrame(rows, columns=["index", "name", "n_ranks", "waits_on", "wait_us", "on_path_ranks"])
+    table = pd.DataFrame(
+        rows, columns=["index", "name", "n_ranks", "waits_on", "wait_us", "on_path_ranks", "waits_for"]
+    )
     return CollectiveWaits(table=table, paths=paths, notes=tuple(notes))
+
+
+def _host_collectives(trace, rank: int, path: CriticalPath) -> tuple[list, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """A CPU-only rank's collectives in the window (its top-level collective ops: ``c10d::allreduce_``), as
+    (start, name, on the rank's path), and its top-level ops (start, end, name) for what it did before each."""
+    import workbench.trace.classify as classify
+
+    ops = trace.cpu_ops
+    ops = ops[(ops["rank"] == rank) & (ops["ts_us"] >= path.window_start_us) & (ops["ts_us"] < path.window_end_us)]
+    if "depth" in ops.columns:
+        ops = ops[ops["depth"] == 0]
+    ops = ops.sort_values("ts_us", kind="stable")
+    names = ops["name"].astype(str)
+    comm = ops[np.asarray(classify.host_activity_types(pd.Categorical(names))) == "communication"]
+    on_path = set(path.table.loc[path.table["source"] == "cpu_op", "row"].tolist()) if len(path.table) else set()
+    found = [(float(r.ts_us), str(r.name), int(i) in on_path) for i, r in zip(comm.index, comm.itertuples())]
+    work = (ops["ts_us"].to_numpy(float), ops["end_us"].to_numpy(float), names.to_numpy())
+    return found, work
+
+
+def _work_before(work: tuple[np.ndarray, np.ndarray, np.ndarray] | None, lo: float, hi: float) -> str:
+    """What the rank waited on did between its previous collective and this one: time in ops (the longest
+    named) and time outside any op (Python, data loading: the host issuing its work late); "" on a GPU rank."""
+    if work is None or hi <= lo:
+        return ""
+    starts, ends, names = work
+    inside = (ends > lo) & (starts < hi)
+    s, e = np.clip(starts[inside], lo, hi), np.clip(ends[inside], lo, hi)
+    from workbench.analysis.intervals import union_length
+
+    busy = union_length(s, e) if len(s) else 0.0
+    idle = (hi - lo) - busy
+    top = ""
+    if len(s):
+        k = int(np.argmax(e - s))
+        top = f" (longest {names[inside][k]}, {(e[k] - s[k]) / 1e3:.3f} ms)"
+    return f"host: {busy / 1e3:.3f} ms in ops{top}, {idle / 1e3:.3f} ms outside any op"

@@ -200,10 +200,18 @@ def _waits(cw: CollectiveWaits, limit: int) -> tuple[list[str], list[list[Cell |
             f"rank {int(r['waits_on'])}",
             _ms(r["wait_us"]),
             str(r.get("on_path_ranks", "")),
+            str(r.get("waits_for", "") or ""),
         ]
         for _, r in t.iterrows()
     ]
-    return ["collective", "kernel", "the others wait on", "wait", "on the path of ranks"], rows
+    return [
+        "collective",
+        "name",
+        "the others wait on",
+        "wait",
+        "on the path of ranks",
+        "what that rank did before",
+    ], rows
 
 
 def _waits_line(cw: CollectiveWaits) -> str:
