@@ -37,7 +37,7 @@ class Attention(nn.Module):
     def __init__(self, d, h):
         super().__init__()
         self.h = h
-        self.qkv = nn.Linear(d, 3 * d, bias=False)
+        self.qkv = nn.Linear(d, 3 * d)
         self.proj = nn.Linear(d, d)
 
     def forward(self, x):

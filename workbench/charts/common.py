@@ -78,9 +78,9 @@ def message_chart(message: str, *, title: str = "", width: int = 420) -> altair.
     import altair as alt
 
     data = pd.DataFrame({"message": [message]})
+    chart = alt.Chart(data, title=title) if title else alt.Chart(data)  # title=None fails when the chart is saved
     return (
-        alt.Chart(data, title=title or None)
-        .mark_text(align="left", baseline="middle", fontSize=13, color="#555")
+        chart.mark_text(align="left", baseline="middle", fontSize=13, color="#555")
         .encode(text="message:N", x=alt.value(4), y=alt.value(12))
         .properties(width=width, height=24, usermeta={"workbench_empty": message})
     )

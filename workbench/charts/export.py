@@ -2,7 +2,9 @@
 
 ``save_charts(result, folder)`` takes what a notebook displays (a ``ProfileRun``, a ``Trace``, a
 variant ``Comparison``) or a list of charts, draws the same charts the notebook shows, and
-writes one file per chart and format, named ``NN-<title>.<format>`` in display order.
+writes one file per chart and format, named ``NN-<title>.<format>`` in display order. A run or trace with
+allocator events (a non-empty ``memory`` table) gets the memory chart too (``workbench.charts.memory``, the
+chart the notebook's memory section shows), after the others, as ``NN-memory.<format>``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from workbench.charts.safe_names import xml_safe  # noqa: F401 - every export cl
 from workbench.errors import InvalidArgumentError
 
 FORMATS = ("svg", "png", "html", "json")
+MEMORY_CHART = "memory"  # the memory chart's usermeta ``workbench_chart`` and file stem
 
 
 def result_charts(result: Any, *, timeline: bool = True) -> list[Any]:
@@ -32,6 +35,30 @@ def result_charts(result: Any, *, timeline: bool = True) -> list[Any]:
     raise InvalidArgumentError(
         f"save_charts takes a ProfileRun, a Trace, a Comparison or a list of charts; got {type(result).__name__}"
     )
+
+
+def memory_charts(result: Any) -> list[Any]:
+    """The memory chart of a ProfileRun's trace or of a Trace with allocator events; [] for anything else."""
+    from workbench.charts.common import guarded_chart
+
+    if hasattr(result, "decision") and hasattr(result, "results"):  # a Comparison: timings only
+        return []
+    if hasattr(result, "timing") and hasattr(result, "trace"):
+        result = result.trace
+    if result is None or isinstance(result, (list, tuple)) or not hasattr(result, "op_breakdown"):
+        return []
+    events = getattr(result, "memory", None)
+    if events is None or not len(events):
+        return []
+
+    def build() -> Any:
+        from workbench.charts.memory import memory_chart
+
+        return memory_chart(result)
+
+    chart = guarded_chart(build, "Memory")
+    meta = getattr(chart, "usermeta", None)  # a chart saying why it cannot draw keeps its own usermeta too
+    return [chart.properties(usermeta={**(meta if isinstance(meta, dict) else {}), "workbench_chart": MEMORY_CHART})]
 
 
 def chart_title(spec: dict[str, Any]) -> str:
@@ -76,8 +103,12 @@ def save_charts(
         raise InvalidArgumentError(f"cannot write charts into {str(folder)!r}: it is a file; give a folder")
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
-    for i, chart in enumerate(result_charts(result, timeline=timeline), start=1):
+    shown = result_charts(result, timeline=timeline)
+    for i, chart in enumerate(shown, start=1):
         stem = f"{i:02d}-{slug(chart_title(chart_spec(chart)))}"
         for fmt in wanted:
             paths.append(save(chart, folder / f"{stem}.{fmt}", scale=scale))
+    for i, chart in enumerate(memory_charts(result), start=len(shown) + 1):  # its vconcat has no title: named
+        for fmt in wanted:
+            paths.append(save(chart, folder / f"{i:02d}-{MEMORY_CHART}.{fmt}", scale=scale))
     return paths

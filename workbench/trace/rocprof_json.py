@@ -9,6 +9,12 @@ buffer_records, ...}, ... ]}``, one entry per profiled process. What is read:
 - ``buffer_records.hip_api``: HIP API calls, named from ``strings.buffer_records[kind].operations``, linked to
   their dispatches and copies by the internal correlation id;
 - ``buffer_records.memory_copy``: copies with their direction and bytes;
+- ``buffer_records.marker_api``: roctx ranges, named from ``strings.marker_api`` (``{key: correlation id,
+  value: message}``), become annotations (``ProfilerStep#N`` and "step N" ranges are steps). rocprofv3 writes
+  one record per closed range (``roctxRangePushA`` / ``roctxThreadRangeA`` / ``roctxRangeStartA`` ...:
+  start = push, end = pop); a file that holds the calls themselves (``roctxRangePop`` records) is paired
+  push -> pop per thread, a pop with no open push is named in a warning and ignored, the rest kept.
+  ``roctxMarkA`` instants, control and naming calls are counted in a note, not read;
 - ``agents``: device properties (product name, compute units, wave front size, clocks).
 
 One rank per process entry. A file whose layout is not this one (another tool version) is refused,
@@ -27,6 +33,7 @@ import numpy as np
 from workbench.errors import TraceFormatError
 from workbench.trace.data import TraceData
 from workbench.trace.imported import build_trace, strings
+from workbench.trace.nsys_sqlite import _STEP, _mark_steps
 from workbench.trace.paths import open_checked, shown
 
 FORMAT = "rocprofv3-json"
@@ -42,6 +49,16 @@ _COPY = {
     "MEMORY_COPY_HOST_TO_HOST": "HtoH",
 }
 _ENDS = {"HtoD": ("Host", "Device"), "DtoH": ("Device", "Host"), "DtoD": ("Device", "Device"), "HtoH": ("Host", "Host")}
+# roctx operations (strings.buffer_records[kind].operations) whose record is one closed range: rocprofv3
+# writes a push/pop pair as one roctxRangePushA record (start at the push, end at the pop), rocprofiler-sdk
+# 1.x as roctxThreadRangeA (MARKER_CORE_RANGE_API); roctxRangeStartA/Stop and process ranges likewise
+_RANGE_OPS = frozenset({"roctxRangePushA", "roctxThreadRangeA", "roctxProcessRangeA", "roctxRangeStartA"})
+_PUSH = "roctxRangePushA"
+_POP = "roctxRangePop"
+_START = "roctxRangeStartA"
+_STOP = "roctxRangeStop"
+_MARK = "roctxMarkA"
+_NAMED = 3  # ranges named at most in one warning
 
 
 def _read_bytes(path: str) -> bytes:
@@ -89,6 +106,7 @@ class _Reader:
         self.warnings: list[str] = []
         self.notes: list[str] = []
         self.fidelity: dict[str, str] = {}
+        self.marker_records = 0  # roctx records in the file (read or not)
 
     def check_layout(self, i: int, entry: object) -> None:
         if not isinstance(entry, dict):
@@ -144,7 +162,7 @@ class _Reader:
         }
         self.describe_fidelity(columns)
         version = self.version()
-        return build_trace(
+        data = build_trace(
             self.path,
             f"{FORMAT} {version}",
             columns,
@@ -157,6 +175,8 @@ class _Reader:
             warnings_=self.warnings,
             notes=self.notes,
         )
+        _mark_steps(data)  # "step N" ranges too, as for NVTX (ProfilerStep#N is marked by the assembly)
+        return data
 
     def version(self) -> str:
         meta = self.entries[0].get("metadata") or {}
@@ -266,20 +286,116 @@ class _Reader:
                 continue
             for key, value in row.items():
                 calls.setdefault(key, []).append(value)
+        skipped += self.markers(rank, pid, entry, records.get("marker_api") or [], operations, raw)
         if skipped:
             self.warnings.append(
                 f"{shown(self.path)}: entry #{rank}: {skipped} record(s) of an unknown layout were "
                 "skipped (the others were read)"
             )
-        unread = [
-            key for key, value in records.items() if value and key not in ("kernel_dispatch", "memory_copy", "hip_api")
-        ]
+        read = ("kernel_dispatch", "memory_copy", "hip_api", "marker_api")
+        unread = [key for key, value in records.items() if value and key not in read]
         if unread:
             self.notes.append(
                 f"{shown(self.path)}: entry #{rank}: records not read by this reader: "
                 + ", ".join(f"{key} ({len(records[key]):,})" for key in unread)
             )
-        self.has_markers = bool(records.get("marker_api"))
+
+    def markers(self, rank: int, pid: str, entry: dict, records: list, operations: list, raw: dict) -> int:
+        """The entry's roctx ranges -> ``raw["annotations"]``; the number of records of an unknown layout."""
+        if not isinstance(records, list) or not records:
+            return 0
+        self.marker_records += len(records)
+        messages = _marker_messages(entry.get("strings") or {})
+        parsed, bad = [], 0
+        for i, r in enumerate(records):
+            try:
+                start, end = int(r["start_timestamp"]), int(r["end_timestamp"])
+                head = (start, i, _name(operations, r["kind"], r["operation"]), str(r.get("thread_id", "")), end)
+                parsed.append((*head, int(r["correlation_id"]["internal"])))
+            except (KeyError, TypeError, ValueError):
+                bad += 1
+        # threads whose records are the calls themselves (a pop record): their pushes pair with their pops
+        popping = {p[3] for p in parsed if p[2] == _POP}
+        stopping = any(p[2] == _STOP for p in parsed)  # Start/Stop calls: the records carry no range id
+        ranges: list[tuple[int, str, int, int, int]] = []  # (record index, thread, start ns, end ns, correlation)
+        stacks: dict[str, list[tuple[int, int, int]]] = {}
+        unmatched: list[tuple[str, int]] = []
+        backwards: list[tuple[str, int]] = []
+        unpaired, marks = 0, 0
+        others: dict[str, int] = {}
+        for start, i, op, tid, end, corr in sorted(parsed):  # by time: a thread's pushes and pops in order
+            if op == _PUSH and tid in popping:
+                stacks.setdefault(tid, []).append((i, start, corr))
+            elif op == _POP:
+                stack = stacks.get(tid)
+                if not stack:
+                    unmatched.append((tid, start))
+                    continue
+                j, begin, c = stack.pop()
+                ranges.append((j, tid, begin, max(end, begin), c))
+            elif op in (_START, _STOP) and stopping:
+                unpaired += 1
+            elif op in _RANGE_OPS:
+                if end < start:
+                    backwards.append((tid, start))
+                    continue
+                ranges.append((i, tid, start, end, corr))
+            elif op == _MARK:
+                marks += 1
+            else:
+                others[op] = others.get(op, 0) + 1
+        where = f"{shown(self.path)}: entry #{rank}"
+        if unmatched:
+            self.warnings.append(
+                f"{where}: {len(unmatched)} roctxRangePop with no open roctxRangePushA on its thread ("
+                + ", ".join(f"thread {t} at {ts} ns" for t, ts in unmatched[:_NAMED])
+                + (", ..." if len(unmatched) > _NAMED else "")
+                + "): ignored; the other ranges were read"
+            )
+        open_ = [(t, s, c) for t, stack in stacks.items() for _, s, c in stack]
+        if open_:
+            self.warnings.append(
+                f"{where}: {len(open_)} roctxRangePushA never popped ("
+                + ", ".join(f"{messages.get(c, '(unnamed)')!r} on thread {t} at {s} ns" for t, s, c in open_[:_NAMED])
+                + (", ..." if len(open_) > _NAMED else "")
+                + "): dropped (no end); the other ranges were read"
+            )
+        if backwards:
+            self.warnings.append(
+                f"{where}: {len(backwards)} roctx range(s) ending before they start ("
+                + ", ".join(f"thread {t} at {ts} ns" for t, ts in backwards[:_NAMED])
+                + "): dropped; the other ranges were read"
+            )
+        unnamed = sum(1 for *_, c in ranges if c not in messages)
+        if unnamed:
+            self.warnings.append(
+                f"{where}: {unnamed} roctx range(s) whose message is not in strings.marker_api: named "
+                "'(unnamed roctx range)'"
+            )
+        skipped = [f"{marks:,} roctxMarkA instant marker(s)"] if marks else []
+        if unpaired:
+            skipped.append(
+                f"{unpaired:,} roctxRangeStartA/roctxRangeStop call record(s) (they carry no range id to pair by)"
+            )
+        skipped += [f"{op} ({n:,})" for op, n in sorted(others.items())]
+        if skipped:
+            self.notes.append(f"{where}: roctx records not read (not ranges): " + ", ".join(skipped))
+        if ranges:
+            out = raw.setdefault("annotations", {})
+            for i, tid, begin, end, corr in sorted(ranges, key=lambda g: (g[2], g[0])):
+                row = {
+                    "rank": rank,
+                    "ts_ns": begin,
+                    "dur_ns": end - begin,
+                    "name": messages.get(corr, "(unnamed roctx range)"),
+                    "pid": pid,
+                    "tid": tid,
+                    "external_id": -1,
+                    "event_index": i,
+                }
+                for key, value in row.items():
+                    out.setdefault(key, []).append(value)
+        return bad
 
     def agents(self, entry: dict) -> tuple[dict, ...]:
         out = []
@@ -315,14 +431,33 @@ class _Reader:
                 "no HIP API records: a kernel's launch time is unknown, so idle time cannot "
                 "be split into host wait and kernel wait"
             )
-        f["annotations"] = (
-            "roctx marker ranges are not read by this reader"
-            if getattr(self, "has_markers", False)
-            else "the file has no roctx marker records (no step ranges)"
-        )
-        f["annotations.step"] = "no step ranges in rocprofv3 output"
+        names = [str(n) for n in columns.get("annotations", {}).get("name", ())]
+        if not names:
+            f["annotations"] = (
+                "the file's roctx records hold no closed range (only instant markers, control or naming calls, "
+                "or pops with no push): no annotations"
+                if self.marker_records
+                else "the file has no roctx marker records (record with rocprofv3 --marker-trace, the program "
+                "calling roctxRangePush/Pop): no annotations and no step ranges"
+            )
+        if not any(_STEP.match(n) for n in names):
+            f["annotations.step"] = "no step ranges (no roctx range named ProfilerStep#N or step N)"
         for column in ("blocks_per_sm", "warps_per_sm", "occupancy_pct"):
             f[f"kernels.{column}"] = "rocprofv3's kernel trace has no occupancy columns"
+
+
+def _marker_messages(table: dict) -> dict[int, str]:
+    """strings.marker_api: the roctx messages by correlation id (cereal writes a map as [{key, value}])."""
+    items = table.get("marker_api") or []
+    if isinstance(items, dict):
+        items = [{"key": k, "value": v} for k, v in items.items()]
+    out = {}
+    for item in items if isinstance(items, list) else ():
+        try:
+            out[int(item["key"])] = str(item["value"])
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
 
 
 def _operations(table: dict) -> list[tuple[str, list[str]]]:
