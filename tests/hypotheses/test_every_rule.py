@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.hypotheses.attention_float64_builders import attention_facts, float64_facts
 from tests.hypotheses.builders import (
     A100,
     calls_with_pauses,
@@ -346,6 +347,12 @@ class Case(NamedTuple):
 
 
 CASES: dict[str, Case] = {
+    "materialised_attention": Case(
+        lambda: attention_facts(20.0), lambda: attention_facts(4.0), "materialised_attention_pct", "min_share_pct"
+    ),
+    "float64_compute": Case(
+        lambda: float64_facts(30.0), lambda: float64_facts(8.0), "float64_share_pct", "min_share_pct"
+    ),
     "device_idle_host_wait": Case(lambda: _host_wait(10, 200), lambda: _host_wait(250, 60), "idle_pct", "min_idle_pct"),
     "kernels_shorter_than_launch": Case(
         lambda: _short_kernels(60), lambda: _short_kernels(45), "short_kernel_fraction", "min_short_fraction"

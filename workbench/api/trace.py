@@ -72,7 +72,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "copy_stats": ("kernels",),
     "sync_audit": ("runtime",),
     "stragglers": ("kernels",),
-    "step_breakdown": ("annotations", "annotations.step"),
+    "step_breakdown": ("annotations", "annotations.step", "kernels.launch_ts_us"),  # kernels counted by launch
     "module_breakdown": ("python_calls",),
     "source_breakdown": ("python_calls",),
 }

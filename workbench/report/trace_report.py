@@ -602,6 +602,7 @@ def syncs_html(trace: Any) -> str:
 
 
 @_where_available
+@_where_available
 def critical_path_html(trace: Trace) -> str:
     """The first step's critical path (the whole trace where it marks no ProfilerStep), drawn by
     ``workbench.render.critical_path``: what bounds it, the bound-by bar, the longest edges; for a folder
@@ -619,6 +620,7 @@ def critical_path_html(trace: Trace) -> str:
     return render.html(cp)
 
 
+@_where_available
 def steps_html(trace: Any) -> str:
     s = trace.step_breakdown()
     if s.table.empty:

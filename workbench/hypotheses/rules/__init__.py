@@ -2,9 +2,11 @@
 
 from workbench.hypotheses.rules import (  # noqa: F401
     allocation,
+    attention,
     device_idle,
     distributed,
     fill_copy,
+    float64,
     fresh_pages,
     gc_pauses,
     host_ops,
