@@ -65,6 +65,17 @@ def _training_cells() -> list[str]:
 TRAINING_CELLS = _training_cells()
 
 
+def _fixes_cells() -> list[str]:
+    """The same training step profiled, its applicable fixes listed (``run.fixes``), then two of them run
+    against the profiled cell with ``%gpuvariant --fix``: issue 24 as a user meets it."""
+    from tests.magics.training_cells import FAST, PROFILE, SETUP
+
+    return [SETUP, PROFILE, "_gpuprofile.fixes", f"%gpuvariant --fix sdpa_attention,fused_optimizer {FAST}"]
+
+
+FIXES_CELLS = _fixes_cells()
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -83,6 +94,7 @@ def _write_root(tmp: Path) -> Path:
     _write_notebook(tmp / "root" / "profile.ipynb", CELLS)
     _write_notebook(tmp / "root" / "live.ipynb", LIVE_CELLS)
     _write_notebook(tmp / "root" / "training.ipynb", TRAINING_CELLS)
+    _write_notebook(tmp / "root" / "fixes.ipynb", FIXES_CELLS)
     labconfig = tmp / "config" / "labconfig"
     labconfig.mkdir(parents=True)
     (labconfig / "page_config.json").write_text(json.dumps({"disabledExtensions": DISABLED_PLUGINS}))

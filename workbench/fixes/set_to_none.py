@@ -233,6 +233,21 @@ def _transform(fn, context, name):
     )
 
 
+def _reached_functions(fn) -> list:
+    """The user's functions a notebook cell's code refers to (``__workbench_reach__``: the names it reads)."""
+    import types
+
+    reach = getattr(fn, "__workbench_reach__", None)
+    if reach is None or isinstance(fn, types.FunctionType):
+        return []
+    try:
+        items = list(reach())
+    except Exception:  # noqa: BLE001 - a broken protocol reaches nothing
+        return []
+    values = [v for item in items for v in (item.values() if isinstance(item, dict) else (item,))]
+    return [v for v in values if isinstance(v, types.FunctionType)]
+
+
 def recognise(context):
     from workbench.fixes.registry import get
 
@@ -249,6 +264,27 @@ def recognise(context):
             NAME, f"zero_grad(set_to_none=False) is called in a lambda ({exc}): write it as a def to rewrite it", **kw
         )
     if not own:
+        reached = _reached_functions(context.fn)
+        if reached:  # a notebook cell: its code is no function, the functions it calls are
+            hits = []
+            for f in reached:
+                try:
+                    hits += _scan(f)[0]
+                except _InLambda:
+                    continue
+            if not hits:
+                return absent(
+                    NAME,
+                    "no zero_grad(set_to_none=False) or p.grad.zero_() in the functions the cell calls "
+                    "(zero_grad() sets None by default)",
+                )
+            return not_applicable(
+                NAME,
+                f"found in a function the cell calls ({', '.join(h.line for h in hits[:3])}): rewrite it there "
+                "(zero_grad(set_to_none=True)) and compare the two cells with %%gpuvariant",
+                tuple(Site(h.line, "line", h.what[:80]) for h in hits[:12]),
+                **kw,
+            )
         if hyps or context.optimizers:
             return not_applicable(NAME, "source not available: the callable's source cannot be read", **kw)
         if P.root_function(context.fn)[0] is None:
