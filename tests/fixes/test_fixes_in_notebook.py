@@ -24,6 +24,7 @@ pytest.importorskip("ipywidgets")
 
 from IPython.core.error import UsageError  # noqa: E402
 
+import workbench as wb  # noqa: E402
 import workbench.fixes as fixes  # noqa: E402
 from tests.study.conftest import FAKE, _timer, hypothesis, lab, workload_module  # noqa: E402,F401
 from workbench.variants.clock import FakeTimer  # noqa: E402
@@ -224,6 +225,9 @@ def test_the_panel_lists_the_runs_fixes_and_runs_a_chosen_subset(shell, profiled
     assert half.fix["reduced_precision"] and half.numerical_class == "reduced precision"
     assert panel.winner() in ("nb_same", "nb_half")
     assert f"wb.variants.build({panel.winner()!r}, step)" in panel.winner_code()
+    ns = {"wb": wb, "step": panel.fn}  # the inserted winner cell runs
+    exec(panel.winner_code(), ns)
+    assert ns["step_fast"]() is not None
 
 
 def test_a_panel_without_a_run_keeps_its_candidates():
