@@ -139,6 +139,43 @@ def _charts_html(cmp: Comparison) -> str:
     return comparison_html(cmp)
 
 
+def winner_diff(cmp: Comparison) -> Any:
+    """What changed between the baseline's profiled call and the record's variant's (``workbench.analysis.diff``:
+    kernels and ops matched by name and call-tree place), read from the traces the comparison kept; None where
+    there are none (``profile=False``, a comparison read back from a file), the record's variant is the baseline,
+    or it was rejected."""
+    import warnings
+
+    d = cmp.decision
+    paths = getattr(cmp, "trace_paths", None) or {}
+    if d.variant == cmp.baseline or d.decision == "reject" or d.variant not in paths or cmp.baseline not in paths:
+        return None
+    from workbench.analysis.diff import trace_diff
+    from workbench.trace import read_trace
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a one-call trace: what the loader would say is not the user's concern
+        a, b = read_trace(paths[cmp.baseline], cache=False), read_trace(paths[d.variant], cache=False)
+    return trace_diff(a, b, label_a=cmp.baseline, label_b=d.variant)
+
+
+def _diff_html(cmp: Comparison) -> str:
+    try:
+        found = winner_diff(cmp)
+    except Exception as exc:  # noqa: BLE001 - a diff that cannot be made must not hide the comparison
+        return (
+            f"<p class='wb-note'>no diff of the profiled calls: {html_text(type(exc).__name__)}: {html_text(exc)}</p>"
+        )
+    if found is None:
+        return ""
+    from workbench.render import diff as diff_render
+
+    return (
+        f"<h4>What changed in one profiled call: {html_text(cmp.decision.variant)} against "
+        f"{html_text(cmp.baseline)}</h4>" + diff_render.html(found, limit=8, chart=False)
+    )
+
+
 def html(cmp: Comparison, *, charts: bool = True, record: bool = True) -> str:
     d = cmp.decision
     verdict = _verdict(cmp)
@@ -148,6 +185,7 @@ def html(cmp: Comparison, *, charts: bool = True, record: bool = True) -> str:
         + f"<p>Decision: <code>{html_text(d.decision)}</code> for {html_text(d.variant)}: {html_text(d.reason)}</p>"
         + (f"<p><b>Hypothesis held against the measurement:</b> {html_text(verdict)}</p>" if verdict else "")
         + (_charts_html(cmp) if charts else "")
+        + _diff_html(cmp)
         + (decision_render.html(d) if record else "")
         + "</div>"
     )
@@ -165,6 +203,12 @@ def text(cmp: Comparison, *, record: bool = False, **_: Any) -> str:
     verdict = _verdict(cmp)
     if verdict:
         lines.append(plain(f"hypothesis held against the measurement: {verdict}"))
+    try:
+        found = winner_diff(cmp)
+    except Exception:  # noqa: BLE001 - the table and the decision stand
+        found = None
+    if found is not None:
+        lines.append(plain(f"what changed in one profiled call: {found.summary}"))
     if record:
         lines += ["", decision_render.text(d)]
     return "\n".join(lines)

@@ -398,7 +398,13 @@ def html(value: "StudyValue") -> str:
         return _study_html(value)
     if _is_baseline(value):
         return _baseline_html(value)
-    return STYLE + f"<div class='wb-study'>{_round_html(_summary_of(value))}</div>"
+    diff = ""
+    comparison = getattr(value, "comparison", None) if _kind(value) == "StudyRound" else None
+    if comparison is not None:  # a round run in this process: its variants' profiled calls were kept
+        from workbench.render.comparison import _diff_html
+
+        diff = _diff_html(comparison)
+    return STYLE + f"<div class='wb-study'>{_round_html(_summary_of(value))}{diff}</div>"
 
 
 def text(value: "StudyValue") -> str:

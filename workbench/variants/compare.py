@@ -192,6 +192,7 @@ def _compare(
         out.roofs.get("machine_gbps"),
         settings,
         working_set_copy_gbps=out.roofs.get("same_size_gbps"),
+        trace_paths=dict(out.trace_paths),
     )
 
 

@@ -12,6 +12,7 @@ finished, so that a KeyboardInterrupt can say so (``ComparisonInterrupted``).
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from typing import AbstractSet, Any, Callable, Mapping
 
@@ -103,6 +104,7 @@ class Outcome:
     state: str = ""  # how reached state was handled (settings["state"])
     reach: dict[str, Any] = field(default_factory=dict)  # what the variants reach, counted
     reduced: dict[str, Any] = field(default_factory=dict)  # variant -> the tolerance rows it was judged with
+    trace_paths: dict[str, str] = field(default_factory=dict)  # variant -> its profiled call's Chrome trace
 
 
 def run(
@@ -214,10 +216,11 @@ def _run(
         lives, base, timing_args, settings, notes, phases, say, train_paths=train_paths
     )
     phases.finish(f"timing ({summary['rounds']} rounds)")
-    footprints = {}
+    footprints: dict[str, dict[str, Any]] = {}
+    trace_paths: dict[str, str] = {}
     if settings.profile:
         phases.start("the profiled call of each variant")
-        footprints = _footprints(lives, timing_args, say)
+        footprints = _footprints(lives, timing_args, say, trace_paths)
         phases.finish("the profiled calls")
     speedups = _family(timed, base.name, settings)
     results = [
@@ -240,6 +243,7 @@ def _run(
         state=state,
         reach=tracker.reach.describe(),
         reduced=reduced,
+        trace_paths=trace_paths,
     )
 
 
@@ -624,16 +628,30 @@ def _apply_timing_failures(lives: list[Live], result: InterleavedResult, base: L
             lv.fail(*failure)
 
 
-def _footprints(lives: list[Live], args: tuple[Any, ...], say: Progress) -> dict[str, dict[str, Any]]:
+def _footprints(
+    lives: list[Live], args: tuple[Any, ...], say: Progress, trace_paths: dict[str, str] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Each runnable variant's profiled call; its Chrome trace is kept in a temporary file (``trace_paths``)."""
+    import tempfile
+
     out = {}
-    for lv in lives:
+    folder = tempfile.mkdtemp(prefix="workbench-variants-") if trace_paths is not None else None
+    if folder is not None:
+        import atexit
+        import shutil
+
+        atexit.register(shutil.rmtree, folder, True)  # the traces live as long as the process
+    for i, lv in enumerate(lives):
         if lv.runnable:
             say("profile", lv.name)
             if lv.tracker is not None:
                 lv.tracker.restore()
+            path = None if folder is None else os.path.join(folder, f"variant-{i}.pt.trace.json")
             try:
                 with StateGuard():
-                    out[lv.name] = profile_footprint(lv.variant.fn, clone_tensors(args))
+                    out[lv.name] = profile_footprint(lv.variant.fn, clone_tensors(args), trace_to=path)
+                if path is not None and trace_paths is not None and os.path.exists(path):
+                    trace_paths[lv.name] = path
             except KeyboardInterrupt:
                 raise
             except BaseException as exc:  # noqa: BLE001 - the variant's failure, in its row

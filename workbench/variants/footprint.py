@@ -35,8 +35,9 @@ SYNC_NAMES = (
 METRICS = ("op_count", "kernel_count", "launch_count", "sync_count", "alloc_count", "alloc_bytes", "peak_memory_bytes")
 
 
-def profile_footprint(fn: Callable[..., Any], args: tuple[Any, ...]) -> dict[str, Any]:
-    """Per-call counts from one profiled call (after the variant is warm)."""
+def profile_footprint(fn: Callable[..., Any], args: tuple[Any, ...], trace_to: str | None = None) -> dict[str, Any]:
+    """Per-call counts from one profiled call (after the variant is warm); ``trace_to``: a path the call's
+    Chrome trace is exported to (what the comparison's winner-against-baseline diff reads)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -54,6 +55,11 @@ def profile_footprint(fn: Callable[..., Any], args: tuple[Any, ...]) -> dict[str
         fn(*args)
         if on_cuda:
             torch.cuda.synchronize()
+    if trace_to is not None:
+        try:
+            prof.export_chrome_trace(trace_to)
+        except Exception:  # noqa: BLE001 - no trace kept: the diff is then not shown, the counts stand
+            pass
     fp = summarize_events(prof.events(), on_cuda)
     fp.update(summarize_memory(memory_records(prof, "CUDA" if on_cuda else "CPU")))
     if on_cuda:

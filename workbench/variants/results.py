@@ -129,6 +129,9 @@ class Comparison:
     copy_gbps: float | None = None  # large copy (256 MB moved): the DRAM-side roof
     settings: dict[str, Any] = field(default_factory=dict)
     working_set_copy_gbps: float | None = None  # a copy of the variants' working set: their roof
+    # variant -> the Chrome trace of its profiled call (a temporary file; not saved with the comparison):
+    # what ``workbench.render.comparison`` diffs the winner against the baseline from
+    trace_paths: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def table(self):
