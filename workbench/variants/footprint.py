@@ -35,6 +35,11 @@ SYNC_NAMES = (
 METRICS = ("op_count", "kernel_count", "launch_count", "sync_count", "alloc_count", "alloc_bytes", "peak_memory_bytes")
 
 
+# a profiled call with more events than this keeps no trace for the winner's diff (its JSON would be tens of
+# MB in a temporary folder for every comparison of the session)
+MAX_DIFF_EVENTS = 100_000
+
+
 def profile_footprint(fn: Callable[..., Any], args: tuple[Any, ...], trace_to: str | None = None) -> dict[str, Any]:
     """Per-call counts from one profiled call (after the variant is warm); ``trace_to``: a path the call's
     Chrome trace is exported to (what the comparison's winner-against-baseline diff reads)."""
@@ -55,12 +60,13 @@ def profile_footprint(fn: Callable[..., Any], args: tuple[Any, ...], trace_to: s
         fn(*args)
         if on_cuda:
             torch.cuda.synchronize()
-    if trace_to is not None:
+    events = prof.events()
+    if trace_to is not None and len(events) <= MAX_DIFF_EVENTS:
         try:
             prof.export_chrome_trace(trace_to)
         except Exception:  # noqa: BLE001 - no trace kept: the diff is then not shown, the counts stand
             pass
-    fp = summarize_events(prof.events(), on_cuda)
+    fp = summarize_events(events, on_cuda)
     fp.update(summarize_memory(memory_records(prof, "CUDA" if on_cuda else "CPU")))
     if on_cuda:
         fp["peak_memory_bytes"] = int(torch.cuda.max_memory_allocated() - base_mem)
