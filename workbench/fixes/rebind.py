@@ -33,30 +33,16 @@ import inspect
 import types
 from typing import Any, Callable
 
+import workbench.variants.reach as _reach
 from workbench.errors import InvalidArgumentError
 
 MAX_DEPTH = 8  # hops from fn the walk follows
 MAX_NODES = 20_000  # objects it looks at in all
 MAX_ITEMS = 2_000  # items of one container
 
-_LIBRARY_PREFIXES = (
-    "builtins",
-    "torch",
-    "numpy",
-    "pandas",
-    "typing",
-    "collections",
-    "functools",
-    "abc",
-    "IPython",
-    "ipykernel",
-    "traitlets",
-    "zmq",
-    "asyncio",
-    "threading",
-    "logging",
-    "workbench",
-)
+# the library modules the reach walk skips (workbench.variants.reach), and torch and workbench themselves:
+# their functions are never rebuilt
+_LIBRARY_PREFIXES = (*_reach._SKIP_MODULE_PREFIXES, "torch", "workbench")
 CHANGED = "changed: "  # the prefix of copy_state's notes that name a site it changed
 _ATOMS = (str, bytes, int, float, complex, bool, type(None), type, types.ModuleType, types.CodeType)
 
