@@ -41,3 +41,33 @@ def test_an_old_study_opens_and_its_baseline_callable_at_the_old_module_path_res
         fn, make_inputs = study._callables(base)
     assert fn is demo.workload and make_inputs is demo.make_inputs
     assert study.hypotheses is not None
+
+
+def test_a_run_pickled_when_profile_run_was_the_records_subclass_unpickles_holding_its_record() -> None:
+    """0.1's ProfileRun subclassed the capture RunRecord, so its pickle holds the fields themselves
+    (written at 82212e5: ``wb.profile(torch.mm, x, x, trace=False)``); it unpickles as today's run,
+    which holds a RunRecord."""
+    import pickle
+
+    from workbench.capture.run import RunRecord
+
+    old = pickle.loads((OLD / "profile_run_subclass_of_record.pkl").read_bytes())
+    assert type(old) is wb.ProfileRun and type(old.record) is RunRecord
+    assert old.name == "mm" and old.timing.n == 5 and old.cold_ms > 0 and old.trace is None
+    assert old.memory == dict(old.record.memory)  # the memory analyses over the record's facts
+    assert old.code is None and old.history is None
+    assert [h.rule for h in old.hypotheses] == [h.rule for h in wb.ProfileRun(old.record).hypotheses]
+
+
+def test_a_run_pickles_without_its_live_code_and_a_damaged_pickle_state_says_so() -> None:
+    import pickle
+
+    from workbench.errors import BundleError
+
+    old = pickle.loads((OLD / "profile_run_subclass_of_record.pkl").read_bytes())
+    live = wb.ProfileRun(old.record, code=lambda: None)  # a lambda cannot be pickled; it is not saved
+    again = pickle.loads(pickle.dumps(live))
+    assert again == live and again.code is None and again.timing == live.timing
+    damaged = wb.ProfileRun.__new__(wb.ProfileRun)
+    with pytest.raises(BundleError, match="lacks .*timing"):
+        damaged.__setstate__({"name": "mm"})

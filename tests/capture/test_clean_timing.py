@@ -113,9 +113,9 @@ def test_trace_stakes_are_per_clean_call_and_bounded_by_it(matmul_run):
     clean = matmul_run.timing
     step_ms = matmul_run.trace_step_mean_ms
     assert step_ms is not None and step_ms > 0, "the traced pass's calls are its ProfilerStep# spans"
-    same = dataclasses.replace(matmul_run, traced_timing=Measurement(clean.samples_ms))
+    same = matmul_run.replace(traced_timing=Measurement(clean.samples_ms))
     slow_samples = tuple(4 * max(s, step_ms) for s in clean.samples_ms)
-    slow = dataclasses.replace(matmul_run, traced_timing=Measurement(slow_samples))
+    slow = matmul_run.replace(traced_timing=Measurement(slow_samples))
     # the traced call's time is the larger of its timed median and its span in the trace
     assert same.trace_scale == pytest.approx(clean.median_ms / max(clean.median_ms, step_ms))
     assert slow.trace_scale == pytest.approx(clean.median_ms / statistics.median(slow_samples))
@@ -143,8 +143,8 @@ def test_per_call_op_times_never_add_up_past_the_clean_call(matmul_run):
     run-queue waits taken out (short) while the trace's spans kept them (long), the ops' per-call
     self times sum to at most one clean call."""
     clean = matmul_run.timing.median_ms
-    fast_traced = dataclasses.replace(
-        matmul_run, traced_timing=Measurement(tuple(s * 0.01 for s in matmul_run.traced_timing.samples_ms))
+    fast_traced = matmul_run.replace(
+        traced_timing=Measurement(tuple(s * 0.01 for s in matmul_run.traced_timing.samples_ms))
     )  # a traced median far too short
     for run in (matmul_run, fast_traced):
         table = run.per_call_ops(top=None)

@@ -34,14 +34,17 @@ def test_save_and_load_reparses_the_trace(matmul_run, tmp_path):
     assert len(loaded.trace.cpu_ops) == len(matmul_run.trace.cpu_ops)
 
 
-def test_the_face_run_is_the_capture_record_with_the_facade_trace(matmul_run, tmp_path):
+def test_the_face_run_holds_the_capture_record_and_the_facade_trace(matmul_run, tmp_path):
     from workbench.capture.run import RunRecord
     from workbench.trace import TraceData
 
-    assert isinstance(matmul_run, RunRecord) and type(matmul_run.trace) is wb.Trace
+    assert not isinstance(matmul_run, RunRecord) and type(matmul_run.record) is RunRecord
+    assert type(matmul_run.trace) is wb.Trace and type(matmul_run.record.trace) is TraceData
+    assert matmul_run.trace.cpu_ops is matmul_run.record.trace.cpu_ops  # one set of tables, two views
+    assert matmul_run.timing is matmul_run.record.timing and matmul_run.trace_scale == matmul_run.record.trace_scale
     assert matmul_run.environment["torch"]  # the face's profile attached the fingerprint
     folder = matmul_run.save(tmp_path / "bundle")
-    record = RunRecord.load(folder)  # one reader: the record's, which the face inherits
+    record = RunRecord.load(folder)  # the record's reader; the face adds the history
     assert type(record) is RunRecord and type(record.trace) is TraceData and not hasattr(record, "hypotheses")
     face = wb.ProfileRun.from_record(record)
     assert type(face.trace) is wb.Trace and face.timing == matmul_run.timing

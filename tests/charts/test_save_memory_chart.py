@@ -27,27 +27,29 @@ def trace():
 
 def _run(trace):
     from workbench.api.run import ProfileRun
-    from workbench.capture.run import CompileDiagnostics
+    from workbench.capture.run import CompileDiagnostics, RunRecord
     from workbench.measurement import Measurement
 
     samples = tuple(float(x) for x in np.linspace(1.0, 1.2, 10))
     return ProfileRun(
-        name="mlp",
-        timing=Measurement(samples_ms=samples, label="mlp"),
-        cold_ms=5.0,
-        warmup=2,
-        repeat=10,
-        device="cpu",
-        compile=CompileDiagnostics(),
-        environment={},
-        settings={},
-        memory={},
-        profiler_warmup="warmed",
-        created_at="2026-01-01T00:00:00+00:00",
-        trace_path=str(WITH_MEMORY),
-        trace_note="",
-        trace=trace,
-        trace_repeat=1,
+        RunRecord(
+            name="mlp",
+            timing=Measurement(samples_ms=samples, label="mlp"),
+            cold_ms=5.0,
+            warmup=2,
+            repeat=10,
+            device="cpu",
+            compile=CompileDiagnostics(),
+            environment={},
+            settings={},
+            memory={},
+            profiler_warmup="warmed",
+            created_at="2026-01-01T00:00:00+00:00",
+            trace_path=str(WITH_MEMORY),
+            trace_note="",
+            trace=trace,
+            trace_repeat=1,
+        )
     )
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from workbench.api.run import ProfileRun
 from workbench.capture.compile_diag import CompileDiagnostics
+from workbench.capture.run import RunRecord
 from workbench.hypotheses import Diagnosis
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.measurement import Measurement
@@ -82,23 +83,25 @@ def make_run(trace_path: Path | None, name: str = HOSTILE_RUN) -> ProfileRun:
     samples = tuple(float(2.0 * x) for x in np.exp(rng.normal(0, 0.01, 20)))
     traced = tuple(float(2.5 * x) for x in np.exp(rng.normal(0, 0.01, 3)))
     return ProfileRun(
-        name=name,
-        timing=Measurement(samples_ms=samples, label=name),
-        cold_ms=9.0,
-        warmup=2,
-        repeat=20,
-        device="cuda:0",
-        compile=CompileDiagnostics(),
-        environment={"torch": {"version": "<script>2.x"}, "seed": 0},
-        settings={"num_threads": 1},
-        memory={},
-        profiler_warmup="warmed",
-        created_at="2026-01-01T00:00:00+00:00",
-        trace_path=str(trace_path) if trace_path else None,
-        trace_note="" if trace_path else "trace off",
-        trace=read_trace(trace_path) if trace_path else None,
-        traced_timing=Measurement(samples_ms=traced, label="traced"),
-        trace_repeat=3 if trace_path else 0,
+        RunRecord(
+            name=name,
+            timing=Measurement(samples_ms=samples, label=name),
+            cold_ms=9.0,
+            warmup=2,
+            repeat=20,
+            device="cuda:0",
+            compile=CompileDiagnostics(),
+            environment={"torch": {"version": "<script>2.x"}, "seed": 0},
+            settings={"num_threads": 1},
+            memory={},
+            profiler_warmup="warmed",
+            created_at="2026-01-01T00:00:00+00:00",
+            trace_path=str(trace_path) if trace_path else None,
+            trace_note="" if trace_path else "trace off",
+            trace=read_trace(trace_path) if trace_path else None,
+            traced_timing=Measurement(samples_ms=traced, label="traced"),
+            trace_repeat=3 if trace_path else 0,
+        )
     )
 
 

@@ -14,6 +14,7 @@ torch = pytest.importorskip("torch")
 
 from workbench.api.run import ProfileRun  # noqa: E402
 from workbench.capture.compile_diag import CompileDiagnostics  # noqa: E402
+from workbench.capture.run import RunRecord  # noqa: E402
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis  # noqa: E402
 from workbench.measurement import Measurement  # noqa: E402
 from workbench.study import identity, measure  # noqa: E402
@@ -64,20 +65,22 @@ def recorded_run(name, median_ms=2.0, n=20, seed=0):
     rng = np.random.default_rng(seed)
     samples = tuple(float(median_ms * x) for x in np.exp(rng.normal(0, 0.02, n)))
     return ProfileRun(
-        name=name,
-        timing=Measurement(samples_ms=samples, label=name),
-        cold_ms=median_ms * 3,
-        warmup=1,
-        repeat=n,
-        device="cpu",
-        compile=CompileDiagnostics(),
-        environment=dict(ENVIRONMENT),
-        settings={"num_threads": 1, "grad_enabled": True},
-        memory={},
-        profiler_warmup="recorded",
-        trace_path=None,
-        trace_note="trace off (recorded)",
-        created_at="2026-01-01T00:00:00+00:00",
+        RunRecord(
+            name=name,
+            timing=Measurement(samples_ms=samples, label=name),
+            cold_ms=median_ms * 3,
+            warmup=1,
+            repeat=n,
+            device="cpu",
+            compile=CompileDiagnostics(),
+            environment=dict(ENVIRONMENT),
+            settings={"num_threads": 1, "grad_enabled": True},
+            memory={},
+            profiler_warmup="recorded",
+            trace_path=None,
+            trace_note="trace off (recorded)",
+            created_at="2026-01-01T00:00:00+00:00",
+        )
     )
 
 

@@ -61,7 +61,7 @@ def profile(
         ``workbench.devices``).
     """
     __tracebackhide__ = True
-    run = capture_profile.profile(
+    record = capture_profile.profile(
         fn,
         *args,
         warmup=warmup,
@@ -74,11 +74,10 @@ def profile(
         trace_repeat=trace_repeat,
         expected_calls=expected_calls,
         memory=memory,
-        record_type=ProfileRun,
         environment=environment_fingerprint(),
         **kwargs,
     )
-    run.code, run.code_args = fn, (args, dict(kwargs))  # live, for run.fixes (never saved)
+    run = ProfileRun(record, code=fn, code_args=(args, dict(kwargs)))  # the live code, for run.fixes (never saved)
     if history:  # the callable's history (study.history.record_profile); never fails the profile
-        run.history = record_profile(run, callable_source(fn))
+        run.history = record_profile(run.record, callable_source(fn))
     return run

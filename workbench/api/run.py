@@ -13,20 +13,26 @@ profiles), the per-call op and kernel tables, charts, and its renderings (``work
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 import pandas as pd
 
 from workbench import render
 from workbench.analysis.attribution import Attribution, attribution
 from workbench.api.trace import Trace
+from workbench.capture.bundle import read_bundle, save_bundle
+from workbench.capture.compile_diag import CompileDiagnostics
+from workbench.capture.health import ProfileHealth
 from workbench.capture.run import RunRecord
+from workbench.errors import BundleError
 from workbench.fixes import FixList
 from workbench.fixes import for_run as fixes_for_run
 from workbench.hypotheses import HypothesisList, diagnose
+from workbench.measurement import Measurement
 from workbench.study.history import History
 from workbench.trace import TraceData
 
@@ -35,40 +41,143 @@ if TYPE_CHECKING:
 
 __all__ = ["ProfileRun", "load_run"]
 
+T = TypeVar("T")
 
-class ProfileRun(RunRecord):
-    """A profiled run: the capture record's fields, and the face's trace, hypotheses and history.
 
-    ``history`` (``workbench.study.history.History`` or None) is the one attribute that may be
-    set after the run is made: whoever profiles records the run in the cell's history and
-    assigns it (``run.history = record_run(...)``); it is saved and loaded with the run.
+class _FromRecord(Generic[T]):
+    """A read-only attribute of the run that is its record's field or derived value of that name."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, run: None, owner: type) -> _FromRecord[T]: ...
+    @overload
+    def __get__(self, run: ProfileRun, owner: type) -> T: ...
+    def __get__(self, run: ProfileRun | None, owner: type) -> T | _FromRecord[T]:
+        if run is None:
+            return self
+        return cast(T, getattr(run.record, self._name))
+
+    def __set__(self, run: ProfileRun, value: object) -> None:
+        raise AttributeError(
+            f"ProfileRun.{self._name} is its capture record's and cannot be set: "
+            f"run.replace({self._name}=...) makes a run with another value"
+        )
+
+
+class ProfileRun:
+    """A profiled run: it holds the capture layer's ``RunRecord`` (``run.record``: clean timing,
+    cold call, traced pass, health, environment, trace data) and adds the face's trace, hypotheses,
+    fixes, memory analyses and history. The record's fields read through (``run.timing``,
+    ``run.cold_ms``, ``run.trace_scale``, ...) and cannot be set.
+
+    ``history`` (``workbench.study.history.History`` or None) may be set after the run is made:
+    whoever profiles records the run in the cell's history and assigns it
+    (``run.history = record_run(...)``); it is saved and loaded with the run. ``code`` and
+    ``code_args`` are the live callable that was profiled and its arguments (never saved).
     """
 
-    trace: Trace | None
-    history: History | None
-    code: Any = None  # the live callable that was profiled (``wb.profile``'s fn, the cell's code); never saved
-    code_args: tuple[tuple[Any, ...], dict[str, Any]] = ((), {})  # the arguments it was profiled with
+    name = _FromRecord[str]()
+    timing = _FromRecord[Measurement]()
+    cold_ms = _FromRecord[float]()
+    warmup = _FromRecord[int]()
+    repeat = _FromRecord[int]()
+    device = _FromRecord[str]()
+    compile = _FromRecord[CompileDiagnostics]()
+    environment = _FromRecord[dict[str, Any]]()
+    settings = _FromRecord[dict[str, Any]]()
+    profiler_warmup = _FromRecord[str]()
+    trace_path = _FromRecord["str | None"]()
+    trace_note = _FromRecord[str]()
+    created_at = _FromRecord[str]()
+    traced_timing = _FromRecord["Measurement | None"]()
+    trace_repeat = _FromRecord[int]()
+    health = _FromRecord[ProfileHealth]()
+    profiler_stderr = _FromRecord[str]()
+    expected_calls = _FromRecord["int | None"]()
+    warm_median_ms = _FromRecord[float]()
+    cold_over_warm = _FromRecord[float]()
+    timed_under_profiler = _FromRecord[bool]()
+    profiler_overhead = _FromRecord["float | None"]()
+    trace_scale = _FromRecord[float]()
+    trace_step_mean_ms = _FromRecord["float | None"]()
+    notes = _FromRecord["tuple[str, ...]"]()
+    traced_calls = _FromRecord[int]()
 
-    def __init__(self, *args: Any, history: History | None = None, **fields: Any) -> None:
-        super().__init__(*args, **fields)
-        if self.trace is not None and not isinstance(self.trace, Trace):
-            object.__setattr__(self, "trace", Trace.of(self.trace))  # the facade over the same tables
+    def __init__(
+        self,
+        record: RunRecord,
+        *,
+        history: History | None = None,
+        code: Any = None,
+        code_args: tuple[tuple[Any, ...], dict[str, Any]] = ((), {}),
+    ) -> None:
+        if not isinstance(record, RunRecord):
+            raise TypeError(
+                f"ProfileRun(record) takes the capture layer's RunRecord, not {type(record).__name__}: "
+                "wb.profile(fn) and wb.load_run(path) make runs"
+            )
+        self.record = record
+        # the facade over the record's tables (the same frames, not a copy)
+        self.trace: Trace | None = Trace.of(record.trace) if record.trace is not None else None
         from workbench.api.memory import RunMemory
 
-        object.__setattr__(self, "memory", RunMemory(dict(self.memory), self.trace))  # + the memory analyses
+        self.memory = RunMemory(dict(record.memory), self.trace)  # the record's memory facts + analyses
         self.history = history
+        self.code = code  # the live callable that was profiled (wb.profile's fn, the cell's code)
+        self.code_args = code_args  # the arguments it was profiled with
 
     @classmethod
     def from_record(cls, record: RunRecord, *, history: History | None = None) -> ProfileRun:
-        """The face run of a capture record (the same fields; the trace wrapped as a Trace)."""
-        return cls(**RunRecord.fields_from_dict(record.to_dict(), trace=record.trace), history=history)
+        """The face run of a capture record (``ProfileRun(record, history=...)``)."""
+        return cls(record, history=history)
+
+    def replace(self, **changes: Any) -> ProfileRun:
+        """A run whose record has ``changes`` (``dataclasses.replace`` on the record); the history
+        and the live code are kept."""
+        run = ProfileRun(
+            dataclasses.replace(self.record, **changes), history=self.history, code=self.code, code_args=self.code_args
+        )
+        run.__dict__["_source_record"] = self.record  # its temporary trace folder goes when that record does
+        return run
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ProfileRun):
+            return NotImplemented
+        return self.record == other.record
+
+    __hash__ = None  # type: ignore[assignment]  # a run is a value of mutable parts (its history)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # the live code is not pickled; cached analyses are recomputed
+        return (_restore_run, (self.record, self.history))
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickle a run pickled before ProfileRun held its record (0.1.0's ProfileRun was the
+        record's subclass: its fields are the state's keys)."""
+        names = [f.name for f in dataclasses.fields(RunRecord)]
+        missing = [n for n in names if n not in state and _required(n)]
+        if missing:
+            raise BundleError(
+                f"this pickled ProfileRun lacks {', '.join(missing)}: it was not written by workbench "
+                "0.1 or is damaged; profile again, or save runs with run.save(folder) and read them "
+                "with wb.load_run(folder)"
+            )
+        trace = state.get("trace")
+        fields = {n: state[n] for n in names if n in state}
+        if isinstance(trace, TraceData):
+            fields["trace"] = trace
+        memory = fields.get("memory")
+        fields["memory"] = dict(memory) if isinstance(memory, dict) else {}
+        restored = _restore_run(RunRecord(**fields), state.get("history"))
+        self.__dict__.update(restored.__dict__)
 
     # -- diagnosis -------------------------------------------------------------------------
     @cached_property
     def diagnosis(self) -> Diagnosis:
         """The run's diagnosis: ranked hypotheses and the rules that could not judge it
         (``workbench.hypotheses.diagnose``)."""
-        return diagnose(self)
+        return diagnose(self.record)  # the record's fields and trace tables (the facade's own frames)
 
     @cached_property
     def hypotheses(self) -> HypothesisList:
@@ -123,16 +232,27 @@ class ProfileRun(RunRecord):
 
     # -- persistence -----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        out = super().to_dict()
+        """The record's fields (``RunRecord.to_dict``) and the history, as saved in ``run.json``."""
+        out = self.record.to_dict()
         out["history"] = self.history.to_dict() if self.history is not None else None
         return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], *, trace: TraceData | None = None, folder: Path | None = None) -> ProfileRun:
-        run = super().from_dict(d, trace=trace, folder=folder)
+        """The run of a ``to_dict`` record (``folder``: the bundle it came from, named in errors)."""
         history = d.get("history")
-        run.history = History.from_dict(history) if isinstance(history, dict) else None
-        return run
+        record = RunRecord.from_dict(d, trace=trace, folder=folder)
+        return cls(record, history=History.from_dict(history) if isinstance(history, dict) else None)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the run as a bundle folder (run.json with the history, environment.json, trace.json.gz)."""
+        return save_bundle(self.to_dict(), self.trace_path, path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> ProfileRun:
+        """Read a bundle folder written by ``save``; the trace is parsed again from its file."""
+        contents = read_bundle(path)
+        return cls.from_dict(contents.record, trace=contents.trace, folder=contents.folder)
 
     # -- views -----------------------------------------------------------------------------
     def save_charts(
@@ -143,6 +263,9 @@ class ProfileRun(RunRecord):
         from workbench.charts.export import save_charts  # altair only when charts are asked for
 
         return save_charts(self, folder, formats=formats, scale=scale)
+
+    def __repr__(self) -> str:
+        return "ProfileRun" + repr(self.record)[len(type(self.record).__name__) :]
 
     def _repr_html_(self) -> str:
         return render.html(self)
@@ -168,8 +291,18 @@ def load_run(path: str | Path) -> ProfileRun:
     return ProfileRun.load(path)
 
 
+def _restore_run(record: RunRecord, history: History | None) -> ProfileRun:
+    return ProfileRun(record, history=history)
+
+
+def _required(name: str) -> bool:
+    """Whether a RunRecord field has no default (an old pickle must carry it)."""
+    field = next(f for f in dataclasses.fields(RunRecord) if f.name == name)
+    return field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
+
+
 def _per_call_table(
-    run: RunRecord, table: pd.DataFrame | None, time_col: str, total_col: str | None, top: int | None
+    run: ProfileRun, table: pd.DataFrame | None, time_col: str, total_col: str | None, top: int | None
 ) -> pd.DataFrame:
     out_cols = {time_col: time_col.replace("_us", "_ms_per_call")}
     if total_col:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, Callable, Mapping
 
 from workbench.capture.compile_diag import CompileDiagnostics, CompileWatcher
 from workbench.capture.health import MAX_WAIT_SHARE, health_for, read_minor_faults, read_run_delay_ns, wait_share
@@ -48,7 +48,6 @@ from workbench.errors import InvalidArgumentError
 from workbench.measurement import Measurement
 
 DEVICES = ("auto", "cpu", "cuda")
-RecordT = TypeVar("RecordT", bound=RunRecord)
 # The traced pass: a few calls, more when calls are short, so that one preemption or timer tick
 # inside the trace cannot dominate its shares; ``trace_repeat=None`` picks the count this way.
 MIN_TRACE_REPEAT = 3  # steps to compare (the first against the others) and to average over
@@ -306,10 +305,9 @@ def profile(
     trace_repeat: int | None = None,
     expected_calls: int | None = None,
     memory: bool = False,
-    record_type: type[RecordT] = RunRecord,  # type: ignore[assignment]
     environment: Mapping[str, Any] | None = None,
     **kwargs: Any,
-) -> RecordT:
+) -> RunRecord:
     """Profile ``fn(*args, **kwargs)``: cold call, ``warmup`` calls, ``repeat`` clean timed calls,
     then (``trace=True``) ``trace_repeat`` calls traced apart under torch.profiler (``None``: a
     few, enough to cover ``TRACE_TARGET_MS`` of clean time, 3 to 20). ``expected_calls``: how many
@@ -332,9 +330,9 @@ def profile(
     taken by profile itself; pass a callable with them bound (functools.partial) if ``fn``
     needs arguments of the same names.
 
-    ``record_type`` is the class the run is built as (``RunRecord`` here; the face's
-    ``wb.profile`` builds its ``ProfileRun``), ``environment`` the environment facts it carries
-    (the face passes the device fingerprint; this layer measures, it does not fingerprint).
+    Returns the capture record (the face's ``wb.profile`` wraps it in its ``ProfileRun``);
+    ``environment``: the environment facts it carries (the face passes the device fingerprint;
+    this layer measures, it does not fingerprint).
     """
     __tracebackhide__ = True
     validate_options(fn, warmup, repeat, threads, device, trace_repeat)
@@ -365,7 +363,7 @@ def profile(
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
         raise
-    run = record_type(
+    run = RunRecord(
         **_run_fields(outcome, name or _default_name(fn), warmup, repeat, cuda, torch),
         environment=dict(environment or {}),
         expected_calls=int(expected_calls) if expected_calls is not None else None,

@@ -165,7 +165,7 @@ def record_history(shell: InteractiveShell | None, run: ProfileRun, source: str)
     written is a warning, never a failed profile."""
     from workbench.study.history import record_profile
 
-    run.history = record_profile(run, source, notebook=notebook_of(shell), where="%gpuprofile")
+    run.history = record_profile(run.record, source, notebook=notebook_of(shell), where="%gpuprofile")
 
 
 def _keep(shell: InteractiveShell, run: ProfileRun, output: str | None, source: str) -> None:
