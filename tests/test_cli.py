@@ -85,11 +85,11 @@ def test_no_experiments_reaches_the_pipeline(monkeypatch, tmp_path):
 
     seen = {}
 
-    def fake_build_report(out, **kw):
-        seen.update(kw)
+    def fake_build_report(request, **kw):
+        seen["request"] = request  # the CLI passes one ReportRequest (and progress=)
         raise SystemExit(0)
 
     monkeypatch.setattr(pipeline, "build_report", fake_build_report)
     with pytest.raises(SystemExit):
         main(["report", "--out", str(tmp_path), "--no-experiments"])
-    assert seen["experiments"] is False
+    assert seen["request"].experiments is False

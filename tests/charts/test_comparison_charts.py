@@ -45,7 +45,8 @@ def test_comparison_charts_show_samples_speedup_and_untimed_variants(comparison)
 
 
 def test_comparison_html_draws_offline(comparison):
+    from workbench.render.charts import comparison_html
     from workbench.report import external_sources
 
-    html = charts.comparison_html(comparison)
+    html = comparison_html(comparison)
     assert html.count('class="workbench-chart"') == 2 and external_sources(html) == []

@@ -22,7 +22,7 @@ from workbench.charts.common import message_chart
 from workbench.charts.comparison import comparison_chart, speedup_table
 from workbench.charts.export import result_charts, save_charts
 from workbench.charts.live import LiveTimeline, live_timeline
-from workbench.charts.notebook import charts_html, comparison_html, run_charts_html, trace_html
+from workbench.charts.notebook import charts_html
 from workbench.charts.offline import (
     OfflineChart,
     bundle_script_tag,
@@ -52,12 +52,9 @@ __all__ = [
     "charts_html",
     "comparison_chart",
     "comparison_charts",
-    "comparison_html",
     "display",
     "enable_offline_renderer",
     "op_roofline_points",
-    "run_charts_html",
-    "trace_html",
     "trace_roofline_chart",
     "variants_roofline_chart",
     "LiveTimeline",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Protocol
 
 from workbench.charts.breakdowns import (
     idle_chart,
@@ -20,11 +20,30 @@ if TYPE_CHECKING:
     import altair
     import pandas as pd
 
-    from workbench.api.run import ProfileRun
     from workbench.measurement import Measurement
+    from workbench.trace import TraceData
     from workbench.variants.results import Comparison
 
 PER_RANK_PARTS = ("compute", "non_compute", "idle")
+
+
+class ChartedRun(Protocol):
+    """What the run's charts read of a profiled run (the face's ``ProfileRun`` has it): its name,
+    clean timing, environment and trace, and its tables per clean call. Named structurally, so
+    that the charts import nothing of the face."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def timing(self) -> Measurement: ...
+    @property
+    def environment(self) -> dict[str, Any]: ...
+    @property
+    def trace(self) -> TraceData | None: ...
+    def per_call_ops(self, top: int | None = ...) -> pd.DataFrame: ...
+    def per_call_kernels(self, top: int | None = ...) -> pd.DataFrame: ...
+
+
 PER_CALL_OP_TIME = "self_ms_per_call"  # ProfileRun.per_call_ops()
 PER_CALL_KERNEL_TIME = "sum_ms_per_call"  # ProfileRun.per_call_kernels()
 
@@ -108,7 +127,7 @@ def timing_chart(timing: Measurement, *, label: str = "run") -> altair.TopLevelM
 
 
 def run_charts(
-    run: ProfileRun, *, timeline: bool = True, roofline: bool = True, measure_ceiling: bool = False
+    run: ChartedRun, *, timeline: bool = True, roofline: bool = True, measure_ceiling: bool = False
 ) -> list[Any]:
     """Charts for a ProfileRun: its timing samples, then its trace's charts when it has a trace."""
     charts = []
@@ -132,7 +151,7 @@ def run_charts(
     return charts
 
 
-def _per_call_tables(run: ProfileRun) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+def _per_call_tables(run: ChartedRun) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
     """A run's op and kernel tables per clean call (the run states its times per call), or None each where
     the run cannot give them (then the charts show the trace's totals, and say so)."""
     tables = []

@@ -202,47 +202,34 @@ def _interrupted(out: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbench.errors import InvalidArgumentError
     from workbench.report import pipeline
-    from workbench.report.regression import check_threshold
+    from workbench.report.request import ReportRequest
     from workbench.report.workload import WorkloadError
 
     if getattr(args, "trace", None):
         return _run_trace(args)
     if getattr(args, "study", None):
         return _run_study(args)
-    if args.repeat < 1 or args.warmup < 0 or args.processes < 0:
-        raise InvalidArgumentError(
-            f"--repeat must be >= 1, --warmup >= 0 and --processes >= 0; got "
-            f"{args.repeat}, {args.warmup}, {args.processes}"
-        )
-    check_threshold(args.fail_on_regression)
-    if math.isfinite(args.fail_on_regression) and not args.compare_to:
-        raise InvalidArgumentError("--fail-on-regression needs --compare-to OLD_REPORT_DIR")
-    if not 0 <= args.gate_quantile < 1:
-        raise InvalidArgumentError(f"--gate-quantile takes a number in [0, 1); got {args.gate_quantile}")
-    if args.allow_environment_change and not args.compare_to:
-        raise InvalidArgumentError("--allow-environment-change needs --compare-to OLD_REPORT_DIR")
     out = args.out or _default_out()
+    request = ReportRequest(  # checks every option (InvalidArgumentError: exit 2) before anything runs
+        out,
+        workload=args.workload,
+        bundle=args.bundle,
+        template=args.template,
+        warmup=args.warmup,
+        repeat=args.repeat,
+        compare_to=args.compare_to,
+        fail_on_regression_pct=args.fail_on_regression,
+        title=args.title,
+        experiments=not args.no_experiments,
+        processes=args.processes,
+        time_limit_s=args.time_limit,
+        allow_environment_change=args.allow_environment_change,
+        gate_quantile=args.gate_quantile,
+        allocator_mode=args.allocator,
+    )
     try:
-        result = pipeline.build_report(
-            out,
-            workload=args.workload,
-            bundle=args.bundle,
-            template=args.template,
-            warmup=args.warmup,
-            repeat=args.repeat,
-            compare_to=args.compare_to,
-            fail_on_regression_pct=args.fail_on_regression,
-            title=args.title,
-            experiments=not args.no_experiments,
-            processes=args.processes,
-            time_limit_s=args.time_limit,
-            allow_environment_change=args.allow_environment_change,
-            gate_quantile=args.gate_quantile,
-            allocator_mode=args.allocator,
-            progress=_phase,
-        )
+        result = pipeline.build_report(request, progress=_phase)
     except WorkloadError as exc:
         print(f"workbench report: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -133,7 +133,7 @@ def _verdict(cmp: Comparison) -> str:
 
 def _charts_html(cmp: Comparison) -> str:
     try:
-        from workbench.charts.notebook import comparison_html
+        from workbench.render.charts import comparison_html
     except ImportError as exc:  # altair missing: say so instead of a blank
         return f"<p>charts not available: {html_text(exc)}</p>"
     return comparison_html(cmp)

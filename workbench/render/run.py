@@ -343,7 +343,7 @@ def memory_html(run: ProfileRun, *, charts: bool = True) -> str:
 def charts_html(run: ProfileRun) -> str:
     """Timing, breakdown, roofline and timeline charts, drawn offline (``workbench.charts``)."""
     try:
-        from workbench.charts.notebook import run_charts_html
+        from workbench.render.charts import run_charts_html
     except ImportError as exc:  # altair / vl-convert missing: say so instead of a blank
         return _section("Charts", f"<p>not available: {html_text(exc)}</p>")
     return run_charts_html(run)

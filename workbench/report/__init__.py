@@ -1,8 +1,10 @@
 """Reports: papermill executes a template notebook on a run bundle, nbconvert renders offline HTML.
 
-from workbench.report import build_report
+from workbench.report import ReportRequest, build_report
 result = build_report("reports/demo")          # profiles workbench.workloads.demo:workload
 print(result.html_path)
+request = ReportRequest("reports/mine", workload="bench:step", repeat=50)   # checked when made
+result = build_report(request)
 """
 
 from __future__ import annotations
@@ -18,6 +20,10 @@ def __getattr__(name: str) -> Any:
         from workbench.report import pipeline
 
         return getattr(pipeline, name)
+    if name == "ReportRequest":
+        from workbench.report import request
+
+        return request.ReportRequest
     if name in ("GateVerdict", "SampleSet", "gate", "load_samples", "load_summary"):
         from workbench.report import regression
 
@@ -40,6 +46,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "DEFAULT_WORKLOAD",
     "GateVerdict",
+    "ReportRequest",
     "ReportResult",
     "SampleSet",
     "build_report",

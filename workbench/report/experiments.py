@@ -15,7 +15,7 @@ import json
 import os
 import statistics
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import workbench.units as units
 
@@ -46,9 +46,16 @@ def suggested_variants(
     return names[:limit], first
 
 
-def run_experiments(spec: str, run: RunRecord, *, budget_s: float = BUDGET_S) -> Comparison | None:
+def run_experiments(
+    spec: str,
+    run: RunRecord,
+    *,
+    budget_s: float = BUDGET_S,
+    resolved: tuple[Callable[..., Any], tuple[Any, ...]] | None = None,
+) -> Comparison | None:
     """The comparison of the suggested variants with ``spec`` as written; None when no hypothesis
-    suggests a variant that can be built from the function alone."""
+    suggests a variant that can be built from the function alone. ``resolved``: the (function,
+    arguments) ``spec`` was already resolved to (``workload_inputs``)."""
     from workbench.hypotheses import diagnose
     from workbench.report.workload import workload_inputs
     from workbench.variants.compare import compare
@@ -58,7 +65,7 @@ def run_experiments(spec: str, run: RunRecord, *, budget_s: float = BUDGET_S) ->
     names, hypothesis = suggested_variants(ranked)
     if not names:
         return None
-    func, inputs = workload_inputs(spec)
+    func, inputs = workload_inputs(spec, resolved)
     problem = f"{spec}: {hypothesis.title if hypothesis is not None else ''}".rstrip(": ")
     return compare(
         {"eager": func, **{n: n for n in names}},
@@ -69,9 +76,16 @@ def run_experiments(spec: str, run: RunRecord, *, budget_s: float = BUDGET_S) ->
     )
 
 
-def write_experiments(out_dir: Path, spec: str, run: RunRecord, *, enabled: bool = True) -> tuple[Path, dict[str, Any]]:
+def write_experiments(
+    out_dir: Path,
+    spec: str,
+    run: RunRecord,
+    *,
+    enabled: bool = True,
+    resolved: tuple[Callable[..., Any], tuple[Any, ...]] | None = None,
+) -> tuple[Path, dict[str, Any]]:
     """Run the experiments and write ``experiments.json`` (the comparison, or why there is none);
-    returns its path and a short summary. A failure is written down, not raised: the report
+    returns its path and a short summary (``resolved``: as ``run_experiments``). A failure is written down, not raised: the report
     still shows the profile, and says what went wrong with the experiments."""
     path = out_dir / EXPERIMENTS_FILE
     if not enabled:
@@ -80,7 +94,7 @@ def write_experiments(out_dir: Path, spec: str, run: RunRecord, *, enabled: bool
         return path, doc
     load_before = _load_average()
     try:
-        cmp = run_experiments(spec, run)
+        cmp = run_experiments(spec, run, resolved=resolved)
     except Exception as exc:  # noqa: BLE001 - reported in the page and the summary instead
         doc = {"error": f"{type(exc).__name__}: {exc}"}
     else:

@@ -7,6 +7,11 @@ output folder), so a typo costs nothing and nothing is overwritten. Then the wor
 in this process with the trace, the experiments run, the notebook is executed and rendered, and
 last ``summary.json`` is written with the samples and, with ``compare_to``, the gate's verdict.
 
+What is asked for is one ``ReportRequest`` (``workbench.report.request``), whose values are checked
+when it is made; ``build_report(out_dir, workload=..., repeat=...)`` makes one from its options.
+The workload string is resolved once, into the ``ResolvedWorkload`` the steps below are given (the
+gate's worker processes resolve it again, each in its own fresh interpreter).
+
 Every timed process, this one included, runs in one allocator mode (``allocator_mode``, default
 ``steady``: glibc malloc's thresholds pinned, ``workbench.capture.allocator``), so the headline,
 the gate's samples and the Experiments section time the same steady state; with the adaptive
@@ -16,7 +21,6 @@ default the same code measured 1.6x apart between the headline and the experimen
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,22 +33,19 @@ from workbench.report.execute import check_template, execute_template
 from workbench.report.experiments import write_experiments
 from workbench.report.files import find_template
 from workbench.report.regression import (
-    GATE_QUANTILE,
     MIN_PROCESSES,
     SUMMARY_FILE,
     GateVerdict,
     SampleSet,
-    check_threshold,
     environment_differences,
     gate,
     load_samples,
     workload_difference,
 )
 from workbench.report.render import render_html
+from workbench.report.request import DEFAULT_PROCESSES, ReportRequest, ResolvedWorkload
 from workbench.report.sections import timing_summary
-from workbench.report.workload import DEFAULT_WORKLOAD, resolve_workload, run_guarded
-
-DEFAULT_PROCESSES = 3
+from workbench.report.workload import run_guarded
 
 BUNDLE_DIR = "run"
 NOTEBOOK_FILE = "report.ipynb"
@@ -91,27 +92,32 @@ class ReportResult:
 
 
 def profile_workload(
-    spec: str,
+    workload: str | ResolvedWorkload,
     *,
     warmup: int,
     repeat: int,
     time_limit_s: float | None = None,
-    resolved: tuple[Callable[..., Any], tuple[Any, ...]] | None = None,
 ) -> RunRecord:
-    """Profile ``module:function`` with ``wb.profile`` (trace on) in this process; the workload's
-    own failures become a ``WorkloadError``, ``time_limit_s`` a ``WorkloadTimeout``. ``resolved``:
-    the (function, args) ``resolve_workload(spec)`` already returned. The report keeps the run's
-    record (``RunRecord``, with the environment fingerprint); the template reads the bundle back as
-    the public ``ProfileRun`` (``wb.load_run``)."""
+    """Profile the workload with ``wb.profile`` (trace on) in this process; the workload's own
+    failures become a ``WorkloadError``, ``time_limit_s`` a ``WorkloadTimeout``. ``workload``: the
+    ``ResolvedWorkload`` the pipeline already made, or a ``module:function`` string, resolved here.
+    The report keeps the run's record (``RunRecord``, with the environment fingerprint); the
+    template reads the bundle back as the public ``ProfileRun`` (``wb.load_run``)."""
     from workbench.capture.profile import profile
     from workbench.devices.fingerprint import environment_fingerprint
 
-    func, args = resolved or resolve_workload(spec)
+    resolved = workload if isinstance(workload, ResolvedWorkload) else ResolvedWorkload.resolve(workload)
     return run_guarded(
         lambda: profile(
-            func, *args, warmup=warmup, repeat=repeat, trace=True, name=spec, environment=environment_fingerprint()
+            resolved.function,
+            *resolved.args,
+            warmup=warmup,
+            repeat=repeat,
+            trace=True,
+            name=resolved.spec,
+            environment=environment_fingerprint(),
         ),
-        f"the workload {spec!r}",
+        f"the workload {resolved.spec!r}",
         time_limit_s,
     )
 
@@ -123,11 +129,6 @@ def _load_bundle(path: Path) -> RunRecord:
             "ProfileRun.save() or by an earlier `workbench report` (its run/ folder)"
         )
     return RunRecord.load(path)
-
-
-def _check_positive_count(name: str, value: Any, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidArgumentError(f"{name} must be an integer >= {minimum}; got {value!r}")
 
 
 def _same_folder(a: Path, b: str | Path) -> bool:
@@ -142,103 +143,90 @@ def _quiet(_: str) -> None:
 
 
 def build_report(
-    out_dir: str | Path,
+    request: ReportRequest | str | Path | None = None,
     *,
-    workload: str = DEFAULT_WORKLOAD,
-    bundle: str | Path | None = None,
-    template: str | Path | None = None,
-    warmup: int = 3,
-    repeat: int = 20,
-    compare_to: str | Path | None = None,
-    fail_on_regression_pct: float = math.inf,
-    title: str | None = None,
-    experiments: bool = True,
-    processes: int = DEFAULT_PROCESSES,
-    time_limit_s: float | None = None,
-    allow_environment_change: bool = False,
-    gate_quantile: float = GATE_QUANTILE,
-    allocator_mode: str | None = None,
     progress: Callable[[str], None] | None = None,
+    **options: Any,
 ) -> ReportResult:
     """Write ``run/`` (unless a bundle is given), ``experiments.json`` (``experiments`` and a
     workload: the variants its hypotheses suggest, compared with it), ``report.ipynb``,
     ``report.html`` and ``summary.json`` (with the clean samples of ``processes`` fresh processes,
     which a later report's ``compare_to`` gates against).
 
-    ``allocator_mode``: ``steady`` pins glibc malloc's thresholds in every timed process, this one
-    included for the rest of its life (glibc has no way back); ``default`` leaves them adaptive;
-    None: ``$WORKBENCH_ALLOCATOR``, else steady (``workbench.capture.allocator``).
-    ``progress`` receives one line per phase ("timing the workload in a fresh process (1/3)...").
-    Bad input raises before anything runs or is written; see the module docstring."""
-    say = progress or _quiet
-    threshold = check_threshold(fail_on_regression_pct)
-    if isinstance(gate_quantile, bool) or not isinstance(gate_quantile, (int, float)) or not 0 <= gate_quantile < 1:
-        raise InvalidArgumentError(f"--gate-quantile takes a number in [0, 1); got {gate_quantile!r}")
-    _check_positive_count("repeat", repeat, 1)
-    _check_positive_count("warmup", warmup, 0)
-    _check_positive_count("processes", processes, 0)
-    allocator_mode = allocator.requested_mode(allocator_mode)
-    if time_limit_s is not None and (
-        isinstance(time_limit_s, bool) or not isinstance(time_limit_s, (int, float)) or not time_limit_s > 0
-    ):
-        raise InvalidArgumentError(f"--time-limit takes a number of seconds > 0; got {time_limit_s!r}")
-    out = Path(out_dir).resolve()
+    ``request``: a ``ReportRequest`` (then no ``options``), or the ``out_dir`` of the one that
+    ``ReportRequest(out_dir, **options)`` makes: ``build_report("reports/demo", repeat=50)``.
+    See ``ReportRequest`` for each option (``allocator_mode``: ``steady`` pins glibc malloc's
+    thresholds in every timed process, this one included for the rest of its life, glibc having no
+    way back). ``progress`` receives one line per phase ("timing the workload in a fresh process
+    (1/3)..."). Bad input raises before anything runs or is written; see the module docstring."""
+    if isinstance(request, ReportRequest):
+        if options:
+            raise TypeError(
+                f"build_report() takes a ReportRequest or keyword options, not both; got the options "
+                f"{', '.join(sorted(options))} (use dataclasses.replace(request, ...) to change a request)"
+            )
+    elif request is None:
+        request = ReportRequest(**options)
+    elif "out_dir" in options:
+        raise TypeError("build_report() got out_dir twice: as its first argument and as a keyword")
+    else:
+        request = ReportRequest(request, **options)
+    return _build(request, progress or _quiet)
+
+
+def _build(req: ReportRequest, say: Callable[[str], None]) -> ReportResult:
+    """``build_report`` on a request already checked: the checks that need the file system, then
+    the work, in the order of the module docstring."""
+    allocator_mode = str(req.allocator_mode)  # the request resolved None to the mode it times in
+    out = Path(req.out_dir).resolve()
     if out.exists() and not out.is_dir():
         raise ReportError(f"the report folder {str(out)!r} is a file; pass --out a folder")
-    template_path = Path(template).resolve() if template else default_template()
+    template_path = Path(req.template).resolve() if req.template else default_template()
     check_template(template_path)
     old = None
-    if compare_to is not None:
-        if _same_folder(out, compare_to):
+    if req.compare_to is not None:
+        if _same_folder(out, req.compare_to):
             raise InvalidArgumentError(
-                f"--out {str(out_dir)!r} is the --compare-to report itself; the new "
+                f"--out {str(req.out_dir)!r} is the --compare-to report itself; the new "
                 "report would overwrite the one it is judged against. Pass another --out"
             )
-        old = load_samples(compare_to)
+        old = load_samples(req.compare_to)
         if old.n_processes < MIN_PROCESSES:
             raise InvalidArgumentError(
-                f"the report {str(compare_to)!r} has samples from {old.n_processes} "
+                f"the report {str(req.compare_to)!r} has samples from {old.n_processes} "
                 f"process; the gate needs at least {MIN_PROCESSES} per report to see "
                 "the spread between processes. Re-make it with --processes 3 or more"
             )
-        if bundle is not None:
-            raise InvalidArgumentError(
-                "--compare-to needs the new report's samples from fresh processes, "
-                "and a --bundle report has none; report on --workload instead"
-            )
-        if processes < MIN_PROCESSES:
-            raise InvalidArgumentError(
-                f"--compare-to needs --processes >= {MIN_PROCESSES} (the spread between "
-                f"processes is what the gate judges); got {processes}"
-            )
-        if not allow_environment_change:
-            _refuse_other_environment(old, compare_to, workload, allocator_mode)
-    if bundle is not None:
-        bundle_path = Path(bundle).resolve()
+        if not req.allow_environment_change:
+            _refuse_other_environment(old, req.compare_to, req.workload, allocator_mode)
+    workload: ResolvedWorkload | None = None
+    if req.bundle is not None:
+        bundle_path = Path(req.bundle).resolve()
         run = _load_bundle(bundle_path)
         samples = None
     else:
-        resolved = resolve_workload(workload)  # an unknown workload is bad input, before any process starts
+        # resolved once, here: an unknown workload is bad input, found before any process starts
+        workload = ResolvedWorkload.resolve(req.workload)
         samples = None
-        if processes:
+        if req.processes:
             from workbench.report.sampler import sample_processes
 
             samples = sample_processes(
-                workload,
-                processes=processes,
-                warmup=warmup,
-                repeat=repeat,
-                time_limit_s=time_limit_s,
+                workload.spec,  # each fresh process resolves the string in its own interpreter
+                processes=req.processes,
+                warmup=req.warmup,
+                repeat=req.repeat,
+                time_limit_s=req.time_limit_s,
                 allocator_mode=allocator_mode,
                 progress=say,
             )
         if allocator_mode == allocator.STEADY:
             allocator.pin_steady()  # the traced pass and the experiments: the workers' mode
         say("profiling the workload with the trace...")
-        run = profile_workload(workload, warmup=warmup, repeat=repeat, time_limit_s=time_limit_s, resolved=resolved)
+        run = profile_workload(workload, warmup=req.warmup, repeat=req.repeat, time_limit_s=req.time_limit_s)
         bundle_path = run.save(out / BUNDLE_DIR)
     out.mkdir(parents=True, exist_ok=True)
-    params = {"bundle": str(bundle_path), "title": title or f"workbench report: {run.name}", "experiments": ""}
+    params = {"bundle": str(bundle_path), "title": req.title or f"workbench report: {run.name}", "experiments": ""}
     summary: dict[str, Any] = {
         "timing": timing_summary(run),
         "workload": run.name,
@@ -247,18 +235,20 @@ def build_report(
         "created_at": datetime.now(timezone.utc).isoformat(),
         "samples": samples.to_dict() if samples is not None else None,
     }
-    if bundle is None:
+    if workload is not None:
         summary["allocator"] = allocator.current_mode().to_dict()
     if samples is None:
         summary["samples_note"] = (
             "no per-process samples: "
-            + ("a report made from a bundle" if bundle is not None else "--processes 0")
+            + ("a report made from a bundle" if workload is None else "--processes 0")
             + "; this report cannot be a --compare-to baseline"
         )
-    if bundle is None:
-        if experiments:
+    if workload is not None:
+        if req.experiments:
             say("comparing the variants the hypotheses suggest with the workload...")
-        path, summary["experiments"] = write_experiments(out, workload, run, enabled=experiments)
+        path, summary["experiments"] = write_experiments(
+            out, workload.spec, run, enabled=req.experiments, resolved=(workload.function, workload.args)
+        )
         params["experiments"] = str(path)
     say("executing the report notebook...")
     notebook = execute_template(template_path, out / NOTEBOOK_FILE, params)
@@ -269,10 +259,10 @@ def build_report(
         verdict = gate(
             old,
             samples,
-            threshold,
-            allow_environment_change=allow_environment_change,
-            old_report=str(compare_to),
-            quantile=gate_quantile,
+            req.fail_on_regression_pct,
+            allow_environment_change=req.allow_environment_change,
+            old_report=str(req.compare_to),
+            quantile=req.gate_quantile,
         )
         summary["regression"] = verdict.to_dict()
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=1, default=str), encoding="utf-8")

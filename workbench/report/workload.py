@@ -106,12 +106,15 @@ def _needs_arguments(func: Callable[..., Any]) -> bool:
     return any(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
 
 
-def workload_inputs(spec: str) -> tuple[Callable[..., Any], Callable[[], tuple[Any, ...]]]:
+def workload_inputs(
+    spec: str, resolved: tuple[Callable[..., Any], tuple[Any, ...]] | None = None
+) -> tuple[Callable[..., Any], Callable[[], tuple[Any, ...]]]:
     """``module:function`` -> (function, a zero-argument factory of its arguments). The factory
     calls ``module.make_inputs()`` afresh each time where the module has it (with a new ``seed=``
     each call where it takes one), so a variant comparison checks every variant on fresh inputs;
-    else it returns the same arguments."""
-    func, args = resolve_workload(spec)
+    else it returns the same arguments. ``resolved``: the (function, arguments) the caller already
+    resolved ``spec`` to (the report resolves its workload once), else it is resolved here."""
+    func, args = resolved if resolved is not None else resolve_workload(spec)
     module = importlib.import_module(current_spec(spec).partition(":")[0])
     make_inputs = getattr(module, "make_inputs", None)
     if not (args and callable(make_inputs)):
