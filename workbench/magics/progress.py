@@ -13,11 +13,12 @@ end), not in a terminal IPython, where it would print a line per update.
 from __future__ import annotations
 
 import contextvars
-import html
 import threading
 import time
 import uuid
 from typing import TYPE_CHECKING
+
+from workbench.render.panel import live_status_html
 
 if TYPE_CHECKING:
     from workbench.magics.guard import ShellGuard
@@ -105,8 +106,7 @@ class StatusLine:
     def _publish(self, text: str) -> None:
         data = {
             "text/plain": text,
-            "text/html": f"<div class='workbench-status' style='font-family:monospace;color:#555'>"
-            f"{html.escape(text)}</div>",
+            "text/html": live_status_html(text),
         }
         try:
             self.guard.publish_now(data, transient={"display_id": self.display_id}, update=bool(self.shown))

@@ -23,10 +23,10 @@ one click (check the boxes, press "Run selected"), beside the suggested variants
 
 from __future__ import annotations
 
-import html
 import inspect
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
+import workbench.render.panel as panel_html
 import workbench.variants.registry as registry
 from workbench.variants.spec import Variant
 
@@ -156,7 +156,7 @@ class VariantPanel:
         # the winner's code sits right under its button; the table, chart and records below
         self.widget = widgets.VBox(
             [
-                widgets.HTML("<b>Variants</b>"),
+                widgets.HTML(panel_html.heading_html("Variants")),
                 widgets.VBox([self._line(n, box) for n, box in self.checkboxes.items()]),
                 widgets.HBox([self.run_button, self.insert_button]),
                 self.code,
@@ -230,12 +230,9 @@ class VariantPanel:
         box = self.checkboxes[row.fix]
         if box.disabled:
             why = self.candidates[row.fix].applicability() or row.reason
-            why = why if why.startswith("not applicable") else f"not applicable: {why}"
-            text = f"<span style='color:#888'>{html.escape(why)}</span>"
+            text = panel_html.fix_note_html(applies=False, reason=why)
         else:
-            where = html.escape(row.where or "the whole call")
-            stake = f" ({row.stake_ms:.3g} ms at stake)" if row.stake_ms else ""
-            text = f"at <code>{where}</code>: {html.escape(row.reason)}{html.escape(stake)}"
+            text = panel_html.fix_note_html(applies=True, where=row.where, reason=row.reason, stake_ms=row.stake_ms)
         return widgets.HTML(text, layout=widgets.Layout(margin="0 0 0 1.5em"))
 
     def _line(self, name: str, box: ipywidgets.Checkbox) -> Any:
@@ -303,7 +300,7 @@ class VariantPanel:
     def _table_html(self) -> str:
         """The last comparison's table, as ``workbench.render`` draws every comparison."""
         if self.comparison is None:
-            return "<i>no variant run yet: choose some and press “Run selected”</i>"
+            return panel_html.note_html("no variant run yet: choose some and press “Run selected”")
         from workbench.render.comparison import table_html
 
         return table_html(self.comparison)
@@ -325,18 +322,18 @@ class VariantPanel:
         steps = len(self.STAGES)
         self.progress.max, self.progress.value = steps, 0
         if not chosen:
-            self.status.value = "select at least one variant"
+            self.status.value = panel_html.status_html("select at least one variant")
             return
         self.run_button.disabled = True
-        label = ", ".join(html.escape(n) for n in chosen)
+        label = ", ".join(chosen)
         try:
-            self.status.value = f"running {label}: starting…"
+            self.status.value = panel_html.status_html(f"running {label}: starting…")
 
             def say(stage: str, detail: str) -> None:
                 if stage in self.STAGES:
                     self.progress.value = max(self.progress.value, self.STAGES.index(stage) + 1)
-                more = f" {html.escape(detail)}" if detail else ""
-                self.status.value = f"running {label}: {html.escape(stage)}{more}…"
+                more = f" {detail}" if detail else ""
+                self.status.value = panel_html.status_html(f"running {label}: {stage}{more}…")
 
             options = dict(self.compare_options)
             user_say = options.pop("progress", None)
@@ -359,12 +356,12 @@ class VariantPanel:
                     **options,
                 )
         except KeyboardInterrupt:
-            self.status.value = (
+            self.status.value = panel_html.status_html(
                 f"interrupted while running {label}: nothing was kept (the table shows the previous run, if any)"
             )
             return
         except Exception as exc:  # noqa: BLE001 - say it in place; the kernel stays usable
-            self.status.value = f"{label} failed: {html.escape(type(exc).__name__)}: {html.escape(str(exc))}"
+            self.status.value = panel_html.status_html(f"{label} failed: {type(exc).__name__}: {exc}")
             return
         finally:
             self.run_button.disabled = False
@@ -372,7 +369,7 @@ class VariantPanel:
         self.progress.value = steps
         win = self.winner()
         self.insert_button.disabled = win is None
-        self.status.value = f"done: winner {html.escape(win)}" if win else "done: no variant to keep"
+        self.status.value = panel_html.status_html(f"done: winner {win}" if win else "done: no variant to keep")
 
     def _keep(self, cmp: Comparison, chosen: list[str], lead: Hypothesis | None) -> None:
         self.comparison = cmp
@@ -409,12 +406,8 @@ class VariantPanel:
         win = self.winner()
         parts = []
         for name, record in sorted(self.decisions.items(), key=lambda kv: kv[0] != win):
-            state = " open" if name == win or len(self.decisions) == 1 else ""
-            parts.append(
-                f"<details{state} class='workbench-decision'><summary><b>Decision record: "
-                f"{html.escape(name)}</b> — {html.escape(record.decision)}</summary>"
-                f"{render.html(record)}</details>"
-            )
+            opened = name == win or len(self.decisions) == 1
+            parts.append(panel_html.folded_record_html(name, record.decision, render.html(record), open_=opened))
         self.records.value = "".join(parts)
 
     def _draw_chart(self) -> None:
@@ -428,7 +421,7 @@ class VariantPanel:
 
             self.chart.value = vlc.vegalite_to_svg(chart_spec(comparison_chart(samples, baseline=BASELINE)))
         except Exception as exc:  # noqa: BLE001 - the table stands without the chart
-            self.chart.value = f"<i>chart not drawn: {html.escape(type(exc).__name__)}: {html.escape(str(exc))}</i>"
+            self.chart.value = panel_html.note_html(f"chart not drawn: {type(exc).__name__}: {exc}")
 
     def winner(self) -> str | None:
         keep = [
@@ -459,22 +452,24 @@ class VariantPanel:
         is the code itself)."""
         code = self.winner_code()
         if code is None:
-            self.status.value = "no winner to insert: no variant was kept"
+            self.status.value = panel_html.status_html("no winner to insert: no variant was kept")
             return
-        name = html.escape(self.winner() or "")
+        name = self.winner() or ""
         shell = self._shell()
         self.code.value = code
         self.code.layout.display = None
         if shell is not None and self._in_cell_execution():
             shell.set_next_input(code)
-            self.status.value = f"wrote {name} into a new cell below"
+            self.status.value = panel_html.status_html(f"wrote {name} into a new cell below")
         elif shell is None:
-            self.status.value = f"the code of {name} is below (no IPython shell to insert it into): copy it"
+            self.status.value = panel_html.status_html(
+                f"the code of {name} is below (no IPython shell to insert it into): copy it"
+            )
         else:
-            self.status.value = (
-                f"the code of {name} is below, ready to copy; a button cannot create a cell in "
-                "JupyterLab, so run <code>panel.insert_winner()</code> in a cell (with your "
-                "panel's name) to put it in a new cell below that one"
+            self.status.value = panel_html.status_html(
+                f"the code of {name} is below, ready to copy; a button cannot create a cell in JupyterLab, so run ",
+                panel_html.Code("panel.insert_winner()"),
+                " in a cell (with your panel's name) to put it in a new cell below that one",
             )
 
     def _ipython_display_(self) -> None:
