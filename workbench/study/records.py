@@ -32,39 +32,30 @@ Writing:
 
 ``check_writable(folder)`` creates (and removes) a probe file in the folder, so that a folder that
 cannot be written is said before any profile runs, not after.
+
+The layer-free part (bounded regular-file reads, the lock, atomic writes, the write check) is
+``workbench.records``, shared with run bundles and the trace cache; this module is that with the
+study's error (``StudyError``), its bounds (``MAX_BYTES``, ``LOCK_TIMEOUT_S``, read when called, so
+that they can be changed), JSON lines, ``StudyWarning`` for what is skipped, and typed fields.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
-import stat
-import time
-import uuid
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+import workbench.records as leaf
 from workbench.errors import StudyError
 
-try:  # POSIX
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: the lock-file fallback below
-    fcntl = None  # type: ignore[assignment]
-
-MAX_BYTES = 256 * 1024 * 1024  # the largest study, ledger, rounds, baselines or history file read
-LOCK_TIMEOUT_S = 60.0  # the longest wait for another writer's lock
+MAX_BYTES = leaf.MAX_BYTES  # the largest study, ledger, rounds, baselines or history file read
+LOCK_TIMEOUT_S = leaf.LOCK_TIMEOUT_S  # the longest wait for another writer's lock
 WARN_LINES = 20  # skipped lines warned one by one; the rest in one warning
-KINDS = (
-    (stat.S_ISDIR, "a folder"),
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
+KINDS = leaf.KINDS
 
 
 class StudyWarning(UserWarning):
@@ -94,142 +85,13 @@ class Skipped:
 # -- paths ---------------------------------------------------------------------------------------
 def as_path(path: Any, what: str) -> Path:
     """``path`` as a Path: a str or os.PathLike, else a StudyError naming what was given."""
-    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
-        raise StudyError(f"the {what} path must be a str or a path; got {type(path).__name__} {path!r:.80}")
-    p = Path(path)
-    if not str(p).strip():
-        raise StudyError(f"the {what} path is empty")
-    return p
-
-
-def _kind(mode: int) -> str | None:
-    return next((name for test, name in KINDS if test(mode)), None if stat.S_ISREG(mode) else "not a regular file")
+    return leaf.as_path(path, what, error=StudyError)
 
 
 def check_regular(path: Path, what: str, *, max_bytes: int | None = None) -> os.stat_result | None:
     """The file's stat, or None where it does not exist; a StudyError for anything that is not a
     regular file (a folder, FIFO, device, socket, a symlink to one or to nothing) or is too big."""
-    max_bytes = MAX_BYTES if max_bytes is None else max_bytes
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        if os.path.islink(path):
-            raise StudyError(
-                f"{what} {str(path)!r} is a symlink to nothing ({os.readlink(path)!r}); point it at a "
-                f"file or remove it; nothing was read or written"
-            ) from None
-        return None
-    except NotADirectoryError:
-        raise StudyError(f"{what} {str(path)!r}: a folder on its path is a file; nothing was read or written") from None
-    except OSError as exc:
-        raise StudyError(
-            f"{what} {str(path)!r} cannot be examined ({exc.strerror or exc}); nothing was read or written"
-        ) from None
-    kind = _kind(st.st_mode)
-    if kind is not None:
-        via = " (through a symlink)" if os.path.islink(path) else ""
-        raise StudyError(
-            f"{what} {str(path)!r} is {kind}{via}, not a regular file: refused before opening it "
-            f"(reading it could block or never end); point at the file itself; nothing was read or "
-            f"written"
-        )
-    if st.st_size > max_bytes:
-        raise StudyError(
-            f"{what} {str(path)!r} is {st.st_size} bytes, over the {max_bytes} bytes a {what} may "
-            f"hold: it is not one workbench wrote (or has grown past use); split it or point at another "
-            f"file; nothing was read"
-        )
-    return st
-
-
-def _open_checked(path: Path, what: str, flags: int, max_bytes: int) -> int:
-    """An fd opened non-blocking, checked again on the descriptor (a path swapped after the check)."""
-    flags |= getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
-    try:
-        fd = os.open(path, flags, 0o644)
-    except IsADirectoryError:
-        raise StudyError(f"{what} {str(path)!r} is a folder, not a file; nothing was read or written") from None
-    except OSError as exc:
-        raise StudyError(
-            f"{what} {str(path)!r} cannot be opened ({exc.strerror or exc}); nothing was read or written"
-        ) from None
-    st = os.fstat(fd)
-    kind = _kind(st.st_mode)
-    if kind is not None or st.st_size > max_bytes:
-        os.close(fd)
-        check_regular(path, what, max_bytes=max_bytes)  # says which
-        raise StudyError(f"{what} {str(path)!r} changed while it was opened; try again")
-    return fd
-
-
-def _pread(fd: int, size: int, offset: int) -> bytes:
-    if hasattr(os, "pread"):
-        return os.pread(fd, size, offset)
-    os.lseek(fd, offset, os.SEEK_SET)  # pragma: no cover - Windows
-    return os.read(fd, size)
-
-
-def _read_fd(fd: int, path: Path, what: str, max_bytes: int) -> bytes:
-    chunks, total = [], 0
-    while True:
-        chunk = _pread(fd, min(1 << 20, max_bytes + 1 - total), total)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        total += len(chunk)
-        if total > max_bytes:
-            raise StudyError(
-                f"{what} {str(path)!r} grew past the {max_bytes} bytes a {what} may hold while it was "
-                f"read; nothing was read"
-            )
-    return b"".join(chunks)
-
-
-# -- locks ---------------------------------------------------------------------------------------
-def _flock(fd: int, path: Path, what: str, exclusive: bool, timeout: float) -> None:
-    assert fcntl is not None
-    op = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB
-    deadline, pause = time.monotonic() + timeout, 0.0005
-    while True:
-        try:
-            fcntl.flock(fd, op)
-            return
-        except BlockingIOError:
-            pass
-        except OSError as exc:
-            if exc.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):  # a filesystem without locks
-                return
-            raise StudyError(f"{what} {str(path)!r} cannot be locked ({exc.strerror or exc})") from None
-        if time.monotonic() > deadline:
-            raise StudyError(
-                f"{what} {str(path)!r}: another process has held its lock for over {timeout:.0f} s; "
-                f"wait for it to finish (or end it) and try again; nothing was written"
-            )
-        time.sleep(pause)
-        pause = min(pause * 2, 0.02)
-
-
-@contextlib.contextmanager
-def _lockfile(path: Path, what: str, timeout: float) -> Iterator[None]:  # pragma: no cover - no fcntl
-    """The fallback where ``fcntl`` is missing: ``<file>.lock`` created exclusively, removed after."""
-    lock = path.with_name(path.name + ".lock")
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-            break
-        except FileExistsError:
-            if time.monotonic() > deadline:
-                raise StudyError(
-                    f"{what} {str(path)!r} is locked by {str(lock)!r} for over {timeout:.0f} s: another "
-                    f"process writes it, or one crashed holding it (then remove that file)"
-                ) from None
-            time.sleep(0.01)
-    try:
-        yield
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(lock)
+    return leaf.check_regular(path, what, max_bytes=MAX_BYTES if max_bytes is None else max_bytes, error=StudyError)
 
 
 # -- reading -------------------------------------------------------------------------------------
@@ -285,21 +147,13 @@ def warn_skipped(skipped: Sequence[Skipped], what: str, *, stacklevel: int = 3) 
 
 def read_bytes(path: Path, what: str, *, max_bytes: int | None = None) -> bytes | None:
     """The file's bytes (None where it does not exist), read under a shared lock, bounded."""
-    max_bytes = MAX_BYTES if max_bytes is None else max_bytes
-    if check_regular(path, what, max_bytes=max_bytes) is None:
-        return None
-    try:
-        fd = _open_checked(path, what, os.O_RDONLY, max_bytes)
-    except StudyError:
-        if not os.path.lexists(path):  # removed between the check and the open
-            return None
-        raise
-    try:
-        if fcntl is not None:
-            _flock(fd, path, what, False, LOCK_TIMEOUT_S)
-        return _read_fd(fd, path, what, max_bytes)
-    finally:
-        os.close(fd)
+    return leaf.read_bytes(
+        path,
+        what,
+        max_bytes=MAX_BYTES if max_bytes is None else max_bytes,
+        error=StudyError,
+        timeout=LOCK_TIMEOUT_S,
+    )
 
 
 def read_jsonl(
@@ -342,60 +196,34 @@ def read_json(path: Any, what: str, *, max_bytes: int = 16 * 1024 * 1024) -> dic
 
 
 # -- writing -------------------------------------------------------------------------------------
-class LockedFile:
+class LockedFile(leaf.LockedFile):
     """A JSON lines file held under an exclusive lock: read what is there, append records."""
-
-    def __init__(self, fd: int, path: Path, what: str, max_bytes: int) -> None:
-        self.fd, self.path, self.what, self.max_bytes = fd, path, what, max_bytes
 
     def lines(self, parse: Parse | None = None) -> list[Line]:
         """The readable lines as they are now (no warnings: the reader of the study warned)."""
-        return parse_lines(_read_fd(self.fd, self.path, self.what, self.max_bytes), self.path, parse)[0]
+        return parse_lines(self.read(), self.path, parse)[0]
 
     def records(self, parse: Parse | None = None) -> list[Any]:
         return [ln.value for ln in self.lines(parse)]
 
     def append(self, record: dict[str, Any], dumps: Callable[[dict[str, Any]], str]) -> None:
-        text = (dumps(record) + "\n").encode("utf-8")
-        size = os.fstat(self.fd).st_size
-        if size > 0 and _pread(self.fd, 1, size - 1) != b"\n":
-            text = b"\n" + text
-        try:
-            view = memoryview(text)
-            while view:
-                written = os.write(self.fd, view)
-                view = view[written:]
-            os.fsync(self.fd)
-        except OSError as exc:
-            raise StudyError(
-                f"{self.what} {str(self.path)!r} could not be written ({exc.strerror or exc}); the record was not added"
-            ) from None
+        """One record as one line (after a newline where the last line lacks one), fsynced."""
+        self.append_bytes((dumps(record) + "\n").encode("utf-8"))
 
 
 @contextlib.contextmanager
 def locked(path: Any, what: str, *, max_bytes: int | None = None, timeout: float | None = None) -> Iterator[LockedFile]:
     """The JSON lines file at ``path`` (created if missing, its folder too), under an exclusive lock
     for as long as the ``with`` lasts: what is read and appended inside it is one step."""
-    max_bytes = MAX_BYTES if max_bytes is None else max_bytes
-    timeout = LOCK_TIMEOUT_S if timeout is None else timeout
-    p = as_path(path, what)
-    check_regular(p, what, max_bytes=max_bytes)
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StudyError(
-            f"the folder of {what} {str(p)!r} cannot be created ({exc.strerror or exc}); nothing was written"
-        ) from None
-    fd = _open_checked(p, what, os.O_RDWR | os.O_APPEND | os.O_CREAT, max_bytes)
-    try:
-        if fcntl is not None:
-            _flock(fd, p, what, True, timeout)
-            yield LockedFile(fd, p, what, max_bytes)
-        else:  # pragma: no cover
-            with _lockfile(p, what, timeout):
-                yield LockedFile(fd, p, what, max_bytes)
-    finally:
-        os.close(fd)  # releases the flock
+    with leaf.locked(
+        path,
+        what,
+        max_bytes=MAX_BYTES if max_bytes is None else max_bytes,
+        timeout=LOCK_TIMEOUT_S if timeout is None else timeout,
+        error=StudyError,
+        factory=LockedFile,
+    ) as log:
+        yield log
 
 
 def append_jsonl(path: Any, record: dict[str, Any], what: str, dumps: Callable[[dict[str, Any]], str]) -> None:
@@ -406,18 +234,7 @@ def append_jsonl(path: Any, record: dict[str, Any], what: str, dumps: Callable[[
 
 def write_json_atomic(path: Path, text: str, what: str) -> None:
     """Write a whole document: a temporary file beside it, fsynced, renamed over the target."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise StudyError(
-            f"{what} {str(path)!r} could not be written ({exc.strerror or exc}); nothing was changed"
-        ) from None
+    leaf.write_atomic(path, text, what, error=StudyError)
 
 
 def check_writable(
@@ -426,19 +243,13 @@ def check_writable(
     """Refuse, before any long work, a folder that cannot be written: it is created if missing, a
     probe file is created in it and removed, each of ``files`` that exists must be a regular file
     that opens for appending, each of ``folders`` that exists must be a folder."""
-    f = as_path(folder, what)
-    if f.exists() and not f.is_dir():
-        raise StudyError(f"the {what} {str(f)!r} is a file, not a folder; {action}")
-    try:
-        f.mkdir(parents=True, exist_ok=True)
-        probe = f / f".workbench-write-check-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-        os.unlink(probe)
-    except OSError as exc:
-        raise StudyError(
-            f"the {what} {str(f)!r} cannot be written ({exc.strerror or exc}): make it writable, or "
-            f"copy the study to a writable folder and open it there; {action}"
-        ) from None
+    f = leaf.check_writable(
+        folder,
+        what,
+        error=StudyError,
+        action=action,
+        fix="make it writable, or copy the study to a writable folder and open it there",
+    )
     for name in folders:
         sub = f / name
         if sub.exists() and not sub.is_dir():
@@ -447,13 +258,7 @@ def check_writable(
                 f"move it away; {action}"
             )
     for name in files:
-        target = f / name
-        check_regular(target, f"{what} file")
-        if target.exists():
-            try:
-                os.close(_open_checked(target, f"{what} file", os.O_WRONLY | os.O_APPEND, 1 << 62))
-            except StudyError as exc:
-                raise StudyError(f"{exc}; {action}") from None
+        leaf.check_appendable(f / name, f"{what} file", max_bytes=MAX_BYTES, error=StudyError, action=action)
     return f
 
 

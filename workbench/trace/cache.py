@@ -13,23 +13,43 @@ another version of the format or schema, is ignored with a warning and rewritten
 
 Size: at most ``$WORKBENCH_CACHE_MAX_BYTES`` (default 4 GiB) in all; the least recently used
 entries are evicted first. ``cache=False`` (``workbench analyze --no-cache``) skips it.
+
+Reading and writing follow workbench's one discipline for the files it reads again
+(``workbench.records``):
+
+* an entry is read through one open descriptor of its folder, so that an entry replaced or
+  evicted by another process meanwhile is read whole or not at all (then a plain miss);
+* each file of it must be a regular file (a FIFO, a device, a folder, a symlink loop or a link to
+  nothing is refused before it is opened), the meta at most ``META_MAX_BYTES``, each table of the
+  size the meta recorded (at most ``TABLE_MAX_BYTES`` for an entry that recorded none); the meta is
+  checked field by field (``check_stored``), each table's rows, columns and dtypes against it.
+  Whatever fails is a miss with a ``TraceWarning`` naming the entry and the file, the entry is
+  removed and rewritten: never a raw exception, never tables of another trace;
+* an entry is written in a temporary folder beside it and renamed into place; one already there is
+  first renamed aside (then removed), so that concurrent writers of one entry leave one whole entry
+  and a reader never sees a folder half removed.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import mmap
 import os
 import shutil
+import stat
 import time
 import uuid
 import warnings
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pandas as pd
 import pyarrow as pa
 
+import workbench.records as files
 import workbench.trace.schema as trace_schema
 from workbench.errors import TraceWarning
 from workbench.trace.data import TraceData, TraceMeta
@@ -40,6 +60,9 @@ ENV_MAX_BYTES = "WORKBENCH_CACHE_MAX_BYTES"
 DEFAULT_MAX_BYTES = 4 << 30
 HASH_BYTES = 1 << 20  # hashed from the start and from the end of each file
 _META = "meta.msgpack"
+META_MAX_BYTES = 256 << 20  # the largest meta.msgpack read
+TABLE_MAX_BYTES = 64 << 30  # the largest table of an entry that recorded no sizes
+STALE_S = 3600.0  # a temporary folder older than this was left by a writer that died: evict removes it
 # a change to any table's columns or dtypes makes old entries "another version"
 SCHEMA_VERSION = hashlib.blake2b(repr(sorted(trace_schema.TABLES.items())).encode(), digest_size=8).hexdigest()
 
@@ -93,34 +116,95 @@ class TraceCache:
     # --- reading --------------------------------------------------------------------------
     def load(self) -> TraceData | None:
         """The cached tables and meta, or None (a miss; a bad entry warns and is removed)."""
-        meta_path = self.entry / _META
-        if not meta_path.exists():
+        try:
+            st = os.stat(self.entry, follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):  # no entry, or no cache folder (``store`` says why)
+            return None
+        except OSError as exc:
+            self._discard(f"it cannot be examined ({exc.strerror or exc})")
+            return None
+        if not stat.S_ISDIR(st.st_mode):
+            kind = "a symlink" if stat.S_ISLNK(st.st_mode) else files.file_kind(st.st_mode) or "a file"
+            self._discard(f"it is {kind}, not a folder the cache wrote")
             return None
         try:
-            stored = _unpack(meta_path.read_bytes())
+            folder = os.open(self.entry, _DIR_FLAGS)
+        except FileNotFoundError:
+            return None  # removed meanwhile: a miss
+        except OSError as exc:
+            self._discard(f"its folder cannot be opened ({exc.strerror or exc})")
+            return None
+        try:
+            data = self._load_from(folder)
+        finally:
+            os.close(folder)
+        if data is not None:
+            _touch(self.entry)
+        return data
+
+    def _load_from(self, folder: int) -> TraceData | None:
+        """The entry read through the open folder ``folder``: one folder, whatever is renamed meanwhile."""
+        at = folder if _DIR_FD else None
+        try:
+            raw = files.read_bytes(
+                self.entry / _META,
+                "trace cache entry file",
+                max_bytes=META_MAX_BYTES,
+                error=_Damaged,
+                lock=False,
+                at=at,
+            )
+            if raw is None:
+                return None  # no meta: a miss, the entry is rewritten
+            stored = _unpack(raw)
+            if not isinstance(stored, dict):
+                raise _Damaged(f"{_META} holds a {type(stored).__name__}, not a map")
             if stored.get("format") != FORMAT_VERSION or stored.get("schema") != SCHEMA_VERSION:
-                self._discard(
+                other = (
                     f"it is from another version of the cache (format {stored.get('format')}, "
                     f"schema {stored.get('schema')}; this is format {FORMAT_VERSION}, schema "
                     f"{SCHEMA_VERSION})"
                 )
-                return None
-            if stored.get("identities") != self.identities or stored.get("options") != self.options:
+            elif stored.get("identities") != self.identities or stored.get("options") != self.options:
                 return None  # the file changed: a miss, the entry is rewritten
-            tables = {
-                name: self._read_table(name, rows, stored["columns"][name], stored["dtypes"][name])
-                for name, rows in stored["rows"].items()
-            }
-            meta = _meta_from(stored["meta"])
+            else:
+                other = None
+                check_stored(stored)
+                sizes = stored.get("bytes") or {}
+                tables = {
+                    name: self._read_table(
+                        name, rows, stored["columns"][name], stored["dtypes"][name], sizes.get(name), at
+                    )
+                    for name, rows in stored["rows"].items()
+                }
+                meta = _meta_from(stored["meta"])
         except Exception as exc:  # noqa: BLE001 (any damage to an entry is a miss, said once)
-            self._discard(f"it cannot be read ({type(exc).__name__}: {exc})")
+            if self._replaced(folder):
+                return None  # another process replaced or evicted the entry while it was read: a miss
+            said = str(exc) if isinstance(exc, _Damaged) else f"{type(exc).__name__}: {exc}"
+            self._discard(f"it cannot be read ({said})", folder, stacklevel=5)
             return None
-        _touch(self.entry)
+        if other is not None:
+            self._discard(other, folder, stacklevel=5)
+            return None
         return TraceData(tables, meta)
 
-    def _read_table(self, name: str, rows: int, columns: list[str], dtypes: list[str]) -> pd.DataFrame:
-        with pa.memory_map(str(self.entry / f"{name}.arrow"), "r") as source:
-            table = pa.ipc.open_file(source).read_all()
+    def _read_table(
+        self, name: str, rows: int, columns: list[str], dtypes: list[str], size: int | None, at: int | None
+    ) -> pd.DataFrame:
+        path = self.entry / f"{name}.arrow"
+        bound = TABLE_MAX_BYTES if size is None else size
+        st = files.check_regular(path, "trace cache entry file", max_bytes=bound, error=_Damaged, at=at)
+        if st is None:
+            raise _Damaged(f"table file {str(path)!r} is missing")
+        if size is not None and st.st_size != size:
+            raise _Damaged(f"table file {str(path)!r} holds {st.st_size} bytes, {size} were written (cut short?)")
+        fd = files.open_checked(path, "trace cache entry file", os.O_RDONLY, bound, error=_Damaged, at=at)
+        try:
+            mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)  # the file's own pages: kept alive by the table
+        finally:
+            os.close(fd)
+        table = pa.ipc.open_file(pa.BufferReader(pa.py_buffer(mapped))).read_all()
         frame = table.to_pandas()
         if len(frame) != rows or list(frame.columns) != columns:
             raise ValueError(
@@ -138,14 +222,26 @@ class TraceCache:
                 raise ValueError(f"column {name}.{column} is {_dtype_text(frame[column])}, {dtype} was written")
         return frame
 
-    def _discard(self, why: str) -> None:
+    def _replaced(self, folder: int) -> bool:
+        """Whether the entry's path no longer names the folder open as ``folder``."""
+        try:
+            now, then = os.stat(self.entry, follow_symlinks=False), os.fstat(folder)
+        except OSError:
+            return True
+        return (now.st_dev, now.st_ino) != (then.st_dev, then.st_ino)
+
+    def _discard(self, why: str, folder: int | None = None, *, stacklevel: int = 4) -> None:
+        """Warn (naming the entry, its files and why) and remove the entry: the one open as ``folder``
+        only, never one another process wrote since (that one is left alone)."""
         warnings.warn(
             f"trace cache entry {self.entry} for {', '.join(self.paths)} is ignored: {why}; "
             "the trace is read from its file again and the entry rewritten",
             TraceWarning,
-            stacklevel=4,
+            stacklevel=stacklevel,
         )
-        shutil.rmtree(self.entry, ignore_errors=True)
+        if folder is not None and self._replaced(folder):
+            return
+        _remove(self.entry, self.root)
 
     # --- writing --------------------------------------------------------------------------
     def store(self, data: TraceData) -> Path | None:
@@ -154,15 +250,17 @@ class TraceCache:
         tmp = self.root / f".{self.entry.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
         try:
             tmp.mkdir(parents=True)
-            rows, columns, dtypes = {}, {}, {}
+            rows, columns, dtypes, sizes = {}, {}, {}, {}
             for name, frame in data._tables.items():
                 table = pa.Table.from_pandas(frame, preserve_index=False)
-                with pa.OSFile(str(tmp / f"{name}.arrow"), "wb") as sink:
+                target = tmp / f"{name}.arrow"
+                with pa.OSFile(str(target), "wb") as sink:
                     with pa.ipc.new_file(sink, table.schema) as writer:
                         writer.write_table(table)
                 rows[name] = len(frame)
                 columns[name] = [str(c) for c in frame.columns]
                 dtypes[name] = [_dtype_text(frame[c]) for c in frame.columns]
+                sizes[name] = os.path.getsize(target)
             stored = {
                 "format": FORMAT_VERSION,
                 "schema": SCHEMA_VERSION,
@@ -171,18 +269,12 @@ class TraceCache:
                 "rows": rows,
                 "columns": columns,
                 "dtypes": dtypes,
+                "bytes": sizes,
                 "meta": _meta_to(data.meta),
                 "written": time.time(),
             }
             (tmp / _META).write_bytes(_pack(stored))
-            if self.entry.exists():
-                shutil.rmtree(self.entry, ignore_errors=True)
-            try:
-                os.replace(tmp, self.entry)
-            except OSError:
-                if not (self.entry / _META).exists():
-                    raise
-                shutil.rmtree(tmp, ignore_errors=True)  # another process wrote the same entry first
+            _install(tmp, self.entry, self.root)
         except Exception as exc:  # noqa: BLE001 (a cache that cannot be written must not fail the load)
             shutil.rmtree(tmp, ignore_errors=True)
             warnings.warn(
@@ -195,6 +287,133 @@ class TraceCache:
             return None
         evict(self.root, max_bytes(), keep=self.entry)
         return self.entry
+
+
+class _Damaged(Exception):
+    """What is wrong with a file of an entry (said in the warning; the entry is a miss)."""
+
+
+_DIR_FD = os.open in os.supports_dir_fd and os.stat in os.supports_dir_fd
+_DIR_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_DIRECTORY", 0)
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+)
+_INSTALL_TRIES = 5
+
+
+def _install(tmp: Path, entry: Path, root: Path) -> None:
+    """Rename the complete folder ``tmp`` into place as ``entry``. An entry already there (an older
+    one, or one another process wrote the same moment) is first renamed aside and then removed, so
+    that no reader ever sees a folder half removed; if other writers keep putting theirs in place,
+    theirs stays (it holds the same tables) and ``tmp`` is removed."""
+    for _ in range(_INSTALL_TRIES):
+        try:
+            os.rename(tmp, entry)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR):
+                raise
+        _remove(entry, root)  # (gone already where another writer moved it aside: then simply again)
+    if not os.path.isdir(entry):  # pragma: no cover - five writers in a row replaced it
+        raise OSError(errno.EBUSY, f"{entry} kept being replaced by other processes")
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _remove(entry: Path, root: Path) -> None:
+    """Remove an entry: renamed aside first (one step another process sees whole), then deleted. A
+    non-folder in its place (a file, a FIFO, a link) is unlinked, never followed."""
+    aside = root / f".{entry.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.old"
+    try:
+        os.rename(entry, aside)
+    except FileNotFoundError:
+        return  # another process removed it first
+    except OSError:
+        aside = entry  # cannot be renamed (a read-only cache): removed in place
+    try:
+        st = os.stat(aside, follow_symlinks=False)
+    except OSError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(aside, ignore_errors=True)
+    else:
+        try:
+            os.unlink(aside)
+        except OSError:
+            pass
+
+
+def _map_of(value: Any, name: str, check) -> None:
+    if not isinstance(value, dict):
+        raise _Damaged(f"{_META}: {name} is a {type(value).__name__}, not a map")
+    for k, v in value.items():
+        if not check(k, v):
+            raise _Damaged(f"{_META}: {name} holds {k!r}: {v!r:.60}, not what the cache writes")
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _rank(k: Any) -> bool:
+    try:
+        int(k)
+        return not isinstance(k, (bool, float))
+    except (TypeError, ValueError):
+        return False
+
+
+def _strs(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def check_stored(stored: dict) -> None:
+    """The typed checks of an entry's meta (``_Damaged`` saying what is wrong): the tables named
+    (known tables, each with its rows, columns, dtypes and, where recorded, its byte size) and the
+    trace's ``TraceMeta``, field by field."""
+    rows: Any = stored.get("rows")  # each a map once _map_of has passed it
+    columns: Any = stored.get("columns")
+    dtypes: Any = stored.get("dtypes")
+    _map_of(rows, "rows", lambda k, v: k in trace_schema.TABLES and _is_int(v) and v >= 0)
+    _map_of(columns, "columns", lambda k, v: k in rows and _strs(v))
+    _map_of(dtypes, "dtypes", lambda k, v: k in rows and _strs(v) and len(v) == len(columns.get(k, ())))
+    if set(columns) != set(rows) or set(dtypes) != set(rows):
+        raise _Damaged(f"{_META}: the tables of rows, columns and dtypes differ")
+    if stored.get("bytes") is not None:
+        _map_of(stored["bytes"], "bytes", lambda k, v: k in rows and _is_int(v) and v > 0)
+    meta = stored.get("meta")
+    if not isinstance(meta, dict):
+        raise _Damaged(f"{_META}: meta is a {type(meta).__name__}, not a map")
+    known = {f.name for f in fields(TraceMeta)}
+    unknown = sorted(set(meta) - known, key=str)
+    if unknown:
+        raise _Damaged(f"{_META}: meta has fields {unknown[:4]} a TraceMeta does not have")
+    spec = {
+        "files": _strs,
+        "ranks": lambda v: isinstance(v, list) and all(_is_int(x) for x in v),
+        "warnings": _strs,
+        "notes": _strs,
+        "source": lambda v: isinstance(v, str),
+    }
+    for name, ok in spec.items():
+        if name in meta and not ok(meta[name]):
+            raise _Damaged(f"{_META}: meta.{name} is {meta[name]!r:.60}, not what the cache writes")
+    maps = {
+        "file_ranks": lambda k, v: isinstance(k, str) and _is_int(v),
+        "origins_ns": lambda k, v: _rank(k) and _is_int(v),
+        "base_time_ns": lambda k, v: _rank(k) and _is_int(v),
+        "device_properties": lambda k, v: _rank(k) and isinstance(v, list) and all(isinstance(x, dict) for x in v),
+        "distributed_info": lambda k, v: _rank(k) and isinstance(v, dict),
+        "process_names": lambda k, v: _rank(k) and isinstance(v, dict),
+        "thread_names": lambda k, v: _rank(k) and isinstance(v, dict),
+        "options": lambda k, v: isinstance(k, str) and isinstance(v, bool),
+        "fidelity": lambda k, v: isinstance(k, str) and isinstance(v, str),
+    }
+    for name, entry_ok in maps.items():
+        if name in meta:
+            _map_of(meta[name], f"meta.{name}", entry_ok)
 
 
 def _dtype_text(column: pd.Series) -> str:
@@ -212,15 +431,42 @@ def _touch(entry: Path) -> None:
 
 
 def _size(entry: Path) -> int:
-    return sum(f.stat().st_size for f in entry.iterdir() if f.is_file())
+    total = 0
+    try:
+        for f in entry.iterdir():
+            try:
+                st = os.stat(f, follow_symlinks=False)
+            except OSError:
+                continue  # removed meanwhile
+            if stat.S_ISREG(st.st_mode):
+                total += st.st_size
+    except OSError:
+        pass
+    return total
 
 
 def evict(root: Path, limit: int, keep: Path | None = None) -> list[Path]:
-    """Remove the least recently used entries until the cache holds at most ``limit`` bytes."""
+    """Remove the least recently used entries until the cache holds at most ``limit`` bytes (and
+    the temporary folders of writers that died, older than ``STALE_S``). Entries that other
+    processes remove meanwhile are skipped."""
+    entries: list[tuple[float, Path]] = []
+    now = time.time()
     try:
-        entries = [(e.stat().st_mtime, e) for e in root.iterdir() if e.is_dir() and not e.name.startswith(".")]
+        names = list(root.iterdir())
     except OSError:
         return []
+    for e in names:
+        try:
+            st = os.stat(e, follow_symlinks=False)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            continue
+        if e.name.startswith("."):
+            if e.name.endswith((".tmp", ".old")) and now - st.st_mtime > STALE_S:
+                shutil.rmtree(e, ignore_errors=True)
+            continue
+        entries.append((st.st_mtime, e))
     entries.sort()
     sizes = {e: _size(e) for _, e in entries}
     total = sum(sizes.values())
@@ -230,7 +476,7 @@ def evict(root: Path, limit: int, keep: Path | None = None) -> list[Path]:
             break
         if entry == keep:
             continue
-        shutil.rmtree(entry, ignore_errors=True)
+        _remove(entry, root)
         total -= sizes[entry]
         removed.append(entry)
     return removed
