@@ -141,8 +141,10 @@ def test_source_breakdown_names_the_chain_file_and_line(run):
 
 def test_run_card_and_text_show_the_attribution(run):
     html = render.html(run)
-    assert "LayerNormGelu_0" in html and "test_attribution_capture.py:" in html
-    assert "LayerNormGelu_0" in render.text(run) and "LayerNormGelu\\_0" in render.markdown(run)
+    # modules read as the model names them (Block.chain: "chain"), their profiler path in the title
+    assert "\u00a0\u00a0chain" in html and "Block_0/LayerNormGelu_0" in html and "test_attribution_capture.py:" in html
+    assert "\u00a0\u00a0chain " in render.text(run) and "\u00a0\u00a0chain" in render.markdown(run)
+    assert run.attribution.modules.table.set_index("path").loc["Block_0/LayerNormGelu_0", "name"] == "chain"
 
 
 def test_session_without_stack_records_no_python_events(tmp_path):

@@ -28,7 +28,7 @@ The line of a source location is the function's first line, as the profiler name
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -66,6 +66,7 @@ NO_WORK = "the trace has no CPU ops or GPU kernels to attribute"
 MODULE_COLUMNS = [
     "path",
     "module",
+    "name",
     "depth",
     "parent",
     "count",
@@ -104,7 +105,8 @@ def _empty(columns: list[str]) -> pd.DataFrame:
 @dataclass(frozen=True, eq=False)
 class ModuleBreakdown(AnalysisResult):
     """``table``: one row per ``nn.Module`` path, in tree order (a module, then its children by
-    inclusive time): path, module (the last scope, ``LnGelu_0``), depth (0 at the top), parent
+    inclusive time): path, module (the last scope, ``LnGelu_0``), name (the module's name in its model,
+    ``blocks.1.mlp.fc``, where a profiled run recorded it: ``module_names``; else the label), depth (0 at the top), parent
     (its path, "" at the top), count (its calls in the trace), inclusive_us / self_us (``basis``
     time in it and its children / in it alone), their pct of ``total_us`` and ms per call,
     cpu_op_us / cpu_op_self_us (CPU op self time), kernel_us / kernel_self_us (GPU time through
@@ -204,9 +206,18 @@ class Attribution:
 
 
 def module_breakdown(
-    trace: TraceData, *, basis: str = "auto", calls: int | None = None, scale: float = 1.0, top: int = TOP_ITEMS
+    trace: TraceData,
+    *,
+    basis: str = "auto",
+    calls: int | None = None,
+    scale: float = 1.0,
+    top: int = TOP_ITEMS,
+    module_names: Mapping[str, str] | None = None,
 ) -> ModuleBreakdown:
-    """Op and kernel time per ``nn.Module`` path (see the module docstring)."""
+    """Op and kernel time per ``nn.Module`` path (see the module docstring). ``module_names``: the
+    scopes' labels -> the modules' names in their model (``{"Linear_6": "blocks.1.mlp.fc"}``, what a
+    profiled run recorded: ``RunRecord.module_names``); the table's ``name`` column reads them, and
+    the label where there is none or where the names do not nest as the scopes do."""
     work = _work(trace, basis, calls, scale, top)
     reason = work.reason or (NO_MODULES if not work.stack.has_modules else "")
     if reason:
@@ -237,12 +248,14 @@ def module_breakdown(
         _inclusive(sums, all_paths) for sums in (self_basis, self_cpu, self_gpu)
     )
     rows = []
+    names = _names(all_paths, module_names or {})
     for path in _tree_order(all_paths, inclusive_basis):
         parent, _, module = path.rpartition("/")
         rows.append(
             {
                 "path": path,
                 "module": module,
+                "name": names.get(module, module),
                 "depth": path.count("/"),
                 "parent": parent,
                 "count": int(counts.get(path, 0)),
@@ -335,10 +348,12 @@ def attribution(
     scale: float = 1.0,
     top: int = TOP_ITEMS,
     user_paths: Sequence[str] | None = None,
+    module_names: Mapping[str, str] | None = None,
 ) -> Attribution:
-    """Both breakdowns, from one nesting of the trace's Python events."""
+    """Both breakdowns, from one nesting of the trace's Python events (``module_names``: as
+    ``module_breakdown``'s)."""
     return Attribution(
-        module_breakdown(trace, basis=basis, calls=calls, scale=scale, top=top),
+        module_breakdown(trace, basis=basis, calls=calls, scale=scale, top=top, module_names=module_names),
         source_breakdown(trace, basis=basis, calls=calls, scale=scale, top=top, user_paths=user_paths),
     )
 
@@ -487,6 +502,25 @@ def _sums(keys: np.ndarray, us: np.ndarray) -> dict[str, float]:
         return {}
     sums = pd.Series(us).groupby(keys).sum()
     return {str(k): float(v) for k, v in sums.items() if k != ""}
+
+
+def _names(paths: set[str], module_names: Mapping[str, str]) -> dict[str, str]:
+    """The labels of ``paths``' scopes mapped to their modules' names, where every scope of every
+    path has one and each name lies under its parent scope's (``blocks.1.mlp`` under ``blocks.1``,
+    anything under the outermost module's own name): else {} (the labels stand), so that a
+    numbering the recorded names do not match never puts a wrong name on a module."""
+    if not module_names:
+        return {}
+    for path in paths:
+        chain = path.split("/")
+        if any(label not in module_names for label in chain):
+            return {}
+        for depth in range(1, len(chain)):
+            parent, child = module_names[chain[depth - 1]], module_names[chain[depth]]
+            top = depth == 1 and "." not in parent  # the model itself: its children's names start afresh
+            if not (child.startswith(parent + ".") or top):
+                return {}
+    return {label: module_names[label] for path in paths for label in path.split("/")}
 
 
 def _prefixes(path: str) -> list[str]:

@@ -191,7 +191,12 @@ class ProfileRun:
         (``workbench.analysis.attribution``); None without a trace."""
         if self.trace is None:
             return None
-        return attribution(self.trace, calls=max(1, self.traced_calls), scale=self.trace_scale)
+        return attribution(
+            self.trace,
+            calls=max(1, self.traced_calls),
+            scale=self.trace_scale,
+            module_names=self.record.module_names,
+        )
 
     # -- fixes -----------------------------------------------------------------------------
     @cached_property

@@ -80,3 +80,67 @@ class ModuleScopes:
         stack = self._open()
         while stack:
             stack.pop()[1].__exit__(None, None, None)
+
+
+class ModuleNames:
+    """``with ModuleNames(torch) as names: ...``, then ``names.paths()``: each module scope the block's
+    forwards ran in, by the label the profiler gives it (``"Linear_6"``: the class and its instance
+    number, numbered in the order the instances first run, as the Python tracer and ``ModuleScopes``
+    number them), mapped to the module's name in its model (``"blocks.1.mlp.fc"``, from
+    ``named_modules()`` of the outermost module that ran). The outermost module reads as its class
+    (``"GPT"``); where several models ran, their modules' names start with their model's label.
+
+    Only the numbering is recorded while the block runs (one dictionary lookup per forward); the
+    names are looked up once, after it. The modules are held until ``paths()`` is called.
+    """
+
+    def __init__(self, torch: ModuleType) -> None:
+        self._torch = torch
+        self._handle: Any = None
+        self._labels: dict[int, str] = {}  # id(module) -> "Class_k"
+        self._modules: dict[int, Any] = {}
+        self._per_class: dict[type, int] = {}
+        self._lock = threading.Lock()
+
+    def _seen(self, module: torch.nn.Module, args: tuple[Any, ...]) -> None:
+        if id(module) in self._labels:
+            return
+        with self._lock:
+            if id(module) not in self._labels:
+                cls = type(module)
+                index = self._per_class.get(cls, 0)
+                self._per_class[cls] = index + 1
+                self._labels[id(module)] = f"{cls.__name__}_{index}"
+                self._modules[id(module)] = module
+
+    def __enter__(self) -> ModuleNames:
+        self._handle = self._torch.nn.modules.module.register_module_forward_pre_hook(self._seen)
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._handle is not None:
+            self._handle.remove()
+            self._handle = None
+
+    def paths(self) -> dict[str, str]:
+        """``{"GPT_0": "GPT", "Linear_6": "blocks.1.mlp.fc", ...}`` for every module that ran."""
+        modules, labels = self._modules, self._labels
+        self._modules = {}
+        inside: set[int] = set()
+        for module in modules.values():
+            inside.update(id(m) for m in module.modules() if m is not module)
+        roots = [key for key in modules if key not in inside]
+        classes = [type(modules[key]).__name__ for key in roots]
+        out: dict[str, str] = {}
+        for key in roots:
+            root = modules[key]
+            unique = len(roots) == 1 or classes.count(type(root).__name__) == 1
+            head = type(root).__name__ if unique else labels[key]
+            prefix = "" if len(roots) == 1 else head + "."
+            for name, module in root.named_modules():
+                label = labels.get(id(module))
+                if label is not None and label not in out:
+                    out[label] = prefix + name if name else head
+        return out

@@ -84,6 +84,7 @@ class _Outcome:
     trace_attempts: int = 0
     trace_skipped: str = ""  # why the traced pass did not run although a trace was asked for
     page_faults_per_call: float | None = None  # minor page faults per clean timed call
+    module_names: dict[str, str] | None = None  # the traced pass's module scopes -> the modules' names
 
 
 PROFILER_ALREADY_RUNNING = (
@@ -166,15 +167,18 @@ def _measure(
         if folder is not None and own_starts.starts and not skipped:
             skipped = CODE_STARTS_PROFILER
         traced_wait, attempts = None, 0
+        module_names: dict[str, str] = {}
         if folder is not None and not skipped:  # the traced pass, apart
             if trace_repeat is None:
                 trace_repeat = auto_trace_repeat(statistics.median(samples))
             with captured_native_stderr() as held, ProfilerStartWatch(refuse=True):
                 warm_note = warm_up_profiler(torch, cuda)
                 if memory_inputs is None:
-                    traced, trace_path, traced_wait, attempts = _traced_passes(torch, call, cuda, folder, trace_repeat)
+                    traced, trace_path, traced_wait, attempts, module_names = _traced_passes(
+                        torch, call, cuda, folder, trace_repeat
+                    )
                 else:  # memory=True: named tensors and (CUDA) the allocator's history around the traced pass
-                    traced, trace_path, traced_wait, attempts = _memory_traced_pass(
+                    traced, trace_path, traced_wait, attempts, module_names = _memory_traced_pass(
                         torch, call, cuda, folder, trace_repeat, memory_inputs, memory
                     )
             native = held.text
@@ -196,17 +200,19 @@ def _measure(
         attempts,
         skipped,
         faults,
+        module_names,
     )
 
 
 def _traced_passes(
     torch: ModuleType, call: Callable[[], Any], cuda: bool, folder: Path, trace_repeat: int
-) -> tuple[list[float], Path, float | None, int]:
+) -> tuple[list[float], Path, float | None, int, dict[str, str]]:
     """Trace ``trace_repeat`` calls; again (up to ``TRACE_ATTEMPTS`` passes) while the thread waited
     for a CPU more than ``MAX_WAIT_SHARE`` of the pass. Returns the least-waiting pass's samples,
-    its trace file, its wait share and the passes made; the other traces are deleted."""
+    its trace file, its wait share, the passes made and its module names (``ProfilerSession.
+    module_names``); the other traces are deleted."""
     __tracebackhide__ = True
-    best: tuple[float, list[float], Path] | None = None
+    best: tuple[float, list[float], Path, dict[str, str]] | None = None
     attempt = 0
     for attempt in range(1, TRACE_ATTEMPTS + 1):
         target = folder if attempt == 1 else folder / f"pass-{attempt}"
@@ -216,13 +222,13 @@ def _traced_passes(
         if best is None or (share if share is not None else 0.0) < best[0]:
             if best is not None and best[2] != session.trace_path:
                 best[2].unlink(missing_ok=True)
-            best = (share if share is not None else 0.0, traced, session.trace_path)
+            best = (share if share is not None else 0.0, traced, session.trace_path, session.module_names)
         else:
             session.trace_path.unlink(missing_ok=True)
         if share is None or share <= MAX_WAIT_SHARE:
             break
     assert best is not None
-    return best[1], best[2], (best[0] if share is not None else None), attempt
+    return best[1], best[2], (best[0] if share is not None else None), attempt, best[3]
 
 
 def _memory_traced_pass(
@@ -233,7 +239,7 @@ def _memory_traced_pass(
     trace_repeat: int,
     inputs: tuple[Any, ...],
     memory: dict[str, Any],
-) -> tuple[list[float], Path, float | None, int]:
+) -> tuple[list[float], Path, float | None, int, dict[str, str]]:
     """The traced pass of ``memory=True``: one pass with allocator events, the call's named tensors and (CUDA)
     the allocator's history; then the same calls under the profiler without allocator events, timed only,
     so that ``memory["recording_overhead"]`` says what recording memory cost the traced pass."""
@@ -261,7 +267,7 @@ def _memory_traced_pass(
         memory["snapshot_path"] = str(history.path) if history.saved else None
         if history.note:
             memory["snapshot_note"] = history.note
-    return traced, session.trace_path, share, 1
+    return traced, session.trace_path, share, 1, session.module_names
 
 
 def _timed_with_waits(
@@ -439,4 +445,5 @@ def _run_fields(
         trace_repeat=len(outcome.traced_samples_ms) if traced else 0,
         health=health,
         profiler_stderr=outcome.profiler_stderr,
+        module_names=dict(outcome.module_names or {}),
     )

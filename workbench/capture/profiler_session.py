@@ -25,7 +25,7 @@ from pathlib import Path
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any, ContextManager
 
-from workbench.capture.module_scopes import ModuleScopes
+from workbench.capture.module_scopes import ModuleNames, ModuleScopes
 
 if TYPE_CHECKING:
     from torch.profiler import profile as TorchProfiler
@@ -105,6 +105,8 @@ class ProfilerSession:
         self._record_stack = RECORD_STACK if record_stack is None else bool(record_stack)
         self.records_stack = False
         self.stack_note = "" if self._record_stack else "not asked for (record_stack=False)"
+        self._names: ModuleNames | None = None
+        self.module_names: dict[str, str] = {}  # the scopes' labels -> the modules' names (ModuleNames)
 
     def step(self, index: int) -> ContextManager[Any]:
         return self._torch.profiler.record_function(STEP_NAME.format(index))
@@ -138,6 +140,7 @@ class ProfilerSession:
         else:
             self.records_stack = self._record_stack
         self._prof = prof
+        self._names = ModuleNames(self._torch).__enter__()  # after the start: it sees what the tracer sees
         return self
 
     def __exit__(
@@ -145,8 +148,15 @@ class ProfilerSession:
     ) -> None:
         prof, self._prof = self._prof, None
         scopes, self._scopes = self._scopes, None
+        names, self._names = self._names, None
         assert prof is not None, "__exit__ follows a successful __enter__"
         try:
+            if names is not None:
+                names.__exit__(exc_type, exc, tb)
+                try:
+                    self.module_names = names.paths()
+                except Exception:  # noqa: BLE001 - a model whose modules cannot be walked keeps the labels
+                    self.module_names = {}
             if scopes is not None:
                 scopes.__exit__(exc_type, exc, tb)
         finally:

@@ -52,6 +52,9 @@ class RunRecord:
     health: ProfileHealth = field(default_factory=ProfileHealth.not_recorded, compare=False)
     profiler_stderr: str = field(default="", compare=False, repr=False)  # native output held back
     expected_calls: int | None = None  # calls the user expects to make: one-time costs are spread over them
+    # the traced pass's module scopes by the profiler's labels ("Linear_6") -> the modules' names in
+    # their model ("blocks.1.mlp.fc"; capture.module_scopes.ModuleNames); {} where none ran or unknown
+    module_names: dict[str, str] = field(default_factory=dict, compare=False)
 
     # -- derived -------------------------------------------------------------------------
     @property
@@ -156,6 +159,7 @@ class RunRecord:
             "health": self.health.to_dict(),
             "profiler_stderr": self.profiler_stderr,
             "expected_calls": self.expected_calls,
+            "module_names": dict(self.module_names),
         }
 
     @classmethod
@@ -203,6 +207,7 @@ class RunRecord:
             health=health,
             profiler_stderr=str(d.get("profiler_stderr", "") or ""),
             expected_calls=int(d["expected_calls"]) if d.get("expected_calls") else None,
+            module_names=_module_names(d.get("module_names")),
         )
 
     @classmethod
@@ -232,3 +237,13 @@ class RunRecord:
             f"once{traced}; trace {'parsed' if self.trace is not None else 'none'}; "
             f"{self.health.headline()})"
         )
+
+
+def _module_names(value: Any) -> dict[str, str]:
+    """A saved record's ``module_names`` ({} where an older record has none); a label or name that is
+    not a string is a ValueError (a damaged record, named by the bundle reader)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise ValueError(f"module_names must map module labels to names (strings); got {type(value).__name__}")
+    return dict(value)

@@ -12,6 +12,7 @@ kernels). A result that was not recorded says so, with its reason. Every name pa
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -34,6 +35,12 @@ _SOURCE_HEADERS = ("source line", "self per call", "with callees", "share", "top
 
 
 # --- the public renderings -----------------------------------------------------------------------
+
+
+def module_name(row: Any) -> str:
+    """A module row's name: its name in its model (``blocks.1.mlp.fc``) where the run recorded it, else
+    the profiler's label (``Linear_6``); a table saved before names were recorded has only the label."""
+    return str(getattr(row, "name", "") or row.module)
 
 
 def html(result: AttributionResult) -> str:
@@ -152,7 +159,7 @@ def _modules(result: ModuleBreakdown) -> _Section:
     for row in kept.itertuples(index=False):
         rows.append(
             (
-                Cell(INDENT * int(row.depth) + str(row.module), title=str(row.path)),
+                Cell(INDENT * int(row.depth) + module_name(row), title=str(row.path)),
                 _time(row.inclusive_ms_per_call, row.inclusive_us),
                 _time(row.self_ms_per_call, row.self_us),
                 _share(row.inclusive_pct),

@@ -78,7 +78,7 @@ def module_rows(result: ModuleBreakdown, top: int = COMPACT_ROWS) -> tuple[list[
     kept = kept.loc[kept["inclusive_us"].nlargest(top).index].sort_index()
     rows: list[Row] = [
         (
-            Cell(attribution_render.INDENT * int(r.depth) + str(r.module), title=str(r.path)),
+            Cell(attribution_render.INDENT * int(r.depth) + attribution_render.module_name(r), title=str(r.path)),
             _ms(r.inclusive_ms_per_call),
             _ms(r.self_ms_per_call),
             _share(r.inclusive_pct),
