@@ -26,6 +26,10 @@ CELLS = [
     # slow enough (~2 s) for the status line to show and end with what was done
     "%%gpuprofile -T -w 1 -r 3 -q\ntime.sleep(0.35)",
     "print(_gpuprofile.name)",
+    # the attribution names a cell by the prompt the user sees: cell [7], not ipykernel's file hash
+    "def work(v):\n    w = v.sin() * 2\n    return (w + 1).relu()",
+    "%%gpuprofile -w 1 -r 3 -q\nwork(x).sum()",
+    "print(list(_gpuprofile.attribution.sources.table['location']))",
 ]
 
 
@@ -78,3 +82,9 @@ def test_a_slow_profile_shows_a_status_line_that_ends_done(executed):
 def test_the_run_is_named_after_the_prompt_the_user_sees(executed):
     profiled = executed.cells[4]
     assert _texts(executed.cells[5]).strip() == f"cell[{profiled.execution_count}]"
+
+
+def test_the_attribution_names_cells_by_their_execution_count(executed):
+    defined, profiled, shown = executed.cells[6], executed.cells[7], _texts(executed.cells[8])
+    assert f"cell [{defined.execution_count}], line 1 in work" in shown, shown
+    assert f"cell [{profiled.execution_count}]" in shown and "notebook cell" not in shown, shown

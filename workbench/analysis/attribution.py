@@ -27,6 +27,7 @@ The line of a source location is the function's first line, as the profiler name
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -284,12 +285,16 @@ def source_breakdown(
     scale: float = 1.0,
     top: int = TOP_ITEMS,
     user_paths: Sequence[str] | None = None,
+    cells: Mapping[str, int] | None = None,
 ) -> SourceBreakdown:
     """Op and kernel time per source location in the user's files (see the module docstring).
 
     ``user_paths``: file path prefixes or suffixes that are the user's code (``("model.py",
     "mypkg/")``); by default every frame outside torch, the standard library, site-packages and
-    a few well-known frameworks is the user's."""
+    a few well-known frameworks is the user's. ``cells``: a notebook's cell files (ipykernel's
+    ``ipykernel_<pid>/<id>.py``: the id) -> their execution count, so that a cell's code reads
+    ``cell [7], line 3 in f`` rather than ``notebook cell <id>:3 in f`` (a profiled run records
+    them: ``ProfileRun.cells``); IPython's own ``<ipython-input-7-…>`` files read so without it."""
     work = _work(trace, basis, calls, scale, top, user_paths)
     has_frames = any(frame is not None for frame in work.stack.frames)
     reason = work.reason or ("" if work.stack.has_user_frames else NO_USER_FRAMES if has_frames else NO_FRAMES)
@@ -321,7 +326,7 @@ def source_breakdown(
         assert frame is not None
         rows.append(
             {
-                "location": location,
+                "location": cell_location(location, cells or {}),
                 "file": frame.file,
                 "line": frame.line,
                 "function": frame.function,
@@ -336,8 +341,27 @@ def source_breakdown(
         ["self_us", "inclusive_us", "location"], ascending=[False, False, True], ignore_index=True
     )[SOURCE_COLUMNS]
     items = _items(locations, work.names, work.us, top, inclusive=False)
+    items["key"] = [cell_location(str(key), cells or {}) for key in items["key"]]
     outside = float(work.us[locations == ""].sum())
     return SourceBreakdown(table, items, work.basis, work.total_us, outside, work.calls, work.scale, "")
+
+
+_CELL_LOCATION = re.compile(
+    r"^(?:notebook cell (?P<id>\d+)|<ipython-input-(?P<count>\d+)-[0-9a-f]+>)(?::(?P<line>\d+))?"
+)
+
+
+def cell_location(location: str, cells: Mapping[str, int]) -> str:
+    """``notebook cell <id>:3 in f`` -> ``cell [7], line 3 in f`` where ``cells`` knows the id (its
+    execution count), and IPython's ``<ipython-input-7-…>:3 in f`` likewise; any other location as it is."""
+    found = _CELL_LOCATION.match(location)
+    if found is None:
+        return location
+    count = found["count"] if found["count"] is not None else cells.get(found["id"] or "")
+    if count is None:
+        return location
+    where = f"cell [{count}]" + (f", line {found['line']}" if found["line"] is not None else "")
+    return where + location[found.end() :]
 
 
 def attribution(
@@ -349,12 +373,13 @@ def attribution(
     top: int = TOP_ITEMS,
     user_paths: Sequence[str] | None = None,
     module_names: Mapping[str, str] | None = None,
+    cells: Mapping[str, int] | None = None,
 ) -> Attribution:
     """Both breakdowns, from one nesting of the trace's Python events (``module_names``: as
-    ``module_breakdown``'s)."""
+    ``module_breakdown``'s, ``cells`` as ``source_breakdown``'s)."""
     return Attribution(
         module_breakdown(trace, basis=basis, calls=calls, scale=scale, top=top, module_names=module_names),
-        source_breakdown(trace, basis=basis, calls=calls, scale=scale, top=top, user_paths=user_paths),
+        source_breakdown(trace, basis=basis, calls=calls, scale=scale, top=top, user_paths=user_paths, cells=cells),
     )
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import workbench.capture.profile as capture_profile
+from workbench.api.cells import notebook_cells
 from workbench.api.run import ProfileRun
 from workbench.devices.fingerprint import environment_fingerprint
 from workbench.study.history import callable_source, record_profile
@@ -77,7 +78,7 @@ def profile(
         environment=environment_fingerprint(),
         **kwargs,
     )
-    run = ProfileRun(record, code=fn, code_args=(args, dict(kwargs)))  # the live code, for run.fixes (never saved)
+    run = ProfileRun(record, code=fn, code_args=(args, dict(kwargs)), cells=notebook_cells())  # code: never saved
     if history:  # the callable's history (study.history.record_profile); never fails the profile
         run.history = record_profile(run.record, callable_source(fn))
     return run

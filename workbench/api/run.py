@@ -112,6 +112,7 @@ class ProfileRun:
         history: History | None = None,
         code: Any = None,
         code_args: tuple[tuple[Any, ...], dict[str, Any]] = ((), {}),
+        cells: dict[str, int] | None = None,
     ) -> None:
         if not isinstance(record, RunRecord):
             raise TypeError(
@@ -127,6 +128,8 @@ class ProfileRun:
         self.history = history
         self.code = code  # the live callable that was profiled (wb.profile's fn, the cell's code)
         self.code_args = code_args  # the arguments it was profiled with
+        # the notebook's cell files (ipykernel's ids) -> their execution counts (workbench.api.cells); saved
+        self.cells: dict[str, int] = dict(cells or {})
 
     @classmethod
     def from_record(cls, record: RunRecord, *, history: History | None = None) -> ProfileRun:
@@ -137,7 +140,11 @@ class ProfileRun:
         """A run whose record has ``changes`` (``dataclasses.replace`` on the record); the history
         and the live code are kept."""
         run = ProfileRun(
-            dataclasses.replace(self.record, **changes), history=self.history, code=self.code, code_args=self.code_args
+            dataclasses.replace(self.record, **changes),
+            history=self.history,
+            code=self.code,
+            code_args=self.code_args,
+            cells=self.cells,
         )
         run.__dict__["_source_record"] = self.record  # its temporary trace folder goes when that record does
         return run
@@ -196,6 +203,7 @@ class ProfileRun:
             calls=max(1, self.traced_calls),
             scale=self.trace_scale,
             module_names=self.record.module_names,
+            cells=self.cells,
         )
 
     # -- fixes -----------------------------------------------------------------------------
@@ -240,6 +248,7 @@ class ProfileRun:
         """The record's fields (``RunRecord.to_dict``) and the history, as saved in ``run.json``."""
         out = self.record.to_dict()
         out["history"] = self.history.to_dict() if self.history is not None else None
+        out["cells"] = dict(self.cells)
         return out
 
     @classmethod
@@ -247,7 +256,9 @@ class ProfileRun:
         """The run of a ``to_dict`` record (``folder``: the bundle it came from, named in errors)."""
         history = d.get("history")
         record = RunRecord.from_dict(d, trace=trace, folder=folder)
-        return cls(record, history=History.from_dict(history) if isinstance(history, dict) else None)
+        cells = d.get("cells")
+        cells = {str(k): v for k, v in cells.items() if isinstance(v, int)} if isinstance(cells, dict) else {}
+        return cls(record, history=History.from_dict(history) if isinstance(history, dict) else None, cells=cells)
 
     def save(self, path: str | Path) -> Path:
         """Write the run as a bundle folder (run.json with the history, environment.json, trace.json.gz)."""

@@ -71,6 +71,7 @@ RECORD_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "profiler_stderr": _TEXT_OR_NULL,
     "expected_calls": _INT_OR_NULL,
     "history": _OBJECT_OR_NULL,
+    "cells": _OBJECT_OR_NULL,
     "module_names": _OBJECT_OR_NULL,
 }
 

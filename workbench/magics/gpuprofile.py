@@ -15,6 +15,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from workbench.api.cells import cell_id
 from workbench.errors import ProfileError
 from workbench.magics.cell import magic_shell
 
@@ -325,6 +326,9 @@ class GpuProfileMagics(Magics):
         # the cell's code, live, for run.fixes (and %%gpuvariant --fix): the compiled cell as it was
         # profiled, outside this magic's guard and status line (a later call runs it in the namespace)
         run.code, run.code_args = CellCallable(magic_shell(self), compiled, name=name), ((), {})
+        body_id = cell_id(compiled.filename)  # the cell's body is compiled under a file of its own
+        if body_id is not None:
+            run.cells[body_id] = magic_shell(self).execution_count
         if not opts.no_history:
             record_history(magic_shell(self), run, code)
         _keep(magic_shell(self), run, opts.output, code)
