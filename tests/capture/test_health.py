@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from workbench import render
 from workbench.capture.health import (
     MAX_PROFILER_OVERHEAD,
     MachineState,
@@ -127,7 +128,7 @@ def test_checks_are_ordered_worst_first_and_round_trip():
     assert levels == sorted(levels, key=["warn", "note", "unknown", "ok"].index)
     again = ProfileHealth.from_dict(json.loads(json.dumps(h.to_dict())))
     assert again == h and again.to_dict() == h.to_dict()
-    html = h._repr_html_()
+    html = render.html(h)
     assert "CAUTION" in html and "what to do" in html
 
 

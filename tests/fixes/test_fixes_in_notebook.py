@@ -146,7 +146,7 @@ def test_gpuvariant_fix_runs_the_named_fixes_on_the_profiled_cell(shell, profile
     assert cmp.settings["fixes"]["nb_same"]["where"] == "the cell"
     assert any("catalog fixes applied to the profiled cell's code" in n for n in cmp.settings["notes"])
     assert cmp.decision.fix["name"] in ("nb_same", "nb_absent")
-    assert "**Fix:**" in cmp.decision.to_markdown()
+    assert "**Fix:**" in wb.render.markdown(cmp.decision)
 
 
 def test_gpuvariant_fix_beside_a_rewrite_and_on_the_cell_given(shell, profiled):
@@ -272,7 +272,7 @@ def test_the_record_names_the_fix_where_and_its_class_with_the_tolerance():
     assert record.fix["numerical_class"] == record.numerical_class == cmp["nb_same"].numerical_class
     assert record.fix["tolerances"]["outputs"]["float32"] == {"rtol": 1e-4, "atol": 1e-5}
     assert "the fix `nb_same`" in record.change and "applied at the cell" in record.change
-    md = record.to_markdown()
+    md = render.markdown(record)
     assert "**Fix:** `nb_same` (the code as it is (a test fix)), applied at the cell" in md
     assert "outputs judged with float32 rtol 0.0001, atol 1e-05" in md
     again = DecisionRecord.from_dict(json.loads(record.to_json()))
@@ -283,7 +283,7 @@ def test_the_record_names_the_fix_where_and_its_class_with_the_tolerance():
     half = build_record([cmp["eager"], cmp["nb_half"]], "eager", settings=dict(cmp.settings))
     assert half.fix["name"] == "nb_half" and half.fix["reduced_precision"]
     assert half.numerical_class == "reduced precision" and half.fix["where"] == "model.0"
-    assert "reduced precision" in half.to_markdown() and "float32 rtol" in half.to_markdown()
+    assert "reduced precision" in render.markdown(half) and "float32 rtol" in render.markdown(half)
     assert any("the fix `nb_half` computes in reduced precision" in r for r in half.remaining_risk)
     assert json.loads(half.to_json())["fix"]["reduced_precision"] is True
     # the comparison table and every face name the rows by their fix
@@ -300,7 +300,9 @@ def test_the_record_names_the_fix_where_and_its_class_with_the_tolerance():
         min_rounds=5,
         profile=False,
     )
-    assert plain.decision.fix == {} and "fixes" not in plain.settings and "**Fix:**" not in plain.decision.to_markdown()
+    assert (
+        plain.decision.fix == {} and "fixes" not in plain.settings and "**Fix:**" not in render.markdown(plain.decision)
+    )
 
 
 # -- a study round on run.fixes ----------------------------------------------------------------------

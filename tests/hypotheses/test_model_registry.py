@@ -5,10 +5,11 @@ import sys
 
 import pytest
 
+from workbench import render
 from workbench.errors import InvalidArgumentError, RegistryError
 from workbench.hypotheses import CATEGORIES, Diagnosis, Evidence, Hypothesis, get_rule, list_rules, rank
 from workbench.hypotheses.diagnose import NotJudgedNote
-from workbench.hypotheses.render import render_html, render_markdown, render_text
+from workbench.hypotheses.ranked import render_text
 
 
 def hyp(category="host_bound", stake=1.0, confidence="medium", evidence=True, title="t"):
@@ -115,10 +116,10 @@ def test_every_rule_has_category_thresholds_and_doc():
 
 def test_renderings_escape_trace_strings():
     d = Diagnosis((hyp(title="<script>x</script>"),), (NotJudgedNote("r", "c", "no <GPU>"),))
-    html_out = render_html(d)
+    html_out = render.html(d)
     assert "<script>" not in html_out and "&lt;script&gt;" in html_out and "&lt;b&gt;k" in html_out
     assert "&lt;GPU&gt;" in html_out
-    md = render_markdown(d)
+    md = render.markdown(d)
     assert "<script>" not in md
     text = render_text(d)
     assert "1. [host_bound]" in text and "Not judged:" in text and "no <GPU>: r not judged" in text

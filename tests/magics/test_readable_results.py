@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.hypotheses.render import HypothesisList, render_html, render_text
+from workbench import render
+from workbench.hypotheses import HypothesisList, render_text
 
 
 def _hypothesis(title: str, stake: float):
@@ -38,10 +39,10 @@ def test_a_hypothesis_list_is_a_list_that_reads_well():
     text = repr(hyps)
     assert text.startswith("2 ranked hypotheses") and "1. [launch_overhead] many short ops" in text
     assert "Hypothesis(" not in text and "not judged" in text
-    page = hyps._repr_html_()
-    assert page == render_html(hyps) and "wb-diagnosis" in page
+    page = render.html(hyps)
+    assert "wb-diagnosis" in page
     assert "&lt;b&gt;" in page and "<b>\n" not in page  # data escaped
-    assert hyps.to_text() == render_text(hyps) and "### 1." in hyps._repr_markdown_()
+    assert hyps.to_text() == render_text(hyps) and "### 1." in render.markdown(hyps)
     assert repr(HypothesisList()).startswith("0 ranked hypotheses")
 
 
@@ -53,4 +54,4 @@ def test_run_hypotheses_display_readably():
     hyps = run.hypotheses
     assert isinstance(hyps, HypothesisList)
     assert isinstance(hyps, list) and "Hypothesis(" not in repr(hyps)
-    assert "wb-diagnosis" in hyps._repr_html_()
+    assert "wb-diagnosis" in render.html(hyps)

@@ -117,7 +117,7 @@ def test_settings_object_and_keywords_are_the_same_and_written_into_the_record()
     c = wb.compare({"eager": chain, "b": lambda x: chain(x)}, inputs=lambda: torch.randn(64), settings=spec)
     assert c.decision.settings["budget_s"] == 0.2 and c.decision.settings["timing_cap_s"] == pytest.approx(0.6)
     assert c.decision.settings["timer"].startswith("FakeTimer(seed=4")
-    assert "## Settings" in c.decision.to_markdown()
+    assert "#### Settings" in wb.render.markdown(c.decision)
     assert c.settings["checks"] == 1 and c.settings["min_effect"] == 0.03
     again = type(c.decision).from_dict(c.decision.to_dict())
     assert again == c.decision

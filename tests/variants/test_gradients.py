@@ -71,7 +71,7 @@ def test_a_variant_whose_forward_matches_but_gradient_is_wrong_is_rejected_with_
     }
     assert "2 input gradients match the baseline's too" in record.why_safe  # counted, never "every"
     assert cmp["copy"].compared["input_gradients"] == 2 and cmp["copy"].max_grad_rel_err < 1e-5
-    assert "**Mode:** training" in record.to_markdown()
+    assert "**Mode:** training" in wb.render.markdown(record)
     again = type(record).from_dict(record.to_dict())
     assert again.mode == "training"
 

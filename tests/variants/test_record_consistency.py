@@ -18,7 +18,7 @@ RAW_METRIC = re.compile(r"\b(alloc_bytes|peak_memory_bytes|op_count|alloc_count|
 def contradictions(cmp) -> list[str]:
     """Every disagreement between a record's fields, its comparison's rows and settings."""
     rec, problems = cmp.decision, []
-    text = rec.to_markdown()
+    text = wb.render.text(rec) + "\n" + wb.render.markdown(rec)  # every field, as written and escaped
     notes = " ".join(cmp.settings.get("notes", ()))
     row = cmp[rec.variant]
     if "fixed inputs" in notes and "fresh" in rec.why_safe:

@@ -3,6 +3,7 @@ import json
 import numpy as np
 import pytest
 
+from workbench import render
 from workbench.variants.decision import DecisionRecord, classify
 from workbench.variants.stats import median_rank_interval, paired_speedup
 
@@ -69,8 +70,8 @@ def test_decision_record_renders_and_roundtrips():
         (),
         {"torch": "2.13"},
     )
-    md = rec.to_markdown()
-    assert "# Decision: `keep` — compiled" in md and "**Fallback:** eager" in md and "- cuda_graph" in md
+    md = render.markdown(rec)
+    assert "### Decision: `keep` — compiled" in md and "**Fallback:** eager" in md and "- cuda\\_graph" in md
     assert DecisionRecord.from_dict(json.loads(rec.to_json())) == rec
 
 

@@ -44,7 +44,8 @@ def test_failing_shapes_become_the_guard_and_failure_cases():
     rec = cmp.decision
     assert rec.decision == "keep_guarded" and rec.failure_cases == row.failure_cases
     assert "(50000,) float32" in rec.guard
-    assert "## Failure cases" in rec.to_markdown() and "(1,) float32" in rec.to_markdown()
+    md = wb.render.markdown(rec)
+    assert "#### Failure cases" in md and "(1,) float32" in md
 
 
 def test_sweep_needs_a_shape_sweep():

@@ -1,5 +1,9 @@
 """Base of every analysis result: a frozen dataclass holding a ``table`` DataFrame plus derived
-statistics, with ``to_dict()`` / ``from_dict()`` that round-trip (tables keep their dtypes)."""
+statistics, with ``to_dict()`` / ``from_dict()`` that round-trip (tables keep their dtypes).
+
+A result draws nothing itself: ``workbench.render.html(result)`` / ``text`` / ``markdown`` draw it
+(its own renderer where its type has one, else ``workbench.render.analysis_result``: its name and
+table), and a notebook shows it through IPython's display formatter (``workbench.render.ipython``)."""
 
 from __future__ import annotations
 
@@ -113,6 +117,3 @@ class AnalysisResult:
         return all(_same(getattr(self, f.name), getattr(other, f.name)) for f in dataclasses.fields(self))
 
     __hash__ = None  # type: ignore[assignment]  # holds DataFrames: unhashable
-
-    def _repr_html_(self) -> str:
-        return f"<b>{type(self).__name__}</b>" + self.table.to_html(max_rows=30)

@@ -9,7 +9,9 @@ it. It qualifies the run's findings (a banner beside the timing, in the report a
 ``summary.json``); it never ranks as a finding.
 
 The machine's state is read once (``read_machine_state``) into a frozen value, so the verdicts
-are pure functions of their inputs and are tested on made-up states.
+are pure functions of their inputs and are tested on made-up states. Its HTML, text and Markdown
+are drawn by the render layer (``workbench.render.health``; a notebook shows ``run.health`` through
+IPython's display formatter).
 """
 
 from __future__ import annotations
@@ -182,27 +184,6 @@ class ProfileHealth:
     @classmethod
     def not_recorded(cls) -> "ProfileHealth":
         return cls(checks=(), recorded=False)
-
-    def _repr_html_(self) -> str:
-        import html
-
-        colour = {WARN: "#b35900", NOTE: "#555", OK: "#2e7d32", UNKNOWN: "#777"}
-        items = "".join(
-            f"<li><b style='color:{colour.get(c.level, '#555')}'>{html.escape(c.level)}</b> "
-            f"{html.escape(c.name.replace('_', ' '))}: {html.escape(c.observed)}"
-            + (f"<br><i>what to do:</i> {html.escape(c.advice)}" if c.advice and c.level in (WARN, NOTE) else "")
-            + "</li>"
-            for c in self.checks
-            if c.level != OK
-        )
-        ok = [c.name.replace("_", " ") for c in self.checks if c.level == OK]
-        tail = f"<p style='font-size:smaller'>ok: {html.escape(', '.join(ok))}</p>" if ok else ""
-        return (
-            f"<div class='wb-health'><p><b>{html.escape(self.headline())}</b></p>"
-            + (f"<ul>{items}</ul>" if items else "")
-            + tail
-            + "</div>"
-        )
 
 
 def _float_or_none(value: Any) -> float | None:

@@ -99,7 +99,8 @@ class FixList(Sequence[Applicability]):
             made.options.setdefault("fix_reason", "named by hand (its pattern was not recognised in this code)")
         return made
 
-    # -- views --------------------------------------------------------------------------------------
+    # -- views: the text here; HTML and Markdown are workbench.render.fixes (a notebook shows them
+    # through IPython's display formatter, workbench.render.ipython) ------------------------------
     def to_text(self) -> str:
         if not self.rows:
             return "no fix applies to this run (none of the catalog's patterns was found)"
@@ -109,18 +110,6 @@ class FixList(Sequence[Applicability]):
             where = f" at {r.where}" if r.where else ""
             lines.append(f"{r.fix}{where}: {r.reason} [{stake}]" if r.applies else f"{r.fix}: {r.reason}")
         return "\n".join(lines)
-
-    def to_markdown(self) -> str:
-        if not self.rows:
-            return "_No fix applies to this run: none of the catalog's patterns was found._"
-        out = ["| fix | applies at | why | at stake (ms) |", "|---|---|---|---|"]
-        for r in self.rows:
-            cells = [r.fix, r.where or "the whole call", r.reason, f"{r.stake_ms:.3g}" if r.stake_ms else ""]
-            out.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
-        return "\n".join(out)
-
-    def _repr_markdown_(self) -> str:
-        return self.to_markdown()
 
     def __repr__(self) -> str:
         return f"FixList({self.names!r}, not applicable: {[r.fix for r in self.not_applicable]!r})"

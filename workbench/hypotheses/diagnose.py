@@ -115,19 +115,12 @@ class Diagnosis:
         )
 
     def to_text(self, **kw) -> str:
-        from workbench.hypotheses.render import render_text
+        """The ranked hypotheses as plain text (``workbench.hypotheses.ranked.render_text``). Its HTML
+        and Markdown are ``workbench.render.html(diag)`` / ``markdown(diag)``; a notebook shows the
+        HTML through IPython's display formatter (``workbench.render.ipython``)."""
+        from workbench.hypotheses.ranked import render_text
 
         return render_text(self, **kw)
-
-    def to_markdown(self, **kw) -> str:
-        from workbench.hypotheses.render import render_markdown
-
-        return render_markdown(self, **kw)
-
-    def _repr_html_(self) -> str:
-        from workbench.hypotheses.render import render_html
-
-        return render_html(self)
 
 
 def rank(hypotheses: Iterable[Hypothesis]) -> list[Hypothesis]:

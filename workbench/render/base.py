@@ -6,6 +6,12 @@ are classes with one ``render`` each: ``html(value) -> str``, ``text(value) -> s
 module and class name, to its renderer's module: the render layer imports the capture, variants
 and study layers for type checking only, so types are matched by name here, and the IPython
 display formatter is told the same names (``workbench.render.ipython``).
+
+This is the one display path of the values below the face: they have no ``_repr_html_`` or
+``to_markdown`` of their own (their layers may not import this one, and a value drawing itself
+would be a second rendering of it). A type's renderer covers its subclasses (``render.html`` and
+IPython's formatter both walk the class's MRO, most-derived class first): ``AnalysisResult``'s
+covers every analysis result that has no renderer of its own.
 """
 
 from __future__ import annotations
@@ -31,7 +37,9 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("workbench.api.trace", "Trace"): "workbench.render.trace",
     ("workbench.trace.data", "TraceData"): "workbench.render.trace",
     ("workbench.hypotheses.diagnose", "Diagnosis"): "workbench.render.diagnosis",
-    ("workbench.hypotheses.render", "HypothesisList"): "workbench.render.diagnosis",
+    ("workbench.hypotheses.ranked", "HypothesisList"): "workbench.render.diagnosis",
+    ("workbench.capture.health", "ProfileHealth"): "workbench.render.health",
+    ("workbench.fixes.listing", "FixList"): "workbench.render.fixes",
     ("workbench.variants.results", "Comparison"): "workbench.render.comparison",
     ("workbench.variants.decision", "DecisionRecord"): "workbench.render.decision",
     ("workbench.study.study", "Study"): "workbench.render.study",
@@ -45,13 +53,17 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("workbench.analysis.critical_path", "CriticalPath"): "workbench.render.critical_path",
     ("workbench.analysis.critical_path", "WhatIf"): "workbench.render.critical_path",
     ("workbench.analysis.critical_path", "CollectiveWaits"): "workbench.render.critical_path",
+    # every other analysis result (a subclass): its name and table
+    ("workbench.analysis.result", "AnalysisResult"): "workbench.render.analysis_result",
 }
 
 # the types whose HTML the IPython display formatter gets from here, because their own layer may
 # not import the render layer (they have no ``_repr_html_`` of their own)
 DISPLAYED_BY_NAME: tuple[tuple[str, str], ...] = (
     ("workbench.hypotheses.diagnose", "Diagnosis"),
-    ("workbench.hypotheses.render", "HypothesisList"),
+    ("workbench.hypotheses.ranked", "HypothesisList"),
+    ("workbench.capture.health", "ProfileHealth"),  # run.health
+    ("workbench.fixes.listing", "FixList"),  # run.fixes
     ("workbench.variants.results", "Comparison"),
     ("workbench.variants.decision", "DecisionRecord"),
     ("workbench.study.study", "Study"),
@@ -59,16 +71,20 @@ DISPLAYED_BY_NAME: tuple[tuple[str, str], ...] = (
     ("workbench.study.summary", "RoundSummary"),
     ("workbench.analysis.attribution", "Attribution"),  # run.attribution: its own class has no view
     ("workbench.analysis.attribution", "ModuleBreakdown"),  # trace.module_breakdown(): replaces the bare
-    ("workbench.analysis.attribution", "SourceBreakdown"),  # table of AnalysisResult._repr_html_
+    ("workbench.analysis.attribution", "SourceBreakdown"),  # table of render.analysis_result
     ("workbench.study.history", "History"),  # run.history: the trend chart, change points
     ("workbench.analysis.critical_path", "CriticalPath"),  # the bound-by bar and the longest edges, not the
-    ("workbench.analysis.critical_path", "WhatIf"),  # bare table of AnalysisResult._repr_html_
+    ("workbench.analysis.critical_path", "WhatIf"),  # bare table of render.analysis_result
     ("workbench.analysis.critical_path", "CollectiveWaits"),
+    # every other analysis result: the most-derived class registered above wins (IPython looks at the
+    # class first, then its bases), and render.html picks the subclass's own renderer the same way
+    ("workbench.analysis.result", "AnalysisResult"),
 )
 
 # the types whose plain-text display (a terminal IPython, the text/plain copy a notebook saves)
 # is their text rendering, where the default would be a dataclass repr holding whole DataFrames
 PLAIN_TEXT_BY_NAME: tuple[tuple[str, str], ...] = (
+    ("workbench.capture.health", "ProfileHealth"),  # its headline and checks, not nested dataclass reprs
     ("workbench.analysis.attribution", "Attribution"),
     ("workbench.analysis.attribution", "ModuleBreakdown"),
     ("workbench.analysis.attribution", "SourceBreakdown"),

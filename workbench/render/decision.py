@@ -8,7 +8,13 @@ The gradient checks are read from the record's own fields: its mode, the gradien
 its settings (``settings["gradient_tolerances"]``, dtype -> rtol / atol) and every line of its
 evidence, rejected alternatives, remaining risk and failure cases that speaks of a gradient (a
 candidate rejected for a wrong gradient says which one, ``grad arg[0]``); an inference record says
-that no gradient was checked.
+that no gradient was checked. A record of a variant built from a catalog fix names the fix (what it
+changes, where it was applied, why) and its numerical class says the tolerance the fix was judged
+with (a reduced-precision fix says so).
+
+This is the one rendering of a DecisionRecord (the record draws nothing itself: a notebook reaches
+this module through IPython's display formatter, ``workbench.render.ipython``; a report through
+``record_html`` of the record's dict).
 """
 
 from __future__ import annotations
@@ -91,11 +97,57 @@ def _gradient_lines(record: Mapping[str, Any]) -> list[str]:
     return []
 
 
+def fix_text(record: Mapping[str, Any]) -> tuple[str, str]:
+    """The catalog fix a record's variant was built from, as (its name, the rest: what it changes,
+    where it was applied, what was found); ("", "") for a record of any other variant."""
+    fix = record.get("fix") or {}
+    if not fix:
+        return "", ""
+    rest = f" ({fix['changes']})" if fix.get("changes") else ""
+    rest += f", applied at {fix.get('where') or 'the whole call'}"
+    rest += f"; found: {fix['reason']}" if fix.get("reason") else ""
+    return str(fix.get("name") or record.get("variant") or ""), rest
+
+
+def numerical_text(record: Mapping[str, Any]) -> str:
+    """The record's numerical class; for a fix, with the class the fix declares where it differs,
+    whether it computes in reduced precision, and the tolerance it was judged with."""
+    text = str(record.get("numerical_class") or "—")
+    fix = record.get("fix") or {}
+    if not fix:
+        return text
+    declared = fix.get("declared_class")
+    if declared and declared != record.get("numerical_class"):
+        text += f" (the fix declares '{declared}')"
+    if fix.get("reduced_precision"):
+        text += ": the fix computes in reduced precision, its results differ beyond rounding"
+    return text + (f"; {fix['tolerance']}" if fix.get("tolerance") else "")
+
+
+def _field_values(record: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(title, value) of the record's fields in order, the fix's row left out (``fix_text``)."""
+    return [
+        (title, numerical_text(record) if key == "numerical_class" else str(record.get(key) or "—"))
+        for title, key in FIELDS
+    ]
+
+
+def _with_fix(rows: list[tuple[str, str]], fix_row: str | None) -> list[tuple[str, str]]:
+    """The field rows with the fix's row after "Change" (where the record has a fix)."""
+    if fix_row is None:
+        return rows
+    at = [title for title, _ in rows].index("Change") + 1
+    return rows[:at] + [("Fix", fix_row)] + rows[at:]
+
+
 def record_html(record: Mapping[str, Any]) -> str:
     """A decision record's fields (``DecisionRecord.to_dict()`` layout) as HTML, every text escaped."""
+    name, rest = fix_text(record)
+    fields = [(title, html_text(value)) for title, value in _field_values(record)]
+    fix_row = f"<code>{html_text(name)}</code>{html_text(rest)}" if name else None
     rows = "".join(
-        f"<tr><th style='text-align:left'>{title}</th><td style='text-align:left'>{html_text(value)}</td></tr>"
-        for title, value in [("Mode", mode_text(record))] + [(title, record.get(key) or "—") for title, key in FIELDS]
+        f"<tr><th style='text-align:left'>{title}</th><td style='text-align:left'>{value}</td></tr>"
+        for title, value in [("Mode", html_text(mode_text(record)))] + _with_fix(fields, fix_row)
     )
     gradients = _gradient_lines(record)
     lists = (
@@ -130,7 +182,9 @@ def text(record: DecisionRecord) -> str:
     lines = [plain(f"decision: {record.decision} for {record.variant}"), "  " + plain(record.reason)]
     width = max(len(title) for title, _ in FIELDS)
     lines.append(f"  {'Mode'.ljust(width)}  {plain(mode_text(fields))}")
-    lines += [f"  {title.ljust(width)}  {plain(fields[key] or '—')}" for title, key in FIELDS]
+    name, rest = fix_text(fields)
+    rows = _with_fix(_field_values(fields), name + rest if name else None)
+    lines += [f"  {title.ljust(width)}  {plain(value)}" for title, value in rows]
     gradients = _gradient_lines(fields)
     if gradients:
         lines.append("  Gradient checks:")
@@ -153,7 +207,10 @@ def markdown(record: DecisionRecord) -> str:
         "",
         f"**Mode:** {markdown_text(mode_text(fields))}  ",
     ]
-    lines += [f"**{title}:** {markdown_text(fields[key] or '—')}  " for title, key in FIELDS]
+    name, rest = fix_text(fields)
+    rows = [(title, markdown_text(value)) for title, value in _field_values(fields)]
+    rows = _with_fix(rows, markdown_code(name) + markdown_text(rest) if name else None)
+    lines += [f"**{title}:** {value}  " for title, value in rows]
     gradients = _gradient_lines(fields)
     if gradients:
         lines += ["", "#### Gradient checks", ""] + [f"- {markdown_text(x)}" for x in gradients]

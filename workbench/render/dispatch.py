@@ -1,5 +1,6 @@
 """``render.html(value)``, ``render.text(value)``, ``render.markdown(value)``: find the value's
-renderer by its type (its class or a base class, by module and name) and call it."""
+renderer by its type (its class or, most-derived first, a base class, by module and name) and call
+it. The one way to draw a value below the face: they have no ``_repr_html_`` / ``to_markdown``."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def renderer_for(value: Any) -> Renderer:
     raise UnknownResultError(
         f"workbench.render has no rendering for a {type(value).__module__}.{type(value).__qualname__}; it "
         f"renders {', '.join(known)}. Pass one of those (a ProfileRun, a Trace, a Diagnosis or "
-        "run.hypotheses, a Comparison, a DecisionRecord, run.attribution), or display the value itself"
+        "run.hypotheses, run.health, run.fixes, a Comparison, a DecisionRecord, run.attribution, an "
+        "analysis result), or display the value itself"
     )
 
 

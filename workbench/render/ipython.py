@@ -1,10 +1,14 @@
 """Tell IPython's display formatter how to show the results whose own layer may not import the
-render layer (a Comparison, a DecisionRecord, a Diagnosis, ``run.hypotheses``, a Study,
-``run.attribution`` and the module / source-line breakdowns): their HTML is registered by type
-name (``for_type_by_name``), so neither their modules nor any chart library is imported until
-such a value is displayed. A registered printer comes before a type's own ``_repr_html_``. The
-attribution results' plain text (a terminal shell, the ``text/plain`` copy in a saved notebook)
-is their text rendering too, not a dataclass repr.
+render layer (a Comparison, a DecisionRecord, a Diagnosis, ``run.hypotheses``, ``run.health``,
+``run.fixes``, a Study, ``run.attribution`` and the module / source-line breakdowns, every other
+analysis result): their HTML is registered by type name (``for_type_by_name``), so neither their
+modules nor any chart library is imported until such a value is displayed. This is their one
+display path: none of them has a ``_repr_html_`` or ``_repr_markdown_`` of its own. IPython looks
+a value's printer up along its class's MRO, most-derived class first, so a registration for a base
+class (``AnalysisResult``) covers its subclasses, and a subclass registered itself (``CriticalPath``)
+keeps its own. A registered printer comes before a type's own ``_repr_html_``. The plain text of
+``run.health`` and the attribution results (a terminal shell, the ``text/plain`` copy in a saved
+notebook) is their text rendering too, not a dataclass repr.
 
 Done when ``workbench`` is imported inside an IPython shell and by ``%load_ext workbench``.
 """

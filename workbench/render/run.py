@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import workbench.render.health as health_render
 import workbench.render.history as history_render
 import workbench.render.run_attribution as run_attribution
 from workbench.render.escape import html_text, markdown_text, plain
@@ -238,7 +239,7 @@ def timing_html(run: ProfileRun) -> str:
     notes = "".join(f"<li>{html_text(n)}</li>" for n in run.notes)
     return (
         html_pairs(timing_rows(run), "wb-timing")
-        + run.health._repr_html_()
+        + health_render.html(run.health)
         + (f"<p><b>Notes</b></p><ul class='wb-notes'>{notes}</ul>" if notes else "")
     )
 

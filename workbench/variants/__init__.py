@@ -3,7 +3,7 @@
     import workbench as wb
     cmp = wb.compare({"eager": f, "compiled": wb.variants.compiled(f)}, inputs=make_inputs)
     cmp.table       # one row per variant: correctness, median, CI, speedup, decision
-    cmp.decision    # DecisionRecord (.to_markdown(), .to_json())
+    cmp.decision    # DecisionRecord (.to_json(); wb.render.markdown(cmp.decision))
 
 Steps: (1) each variant's requirements (``requires=("cuda",)``) are checked, unmet ones reported
 as not applicable with the reason; (2) correctness: fresh inputs per check, a float64 reference

@@ -10,6 +10,11 @@ A record of a variant built from a catalog fix carries ``fix``: the fix's name, 
 where it was applied (``variant.options["fix_where"]``) and why, its numerical class (measured, and as
 the fix declares it) and the tolerance its outputs and gradients were judged with
 (``record_builder.fix_record``); ``{}`` for any other variant.
+
+Its HTML, text and Markdown are ``workbench.render.html(record)`` / ``text`` / ``markdown``
+(``workbench.render.decision``), and a notebook shows it through IPython's display formatter
+(``workbench.render.ipython``); ``DecisionRecord.to_markdown`` is a face shim kept for the study
+layer only, until it stops calling it.
 """
 
 from __future__ import annotations
@@ -173,6 +178,10 @@ class DecisionRecord:
     def to_json(self, **kw: Any) -> str:
         return json.dumps(self.to_dict(), indent=kw.pop("indent", 2), default=str, **kw)
 
+    # face shim: removed when workbench/study/rounds.py renders through workbench.render (its
+    # parse_round_record calls it to check a saved record renders). It cannot delegate: the variants
+    # layer may not import workbench.render. The rendering is ``workbench.render.markdown(record)``
+    # (``workbench.render.decision``: it states the gradient tolerances and checks too); views use that.
     def to_markdown(self) -> str:
         lines = [
             f"# Decision: `{self.decision}` — {self.variant}",
@@ -231,6 +240,3 @@ class DecisionRecord:
         if fix.get("reduced_precision"):
             text += ": the fix computes in reduced precision, its results differ beyond rounding"
         return text + (f"; {fix['tolerance']}" if fix.get("tolerance") else "")
-
-    def _repr_markdown_(self) -> str:
-        return self.to_markdown()
