@@ -156,7 +156,7 @@ def test_reopened_the_study_reads_back_everything(after_round):
     rnd2 = again.run_round({"fused": mod.fused}, timer=_timer(fused=1.0), **FAKE)
     assert rnd2.index == 2 and rnd2.decisions["fused"].decision == "keep"
     assert "Study 'chain'" in again.to_text() and "ledger" in again.to_text()
-    md = rnd.summary.to_markdown()
+    md = wb.render.markdown(rnd.summary)
     assert "**Residuals**" in md and "**Disposition**" in md
 
 
@@ -286,6 +286,6 @@ def test_a_sweep_that_finds_nothing_says_none_and_a_keep_without_one_says_not_sw
     )
     record = rnd.decisions["fused"]
     assert record.decision == "keep" and record.failure_cases == ()
-    assert "none" in record.to_markdown().split("## Failure cases")[1].split("##")[0]
+    assert "none" in wb.render.markdown(record).split("#### Failure cases")[1].split("####")[0]
     plain = study.run_round({"fused": mod.fused}, timer=_timer(fused=1.0), **FAKE)
     assert plain.decisions["fused"].failure_cases[0].startswith("not swept")

@@ -33,7 +33,7 @@ def _magics_class(entry: str) -> type[Magics]:
 SHOWN: tuple[tuple[str, str, str], ...] = (
     ("workbench.study.baseline", "Baseline", "workbench.render.study"),
     ("workbench.study.study", "Study", "workbench.render.study"),
-    ("workbench.study.study", "StudyRound", "workbench.render.study"),
+    ("workbench.study.rounds", "StudyRound", "workbench.render.study"),
     ("workbench.variants.results", "Comparison", "workbench.render.comparison"),
     ("workbench.variants.decision", "DecisionRecord", "workbench.render.decision"),
 )

@@ -43,7 +43,7 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("workbench.variants.results", "Comparison"): "workbench.render.comparison",
     ("workbench.variants.decision", "DecisionRecord"): "workbench.render.decision",
     ("workbench.study.study", "Study"): "workbench.render.study",
-    ("workbench.study.study", "StudyRound"): "workbench.render.study",
+    ("workbench.study.rounds", "StudyRound"): "workbench.render.study",
     ("workbench.study.summary", "RoundSummary"): "workbench.render.study",
     ("workbench.analysis.attribution", "Attribution"): "workbench.render.attribution",
     ("workbench.analysis.attribution", "ModuleBreakdown"): "workbench.render.attribution",
@@ -67,7 +67,7 @@ DISPLAYED_BY_NAME: tuple[tuple[str, str], ...] = (
     ("workbench.variants.results", "Comparison"),
     ("workbench.variants.decision", "DecisionRecord"),
     ("workbench.study.study", "Study"),
-    ("workbench.study.study", "StudyRound"),
+    ("workbench.study.rounds", "StudyRound"),
     ("workbench.study.summary", "RoundSummary"),
     ("workbench.analysis.attribution", "Attribution"),  # run.attribution: its own class has no view
     ("workbench.analysis.attribution", "ModuleBreakdown"),  # trace.module_breakdown(): replaces the bare

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from workbench.charts.run import ChartedRun
     from workbench.variants.results import Comparison
 
+
 def failed_html(what: str, exc: BaseException) -> str:
     """One line saying ``what`` could not be drawn, and why."""
     return (

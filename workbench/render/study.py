@@ -426,5 +426,7 @@ def markdown(value: "StudyValue") -> str:
         f"{markdown_code(summary.baseline_id)}",
         "",
     ] + _md_table(RESULT_HEADER, _result_rows(summary))
-    lines += ["", f"Next: {markdown_text(summary.next_step)}"]
+    for title, items in summary.sections():  # the round's record: hypotheses, checks, residuals, disposition
+        if items and title not in ("Baseline", "Results"):  # (in the heading and the table above)
+            lines += ["", f"**{markdown_text(title)}**", ""] + [f"- {markdown_text(x)}" for x in items]
     return "\n".join(lines) + "\n"

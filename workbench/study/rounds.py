@@ -82,15 +82,6 @@ class StudyRound:
     def to_text(self) -> str:
         return self.summary.to_text()
 
-    def _repr_markdown_(self) -> str:
-        return self.summary.to_markdown()
-
-
-# Its public address stays ``workbench.study.study.StudyRound`` (re-exported there): the renderers and
-# the IPython display formatters find a value's view by its class's module and name
-# (``workbench.render.base.RENDERERS``, ``workbench.magics.SHOWN``), and pickle finds it there too.
-StudyRound.__module__ = "workbench.study.study"
-
 
 def parse_round_record(rec: dict[str, Any]) -> dict[str, Any]:
     """A rounds.jsonl record, type-checked: {round, outcome (a StudyRound for a closed round),
@@ -118,7 +109,6 @@ def parse_round_record(rec: dict[str, Any]) -> dict[str, Any]:
         for name, d in (outcome.get("decisions") or {}).items():
             expect_all(d, DECISION_FIELDS, where=f"decisions[{name!r}]")
             decisions[name] = DecisionRecord.from_dict(d)
-            decisions[name].to_markdown()
         comparison = None
         if outcome.get("comparison"):
             from workbench.variants.results import Comparison

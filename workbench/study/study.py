@@ -257,9 +257,6 @@ class Study:
             lines += [f"    - {e.describe()}" for e in self.ledger]
         return "\n".join(lines)
 
-    def _repr_markdown_(self) -> str:
-        return "```\n" + self.to_text() + "\n```"
-
     def __repr__(self) -> str:
         base = self.baseline.baseline_id if self.baseline else "none"
         return f"Study({self.name!r}, folder={str(self.folder)!r}, baseline={base}, rounds={len(self._store.rounds)})"

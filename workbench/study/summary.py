@@ -138,7 +138,8 @@ class RoundSummary:
         return tuple(r["variant"] for r in self.results if r.get("decision") in ("keep", "keep_guarded"))
 
     # -- rendering ------------------------------------------------------------------------
-    def _sections(self) -> list[tuple[str, list[str]]]:
+    def sections(self) -> list[tuple[str, list[str]]]:
+        """The summary as (title, lines) pairs, in reading order: what its text and every rendering show."""
         hyps = [
             f"{h['key']} ({h.get('confidence', '?')} confidence, {h.get('status', '?')}): {h.get('discriminator', '')}"
             for h in self.hypotheses
@@ -176,23 +177,12 @@ class RoundSummary:
 
     def to_text(self) -> str:
         lines = [f"Study {self.study!r}, round {self.round} against baseline {self.baseline_id}"]
-        for title, items in self._sections():
+        for title, items in self.sections():
             if not items:
                 continue
             lines.append(f"{title}:")
             lines += [f"  - {x}" for x in items]
         return "\n".join(lines)
-
-    def to_markdown(self) -> str:
-        lines = [f"## Round {self.round} of study `{self.study}` against baseline `{self.baseline_id}`", ""]
-        for title, items in self._sections():
-            if not items:
-                continue
-            lines += [f"**{title}**", ""] + [f"- {x}" for x in items] + [""]
-        return "\n".join(lines)
-
-    def _repr_markdown_(self) -> str:
-        return self.to_markdown()
 
     def __str__(self) -> str:
         return self.to_text()

@@ -13,8 +13,7 @@ the fix declares it) and the tolerance its outputs and gradients were judged wit
 
 Its HTML, text and Markdown are ``workbench.render.html(record)`` / ``text`` / ``markdown``
 (``workbench.render.decision``), and a notebook shows it through IPython's display formatter
-(``workbench.render.ipython``); ``DecisionRecord.to_markdown`` is a face shim kept for the study
-layer only, until it stops calling it.
+(``workbench.render.ipython``).
 """
 
 from __future__ import annotations
@@ -177,66 +176,3 @@ class DecisionRecord:
 
     def to_json(self, **kw: Any) -> str:
         return json.dumps(self.to_dict(), indent=kw.pop("indent", 2), default=str, **kw)
-
-    # face shim: removed when workbench/study/rounds.py renders through workbench.render (its
-    # parse_round_record calls it to check a saved record renders). It cannot delegate: the variants
-    # layer may not import workbench.render. The rendering is ``workbench.render.markdown(record)``
-    # (``workbench.render.decision``: it states the gradient tolerances and checks too); views use that.
-    def to_markdown(self) -> str:
-        lines = [
-            f"# Decision: `{self.decision}` — {self.variant}",
-            "",
-            self.reason,
-            "",
-            f"**Mode:** {self.mode}"
-            + (
-                " (gradients and state changes checked as counted under 'Why it is safe'; forward and backward timed)"
-                if self.mode == "training"
-                else ""
-            )
-            + "  ",
-        ]
-        for title, value in (
-            ("Problem", self.problem),
-            ("Bottleneck", self.bottleneck),
-            ("Change", self.change),
-            *((("Fix", self._fix_text()),) if self.fix else ()),
-            ("Numerical class", self._numerical_text()),
-            ("Why it is safe", self.why_safe),
-            ("Guard", self.guard),
-            ("Fallback", self.fallback),
-            ("Result", self.result),
-        ):
-            lines.append(f"**{title}:** {value or '—'}  ")
-        for title, items in (
-            ("Evidence", self.evidence),
-            ("Rejected alternatives", self.rejected_alternatives),
-            ("Remaining risk", self.remaining_risk),
-            ("Failure cases", self.failure_cases),
-        ):
-            lines += ["", f"## {title}", ""] + ([f"- {x}" for x in items] or ["- none"])
-        lines += ["", "## Environment", ""] + [f"- {k}: {v}" for k, v in self.environment.items()]
-        if self.settings:
-            shown = {k: v for k, v in self.settings.items() if k not in ("notes", "tolerances", "timing")}
-            lines += ["", "## Settings", ""] + [f"- {k}: {v}" for k, v in shown.items()]
-        return "\n".join(lines) + "\n"
-
-    def _fix_text(self) -> str:
-        fix = self.fix
-        text = f"`{fix.get('name', self.variant)}`"
-        if fix.get("changes"):
-            text += f" ({fix['changes']})"
-        text += f", applied at {fix.get('where') or 'the whole call'}"
-        return text + (f"; found: {fix['reason']}" if fix.get("reason") else "")
-
-    def _numerical_text(self) -> str:
-        """The class, and for a fix the tolerance it was judged with (a reduced-precision one says so)."""
-        if not self.fix:
-            return self.numerical_class
-        fix, text = self.fix, self.numerical_class
-        declared = fix.get("declared_class")
-        if declared and declared != self.numerical_class:
-            text += f" (the fix declares '{declared}')"
-        if fix.get("reduced_precision"):
-            text += ": the fix computes in reduced precision, its results differ beyond rounding"
-        return text + (f"; {fix['tolerance']}" if fix.get("tolerance") else "")
