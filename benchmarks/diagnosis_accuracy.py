@@ -1,7 +1,7 @@
 """How often the diagnosis names the planted problem, on the planted CPU corpus (tests/workloads/corpus.py).
 
 For every workload: ``wb.profile(fn, **options)`` then ``run.hypotheses``. Per half (tuning, held-out,
-and fresh: tests/workloads/corpus_fresh.py, written without reading the rules)
+and fresh: tests/workloads/corpus_blind_one.py, written without reading the rules)
 it prints the share of planted workloads whose category is first, and within the top K (K=2 by
 default), at the workload's own settings ("default") and with ``repeat=8`` (a user asking for 8 timed
 calls); and the share of clean workloads with no high-confidence hypothesis. Misses are listed with
@@ -34,16 +34,16 @@ HALVES = ("tuning", "heldout", "fresh", "fresh2", "planted")
 
 
 def half_workloads(half: str) -> list:
-    """The workloads of one half: corpus.py's tuning or held-out half, corpus_fresh.py's fresh
-    batch, or corpus_fresh2.py's second blind batch (written 2026-12-01 17:35-18:20 UTC)."""
+    """The workloads of one half: corpus.py's tuning or held-out half, corpus_blind_one.py's fresh
+    batch, or corpus_blind_two.py's second blind batch (written 2026-12-01 17:35-18:20 UTC)."""
     if half == "fresh":
-        from tests.workloads.corpus_fresh import workloads as fresh_workloads
+        from tests.workloads.corpus_blind_one import workloads as fresh_workloads
 
         return fresh_workloads("fresh")
     if half == "planted":
         return planted_workloads()
     if half == "fresh2":
-        from tests.workloads.corpus_fresh2 import workloads as fresh2_workloads
+        from tests.workloads.corpus_blind_two import workloads as fresh2_workloads
 
         return fresh2_workloads("fresh2")
     from tests.workloads.corpus import workloads
@@ -139,7 +139,7 @@ def main(argv=None) -> int:
         "--half",
         choices=(*HALVES, "both", "all"),
         default="both",
-        help="both: tuning and heldout (corpus.py); fresh, fresh2: corpus_fresh*.py; planted: "
+        help="both: tuning and heldout (corpus.py); fresh, fresh2: corpus_blind_*.py; planted: "
         "planted.py (the live half of test_planted.py); all: every one",
     )
     ap.add_argument("--setting", choices=(*SETTINGS, "both"), default="both")

@@ -3,10 +3,10 @@
 Written on 2026-12-01 (17:35-18:20 UTC) by an engineer who had NOT read the diagnosis rules
 (workbench/hypotheses), the analysis code (workbench/analysis), the health check
 (workbench/capture/health.py), their tests (tests/hypotheses, tests/analysis), the other planted
-corpora's workload bodies (tests/workloads/planted.py, corpus.py, corpus_fresh.py) or the scorer
+corpora's workload bodies (tests/workloads/planted.py, corpus.py, corpus_blind_one.py) or the scorer
 (benchmarks/diagnosis_accuracy.py), and who never ran workbench's diagnosis on these workloads.
 Only DESIGN.md's "Hypotheses" table (the category meanings), corpus.py's ``Workload`` type and
-``registrars`` function, corpus_fresh.py's header and registration pattern, and the signature of
+``registrars`` function, corpus_blind_one.py's header and registration pattern, and the signature of
 ``wb.profile`` were read (the grep that showed corpus.py's ``Workload`` and ``registrars`` also printed,
 by its -A40 context, corpus.py's first launch_overhead workload and the name of its second; nothing
 here is taken from them). Each workload was checked with plain ``time.perf_counter`` timing (and,
