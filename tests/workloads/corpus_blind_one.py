@@ -17,6 +17,7 @@ test suite.
 The workloads vary op types, sizes, thread counts (1 or 2), repeat counts (5-50), training
 (backward) and inference; a call stays short (about 50 ms or less).
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -50,6 +51,7 @@ def scalar_dot_product_loop():
         for i in range(200):
             acc = acc + v[i] * v[(i + 1) % 200]
         return acc
+
     return dot, {"threads": 1, "repeat": 20}
 
 
@@ -59,6 +61,7 @@ def chained_tiny_matmuls():
 
     def chain():
         return functools.reduce(lambda a, b: torch.tanh(a @ b), mats)
+
     return chain, {"threads": 2, "repeat": 25}
 
 
@@ -77,6 +80,7 @@ def tiny_conv_stack_training():
         loss.backward()
         opt.step()
         return loss.detach()
+
     return step, {"threads": 1, "repeat": 15}
 
 
@@ -90,6 +94,7 @@ def ema_over_many_small_tensors():
             for s, p in zip(shadow, params):
                 s.mul_(0.99).add_(p, alpha=0.01)
         return shadow[0]
+
     return update, {"threads": 1, "repeat": 40}
 
 
@@ -108,6 +113,7 @@ def python_tokenise_and_pad():
             rows.append((ids + [0] * 24)[:24])
         with torch.no_grad():
             return table(torch.tensor(rows)).mean(1)
+
     return encode, {"threads": 1, "repeat": 10}
 
 
@@ -122,14 +128,16 @@ def numpy_spectral_features():
         spec = (spec - spec.mean(axis=1, keepdims=True)) / (spec.std(axis=1, keepdims=True) + 1e-6)
         with torch.no_grad():
             return proj(torch.from_numpy(spec.astype(np.float32)))
+
     return features, {"threads": 2, "repeat": 12}
 
 
 @planted("host_bound", kind="training")
 def python_collate_training():
     rng = np.random.default_rng(11)
-    samples = [{"x": [float(v) for v in rng.standard_normal(16)], "y": float(rng.standard_normal())}
-               for _ in range(512)]
+    samples = [
+        {"x": [float(v) for v in rng.standard_normal(16)], "y": float(rng.standard_normal())} for _ in range(512)
+    ]
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
     opt = torch.optim.SGD(model.parameters(), lr=1e-2)
     order = itertools.cycle(range(0, 512, 128))
@@ -137,7 +145,7 @@ def python_collate_training():
     def step():
         start = next(order)
         rows, ys = [], []
-        for sample in samples[start:start + 128]:          # per-sample standardisation in Python
+        for sample in samples[start : start + 128]:  # per-sample standardisation in Python
             xs = sample["x"]
             mean = sum(xs) / len(xs)
             std = math.sqrt(sum((v - mean) ** 2 for v in xs) / len(xs)) + 1e-6
@@ -149,6 +157,7 @@ def python_collate_training():
         loss.backward()
         opt.step()
         return loss.detach()
+
     return step, {"threads": 1, "repeat": 15}
 
 
@@ -162,6 +171,7 @@ def inplace_activation_chain():
     def chain():
         buf.copy_(x).mul_(1.7).add_(0.3).sigmoid_().mul_(x).abs_().sqrt_().clamp_(0.0, 0.9)
         return buf
+
     return chain, {"threads": 2, "repeat": 12}
 
 
@@ -175,6 +185,7 @@ def softplus_penalty_training():
         loss = (functional.softplus(w * 1.3 - 0.2) * mask).pow(2).mean()
         loss.backward()
         return loss.detach()
+
     return step, {"threads": 1, "repeat": 10}
 
 
@@ -186,6 +197,7 @@ def symmetrise_and_centre():
         r = (x + x.t()) * 0.5
         r = r - r.mean(dim=1, keepdim=True)
         return r.square().mean()
+
     return centre, {"threads": 1, "repeat": 12}
 
 
@@ -198,6 +210,7 @@ def wide_projection_inference():
     def forward():
         with torch.no_grad():
             return proj(x)
+
     return forward, {"threads": 2, "repeat": 20}
 
 
@@ -213,6 +226,7 @@ def conv_block_training():
         loss.backward()
         opt.step()
         return loss.detach()
+
     return step, {"threads": 2, "repeat": 8}
 
 
@@ -225,6 +239,7 @@ def einsum_head_mixing():
     def mix():
         scores = torch.einsum("bhqd,bhkd->bhqk", q, k)
         return torch.einsum("bhqk,bhkd->bhqd", scores, v)
+
     return mix, {"threads": 1, "repeat": 10}
 
 
@@ -237,6 +252,7 @@ def fresh_mask_every_call():
     def attend():
         mask = torch.full((3072, 3072), -1e9)
         return (scores + mask[:64, :64]).softmax(-1)
+
     return attend, {"threads": 1, "repeat": 15}
 
 
@@ -246,9 +262,10 @@ def grow_by_concatenation():
 
     def collect():
         out = torch.empty(0)
-        for c in chunks:                        # a new, larger buffer every iteration
+        for c in chunks:  # a new, larger buffer every iteration
             out = torch.cat([out, c])
         return out
+
     return collect, {"threads": 2, "repeat": 20}
 
 
@@ -259,7 +276,7 @@ def snapshot_weights_training():
     x, y = torch.randn(2, 2048), torch.randn(2, 8)
 
     def step():
-        backup = [p.detach().clone() for p in model.parameters()]    # a full copy every step, "to roll back"
+        backup = [p.detach().clone() for p in model.parameters()]  # a full copy every step, "to roll back"
         opt.zero_grad(set_to_none=True)
         loss = functional.mse_loss(model(x), y)
         loss.backward()
@@ -269,6 +286,7 @@ def snapshot_weights_training():
                 for p, b in zip(model.parameters(), backup):
                     p.copy_(b)
         return loss.detach()
+
     return step, {"threads": 1, "repeat": 8}
 
 
@@ -279,13 +297,14 @@ def boolean_mask_in_compiled():
 
     def stage(x):
         h = torch.tanh(x @ w)
-        return h + h[h > 0.2].mean()           # data-dependent shape: dynamo cannot trace through
+        return h + h[h > 0.2].mean()  # data-dependent shape: dynamo cannot trace through
 
     @torch.compile(backend="eager")
-    def f(x):                                  # stages written out (a break inside a loop skips the frame)
+    def f(x):  # stages written out (a break inside a loop skips the frame)
         x = stage(x)
         x = stage(x)
         return stage(x)
+
     x = torch.randn(128, 128)
     return (lambda: f(x)), {"threads": 1, "repeat": 30}
 
@@ -307,6 +326,7 @@ def disabled_helper_in_compiled():
         x = torch.relu(x @ w) + 0.01
         x = x / (record_stats(x) + 1.0)
         return torch.relu(x @ w)
+
     x = torch.randn(96, 96)
     return (lambda: f(x)), {"threads": 2, "repeat": 25}
 
@@ -319,9 +339,10 @@ def unique_labels_training():
     @torch.compile(backend="eager")
     def loss_fn(x, y):
         logits = model(x)
-        present = torch.unique(y)               # dynamic output shape: a break
+        present = torch.unique(y)  # dynamic output shape: a break
         sub = logits[:, present]
         return functional.cross_entropy(sub, torch.searchsorted(present, y))
+
     x, y = torch.randn(64, 32), torch.randint(0, 20, (64,))
 
     def step():
@@ -330,6 +351,7 @@ def unique_labels_training():
         loss.backward()
         opt.step()
         return loss.detach()
+
     return step, {"threads": 1, "repeat": 20}
 
 
@@ -339,9 +361,10 @@ def variable_length_tensor_list():
     @torch.compile(backend="eager")
     def merge(parts):
         return torch.stack(parts).sum(0) * 0.5
+
     pool = [torch.randn(32, 32) for _ in range(30)]
     lengths = itertools.cycle(range(2, 30))
-    return (lambda: merge(pool[:next(lengths)])), {"threads": 1, "repeat": 20}
+    return (lambda: merge(pool[: next(lengths)])), {"threads": 1, "repeat": 20}
 
 
 @planted("recompilation", kind="training")
@@ -355,6 +378,7 @@ def task_name_dispatch_training():
     @torch.compile(backend="eager")
     def forward(x, task):
         return heads[task](torch.relu(trunk(x)))
+
     x, y = torch.randn(16, 24), torch.randn(16, 4)
     order = itertools.cycle(tasks)
 
@@ -364,6 +388,7 @@ def task_name_dispatch_training():
         loss.backward()
         opt.step()
         return loss.detach()
+
     return step, {"threads": 1, "repeat": 16}
 
 
@@ -375,6 +400,7 @@ def varying_image_resolution():
     def f(img):
         with torch.no_grad():
             return torch.relu(conv(img)).mean((2, 3))
+
     images = itertools.cycle([torch.randn(1, 3, s, s) for s in range(16, 68, 4)])
     return (lambda: f(next(images))), {"threads": 2, "repeat": 12}
 
@@ -387,11 +413,17 @@ def lazy_sinusoid_table():
     positions = torch.arange(32)
 
     def embed():
-        if "table" not in state:               # built in Python on first use
-            rows = [[math.sin(p / 10000 ** (d / 64)) if d % 2 == 0 else math.cos(p / 10000 ** ((d - 1) / 64))
-                     for d in range(64)] for p in range(2048)]
+        if "table" not in state:  # built in Python on first use
+            rows = [
+                [
+                    math.sin(p / 10000 ** (d / 64)) if d % 2 == 0 else math.cos(p / 10000 ** ((d - 1) / 64))
+                    for d in range(64)
+                ]
+                for p in range(2048)
+            ]
             state["table"] = torch.tensor(rows)
         return x + state["table"][positions]
+
     return embed, {"threads": 1, "repeat": 30}
 
 
@@ -403,7 +435,7 @@ def lazy_kmeans_codebook():
     state: dict[str, torch.Tensor] = {}
 
     def assign():
-        if "codebook" not in state:           # k-means on first use
+        if "codebook" not in state:  # k-means on first use
             centroids = points[:256].clone()
             for _ in range(15):
                 labels = torch.cdist(points, centroids).argmin(1)
@@ -412,6 +444,7 @@ def lazy_kmeans_codebook():
                 centroids = sums / counts
             state["codebook"] = centroids
         return torch.cdist(queries, state["codebook"]).argmin(1)
+
     return assign, {"threads": 2, "repeat": 25}
 
 
@@ -424,7 +457,7 @@ def dataset_statistics_training():
     batches = itertools.cycle(range(0, 4096, 64))
 
     def step():
-        if not stats:                          # normalisation statistics, chunk by chunk, on first step
+        if not stats:  # normalisation statistics, chunk by chunk, on first step
             total = torch.zeros(32, dtype=torch.float64)
             total_sq = torch.zeros(32, dtype=torch.float64)
             for chunk in data.split(500):
@@ -435,12 +468,13 @@ def dataset_statistics_training():
             stats["mean"] = mean.float()
             stats["std"] = (total_sq / data.shape[0] - mean * mean).sqrt().float()
         i = next(batches)
-        x = (data[i:i + 64] - stats["mean"]) / stats["std"]
+        x = (data[i : i + 64] - stats["mean"]) / stats["std"]
         opt.zero_grad(set_to_none=True)
         loss = model(x).square().mean()
         loss.backward()
         opt.step()
         return loss.detach()
+
     return step, {"threads": 1, "repeat": 20}
 
 
@@ -457,6 +491,7 @@ def gc_pause_spikes():
         if next(calls) % 6 == 5:
             gc.collect()
         return torch.relu(x).sum() + len(live)
+
     return work, {"threads": 1, "repeat": 24}
 
 
@@ -468,19 +503,22 @@ def oversubscribed_thread_pool():
 
     def work():
         return [f.result() for f in [pool.submit(lambda m=m: (m @ m).sum()) for m in mats]]
+
     return work, {"threads": 2, "repeat": 20}
 
 
 # == clean: well-written code, nothing planted; no high-confidence hypothesis may fire ============
 @clean()
 def layernorm_mlp_inference():
-    block = torch.nn.Sequential(torch.nn.LayerNorm(256), torch.nn.Linear(256, 512), torch.nn.GELU(),
-                                torch.nn.Linear(512, 256))
+    block = torch.nn.Sequential(
+        torch.nn.LayerNorm(256), torch.nn.Linear(256, 512), torch.nn.GELU(), torch.nn.Linear(512, 256)
+    )
     x = torch.randn(64, 256)
 
     def forward():
         with torch.no_grad():
             return block(x)
+
     return forward, {"threads": 2, "repeat": 20}
 
 
@@ -498,6 +536,7 @@ def gru_batch_inference():
     def forward():
         with torch.no_grad():
             return gru(x)[1]
+
     return forward, {"threads": 2, "repeat": 20}
 
 
@@ -513,4 +552,5 @@ def mlp_training_adam():
         loss.backward()
         opt.step()
         return loss.detach()
+
     return step, {"threads": 1, "repeat": 15}

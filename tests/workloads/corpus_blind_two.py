@@ -24,6 +24,7 @@ up to torch's recompile limit of 8 times: 0.1-0.6 s each with a warm inductor ca
 cold). The builders of compiled workloads call ``torch._dynamo.reset()`` so that every build starts
 like a fresh kernel; the background-noise workload's thread stops itself 0.25 s after its last call.
 """
+
 from __future__ import annotations
 
 import functools
@@ -69,6 +70,7 @@ def unrolled_tiny_rnn_cell():
         for frame in inputs:
             hidden = torch.tanh(frame @ w_in + hidden @ w_hidden + bias)
         return hidden
+
     return step, {"threads": 1, "repeat": 20}
 
 
@@ -83,6 +85,7 @@ def per_sample_standardize_loop():
         for sample in batch:
             rows.append((sample - sample.mean()) / (sample.std() + 1e-5))
         return torch.stack(rows)
+
     return step, {"threads": 2, "repeat": 15}
 
 
@@ -105,6 +108,7 @@ def deep_stack_of_6_wide_layers_training():
                 parameter.add_(parameter.grad, alpha=-1e-3)
                 parameter.grad = None
         return loss.detach()
+
     return step, {"threads": 1, "repeat": 10}
 
 
@@ -119,6 +123,7 @@ def scalar_by_scalar_weighted_sum():
         for index in range(values.shape[0]):
             total = total + values[index] * weights[index]
         return total
+
     return step, {"threads": 1, "repeat": 25}
 
 
@@ -129,8 +134,10 @@ def python_tokenizer_before_embedding():
     # then one embedding lookup
     rng = random.Random(21)
     words = ["".join(rng.choice("abcdefghij") for _ in range(rng.randint(2, 7))) for _ in range(500)]
-    text = " ".join(rng.choice(words).capitalize() + rng.choice(["", "ing", "ed", "s"]) + rng.choice(["", ",", "."])
-                    for _ in range(10_000))
+    text = " ".join(
+        rng.choice(words).capitalize() + rng.choice(["", "ing", "ed", "s"]) + rng.choice(["", ",", "."])
+        for _ in range(10_000)
+    )
     vocabulary = {word: index for index, word in enumerate(sorted(set(words)))}
     embedding = torch.nn.Embedding(len(vocabulary) + 1, 32)
     unknown = len(vocabulary)
@@ -142,7 +149,7 @@ def python_tokenizer_before_embedding():
             token = token.lower()
             for suffix in ("ing", "ed", "s"):
                 if token.endswith(suffix) and len(token) > len(suffix) + 1:
-                    token = token[:-len(suffix)]
+                    token = token[: -len(suffix)]
                     break
             tokens.append(token)
         ids = [vocabulary.get(token, unknown) for token in tokens]
@@ -150,6 +157,7 @@ def python_tokenizer_before_embedding():
         for token_id in ids:
             counts[token_id] = counts.get(token_id, 0) + 1
         return embedding(torch.tensor(ids)).mean(0), len(counts)
+
     return step, {"threads": 1, "repeat": 20}
 
 
@@ -166,15 +174,16 @@ def numpy_image_augmentation_then_projection():
         batch = np.empty((16, 3, 64, 64), dtype=np.float32)
         for index in range(16):
             top, left = rng.integers(0, 8, size=2)
-            crop = images[index, :, top:top + 64, left:left + 64]
+            crop = images[index, :, top : top + 64, left : left + 64]
             if rng.random() < 0.5:
                 crop = crop[:, :, ::-1]
             crop = crop * rng.uniform(0.8, 1.2, size=(3, 1, 1)).astype(np.float32)
             crop = (crop - crop.mean(axis=(1, 2), keepdims=True)) / (crop.std(axis=(1, 2), keepdims=True) + 1e-6)
             padded = np.pad(crop, ((0, 0), (1, 1), (1, 1)), mode="edge")
-            blurred = sum(padded[:, row:row + 64, col:col + 64] for row in range(3) for col in range(3)) / 9.0
+            blurred = sum(padded[:, row : row + 64, col : col + 64] for row in range(3) for col in range(3)) / 9.0
             batch[index] = np.clip(blurred, -3.0, 3.0)
         return torch.from_numpy(batch).flatten(1) @ projection
+
     return step, {"threads": 2, "repeat": 15}
 
 
@@ -183,8 +192,15 @@ def python_feature_engineering_records():
     # 4,000 dict records turned into 8 features each by plain Python (math, string ops, hashing),
     # then one Linear(8, 1) over the batch
     rng = random.Random(23)
-    records = [{"price": rng.uniform(1, 500), "qty": rng.randint(0, 40), "name": f"item-{rng.randint(0, 9999)}",
-                "tags": rng.sample(["a", "b", "c", "d", "e"], rng.randint(0, 4))} for _ in range(4000)]
+    records = [
+        {
+            "price": rng.uniform(1, 500),
+            "qty": rng.randint(0, 40),
+            "name": f"item-{rng.randint(0, 9999)}",
+            "tags": rng.sample(["a", "b", "c", "d", "e"], rng.randint(0, 4)),
+        }
+        for _ in range(4000)
+    ]
     head = torch.nn.Linear(8, 1)
 
     @torch.no_grad()
@@ -192,10 +208,20 @@ def python_feature_engineering_records():
         rows = []
         for record in records:
             price, qty = record["price"], record["qty"]
-            rows.append([math.log1p(price), math.sqrt(qty), price * qty / 1000.0, len(record["name"]) / 10.0,
-                         (hash(record["name"]) % 97) / 97.0, len(record["tags"]) / 4.0,
-                         1.0 if "a" in record["tags"] else 0.0, math.sin(price / 50.0)])
+            rows.append(
+                [
+                    math.log1p(price),
+                    math.sqrt(qty),
+                    price * qty / 1000.0,
+                    len(record["name"]) / 10.0,
+                    (hash(record["name"]) % 97) / 97.0,
+                    len(record["tags"]) / 4.0,
+                    1.0 if "a" in record["tags"] else 0.0,
+                    math.sin(price / 50.0),
+                ]
+            )
         return head(torch.tensor(rows)).mean()
+
     return step, {"threads": 1, "repeat": 20}
 
 
@@ -206,8 +232,10 @@ def python_collate_padding_training():
     # embedding model runs forward, backward and an SGD step
     rng = random.Random(24)
     syllables = ["ka", "lo", "mi", "ter", "un", "ba", "zo", "rin"]
-    lines = [" ".join("".join(rng.choice(syllables) for _ in range(rng.randint(1, 3)))
-                      for _ in range(rng.randint(20, 120))) for _ in range(512)]
+    lines = [
+        " ".join("".join(rng.choice(syllables) for _ in range(rng.randint(1, 3))) for _ in range(rng.randint(20, 120)))
+        for _ in range(512)
+    ]
     labels = [rng.random() for _ in range(512)]
     torch.manual_seed(24)
     embedding, head = torch.nn.Embedding(1001, 8, padding_idx=0), torch.nn.Linear(8, 1)
@@ -218,8 +246,10 @@ def python_collate_padding_training():
         start = cursor[0] % 512
         cursor[0] += 96
         chosen = [lines[(start + offset) % 512] for offset in range(96)]
-        tokenised = [[1 + sum(ord(char) * (31 ** place) for place, char in enumerate(word)) % 1000
-                      for word in line.split()] for line in chosen]
+        tokenised = [
+            [1 + sum(ord(char) * (31**place) for place, char in enumerate(word)) % 1000 for word in line.split()]
+            for line in chosen
+        ]
         width = max(len(row) for row in tokenised)
         padded, mask = [], []
         for row in tokenised:
@@ -233,6 +263,7 @@ def python_collate_padding_training():
         loss.backward()
         optimizer.step()
         return loss.detach()
+
     return step, {"threads": 1, "repeat": 10}
 
 
@@ -247,6 +278,7 @@ def elementwise_chain_on_3m_floats():
         scaled = x * 1.5 + 0.25
         gated = torch.sigmoid(scaled) * x
         return torch.clamp(gated, -2.0, 2.0) + x.square()
+
     return step, {"threads": 1, "repeat": 10}
 
 
@@ -261,6 +293,7 @@ def residual_layernorm_rows():
         summed = hidden + residual
         normed = functional.layer_norm(summed, (768,))
         return normed * gamma + beta + summed
+
     return step, {"threads": 1, "repeat": 20}
 
 
@@ -275,6 +308,7 @@ def strided_transpose_copies():
         flipped = matrix.t().contiguous()
         channels_last = feature_map.permute(0, 2, 3, 1).contiguous()
         return flipped[0, 0] + channels_last[0, 0, 0, 0]
+
     return step, {"threads": 1, "repeat": 15}
 
 
@@ -291,6 +325,7 @@ def softplus_chain_training():
         loss = activation.mean()
         loss.backward()
         return loss.detach()
+
     return step, {"threads": 1, "repeat": 10}
 
 
@@ -303,6 +338,7 @@ def chained_square_matmuls():
 
     def step():
         return (a @ b) @ c
+
     return step, {"threads": 1, "repeat": 15}
 
 
@@ -316,6 +352,7 @@ def conv3x3_pair_64_channels():
     @torch.no_grad()
     def step():
         return second(torch.relu(first(images)))
+
     return step, {"threads": 1, "repeat": 10}
 
 
@@ -329,6 +366,7 @@ def attention_scores_bmm_d256():
     def step():
         scores = torch.bmm(query, key.transpose(1, 2)) / 16.0
         return torch.bmm(torch.softmax(scores, dim=-1), value)
+
     return step, {"threads": 1, "repeat": 20}
 
 
@@ -347,6 +385,7 @@ def wide_mlp_training_step():
         loss.backward()
         optimizer.step()
         return loss.detach()
+
     return step, {"threads": 1, "repeat": 8}
 
 
@@ -363,6 +402,7 @@ def growing_cat_accumulator():
         for index in range(120):
             collected = torch.cat([collected, chunks[index % 8]])
         return collected.sum()
+
     return step, {"threads": 1, "repeat": 20}
 
 
@@ -377,6 +417,7 @@ def fresh_zeroed_scatter_buffer():
         accumulator = torch.zeros(12_000_000)
         accumulator.index_add_(0, index, values)
         return accumulator[index[:16]]
+
     return step, {"threads": 1, "repeat": 12}
 
 
@@ -401,6 +442,7 @@ def out_of_place_updates_and_snapshots_training():
         snapshot = [weight.detach().clone() for weight in weights]
         weights = [(weight.detach() - 1e-3 * weight.grad).requires_grad_() for weight in weights]
         return loss.detach(), snapshot[0][0, 0]
+
     return step, {"threads": 1, "repeat": 20}
 
 
@@ -416,6 +458,7 @@ def defensive_clone_before_inplace_clamp():
         staged = activation.clone()
         staged.clamp_(-1.5, 1.5)
         return staged.sum()
+
     return step, {"threads": 1, "repeat": 15}
 
 
@@ -443,6 +486,7 @@ def compiled_with_progress_prints():
         sink.seek(0)
         sink.truncate()
         return transform(x)
+
     return step, {"threads": 1, "repeat": 20}
 
 
@@ -467,6 +511,7 @@ def compiled_item_driven_branches():
 
     def step():
         return normalise(x)
+
     return step, {"threads": 1, "repeat": 15}
 
 
@@ -488,6 +533,7 @@ def compiled_boolean_mask_selection():
 
     def step():
         return score(features)
+
     return step, {"threads": 1, "repeat": 20}
 
 
@@ -521,6 +567,7 @@ def compiled_loss_with_python_checks_training():
         loss.backward()
         optimizer.step()
         return loss.detach()
+
     return step, {"threads": 1, "repeat": 10}
 
 
@@ -542,7 +589,8 @@ def static_compile_varying_sequence_length():
         return (attention @ projected).mean(1)
 
     def step():
-        return encode(full[:, :next(lengths)])
+        return encode(full[:, : next(lengths)])
+
     return step, {"threads": 1, "repeat": 20}
 
 
@@ -563,6 +611,7 @@ def compiled_python_int_unroll_count():
 
     def step():
         return smooth(signal, next(counts))
+
     return step, {"threads": 1, "repeat": 15}
 
 
@@ -586,6 +635,7 @@ def compiled_reads_changing_global_config():
         calls[0] += 1
         settings["mode"], settings["bucket"] = f"mode-{calls[0]}", calls[0] % 7
         return apply(x)
+
     return step, {"threads": 1, "repeat": 12}
 
 
@@ -608,6 +658,7 @@ def static_compile_training_varying_batch():
         loss.backward()
         optimizer.step()
         return loss.detach()
+
     return step, {"threads": 1, "repeat": 10}
 
 
@@ -634,6 +685,7 @@ def memoized_rotary_table():
         even, odd = x[..., 0::2], x[..., 1::2]
         cos, sin = cos[:512], sin[:512]
         return torch.cat([even * cos - odd * sin, even * sin + odd * cos], dim=-1)
+
     return step, {"threads": 1, "repeat": 50}
 
 
@@ -643,14 +695,16 @@ def compiled_mlp_first_call():
     # the compiled code
     _fresh_compiler_state()
     torch.manual_seed(82)
-    model = torch.nn.Sequential(torch.nn.Linear(128, 256), torch.nn.GELU(), torch.nn.Linear(256, 128),
-                                torch.nn.LayerNorm(128)).eval()
+    model = torch.nn.Sequential(
+        torch.nn.Linear(128, 256), torch.nn.GELU(), torch.nn.Linear(256, 128), torch.nn.LayerNorm(128)
+    ).eval()
     compiled = torch.compile(model)
     batch = torch.randn(32, 128)
 
     @torch.no_grad()
     def step():
         return compiled(batch)
+
     return step, {"threads": 1, "repeat": 30}
 
 
@@ -672,6 +726,7 @@ def lazily_built_orthogonal_model():
                 layers += [layer, torch.nn.Tanh()]
             model.append(torch.nn.Sequential(*layers))
         return model[0](batch)
+
     return step, {"threads": 1, "repeat": 25}
 
 
@@ -696,6 +751,7 @@ def training_with_one_time_preconditioner():
         with torch.no_grad():
             weight.sub_(1e-2 * (cache["whiten"] @ weight.grad))
         return loss.detach()
+
     return step, {"threads": 1, "repeat": 20}
 
 
@@ -712,6 +768,7 @@ def random_stalls_bimodal():
         if rng.random() < 0.2:
             time.sleep(0.012)
         return a @ b
+
     return step, {"threads": 1, "repeat": 30}
 
 
@@ -723,6 +780,7 @@ def sub_microsecond_call_five_samples():
 
     def step():
         return x.shape[0] * x.shape[1]
+
     return step, {"threads": 1, "repeat": 5}
 
 
@@ -756,6 +814,7 @@ def background_thread_bursts():
         last_call[0] = time.perf_counter()
         first_call.set()
         return a @ b
+
     return step, {"threads": 2, "repeat": 30}
 
 
@@ -774,6 +833,7 @@ def heavy_tailed_work_few_samples():
         for _ in range(rounds):
             result = torch.tanh(result @ a)
         return result
+
     return step, {"threads": 1, "repeat": 6}
 
 
@@ -794,6 +854,7 @@ def transformer_block_inference():
         attended = functional.scaled_dot_product_attention(query, key, value)
         hidden = tokens + projection(attended.transpose(1, 2).reshape(4, 128, width))
         return hidden + mlp(norm_2(hidden))
+
     return step, {"threads": 1, "repeat": 20}
 
 
@@ -804,15 +865,26 @@ def small_convnet_eval():
     torch.manual_seed(102)
 
     def block(inputs: int, outputs: int) -> list[torch.nn.Module]:
-        return [torch.nn.Conv2d(inputs, outputs, 3, stride=2, padding=1, bias=False), torch.nn.BatchNorm2d(outputs),
-                torch.nn.ReLU(inplace=True)]
-    model = torch.nn.Sequential(*block(3, 32), *block(32, 64), *block(64, 128), torch.nn.AdaptiveAvgPool2d(1),
-                                torch.nn.Flatten(), torch.nn.Linear(128, 10)).eval()
+        return [
+            torch.nn.Conv2d(inputs, outputs, 3, stride=2, padding=1, bias=False),
+            torch.nn.BatchNorm2d(outputs),
+            torch.nn.ReLU(inplace=True),
+        ]
+
+    model = torch.nn.Sequential(
+        *block(3, 32),
+        *block(32, 64),
+        *block(64, 128),
+        torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(),
+        torch.nn.Linear(128, 10),
+    ).eval()
     images = torch.randn(8, 3, 64, 64)
 
     @torch.inference_mode()
     def step():
         return model(images)
+
     return step, {"threads": 1, "repeat": 15}
 
 
@@ -820,8 +892,9 @@ def small_convnet_eval():
 def mlp_classifier_training_adamw():
     # 256 -> 512 -> 512 -> 10 classifier, batch 128, cross entropy, AdamW (foreach), grads set to None
     torch.manual_seed(103)
-    model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
-                                torch.nn.ReLU(), torch.nn.Linear(512, 10))
+    model = torch.nn.Sequential(
+        torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10)
+    )
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=True)
     batch, labels = torch.randn(128, 256), torch.randint(0, 10, (128,))
 
@@ -831,6 +904,7 @@ def mlp_classifier_training_adamw():
         loss.backward()
         optimizer.step()
         return loss.detach()
+
     return step, {"threads": 1, "repeat": 20}
 
 
@@ -846,6 +920,7 @@ def embedding_bag_ranker():
     @torch.inference_mode()
     def step():
         return head(bags(ids, offsets)).squeeze(-1)
+
     return step, {"threads": 1, "repeat": 25}
 
 
@@ -860,4 +935,5 @@ def nearest_neighbour_retrieval():
     def step():
         scores = functional.normalize(queries, dim=1) @ keys.T
         return torch.topk(scores, 10, dim=1)
+
     return step, {"threads": 1, "repeat": 10}

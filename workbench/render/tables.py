@@ -3,7 +3,7 @@
 A section builds its rows once (``workbench.render.run`` and friends); ``html_table``,
 ``markdown_table`` and ``text_table`` lay the same rows out, escaping each cell
 (``workbench.render.escape``). A cell may carry a ``title`` (the exact figure behind a rounded
-one), shown as an HTML tooltip.
+one), shown as an HTML tooltip, and be ``numeric`` (right-aligned, ``class="wb-num"``).
 """
 
 from __future__ import annotations
@@ -28,17 +28,25 @@ def cell(value: object, title: str | None = None, *, numeric: bool = False) -> C
 Row = Sequence[Cell | str]
 
 
-def _html_cell(tag: str, value: Cell | str) -> str:
+QUOTES = ('"', "'")  # the attribute quotes a table may be written with (either is safe: html_text escapes both)
+
+
+def _html_cell(tag: str, value: Cell | str, quote: str = '"') -> str:
     c = cell(value)
-    title = f' title="{html_text(c.title)}"' if c.title else ""
-    klass = ' class="wb-num"' if c.numeric else ""
+    title = f" title={quote}{html_text(c.title)}{quote}" if c.title else ""
+    klass = f" class={quote}wb-num{quote}" if c.numeric else ""
     return f"<{tag}{klass}{title}>{html_text(c.text)}</{tag}>"
 
 
-def html_table(headers: Sequence[str], rows: Sequence[Row], css_class: str) -> str:
+def html_table(headers: Sequence[str], rows: Sequence[Row], css_class: str, *, quote: str = '"') -> str:
+    """The table with a header row; ``quote`` is the attributes' quote (``'`` for the trace report's
+    tables, which have always been written so)."""
+    if quote not in QUOTES:
+        raise ValueError(f"an HTML attribute is quoted with ' or \", not {quote!r}")
     head = "".join(f"<th>{html_text(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(_html_cell("td", v) for v in row) + "</tr>" for row in rows)
-    return f'<table class="{html_text(css_class)}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    body = "".join("<tr>" + "".join(_html_cell("td", v, quote) for v in row) + "</tr>" for row in rows)
+    klass = f"class={quote}{html_text(css_class)}{quote}"
+    return f"<table {klass}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def html_pairs(rows: Sequence[tuple[str, Cell | str]], css_class: str) -> str:

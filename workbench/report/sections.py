@@ -1,5 +1,7 @@
-"""HTML sections of a report, built from a ProfileRun by the run's one renderer
-(``workbench.render.run``, which the notebook card uses too); every text from the run is escaped.
+"""The sections of a report, built from a ProfileRun by the run's one renderer
+(``workbench.render.run``, which the notebook card uses too) and, where the report says more than
+the card (a run without a trace or history, the experiments), ``workbench.render.run_report``;
+this module picks what each section gets and draws nothing itself (every text is escaped there).
 
 The template notebook only displays these, so the logic is tested without papermill. Times are
 per clean call in adaptive units (``workbench.units``); the exact millisecond figure rides along as
@@ -15,14 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-import workbench.render.history as history_render
 import workbench.render.run as render_run
-import workbench.render.run_attribution as run_attribution
-from workbench import render
+import workbench.render.run_report as run_report
 from workbench.render.decision import record_html
-from workbench.render.escape import html_text
 from workbench.report.experiments import AGREEMENT_TOLERANCE
-from workbench.units import format_ms
 
 if TYPE_CHECKING:
     from workbench.api.run import ProfileRun
@@ -74,33 +72,21 @@ def hypotheses_html(run: ProfileRun) -> str:
 def attribution_html(run: ProfileRun) -> str:
     """Time by nn.Module and by source line (``run.attribution``, as the card shows it): the
     tables where the trace recorded Python events, else one line saying why not; a sentence for a
-    run without a trace."""
-    body = run_attribution.html(run)  # the card's section body (the template gives the heading)
-    if body:
-        return body
-    return f"<p>No attribution: {html_text(run.trace_note or 'the run has no trace')}.</p>"
+    run without a trace (``workbench.render.run_report``)."""
+    return run_report.attribution_html(run)
 
 
 def memory_html(run: ProfileRun) -> str:
     """The memory section of the run (``workbench.render.memory``, as the card shows it); a sentence where the
-    trace has no allocator events."""
-    import workbench.render.memory as memory_render
-
-    body = memory_render.html(run) if run.trace is not None and len(run.trace.memory) else ""
-    return body or "<p>No memory: the run has no trace with allocator events (profile with memory=True).</p>"
+    trace has no allocator events (``workbench.render.run_report``)."""
+    return run_report.memory_html(run)
 
 
 def history_html(run: ProfileRun) -> str:
     """The history of the profiled code (``run.history``, as the card shows it): with 2+ runs its
     summary, the trend chart (offline) with the change points marked, and the latest runs; a
-    sentence where the run has no history."""
-    if run.history is not None:  # the card's section body (the template gives the heading)
-        return history_render.html(run.history)
-    return (
-        "<p>No history in this run bundle: a run from wb.profile or %%gpuprofile carries the history of "
-        "its code (unless WORKBENCH_HISTORY=off); a workload profiled by `workbench report --workload` "
-        "is not added to one.</p>"
-    )
+    sentence where the run has no history (``workbench.render.run_report``)."""
+    return run_report.history_html(run)
 
 
 flatten_environment = render_run.flatten_environment
@@ -111,38 +97,24 @@ def environment_html(run: RunRecord) -> str:
     return render_run.environment_html(run)
 
 
-NO_BUNDLE_EXPERIMENTS = (
-    "No experiments: this report was made from a saved run bundle, which holds no "
-    "code to run variants of; make the report with --workload to run them."
-)
+NO_BUNDLE_EXPERIMENTS = run_report.NO_BUNDLE_EXPERIMENTS
 
 
 def experiments_html(doc: dict[str, Any]) -> str:
     """The experiments section: the comparison (table, decision, charts) and the decision record,
-    or, in words, why there are none (a bundle report, no suggested variant, an error)."""
-    if not doc:
-        return f"<p class='wb-experiments'>{html_text(NO_BUNDLE_EXPERIMENTS)}</p>"
-    if "error" in doc:
-        return f"<p class='wb-experiments-error'>The experiments could not run: {html_text(doc['error'])}</p>"
-    if "comparison" not in doc:
-        return f"<p class='wb-experiments'>No experiments: {html_text(doc.get('none', 'nothing to run'))}.</p>"
-    from workbench.variants.results import Comparison
+    or, in words, why there are none (a bundle report, no suggested variant, an error); drawn by
+    ``workbench.render.run_report``."""
+    comparison = None
+    if doc and "error" not in doc and "comparison" in doc:
+        from workbench.variants.results import Comparison
 
-    return agreement_html(doc.get("agreement")) + render.html(Comparison.from_dict(doc["comparison"]))
+        comparison = Comparison.from_dict(doc["comparison"])
+    return run_report.experiments_html(doc, comparison, tolerance=AGREEMENT_TOLERANCE)
 
 
 def agreement_html(agreement: dict[str, Any] | None) -> str:
     """One line: the experiments' eager median against the headline, or why they disagree."""
-    if not agreement or agreement.get("agree") is None:
-        return ""
-    if agreement["agree"]:
-        text = (
-            f"The baseline here ({format_ms(agreement['eager_ms'])}, median) agrees with the headline "
-            f"({format_ms(agreement['headline_ms'])}) within {AGREEMENT_TOLERANCE:.0%}: the same code timed "
-            "twice in one process."
-        )
-        return f"<p class='wb-agreement'>{html_text(text)}</p>"
-    return f"<p class='wb-agreement wb-caution'><b>Caution:</b> {html_text(agreement['note'])}</p>"
+    return run_report.agreement_html(agreement, AGREEMENT_TOLERANCE)
 
 
 def decision_record_html(record: dict[str, Any]) -> str:

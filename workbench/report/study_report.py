@@ -5,8 +5,9 @@ from a newer format, is refused before any notebook runs (exit 2); a damaged lin
 a warning, as the study itself does, and the rest is reported. Nothing in the folder is written.
 The template (``templates/study_report.ipynb``) shows the baselines in order, the bottleneck each
 one was profiled with (so the bottleneck after each accepted change), every round with its
-summary in the method's terms and its decision records, and the ledger. The HTML sections are
-built here from ``workbench.render``; every text from the study is escaped there.
+summary in the method's terms and its decision records, and the ledger. The sections are drawn by
+``workbench.render.study_report`` (and the study's own renderings, ``workbench.render``); every text
+from the study is escaped there.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+import workbench.render.study_report as draw
 from workbench.errors import ReportError
-from workbench.render.escape import html_text
 from workbench.report.files import ReportFiles, find_template
 
 if TYPE_CHECKING:
@@ -30,12 +31,7 @@ TEMPLATE_NAME = "study_report.ipynb"
 NOTEBOOK_FILE = "report.ipynb"
 HTML_FILE = "report.html"
 SUMMARY_FILE = "summary.json"
-PAGE_CSS = """<style>
-.wb-study-report table { border-collapse: collapse; font-size: 12px; margin: 4px 0 10px 0; }
-.wb-study-report th, .wb-study-report td { padding: 2px 8px; border-bottom: 1px solid #e3e3e3; text-align: left;
-  vertical-align: top; }
-.wb-study-report th { background: #f6f6f6; }
-</style>"""
+PAGE_CSS = draw.PAGE_CSS
 
 
 StudyReportResult = ReportFiles  # the files the report wrote (workbench.report.files)
@@ -140,130 +136,38 @@ def build_study_report(
     return StudyReportResult(str(out), str(html_path), str(notebook), summary)
 
 
-# --- the sections the template shows -----------------------------------------------------------
-def page_style() -> str:
-    return PAGE_CSS
-
-
-def _wrap(body: str) -> str:
-    return f"<div class='wb-study-report'>{body}</div>"
-
-
-def _table(header: list[str], rows: list[list[Any]]) -> str:
-    head = "".join(f"<th>{html_text(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html_text(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+# --- the sections the template shows (drawn by workbench.render.study_report) ---------------------
+page_style = draw.page_style  # the page's table styles
 
 
 def overview_html(study: "Study", read_warnings: Sequence[str] = ()) -> str:
-    from workbench import render
-
-    warned = "".join(f"<li>{html_text(w)}</li>" for w in read_warnings)
-    notes = f"<p><b>While reading the study</b></p><ul>{warned}</ul>" if warned else ""
-    return _wrap(render.html(study) + notes)
+    """The study now and the warnings reading it gave."""
+    return draw.overview_html(study, read_warnings)
 
 
 def baselines_html(study: "Study") -> str:
     """The baselines in order: ID, label, mode, median (p95, n), device, git, where each came from."""
-    from workbench.units import format_ms
-
-    rows = []
-    for b in study.baselines:
-        git = f"{str(b.git.get('commit', ''))[:10]}{' (dirty)' if b.git.get('dirty') else ''}" if b.git else "—"
-        origin = (
-            f"round {b.accepted_from.get('round')}: {b.accepted_from.get('variant')} "
-            f"({b.accepted_from.get('decision')})"
-            if b.accepted_from
-            else "set"
-        )
-        rows.append(
-            [
-                b.index,
-                b.baseline_id,
-                b.label,
-                b.mode,
-                format_ms(b.median_ms),
-                format_ms(b.p95_ms),
-                b.n,
-                b.device,
-                git,
-                origin,
-            ]
-        )
-    if not rows:
-        return _wrap("<p>No baseline yet.</p>")
-    return _wrap(_table(["#", "baseline", "label", "mode", "median", "p95", "n", "device", "git", "from"], rows))
+    return draw.baselines_html(study)
 
 
 def bottlenecks_html(study: "Study") -> str:
     """Per baseline: what it came from and its ranked hypotheses (the re-profiled bottleneck)."""
-    from workbench.units import format_ms
-
-    rows = []
-    for b in study.baselines:
-        after = (
-            f"after accepting {b.accepted_from.get('variant')} (round {b.accepted_from.get('round')})"
-            if b.accepted_from
-            else "the starting point"
-        )
-        ranked = (
-            "; ".join(
-                f"{i + 1}. {h.category} ({format_ms(h.time_at_stake_ms)} at stake): {h.title}"
-                for i, h in enumerate(b.hypotheses[:3])
-            )
-            or "no hypothesis fired"
-        )
-        held = "; ".join(f"{h.get('key')} held back" for h in b.held_back)
-        rows.append([b.baseline_id, after, format_ms(b.median_ms), ranked + (f" ({held})" if held else "")])
-    if not rows:
-        return _wrap("<p>No baseline yet.</p>")
-    return _wrap(_table(["baseline", "profiled", "median", "bottleneck (ranked hypotheses)"], rows))
+    return draw.bottlenecks_html(study)
 
 
 def rounds_html(study: "Study") -> str:
     """Every round's summary in the method's terms, oldest first."""
-    from workbench import render
-
-    if not study.rounds:
-        return _wrap("<p>No round has been run.</p>")
-    return _wrap("".join(render.html(r) for r in study.rounds))
+    return draw.rounds_html(study)
 
 
 def decisions_html(study: "Study") -> str:
     """Every round's decision records, one per variant."""
-    from workbench import render
-
-    parts = []
-    for r in study.rounds:
-        parts.append(f"<h3>Round {r.index}</h3>")
-        parts += [render.html(record) for record in r.decisions.values()]
-    return _wrap("".join(parts) or "<p>No decision yet.</p>")
+    return draw.decisions_html(study)
 
 
 def ledger_html(study: "Study") -> str:
     """Every hypothesis ever proposed: status, confidence, round, evidence and when to reopen it."""
-    rows = []
-    for e in study.ledger:
-        tested = ", ".join(
-            f"{v.get('name')} ({v.get('residual')})" for v in (e.evidence_scope or {}).get("variants", ()) or ()
-        )
-        rows.append(
-            [
-                e.category,
-                e.title,
-                e.status,
-                e.confidence,
-                "—" if e.round is None else e.round,
-                e.baseline_id,
-                tested or "not tested",
-                e.reopen_when,
-            ]
-        )
-    if not rows:
-        return _wrap("<p>The ledger is empty.</p>")
-    return _wrap(
-        _table(["hypothesis", "title", "status", "confidence", "round", "baseline", "evidence", "reopen when"], rows)
-    )
+    return draw.ledger_html(study)
 
 
 def baseline_chart(study: "Study") -> altair.Chart | None:

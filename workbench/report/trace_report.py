@@ -1,20 +1,21 @@
 """``workbench report --trace``: an offline HTML report of a saved trace (a file, a ``.json.gz``,
-a folder of rank files, several paths), and the HTML sections its template shows.
+a folder of rank files, several paths), and the sections its template shows.
 
 There is no workload and no clean timing here, only what the trace recorded, so there is nothing
 for the CI gate to compare: ``--compare-to`` is refused. Bad input (a path that does not exist,
 a file that is not a trace) is found by loading the trace here, before any notebook runs.
 
-Many ranks are summarised, not listed one table per rank: a per-rank table is one table with a
-``rank`` column, the worst ranks first (by the section's own measure of "worst"), capped at
-``MAX_ROWS`` rows with the number of hidden rows said. Every text from the trace is escaped.
-Results that have a rendering (the diagnosis, the time by module and source line) are drawn by
-``workbench.render``, as the notebook and the CLI draw them.
+This module decides what each section holds: which analyses run, what is computed from them and
+in which order the rows come. Many ranks are summarised, not listed one table per rank: a per-rank
+table is one table with a ``rank`` column, the worst ranks first (by the section's own measure of
+"worst"), capped at ``MAX_ROWS`` rows with the number of hidden rows said. The HTML is drawn by
+``workbench.render.trace_report`` (every text from the trace escaped there); results that have a
+rendering of their own (the diagnosis, the time by module and source line, the critical path, the
+memory) are drawn by ``workbench.render``, as the notebook and the CLI draw them.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import math
 import os
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import pandas as pd
 
-from workbench.analysis.labels import unique_labels
+import workbench.render.trace_report as draw
 from workbench.errors import InvalidArgumentError, ReportError
 from workbench.report.files import ReportFiles, find_template
 from workbench.units import format_ms
@@ -32,9 +33,13 @@ from workbench.units import format_ms
 if TYPE_CHECKING:
     from workbench.api.trace import Trace
 
+# drawn by workbench.render.trace_report (the template and the tests reach them here too)
+MAX_ROWS = draw.MAX_ROWS  # rows a folded table shows; the rest are counted, not listed
+MAX_TEXT = draw.MAX_TEXT  # characters of a name a cell shows (the whole name is its tooltip)
+page_style = draw.page_style  # the report's table styles
+table_html = draw.table_html  # a table of the first MAX_ROWS rows, and how many more there are
+
 MAX_CHART_RANKS = 8  # a per-rank-and-stream chart draws the worst ranks only (the table lists the rest)
-MAX_TEXT = 72  # characters of a name a cell shows (the whole name is its tooltip)
-MAX_ROWS = 24  # rows a folded table shows; the rest are counted, not listed
 TEMPLATE_NAME = "trace_report.ipynb"
 NOTEBOOK_FILE = "report.ipynb"
 HTML_FILE = "report.html"
@@ -145,86 +150,8 @@ def _title_name(paths: Sequence[str | os.PathLike[str]]) -> str:
     return names[0] if len(names) == 1 else f"{names[0]} and {len(names) - 1} more"
 
 
-# --- formatting -------------------------------------------------------------------------------
-def _esc(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _bytes(value: float) -> str:
-    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(value) >= size:
-            return f"{value / size:.3g} {unit}"
-    return f"{value:.0f} B"
-
-
-def _cell(column: str, value: Any) -> str:
-    """One table cell, in the unit its column name says (``*_us`` a time, ``*_pct`` a share...)."""
-    if isinstance(value, (bool,)) or (hasattr(value, "dtype") and str(getattr(value, "dtype", "")) == "bool"):
-        return f"<td>{'yes' if bool(value) else 'no'}</td>"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        v = float(value)
-        if not math.isfinite(v):
-            return "<td class='wb-num'>n/a</td>"
-        if column.endswith("_us"):
-            return f"<td class='wb-num' title='{v:,.1f} µs'>{_esc(format_ms(v / 1000))}</td>"
-        if column.endswith("_pct") or column == "pct":
-            return f"<td class='wb-num'>{v:.1f} %</td>"
-        if column == "bytes":
-            return f"<td class='wb-num' title='{v:,.0f} B'>{_esc(_bytes(v))}</td>"
-        if column.endswith("gbps"):
-            return f"<td class='wb-num'>{v:.3g} GB/s</td>"
-        if column == "ratio":
-            return f"<td class='wb-num'>{100 * v:.1f} %</td>"
-        return f"<td class='wb-num'>{int(v):,}</td>" if v.is_integer() else f"<td class='wb-num'>{v:.3g}</td>"
-    text = str(value) if value is not None else ""
-    short = text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
-    return f"<td title='{_esc(text)}'>{_esc(short)}</td>" if short != text else f"<td>{_esc(text)}</td>"
-
-
-def _name_cell(name: Any, label: str) -> str:
-    text = str(name) if name is not None else ""
-    return f"<td title='{_esc(text)}'>{_esc(label)}</td>" if label != text else f"<td>{_esc(text)}</td>"
-
-
-def _header(column: str) -> str:
-    name = column
-    for suffix, unit in (("_us", ""), ("_pct", " %")):
-        if name.endswith(suffix):
-            name = name[: -len(suffix)] + unit
-    return name.replace("_", " ")
-
-
-def table_html(
-    table: pd.DataFrame,
-    *,
-    columns: Sequence[str] | None = None,
-    max_rows: int = MAX_ROWS,
-    css: str = "wb-trace-table",
-    hidden_what: str = "rows",
-) -> str:
-    """An HTML table of the first ``max_rows`` rows (in the given order) and, below it, how many more
-    there are."""
-    cols = [c for c in (columns or list(table.columns)) if c in table.columns]
-    shown = table.head(max_rows)
-    head = "".join(f"<th>{_esc(_header(c))}</th>" for c in cols)
-    rows = shown[cols].to_dict("records")
-    if "name" in cols:  # kernel and op names as the charts and the CLI show them (the full name on hover)
-        labels = unique_labels([row["name"] for row in rows], MAX_TEXT)
-        body = "".join(
-            "<tr>" + "".join(_name_cell(row[c], label) if c == "name" else _cell(c, row[c]) for c in cols) + "</tr>"
-            for row, label in zip(rows, labels)
-        )
-    else:
-        body = "".join("<tr>" + "".join(_cell(c, row[c]) for c in cols) + "</tr>" for row in rows)
-    hidden = len(table) - len(shown)
-    note = (
-        f"<p class='wb-hidden'>{hidden:,} more {hidden_what} not shown (of {len(table):,}).</p>" if hidden > 0 else ""
-    )
-    return f"<table class='{css}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
+# --- ordering ---------------------------------------------------------------------------------
+_ranks_text = draw.ranks_text  # "0-7" / "0, 2, 5-6"
 
 
 def worst_ranks_first(
@@ -245,26 +172,6 @@ def worst_ranks_first(
     )
 
 
-def _ranks_text(ranks: Sequence[Any]) -> str:
-    """``0-7`` / ``0, 2, 5-6``: a compact list of rank numbers."""
-    values = sorted({int(r) for r in ranks})
-    runs: list[str] = []
-    start = prev = None
-    for v in values + [None]:
-        if start is None:
-            start = prev = v
-        elif v is not None and prev is not None and v == prev + 1:
-            prev = v
-        else:
-            runs.append(str(start) if start == prev else f"{start}-{prev}")
-            start = prev = v
-    return ", ".join(runs)
-
-
-def _note(text: str) -> str:
-    return f"<p class='wb-note'>{_esc(text)}</p>"
-
-
 # --- sections ---------------------------------------------------------------------------------
 def _where_available(section: Callable[..., Any]) -> Callable[..., Any]:
     """A section (or its charts) of a trace whose format lacks what it needs says so, in one sentence
@@ -278,22 +185,14 @@ def _where_available(section: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return section(trace, *args, **kwargs)
         except NotAvailableError as exc:
-            return [] if section.__name__.endswith("_charts") else f"<p class='wb-note'>{_esc(exc)}.</p>"
+            return [] if section.__name__.endswith("_charts") else draw.not_available_html(exc)
 
     return guarded
 
 
 def fidelity_html(trace: Any) -> str:
     """The format the trace was read from and what that format does not provide ("" for Kineto)."""
-    source = getattr(trace.meta, "source", "kineto")
-    fidelity = getattr(trace.meta, "fidelity", None) or {}
-    if source == "kineto" and not fidelity:
-        return ""
-    items = "".join(f"<li><code>{_esc(k)}</code>: {_esc(v)}</li>" for k, v in fidelity.items())
-    return (
-        f"<p><b>Read from {_esc(source)}.</b> What this format does not provide (the sections that need it say "
-        f"so):</p><ul class='wb-warnings'>{items}</ul>"
-    )
+    return draw.fidelity_html(getattr(trace.meta, "source", "kineto"), getattr(trace.meta, "fidelity", None) or {})
 
 
 def device_names(trace: Any) -> list[str]:
@@ -307,8 +206,8 @@ def device_names(trace: Any) -> list[str]:
     )
 
 
-def summary_html(trace: Any, paths: Sequence[str] = ()) -> str:
-    """Ranks, devices, span, events, the files read and the loader's warnings."""
+def summary_rows(trace: Any, paths: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """The trace summary as (label, value): ranks, devices, span, events, files, format, backend, paths."""
     ranks = list(trace.ranks)
     devices = device_names(trace) or (["GPU (no device properties in the trace)"] if trace.has_gpu else ["CPU only"])
     backends = sorted({str(v.get("backend")) for v in trace.distributed_info.values() if v.get("backend")})
@@ -328,17 +227,18 @@ def summary_html(trace: Any, paths: Sequence[str] = ()) -> str:
         rows.append(("distributed backend", ", ".join(backends)))
     if paths:
         rows.append(("loaded from", "; ".join(str(p) for p in paths)))
-    body = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in rows)
-    warnings = list(trace.warnings)
-    shown = "".join(f"<li>{_esc(w)}</li>" for w in warnings[:MAX_ROWS])
-    more = len(warnings) - MAX_ROWS
-    warn = (
-        f"<p><b>Loader warnings ({len(warnings)})</b></p><ul class='wb-warnings'>{shown}</ul>"
-        + (f"<p class='wb-hidden'>{more} more warnings not shown.</p>" if more > 0 else "")
-        if warnings
-        else "<p>No loader warning: every event was read as recorded.</p>"
+    return rows
+
+
+def summary_html(trace: Any, paths: Sequence[str] = ()) -> str:
+    """Ranks, devices, span, events, the files read and the loader's warnings."""
+    return draw.summary_html(
+        summary_rows(trace, paths),
+        list(trace.warnings),
+        source=getattr(trace.meta, "source", "kineto"),
+        fidelity=getattr(trace.meta, "fidelity", None) or {},
+        max_warnings=MAX_ROWS,
     )
-    return f"<table class='wb-trace-summary'>{body}</table>{fidelity_html(trace)}{warn}"
 
 
 KERNEL_COLUMNS = (
@@ -392,63 +292,22 @@ def kernel_types_table(trace: Any) -> pd.DataFrame:
 @_where_available
 def kernels_html(trace: Any) -> str:
     if not len(trace.kernels):
-        return "<p>No GPU kernels in this trace (a CPU-only trace): the op breakdown below is where the time is.</p>"
-    n_ranks = len(trace.ranks)
-    parts = [
-        _note(
-            f"Kernels summed over {n_ranks} rank(s); 'worst rank' is the rank that spent the most time in the kernel."
-            if n_ranks > 1
-            else "Time per kernel name, most first."
-        ),
-        table_html(
-            kernel_table(trace),
-            columns=KERNEL_COLUMNS
-            if n_ranks > 1
-            else [c for c in KERNEL_COLUMNS if c not in ("ranks", "worst_rank", "worst_rank_sum_us")],
-            hidden_what="kernels",
-        ),
-    ]
-    types = kernel_types_table(trace)
-    if not types.empty:
-        parts.append("<h4>Kernel time by type, per rank (busiest first)</h4>" + table_html(types, hidden_what="ranks"))
-    return "".join(parts)
+        return draw.kernels_html(None)
+    return draw.kernels_html(kernel_table(trace), kernel_types_table(trace), n_ranks=len(trace.ranks))
 
 
-OP_COLUMNS = ("name", "count", "self_us", "total_us", "mean_self_us", "pct", "top_input_dims")
+OP_COLUMNS = draw.OP_COLUMNS
 
 
 @_where_available
 def ops_html(trace: Any) -> str:
-    ops = trace.op_breakdown().table
-    if ops.empty:
-        return "<p>No CPU ops in this trace.</p>"
-    return _note(
-        f"CPU ops by self time, over all {len(trace.ranks)} rank(s)."
-        if len(trace.ranks) > 1
-        else "CPU ops by self time."
-    ) + table_html(ops, columns=OP_COLUMNS, hidden_what="ops")
+    return draw.ops_html(trace.op_breakdown().table, n_ranks=len(trace.ranks))
 
 
 @_where_available
 def temporal_html(trace: Any) -> str:
     t = trace.temporal_breakdown().table
-    if t.empty:
-        return "<p>No GPU activity: no temporal breakdown.</p>"
-    t = worst_ranks_first(t, "idle_pct")
-    return _note("Per rank over its span of GPU activity, the most idle rank first.") + table_html(
-        t,
-        columns=[
-            "rank",
-            "kernel_time_us",
-            "idle_us",
-            "idle_pct",
-            "compute_us",
-            "compute_pct",
-            "non_compute_us",
-            "non_compute_pct",
-        ],
-        hidden_what="ranks",
-    )
+    return draw.temporal_html(t if t.empty else worst_ranks_first(t, "idle_pct"))
 
 
 def idle_table(trace: Any) -> pd.DataFrame:
@@ -470,138 +329,77 @@ def idle_table(trace: Any) -> pd.DataFrame:
 @_where_available
 def idle_html(trace: Any) -> str:
     t = idle_table(trace)
-    if t.empty:
-        return "<p>No idle gaps between kernels.</p>"
     n_ranks = int(t["rank"].nunique()) if "rank" in t.columns else 1
-    charted = (
-        f" The chart above draws the {MAX_CHART_RANKS} most idle of the {n_ranks} ranks; this table lists them all."
-        if n_ranks > MAX_CHART_RANKS
-        else ""
-    )
-    return _note(
-        "Idle time between kernels on each stream, split by cause (host wait: the next launch had not "
-        "been issued; kernel wait: back-to-back launch latency), the most idle rank first." + charted
-    ) + table_html(t, hidden_what="streams")
+    return draw.idle_html(t, n_ranks=n_ranks, charted_ranks=MAX_CHART_RANKS)
 
 
 @_where_available
 def overlap_html(trace: Any) -> str:
     t = trace.comm_overlap().table
     if t.empty or not (t["comm_us"] > 0).any():
-        return "<p>No communication kernels in this trace: nothing to overlap.</p>"
-    t = worst_ranks_first(t, "exposed_comm_us")
-    return _note(
-        "Per rank: communication kernel time, how much of it runs under computation, and what is "
-        "exposed (on the critical path); the most exposed rank first."
-    ) + table_html(
-        t,
-        columns=["rank", "comm_us", "compute_us", "overlap_us", "overlap_pct", "exposed_comm_us"]
-        + (["reason"] if "reason" in t.columns and t["reason"].astype(str).str.strip().any() else []),
-        hidden_what="ranks",
-    )
+        return draw.overlap_html(None)
+    return draw.overlap_html(worst_ranks_first(t, "exposed_comm_us"))
 
 
 @_where_available
 def stragglers_html(trace: Any) -> str:
     if len(trace.ranks) < 2:
-        return "<p>One rank: no rank to wait for.</p>"
+        return draw.stragglers_html(None)
     s = trace.stragglers()
     t = s.table
-    if t.empty:
-        return f"<p>No straggler analysis: {_esc(s.reason or 'no communication')}.</p>"
-    t = (
-        t.assign(_s=~t["is_straggler"].astype(bool))
-        .sort_values(["_s", "comm_deficit_us"], ascending=[True, False])
-        .drop(columns="_s")
-    )
-    if s.stragglers:
-        head = (
-            f"<p><b>Straggler rank(s): {_esc(_ranks_text(s.stragglers))}</b>: the others wait for them in "
-            f"collectives"
-            + (f" ({_esc(format_ms(s.wait_caused_us / 1000))} of waiting caused)" if _finite(s.wait_caused_us) else "")
-            + ".</p>"
+    if not t.empty:  # the stragglers first, then the largest communication deficit
+        t = (
+            t.assign(_s=~t["is_straggler"].astype(bool))
+            .sort_values(["_s", "comm_deficit_us"], ascending=[True, False])
+            .drop(columns="_s")
         )
-    else:
-        head = f"<p>No straggler{': ' + _esc(s.reason) if s.reason else ''}.</p>"
-    return (
-        head
-        + _note(
-            "comm deficit: how much less communication time the rank has than the others' median "
-            "(a rank that arrives last at a collective waits least); stragglers first."
-        )
-        + table_html(
-            t,
-            columns=["rank", "is_straggler", "comm_deficit_us", "busy_us", "compute_us", "comm_us", "kernel_time_us"],
-            hidden_what="ranks",
-        )
-    )
+    return draw.stragglers_html(t, stragglers=s.stragglers, wait_caused_us=s.wait_caused_us, reason=s.reason)
 
 
 @_where_available
 def launch_html(trace: Any) -> str:
     ls = trace.launch_stats()
     if ls.table.empty:
-        return "<p>No launches in this trace (no runtime call that put work on a GPU).</p>"
-    t = ls.table
-    per_rank = (
-        t.groupby("rank")
-        .agg(
-            launches=("api", "size"),
-            runtime_us=("runtime_us", "sum"),
-            gpu_us=("gpu_us", "sum"),
-            median_delay_us=("launch_delay_us", "median"),
-            p95_delay_us=("launch_delay_us", lambda s: s.quantile(0.95)),
-            shorter_than_launch=("shorter_than_launch", "sum"),
+        return draw.launch_html(None)
+    per_rank = None
+    if len(trace.ranks) > 1:
+        per_rank = (
+            ls.table.groupby("rank")
+            .agg(
+                launches=("api", "size"),
+                runtime_us=("runtime_us", "sum"),
+                gpu_us=("gpu_us", "sum"),
+                median_delay_us=("launch_delay_us", "median"),
+                p95_delay_us=("launch_delay_us", lambda s: s.quantile(0.95)),
+                shorter_than_launch=("shorter_than_launch", "sum"),
+            )
+            .reset_index()
         )
-        .reset_index()
-    )
-    per_rank = worst_ranks_first(per_rank, "p95_delay_us")
-    return (
-        f"<p>{ls.n_launches:,} launches, {ls.n_shorter_than_launch:,} of them ran on the GPU for less time "
-        "than their launch call took on the CPU.</p>"
-        + table_html(ls.by_api, hidden_what="APIs")
-        + (
-            "<h4>Per rank (longest launch delays first)</h4>" + table_html(per_rank, hidden_what="ranks")
-            if len(trace.ranks) > 1
-            else ""
-        )
+        per_rank = worst_ranks_first(per_rank, "p95_delay_us")
+    return draw.launch_html(
+        ls.by_api, per_rank, n_launches=ls.n_launches, n_shorter_than_launch=ls.n_shorter_than_launch
     )
 
 
 @_where_available
 def copies_html(trace: Any) -> str:
     c = trace.copy_stats()
-    if c.table.empty:
-        return "<p>No memory copies or sets in this trace.</p>"
-    t = worst_ranks_first(c.table, "dur_us")
-    return (
-        f"<p>{_esc(format_ms(c.total_copy_us / 1000))} in copies; {_esc(_bytes(c.pageable_bytes))} from or to "
-        "pageable host memory (a copy from pageable memory cannot overlap compute).</p>"
-        + table_html(t, hidden_what="rows")
-    )
+    t = c.table if c.table.empty else worst_ranks_first(c.table, "dur_us")
+    return draw.copies_html(t, total_copy_us=c.total_copy_us, pageable_bytes=c.pageable_bytes)
 
 
 @_where_available
 def syncs_html(trace: Any) -> str:
     s = trace.sync_audit()
     if s.table.empty:
-        return "<p>No host-device synchronisation in this trace.</p>"
-    parts = [
-        f"<p>The host blocked on the device for {_esc(format_ms(s.blocked_us / 1000))} in "
-        f"{len(s.table):,} calls (all ranks).</p>",
-        "<h4>By cause</h4>",
-        table_html(s.by_cause, hidden_what="causes"),
-    ]
+        return draw.syncs_html(None)
+    per_rank = None
     if len(trace.ranks) > 1:
         per_rank = s.table.groupby("rank").agg(calls=("api", "size"), blocked_us=("blocked_us", "sum")).reset_index()
-        parts += [
-            "<h4>Per rank (most blocked first)</h4>",
-            table_html(worst_ranks_first(per_rank, "blocked_us"), hidden_what="ranks"),
-        ]
-    return "".join(parts)
+        per_rank = worst_ranks_first(per_rank, "blocked_us")
+    return draw.syncs_html(s.by_cause, per_rank, blocked_us=s.blocked_us, calls=len(s.table))
 
 
-@_where_available
 @_where_available
 def critical_path_html(trace: Trace) -> str:
     """The first step's critical path (the whole trace where it marks no ProfilerStep), drawn by
@@ -616,33 +414,15 @@ def critical_path_html(trace: Trace) -> str:
         except WorkbenchError:  # no ProfilerStep annotation: the whole trace
             cp = trace.critical_path(annotation="")
     except WorkbenchError as exc:
-        return _note(f"no critical path: {exc}")
+        return draw.note_html(f"no critical path: {exc}")
     return render.html(cp)
 
 
 @_where_available
 def steps_html(trace: Any) -> str:
     s = trace.step_breakdown()
-    if s.table.empty:
-        return "<p>No ProfilerStep# annotations in this trace.</p>"
-    t = worst_ranks_first(s.table, "dur_us")
-    return _note(
-        f"median step {format_ms(s.median_step_us / 1000)}; the ranks with the longest steps first."
-    ) + table_html(
-        t,
-        columns=[
-            "rank",
-            "step",
-            "dur_us",
-            "gpu_busy_us",
-            "gpu_idle_us",
-            "compute_us",
-            "comm_us",
-            "memory_us",
-            "n_kernels",
-        ],
-        hidden_what="steps",
-    )
+    t = s.table if s.table.empty else worst_ranks_first(s.table, "dur_us")
+    return draw.steps_html(t, median_step_us=s.median_step_us)
 
 
 def hypotheses_html(trace: Trace) -> str:
@@ -657,6 +437,10 @@ NO_RANK_ATTRIBUTION = (
     "Python events: for the time by module and source line of one rank, report on its file "
     "alone (or trace.rank(r).module_breakdown() in a notebook)."
 )
+NO_MEMORY = (
+    "The trace has no allocator events ([memory]): record it with profile_memory=True "
+    "(wb.profile(fn, memory=True)) for the memory section."
+)
 
 
 def attribution_html(trace: Trace) -> str:
@@ -667,11 +451,10 @@ def attribution_html(trace: Trace) -> str:
     from workbench.analysis.attribution import attribution
 
     if trace.rank_folder is not None and not trace.rank_folder.read_all:  # per-rank summaries, no Python events here
-        return _note(NO_RANK_ATTRIBUTION)
+        return draw.note_html(NO_RANK_ATTRIBUTION)
     result = attribution(trace)
     if not result.recorded:
-        reasons = dict.fromkeys(part.not_recorded for part in (result.modules, result.sources))
-        return "".join(f"<p>No time by module or source line: {_esc(reason)}.</p>" for reason in reasons)
+        return draw.attribution_reasons_html([part.not_recorded for part in (result.modules, result.sources)])
     return render.html(result)
 
 
@@ -681,10 +464,7 @@ def memory_html(trace: Trace) -> str:
     import workbench.render.memory as memory_render
 
     if not len(getattr(trace, "memory", ())):
-        return _note(
-            "The trace has no allocator events ([memory]): record it with profile_memory=True "
-            "(wb.profile(fn, memory=True)) for the memory section."
-        )
+        return draw.note_html(NO_MEMORY)
     return memory_render.html(trace)
 
 
@@ -709,7 +489,9 @@ def devices_table(trace: Any) -> pd.DataFrame:
             _ranks_text(ids) if all(isinstance(i, int) for i in ids) else ", ".join(map(str, sorted(ids, key=str)))
         )
         label = f"ranks {_ranks_text(ranks)} · devices {ids_text}" if ids else f"ranks {_ranks_text(ranks)}"
-        columns[label] = {k: (_bytes(v) if k.lower().endswith("mem") and _finite(v) else v) for k, v in entry.items()}
+        columns[label] = {
+            k: (draw.format_bytes(v) if k.lower().endswith("mem") and draw.finite(v) else v) for k, v in entry.items()
+        }
     if not columns:
         return pd.DataFrame()
     table = pd.DataFrame(columns)  # one row per property, one column per distinct device
@@ -730,22 +512,8 @@ def distributed_table(trace: Any) -> pd.DataFrame:
 
 
 def environment_html(trace: Any) -> str:
-    parts = []
-    dev = devices_table(trace)
-    if dev.empty:
-        parts.append("<p>The trace carries no device properties.</p>")
-    else:
-        parts.append(
-            "<h4>Device properties</h4>"
-            + _note("One column per distinct device, with the ranks whose trace lists it and its device ids.")
-            + table_html(dev, max_rows=60, hidden_what="properties")
-        )
-    dist = distributed_table(trace)
-    if dist.empty:
-        parts.append("<p>The trace carries no distributedInfo (a single-process trace).</p>")
-    else:
-        parts.append("<h4>distributedInfo</h4>" + table_html(dist, hidden_what="groups"))
-    return "".join(parts)
+    """Device properties and distributedInfo, each folded over ranks."""
+    return draw.environment_html(devices_table(trace), distributed_table(trace))
 
 
 # --- charts -----------------------------------------------------------------------------------
@@ -829,32 +597,7 @@ def timeline_charts(trace: Any) -> list[Any]:
     return [guarded_chart(lambda: timeline_chart(trace), "Timeline")]
 
 
-PAGE_CSS = """<style>
-.wb-trace-table, .wb-trace-summary { border-collapse: collapse; font-size: 12px; margin: 4px 0 8px 0; }
-.wb-trace-table th, .wb-trace-table td, .wb-trace-summary th, .wb-trace-summary td {
-  padding: 2px 8px; border-bottom: 1px solid #e3e3e3; text-align: left; vertical-align: top; }
-.wb-trace-table thead th { background: #f4f4f4; position: sticky; top: 0; }
-.wb-trace-table th, .wb-trace-table td, .wb-trace-summary th, .wb-trace-summary td { text-align: left !important; }
-.wb-trace-table td.wb-num { text-align: right !important; font-variant-numeric: tabular-nums; white-space: nowrap; }
-.wb-trace-table td { max-width: 46em; overflow-wrap: break-word; word-break: normal; }
-.wb-note, .wb-hidden { color: #555; font-size: 12px; margin: 2px 0; }
-.wb-hidden { font-style: italic; }
-.wb-diagnosis table.wb-evidence { font-size: 11px; border-collapse: collapse; }
-.wb-diagnosis table.wb-evidence td, .wb-diagnosis table.wb-evidence th { padding: 1px 6px; border-bottom: 1px solid #eee;
-  text-align: left !important; max-width: 40em; overflow-wrap: break-word; word-break: normal; }
-.wb-diagnosis li.wb-hyp { margin-bottom: 10px; }
-.wb-attribution { border-collapse: collapse; font-size: 12px; margin: 4px 0 8px 0; }
-.wb-attribution th, .wb-attribution td { padding: 2px 8px; border-bottom: 1px solid #e3e3e3; text-align: left !important; }
-.wb-attribution td.wb-num { text-align: right !important; font-variant-numeric: tabular-nums; white-space: nowrap; }
-</style>"""
-
-
-def page_style() -> str:
-    """The report's table styles (one ``<style>`` block, no external stylesheet)."""
-    return PAGE_CSS
-
-
-ROOF_COLUMNS = ("name", "kernel_type", "family", "placed_by", "work_op", "count", "dur_us", "roof_us", "roof_pct")
+ROOF_COLUMNS = draw.ROOF_COLUMNS
 
 
 def kernel_roofline_table(trace: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -894,18 +637,6 @@ def kernel_roofline_table(trace: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
 @_where_available
 def kernel_roofline_html(trace: Any) -> str:
     if not len(trace.kernels):
-        return "<p>No GPU kernels: the roofline above places the CPU ops.</p>"
+        return draw.kernel_roofline_html(None)
     by_family, per_name = kernel_roofline_table(trace)
-    if by_family.empty:
-        return "<p>No kernel to place on the roofline.</p>"
-    return (
-        "<h4>Kernels against the roofline</h4>"
-        + _note(
-            "Each kernel is memory- or compute-bound ('memory' / 'matrix') from the analytic work of the op "
-            "that launched it where its input shapes are known ('analytic work'), else from its name "
-            "('kernel name'); 'uncertain' kernels sit near the ridge. roof %: the least time the work can "
-            "take at the device's peaks, as a share of the time the kernel took (100 % is on the roof)."
-        )
-        + table_html(by_family, hidden_what="groups")
-        + table_html(per_name, columns=ROOF_COLUMNS, max_rows=15, hidden_what="kernels")
-    )
+    return draw.kernel_roofline_html(by_family, per_name)
