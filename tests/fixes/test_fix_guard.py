@@ -14,6 +14,7 @@ import torch.nn as nn  # noqa: E402
 
 import workbench as wb  # noqa: E402
 import workbench.fixes as fixes  # noqa: E402
+from workbench.errors import InvalidArgumentError  # noqa: E402
 from workbench.variants.clock import FakeTimer  # noqa: E402
 
 FAST = dict(checks=2, profile=False, budget_s=0.2, min_rounds=4, max_rounds=8)
@@ -95,3 +96,24 @@ def test_the_catalog_builds_leave_the_model_alone(step):
     for row in listed.rows:
         listed.built(row.fix, train_step)
     assert _hash(model) == before
+
+
+def test_a_fix_that_changes_the_model_and_then_raises_says_both(step):
+    train_step, model = step
+    before = _hash(model)
+
+    def half_done(fn, context, name):
+        (_, m), *_ = context.reach.modules
+        m[1] = nn.ReLU()
+        raise RuntimeError("gave up half-way")
+
+    fixes.register(fixes.Fix("test_half_done", "changes, then raises", "user", "exact", half_done), replace=True)
+    try:
+        with pytest.raises(InvalidArgumentError) as info:
+            fixes.get("test_half_done").variant(train_step)
+    finally:
+        fixes.unregister("test_half_done")
+    text = str(info.value)
+    assert "changed your model in place" in text and "RuntimeError: gave up half-way" in text
+    assert isinstance(info.value.__cause__, RuntimeError)
+    assert _hash(model) == before and isinstance(model[1], nn.GELU)

@@ -32,62 +32,17 @@ import torch.nn.functional as F  # noqa: E402
 
 import workbench as wb  # noqa: E402
 import workbench.fixes  # noqa: E402, F401  (wb.fixes)
+from tests.fixes import gpt_model  # noqa: E402
+from tests.fixes.gpt_model import GPT, Attention, B, Block, D, H, L, T, V  # noqa: E402, F401
 from workbench.fixes.fix import Fix, Site  # noqa: E402
 from workbench.kernels import registry as kernels  # noqa: E402
 from workbench.variants.clock import FakeTimer  # noqa: E402
 
-V, T, B, D, H, L = 64, 16, 4, 32, 2, 2
 FAST = dict(checks=2, profile=False, budget_s=0.3, min_rounds=4, max_rounds=8)
 
 
 def fake_timer():
     return FakeTimer({"eager": 2.0}, default_ms=1.0, noise=0.02, seed=0, call=True)
-
-
-class Attention(nn.Module):
-    def __init__(self, d, h):
-        super().__init__()
-        self.h = h
-        self.qkv = nn.Linear(d, 3 * d, bias=True)
-        self.proj = nn.Linear(d, d)
-
-    def forward(self, x):
-        b, t, c = x.shape
-        q, k, v = self.qkv(x).split(c, dim=2)
-        q = q.view(b, t, self.h, c // self.h).transpose(1, 2)
-        k = k.view(b, t, self.h, c // self.h).transpose(1, 2)
-        v = v.view(b, t, self.h, c // self.h).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-        mask = torch.tril(torch.ones(t, t, dtype=torch.bool))
-        att = att.masked_fill(~mask, float("-inf"))
-        att = F.softmax(att, dim=-1)  # ATTENTION LINE
-        y = (att @ v).transpose(1, 2).contiguous().view(b, t, c)
-        return self.proj(y)
-
-
-class Block(nn.Module):
-    def __init__(self, d, h, attention=Attention):
-        super().__init__()
-        self.ln1, self.attn, self.ln2 = nn.LayerNorm(d), attention(d, h), nn.LayerNorm(d)
-        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
-
-    def forward(self, x):
-        x = x + self.attn(self.ln1(x))
-        return x + self.mlp(self.ln2(x))
-
-
-class GPT(nn.Module):
-    def __init__(self, attention=Attention):
-        super().__init__()
-        self.tok, self.pos = nn.Embedding(V, D), nn.Embedding(T, D)
-        self.blocks = nn.ModuleList([Block(D, H, attention) for _ in range(L)])
-        self.lnf, self.head = nn.LayerNorm(D), nn.Linear(D, V, bias=False)
-
-    def forward(self, idx):
-        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1]))
-        for block in self.blocks:
-            x = block(x)
-        return self.head(self.lnf(x))
 
 
 torch.manual_seed(0)
@@ -110,7 +65,7 @@ def step():
     return loss.detach()
 
 
-ATTENTION_LINE = next(i for i, ln in enumerate(open(__file__), 1) if ln.rstrip().endswith("# ATTENTION LINE"))
+ATTENTION_LINE = next(i for i, ln in enumerate(open(gpt_model.__file__), 1) if ln.rstrip().endswith("# ATTENTION LINE"))
 N_PARAMS = len(list(model.parameters()))
 
 
@@ -137,7 +92,7 @@ def test_sdpa_and_the_fused_optimizer_are_listed_with_where_they_apply(fixes):
     assert sdpa.applies, sdpa.reason
     assert [s.where for s in sdpa.sites] == ["blocks.0.attn", "blocks.1.attn"]
     for s in sdpa.sites:
-        assert s.kind == "module" and f"test_module_swap_fixes.py:{ATTENTION_LINE}" in s.detail, s.detail
+        assert s.kind == "module" and f"gpt_model.py:{ATTENTION_LINE}" in s.detail, s.detail
         assert "is_causal=True" in s.detail and "scale" in s.detail
     fused = fixes.row("fused_optimizer")
     assert fused.applies, fused.reason

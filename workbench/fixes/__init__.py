@@ -6,6 +6,7 @@ applies in a run.
     cmp = wb.compare(run.fixes.variants())      # each checked (gradients too) and timed
     wb.fixes.names()                            # the whole catalog
     wb.fixes.register(wb.fixes.Fix(...))        # your own
+    wb.fixes.apply("sdpa_attention", step)      # a kept fix made to your own model, in place
 
 A fix (``Fix``) has a name, what it changes, the hypothesis categories and rules it tests, a
 recogniser (``recognise(context) -> Applicability``), a transform (``transform(fn, context, name) ->
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from workbench.fixes.context import FixContext
 from workbench.fixes.fix import KINDS, STATUSES, Applicability, Fix, Site, absent, applies, not_applicable
+from workbench.fixes.in_place import AppliedFix, apply
 from workbench.fixes.listing import FixList, applicable
 from workbench.fixes.registry import build, catalog, describe, get, names, register, unregister
 
@@ -34,6 +36,8 @@ def for_callable(fn, **kw) -> FixList:
 
 
 __all__ = [
+    "AppliedFix",
+    "apply",
     "Fix",
     "Site",
     "Applicability",

@@ -140,6 +140,7 @@ def _swap_fix(name: str, kind: str, label: str, changes: str, mechanisms: tuple[
             description=f"{label} modules swapped for the Triton kernel's module (in a copy of the model)",
             kind="kernel",
             requires=("triton",),
+            in_place=True,  # wb.fixes.apply: the modules swapped in your model, keeping their parameters
             **_variant_options(),
         )
 
@@ -241,6 +242,7 @@ def _bias_gelu_transform(fn: Any, context: Any, variant_name: str):
         description="the bias add and GELU after a Linear in one Triton kernel (in a copy of the model)",
         kind="kernel",
         requires=("triton",),
+        in_place=True,
         **_variant_options(),
     )
 

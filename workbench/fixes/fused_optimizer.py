@@ -166,7 +166,28 @@ def _transform(fn: Any, context: Any, name: str):
         numerical_class="reordered",
         description=desc + ": " + "; ".join(changed),
         options={"changed": changed, "state_notes": notes},
+        in_place=lambda: _in_place(context),
     )
+
+
+def _in_place(context: Any) -> list[str]:
+    """``wb.fixes.apply``: each per-tensor optimizer the code reaches switched to the same ``fused`` /
+    ``foreach`` setting the variant was checked with, in its param groups and defaults (its state, keyed by
+    the same parameters, is kept)."""
+    changed = []
+    for i, opt in enumerate(context.optimizers):
+        if per_tensor(opt) is None:
+            continue
+        overrides, why = choice(opt)
+        if overrides is None:
+            continue
+        for group in opt.param_groups:
+            group.update(overrides)
+        opt.defaults.update(overrides)
+        if overrides.get("fused"):
+            opt._step_supports_amp_scaling = True  # as the constructor sets it for fused=True (GradScaler reads it)
+        changed.append(f"optimizer[{i}] {type(opt).__name__} -> {why}")
+    return changed
 
 
 FIXES = (

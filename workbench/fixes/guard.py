@@ -108,15 +108,20 @@ def guarded_transform(fix: Any, fn: Any, context: Any, label: str) -> Any:
         guard = ModelGuard(list(reach.modules), list(reach.optimizers))
     except Exception:  # noqa: BLE001 - nothing reached, or a module that cannot be listed: unguarded
         guard = None
+    error: BaseException | None = None
     try:
         return fix.transform(fn, context, label)
+    except BaseException as exc:
+        error = exc
+        raise
     finally:
         changed = guard.changed() if guard is not None else []
         if changed:
             failed = guard.restore()  # type: ignore[union-attr]
             back = "it was put back" if not failed else f"put back except {', '.join(failed)}"
+            also = f"; the transform also raised {type(error).__name__}: {error}" if error is not None else ""
             raise InvalidArgumentError(
                 f"fix {fix.name!r} changed your model in place ({'; '.join(changed[:4])}"
                 f"{'; ...' if len(changed) > 4 else ''}); {back}. A fix must change a copy "
-                "(workbench.fixes.rebind.copy_state makes one)"
-            )
+                f"(workbench.fixes.rebind.copy_state makes one){also}"
+            ) from error

@@ -488,6 +488,7 @@ def swap_variant(
     requires: tuple[str, ...] = (),
     timing_meaningful: bool = True,
     not_applicable_reason: str | None = None,
+    in_place: bool = False,
 ) -> Any:
     """The ``Variant`` of a module swap: ``fn`` rebound to a changed deep copy of its models and optimizers
     (``copy_state``); not applicable, with the reason, where the models cannot be copied or nothing in them
@@ -531,7 +532,91 @@ def swap_variant(
         description=description + "; changed: " + ", ".join(changed[:6]) + (" ..." if len(changed) > 6 else ""),
         options={"changed": changed, "state_notes": [n for n in notes if not n.startswith(CHANGED)] + rebind_notes},
         timing_meaningful=timing_meaningful,
+        in_place=(lambda: swap_in_place(context, transform_module)) if in_place else None,
     )
+
+
+def _structure(top: Any) -> list[tuple[Any, type, dict[str, Any]]]:
+    """Each submodule's class and attributes, its child, parameter and buffer tables copied (what a swap edits)."""
+    out = []
+    for m in top.modules():
+        attrs = dict(m.__dict__)
+        for table in ("_modules", "_parameters", "_buffers"):
+            if isinstance(attrs.get(table), dict):
+                attrs[table] = dict(attrs[table])
+        out.append((m, type(m), attrs))
+    return out
+
+
+def _put_back(structure: list[tuple[Any, type, dict[str, Any]]]) -> None:
+    for m, cls, attrs in structure:
+        m.__class__ = cls
+        live = m.__dict__
+        for table in ("_modules", "_parameters", "_buffers"):  # the same dict objects, their old entries
+            if isinstance(live.get(table), dict) and isinstance(attrs.get(table), dict):
+                live[table].clear()
+                live[table].update(attrs[table])
+        for key in [k for k in live if k not in attrs]:
+            del live[key]
+        for key, value in attrs.items():
+            if key not in ("_modules", "_parameters", "_buffers"):
+                live[key] = value
+
+
+def _keep_parameters(top: Any, old: dict[str, tuple[Any, dict[str, Any]]]) -> None:
+    """A submodule the swap replaced (a LayerNorm by the Triton one, which copied its weight) gets the
+    parameters it replaced back, by identity, where name, shape and dtype agree: the values are the same,
+    and the user's optimizer (its state keyed by the parameter objects) keeps stepping them."""
+    for path, m in top.named_modules():
+        was = old.get(path)
+        if was is None or was[0] is m:
+            continue
+        for name, p in list(m._parameters.items()):
+            q = was[1].get(name)
+            if p is not None and q is not None and p is not q and p.shape == q.shape and p.dtype == q.dtype:
+                m._parameters[name] = q
+
+
+def swap_in_place(context: Any, transform_module: Callable[..., Any]) -> list[str]:
+    """The module swap ``transform_module`` made to the models ``context`` reaches themselves (``wb.fixes.apply``):
+    returns the sites changed. Refused, with every model put back as it was, where the swap would replace a
+    model as a whole (the user's variable would still hold the old one) or give it parameters other than the
+    ones it had (the user's optimizer steps those: its state is keyed by them)."""
+    changed: list[str] = []
+    done: list[list[tuple[Any, type, dict[str, Any]]]] = []
+    try:
+        for top_name, top in context.reach.modules:
+            label = f"the model {top_name!r}" if top_name else f"the model ({type(top).__name__})"
+            before = [id(p) for p in top.parameters()]
+            done.append(_structure(top))
+            old = {path: (m, dict(m._parameters)) for path, m in top.named_modules()}
+            new, sites = _call_transform(transform_module, top)
+            if new is top:
+                _keep_parameters(top, old)
+            if new is not top:
+                raise InvalidArgumentError(
+                    f"the swap replaces {label} as a whole, which cannot be done in place; use the variant "
+                    "(wb.variants.build(name, fn)) or assign the swapped copy to your variable"
+                )
+            if [id(p) for p in top.parameters()] != before:
+                raise InvalidArgumentError(
+                    f"the swap gives {label} other parameters than it had, so an optimizer built over the old "
+                    "ones would no longer step it; use the variant (wb.variants.build(name, fn)), which rebuilds "
+                    "the optimizer over the copy"
+                )
+            prefix = f"{top_name}." if top_name else ""
+            changed += [(prefix + str(s)) if getattr(s, "kind", "") == "module" else str(s) for s in sites]
+    except BaseException:
+        for structure in reversed(done):
+            _put_back(structure)
+        raise
+    if not changed:
+        for structure in reversed(done):
+            _put_back(structure)
+        raise InvalidArgumentError(
+            "nothing in your model was changed: the pattern is not in the models the code reaches"
+        )
+    return changed
 
 
 def copy_reason(context: Any) -> str | None:

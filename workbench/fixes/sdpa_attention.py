@@ -671,6 +671,7 @@ def _transform(fn: Any, context: Any, name: str):
         change,
         description="hand-written attention replaced by F.scaled_dot_product_attention (in a copy of the model)",
         numerical_class="reordered",
+        in_place=True,  # wb.fixes.apply: the same rewrite of your model's attention modules (same parameters)
     )
 
 

@@ -79,6 +79,9 @@ class Variant:
     poison: Callable[[], None] | None = None
     timing_meaningful: bool = True
     not_applicable_reason: str | None = None  # set by builders that know up front
+    # the same change made to the user's own model and optimizer, in place (``wb.fixes.apply``): returns what
+    # it changed; None where the change cannot be made in place (it rebinds code, or replaces the model)
+    in_place: Callable[[], list[str]] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.numerical_class = OLD_CLASS_NAMES.get(self.numerical_class, self.numerical_class)

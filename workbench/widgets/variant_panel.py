@@ -437,10 +437,14 @@ class VariantPanel:
             return None
         v = self.candidates[name]
         if name in registry.names():
-            return (
-                f"# {name}: {self.rows[name]['reason']}\n"
-                f"{self.fn_name}_fast = wb.variants.build({name!r}, {self.fn_name})\n"
-            )
+            head = f"# {name}: {self.rows[name]['reason']}\n"
+            build = f"{self.fn_name}_fast = wb.variants.build({name!r}, {self.fn_name})\n"
+            if getattr(v, "in_place", None) is not None:  # the checked change, made to your own model
+                return (
+                    head + f"wb.fixes.apply({name!r}, {self.fn_name})  # changes your model / optimizer in place\n"
+                    f"# or, leaving them as they are, a changed copy to call instead: {build}"
+                )
+            return head + build
         try:
             return f"# {name}: {self.rows[name]['reason']}\n" + inspect.getsource(v.fn)
         except (OSError, TypeError):
