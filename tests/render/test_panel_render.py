@@ -22,3 +22,12 @@ def test_a_folded_record_opens_only_when_asked_and_escapes_its_summary():
     assert shut.startswith("<details class=") and "&lt;v&gt;" in shut and shut.endswith("<p>body</p></details>")
     assert panel.folded_record_html("v", "keep", "", open_=True).startswith("<details open ")
     assert "&lt;b&gt;" in panel.live_status_html("<b>")
+
+
+def test_a_report_page_title_escapes_its_title_and_line():
+    from workbench.render.page import Code, title_html
+
+    assert title_html("<x>") == "<h1>&lt;x&gt;</h1>"
+    assert (
+        title_html("t", "workload ", Code("a<b"), ", on cpu") == "<h1>t</h1><p>workload <code>a&lt;b</code>, on cpu</p>"
+    )
