@@ -33,7 +33,7 @@ demo: $(STAMP)
 	OMP_WAIT_POLICY=PASSIVE $(VENV)/bin/workbench report --out $(REPORT_DIR)
 
 test: $(STAMP) browser lint
-	OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q
+	OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q --durations=25
 
 # ruff, configured in pyproject.toml: the lint rules, and the formatting as a check (nothing rewritten)
 lint: $(STAMP)
