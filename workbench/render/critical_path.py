@@ -80,10 +80,9 @@ def _chart_html(cp: CriticalPath) -> str:
     except ImportError:  # altair not installed: the table says it all
         return ""
     except Exception as exc:  # noqa: BLE001 (a chart that cannot be drawn must not hide the tables)
-        return (
-            f"<p class='workbench-chart-error'>the bound-by bar could not be drawn: "
-            f"{html_text(type(exc).__name__)}: {html_text(exc)}</p>"
-        )
+        from workbench.render.charts import failed_html
+
+        return failed_html("the bound-by bar", exc)
 
 
 def _path_html(cp: CriticalPath, *, limit: int = TOP_EDGES, chart: bool = True) -> str:

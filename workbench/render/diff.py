@@ -151,10 +151,9 @@ def _chart_html(diff: TraceDiff) -> str:
     except ImportError:  # altair not installed: the tables say it all
         return ""
     except Exception as exc:  # noqa: BLE001 (a chart that cannot be drawn must not hide the tables)
-        return (
-            f"<p class='workbench-chart-error'>the waterfall could not be drawn: "
-            f"{html_text(type(exc).__name__)}: {html_text(exc)}</p>"
-        )
+        from workbench.render.charts import failed_html
+
+        return failed_html("the waterfall", exc)
 
 
 def html(diff: TraceDiff, *, limit: int = TOP_ROWS, chart: bool = True) -> str:
