@@ -117,3 +117,27 @@ def test_mypy_passes_on_the_boundaries_pyproject_names():
         ["--config-file", str(ROOT / "pyproject.toml"), "--cache-dir", str(ROOT / ".mypy_cache")]
     )
     assert status == 0, stdout + stderr
+
+
+def test_the_static_mirror_of_the_lazy_public_names_is_the_lazy_table():
+    """``workbench/__init__.py`` loads its public names lazily (``_LAZY``) and names them for static tools
+    under ``if TYPE_CHECKING:``; the two must agree name for name and object for object."""
+    import ast
+    import importlib
+
+    import workbench
+
+    tree = ast.parse((ROOT / "workbench" / "__init__.py").read_text())
+    guard = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING")
+    mirrored = {}
+    for node in guard.body:
+        assert isinstance(node, ast.ImportFrom), ast.dump(node)
+        for alias in node.names:
+            try:  # a submodule (``from workbench import charts``) is an attribute once imported
+                value = importlib.import_module(f"{node.module}.{alias.name}")
+            except ModuleNotFoundError:
+                value = getattr(importlib.import_module(node.module), alias.name)
+            mirrored[alias.asname or alias.name] = value
+    assert set(mirrored) == set(workbench._LAZY)
+    for name, value in mirrored.items():
+        assert getattr(workbench, name) is value, name

@@ -14,9 +14,22 @@ In a notebook: ``%load_ext workbench`` then ``%%gpuprofile`` on a cell.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+if (
+    TYPE_CHECKING
+):  # what static tools and editors see: the lazy table's names, typed (tests/test_packaging.py keeps them equal)
+    from workbench import charts, errors, fixes, render, report, variants, widgets
+    from workbench.api.distributed import profile_distributed
+    from workbench.api.profiling import profile
+    from workbench.api.run import ProfileRun, load_run
+    from workbench.api.trace import Trace, diff, load_memory_snapshot, load_trace
+    from workbench.measurement import Measurement
+    from workbench.study import Study
+    from workbench.variants.compare import compare
+    from workbench.workloads import demo
 
 # public name -> (module, attribute); attribute None means the module itself
 _LAZY: dict[str, tuple[str, str | None]] = {
