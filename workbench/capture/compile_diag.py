@@ -46,19 +46,36 @@ SILENT_CUDAGRAPH_SKIP = (
 )
 
 
+BREAK_LOGGED = "profile"  # logged by dynamo while it compiled during the profile
+BREAK_IN_TRACE = "trace"  # a resume region the traced pass ran (``compiled_regions``)
+BREAK_IN_CACHE = "dynamo cache"  # a resume frame dynamo holds compiled for the function
+
+
 @dataclass(frozen=True)
 class GraphBreak:
+    """One break site. ``count``: times logged for ``source="profile"`` (once per compile of the
+    frame); times met per call for ``"trace"``; resume frames compiled for ``"dynamo cache"``."""
+
     reason: str
     location: str  # "file:line" of the user code, "" when dynamo did not say
     count: int
     detail: str  # dynamo's full message (truncated), for the curious
+    source: str = BREAK_LOGGED  # where it was found: BREAK_LOGGED, BREAK_IN_TRACE or BREAK_IN_CACHE
 
     def to_dict(self) -> dict[str, Any]:
-        return {"reason": self.reason, "location": self.location, "count": self.count, "detail": self.detail}
+        return {
+            "reason": self.reason,
+            "location": self.location,
+            "count": self.count,
+            "detail": self.detail,
+            "source": self.source,
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "GraphBreak":
-        return cls(d["reason"], d.get("location", ""), int(d["count"]), d.get("detail", ""))
+        return cls(
+            d["reason"], d.get("location", ""), int(d["count"]), d.get("detail", ""), d.get("source", BREAK_LOGGED)
+        )
 
 
 @dataclass(frozen=True)
@@ -116,6 +133,16 @@ class CompileDiagnostics:
     timed and traced calls), and each ``Recompile`` says whether it was ``on_first_call``. Runs
     saved before this was recorded load with ``first_call_marked=False`` and the steady fields
     None: their recompiles cannot be split and all count as steady-state ones.
+
+    Compile facts that do not depend on when the compile happened (``compiled_regions``): a function
+    compiled and called before the profile compiles nothing in it, so the counters and logs above
+    show none of its graphs or breaks. ``graphs_per_call`` / ``breaks_per_call``: with
+    ``structure_source="trace"``, the compiled regions holding a graph and the resume regions (one
+    per break) each traced call ran, the median over the traced calls; with ``"dynamo cache"`` (a
+    run without a trace), the graphs and resume frames dynamo holds compiled for the profiled
+    function, every branch and guard set included; None where neither found compiled code. Breaks
+    found there and not logged during the profile are in ``graph_breaks`` with their ``source``;
+    ``compiled_frames`` names the frames seen. Runs saved before load with these empty.
     """
 
     dynamo_loaded: bool = False
@@ -131,10 +158,20 @@ class CompileDiagnostics:
     first_call_marked: bool = False
     steady_frames_compiled: int | None = None  # frames converted after the first call
     steady_compile_time_ms: float | None = None  # compile time after the first call
+    graphs_per_call: float | None = None  # graphs a call runs as (see structure_source)
+    breaks_per_call: float | None = None  # graph breaks a call meets (see structure_source)
+    structure_source: str = ""  # "trace", "dynamo cache", or "" (not found)
+    compiled_frames: tuple[str, ...] = ()  # "<compile id> <name> at <file:line> (<ops>)"
 
     @property
     def graph_break_count(self) -> int:
+        """Breaks logged during the profile, and those found in the trace or cache that were not."""
         return sum(b.count for b in self.graph_breaks)
+
+    @property
+    def ran_compiled_code(self) -> bool:
+        """Compiled code ran in the profile (or is cached for the function), whenever it was compiled."""
+        return bool(self.graphs_per_call) or bool(self.compiled_frames)
 
     @property
     def recompile_count(self) -> int:
@@ -168,6 +205,10 @@ class CompileDiagnostics:
             "first_call_marked": self.first_call_marked,
             "steady_frames_compiled": self.steady_frames_compiled,
             "steady_compile_time_ms": self.steady_compile_time_ms,
+            "graphs_per_call": self.graphs_per_call,
+            "breaks_per_call": self.breaks_per_call,
+            "structure_source": self.structure_source,
+            "compiled_frames": list(self.compiled_frames),
         }
 
     @classmethod
@@ -187,6 +228,10 @@ class CompileDiagnostics:
             bool(d.get("first_call_marked", False)),
             _int_or_none(d.get("steady_frames_compiled")),
             _float_or_none(d.get("steady_compile_time_ms")),
+            _float_or_none(d.get("graphs_per_call")),
+            _float_or_none(d.get("breaks_per_call")),
+            str(d.get("structure_source", "") or ""),
+            tuple(str(f) for f in d.get("compiled_frames", ()) or ()),
         )
 
 
@@ -305,6 +350,20 @@ class CompileWatcher:
         finally:
             self.result = self._summarise()
 
+    def with_compiled_code(self, fn: Any = None, trace_path: Any = None) -> CompileDiagnostics:
+        """``result`` with the compile facts that do not depend on when the compile happened: the
+        graphs and breaks of the compiled code the traced pass ran (the trace at ``trace_path``),
+        else of what dynamo holds compiled for ``fn`` (``compiled_regions``). Nothing new where no
+        compiled code ran; where reading fails, ``result`` with a note saying so."""
+        from workbench.capture.compiled_regions import compiled_structure
+
+        try:
+            found = compiled_structure(fn, trace_path)
+        except Exception as exc:  # noqa: BLE001 - private torch state moved: the profile's own facts stand
+            note = f"compiled regions not read: {exc!r}"
+            return replace(self.result, note="; ".join(n for n in (self.result.note, note) if n))
+        return self.result if found is None else with_structure(self.result, found)
+
     def _records(self, kind: str) -> list[str]:
         return [text for k, text in self._collector.records if k == kind]
 
@@ -355,3 +414,23 @@ class CompileWatcher:
             steady_frames_compiled=steady_frames,
             steady_compile_time_ms=steady_compile_ms,
         )
+
+
+def with_structure(diag: CompileDiagnostics, found: Any) -> CompileDiagnostics:
+    """``diag`` with a ``compiled_regions.CompiledStructure``. The breaks logged during the
+    profile stand (they carry dynamo's own message); breaks found elsewhere are added where they
+    are more than the logged ones (the function was compiled, in whole or in part, before), each
+    site once, at a location the logs do not already name."""
+    breaks = diag.graph_breaks
+    logged_sites = len({(b.reason, b.location) for b in breaks})
+    if found.breaks and logged_sites < round(found.breaks_per_call):
+        named = {b.location for b in breaks if b.location}
+        breaks = breaks + tuple(b for b in found.breaks if not b.location or b.location not in named)
+    return replace(
+        diag,
+        graph_breaks=breaks,
+        graphs_per_call=found.graphs_per_call,
+        breaks_per_call=found.breaks_per_call,
+        structure_source=found.source,
+        compiled_frames=tuple(found.frames),
+    )

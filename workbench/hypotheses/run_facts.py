@@ -51,7 +51,8 @@ class RunFacts:
         """The compile diagnostics of a run that used torch.compile. Use is read from everything dynamo
         recorded, not from compiled graphs only: a graph break inside a loop can make dynamo skip the
         whole frame (no graph compiled), yet the breaks, recompiles and compile time it recorded show
-        that torch.compile ran."""
+        that torch.compile ran. A function compiled before the profile compiles nothing in it: the
+        compiled code it ran (``graphs_per_call``, ``compiled_frames``) shows the use."""
         if self.compile is None or not self.used_compile:
             raise NotJudged(
                 "the run did not use torch.compile (no compiled graph, graph break, recompile or compile time recorded)"
@@ -74,6 +75,9 @@ class RunFacts:
             field_of(diag, "compile_time_ms", 0.0),
             field_of(diag, "frames_compiled", 0),
             field_of(diag, "graph_count", 0),
+            # compiled code the profile ran, whenever it was compiled (the trace's compiled regions)
+            field_of(diag, "graphs_per_call", 0),
+            field_of(diag, "compiled_frames", ()),
         )
         if any(bool(v) for v in recorded):
             return True

@@ -3,8 +3,11 @@
 The diagnostics come from the capture layer (``run.compile``), object or dict, with fields
 ``graph_count``, ``graph_break_count``, ``break_reasons``, ``recompile_count``,
 ``steady_recompile_count``, ``recompile_reasons``, ``recompile_limit_hit``, ``compile_time_ms``,
-``steady_compile_time_ms``, ``cudagraph_skip_reasons``, ``fallback_kernels``. A field that is
-absent was not recorded.
+``steady_compile_time_ms``, ``cudagraph_skip_reasons``, ``fallback_kernels``, and the facts that
+do not depend on when the compile happened (``graphs_per_call``, ``breaks_per_call``,
+``structure_source``: read from the trace's compiled regions or dynamo's cache, so a function
+compiled before the profile shows its graphs and breaks too; ``graph_breaks`` entries then carry
+their ``source``). A field that is absent was not recorded.
 
 Recompilation is compiles that repeat in the steady state (after the first call). The first call
 compiles every frame it reaches, resume functions after graph breaks included, and may recompile
@@ -32,6 +35,58 @@ def _break_reasons(diag) -> list[str]:
         where = field_of(b, "location", "")
         found.append(f"{field_of(b, 'reason', '')}" + (f" at {where}" if where else ""))
     return found or _reasons(diag, "break_reasons")
+
+
+def _reasons_in_words(diag, reasons: list[str]) -> str:
+    """Each distinct reason once, with the places it breaks at (file name and line)."""
+    places: dict[str, list[str]] = {}
+    for b in field_of(diag, "graph_breaks", None) or ():
+        where = str(field_of(b, "location", "") or "")
+        at = places.setdefault(str(field_of(b, "reason", "")), [])
+        if where and where.rsplit("/", 1)[-1] not in at:
+            at.append(where.rsplit("/", 1)[-1])
+    if not places:
+        places = {r: [] for r in reasons}
+    return "; ".join(r[:120] + (f" (at {', '.join(at[:3])})" if at else "") for r, at in list(places.items())[:3])
+
+
+def _break_sources(diag) -> set[str]:
+    return {str(field_of(b, "source", "profile") or "profile") for b in field_of(diag, "graph_breaks", None) or ()}
+
+
+# (words a break reason holds, the fix it suggests): the usual breaks and their usual cures
+_FIXES = (
+    (
+        ("item()", "capture_scalar_outputs"),
+        "move the .item() out of the compiled function (keep the value a tensor), or set "
+        "torch._dynamo.config.capture_scalar_outputs = True",
+    ),
+    (("`print`", "print(", "logging"), "move the print()/logging call out of the compiled function"),
+    (
+        ("data-dependent control flow", "data-dependent branching", "generic_jump"),
+        "replace the Python branch on a tensor's value with torch.where or torch.cond",
+    ),
+    (
+        ("Dynamic shape operator", "dynamic_output_shape", "nonzero"),
+        "avoid ops whose output shape depends on data (boolean masks, nonzero), or set "
+        "torch._dynamo.config.capture_dynamic_output_shape_ops = True",
+    ),
+)
+_FULLGRAPH = "compile with fullgraph=True to make dynamo raise at each break it meets"
+
+
+def break_fixes(reasons: list[str]) -> list[str]:
+    """Fixes the break reasons suggest, the fullgraph=True search last."""
+    fixes = [fix for words, fix in _FIXES if any(w in r for r in reasons for w in words)]
+    return list(dict.fromkeys(fixes)) + [_FULLGRAPH]
+
+
+def graphs_per_call(diag) -> int | None:
+    """Graphs a call runs as, read from the traced pass's compiled regions; None where not read."""
+    if str(field_of(diag, "structure_source", "") or "") != "trace":
+        return None
+    value = field_of(diag, "graphs_per_call", None)
+    return max(1, round(float(value))) if value else None
 
 
 def _recompile_reasons(diag, steady_only: bool = False) -> list[str]:
@@ -99,8 +154,19 @@ def graph_breaks(f: RunFacts, limits):
     n_breaks = int(field_of(diag, "graph_break_count", 0) or 0)
     if n_breaks < limits["min_breaks"]:
         return None
-    n_graphs = int(field_of(diag, "graph_count", n_breaks + 1) or n_breaks + 1)
+    per_call = graphs_per_call(diag)
+    n_graphs = per_call or int(field_of(diag, "graph_count", n_breaks + 1) or n_breaks + 1)
     reasons = _break_reasons(diag)
+    fixes = break_fixes(reasons)
+    sources = _break_sources(diag)
+    found = (
+        "; found in the traced pass's compiled regions (they count whenever the function was compiled, "
+        "before the profile too)"
+        if "trace" in sources
+        else "; found in dynamo's cache for the function (compiled before the profile)"
+        if "dynamo cache" in sources
+        else ""
+    )
     median = _median(f)
     # Between graphs the code runs eagerly and each graph is a separate call: the share of a
     # call the breaks can cost is bounded by the call itself; spread evenly over the segments.
@@ -112,8 +178,19 @@ def graph_breaks(f: RunFacts, limits):
     rows = tuple({"reason": r[:200]} for r in dict.fromkeys(reasons))[:5]
     return Hypothesis(
         category="graph_break",
-        title=f"torch.compile breaks the function into {n_graphs} graphs",
-        observed=f"{n_breaks} graph break(s), {n_graphs} graph(s); first reason: {reasons[0][:120] if reasons else 'not recorded'}"
+        title=(
+            f"torch.compile runs the function as {n_graphs} graphs per call"
+            if per_call
+            else f"torch.compile breaks the function into {n_graphs} graphs"
+        ),
+        observed=(
+            f"runs as {n_graphs} graphs per call: {n_breaks} graph break(s)"
+            if per_call
+            else f"{n_breaks} graph break(s), {n_graphs} graph(s)"
+        )
+        + (f"; reasons: {_reasons_in_words(diag, reasons)}" if reasons else "; reason: not recorded")
+        + found
+        + f"; fixing the break: {'; or '.join(fixes)}"
         + (
             f"; the extra graphs' {extra_compile_ms:.3g} ms of compilation is one-time, {f.one_time_basis}"
             if extra_compile_ms > 0
@@ -123,7 +200,13 @@ def graph_breaks(f: RunFacts, limits):
         "and fusion cannot cross the break.",
         evidence=(
             Evidence("graph_break_count", n_breaks, "breaks", limits["min_breaks"], ">=", "run.compile", rows),
-            Evidence("graph_count", n_graphs, "graphs", source="run.compile"),
+            Evidence(
+                "graphs_per_call" if per_call else "graph_count",
+                n_graphs,
+                "graphs",
+                source="run.compile (compiled regions per traced call)" if per_call else "run.compile",
+                rows=tuple({"fix": fix} for fix in fixes),
+            ),
             Evidence(
                 "extra_graph_compile_ms",
                 extra_compile_ms,
@@ -133,7 +216,8 @@ def graph_breaks(f: RunFacts, limits):
             ),
         ),
         time_at_stake_ms=stake,
-        predicted_effect="removing the breaks (fullgraph=True passes) fuses across them; the gain is at most the eager time between graphs",
+        predicted_effect=f"fixing the break ({fixes[0]}) leaves fewer graphs; removing them all (fullgraph=True passes) "
+        "fuses across them; the gain is at most the eager time between graphs",
         falsifier="compile with fullgraph=True after removing the reported cause: if the time per call does not drop, the breaks "
         "did not cost time (no variant in the registry removes a break: the function is compiled already, so "
         "that experiment is your own rewrite)",
