@@ -180,9 +180,13 @@ def compile_rows(run: ProfileRun) -> list[tuple[str, list[str]]]:
     c = run.compile
     if not c.compiled_anything and not c.graph_breaks and not c.recompiles:
         return []
-    out = [
-        ("counts", [f"graphs compiled: {c.graph_count}", f"graph breaks: {c.graph_break_count}", _recompiles_item(c)])
-    ]
+    counts = [f"graphs compiled: {c.graph_count}", f"graph breaks: {c.graph_break_count}", _recompiles_item(c)]
+    if c.graphs_per_call:  # found whenever it was compiled (the trace's compiled regions, or dynamo's cache)
+        per_call = f"runs as {c.graphs_per_call:g} graph(s) per call"
+        if c.breaks_per_call:
+            per_call += f", {c.breaks_per_call:g} break(s)"
+        counts.append(per_call + (f" (from {c.structure_source})" if c.structure_source else ""))
+    out = [("counts", counts)]
     if c.graph_breaks:
         out.append(("Graph breaks:", [f"{b.reason} at {b.location} ×{b.count}" for b in c.graph_breaks]))
     if c.recompiles:
