@@ -350,20 +350,6 @@ class CompileWatcher:
         finally:
             self.result = self._summarise()
 
-    def with_compiled_code(self, fn: Any = None, trace_path: Any = None) -> CompileDiagnostics:
-        """``result`` with the compile facts that do not depend on when the compile happened: the
-        graphs and breaks of the compiled code the traced pass ran (the trace at ``trace_path``),
-        else of what dynamo holds compiled for ``fn`` (``compiled_regions``). Nothing new where no
-        compiled code ran; where reading fails, ``result`` with a note saying so."""
-        from workbench.capture.compiled_regions import compiled_structure
-
-        try:
-            found = compiled_structure(fn, trace_path)
-        except Exception as exc:  # noqa: BLE001 - private torch state moved: the profile's own facts stand
-            note = f"compiled regions not read: {exc!r}"
-            return replace(self.result, note="; ".join(n for n in (self.result.note, note) if n))
-        return self.result if found is None else with_structure(self.result, found)
-
     def _records(self, kind: str) -> list[str]:
         return [text for k, text in self._collector.records if k == kind]
 
@@ -414,23 +400,3 @@ class CompileWatcher:
             steady_frames_compiled=steady_frames,
             steady_compile_time_ms=steady_compile_ms,
         )
-
-
-def with_structure(diag: CompileDiagnostics, found: Any) -> CompileDiagnostics:
-    """``diag`` with a ``compiled_regions.CompiledStructure``. The breaks logged during the
-    profile stand (they carry dynamo's own message); breaks found elsewhere are added where they
-    are more than the logged ones (the function was compiled, in whole or in part, before), each
-    site once, at a location the logs do not already name."""
-    breaks = diag.graph_breaks
-    logged_sites = len({(b.reason, b.location) for b in breaks})
-    if found.breaks and logged_sites < round(found.breaks_per_call):
-        named = {b.location for b in breaks if b.location}
-        breaks = breaks + tuple(b for b in found.breaks if not b.location or b.location not in named)
-    return replace(
-        diag,
-        graph_breaks=breaks,
-        graphs_per_call=found.graphs_per_call,
-        breaks_per_call=found.breaks_per_call,
-        structure_source=found.source,
-        compiled_frames=tuple(found.frames),
-    )

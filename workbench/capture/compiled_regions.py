@@ -32,11 +32,17 @@ import statistics
 import sys
 import warnings
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from workbench.capture.compile_diag import BREAK_IN_CACHE, BREAK_IN_TRACE, GraphBreak, parse_graph_break
+from workbench.capture.compile_diag import (
+    BREAK_IN_CACHE,
+    BREAK_IN_TRACE,
+    CompileDiagnostics,
+    GraphBreak,
+    parse_graph_break,
+)
 
 REGION_PREFIX = "Torch-Compiled Region: "
 RESUME_PREFIX = "torch_dynamo_resume_in_"
@@ -352,3 +358,36 @@ def compiled_structure(fn: Callable[..., Any] | None, trace_path: str | Path | N
         if trace is not None:
             return structure_from_trace(trace, frames)
     return structure_from_cache(fn, frames) if fn is not None else None
+
+
+def with_compiled_code(diag: CompileDiagnostics, fn: Any = None, trace_path: Any = None) -> CompileDiagnostics:
+    """``diag`` (a ``CompileWatcher``'s result) with the compile facts that do not depend on when the
+    compile happened: the graphs and breaks of the compiled code the traced pass ran (the trace at
+    ``trace_path``), else of what dynamo holds compiled for ``fn``. Nothing new where no compiled code
+    ran; where reading fails, ``diag`` with a note saying so."""
+    try:
+        found = compiled_structure(fn, trace_path)
+    except Exception as exc:  # noqa: BLE001 - private torch state moved: the profile's own facts stand
+        note = f"compiled regions not read: {exc!r}"
+        return replace(diag, note="; ".join(n for n in (diag.note, note) if n))
+    return diag if found is None else with_structure(diag, found)
+
+
+def with_structure(diag: CompileDiagnostics, found: CompiledStructure) -> CompileDiagnostics:
+    """``diag`` with a ``CompiledStructure``. The breaks logged during the
+    profile stand (they carry dynamo's own message); breaks found elsewhere are added where they
+    are more than the logged ones (the function was compiled, in whole or in part, before), each
+    site once, at a location the logs do not already name."""
+    breaks = diag.graph_breaks
+    logged_sites = len({(b.reason, b.location) for b in breaks})
+    if found.breaks and logged_sites < round(found.breaks_per_call):
+        named = {b.location for b in breaks if b.location}
+        breaks = breaks + tuple(b for b in found.breaks if not b.location or b.location not in named)
+    return replace(
+        diag,
+        graph_breaks=breaks,
+        graphs_per_call=found.graphs_per_call,
+        breaks_per_call=found.breaks_per_call,
+        structure_source=found.source,
+        compiled_frames=tuple(found.frames),
+    )

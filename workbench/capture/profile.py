@@ -27,6 +27,7 @@ from types import ModuleType
 from typing import Any, Callable, Mapping
 
 from workbench.capture.compile_diag import CompileDiagnostics, CompileWatcher
+from workbench.capture.compiled_regions import with_compiled_code
 from workbench.capture.health import MAX_WAIT_SHARE, health_for, read_minor_faults, read_run_delay_ns, wait_share
 from workbench.capture.profiler_check import ProfilerStartWatch, profiler_running
 from workbench.capture.profiler_session import ProfilerSession, warm_up_profiler
@@ -190,7 +191,7 @@ def _measure(
         samples,
         traced,
         settings,
-        watcher.result,
+        with_compiled_code(watcher.result, call, trace_path),  # graphs and breaks whenever compiled (the trace)
         memory,
         warm_note,
         trace_path,
