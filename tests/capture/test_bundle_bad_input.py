@@ -198,6 +198,16 @@ def test_a_missing_field_names_the_run_record(saved):
 
 
 # -- format versions --------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "history",
+    [{"entries": []}, {"key": "k", "entries": [{"time": "t"}]}, {"key": "k", "entries": [5]}],
+    ids=["no key", "an entry without its median", "an entry that is not an object"],
+)
+def test_a_damaged_history_names_the_run_record(saved, history):
+    _edit(saved, lambda d: d["run"].update(history=history))
+    _refused(lambda: wb.load_run(saved), str(saved / "run.json"), "incomplete", "save the run again")
+
+
 def test_a_saved_bundle_records_the_workbench_that_wrote_it(saved):
     doc = json.loads((saved / "run.json").read_text())
     assert doc["workbench_version"] == wb.__version__

@@ -86,5 +86,9 @@ def test_the_run_is_named_after_the_prompt_the_user_sees(executed):
 
 def test_the_attribution_names_cells_by_their_execution_count(executed):
     defined, profiled, shown = executed.cells[6], executed.cells[7], _texts(executed.cells[8])
-    assert f"cell [{defined.execution_count}], line 1 in work" in shown, shown
+    # the statements of work (lines 2 and 3), not its def line; the profiled cell by its own prompt
+    assert f"cell [{defined.execution_count}], line 2 in work" in shown, shown
+    assert f"cell [{defined.execution_count}], line 3 in work" in shown, shown
+    assert f"cell [{defined.execution_count}], line 1" not in shown, shown
     assert f"cell [{profiled.execution_count}]" in shown and "notebook cell" not in shown, shown
+    assert f"cell [{profiled.execution_count + 1}]" not in shown, shown  # not IPython's next count

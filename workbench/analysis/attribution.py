@@ -21,8 +21,15 @@ profiled run: the clean / traced time). A trace without Python events gives a re
 recorded as annotations (``record_function("nn.Module: <Class>_<k>")``, what the traced pass
 records with forward hooks where the Python tracer is unavailable) count as module scopes.
 
-The line of a source location is the function's first line, as the profiler names Python events
-(``file.py(123): fn``); the exported trace does not hold call-site lines.
+The line of a source location: the statement that was running in that frame, where the traced
+pass recorded the statements of the user's code (``statements=``: ``workbench.trace.statements.
+StatementLines``, ``ProfileRun.attribution`` passes the run's; ``workbench.analysis.statement_lines``
+puts them on the trace's timeline): an op is attributed to the statement executing in its innermost
+user frame when it started on its thread, so that ``model.py:42 in forward`` is ``y = self.attn(x)``,
+and its inclusive time to the statement each enclosing user frame was at (the call into the next).
+``def_line`` keeps the function's first line. Without statements (a trace from a file, an older
+run), or for a frame the recording does not cover, the line is the function's first line, as the
+profiler names Python events (``file.py(123): fn``): the exported trace holds no call-site lines.
 """
 
 from __future__ import annotations
@@ -36,12 +43,15 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 import pandas as pd
 
-from workbench.analysis.python_stack import MODULE_PREFIX, PythonStack, python_stack
+from workbench.analysis.backward_scopes import backward_module_paths, in_spans, optimizer_step_spans
+from workbench.analysis.python_stack import MODULE_PREFIX, Frame, PythonStack, python_stack
 from workbench.analysis.result import AnalysisResult
+from workbench.analysis.statement_lines import TimedStatements, on_trace
 from workbench.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from workbench.trace import TraceData
+    from workbench.trace.statements import StatementLines
 
 BASES = ("auto", "kernel", "cpu_op")
 TOP_ITEMS = 3  # ops / kernels kept per module or source line
@@ -82,11 +92,15 @@ MODULE_COLUMNS = [
     "kernel_us",
     "kernel_self_us",
     "wall_us",
+    "backward_us",
+    "backward_self_us",
+    "backward_pct",
 ]
 SOURCE_COLUMNS = [
     "location",
     "file",
     "line",
+    "def_line",
     "function",
     "count",
     "self_us",
@@ -111,9 +125,13 @@ class ModuleBreakdown(AnalysisResult):
     (its path, "" at the top), count (its calls in the trace), inclusive_us / self_us (``basis``
     time in it and its children / in it alone), their pct of ``total_us`` and ms per call,
     cpu_op_us / cpu_op_self_us (CPU op self time), kernel_us / kernel_self_us (GPU time through
-    launches), wall_us (its Python time under the tracer). ``items``: the top ops or kernels of
-    each path, inclusive (key = path). ``outside_us``: time in no module; ``unlinked_us``: GPU time
-    whose launch is not in the trace. ``not_recorded``: why there is no table ("" when there is;
+    launches), wall_us (its Python time under the tracer), backward_us / backward_self_us / backward_pct
+    (``basis`` time in the backward of the module's forward ops, and its children's, linked by autograd's
+    sequence numbers: ``workbench.analysis.backward_scopes``; not part of inclusive_us, which is the
+    time inside the module's scope). ``items``: the top ops or kernels of
+    each path, inclusive (key = path). ``outside_us``: time in no module's scope, of which
+    ``backward_us`` is the backward of some module's ops and ``optimizer_us`` ran inside an
+    ``Optimizer.step``; ``unlinked_us``: GPU time whose launch is not in the trace. ``not_recorded``: why there is no table ("" when there is;
     when there is none, nothing is attributed and ``outside_us`` is all of ``total_us``)."""
 
     items: pd.DataFrame
@@ -124,11 +142,18 @@ class ModuleBreakdown(AnalysisResult):
     calls: int
     scale: float
     not_recorded: str
+    backward_us: float = 0.0
+    optimizer_us: float = 0.0
     kind: ClassVar[str] = "module_breakdown"
 
     @property
     def recorded(self) -> bool:
         return not self.not_recorded
+
+    @property
+    def other_outside_us(self) -> float:
+        """Time outside every module's scope that is neither a module's backward nor the optimizer step."""
+        return max(0.0, self.outside_us - self.backward_us - self.optimizer_us)
 
     @property
     def attributed_us(self) -> float:
@@ -146,8 +171,9 @@ class ModuleBreakdown(AnalysisResult):
 class SourceBreakdown(AnalysisResult):
     """``table``: one row per source location in the user's files under which some op or kernel
     ran, by self time: location
-    (``file.py:123 in fn``), file, line (the function's first line), function, count (calls of
-    it in the trace), self_us (``basis`` time whose innermost user frame it is), inclusive_us (time
+    (``file.py:123 in fn``), file, line (the statement's line where the run recorded statements, else
+    the function's first line), def_line (the function's first line), function, count (calls of it
+    in the trace; for a statement, its executions that ran some op or kernel), self_us (``basis`` time whose innermost user frame it is), inclusive_us (time
     with it anywhere on the user's stack), their pct of ``total_us`` and ms per call. ``items``:
     the top ops or kernels of each location (self; key = location). ``outside_us``: time with no
     user frame on its stack. ``not_recorded``: why there is no table ("" when there is)."""
@@ -248,6 +274,9 @@ def module_breakdown(
     inclusive_basis, inclusive_cpu, inclusive_gpu = (
         _inclusive(sums, all_paths) for sums in (self_basis, self_cpu, self_gpu)
     )
+    backward_path, in_optimizer = _outside_split(trace, work, cpu_path, basis_path)
+    self_backward = _sums(backward_path, work.us)
+    inclusive_backward = _inclusive(self_backward, all_paths)
     rows = []
     names = _names(all_paths, module_names or {})
     for path in _tree_order(all_paths, inclusive_basis):
@@ -267,14 +296,53 @@ def module_breakdown(
                 "kernel_us": inclusive_gpu.get(path, 0.0),
                 "kernel_self_us": self_gpu.get(path, 0.0),
                 "wall_us": float(walls.get(path, 0.0)),
+                "backward_us": inclusive_backward.get(path, 0.0),
+                "backward_self_us": self_backward.get(path, 0.0),
             }
         )
-    table = _with_shares(pd.DataFrame(rows), work)[MODULE_COLUMNS]
+    table = _with_shares(pd.DataFrame(rows), work)
+    table["backward_pct"] = 100.0 * table["backward_us"] / work.total_us if work.total_us > 0 else 0.0
+    table = table[MODULE_COLUMNS]
     items = _items(basis_path, work.names, work.us, top, inclusive=True)
-    outside = float(work.us[basis_path == ""].sum())
+    outside_rows = basis_path == ""
+    outside = float(work.us[outside_rows].sum())
     return ModuleBreakdown(
-        table, items, work.basis, work.total_us, outside, work.unlinked_us, work.calls, work.scale, ""
+        table,
+        items,
+        work.basis,
+        work.total_us,
+        outside,
+        work.unlinked_us,
+        work.calls,
+        work.scale,
+        "",
+        backward_us=float(work.us[outside_rows & (backward_path != "")].sum()),
+        optimizer_us=float(work.us[outside_rows & (backward_path == "") & in_optimizer].sum()),
     )
+
+
+def _outside_split(
+    trace: TraceData, work: _Work, cpu_path: np.ndarray, basis_path: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per basis item outside every module scope: the module whose backward it runs in ("" if none), and
+    whether it ran inside an ``Optimizer.step`` (items inside a scope: "" and False)."""
+    ops = trace.cpu_ops
+    op_backward = backward_module_paths(ops, cpu_path)
+    if work.basis == "cpu_op":
+        item_backward = op_backward
+    else:
+        kernels = trace.kernels
+        linked = kernels["runtime_index"].to_numpy() >= 0
+        op = kernels["op_index"].to_numpy(np.int64)[linked] if "op_index" in kernels else np.full(linked.sum(), -1)
+        ok = (op >= 0) & (op < len(op_backward))
+        item_backward = np.full(len(op), "", dtype=object)
+        item_backward[ok] = op_backward[op[ok]]
+    outside = basis_path == ""
+    item_backward = np.where(outside, item_backward, "")
+    spans = optimizer_step_spans(trace.annotations, ops)
+    points = work.points if work.points is not None else pd.DataFrame()
+    in_optimizer = in_spans(spans, points) & outside if len(points) == len(outside) else np.zeros(len(outside), bool)
+    return item_backward, in_optimizer
 
 
 def source_breakdown(
@@ -286,6 +354,7 @@ def source_breakdown(
     top: int = TOP_ITEMS,
     user_paths: Sequence[str] | None = None,
     cells: Mapping[str, int] | None = None,
+    statements: StatementLines | None = None,
 ) -> SourceBreakdown:
     """Op and kernel time per source location in the user's files (see the module docstring).
 
@@ -294,7 +363,10 @@ def source_breakdown(
     a few well-known frameworks is the user's. ``cells``: a notebook's cell files (ipykernel's
     ``ipykernel_<pid>/<id>.py``: the id) -> their execution count, so that a cell's code reads
     ``cell [7], line 3 in f`` rather than ``notebook cell <id>:3 in f`` (a profiled run records
-    them: ``ProfileRun.cells``); IPython's own ``<ipython-input-7-…>`` files read so without it."""
+    them: ``ProfileRun.cells``); IPython's own ``<ipython-input-7-…>`` files read so without it.
+    ``statements``: what the traced pass recorded of the statements that ran (``RunRecord.statements``):
+    each location is then the statement, ``file.py:42 in fn``, not the function's first line; None,
+    empty, or not this trace's (``workbench.analysis.statement_lines.on_trace``): first lines."""
     work = _work(trace, basis, calls, scale, top, user_paths)
     has_frames = any(frame is not None for frame in work.stack.frames)
     reason = work.reason or ("" if work.stack.has_user_frames else NO_USER_FRAMES if has_frames else NO_FRAMES)
@@ -312,6 +384,9 @@ def source_breakdown(
     stack = work.stack
     event = work.cpu_event if work.basis == "cpu_op" else work.gpu_event
     innermost = np.where(event >= 0, stack.user[np.clip(event, 0, None)], -1)
+    timed = on_trace(statements, trace) if statements is not None else None
+    if timed is not None and work.points is not None:
+        return _statement_breakdown(work, innermost, timed.at(work.points), timed, cells or {}, top)
     locations = np.where(innermost >= 0, stack.location[np.clip(innermost, 0, None)], "")
     self_us = _sums(locations, work.us)
     inclusive = _source_inclusive(stack, innermost, work.us)
@@ -329,13 +404,14 @@ def source_breakdown(
                 "location": cell_location(location, cells or {}),
                 "file": frame.file,
                 "line": frame.line,
+                "def_line": frame.line,
                 "function": frame.function,
                 "count": int(count),
                 "self_us": self_us.get(location, 0.0),
                 "inclusive_us": inclusive.get(location, 0.0),
             }
         )
-    table = _with_shares(pd.DataFrame(rows, columns=SOURCE_COLUMNS[:7]), work)
+    table = _with_shares(pd.DataFrame(rows, columns=SOURCE_COLUMNS[:8]), work)
     table = table[table["inclusive_us"] > 0]  # frames that ran no op or kernel are not shown
     table = table.sort_values(
         ["self_us", "inclusive_us", "location"], ascending=[False, False, True], ignore_index=True
@@ -344,6 +420,105 @@ def source_breakdown(
     items["key"] = [cell_location(str(key), cells or {}) for key in items["key"]]
     outside = float(work.us[locations == ""].sum())
     return SourceBreakdown(table, items, work.basis, work.total_us, outside, work.calls, work.scale, "")
+
+
+MAX_FRAME_WALK = 64  # recorded frames searched, from the innermost out, for the trace's frame
+
+
+def _statement_breakdown(
+    work: _Work,
+    innermost: np.ndarray,
+    point: np.ndarray,
+    timed: TimedStatements,
+    cells: Mapping[str, int],
+    top: int,
+) -> SourceBreakdown:
+    """``source_breakdown`` with the statements on the trace's timeline: each item's user stack (the
+    trace's frames, innermost first) read at the statement each frame was running when the item
+    started (``point``: the change point in effect then, per item); a frame the recording does not
+    hold keeps its first line."""
+    stack = work.stack
+    user_parent = (
+        np.where(stack.parent >= 0, stack.user[np.clip(stack.parent, 0, None)], -1)
+        if len(stack.parent)
+        else stack.parent
+    )
+    span = len(timed.ts_us) + 1
+    inside = innermost >= 0
+    pair_keys, inverse = np.unique(innermost[inside] * span + (point[inside] + 1), return_inverse=True)
+    pair_us = np.bincount(inverse, weights=work.us[inside], minlength=len(pair_keys))
+    rows_of: dict[str, tuple[str, int, int, str]] = {}  # location -> file, line, def_line, function
+    executions: dict[str, set[int]] = defaultdict(set)
+    inclusive: dict[str, float] = defaultdict(float)
+    own: list[str] = []
+    for key, us in zip(pair_keys.tolist(), pair_us.tolist()):
+        event, at = divmod(int(key), span)
+        chain = _statement_chain(stack, user_parent, timed, event, at - 1)
+        own.append(chain[0][0])
+        seen: set[str] = set()
+        for location, change, row in chain:
+            rows_of.setdefault(location, row)
+            if change >= 0:
+                executions[location].add(change)
+            if location not in seen:
+                seen.add(location)
+                inclusive[location] += float(us)
+    locations = np.full(len(work.us), "", dtype=object)
+    if len(own):
+        locations[inside] = np.array(own, dtype=object)[inverse]
+    self_us = _sums(locations, work.us)
+    user_events = np.flatnonzero(stack.user == np.arange(len(stack.user)))
+    calls = pd.Series(stack.location[user_events]).value_counts().to_dict()
+    rows = [
+        {
+            "location": cell_location(location, cells),
+            "file": file,
+            "line": line,
+            "def_line": def_line,
+            "function": function,
+            "count": len(executions[location]) if location in executions else int(calls.get(location, 0)),
+            "self_us": self_us.get(location, 0.0),
+            "inclusive_us": inclusive.get(location, 0.0),
+        }
+        for location, (file, line, def_line, function) in rows_of.items()
+    ]
+    table = _with_shares(pd.DataFrame(rows, columns=SOURCE_COLUMNS[:8]), work)
+    table = table[table["inclusive_us"] > 0]  # frames that ran no op or kernel are not shown
+    table = table.sort_values(
+        ["self_us", "inclusive_us", "location"], ascending=[False, False, True], ignore_index=True
+    )[SOURCE_COLUMNS]
+    items = _items(locations, work.names, work.us, top, inclusive=False)
+    items["key"] = [cell_location(str(key), cells) for key in items["key"]]
+    outside = float(work.us[locations == ""].sum())
+    return SourceBreakdown(table, items, work.basis, work.total_us, outside, work.calls, work.scale, "")
+
+
+def _statement_chain(
+    stack: PythonStack, user_parent: np.ndarray, timed: TimedStatements, event: int, change: int
+) -> list[tuple[str, int, tuple[str, int, int, str]]]:
+    """The user frames of ``event`` outwards, each as (location, the change point it was read from
+    or -1, (file, line, def_line, function)): the frame at the statement the recording holds for it
+    (the recorded frames searched from ``change`` outwards for the same function), else at its first line."""
+    out: list[tuple[str, int, tuple[str, int, int, str]]] = []
+    current = event
+    while current >= 0:
+        frame = stack.frames[current]
+        assert frame is not None  # a user event is a parsed frame
+        found, walk, steps = -1, change, 0
+        while walk >= 0 and steps < MAX_FRAME_WALK:
+            if timed.key(walk) == (frame.file, frame.line):
+                found = walk
+                break
+            walk, steps = int(timed.parent[walk]), steps + 1
+        if found >= 0:
+            line = int(timed.line[found])
+            statement = Frame(frame.file, line, frame.function)
+            out.append((statement.location, found, (frame.file, line, frame.line, frame.function)))
+            change = int(timed.parent[found])
+        else:
+            out.append((str(stack.location[current]), -1, (frame.file, frame.line, frame.line, frame.function)))
+        current = int(user_parent[current])
+    return out
 
 
 _CELL_LOCATION = re.compile(
@@ -374,12 +549,22 @@ def attribution(
     user_paths: Sequence[str] | None = None,
     module_names: Mapping[str, str] | None = None,
     cells: Mapping[str, int] | None = None,
+    statements: StatementLines | None = None,
 ) -> Attribution:
     """Both breakdowns, from one nesting of the trace's Python events (``module_names``: as
-    ``module_breakdown``'s, ``cells`` as ``source_breakdown``'s)."""
+    ``module_breakdown``'s, ``cells`` and ``statements`` as ``source_breakdown``'s)."""
     return Attribution(
         module_breakdown(trace, basis=basis, calls=calls, scale=scale, top=top, module_names=module_names),
-        source_breakdown(trace, basis=basis, calls=calls, scale=scale, top=top, user_paths=user_paths, cells=cells),
+        source_breakdown(
+            trace,
+            basis=basis,
+            calls=calls,
+            scale=scale,
+            top=top,
+            user_paths=user_paths,
+            cells=cells,
+            statements=statements,
+        ),
     )
 
 
@@ -401,6 +586,7 @@ class _Work:
     gpu_event: np.ndarray  # per linked GPU event: the Python event open when its launch started
     gpu_us: np.ndarray
     reason: str
+    points: pd.DataFrame | None = None  # per basis item: where it started (rank, pid, tid, ts_us, end_us)
 
 
 def _check(basis: str, calls: int | None, scale: float, top: int) -> None:
@@ -459,11 +645,14 @@ def _work(
             np.zeros(0),
             reason,
         )
-    cpu_event = stack.enclosing(_points(ops))
+    cpu_points = _points(ops)
+    cpu_event = stack.enclosing(cpu_points)
     gpu_event = np.zeros(0, dtype=np.int64)
+    gpu_points = cpu_points.iloc[:0]
     if linked.any():  # kernel time per module is reported whatever the basis
         launches = trace.runtime.iloc[kernels["runtime_index"].to_numpy()[linked]]
-        gpu_event = stack.enclosing(_points(launches))
+        gpu_points = _points(launches)
+        gpu_event = stack.enclosing(gpu_points)
     else:
         gpu_us = np.zeros(0)
     if chosen == "kernel":
@@ -484,6 +673,7 @@ def _work(
         gpu_event,
         gpu_us,
         "",
+        cpu_points if chosen == "cpu_op" else gpu_points,
     )
 
 

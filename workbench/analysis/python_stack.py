@@ -12,13 +12,13 @@ A frame is the user's unless its file is the standard library's, a third-party p
 (``site-packages``, ``dist-packages``, or a well-known framework's top-level package), torch's
 or workbench's own, or a ``<...>`` pseudo-file other than an IPython cell (an absolute path, a file found outside
 ``sys.path``, is the user's unless a folder on it is such a package). The innermost user
-frame of an op is what ``group_by_stack_n`` grouped by; ``user_paths`` overrides the guess.
+frame of an op is what ``group_by_stack_n`` grouped by; ``user_paths`` overrides the guess. The rules
+are ``workbench.trace.user_files``' (shared with the traced pass's statement recorder).
 """
 
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,60 +26,21 @@ import numpy as np
 import pandas as pd
 
 from workbench.trace.nesting import nest
+from workbench.trace.user_files import CELL_FILE_PREFIXES, LIBRARY_PACKAGES, is_user_file
 
 MODULE_PREFIX = "nn.Module: "
+__all__ = [
+    "CELL_FILE_PREFIXES",
+    "LIBRARY_PACKAGES",
+    "MODULE_PREFIX",
+    "Frame",
+    "PythonStack",
+    "is_user_file",
+    "parse_frame",
+    "python_stack",
+]
 _FRAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): (?P<function>.+)$")
-# top-level packages that are frameworks or tools, not the user's code (their frames are skipped)
-LIBRARY_PACKAGES = frozenset(
-    {
-        "torch",
-        "torchvision",
-        "torchaudio",
-        "torchtext",
-        "functorch",
-        "triton",
-        "numpy",
-        "scipy",
-        "pandas",
-        "transformers",
-        "accelerate",
-        "diffusers",
-        "timm",
-        "einops",
-        "xformers",
-        "flash_attn",
-        "apex",
-        "deepspeed",
-        "fairscale",
-        "lightning",
-        "pytorch_lightning",
-        "sympy",
-        "jinja2",
-        "tqdm",
-        "IPython",
-        "ipykernel",
-        "jupyter_client",
-        "tornado",
-        "zmq",
-        "traitlets",
-        "pytest",
-        "_pytest",
-        "pluggy",
-        "papermill",
-        "nbclient",
-        "workbench",
-        "typing_extensions",
-        "filelock",
-        "fsspec",
-        "_distutils_hack",
-        "setuptools",
-        "pkg_resources",
-        "importlib_metadata",
-    }
-)
 _IPYKERNEL_CELL = re.compile(r"(?:^|[/\\])ipykernel_\d+[/\\](\d+)\.py$")  # a Jupyter cell's code file
-CELL_FILE_PREFIXES = ("<ipython-input-", "<cell")  # IPython's cell pseudo-files are the user's
-_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"__future__"}
 
 
 @dataclass(frozen=True)
@@ -108,24 +69,6 @@ def parse_frame(name: str) -> Frame | None:
     if found is None or name.startswith(MODULE_PREFIX):
         return None
     return Frame(found["file"], int(found["line"]), found["function"])
-
-
-def is_user_file(file: str, user_paths: Sequence[str] | None = None) -> bool:
-    """Whether frames of ``file`` are the user's code (see the module's docstring)."""
-    path = file.replace("\\", "/")
-    if user_paths is not None:
-        return any(path.startswith(p) or f"/{p}" in path or path.endswith(p) for p in user_paths)
-    if path.startswith("<"):
-        return path.startswith(CELL_FILE_PREFIXES)
-    parts = [p for p in path.split("/") if p]
-    if not parts:
-        return False
-    if any(p in ("site-packages", "dist-packages") or re.fullmatch(r"python3(\.\d+)?", p) for p in parts[:-1]):
-        return False
-    if path.startswith("/") or re.match(r"[A-Za-z]:/", path):  # absolute: not under a sys.path entry
-        return not any(p in LIBRARY_PACKAGES for p in parts[:-1])
-    top = parts[0][:-3] if len(parts) == 1 and parts[0].endswith(".py") else parts[0]
-    return top not in LIBRARY_PACKAGES and top not in _STDLIB
 
 
 @dataclass(frozen=True)

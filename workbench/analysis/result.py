@@ -105,6 +105,8 @@ class AnalysisResult:
             )
         kwargs = {}
         for f in dataclasses.fields(cls):
+            if f.name not in d and f.default is not dataclasses.MISSING:
+                continue  # a field added since the dict was saved: its default (an older bundle)
             value = _decode(d[f.name])
             if isinstance(value, list) and str(f.type).startswith("tuple"):
                 value = tuple(value)

@@ -204,6 +204,7 @@ class ProfileRun:
             scale=self.trace_scale,
             module_names=self.record.module_names,
             cells=self.cells,
+            statements=self.record.statements,
         )
 
     # -- fixes -----------------------------------------------------------------------------
@@ -258,7 +259,7 @@ class ProfileRun:
         record = RunRecord.from_dict(d, trace=trace, folder=folder)
         cells = d.get("cells")
         cells = {str(k): v for k, v in cells.items() if isinstance(v, int)} if isinstance(cells, dict) else {}
-        return cls(record, history=History.from_dict(history) if isinstance(history, dict) else None, cells=cells)
+        return cls(record, history=_history(history, folder), cells=cells)
 
     def save(self, path: str | Path) -> Path:
         """Write the run as a bundle folder (run.json with the history, environment.json, trace.json.gz)."""
@@ -338,3 +339,18 @@ def _per_call_table(
     keep += [c for c in out.columns if "dims" in c or "types" in c or "shape" in c]
     out = out[[c for c in dict.fromkeys(keep) if c in out.columns]]
     return (out.head(top) if top else out).reset_index(drop=True)
+
+
+def _history(value: Any, folder: Path | None) -> History | None:
+    """A saved run's history (None where it has none); a damaged one read from a bundle is a
+    ``BundleError`` naming the bundle, as a damaged record is."""
+    if not isinstance(value, dict):
+        return None
+    try:
+        return History.from_dict(value)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        if folder is None:
+            raise
+        from workbench.capture.bundle import incomplete_record
+
+        raise incomplete_record(folder, exc) from exc

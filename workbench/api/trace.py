@@ -416,7 +416,10 @@ class Trace(TraceData):
         Returns:
             ModuleBreakdown: ``.table``, one row per module path in tree order (path, depth,
             count, inclusive_us, self_us, their pct and ms per call, cpu_op_us, kernel_us,
-            wall_us); ``.items``, the top ops or kernels under each path; ``.outside_us``.
+            wall_us, backward_us: the backward of the module's ops, linked by autograd's sequence
+            numbers); ``.items``, the top ops or kernels under each path; ``.outside_us`` (time in
+            no module's scope) and its parts ``.backward_us`` (some module's backward) and
+            ``.optimizer_us`` (inside ``Optimizer.step``).
         """
         require(self.meta, NEEDS["module_breakdown"])  # a format without them says so (workbench.trace.fidelity)
         return attribution.module_breakdown(self, basis=basis, calls=calls, scale=scale, top=top)

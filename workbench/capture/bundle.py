@@ -73,6 +73,7 @@ RECORD_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "history": _OBJECT_OR_NULL,
     "cells": _OBJECT_OR_NULL,
     "module_names": _OBJECT_OR_NULL,
+    "statements": _OBJECT_OR_NULL,  # the traced pass's statement lines (trace.statements.StatementLines)
 }
 
 

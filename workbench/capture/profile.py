@@ -47,6 +47,7 @@ from workbench.capture.torch_state import applied_torch_settings
 from workbench.capture.trace_link import load_trace
 from workbench.errors import InvalidArgumentError
 from workbench.measurement import Measurement
+from workbench.trace.statements import StatementLines
 
 DEVICES = ("auto", "cpu", "cuda")
 # The traced pass: a few calls, more when calls are short, so that one preemption or timer tick
@@ -86,6 +87,7 @@ class _Outcome:
     trace_skipped: str = ""  # why the traced pass did not run although a trace was asked for
     page_faults_per_call: float | None = None  # minor page faults per clean timed call
     module_names: dict[str, str] | None = None  # the traced pass's module scopes -> the modules' names
+    statements: StatementLines | None = None  # the statements the traced pass ran (ProfilerSession.statements)
 
 
 PROFILER_ALREADY_RUNNING = (
@@ -169,17 +171,18 @@ def _measure(
             skipped = CODE_STARTS_PROFILER
         traced_wait, attempts = None, 0
         module_names: dict[str, str] = {}
+        statements: StatementLines | None = None
         if folder is not None and not skipped:  # the traced pass, apart
             if trace_repeat is None:
                 trace_repeat = auto_trace_repeat(statistics.median(samples))
             with captured_native_stderr() as held, ProfilerStartWatch(refuse=True):
                 warm_note = warm_up_profiler(torch, cuda)
                 if memory_inputs is None:
-                    traced, trace_path, traced_wait, attempts, module_names = _traced_passes(
+                    traced, trace_path, traced_wait, attempts, module_names, statements = _traced_passes(
                         torch, call, cuda, folder, trace_repeat
                     )
                 else:  # memory=True: named tensors and (CUDA) the allocator's history around the traced pass
-                    traced, trace_path, traced_wait, attempts, module_names = _memory_traced_pass(
+                    traced, trace_path, traced_wait, attempts, module_names, statements = _memory_traced_pass(
                         torch, call, cuda, folder, trace_repeat, memory_inputs, memory
                     )
             native = held.text
@@ -202,18 +205,19 @@ def _measure(
         skipped,
         faults,
         module_names,
+        statements,
     )
 
 
 def _traced_passes(
     torch: ModuleType, call: Callable[[], Any], cuda: bool, folder: Path, trace_repeat: int
-) -> tuple[list[float], Path, float | None, int, dict[str, str]]:
+) -> tuple[list[float], Path, float | None, int, dict[str, str], StatementLines | None]:
     """Trace ``trace_repeat`` calls; again (up to ``TRACE_ATTEMPTS`` passes) while the thread waited
     for a CPU more than ``MAX_WAIT_SHARE`` of the pass. Returns the least-waiting pass's samples,
-    its trace file, its wait share, the passes made and its module names (``ProfilerSession.
-    module_names``); the other traces are deleted."""
+    its trace file, its wait share, the passes made, its module names (``ProfilerSession.
+    module_names``) and its statements (``ProfilerSession.statements``); the other traces are deleted."""
     __tracebackhide__ = True
-    best: tuple[float, list[float], Path, dict[str, str]] | None = None
+    best: tuple[float, list[float], Path, dict[str, str], StatementLines | None] | None = None
     attempt = 0
     for attempt in range(1, TRACE_ATTEMPTS + 1):
         target = folder if attempt == 1 else folder / f"pass-{attempt}"
@@ -223,13 +227,19 @@ def _traced_passes(
         if best is None or (share if share is not None else 0.0) < best[0]:
             if best is not None and best[2] != session.trace_path:
                 best[2].unlink(missing_ok=True)
-            best = (share if share is not None else 0.0, traced, session.trace_path, session.module_names)
+            best = (
+                share if share is not None else 0.0,
+                traced,
+                session.trace_path,
+                session.module_names,
+                session.statements,
+            )
         else:
             session.trace_path.unlink(missing_ok=True)
         if share is None or share <= MAX_WAIT_SHARE:
             break
     assert best is not None
-    return best[1], best[2], (best[0] if share is not None else None), attempt, best[3]
+    return best[1], best[2], (best[0] if share is not None else None), attempt, best[3], best[4]
 
 
 def _memory_traced_pass(
@@ -240,7 +250,7 @@ def _memory_traced_pass(
     trace_repeat: int,
     inputs: tuple[Any, ...],
     memory: dict[str, Any],
-) -> tuple[list[float], Path, float | None, int, dict[str, str]]:
+) -> tuple[list[float], Path, float | None, int, dict[str, str], StatementLines | None]:
     """The traced pass of ``memory=True``: one pass with allocator events, the call's named tensors and (CUDA)
     the allocator's history; then the same calls under the profiler without allocator events, timed only,
     so that ``memory["recording_overhead"]`` says what recording memory cost the traced pass."""
@@ -268,7 +278,7 @@ def _memory_traced_pass(
         memory["snapshot_path"] = str(history.path) if history.saved else None
         if history.note:
             memory["snapshot_note"] = history.note
-    return traced, session.trace_path, share, 1, session.module_names
+    return traced, session.trace_path, share, 1, session.module_names, session.statements
 
 
 def _timed_with_waits(
@@ -447,4 +457,5 @@ def _run_fields(
         health=health,
         profiler_stderr=outcome.profiler_stderr,
         module_names=dict(outcome.module_names or {}),
+        statements=outcome.statements,
     )

@@ -17,6 +17,12 @@ the clean timing never runs under it. Where the profiler refuses the Python trac
 starts without it, records module scopes with forward hooks instead
 (``workbench.capture.module_scopes``) and says so (``stack_note``): module time is still there,
 source lines are not.
+
+With the Python stack, the session also records which statement of the user's code runs
+(``workbench.capture.statements``: ``sys.settrace`` on this thread, installed last on entry and
+removed first on exit, whatever the calls did): ``s.statements`` (``workbench.trace.statements.
+StatementLines``, or one with no change points and a note saying why), so that time by source line
+can name ``model.py:42``, the statement, rather than the function's first line.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any, ContextManager
 
 from workbench.capture.module_scopes import ModuleNames, ModuleScopes
+from workbench.capture.statements import StatementRecorder
+from workbench.trace.statements import StatementLines
 
 if TYPE_CHECKING:
     from torch.profiler import profile as TorchProfiler
@@ -33,6 +41,7 @@ if TYPE_CHECKING:
 TRACE_FILE_NAME = "trace.json.gz"
 STEP_NAME = "ProfilerStep#{}"
 RECORD_STACK = True  # the traced pass records Python frames and nn.Module scopes (attribution)
+RECORD_STATEMENTS = True  # and, with them, the statements of the user's code that ran (attribution by line)
 
 _warmed_up_in_process = False
 
@@ -83,6 +92,8 @@ class ProfilerSession:
 
     ``record_stack`` (default ``RECORD_STACK``): record the Python stack and module scopes for
     attribution. ``s.records_stack`` says whether it was recorded, ``s.stack_note`` why not.
+    ``record_statements`` (default ``RECORD_STATEMENTS``; only with the Python stack): record the
+    statements that ran, ``s.statements`` (None where not asked for or without the stack).
     The profiler is stopped on every exit path; the trace is exported only on success.
     """
 
@@ -94,6 +105,7 @@ class ProfilerSession:
         record_stack: bool | None = None,
         profile_memory: bool = True,
         export: bool = True,
+        record_statements: bool | None = None,
     ) -> None:
         self._torch = torch
         self._profile_memory = bool(profile_memory)  # False: a comparison pass without allocator events
@@ -107,6 +119,9 @@ class ProfilerSession:
         self.stack_note = "" if self._record_stack else "not asked for (record_stack=False)"
         self._names: ModuleNames | None = None
         self.module_names: dict[str, str] = {}  # the scopes' labels -> the modules' names (ModuleNames)
+        self._record_statements = RECORD_STATEMENTS if record_statements is None else bool(record_statements)
+        self._recorder: StatementRecorder | None = None
+        self.statements: StatementLines | None = None  # the statements that ran (StatementRecorder)
 
     def step(self, index: int) -> ContextManager[Any]:
         return self._torch.profiler.record_function(STEP_NAME.format(index))
@@ -141,6 +156,9 @@ class ProfilerSession:
             self.records_stack = self._record_stack
         self._prof = prof
         self._names = ModuleNames(self._torch).__enter__()  # after the start: it sees what the tracer sees
+        if self.records_stack and self._record_statements:  # last: nothing of the session's own is traced
+            self._recorder = StatementRecorder(self._torch)
+            self._recorder.start()
         return self
 
     def __exit__(
@@ -149,16 +167,22 @@ class ProfilerSession:
         prof, self._prof = self._prof, None
         scopes, self._scopes = self._scopes, None
         names, self._names = self._names, None
+        recorder, self._recorder = self._recorder, None
         assert prof is not None, "__exit__ follows a successful __enter__"
         try:
-            if names is not None:
-                names.__exit__(exc_type, exc, tb)
-                try:
-                    self.module_names = names.paths()
-                except Exception:  # noqa: BLE001 - a model whose modules cannot be walked keeps the labels
-                    self.module_names = {}
-            if scopes is not None:
-                scopes.__exit__(exc_type, exc, tb)
+            try:
+                if recorder is not None:  # first: the trace function is removed whatever happens next
+                    found = recorder.stop()
+                    self.statements = found if found is not None else StatementLines.empty(recorder.note)
+            finally:
+                if names is not None:
+                    names.__exit__(exc_type, exc, tb)
+                    try:
+                        self.module_names = names.paths()
+                    except Exception:  # noqa: BLE001 - a model whose modules cannot be walked keeps the labels
+                        self.module_names = {}
+                if scopes is not None:
+                    scopes.__exit__(exc_type, exc, tb)
         finally:
             with _quiet_native_stderr():
                 prof.__exit__(exc_type, exc, tb)

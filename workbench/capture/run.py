@@ -23,6 +23,7 @@ from workbench.capture.compile_diag import CompileDiagnostics
 from workbench.capture.health import ProfileHealth, check_health
 from workbench.measurement import Measurement
 from workbench.trace import TraceData
+from workbench.trace.statements import StatementLines
 from workbench.units import format_ms
 
 STEP_PREFIX = "ProfilerStep#"  # each traced call's annotation (capture.profiler_session.STEP_NAME)
@@ -55,6 +56,9 @@ class RunRecord:
     # the traced pass's module scopes by the profiler's labels ("Linear_6") -> the modules' names in
     # their model ("blocks.1.mlp.fc"; capture.module_scopes.ModuleNames); {} where none ran or unknown
     module_names: dict[str, str] = field(default_factory=dict, compare=False)
+    # the statements of the user's code that the traced pass ran (capture.statements), for time by
+    # statement line; None where not recorded (trace off, an older record)
+    statements: StatementLines | None = field(default=None, compare=False, repr=False)
 
     # -- derived -------------------------------------------------------------------------
     @property
@@ -115,6 +119,8 @@ class RunRecord:
                 "timed with torch.profiler recording (an older run): its per-op overhead is in "
                 "the samples; profile again for clean timing"
             )
+        if self.statements is not None and self.statements.note and self.trace_path is not None:
+            out.append(self.statements.note)
         if self.trace_note:
             out.append(self.trace_note)
             if self.profiler_stderr.strip():
@@ -160,6 +166,7 @@ class RunRecord:
             "profiler_stderr": self.profiler_stderr,
             "expected_calls": self.expected_calls,
             "module_names": dict(self.module_names),
+            "statements": self.statements.to_dict() if self.statements is not None else None,
         }
 
     @classmethod
@@ -208,6 +215,7 @@ class RunRecord:
             profiler_stderr=str(d.get("profiler_stderr", "") or ""),
             expected_calls=int(d["expected_calls"]) if d.get("expected_calls") else None,
             module_names=_module_names(d.get("module_names")),
+            statements=StatementLines.from_dict(d["statements"]) if d.get("statements") is not None else None,
         )
 
     @classmethod

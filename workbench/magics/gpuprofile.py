@@ -328,7 +328,7 @@ class GpuProfileMagics(Magics):
         run.code, run.code_args = CellCallable(magic_shell(self), compiled, name=name), ((), {})
         body_id = cell_id(compiled.filename)  # the cell's body is compiled under a file of its own
         if body_id is not None:
-            run.cells[body_id] = magic_shell(self).execution_count
+            run.cells[body_id] = prompt_number(magic_shell(self))  # the prompt's number, not IPython's next
         if not opts.no_history:
             record_history(magic_shell(self), run, code)
         _keep(magic_shell(self), run, opts.output, code)

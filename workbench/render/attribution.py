@@ -31,6 +31,7 @@ CSS_CLASS = "wb-attribution"
 
 AttributionResult = Attribution | ModuleBreakdown | SourceBreakdown
 _MODULE_HEADERS = ("module", "per call", "self per call", "share", "top ops / kernels")
+_BACKWARD_HEADER = "backward per call"  # shown where some module's backward was linked to it
 _SOURCE_HEADERS = ("source line", "self per call", "with callees", "share", "top ops / kernels")
 
 
@@ -151,35 +152,67 @@ def _modules(result: ModuleBreakdown) -> _Section:
     if result.not_recorded:
         return _Section(_MODULE_HEADERS, [], "", reason=result.not_recorded)
     table = result.table
-    kept = table[table["inclusive_pct"] >= MIN_SHARE_PCT]
+    backward = table["backward_us"] if "backward_us" in table else pd.Series(0.0, index=table.index)
+    with_backward = bool((backward > 0).any())  # a table saved before backward was linked has no column
+    share = table["inclusive_pct"] + (100.0 * backward / result.total_us if result.total_us > 0 else 0.0)
+    kept = table[share >= MIN_SHARE_PCT]
     if len(kept) > MAX_MODULE_ROWS:  # the largest, still in tree order
-        kept = kept.loc[kept["inclusive_us"].nlargest(MAX_MODULE_ROWS).index].sort_index()
+        kept = kept.loc[(kept["inclusive_us"] + backward[kept.index]).nlargest(MAX_MODULE_ROWS).index].sort_index()
     rows: list[Row] = []
     labels = _labels(result.items)
+    per_call = result.scale / result.calls / 1e3
     for row in kept.itertuples(index=False):
-        rows.append(
-            (
-                Cell(INDENT * int(row.depth) + module_name(row), title=str(row.path)),
-                _time(row.inclusive_ms_per_call, row.inclusive_us),
-                _time(row.self_ms_per_call, row.self_us),
-                _share(row.inclusive_pct),
-                _top(result.top_items(str(row.path)), labels),
-            )
-        )
+        cells = [
+            Cell(INDENT * int(row.depth) + module_name(row), title=str(row.path)),
+            _time(row.inclusive_ms_per_call, row.inclusive_us),
+            _time(row.self_ms_per_call, row.self_us),
+        ]
+        if with_backward:
+            cells.append(_time(float(row.backward_us) * per_call, float(row.backward_us)))
+        cells += [_share(row.inclusive_pct), _top(result.top_items(str(row.path)), labels)]
+        rows.append(tuple(cells))
     caption = (
         f"{_basis(result.basis)}, {_per_call(result)}; a module includes the time of its children, "
         f"share is of all {format_ms(result.total_us / 1e3, total=True)} in the trace."
     )
+    if with_backward:
+        caption += (
+            " Backward: the gradient functions of the module's forward ops and its children's (linked by "
+            "autograd's sequence numbers), which run outside its scope."
+        )
     footer = []
     if len(table) > len(kept):
         footer.append(f"{len(table) - len(kept)} smaller module(s) not shown")
-    if result.outside_us > 0:
-        footer.append(
-            f"outside any module: {100 * result.outside_us / result.total_us:.1f} %" if result.total_us > 0 else ""
-        )
+    if result.outside_us > 0 and result.total_us > 0:
+        footer.append(_outside(result))
     if result.unlinked_us > 0:
         footer.append(f"GPU time with no launch in the trace: {format_ms(result.unlinked_us / 1e3, total=True)}")
-    return _Section(_MODULE_HEADERS, rows, caption, "; ".join(f for f in footer if f))
+    headers = _MODULE_HEADERS[:3] + (_BACKWARD_HEADER,) + _MODULE_HEADERS[3:] if with_backward else _MODULE_HEADERS
+    return _Section(headers, rows, caption, "; ".join(f for f in footer if f))
+
+
+def _outside(result: ModuleBreakdown) -> str:
+    """``outside any module: 65.0 %``, split where the trace tells: the modules' backward, the optimizer step."""
+    pct = 100.0 / result.total_us
+    parts = []
+    backward_us, optimizer_us = getattr(result, "backward_us", 0.0), getattr(result, "optimizer_us", 0.0)
+    if backward_us > 0:
+        parts.append(f"the modules' backward {pct * backward_us:.1f} % (in '{_BACKWARD_HEADER}')")
+    if optimizer_us > 0:
+        parts.append(f"the optimizer step {pct * optimizer_us:.1f} %")
+    if parts:
+        parts.append(f"other {pct * result.other_outside_us:.1f} %")
+        return f"outside any module's scope: {pct * result.outside_us:.1f} %, of which {', '.join(parts)}"
+    return f"outside any module: {pct * result.outside_us:.1f} %"
+
+
+def _line_title(row: Any) -> str:
+    """Where a source row is: the statement's line (``def_line``: the function's first line, a
+    column older saved results lack), or the function's first line where no statement was recorded."""
+    def_line = getattr(row, "def_line", row.line)
+    if def_line == row.line:
+        return f"{row.file}, line {row.line} (the function's first line)"
+    return f"{row.file}, line {row.line} (the statement; the function starts at line {def_line})"
 
 
 def _sources(result: SourceBreakdown) -> _Section:
@@ -192,7 +225,7 @@ def _sources(result: SourceBreakdown) -> _Section:
     for row in kept.itertuples(index=False):
         rows.append(
             (
-                Cell(str(row.location), title=f"{row.file}, line {row.line} (the function's first line)"),
+                Cell(str(row.location), title=_line_title(row)),
                 _time(row.self_ms_per_call, row.self_us),
                 _time(row.inclusive_ms_per_call, row.inclusive_us),
                 _share(row.self_pct),
