@@ -43,15 +43,15 @@ def test_bf16_kernels_with_an_f32_accumulator_are_not_fp32_gemms():
 def test_fp32_rule_does_not_guess_when_no_kernel_states_its_precision():
     f = _kernels(["nvjet_tst_128x64_64x4_1x2_h_bz_NNT"] * 4, [50.0] * 4)
     with pytest.raises(NotJudged, match="precision of 4 matrix kernels is unknown"):
-        get_rule("fp32_matmul_without_tf32").fn(f, get_rule("fp32_matmul_without_tf32").thresholds)
+        get_rule("fp32_matmul_without_tf32").fn(f, get_rule("fp32_matmul_without_tf32").limits)
     with pytest.raises(NotJudged, match="precision of 4 matrix kernels is unknown"):
-        get_rule("half_matmul_unaligned").fn(f, get_rule("half_matmul_unaligned").thresholds)
+        get_rule("half_matmul_unaligned").fn(f, get_rule("half_matmul_unaligned").limits)
 
 
 def test_fp32_rule_without_device_properties_is_not_judged():
     f = _kernels(["ampere_sgemm_128x64_nn"] * 4, [50.0] * 4, device=[])
     with pytest.raises(NotJudged, match="no device properties"):
-        get_rule("fp32_matmul_without_tf32").fn(f, get_rule("fp32_matmul_without_tf32").thresholds)
+        get_rule("fp32_matmul_without_tf32").fn(f, get_rule("fp32_matmul_without_tf32").limits)
 
 
 def test_alignment_is_what_the_kernel_did_and_stakes_its_own_time():
@@ -77,7 +77,7 @@ def test_alignment_without_a_tag_reads_k_and_n_and_without_shapes_is_not_judged(
     f.kernels["op_index"] = -1  # no link to an op with shapes; the name states no alignment
     f.kernels["name"] = "sm80_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x32"
     with pytest.raises(NotJudged, match="state no alignment"):
-        get_rule("half_matmul_unaligned").fn(f, get_rule("half_matmul_unaligned").thresholds)
+        get_rule("half_matmul_unaligned").fn(f, get_rule("half_matmul_unaligned").limits)
 
 
 # -- fusion chains ----------------------------------------------------------------------------
@@ -239,4 +239,4 @@ def test_ranks_without_collectives_or_kernels_are_not_judged():
     assert any("ranks 3 have no kernels" in c for c in h.confounders)
     only_one = facts(kernels=pd.concat([_rank_with_collective(0, 500, 0, 450)[0], no_comm[0]], ignore_index=True))
     with pytest.raises(NotJudged):
-        get_rule("straggler_rank").fn(only_one, get_rule("straggler_rank").thresholds)
+        get_rule("straggler_rank").fn(only_one, get_rule("straggler_rank").limits)

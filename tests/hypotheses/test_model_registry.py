@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 
@@ -10,6 +11,7 @@ from workbench.errors import InvalidArgumentError, RegistryError
 from workbench.hypotheses import CATEGORIES, Diagnosis, Evidence, Hypothesis, get_rule, list_rules, rank
 from workbench.hypotheses.diagnose import NotJudgedNote
 from workbench.hypotheses.ranked import render_text
+from workbench.hypotheses.registry import Limits
 
 
 def hyp(category="host_bound", stake=1.0, confidence="medium", evidence=True, title="t"):
@@ -112,6 +114,46 @@ def test_every_rule_has_category_thresholds_and_doc():
     assert {r.category for r in rules} >= set(CATEGORIES) - {"precision"} | {"precision"}
     for r in rules:
         assert r.doc, r.name
+
+
+def test_every_rule_declares_its_thresholds_as_a_frozen_value_of_its_own():
+    classes = set()
+    for r in list_rules():
+        limits = r.limits
+        assert isinstance(limits, Limits) and dataclasses.is_dataclass(limits), r.name
+        assert dataclasses.fields(limits) or type(limits) is Limits, r.name
+        assert type(limits) not in classes, f"{r.name} shares its Limits class"
+        classes.add(type(limits))
+        assert dict(r.thresholds) == limits.as_dict()
+        if limits.as_dict():
+            name = next(iter(limits.as_dict()))
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                setattr(limits, name, 0)
+            assert getattr(limits.overridden(r.name, **{name: 7}), name) == 7
+            assert getattr(r.limits, name) != 7 or limits.as_dict()[name] == 7  # the default is untouched
+
+
+def test_a_rule_reads_its_thresholds_as_attributes_and_no_rule_looks_one_up_by_string():
+    import re
+    from pathlib import Path
+
+    import workbench.hypotheses.rules as rules_package
+
+    folder = Path(rules_package.__file__).parent
+    lookups = [
+        f"{p.name}:{i}"
+        for p in folder.glob("*.py")
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if re.search(r"limits\[|limits\.get\(|thresholds\[", line)
+    ]
+    assert lookups == []
+
+
+def test_registering_a_rule_without_a_limits_class_is_refused():
+    from workbench.hypotheses.registry import rule
+
+    with pytest.raises(InvalidArgumentError, match="limits must be a frozen Limits dataclass"):
+        rule("made_up_rule", category="measurement", scope="run", limits=dict)  # type: ignore[arg-type]
 
 
 def test_renderings_escape_trace_strings():

@@ -339,7 +339,7 @@ class RankFolder:
         rule = get_rule(name)
         result = self.stragglers()
         before, device = rank_summary.combine_collective_before(self.summaries())
-        found = judge_stragglers(result, before, device, self.ranks, dict(rule.thresholds))
+        found = judge_stragglers(result, before, device, self.ranks, rule.limits)
         if found is None:
             return []
         return [found if found.rule else dataclasses.replace(found, rule=name)]

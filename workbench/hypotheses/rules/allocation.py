@@ -4,13 +4,14 @@ call, and memory near the device's capacity."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
-from workbench.hypotheses.registry import NotJudged, rule
+from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 
 MALLOC_NAMES = (
@@ -25,13 +26,21 @@ MALLOC_NAMES = (
 )
 
 
-@rule("device_malloc_in_loop", category="allocation_churn", scope="trace", min_calls=2, min_time_pct=1.0)
-def device_malloc_in_loop(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class DeviceMallocInLoopLimits(Limits):
+    """The thresholds of ``device_malloc_in_loop``."""
+
+    min_calls: int = 2
+    min_time_pct: float = 1.0
+
+
+@rule("device_malloc_in_loop", category="allocation_churn", scope="trace", limits=DeviceMallocInLoopLimits)
+def device_malloc_in_loop(f: TraceFacts, limits: DeviceMallocInLoopLimits):
     """cudaMalloc/cudaFree are called repeatedly while the program runs (caching allocator misses)."""
     rt = f.require_runtime()
     calls = rt[rt["name"].astype(str).isin(MALLOC_NAMES)]
     total = float(calls["dur_us"].sum())
-    if len(calls) < limits["min_calls"] or pct(total, f.window_us) < limits["min_time_pct"]:
+    if len(calls) < limits.min_calls or pct(total, f.window_us) < limits.min_time_pct:
         return None
     by = calls.groupby("name", as_index=False, observed=True).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
     return Hypothesis(
@@ -44,11 +53,11 @@ def device_malloc_in_loop(f: TraceFacts, limits):
                 "malloc_time_pct",
                 pct(total, f.window_us),
                 "%",
-                limits["min_time_pct"],
+                limits.min_time_pct,
                 source="runtime",
                 rows=rows(by, ["name", "n", "dur_us"], by="dur_us"),
             ),
-            Evidence("malloc_calls", len(calls), "calls", limits["min_calls"], ">=", "runtime"),
+            Evidence("malloc_calls", len(calls), "calls", limits.min_calls, ">=", "runtime"),
         ),
         time_at_stake_ms=bounded_ms(total, f.window_us),
         predicted_effect="preallocating buffers, fixed shapes, or no torch.cuda.empty_cache() in the loop removes these calls",
@@ -130,29 +139,31 @@ def allocation_excess_us(f: TraceFacts, large_bytes: float = 32 << 20) -> pd.Ser
 
 # glibc's dynamic mmap threshold rises to at most 32 MiB on 64-bit: smaller freed blocks are reused
 # from the heap, larger ones are mapped (and page-faulted) afresh on every allocation.
-@rule(
-    "large_allocations_repeat",
-    category="allocation_churn",
-    scope="trace",
-    large_bytes=32 << 20,
-    min_per_call=1.0,
-    min_time_pct=10.0,
-)
-def large_allocations_repeat(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class LargeAllocationsRepeatLimits(Limits):
+    """The thresholds of ``large_allocations_repeat``."""
+
+    large_bytes: int = 32 << 20
+    min_per_call: float = 1.0
+    min_time_pct: float = 10.0
+
+
+@rule("large_allocations_repeat", category="allocation_churn", scope="trace", limits=LargeAllocationsRepeatLimits)
+def large_allocations_repeat(f: TraceFacts, limits: LargeAllocationsRepeatLimits):
     """Large host buffers are allocated afresh on every call, and the ops making them run far below their roof."""
     mem = f.memory
     if mem.empty:
         raise NotJudged("no allocator events in the trace (profile with profile_memory=True)")
     host = mem[mem["device_type"] == 0] if "device_type" in mem else mem
-    big = host[host["bytes"] >= limits["large_bytes"]]
+    big = host[host["bytes"] >= limits.large_bytes]
     calls = max(1, f.n_steps)
     per_call = len(big) / calls
-    if per_call < limits["min_per_call"] or len(big) < 2:
+    if per_call < limits.min_per_call or len(big) < 2:
         return None
     found = allocating_ops(f, big)
     stake_us = float(found["excess_us"].sum())
     share = pct(stake_us, f.window_us)
-    if share < limits["min_time_pct"]:
+    if share < limits.min_time_pct:
         return None
     by = found.groupby("name", as_index=False, observed=True).agg(
         n=("dur_us", "size"),
@@ -162,7 +173,7 @@ def large_allocations_repeat(f: TraceFacts, limits):
     )
     return Hypothesis(
         category="allocation_churn",
-        title=f"{len(big)} allocations of >= {limits['large_bytes'] / 2**20:.0f} MiB repeat during the run",
+        title=f"{len(big)} allocations of >= {limits.large_bytes / 2**20:.0f} MiB repeat during the run",
         observed=f"{per_call:.1f} large allocations per call; the ops that make them take {stake_us / 1e3:.2f} ms more than "
         f"moving their bytes at the ceiling needs ({share:.0f}% of the trace)",
         mechanism="Fresh large buffers each call pay for allocation and first-touch page faults (on CPU, mmap/munmap "
@@ -172,7 +183,7 @@ def large_allocations_repeat(f: TraceFacts, limits):
                 "large_allocs_per_call",
                 per_call,
                 "allocs",
-                limits["min_per_call"],
+                limits.min_per_call,
                 ">=",
                 "memory",
                 rows=rows(big, ["ts_us", "bytes", "total_allocated"], by="bytes"),
@@ -181,7 +192,7 @@ def large_allocations_repeat(f: TraceFacts, limits):
                 "allocation_excess_pct",
                 share,
                 "%",
-                limits["min_time_pct"],
+                limits.min_time_pct,
                 source="cpu_ops containing them + analytic work",
                 rows=rows(by, ["name", "n", "alloc_bytes", "dur_us", "excess_us"], by="excess_us"),
             ),
@@ -197,8 +208,15 @@ def large_allocations_repeat(f: TraceFacts, limits):
     )
 
 
-@rule("memory_near_capacity", category="allocation_churn", scope="trace", max_fraction=0.9)
-def memory_near_capacity(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class MemoryNearCapacityLimits(Limits):
+    """The thresholds of ``memory_near_capacity``."""
+
+    max_fraction: float = 0.9
+
+
+@rule("memory_near_capacity", category="allocation_churn", scope="trace", limits=MemoryNearCapacityLimits)
+def memory_near_capacity(f: TraceFacts, limits: MemoryNearCapacityLimits):
     """Reserved device memory comes close to the device's capacity."""
     mem = f.memory
     caps = [int(p.get("totalGlobalMem", 0) or 0) for p in f.device_list]
@@ -207,7 +225,7 @@ def memory_near_capacity(f: TraceFacts, limits):
     gpu = mem[mem["device_type"] != 0]
     peak = float(gpu["total_reserved"].max()) if not gpu.empty else 0.0
     frac = peak / max(caps)
-    if frac < limits["max_fraction"]:
+    if frac < limits.max_fraction:
         return None
     # what near-capacity costs is the allocator's frees and retries: the driver calls the trace shows
     calls = f.runtime[f.runtime["name"].astype(str).isin(MALLOC_NAMES)]
@@ -220,7 +238,7 @@ def memory_near_capacity(f: TraceFacts, limits):
         f"{len(calls)} device malloc/free calls, {retry_us / 1e3:.2f} ms",
         mechanism="Near capacity the caching allocator frees and retries (cudaFree + cudaMalloc, synchronising).",
         evidence=(
-            Evidence("peak_reserved_fraction", frac, "fraction", limits["max_fraction"], ">=", "memory"),
+            Evidence("peak_reserved_fraction", frac, "fraction", limits.max_fraction, ">=", "memory"),
             Evidence(
                 "allocator_driver_us",
                 retry_us,
@@ -249,14 +267,18 @@ def growth_steps(f: TraceFacts) -> pd.DataFrame:
     return cache["growth_steps"]
 
 
+@dataclass(frozen=True)
+class BufferGrownByConcatenationLimits(Limits):
+    """The thresholds of ``buffer_grown_by_concatenation``."""
+
+    min_steps_per_call: float = 3.0
+    min_time_pct: float = 10.0
+
+
 @rule(
-    "buffer_grown_by_concatenation",
-    category="allocation_churn",
-    scope="trace",
-    min_steps_per_call=3.0,
-    min_time_pct=10.0,
+    "buffer_grown_by_concatenation", category="allocation_churn", scope="trace", limits=BufferGrownByConcatenationLimits
 )
-def buffer_grown_by_concatenation(f: TraceFacts, limits):
+def buffer_grown_by_concatenation(f: TraceFacts, limits: BufferGrownByConcatenationLimits):
     """A buffer is grown by concatenation in a loop: every step allocates a larger buffer and copies all of it."""
     from workbench.analysis.allocations import growth_summary
 
@@ -265,7 +287,7 @@ def buffer_grown_by_concatenation(f: TraceFacts, limits):
     total = f.window_us
     summary = growth_summary(steps)
     share = pct(summary["dur_us"], total)
-    if summary["steps"] / calls < limits["min_steps_per_call"] or share < limits["min_time_pct"]:
+    if summary["steps"] / calls < limits.min_steps_per_call or share < limits.min_time_pct:
         return None
     removable = summary["dur_us"] * summary["removable_fraction"]
     by = steps.assign(step=np.arange(len(steps))).head(6)
@@ -282,12 +304,12 @@ def buffer_grown_by_concatenation(f: TraceFacts, limits):
                 "growth_steps_per_call",
                 summary["steps"] / calls,
                 "cats",
-                limits["min_steps_per_call"],
+                limits.min_steps_per_call,
                 ">=",
                 "cpu_ops (a cat fed its previous output)",
                 rows=rows(by, ["step", "input_dims", "out_numel", "dur_us"]),
             ),
-            Evidence("growth_time_pct", share, "%", limits["min_time_pct"], ">=", "cpu_ops"),
+            Evidence("growth_time_pct", share, "%", limits.min_time_pct, ">=", "cpu_ops"),
             Evidence(
                 "removable_fraction",
                 summary["removable_fraction"],

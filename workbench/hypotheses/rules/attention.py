@@ -30,13 +30,14 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
-from workbench.hypotheses.registry import rule
+from workbench.hypotheses.registry import Limits, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, per_rank_max_us, rows, summed_over
 
 SOFTMAX_OPS = frozenset({"aten::softmax", "aten::_softmax", "aten::_safe_softmax"})
@@ -298,10 +299,18 @@ def _measured_us(f: TraceFacts) -> float:
     return f.window_us
 
 
-@rule("materialised_attention", category="memory_bound", scope="trace", min_share_pct=5.0, max_ops_between=8)
-def materialised_attention(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class MaterialisedAttentionLimits(Limits):
+    """The thresholds of ``materialised_attention``."""
+
+    min_share_pct: float = 5.0
+    max_ops_between: int = 8
+
+
+@rule("materialised_attention", category="memory_bound", scope="trace", limits=MaterialisedAttentionLimits)
+def materialised_attention(f: TraceFacts, limits: MaterialisedAttentionLimits):
     """Attention computed by hand (softmax between two batched matmuls): the full score matrix is materialised."""
-    max_between = int(limits["max_ops_between"])
+    max_between = int(limits.max_ops_between)
     ops = f.cpu_ops
     linked = f.has_gpu and "op_index" in f.kernels and bool((f.kernels["op_index"].to_numpy() >= 0).any())
     if f.has_gpu and not linked:
@@ -337,13 +346,13 @@ def materialised_attention(f: TraceFacts, limits):
     stake_us = per_rank_max_us(found, "stake_us")
     whole = per_rank_max_us(whole_df) if whole_df is not None else _measured_us(f)
     share = pct(stake_us, whole)
-    if share < limits["min_share_pct"]:
+    if share < limits.min_share_pct:
         return None
     found = found.assign(module=_modules(f, ops, found["softmax"].to_numpy(np.int64)))
     return _hypothesis(f, limits, found, stake_us, whole, share, what, ops)
 
 
-def _hypothesis(f, limits, found, stake_us, whole, share, what, ops) -> Hypothesis:
+def _hypothesis(f, limits: MaterialisedAttentionLimits, found, stake_us, whole, share, what, ops) -> Hypothesis:
     names = ops["name"].astype(str).to_numpy(dtype=object)
     dims = ops["input_dims"].astype(str).to_numpy(dtype=object)
     table = found.assign(
@@ -372,7 +381,7 @@ def _hypothesis(f, limits, found, stake_us, whole, share, what, ops) -> Hypothes
             "materialised_attention_pct",
             share,
             "%",
-            limits["min_share_pct"],
+            limits.min_share_pct,
             ">=",
             source="cpu_ops (softmax between two batched matmuls, same thread and level)"
             + (" -> kernels (op_index)" if f.has_gpu else ""),
@@ -435,7 +444,7 @@ def _hypothesis(f, limits, found, stake_us, whole, share, what, ops) -> Hypothes
     )
 
 
-def _from_kernels(f: TraceFacts, limits, max_between: int):
+def _from_kernels(f: TraceFacts, limits: MaterialisedAttentionLimits, max_between: int):
     """A GPU trace without op links: GEMM, softmax, GEMM kernels in a row on one stream."""
     k = f.kernels[(f.kernels["kind"] == "kernel") & (f.kernels["kernel_type"] == "computation")]
     found = _kernel_matches(k, max_between)
@@ -444,7 +453,7 @@ def _from_kernels(f: TraceFacts, limits, max_between: int):
     stake_us = per_rank_max_us(found)
     whole = per_rank_max_us(k)
     share = pct(stake_us, whole)
-    if share < limits["min_share_pct"]:
+    if share < limits.min_share_pct:
         return None
     by = found.groupby(["first", "second"], as_index=False).agg(
         n=("dur_us", "size"), kernels=("kernels", "max"), dur_us=("dur_us", "sum")
@@ -463,7 +472,7 @@ def _from_kernels(f: TraceFacts, limits, max_between: int):
                 "materialised_attention_pct",
                 share,
                 "%",
-                limits["min_share_pct"],
+                limits.min_share_pct,
                 ">=",
                 source="kernels by name (GEMM, softmax, GEMM on one stream; no op links in the trace)",
                 rows=rows(by, ["first", "second", "kernels", "n", "dur_us"], by="dur_us"),

@@ -3,12 +3,14 @@ kernels shorter than their launch, and a full launch queue (host blocked, GPU-bo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from workbench.analysis.intervals import union_length
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
-from workbench.hypotheses.registry import rule
+from workbench.hypotheses.registry import Limits, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 
 
@@ -28,15 +30,17 @@ def _worst_windows(f: TraceFacts, rank: int, n_windows: int = 20) -> tuple[dict,
     return tuple(sorted(out, key=lambda r: r["busy_pct"])[:3])
 
 
-@rule(
-    "device_idle_host_wait",
-    category="host_bound",
-    scope="trace",
-    min_idle_pct=20.0,
-    min_host_wait_share=0.5,
-    long_gap_us=50.0,
-)
-def device_idle_host_wait(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class DeviceIdleHostWaitLimits(Limits):
+    """The thresholds of ``device_idle_host_wait``."""
+
+    min_idle_pct: float = 20.0
+    min_host_wait_share: float = 0.5
+    long_gap_us: float = 50.0
+
+
+@rule("device_idle_host_wait", category="host_bound", scope="trace", limits=DeviceIdleHostWaitLimits)
+def device_idle_host_wait(f: TraceFacts, limits: DeviceIdleHostWaitLimits):
     """The GPU sits idle in long gaps that wait on the host (launch issued after the gap opened)."""
     out = []
     gaps = f.idle_gaps
@@ -44,9 +48,9 @@ def device_idle_host_wait(f: TraceFacts, limits):
         idle_pct = pct(r.idle_us, r.span_us)
         g = gaps[gaps["rank"] == r["rank"]]
         host = g[g["idle_category"] == "host_wait"]
-        long_host = host[host["gap_us"] >= limits["long_gap_us"]]
+        long_host = host[host["gap_us"] >= limits.long_gap_us]
         share = host["gap_us"].sum() / g["gap_us"].sum() if g["gap_us"].sum() > 0 else 0.0
-        if idle_pct < limits["min_idle_pct"] or share < limits["min_host_wait_share"] or long_host.empty:
+        if idle_pct < limits.min_idle_pct or share < limits.min_host_wait_share or long_host.empty:
             continue
         stake_us = min(long_host["gap_us"].sum(), r.idle_us)
         out.append(
@@ -54,14 +58,14 @@ def device_idle_host_wait(f: TraceFacts, limits):
                 category="host_bound",
                 title=f"GPU idle {idle_pct:.0f}% of the time, waiting on the host",
                 observed=f"rank {int(r['rank'])}: idle {r.idle_us / 1e3:.2f} ms of {r.span_us / 1e3:.2f} ms; "
-                f"{len(long_host)} gaps >= {limits['long_gap_us']:.0f} µs open before the next launch is issued",
+                f"{len(long_host)} gaps >= {limits.long_gap_us:.0f} µs open before the next launch is issued",
                 mechanism="The host issues work later than the GPU finishes it (Python, data preparation, CPU compute between launches).",
                 evidence=(
                     Evidence(
                         "idle_pct",
                         idle_pct,
                         "%",
-                        limits["min_idle_pct"],
+                        limits.min_idle_pct,
                         source="kernels (temporal breakdown)",
                         rows=_worst_windows(f, r["rank"]),
                     ),
@@ -69,7 +73,7 @@ def device_idle_host_wait(f: TraceFacts, limits):
                         "host_wait_share_of_idle",
                         share,
                         "fraction",
-                        limits["min_host_wait_share"],
+                        limits.min_host_wait_share,
                         source="idle breakdown (gaps)",
                         rows=rows(long_host, ["stream", "gap_start_us", "gap_us"], by="gap_us"),
                     ),
@@ -79,7 +83,7 @@ def device_idle_host_wait(f: TraceFacts, limits):
                 predicted_effect="moving the host work off the critical path (prefetch, async data loading, CUDA graphs) removes up to the long host-wait gaps",
                 falsifier="replay the same kernels without the host work between them (CUDA graph of one step): if the step time is unchanged, the host was not the bottleneck",
                 confounders=("profiler overhead lengthens host gaps", "the first steps include warm-up"),
-                confidence="high" if idle_pct > 2 * limits["min_idle_pct"] and share > 0.8 else "medium",
+                confidence="high" if idle_pct > 2 * limits.min_idle_pct and share > 0.8 else "medium",
                 suggested_variants=("cuda_graph", "compiled"),
                 scope=f"rank {int(r['rank'])}",
             )
@@ -87,32 +91,34 @@ def device_idle_host_wait(f: TraceFacts, limits):
     return out
 
 
-@rule(
-    "kernels_shorter_than_launch",
-    category="launch_overhead",
-    scope="trace",
-    min_short_fraction=0.5,
-    min_kernels=50,
-    short_gap_us=50.0,
-    min_stake_pct=5.0,
-)
-def kernels_shorter_than_launch(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class KernelsShorterThanLaunchLimits(Limits):
+    """The thresholds of ``kernels_shorter_than_launch``."""
+
+    min_short_fraction: float = 0.5
+    min_kernels: int = 50
+    short_gap_us: float = 50.0
+    min_stake_pct: float = 5.0
+
+
+@rule("kernels_shorter_than_launch", category="launch_overhead", scope="trace", limits=KernelsShorterThanLaunchLimits)
+def kernels_shorter_than_launch(f: TraceFacts, limits: KernelsShorterThanLaunchLimits):
     """Most kernels run for less time than it takes the host to launch them."""
     L = f.launches
     out = []
     for rank, lr in L.groupby("rank"):
-        if len(lr) < limits["min_kernels"]:
+        if len(lr) < limits.min_kernels:
             continue
         short = lr[lr["shorter_than_launch"]]
         frac = len(short) / len(lr)
         gaps = f.idle_gaps[
             (f.idle_gaps["rank"] == rank)
             & (f.idle_gaps["idle_category"] == "host_wait")
-            & (f.idle_gaps["gap_us"] < limits["short_gap_us"])
+            & (f.idle_gaps["gap_us"] < limits.short_gap_us)
         ]
         span = float(f.gpu_ranks.set_index("rank").loc[rank, "span_us"])
         stake_us = gaps["gap_us"].sum()
-        if frac < limits["min_short_fraction"] or pct(stake_us, span) < limits["min_stake_pct"]:
+        if frac < limits.min_short_fraction or pct(stake_us, span) < limits.min_stake_pct:
             continue
         out.append(
             Hypothesis(
@@ -126,7 +132,7 @@ def kernels_shorter_than_launch(f: TraceFacts, limits):
                         "short_kernel_fraction",
                         frac,
                         "fraction",
-                        limits["min_short_fraction"],
+                        limits.min_short_fraction,
                         source="launch stats",
                         rows=rows(
                             short.groupby("name", as_index=False)["gpu_us"]
@@ -137,9 +143,7 @@ def kernels_shorter_than_launch(f: TraceFacts, limits):
                         ),
                     ),
                     Evidence("short_host_wait_us", stake_us, "us", source="idle gaps"),
-                    Evidence(
-                        "short_host_wait_pct", pct(stake_us, span), "%", limits["min_stake_pct"], source="idle gaps"
-                    ),
+                    Evidence("short_host_wait_pct", pct(stake_us, span), "%", limits.min_stake_pct, source="idle gaps"),
                 ),
                 time_at_stake_ms=bounded_ms(stake_us, span),
                 predicted_effect="fusing kernels (torch.compile) or replaying them as one CUDA graph removes most of the launch gaps",
@@ -153,42 +157,44 @@ def kernels_shorter_than_launch(f: TraceFacts, limits):
     return out
 
 
-@rule(
-    "launch_queue_full",
-    category="compute_bound",
-    scope="trace",
-    slow_launch_us=50.0,
-    long_delay_us=100.0,
-    min_outliers=10,
-    max_idle_pct=10.0,
-)
-def launch_queue_full(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class LaunchQueueFullLimits(Limits):
+    """The thresholds of ``launch_queue_full``."""
+
+    slow_launch_us: float = 50.0
+    long_delay_us: float = 100.0
+    min_outliers: int = 10
+    max_idle_pct: float = 10.0
+
+
+@rule("launch_queue_full", category="compute_bound", scope="trace", limits=LaunchQueueFullLimits)
+def launch_queue_full(f: TraceFacts, limits: LaunchQueueFullLimits):
     """Launch calls block (queue full) and kernels start long after launch: the GPU is the bottleneck."""
     L = f.launches
     out = []
     for _, r in f.gpu_ranks.iterrows():
         lr = L[L["rank"] == r["rank"]]
-        slow = lr[(lr["runtime_us"] > limits["slow_launch_us"]) & (lr["launch_delay_us"] > limits["long_delay_us"])]
+        slow = lr[(lr["runtime_us"] > limits.slow_launch_us) & (lr["launch_delay_us"] > limits.long_delay_us)]
         idle_pct = pct(r.idle_us, r.span_us)
-        if len(slow) < limits["min_outliers"] or idle_pct > limits["max_idle_pct"]:
+        if len(slow) < limits.min_outliers or idle_pct > limits.max_idle_pct:
             continue
         out.append(
             Hypothesis(
                 category="compute_bound",
                 title="Launch queue full: the host blocks, the GPU is the bottleneck",
-                observed=f"rank {int(r['rank'])}: {len(slow)} launches over {limits['slow_launch_us']:.0f} µs whose kernels start over "
-                f"{limits['long_delay_us']:.0f} µs later; GPU idle only {idle_pct:.1f}%",
+                observed=f"rank {int(r['rank'])}: {len(slow)} launches over {limits.slow_launch_us:.0f} µs whose kernels start over "
+                f"{limits.long_delay_us:.0f} µs later; GPU idle only {idle_pct:.1f}%",
                 mechanism="The launch queue is full, so launch calls wait for the GPU to drain it: host-side optimisation cannot help.",
                 evidence=(
                     Evidence(
                         "blocked_launches",
                         len(slow),
                         "launches",
-                        limits["min_outliers"],
+                        limits.min_outliers,
                         source="launch stats",
                         rows=rows(slow, ["name", "api", "runtime_us", "launch_delay_us"], by="launch_delay_us"),
                     ),
-                    Evidence("idle_pct", idle_pct, "%", limits["max_idle_pct"], "<", "kernels (temporal breakdown)"),
+                    Evidence("idle_pct", idle_pct, "%", limits.max_idle_pct, "<", "kernels (temporal breakdown)"),
                 ),
                 time_at_stake_ms=bounded_ms(slow["runtime_us"].sum(), r.span_us),
                 predicted_effect="only faster kernels (lower precision, fusion, better algorithms) shorten the step",

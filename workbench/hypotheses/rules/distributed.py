@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from workbench.analysis.stragglers import before_collectives
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
-from workbench.hypotheses.registry import NotJudged, rule
+from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
-@rule("exposed_communication", category="communication", scope="trace", min_comm_pct=10.0, max_overlap_pct=50.0)
-def exposed_communication(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class ExposedCommunicationLimits(Limits):
+    """The thresholds of ``exposed_communication``."""
+
+    min_comm_pct: float = 10.0
+    max_overlap_pct: float = 50.0
+
+
+@rule("exposed_communication", category="communication", scope="trace", limits=ExposedCommunicationLimits)
+def exposed_communication(f: TraceFacts, limits: ExposedCommunicationLimits):
     """Collective kernels take a large share of the span and little of it overlaps compute."""
     ranks = f.gpu_ranks
     if ranks["comm_us"].sum() <= 0:
@@ -24,7 +33,7 @@ def exposed_communication(f: TraceFacts, limits):
     for _, r in ranks.iterrows():
         comm_pct = pct(r.comm_us, r.span_us)
         overlap_pct = pct(r.comm_overlap_us, r.comm_us)
-        if comm_pct < limits["min_comm_pct"] or overlap_pct > limits["max_overlap_pct"]:
+        if comm_pct < limits.min_comm_pct or overlap_pct > limits.max_overlap_pct:
             continue
         exposed = r.comm_us - r.comm_overlap_us
         out.append(
@@ -34,9 +43,9 @@ def exposed_communication(f: TraceFacts, limits):
                 observed=f"rank {int(r['rank'])}: {r.comm_us / 1e3:.2f} ms of communication kernels, {exposed / 1e3:.2f} ms exposed",
                 mechanism="Collectives that do not overlap compute put network time on the critical path.",
                 evidence=(
-                    Evidence("comm_pct", comm_pct, "%", limits["min_comm_pct"], source="kernels (communication)"),
+                    Evidence("comm_pct", comm_pct, "%", limits.min_comm_pct, source="kernels (communication)"),
                     Evidence(
-                        "comm_overlap_pct", overlap_pct, "%", limits["max_overlap_pct"], "<", "kernels (communication)"
+                        "comm_overlap_pct", overlap_pct, "%", limits.max_overlap_pct, "<", "kernels (communication)"
                     ),
                 ),
                 time_at_stake_ms=bounded_ms(exposed, r.span_us),
@@ -51,15 +60,17 @@ def exposed_communication(f: TraceFacts, limits):
     return out
 
 
-@rule(
-    "straggler_rank",
-    category="load_imbalance",
-    scope="trace",
-    min_wait_pct=5.0,
-    min_excess_compute_pct=10.0,
-    min_explained_fraction=0.5,
-)
-def straggler_rank(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class StragglerRankLimits(Limits):
+    """The thresholds of ``straggler_rank``."""
+
+    min_wait_pct: float = 5.0
+    min_excess_compute_pct: float = 10.0
+    min_explained_fraction: float = 0.5
+
+
+@rule("straggler_rank", category="load_imbalance", scope="trace", limits=StragglerRankLimits)
+def straggler_rank(f: TraceFacts, limits: StragglerRankLimits):
     """Ranks the stragglers table flags hold the others back: they wait for them in collectives. Judged on
     what each rank did before its collectives (compute vs GPU idle), not on wall time."""
     from workbench.analysis.stragglers import collective_activity, stragglers
@@ -74,7 +85,9 @@ def straggler_rank(f: TraceFacts, limits):
     return judge_stragglers(result, before_collectives(activity), device, f.ranks, limits)
 
 
-def judge_stragglers(result, before_table: "pd.DataFrame", device: str, ranks, limits) -> Hypothesis | None:
+def judge_stragglers(
+    result, before_table: "pd.DataFrame", device: str, ranks, limits: StragglerRankLimits
+) -> Hypothesis | None:
     """``straggler_rank`` on what it reads: the stragglers analysis (``result``), each rank's activity before
     its collectives (``before_collectives``), the device whose activity that is ("gpu"/"cpu") and the trace's
     ranks. A folder of rank files read by workers gives it the same from the per-rank summaries, so the
@@ -103,7 +116,7 @@ def judge_stragglers(result, before_table: "pd.DataFrame", device: str, ranks, l
     # the others wait for the slowest straggler; waits for several stragglers overlap, they do not add
     wait_us = float(slow["comm_deficit_us"].max())
     wait_pct = pct(wait_us, span)
-    if wait_pct < limits["min_wait_pct"]:
+    if wait_pct < limits.min_wait_pct:
         return None
     merged = table.set_index("rank").join(before, how="left")
     med_compute = float(merged["compute_before_us"].median())
@@ -116,9 +129,9 @@ def judge_stragglers(result, before_table: "pd.DataFrame", device: str, ranks, l
     excess_idle_us = float(s_idle.max()) - med_idle
     # the cause named is the one that explains the wait: more compute (by share, and enough of it to account
     # for a good part of the wait), else more idle before the collectives (the host arrives late)
-    explains = limits["min_explained_fraction"] * wait_us
+    explains = limits.min_explained_fraction * wait_us
     by_compute = (
-        excess_pct >= limits["min_excess_compute_pct"]
+        excess_pct >= limits.min_excess_compute_pct
         and (excess_compute_us >= explains or excess_idle_us < explains)
         and not (excess_idle_us >= explains and excess_idle_us > excess_compute_us)
     )
@@ -177,7 +190,7 @@ def judge_stragglers(result, before_table: "pd.DataFrame", device: str, ranks, l
                 "wait_caused_pct",
                 wait_pct,
                 "%",
-                limits["min_wait_pct"],
+                limits.min_wait_pct,
                 source="stragglers analysis (of the longest rank's span)",
                 rows=rows(
                     rows_table,
@@ -191,7 +204,7 @@ def judge_stragglers(result, before_table: "pd.DataFrame", device: str, ranks, l
                 "straggler_excess_compute_pct",
                 excess_pct,
                 "%",
-                limits["min_excess_compute_pct"],
+                limits.min_excess_compute_pct,
                 ">" if by_compute else "<",
                 "computation kernels before each rank's collectives (straggler vs median rank)"
                 if device == "gpu"
@@ -201,7 +214,7 @@ def judge_stragglers(result, before_table: "pd.DataFrame", device: str, ranks, l
                 "straggler_excess_idle_fraction_of_wait",
                 excess_idle_us / wait_us if wait_us > 0 else 0.0,
                 "fraction",
-                limits["min_explained_fraction"],
+                limits.min_explained_fraction,
                 ">" if by_host else "<",
                 f"{dev} idle before each rank's collectives (straggler - median rank) / the others' wait",
             ),

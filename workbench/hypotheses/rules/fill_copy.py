@@ -4,13 +4,14 @@ the device directly, both the host fill and the host-to-device copy go away."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
-from workbench.hypotheses.registry import NotJudged, rule
+from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 
 # ops that write a whole tensor on the host; factory ops (randn, zeros, ...) record their shape on
@@ -81,8 +82,16 @@ def htod_copies(f: TraceFacts) -> pd.DataFrame:
     return c.assign(op_tid=tid[rows_], op_ts_us=start[rows_])
 
 
-@rule("cpu_fill_then_copy", category="transfer", scope="trace", min_pct=1.0, max_lookback_us=1e6)
-def cpu_fill_then_copy(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class CpuFillThenCopyLimits(Limits):
+    """The thresholds of ``cpu_fill_then_copy``."""
+
+    min_pct: float = 1.0
+    max_lookback_us: float = 1e6
+
+
+@rule("cpu_fill_then_copy", category="transfer", scope="trace", limits=CpuFillThenCopyLimits)
+def cpu_fill_then_copy(f: TraceFacts, limits: CpuFillThenCopyLimits):
     """A tensor is filled on the CPU and then copied, at the same size, to the device."""
     copies = htod_copies(f)
     if copies.empty:
@@ -109,12 +118,12 @@ def cpu_fill_then_copy(f: TraceFacts, limits):
         right_on="fill_ts_us",
         by=["rank", "op_tid", "bytes"],
         direction="backward",
-        tolerance=limits["max_lookback_us"],
+        tolerance=limits.max_lookback_us,
     )
     m = m[m["fill_op"].notna()]
     stake_us = float(m["dur_us"].sum() + m["fill_us"].sum())
     share = pct(stake_us, f.window_us)
-    if m.empty or share < limits["min_pct"]:
+    if m.empty or share < limits.min_pct:
         return None
     by = m.groupby(["fill_op", "name", "bytes"], as_index=False, observed=True).agg(
         n=("dur_us", "size"), copy_us=("dur_us", "sum"), fill_us=("fill_us", "sum")
@@ -131,7 +140,7 @@ def cpu_fill_then_copy(f: TraceFacts, limits):
                 "fill_and_copy_pct",
                 share,
                 "%",
-                limits["min_pct"],
+                limits.min_pct,
                 source="cpu_ops (fills) + kernels (HtoD copies)",
                 rows=rows(by, ["fill_op", "name", "bytes", "n", "copy_us", "fill_us"], by="copy_us"),
             ),

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
-from workbench.hypotheses.registry import NotJudged, rule
+from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, per_rank_max_us, rows, summed_over
 
 FLOAT64_TYPES = frozenset({"double", "c10::complex<double>"})
@@ -93,8 +94,15 @@ def _deciding_ops(ops: pd.DataFrame, typed: np.ndarray) -> np.ndarray:
     return typed & ~above
 
 
-@rule("float64_compute", category="precision", scope="trace", min_share_pct=10.0)
-def float64_compute(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class Float64ComputeLimits(Limits):
+    """The thresholds of ``float64_compute``."""
+
+    min_share_pct: float = 10.0
+
+
+@rule("float64_compute", category="precision", scope="trace", limits=Float64ComputeLimits)
+def float64_compute(f: TraceFacts, limits: Float64ComputeLimits):
     """Ops or kernels computing in float64 (double) take a large share of the op or kernel time."""
     if f.has_gpu:
         return _on_gpu(f, limits)
@@ -108,7 +116,7 @@ def float64_compute(f: TraceFacts, limits):
     wide = ops[_deciding_ops(ops, typed) & is64]
     whole = per_rank_max_us(top)
     share = pct(per_rank_max_us(wide), whole)
-    if wide.empty or share < limits["min_share_pct"]:
+    if wide.empty or share < limits.min_share_pct:
         return None
     by = wide.groupby(["name", "input_types"], as_index=False, observed=True).agg(
         n=("dur_us", "size"), dur_us=("dur_us", "sum")
@@ -134,7 +142,7 @@ def float64_compute(f: TraceFacts, limits):
             "float64_share_pct",
             share,
             "%",
-            limits["min_share_pct"],
+            limits.min_share_pct,
             ">=",
             source="cpu_ops (input_types, input_dims)",
             rows=rows(by, ["name", "input_types", "n", "dur_us"], by="dur_us"),
@@ -144,7 +152,7 @@ def float64_compute(f: TraceFacts, limits):
     )
 
 
-def _on_gpu(f: TraceFacts, limits):
+def _on_gpu(f: TraceFacts, limits: Float64ComputeLimits):
     from workbench.analysis.kernel_precision import FP64, kernel_precisions
 
     k = f.kernels[(f.kernels["kind"] == "kernel") & (f.kernels["kernel_type"] == "computation")]
@@ -169,7 +177,7 @@ def _on_gpu(f: TraceFacts, limits):
     fp64 = prec[wide]
     whole = per_rank_max_us(prec)
     share = pct(per_rank_max_us(fp64), whole)
-    if fp64.empty or share < limits["min_share_pct"]:
+    if fp64.empty or share < limits.min_share_pct:
         return None
     by = fp64.groupby(["name", "precision_from"], as_index=False, observed=True).agg(
         n=("dur_us", "size"), dur_us=("dur_us", "sum")
@@ -195,7 +203,7 @@ def _on_gpu(f: TraceFacts, limits):
             "float64_share_pct",
             share,
             "%",
-            limits["min_share_pct"],
+            limits.min_share_pct,
             ">=",
             source="kernels (type in the kernel name, else the launching op's dtype)",
             rows=rows(by, ["name", "precision_from", "n", "dur_us"], by="dur_us"),
@@ -205,7 +213,9 @@ def _on_gpu(f: TraceFacts, limits):
     )
 
 
-def _hypothesis(f, limits, share, wide, whole, what, observed, evidence, confounders, scope) -> Hypothesis:
+def _hypothesis(
+    f, limits: Float64ComputeLimits, share, wide, whole, what, observed, evidence, confounders, scope
+) -> Hypothesis:
     stake_us = per_rank_max_us(wide) / 2
     return Hypothesis(
         category="precision",

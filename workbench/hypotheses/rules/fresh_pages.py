@@ -11,13 +11,13 @@ finding per problem.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
-from workbench.hypotheses.registry import NotJudged, rule
+from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.run_facts import RunFacts, field_of
 
 if TYPE_CHECKING:
@@ -63,15 +63,22 @@ def allocating_ops_per_call(f: RunFacts) -> tuple[pd.DataFrame, float]:
 
 
 # the health check's own warning level (capture/health.py FRESH_PAGES_WARN_FAULTS): 1 MiB of 4 KiB pages
-@rule("fresh_pages_every_call", category="allocation_churn", scope="run", min_faults_per_call=256.0)
-def fresh_pages_every_call(f: RunFacts, limits):
+@dataclass(frozen=True)
+class FreshPagesEveryCallLimits(Limits):
+    """The thresholds of ``fresh_pages_every_call``."""
+
+    min_faults_per_call: float = 256.0
+
+
+@rule("fresh_pages_every_call", category="allocation_churn", scope="run", limits=FreshPagesEveryCallLimits)
+def fresh_pages_every_call(f: RunFacts, limits: FreshPagesEveryCallLimits):
     """Every clean call maps fresh memory (many minor page faults per call): its buffers are made anew each time."""
     health: ProfileHealth | None = field_of(f.run, "health")
     check = health.check(FRESH_PAGES_CHECK) if health is not None else None
     if check is None or check.value is None:
         raise NotJudged("the run's health check has no page-fault count (fresh_pages): profile again to record it")
     faults = float(check.value)
-    if faults < limits["min_faults_per_call"]:
+    if faults < limits.min_faults_per_call:
         return None
     from workbench.hypotheses.roofline import cpu_ceiling_from
 
@@ -107,7 +114,7 @@ def fresh_pages_every_call(f: RunFacts, limits):
             "page_faults_per_call",
             faults,
             "faults",
-            limits["min_faults_per_call"],
+            limits.min_faults_per_call,
             ">=",
             "run.health (fresh_pages: minor page faults counted around the clean calls)",
         ),

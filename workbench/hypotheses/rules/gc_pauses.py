@@ -11,6 +11,7 @@ minority of steps (the first excepted: ``first_step_outlier`` judges it) many ti
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -18,7 +19,7 @@ import pandas as pd
 from workbench.analysis.intervals import covered_within, union
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
-from workbench.hypotheses.registry import NotJudged, rule
+from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 
 GC_CALL = re.compile(r"^<built-in (?:function|method) collect>?")  # gc.collect() in the Python stack
@@ -59,21 +60,37 @@ def paused_steps(durations: np.ndarray, pause_ratio: float) -> np.ndarray:
     return out
 
 
-@rule("gc_pauses", category="measurement", scope="trace", min_share_pct=10.0, pause_ratio=5.0)
-def gc_pauses(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class GcPausesLimits(Limits):
+    """The thresholds of ``gc_pauses``."""
+
+    min_share_pct: float = 10.0
+    pause_ratio: float = 5.0
+
+
+@rule("gc_pauses", category="measurement", scope="trace", limits=GcPausesLimits)
+def gc_pauses(f: TraceFacts, limits: GcPausesLimits):
     """Python's garbage collector (gc.collect() in the recorded Python stack) stops some calls: a finding,
     its evidence is in the trace."""
     return _pauses(f, limits, named=True)
 
 
-@rule("intermittent_pauses", category="measurement", scope="trace", min_share_pct=10.0, pause_ratio=5.0)
-def intermittent_pauses(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class IntermittentPausesLimits(Limits):
+    """The thresholds of ``intermittent_pauses``."""
+
+    min_share_pct: float = 10.0
+    pause_ratio: float = 5.0
+
+
+@rule("intermittent_pauses", category="measurement", scope="trace", limits=IntermittentPausesLimits)
+def intermittent_pauses(f: TraceFacts, limits: IntermittentPausesLimits):
     """A few calls (the first excepted) take many times the typical call, with no collection in the stack: a
     caveat on the timing (garbage collection, preemption or I/O: the trace cannot tell which)."""
     return _pauses(f, limits, named=False)
 
 
-def _pauses(f: TraceFacts, limits, named: bool):
+def _pauses(f: TraceFacts, limits: GcPausesLimits | IntermittentPausesLimits, named: bool):
     steps = step_windows(f)
     spans = gc_spans(f)
     if steps.empty and not spans[0].size:
@@ -91,11 +108,11 @@ def _pauses(f: TraceFacts, limits, named: bool):
     total = float(np.sum(ends - starts))
     gc_per_step = covered_within(starts, ends, spans)
     gc_us = float(gc_per_step.sum())
-    paused = paused_steps(ends - starts, limits["pause_ratio"])
+    paused = paused_steps(ends - starts, limits.pause_ratio)
     typical = float(np.median((ends - starts)[1:])) if len(starts) >= 4 else float("nan")
     pause_us = float(np.sum((ends - starts)[paused] - typical)) if paused.any() else 0.0
-    collected = pct(gc_us, total) >= limits["min_share_pct"]
-    if named != collected or (not named and pct(pause_us, total) < limits["min_share_pct"]):
+    collected = pct(gc_us, total) >= limits.min_share_pct
+    if named != collected or (not named and pct(pause_us, total) < limits.min_share_pct):
         return None  # gc_pauses speaks where the stack shows the collector, intermittent_pauses elsewhere
     n = len(starts)
     table = pd.DataFrame({"step": np.arange(n), "dur_us": ends - starts, "gc_us": gc_per_step})
@@ -113,7 +130,7 @@ def _pauses(f: TraceFacts, limits, named: bool):
                 "gc_time_pct",
                 pct(gc_us, total),
                 "%",
-                limits["min_share_pct"],
+                limits.min_share_pct,
                 ">=",
                 "python stack (<built-in function collect>) within the steps",
                 rows=rows(table[table["gc_us"] > 0], ["step", "dur_us", "gc_us"], by="gc_us"),
@@ -129,7 +146,7 @@ def _pauses(f: TraceFacts, limits, named: bool):
         stake_us = pause_us
         title = f"{int(paused.sum())} of {n} calls pause for many times a typical call"
         observed = (
-            f"{int(paused.sum())} traced calls take over {limits['pause_ratio']:.0f}x the median call "
+            f"{int(paused.sum())} traced calls take over {limits.pause_ratio:.0f}x the median call "
             f"({typical / 1e3:.3g} ms): {pause_us / 1e3:.2f} ms above it ({pct(pause_us, total):.0f}% of the "
             "traced time); the trace shows no gc.collect() call in them"
         )
@@ -138,7 +155,7 @@ def _pauses(f: TraceFacts, limits, named: bool):
                 "paused_time_pct",
                 pct(pause_us, total),
                 "%",
-                limits["min_share_pct"],
+                limits.min_share_pct,
                 ">=",
                 "step annotations (steps over pause_ratio x the median, the first excepted)",
                 rows=rows(table[paused], ["step", "dur_us"], by="dur_us"),

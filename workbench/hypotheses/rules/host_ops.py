@@ -8,6 +8,7 @@ the host side, on a CPU-only trace they are the whole picture.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -15,7 +16,7 @@ import pandas as pd
 from workbench.analysis.intervals import covered_within, union
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
-from workbench.hypotheses.registry import NotJudged, rule
+from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.roofline import OVERHEAD_ROOF_FRACTION
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 
@@ -225,15 +226,17 @@ def _window_total(wins) -> float:
     return float(sum(b - a for a, b in wins))
 
 
-@rule(
-    "cpu_dispatch_overhead",
-    category="launch_overhead",
-    scope="trace",
-    min_ops_per_call=20,
-    min_share_pct=30.0,
-    short_gap_us=50.0,
-)
-def cpu_dispatch_overhead(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class CpuDispatchOverheadLimits(Limits):
+    """The thresholds of ``cpu_dispatch_overhead``."""
+
+    min_ops_per_call: int = 20
+    min_share_pct: float = 30.0
+    short_gap_us: float = 50.0
+
+
+@rule("cpu_dispatch_overhead", category="launch_overhead", scope="trace", limits=CpuDispatchOverheadLimits)
+def cpu_dispatch_overhead(f: TraceFacts, limits: CpuDispatchOverheadLimits):
     """Many ops take many times their roof time: per-op dispatch cost, not the work, fills the time."""
     ops = placed_main_ops(f)
     wins = windows(f, ops)
@@ -241,11 +244,11 @@ def cpu_dispatch_overhead(f: TraceFacts, limits):
     calls = max(1, len(wins) if not f.steps.empty else f.n_steps)
     short = ops[ops["bound"] == "overhead"]
     g = gaps_in_windows(ops, wins)
-    small_gaps = g[g["gap_us"] < limits["short_gap_us"]]
+    small_gaps = g[g["gap_us"] < limits.short_gap_us]
     # the small gaps between ops are dispatch too (Python, argument parsing): the overhead ops' share of them
     stake_us = float(short["dur_us"].sum() + small_gaps["gap_us"].sum() * len(short) / max(1, len(ops)))
     share = pct(stake_us, total)
-    if len(short) / calls < limits["min_ops_per_call"] or share < limits["min_share_pct"]:
+    if len(short) / calls < limits.min_ops_per_call or share < limits.min_share_pct:
         return None
     by = short.groupby("name", as_index=False, observed=True).agg(
         n=("dur_us", "size"), median_us=("dur_us", "median"), roof_us=("roof_us", "median")
@@ -262,12 +265,12 @@ def cpu_dispatch_overhead(f: TraceFacts, limits):
                 "overhead_ops_per_call",
                 len(short) / calls,
                 "ops",
-                limits["min_ops_per_call"],
+                limits.min_ops_per_call,
                 ">=",
                 "cpu_ops + analytic work",
                 rows=rows(by, ["name", "n", "median_us", "roof_us"], by="n"),
             ),
-            Evidence("overhead_time_pct", share, "%", limits["min_share_pct"], source="cpu_ops"),
+            Evidence("overhead_time_pct", share, "%", limits.min_share_pct, source="cpu_ops"),
         ),
         time_at_stake_ms=bounded_ms(stake_us / calls, total / calls),
         predicted_effect="fusing the ops (torch.compile) or batching them into fewer, larger ops removes most of the per-op cost",
@@ -279,15 +282,23 @@ def cpu_dispatch_overhead(f: TraceFacts, limits):
     )
 
 
-@rule("cpu_host_gaps", category="host_bound", scope="trace", long_gap_us=50.0, min_share_pct=30.0)
-def cpu_host_gaps(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class CpuHostGapsLimits(Limits):
+    """The thresholds of ``cpu_host_gaps``."""
+
+    long_gap_us: float = 50.0
+    min_share_pct: float = 30.0
+
+
+@rule("cpu_host_gaps", category="host_bound", scope="trace", limits=CpuHostGapsLimits)
+def cpu_host_gaps(f: TraceFacts, limits: CpuHostGapsLimits):
     """Long stretches of host time inside the measured call where no PyTorch op runs."""
     ops = main_thread_ops(f)
     wins = windows(f, ops)
     total = _window_total(wins)
     calls = max(1, len(wins) if not f.steps.empty else f.n_steps)
     g = gaps_in_windows(ops, wins)
-    long_gaps = g[g["gap_us"] >= limits["long_gap_us"]]
+    long_gaps = g[g["gap_us"] >= limits.long_gap_us]
     # a long gap right after dynamo's cache lookup is a compile (a miss), not host work of the program:
     # the compile rules (recompiles, cold start) carry that time
     compiling = _after_cache_lookup(ops, long_gaps["gap_start_us"].to_numpy(dtype=float))
@@ -308,26 +319,26 @@ def cpu_host_gaps(f: TraceFacts, limits):
     in_comm = covered_within(starts, starts + long_gaps["gap_us"].to_numpy(dtype=float), collective_spans(f))
     comm_us = float(in_comm.sum())
     long_gaps = long_gaps.assign(gap_us=long_gaps["gap_us"] - in_comm)
-    long_gaps = long_gaps[long_gaps["gap_us"] >= limits["long_gap_us"]]
+    long_gaps = long_gaps[long_gaps["gap_us"] >= limits.long_gap_us]
     share = pct(long_gaps["gap_us"].sum(), total)
-    if long_gaps.empty or share < limits["min_share_pct"]:
+    if long_gaps.empty or share < limits.min_share_pct:
         return None
     # host work of the program recurs in every call; long gaps in a few calls only are pauses (an automatic
     # collection, preemption: rules/gc_pauses.py), and the typical call does not have them
     steady = _steady_share(long_gaps, wins)
-    if steady is not None and steady < limits["min_share_pct"]:
+    if steady is not None and steady < limits.min_share_pct:
         return None
     return Hypothesis(
         category="host_bound",
         title=f"{share:.0f}% of the time is host work outside PyTorch ops",
-        observed=f"{len(long_gaps)} gaps of >= {limits['long_gap_us']:.0f} µs between ops, {long_gaps['gap_us'].sum() / 1e3:.2f} ms in total",
+        observed=f"{len(long_gaps)} gaps of >= {limits.long_gap_us:.0f} µs between ops, {long_gaps['gap_us'].sum() / 1e3:.2f} ms in total",
         mechanism="Python code, data preparation or other libraries run between tensor ops; the device (or the op stream) waits.",
         evidence=(
             Evidence(
                 "host_gap_pct",
                 share,
                 "%",
-                limits["min_share_pct"],
+                limits.min_share_pct,
                 source="cpu_ops (gaps between top-level ops)",
                 rows=rows(long_gaps, ["gap_start_us", "gap_us"], by="gap_us"),
             ),

@@ -6,6 +6,7 @@ near the compute roof. CPU-only traces (on a GPU trace the kernel rules judge th
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -13,7 +14,7 @@ import pandas as pd
 from workbench.analysis.roofline import ROOF_TOLERANCE
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
-from workbench.hypotheses.registry import rule
+from workbench.hypotheses.registry import Limits, rule
 from workbench.hypotheses.rules._common import bounded_ms, fusion_fixes, pct, rows
 from workbench.hypotheses.rules.host_ops import placed_main_ops, windows
 
@@ -59,8 +60,16 @@ def _by_op(ops: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-@rule("cpu_memory_bound_ops", category="memory_bound", scope="trace", min_share_pct=50.0, min_ops_per_call=1.0)
-def cpu_memory_bound_ops(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class CpuMemoryBoundOpsLimits(Limits):
+    """The thresholds of ``cpu_memory_bound_ops``."""
+
+    min_share_pct: float = 50.0
+    min_ops_per_call: float = 1.0
+
+
+@rule("cpu_memory_bound_ops", category="memory_bound", scope="trace", limits=CpuMemoryBoundOpsLimits)
+def cpu_memory_bound_ops(f: TraceFacts, limits: CpuMemoryBoundOpsLimits):
     """Most operator time is in ops whose roof time comes from bytes moved, not FLOPs."""
     ops = placed_main_ops(f)
     total = sum(b - a for a, b in windows(f, ops))
@@ -80,7 +89,7 @@ def cpu_memory_bound_ops(f: TraceFacts, limits):
     share = typical_share_pct(mem, windows(f, ops), total)
     calls = max(1, f.n_steps)
     per_call = len(mem) / calls
-    if mem.empty or share < limits["min_share_pct"] or per_call < limits["min_ops_per_call"]:
+    if mem.empty or share < limits.min_share_pct or per_call < limits.min_ops_per_call:
         return None
     # fusing a chain of n passes over the same data leaves about one pass. Matrix ops (GEMM, convolution,
     # attention, and their backward) are memory bound at small sizes (a batch of 2 streams the weights) but
@@ -102,11 +111,11 @@ def cpu_memory_bound_ops(f: TraceFacts, limits):
                 "memory_bound_time_pct",
                 share,
                 "%",
-                limits["min_share_pct"],
+                limits.min_share_pct,
                 source="cpu_ops + analytic work",
                 rows=rows(_by_op(mem), ["name", "n", "dur_us", "roof_us"], by="dur_us"),
             ),
-            Evidence("memory_ops_per_call", per_call, "ops", limits["min_ops_per_call"], ">=", "cpu_ops"),
+            Evidence("memory_ops_per_call", per_call, "ops", limits.min_ops_per_call, ">=", "cpu_ops"),
             Evidence(
                 "ridge_flop_per_byte",
                 f.ceiling.ridge_flops_per_byte,
@@ -137,14 +146,21 @@ def cpu_memory_bound_ops(f: TraceFacts, limits):
     )
 
 
-@rule("cpu_compute_bound_ops", category="compute_bound", scope="trace", min_share_pct=50.0)
-def cpu_compute_bound_ops(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class CpuComputeBoundOpsLimits(Limits):
+    """The thresholds of ``cpu_compute_bound_ops``."""
+
+    min_share_pct: float = 50.0
+
+
+@rule("cpu_compute_bound_ops", category="compute_bound", scope="trace", limits=CpuComputeBoundOpsLimits)
+def cpu_compute_bound_ops(f: TraceFacts, limits: CpuComputeBoundOpsLimits):
     """Most operator time is in ops whose roof time comes from FLOPs (matrix work above the ridge)."""
     ops = placed_main_ops(f)
     total = sum(b - a for a, b in windows(f, ops))
     comp = ops[ops["bound"] == "compute"]
     share = typical_share_pct(comp, windows(f, ops), total)
-    if comp.empty or share < limits["min_share_pct"]:
+    if comp.empty or share < limits.min_share_pct:
         return None
     by = comp.groupby(["name", "input_dims"], as_index=False, observed=True).agg(
         n=("dur_us", "size"), dur_us=("dur_us", "sum"), roof_us=("roof_us", "sum")
@@ -157,7 +173,7 @@ def cpu_compute_bound_ops(f: TraceFacts, limits):
             "compute_bound_time_pct",
             share,
             "%",
-            limits["min_share_pct"],
+            limits.min_share_pct,
             source="cpu_ops + analytic work",
             rows=rows(by, ["name", "input_dims", "n", "dur_us", "roof_us"], by="dur_us"),
         )

@@ -7,12 +7,14 @@ not remove it, and it breaks a chain. Stakes are per rank (the largest rank's), 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.gpu_roofline import PLACED_BY_WORK, family_by_name, place_kernels
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
-from workbench.hypotheses.registry import rule
+from workbench.hypotheses.registry import Limits, rule
 from workbench.hypotheses.rules._common import bounded_ms, fusion_fixes, pct, per_rank_max_us, rows, summed_over
 
 
@@ -46,16 +48,24 @@ def _placement(k: pd.DataFrame) -> Evidence:
     )
 
 
-@rule("memory_bound_kernels", category="memory_bound", scope="trace", min_share_pct=40.0, min_chain=3)
-def memory_bound_kernels(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class MemoryBoundKernelsLimits(Limits):
+    """The thresholds of ``memory_bound_kernels``."""
+
+    min_share_pct: float = 40.0
+    min_chain: int = 3
+
+
+@rule("memory_bound_kernels", category="memory_bound", scope="trace", limits=MemoryBoundKernelsLimits)
+def memory_bound_kernels(f: TraceFacts, limits: MemoryBoundKernelsLimits):
     """Most kernel time is in memory-bound families; chains of them on a stream are fusion candidates."""
     k = _compute_kernels(f)
     busy = float(k["dur_us"].sum())
     mem = k[k["fusable"]]
     share = pct(mem["dur_us"].sum(), busy)
-    if k.empty or share < limits["min_share_pct"]:
+    if k.empty or share < limits.min_share_pct:
         return None
-    chains = _chains(k, int(limits["min_chain"]))
+    chains = _chains(k, int(limits.min_chain))
     stake_us = per_rank_max_us(chains, "saveable_us") if not chains.empty else 0.0
     if stake_us <= 0:
         stake_us = per_rank_max_us(mem) / 2
@@ -68,7 +78,7 @@ def memory_bound_kernels(f: TraceFacts, limits):
         observed=f"{len(mem)} elementwise/reduction/normalisation kernels, {mem['dur_us'].sum() / 1e3:.2f} ms of "
         f"{busy / 1e3:.2f} ms computation-kernel time{summed_over(k)} (GEMM, convolution and attention kernels "
         f"excluded); "
-        f"{len(chains)} chains of >= {int(limits['min_chain'])} in a row",
+        f"{len(chains)} chains of >= {int(limits.min_chain)} in a row",
         mechanism="Each of these kernels streams its tensors through memory doing little arithmetic per byte; "
         "back-to-back ones re-read what the previous one wrote.",
         evidence=(
@@ -76,7 +86,7 @@ def memory_bound_kernels(f: TraceFacts, limits):
                 "memory_bound_share_pct",
                 share,
                 "%",
-                limits["min_share_pct"],
+                limits.min_share_pct,
                 source="kernels (roofline placement)",
                 rows=rows(by_name, ["name", "work_op", "placed_by", "n", "dur_us"], by="dur_us"),
             ),
@@ -125,8 +135,16 @@ def _chains(k: pd.DataFrame, min_len: int) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["rank", "first", "length", "chain_us", "saveable_us"])
 
 
-@rule("matrix_kernels_dominate", category="compute_bound", scope="trace", min_share_pct=60.0, max_idle_pct=15.0)
-def matrix_kernels_dominate(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class MatrixKernelsDominateLimits(Limits):
+    """The thresholds of ``matrix_kernels_dominate``."""
+
+    min_share_pct: float = 60.0
+    max_idle_pct: float = 15.0
+
+
+@rule("matrix_kernels_dominate", category="compute_bound", scope="trace", limits=MatrixKernelsDominateLimits)
+def matrix_kernels_dominate(f: TraceFacts, limits: MatrixKernelsDominateLimits):
     """The GPU is busy and most of its time is in matrix kernels (GEMM, convolution, attention)."""
     k = _compute_kernels(f)
     busy = float(k["dur_us"].sum())
@@ -134,7 +152,7 @@ def matrix_kernels_dominate(f: TraceFacts, limits):
     share = pct(mat["dur_us"].sum(), busy)
     ranks = f.gpu_ranks
     idle_pct = pct(ranks["idle_us"].sum(), ranks["span_us"].sum())
-    if k.empty or share < limits["min_share_pct"] or idle_pct > limits["max_idle_pct"]:
+    if k.empty or share < limits.min_share_pct or idle_pct > limits.max_idle_pct:
         return None
     by_name = mat.groupby(["name", "work_op", "placed_by"], as_index=False).agg(
         n=("dur_us", "size"), dur_us=("dur_us", "sum")
@@ -149,11 +167,11 @@ def matrix_kernels_dominate(f: TraceFacts, limits):
                 "matrix_share_pct",
                 share,
                 "%",
-                limits["min_share_pct"],
+                limits.min_share_pct,
                 source="kernels (roofline placement)",
                 rows=rows(by_name, ["name", "work_op", "placed_by", "n", "dur_us"], by="dur_us"),
             ),
-            Evidence("idle_pct", idle_pct, "%", limits["max_idle_pct"], "<", "temporal breakdown"),
+            Evidence("idle_pct", idle_pct, "%", limits.max_idle_pct, "<", "temporal breakdown"),
             _placement(k),
         ),
         time_at_stake_ms=bounded_ms(per_rank_max_us(mat) / 2, f.window_us),

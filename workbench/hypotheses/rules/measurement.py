@@ -4,11 +4,13 @@ below the least time the analytic work allows at the device's ceilings."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
-from workbench.hypotheses.registry import NotJudged, rule
+from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, rows
 from workbench.hypotheses.run_facts import RunFacts, field_of
 
@@ -30,12 +32,20 @@ def first_step_excess(f: TraceFacts, min_steps: int) -> tuple[float, float, floa
     return best
 
 
-@rule("first_step_outlier", category="measurement", scope="trace", min_ratio=2.0, min_steps=3)
-def first_step_outlier(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class FirstStepOutlierLimits(Limits):
+    """The thresholds of ``first_step_outlier``."""
+
+    min_ratio: float = 2.0
+    min_steps: int = 3
+
+
+@rule("first_step_outlier", category="measurement", scope="trace", limits=FirstStepOutlierLimits)
+def first_step_outlier(f: TraceFacts, limits: FirstStepOutlierLimits):
     """The first profiled step takes far longer than the others (warm-up or profiler start-up inside the window)."""
-    first, median, excess, n = first_step_excess(f, int(limits["min_steps"]))
+    first, median, excess, n = first_step_excess(f, int(limits.min_steps))
     ratio = first / median if median > 0 else float("inf")
-    if ratio < limits["min_ratio"]:
+    if ratio < limits.min_ratio:
         return None
     steps = f.step_breakdown.table
     return Hypothesis(
@@ -49,7 +59,7 @@ def first_step_outlier(f: TraceFacts, limits):
                 "first_over_median_step",
                 min(ratio, 1e12),
                 "x",
-                limits["min_ratio"],
+                limits.min_ratio,
                 source="step breakdown",
                 rows=rows(steps.sort_values("ts_us").head(4), ["rank", "step", "dur_us", "n_kernels"]),
             ),
@@ -70,8 +80,15 @@ def _warmed_up(record: object) -> bool:
     return text.startswith("ran") or text.startswith("skipped")
 
 
-@rule("first_profiler_session", category="measurement", scope="run", min_ratio=2.0)
-def first_profiler_session(f: RunFacts, limits):
+@dataclass(frozen=True)
+class FirstProfilerSessionLimits(Limits):
+    """The thresholds of ``first_profiler_session``."""
+
+    min_ratio: float = 2.0
+
+
+@rule("first_profiler_session", category="measurement", scope="run", limits=FirstProfilerSessionLimits)
+def first_profiler_session(f: RunFacts, limits: FirstProfilerSessionLimits):
     """The trace came from the process's first profiler session, which can mis-time or drop GPU events."""
     record = field_of(f.run, "profiler_warmup", None)
     tf = f.trace_facts
@@ -84,7 +101,7 @@ def first_profiler_session(f: RunFacts, limits):
         ratio = first / median if median > 0 else float("inf")
     except NotJudged:
         first = median = excess = ratio = float("nan")
-    outlier = ratio == ratio and ratio >= limits["min_ratio"]
+    outlier = ratio == ratio and ratio >= limits.min_ratio
     ev = [
         Evidence(
             "warm_up_session",
@@ -97,9 +114,7 @@ def first_profiler_session(f: RunFacts, limits):
         )
     ]
     if outlier:
-        ev.append(
-            Evidence("first_over_median_step", min(ratio, 1e12), "x", limits["min_ratio"], source="step breakdown")
-        )
+        ev.append(Evidence("first_over_median_step", min(ratio, 1e12), "x", limits.min_ratio, source="step breakdown"))
     return Hypothesis(
         category="measurement",
         title="The trace comes from the first profiler session in this process",
@@ -117,15 +132,17 @@ def first_profiler_session(f: RunFacts, limits):
     )
 
 
-@rule(
-    "faster_than_roofline",
-    category="measurement",
-    scope="run",
-    margin=0.9,
-    measured_margin=0.5,
-    min_streaming_bytes=256 << 20,
-)
-def faster_than_roofline(f: RunFacts, limits):
+@dataclass(frozen=True)
+class FasterThanRooflineLimits(Limits):
+    """The thresholds of ``faster_than_roofline``."""
+
+    margin: float = 0.9
+    measured_margin: float = 0.5
+    min_streaming_bytes: int = 256 << 20
+
+
+@rule("faster_than_roofline", category="measurement", scope="run", limits=FasterThanRooflineLimits)
+def faster_than_roofline(f: RunFacts, limits: FasterThanRooflineLimits):
     """The time per call is below the least time its FLOPs (and large streamed bytes) need at the device's ceilings.
 
     Against a datasheet peak (an upper bound no run can beat) a call faster than ``margin`` x the roof
@@ -148,11 +165,11 @@ def faster_than_roofline(f: RunFacts, limits):
     top = place_ops(ops[_under_wrappers_only(ops)], ceiling)
     calls = max(1, f.calls_in_trace)
     flops = float(np.nansum(top["flops"])) / calls
-    big = top["bytes"] >= limits["min_streaming_bytes"]  # smaller working sets may stay in cache
+    big = top["bytes"] >= limits.min_streaming_bytes  # smaller working sets may stay in cache
     nbytes = float(np.nansum(top.loc[big, "bytes"])) / calls
     roof_ms = max(flops / (ceiling.peak_gflops * 1e6), nbytes / (ceiling.memory_gbps * 1e6))
     per_call_ms = timing.median_ms / max(1, timing.calls_per_sample)
-    margin = limits["measured_margin"] if ceiling.kind == "measured" else limits["margin"]
+    margin = limits.measured_margin if ceiling.kind == "measured" else limits.margin
     if roof_ms <= 0 or per_call_ms >= margin * roof_ms:
         return None
     return Hypothesis(

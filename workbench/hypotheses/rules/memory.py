@@ -12,6 +12,7 @@ is 0, so they never outrank a time finding. ``memory_hypotheses`` ranks them by 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ import pandas as pd
 from workbench.analysis import memory as mem
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
-from workbench.hypotheses.registry import NotJudged, rule
+from workbench.hypotheses.registry import Limits, NotJudged, rule
 
 MIB = float(1 << 20)
 INPLACE_OPS = frozenset(
@@ -112,8 +113,16 @@ def _holding_module(acts: pd.DataFrame, act_bytes: float) -> str:
     return max(held, key=lambda k: (k.count("/"), sums[k])) if held else ""
 
 
-@rule("activations_dominate_peak", category="memory_footprint", scope="trace", min_share=0.5, min_bytes=1 << 20)
-def activations_dominate_peak(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class ActivationsDominatePeakLimits(Limits):
+    """The thresholds of ``activations_dominate_peak``."""
+
+    min_share: float = 0.5
+    min_bytes: int = 1 << 20
+
+
+@rule("activations_dominate_peak", category="memory_footprint", scope="trace", limits=ActivationsDominatePeakLimits)
+def activations_dominate_peak(f: TraceFacts, limits: ActivationsDominatePeakLimits):
     """Tensors made in forward and kept past their op hold most of the peak."""
     a = _analysis(f)
     peak, events = a["peak"], a["events"]
@@ -127,7 +136,7 @@ def activations_dominate_peak(f: TraceFacts, limits):
     act_bytes = float(acts["bytes"].sum())
     total = float(max(peak.peak_bytes, peak.live_bytes, 1))
     share = act_bytes / total
-    if share < limits["min_share"] or act_bytes < limits["min_bytes"]:
+    if share < limits.min_share or act_bytes < limits.min_bytes:
         return None
     by = (
         acts.assign(module=acts["module"].replace("", "(no module)"))
@@ -160,7 +169,7 @@ def activations_dominate_peak(f: TraceFacts, limits):
                 "activation_share_of_peak",
                 share,
                 "fraction",
-                limits["min_share"],
+                limits.min_share,
                 ">=",
                 "memory",
                 rows=tuple(
@@ -168,7 +177,7 @@ def activations_dominate_peak(f: TraceFacts, limits):
                     for r in by.head(5).itertuples()
                 ),
             ),
-            Evidence("bytes_at_stake", act_bytes, "bytes", limits["min_bytes"], ">=", "memory"),
+            Evidence("bytes_at_stake", act_bytes, "bytes", limits.min_bytes, ">=", "memory"),
         ),
         time_at_stake_ms=0.0,
         predicted_effect=f"{fixes} lowers the peak by up to {_mib(act_bytes)} (recompute costs time)",
@@ -181,14 +190,16 @@ def activations_dominate_peak(f: TraceFacts, limits):
     )
 
 
-@rule(
-    "memory_leak_across_steps",
-    category="memory_footprint",
-    scope="trace",
-    min_growth_bytes=64 << 10,
-    min_growing_fraction=0.99,
-)
-def memory_leak_across_steps(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class MemoryLeakAcrossStepsLimits(Limits):
+    """The thresholds of ``memory_leak_across_steps``."""
+
+    min_growth_bytes: int = 64 << 10
+    min_growing_fraction: float = 0.99
+
+
+@rule("memory_leak_across_steps", category="memory_footprint", scope="trace", limits=MemoryLeakAcrossStepsLimits)
+def memory_leak_across_steps(f: TraceFacts, limits: MemoryLeakAcrossStepsLimits):
     """Allocated bytes grow every step by blocks made in the step and never freed."""
     a = _analysis(f)
     g = a["growth"]
@@ -198,9 +209,9 @@ def memory_leak_across_steps(f: TraceFacts, limits):
     growing = float((later["growth_bytes"] > 0).mean()) if len(later) else 0.0
     kept = float(g.kept_per_step_bytes)
     if (
-        growing < limits["min_growing_fraction"]
-        or g.growth_per_step_bytes < limits["min_growth_bytes"]
-        or kept < limits["min_growth_bytes"]
+        growing < limits.min_growing_fraction
+        or g.growth_per_step_bytes < limits.min_growth_bytes
+        or kept < limits.min_growth_bytes
     ):
         return None
     kept_rows = later[later["kept_bytes"] > 0]
@@ -221,7 +232,7 @@ def memory_leak_across_steps(f: TraceFacts, limits):
                 "growth_per_step_bytes",
                 g.growth_per_step_bytes,
                 "bytes",
-                limits["min_growth_bytes"],
+                limits.min_growth_bytes,
                 ">=",
                 "memory",
                 rows=tuple(
@@ -235,7 +246,7 @@ def memory_leak_across_steps(f: TraceFacts, limits):
                     for r in g.table.itertuples()
                 ),
             ),
-            Evidence("steps_growing_fraction", growing, "fraction", limits["min_growing_fraction"], ">=", "memory"),
+            Evidence("steps_growing_fraction", growing, "fraction", limits.min_growing_fraction, ">=", "memory"),
             Evidence("bytes_at_stake", stake, "bytes", source="memory"),
         ),
         time_at_stake_ms=0.0,
@@ -249,15 +260,17 @@ def memory_leak_across_steps(f: TraceFacts, limits):
     )
 
 
-@rule(
-    "temporary_at_peak",
-    category="memory_footprint",
-    scope="trace",
-    min_share=0.1,
-    min_bytes=256 << 10,
-    lookahead_events=4,
-)
-def temporary_at_peak(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class TemporaryAtPeakLimits(Limits):
+    """The thresholds of ``temporary_at_peak``."""
+
+    min_share: float = 0.1
+    min_bytes: int = 256 << 10
+    lookahead_events: int = 4
+
+
+@rule("temporary_at_peak", category="memory_footprint", scope="trace", limits=TemporaryAtPeakLimits)
+def temporary_at_peak(f: TraceFacts, limits: TemporaryAtPeakLimits):
     """The allocation that makes the peak is an out-of-place elementwise op whose same-size input is freed
     right after: an in-place form would not allocate it."""
     a = _analysis(f)
@@ -276,9 +289,9 @@ def temporary_at_peak(f: TraceFacts, limits):
     if size <= 0 or name not in INPLACE_OPS:
         return None
     share = size / max(1.0, float(peak.peak_bytes))
-    if share < limits["min_share"] or size < limits["min_bytes"]:
+    if share < limits.min_share or size < limits.min_bytes:
         return None
-    after = rows_dev[rows_dev > at][: int(limits["lookahead_events"])]
+    after = rows_dev[rows_dev > at][: int(limits.lookahead_events)]
     freed = [int(i) for i in after if int(events["bytes"].iloc[i]) == -size]
     if not freed:
         return None
@@ -297,12 +310,12 @@ def temporary_at_peak(f: TraceFacts, limits):
                 "temporary_share_of_peak",
                 share,
                 "fraction",
-                limits["min_share"],
+                limits.min_share,
                 ">=",
                 "memory",
                 rows=({"op": name, "bytes": size, "location": where, "ts_us": float(ev["ts_us"])},),
             ),
-            Evidence("bytes_at_stake", float(size), "bytes", limits["min_bytes"], ">=", "memory"),
+            Evidence("bytes_at_stake", float(size), "bytes", limits.min_bytes, ">=", "memory"),
         ),
         time_at_stake_ms=0.0,
         predicted_effect=f"x.{inplace}(...) (or out=) instead of x = {name.split('::')[-1]}(x, ...) lowers the peak by "
@@ -316,8 +329,16 @@ def temporary_at_peak(f: TraceFacts, limits):
     )
 
 
-@rule("allocator_fragmentation", category="memory_footprint", scope="trace", min_ratio=1.5, min_gap_bytes=256 << 20)
-def allocator_fragmentation(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class AllocatorFragmentationLimits(Limits):
+    """The thresholds of ``allocator_fragmentation``."""
+
+    min_ratio: float = 1.5
+    min_gap_bytes: int = 256 << 20
+
+
+@rule("allocator_fragmentation", category="memory_footprint", scope="trace", limits=AllocatorFragmentationLimits)
+def allocator_fragmentation(f: TraceFacts, limits: AllocatorFragmentationLimits):
     """Reserved memory far above allocated at the peak: the caching allocator holds split, cached segments."""
     a = _analysis(f)
     devices = a["peak"].devices
@@ -327,7 +348,7 @@ def allocator_fragmentation(f: TraceFacts, limits):
     row = gpu.sort_values("reserved_peak_bytes").iloc[-1]
     reserved, allocated = float(row["reserved_peak_bytes"]), float(max(1, row["peak_bytes"]))
     ratio, gap = reserved / allocated, reserved - allocated
-    if ratio < limits["min_ratio"] or gap < limits["min_gap_bytes"]:
+    if ratio < limits.min_ratio or gap < limits.min_gap_bytes:
         return None
     return Hypothesis(
         category="memory_footprint",
@@ -336,8 +357,8 @@ def allocator_fragmentation(f: TraceFacts, limits):
         mechanism="The caching allocator keeps freed blocks in segments sized for earlier requests; changing "
         "sizes split them, and a large request cannot reuse the scattered free space.",
         evidence=(
-            Evidence("reserved_over_allocated", ratio, "ratio", limits["min_ratio"], ">=", "memory"),
-            Evidence("bytes_at_stake", gap, "bytes", limits["min_gap_bytes"], ">=", "memory"),
+            Evidence("reserved_over_allocated", ratio, "ratio", limits.min_ratio, ">=", "memory"),
+            Evidence("bytes_at_stake", gap, "bytes", limits.min_gap_bytes, ">=", "memory"),
         ),
         time_at_stake_ms=0.0,
         predicted_effect="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets segments grow in place: reserved "

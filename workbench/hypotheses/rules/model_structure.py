@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
-from workbench.hypotheses.registry import NotJudged, rule
+from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 
 CONV_OPS = frozenset({"aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::convolution", "aten::_convolution"})
@@ -84,14 +85,21 @@ def _conv_bn_pairs(ops: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-@rule("conv_bias_before_batch_norm", category="memory_bound", scope="trace", min_pairs=1)
-def conv_bias_before_batch_norm(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class ConvBiasBeforeBatchNormLimits(Limits):
+    """The thresholds of ``conv_bias_before_batch_norm``."""
+
+    min_pairs: int = 1
+
+
+@rule("conv_bias_before_batch_norm", category="memory_bound", scope="trace", limits=ConvBiasBeforeBatchNormLimits)
+def conv_bias_before_batch_norm(f: TraceFacts, limits: ConvBiasBeforeBatchNormLimits):
     """A convolution adds a bias that the batch norm right after it subtracts again (with the mean)."""
     ops = f.require_cpu_ops()
     if (ops["input_dims"].astype(str) == "").all():
         raise NotJudged("input shapes were not recorded (profile with record_shapes=True): conv biases cannot be seen")
     pairs = _conv_bn_pairs(ops)
-    if len(pairs) < limits["min_pairs"]:
+    if len(pairs) < limits.min_pairs:
         return None
     try:
         gbps = float(f.ceiling.memory_gbps)
@@ -112,7 +120,7 @@ def conv_bias_before_batch_norm(f: TraceFacts, limits):
                 "conv_bias_then_bn",
                 len(pairs),
                 "pairs",
-                limits["min_pairs"],
+                limits.min_pairs,
                 ">=",
                 "cpu_ops (names, input dims)",
                 rows=rows(pairs, ["conv", "out_channels", "output_elements", "conv_us"], by="output_elements"),
@@ -141,8 +149,15 @@ def _union_us(ev: pd.DataFrame) -> float:
     return float(sum(union_length_by(ev["tid"].astype(str).to_numpy(), ev["ts_us"], ev["end_us"]).values()))
 
 
-@rule("data_parallel_not_ddp", category="communication", scope="trace", min_pct=1.0)
-def data_parallel_not_ddp(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class DataParallelNotDdpLimits(Limits):
+    """The thresholds of ``data_parallel_not_ddp``."""
+
+    min_pct: float = 1.0
+
+
+@rule("data_parallel_not_ddp", category="communication", scope="trace", limits=DataParallelNotDdpLimits)
+def data_parallel_not_ddp(f: TraceFacts, limits: DataParallelNotDdpLimits):
     """A single process drives several GPUs with nn.DataParallel (replicate/scatter/gather each step)."""
     if len(f.ranks) > 1:
         raise NotJudged("the trace has several ranks: DataParallel is a single-process pattern")
@@ -166,7 +181,7 @@ def data_parallel_not_ddp(f: TraceFacts, limits):
         return None
     dp_us = _union_us(dp)
     share = pct(dp_us, f.window_us)
-    if share < limits["min_pct"]:
+    if share < limits.min_pct:
         return None
     devices = sorted(int(d) for d in f.kernels["device"].unique()) if f.has_gpu and "device" in f.kernels else []
     by = dp.groupby("name", as_index=False).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
@@ -182,7 +197,7 @@ def data_parallel_not_ddp(f: TraceFacts, limits):
                 "data_parallel_pct",
                 share,
                 "%",
-                limits["min_pct"],
+                limits.min_pct,
                 source="cpu_ops + python_calls (names)",
                 rows=rows(by, ["name", "n", "dur_us"], by="dur_us"),
             ),

@@ -10,6 +10,8 @@ that launched it (M does not constrain tensor-core loads). Stakes are the kernel
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -17,7 +19,7 @@ from workbench.analysis.kernel_precision import FP32, HALF_TYPES, kernel_precisi
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.gpu_roofline import family_by_name
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
-from workbench.hypotheses.registry import NotJudged, rule
+from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, per_rank_max_us, rows, summed_over
 
 MATMUL_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear")
@@ -42,11 +44,19 @@ def matrix_kernels(f: TraceFacts) -> pd.DataFrame:
     return cache["matrix_kernels"]
 
 
-@rule("fp32_matmul_without_tf32", category="precision", scope="trace", min_compute_major=8, min_share_pct=10.0)
-def fp32_matmul_without_tf32(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class Fp32MatmulWithoutTf32Limits(Limits):
+    """The thresholds of ``fp32_matmul_without_tf32``."""
+
+    min_compute_major: int = 8
+    min_share_pct: float = 10.0
+
+
+@rule("fp32_matmul_without_tf32", category="precision", scope="trace", limits=Fp32MatmulWithoutTf32Limits)
+def fp32_matmul_without_tf32(f: TraceFacts, limits: Fp32MatmulWithoutTf32Limits):
     """fp32 matrix kernels (the kernel's name says fp32 on the CUDA cores) on a GPU with TF32 tensor cores."""
     k = f.require_gpu()
-    if _compute_major(f) < limits["min_compute_major"]:
+    if _compute_major(f) < limits.min_compute_major:
         return None
     mat = matrix_kernels(f)
     if mat.empty:
@@ -62,7 +72,7 @@ def fp32_matmul_without_tf32(f: TraceFacts, limits):
         )
     total = float(k.loc[(k["kind"] == "kernel") & (k["kernel_type"] == "computation"), "dur_us"].sum())
     share = pct(fp32["dur_us"].sum(), total)
-    if fp32.empty or share < limits["min_share_pct"]:
+    if fp32.empty or share < limits.min_share_pct:
         return None
     by_name = fp32.groupby("name", as_index=False).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
     stake_us = per_rank_max_us(fp32) / 2
@@ -77,14 +87,14 @@ def fp32_matmul_without_tf32(f: TraceFacts, limits):
         title=f"fp32 GEMMs without TF32 take {share:.0f}% of kernel time",
         observed=f"{len(fp32)} fp32 matrix kernels on the CUDA cores (by their names: sgemm / scudnn / simt), "
         f"{fp32['dur_us'].sum() / 1e3:.2f} ms of {total / 1e3:.2f} ms computation-kernel time{summed_over(k)}, "
-        f"on compute capability >= {int(limits['min_compute_major'])}",
+        f"on compute capability >= {int(limits.min_compute_major)}",
         mechanism="Full-fp32 GEMMs use the CUDA cores; TF32 tensor cores run them several times faster at ~10-bit mantissa.",
         evidence=(
             Evidence(
                 "fp32_gemm_share_pct",
                 share,
                 "%",
-                limits["min_share_pct"],
+                limits.min_share_pct,
                 source="kernels (type named in the kernel name)",
                 rows=rows(by_name, ["name", "n", "dur_us"], by="dur_us"),
             ),
@@ -120,8 +130,16 @@ def matmul_kn(name: str, input_dims: str) -> tuple[int, int] | None:
     return None
 
 
-@rule("half_matmul_unaligned", category="precision", scope="trace", alignment=8, min_share_pct=5.0)
-def half_matmul_unaligned(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class HalfMatmulUnalignedLimits(Limits):
+    """The thresholds of ``half_matmul_unaligned``."""
+
+    alignment: int = 8
+    min_share_pct: float = 5.0
+
+
+@rule("half_matmul_unaligned", category="precision", scope="trace", limits=HalfMatmulUnalignedLimits)
+def half_matmul_unaligned(f: TraceFacts, limits: HalfMatmulUnalignedLimits):
     """fp16/bf16 matrix kernels that ran unaligned: the kernel says ``_alignN`` below 16 bytes, or (no tag)
     the launching matmul's K or N is not a multiple of 8."""
     mat = matrix_kernels(f)
@@ -133,7 +151,7 @@ def half_matmul_unaligned(f: TraceFacts, limits):
                 "their launching ops record no dtype (profile with record_shapes=True)"
             )
         return None
-    align = int(limits["alignment"])
+    align = int(limits.alignment)
     tag = half["alignment"].to_numpy(np.int64)
     ops = f.cpu_ops
     is_mm = ops["name"].astype(str).isin(MATMUL_OPS).to_numpy() if not ops.empty else np.zeros(0, bool)
@@ -157,7 +175,7 @@ def half_matmul_unaligned(f: TraceFacts, limits):
     )
     whole = float(half.loc[judged, "dur_us"].sum())
     share = pct(bad["dur_us"].sum(), whole)
-    if bad.empty or share < limits["min_share_pct"]:
+    if bad.empty or share < limits.min_share_pct:
         return None
     by_kernel = bad.groupby(["name", "kernel_align", "op", "input_dims", "judged_by"], as_index=False).agg(
         n=("dur_us", "size"), dur_us=("dur_us", "sum")
@@ -175,7 +193,7 @@ def half_matmul_unaligned(f: TraceFacts, limits):
                 "unaligned_matmul_share_pct",
                 share,
                 "%",
-                limits["min_share_pct"],
+                limits.min_share_pct,
                 source="matrix kernels (alignment in the kernel name; else the launching op's K, N)",
                 rows=rows(
                     by_kernel, ["name", "kernel_align", "op", "input_dims", "judged_by", "n", "dur_us"], by="dur_us"

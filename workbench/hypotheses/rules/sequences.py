@@ -4,13 +4,15 @@ fusing it removes."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 from numpy.lib.stride_tricks import sliding_window_view
 
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
-from workbench.hypotheses.registry import NotJudged, rule
+from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct
 
 MAX_EVENTS = 100_000  # per stream / thread: the latest ones (a steady state repeats within them)
@@ -79,23 +81,25 @@ def best_sequence(names: np.ndarray, min_len: int, max_len: int, min_repeats: in
     return best
 
 
-@rule(
-    "frequent_sequences",
-    category="launch_overhead",
-    scope="trace",
-    min_len=3,
-    max_len=10,
-    min_repeats=5,
-    min_stake_pct=1.0,
-)
-def frequent_sequences(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class FrequentSequencesLimits(Limits):
+    """The thresholds of ``frequent_sequences``."""
+
+    min_len: int = 3
+    max_len: int = 10
+    min_repeats: int = 5
+    min_stake_pct: float = 1.0
+
+
+@rule("frequent_sequences", category="launch_overhead", scope="trace", limits=FrequentSequencesLimits)
+def frequent_sequences(f: TraceFacts, limits: FrequentSequencesLimits):
     """The same sequence of kernels (or ops) repeats many times: a fusion or CUDA-graph candidate."""
     if not f.has_gpu and f.cpu_ops.empty:
         raise NotJudged("no GPU kernels and no CPU operator events in the trace")
     found = []
     for where, ev in _streams(f):
         names = ev["name"].astype(str).to_numpy()
-        hit = best_sequence(names, int(limits["min_len"]), int(limits["max_len"]), int(limits["min_repeats"]))
+        hit = best_sequence(names, int(limits.min_len), int(limits.max_len), int(limits.min_repeats))
         if hit is not None:
             found.append((where, ev, names, *hit))
     if not found:
@@ -108,7 +112,7 @@ def frequent_sequences(f: TraceFacts, limits):
     seq_us = float(np.sum(end[starts + n - 1] - ts[starts]))
     window = f.window_us
     share = pct(inside_us, window)
-    if share < limits["min_stake_pct"]:
+    if share < limits.min_stake_pct:
         return None
     seq = [str(x)[:70] for x in names[starts[0] : starts[0] + n]]
     unit = "kernels" if f.has_gpu else "ops"
@@ -124,12 +128,12 @@ def frequent_sequences(f: TraceFacts, limits):
                 "gap_inside_repeats_pct",
                 share,
                 "%",
-                limits["min_stake_pct"],
+                limits.min_stake_pct,
                 source=f"{unit} in time order",
                 rows=tuple({"position": i, "name": s} for i, s in enumerate(seq)),
             ),
-            Evidence("repeats", len(starts), "times", limits["min_repeats"], ">=", f"{unit} (non-overlapping n-grams)"),
-            Evidence("sequence_length", n, unit, limits["min_len"], ">=", f"{unit} (non-overlapping n-grams)"),
+            Evidence("repeats", len(starts), "times", limits.min_repeats, ">=", f"{unit} (non-overlapping n-grams)"),
+            Evidence("sequence_length", n, unit, limits.min_len, ">=", f"{unit} (non-overlapping n-grams)"),
         ),
         time_at_stake_ms=bounded_ms(inside_us, window),
         predicted_effect="capturing the sequence as a CUDA graph or fusing it (torch.compile) removes the gaps between its "

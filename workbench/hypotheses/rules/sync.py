@@ -3,9 +3,11 @@ each traced to the op that caused it (``workbench.analysis.sync_audit``)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
-from workbench.hypotheses.registry import rule
+from workbench.hypotheses.registry import Limits, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 
 
@@ -26,8 +28,16 @@ def _by_cause(table):
     )
 
 
-@rule("host_sync_calls", category="host_sync", scope="trace", min_sync_pct=5.0, min_calls=1)
-def host_sync_calls(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class HostSyncCallsLimits(Limits):
+    """The thresholds of ``host_sync_calls``."""
+
+    min_sync_pct: float = 5.0
+    min_calls: int = 1
+
+
+@rule("host_sync_calls", category="host_sync", scope="trace", limits=HostSyncCallsLimits)
+def host_sync_calls(f: TraceFacts, limits: HostSyncCallsLimits):
     """The host blocks on the device in synchronize calls or synchronous copies/memsets (one finding per
     rank: its blocked time as a share of that rank's own window, its calls per step of that rank)."""
     audit = f.sync_audit
@@ -41,7 +51,7 @@ def host_sync_calls(f: TraceFacts, limits):
         window = windows.get(rank, f.window_us)
         total = float(mine["blocked_us"].sum())
         share = pct(total, window)
-        if len(mine) < limits["min_calls"] or share < limits["min_sync_pct"]:
+        if len(mine) < limits.min_calls or share < limits.min_sync_pct:
             continue
         by_op = _by_cause(mine)
         worst = by_op.sort_values("blocked_us", ascending=False).iloc[0]
@@ -60,11 +70,11 @@ def host_sync_calls(f: TraceFacts, limits):
                         "sync_time_pct",
                         share,
                         "%",
-                        limits["min_sync_pct"],
+                        limits.min_sync_pct,
                         source="sync audit (of the rank's window)",
                         rows=rows(by_op, ["cause_op", "op", "api", "kind", "n", "blocked_us"], by="blocked_us"),
                     ),
-                    Evidence("sync_calls", len(mine), "calls", limits["min_calls"], ">=", "sync audit"),
+                    Evidence("sync_calls", len(mine), "calls", limits.min_calls, ">=", "sync audit"),
                 ),
                 time_at_stake_ms=bounded_ms(total, window),
                 predicted_effect="keeping values on the device (or reading them once per N steps) removes most of the blocked time",
@@ -73,7 +83,7 @@ def host_sync_calls(f: TraceFacts, limits):
                     "a sync at the end of a step is only as costly as the GPU work it waits for",
                     "profilers add their own synchronisation",
                 ),
-                confidence="high" if share > 3 * limits["min_sync_pct"] else "medium",
+                confidence="high" if share > 3 * limits.min_sync_pct else "medium",
                 # a blocking copy from pageable memory is what pinned memory removes; other syncs (.item(),
                 # .cpu(), synchronize) are the code's own: no catalog fix removes them (a CUDA graph cannot
                 # even be captured around one)

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from workbench.hypotheses.hypothesis import NO_INTERVAL_METRIC, Evidence, Hypothesis
-from workbench.hypotheses.registry import NotJudged, rule
+from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.run_facts import RunFacts, field_of
 
 
-@rule("cold_start", category="cold_start", scope="run", min_ratio=5.0, min_one_time_share_pct=10.0)
-def cold_start(f: RunFacts, limits):
+@dataclass(frozen=True)
+class ColdStartLimits(Limits):
+    """The thresholds of ``cold_start``."""
+
+    min_ratio: float = 5.0
+    min_one_time_share_pct: float = 10.0
+
+
+@rule("cold_start", category="cold_start", scope="run", limits=ColdStartLimits)
+def cold_start(f: RunFacts, limits: ColdStartLimits):
     """The first call costs much more than a steady-state call, and that one-time cost is a real part of
     the calls the user makes.
 
@@ -29,7 +39,7 @@ def cold_start(f: RunFacts, limits):
     calls = f.one_time_cost_calls
     whole_ms = calls * steady + max(excess, 0.0)
     share = 100.0 * excess / whole_ms if whole_ms > 0 else 0.0
-    if ratio <= limits["min_ratio"] or excess <= 0 or share < limits["min_one_time_share_pct"]:
+    if ratio <= limits.min_ratio or excess <= 0 or share < limits.min_one_time_share_pct:
         return None
     compile_ms = field_of(f.compile, "compile_time_ms")
     from workbench.hypotheses.rules.torch_compile import break_compile_ms
@@ -39,12 +49,12 @@ def cold_start(f: RunFacts, limits):
     # stated number of calls (the run's expected_calls, else ONE_TIME_COST_CALLS)
     once_ms = max(0.0, excess - owed_elsewhere)
     ev = [
-        Evidence("cold_over_median", min(ratio, 1e12), "x", limits["min_ratio"], source="run.cold_ms"),
+        Evidence("cold_over_median", min(ratio, 1e12), "x", limits.min_ratio, source="run.cold_ms"),
         Evidence(
             "one_time_share_pct",
             share,
             "%",
-            limits["min_one_time_share_pct"],
+            limits.min_one_time_share_pct,
             ">=",
             source=f"run.cold_ms against {calls} steady calls ({f.one_time_basis})",
             rows=(
@@ -92,21 +102,19 @@ HIGH_ONE_TIME_SHARE_PCT = 50.0  # a one-time cost this share of the stated calls
 def _timer_floor_ms(timing) -> float:
     """The least per-sample time the timer resolves by ``timer_resolution``'s own limits (``min_ticks`` ticks,
     ``min_call_us`` a call): below it a median is timer overhead, not the call."""
-    from workbench.hypotheses.registry import registered_rule
-
-    limits = registered_rule("timer_resolution").thresholds
+    limits = TimerResolutionLimits()
     return max(
-        limits["min_ticks"] * max(timing.timer_resolution_ms, 0.0),
-        limits["min_call_us"] * 1e-3 * max(1, timing.calls_per_sample),
+        limits.min_ticks * max(timing.timer_resolution_ms, 0.0),
+        limits.min_call_us * 1e-3 * max(1, timing.calls_per_sample),
     )
 
 
-def _noise(f: RunFacts, limits):
+def _noise(f: RunFacts, limits: NoisyTimingLimits):
     timing = f.require_timing()
     if timing.n < 4:
         return None
     rel = timing.relative_iqr
-    if rel <= limits["max_relative_iqr"]:
+    if rel <= limits.max_relative_iqr:
         return None
     lo, hi = timing.median_ci_ms()
     half_ci_ms = max(hi - lo, 0.0) / 2
@@ -114,7 +122,7 @@ def _noise(f: RunFacts, limits):
     # outliers (a shared machine's preemptions) widen the IQR; only a wide interval on the
     # median makes the number itself untrustworthy. A caveat about the measurement is never of
     # high confidence as a finding about the workload: at most medium.
-    confidence = "medium" if rel_ci > limits["max_relative_ci"] else "low"
+    confidence = "medium" if rel_ci > limits.max_relative_ci else "low"
     from workbench.hypotheses.rules.torch_compile import steady_recompiles
 
     recompiled = f.compile is not None and steady_recompiles(f.compile) > 0
@@ -132,7 +140,7 @@ def _noise(f: RunFacts, limits):
                 "relative_iqr",
                 rel,
                 "fraction",
-                limits["max_relative_iqr"],
+                limits.max_relative_iqr,
                 source="run.timing",
                 rows=(
                     {
@@ -147,7 +155,7 @@ def _noise(f: RunFacts, limits):
                 "median_ci_half_width_rel",
                 min(rel_ci, 1e12),
                 "fraction",
-                limits["max_relative_ci"],
+                limits.max_relative_ci,
                 source="run.timing (95% interval of the median)",
             ),
         ),
@@ -160,8 +168,16 @@ def _noise(f: RunFacts, limits):
     )
 
 
-@rule("noisy_timing", category="measurement", scope="run", max_relative_iqr=0.10, max_relative_ci=0.05)
-def noisy_timing(f: RunFacts, limits):
+@dataclass(frozen=True)
+class NoisyTimingLimits(Limits):
+    """The thresholds of ``noisy_timing``."""
+
+    max_relative_iqr: float = 0.10
+    max_relative_ci: float = 0.05
+
+
+@rule("noisy_timing", category="measurement", scope="run", limits=NoisyTimingLimits)
+def noisy_timing(f: RunFacts, limits: NoisyTimingLimits):
     """The spread of the timing samples is large against their median."""
     return _noise(f, limits)
 
@@ -169,14 +185,21 @@ def noisy_timing(f: RunFacts, limits):
 NO_INTERVAL_BELOW = 6  # 2 * 0.5**n > 0.05 for n < 6: no order-statistic 95 % interval of the median
 
 
-@rule("too_few_samples", category="measurement", scope="run", min_samples=10)
-def too_few_samples(f: RunFacts, limits):
+@dataclass(frozen=True)
+class TooFewSamplesLimits(Limits):
+    """The thresholds of ``too_few_samples``."""
+
+    min_samples: int = 10
+
+
+@rule("too_few_samples", category="measurement", scope="run", limits=TooFewSamplesLimits)
+def too_few_samples(f: RunFacts, limits: TooFewSamplesLimits):
     """Too few timed samples for a tight interval on the median."""
     timing = f.require_timing()
-    if timing.n >= limits["min_samples"]:
+    if timing.n >= limits.min_samples:
         return None
     lo, hi = timing.median_ci_ms()
-    evidence = [Evidence("n_samples", timing.n, "samples", limits["min_samples"], "<", "run.timing")]
+    evidence = [Evidence("n_samples", timing.n, "samples", limits.min_samples, "<", "run.timing")]
     if timing.n < NO_INTERVAL_BELOW:
         # no distribution-free 95 % interval of the median exists: the whole median is uncertain, the
         # timing cannot be judged at all, and this caveat leads the ranking (diagnose.voids_timing)
@@ -214,13 +237,21 @@ def too_few_samples(f: RunFacts, limits):
     )
 
 
-@rule("timer_resolution", category="measurement", scope="run", min_ticks=100.0, min_call_us=5.0)
-def timer_resolution(f: RunFacts, limits):
+@dataclass(frozen=True)
+class TimerResolutionLimits(Limits):
+    """The thresholds of ``timer_resolution``."""
+
+    min_ticks: float = 100.0
+    min_call_us: float = 5.0
+
+
+@rule("timer_resolution", category="measurement", scope="run", limits=TimerResolutionLimits)
+def timer_resolution(f: RunFacts, limits: TimerResolutionLimits):
     """A sample is so short that the timer's resolution and call overhead dominate it."""
     timing = f.require_timing()
     ticks = timing.median_ms / timing.timer_resolution_ms if timing.timer_resolution_ms > 0 else float("inf")
     per_call_us = timing.median_ms * 1e3 / max(1, timing.calls_per_sample)
-    if ticks >= limits["min_ticks"] and per_call_us >= limits["min_call_us"]:
+    if ticks >= limits.min_ticks and per_call_us >= limits.min_call_us:
         return None
     return Hypothesis(
         category="measurement",
@@ -228,8 +259,8 @@ def timer_resolution(f: RunFacts, limits):
         observed=f"median {timing.median_ms * 1e3:.3f} µs per sample, {timing.calls_per_sample} call(s) per sample",
         mechanism="Timer overhead and resolution (and, on GPU, launch latency) are a large part of so short a sample.",
         evidence=(
-            Evidence("per_call_us", per_call_us, "us", limits["min_call_us"], "<", "run.timing"),
-            Evidence("timer_ticks", min(ticks, 1e12), "ticks", limits["min_ticks"], "<", "run.timing"),
+            Evidence("per_call_us", per_call_us, "us", limits.min_call_us, "<", "run.timing"),
+            Evidence("timer_ticks", min(ticks, 1e12), "ticks", limits.min_ticks, "<", "run.timing"),
         ),
         time_at_stake_ms=timing.median_ms,
         predicted_effect="timing many calls per sample gives a per-call time that does not depend on the timer",

@@ -18,8 +18,10 @@ hand-written dicts) count every recompile logged.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
-from workbench.hypotheses.registry import NotJudged, rule
+from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.run_facts import RunFacts, field_of
 
 
@@ -147,12 +149,19 @@ def _median(f: RunFacts) -> float:
     return f.require_timing().median_ms
 
 
-@rule("graph_breaks", category="graph_break", scope="run", min_breaks=1)
-def graph_breaks(f: RunFacts, limits):
+@dataclass(frozen=True)
+class GraphBreaksLimits(Limits):
+    """The thresholds of ``graph_breaks``."""
+
+    min_breaks: int = 1
+
+
+@rule("graph_breaks", category="graph_break", scope="run", limits=GraphBreaksLimits)
+def graph_breaks(f: RunFacts, limits: GraphBreaksLimits):
     """torch.compile split the function into several graphs with eager code between them."""
     diag = f.require_compile()
     n_breaks = int(field_of(diag, "graph_break_count", 0) or 0)
-    if n_breaks < limits["min_breaks"]:
+    if n_breaks < limits.min_breaks:
         return None
     per_call = graphs_per_call(diag)
     n_graphs = per_call or int(field_of(diag, "graph_count", n_breaks + 1) or n_breaks + 1)
@@ -199,7 +208,7 @@ def graph_breaks(f: RunFacts, limits):
         mechanism="At each break dynamo returns to Python: the code between graphs runs eagerly, "
         "and fusion cannot cross the break.",
         evidence=(
-            Evidence("graph_break_count", n_breaks, "breaks", limits["min_breaks"], ">=", "run.compile", rows),
+            Evidence("graph_break_count", n_breaks, "breaks", limits.min_breaks, ">=", "run.compile", rows),
             Evidence(
                 "graphs_per_call" if per_call else "graph_count",
                 n_graphs,
@@ -228,15 +237,22 @@ def graph_breaks(f: RunFacts, limits):
     )
 
 
-@rule("recompiles", category="recompilation", scope="run", min_recompiles=1)
-def recompiles(f: RunFacts, limits):
+@dataclass(frozen=True)
+class RecompilesLimits(Limits):
+    """The thresholds of ``recompiles``."""
+
+    min_recompiles: int = 1
+
+
+@rule("recompiles", category="recompilation", scope="run", limits=RecompilesLimits)
+def recompiles(f: RunFacts, limits: RecompilesLimits):
     """torch.compile recompiled during the steady state (guard failures, changing shapes)."""
     diag = f.require_compile()
     n = steady_recompiles(diag)
     limit_hit = bool(field_of(diag, "recompile_limit_hit", False)) or "recompile_limit" in str(
         field_of(diag, "note", "")
     )
-    if n < limits["min_recompiles"] and not limit_hit:
+    if n < limits.min_recompiles and not limit_hit:
         return None
     reasons = _recompile_reasons(diag, steady_only=True)
     n_first = first_recompiles(diag)
@@ -258,7 +274,7 @@ def recompiles(f: RunFacts, limits):
             "recompile_count",
             n,
             "recompiles",
-            limits["min_recompiles"],
+            limits.min_recompiles,
             ">=",
             "run.compile",
             tuple({"reason": r[:200]} for r in dict.fromkeys(reasons))[:5],
@@ -294,12 +310,19 @@ def recompiles(f: RunFacts, limits):
     )
 
 
-@rule("cudagraph_skipped", category="launch_overhead", scope="run", min_skips=1)
-def cudagraph_skipped(f: RunFacts, limits):
+@dataclass(frozen=True)
+class CudagraphSkippedLimits(Limits):
+    """The thresholds of ``cudagraph_skipped``."""
+
+    min_skips: int = 1
+
+
+@rule("cudagraph_skipped", category="launch_overhead", scope="run", limits=CudagraphSkippedLimits)
+def cudagraph_skipped(f: RunFacts, limits: CudagraphSkippedLimits):
     """Inductor wanted CUDA graphs (mode=reduce-overhead) but skipped them, with reasons."""
     diag = f.require_compile()
     reasons = _reasons(diag, "cudagraph_skip_reasons")
-    if not reasons or len(reasons) < limits["min_skips"]:
+    if not reasons or len(reasons) < limits.min_skips:
         return None
     return Hypothesis(
         category="launch_overhead",
@@ -311,7 +334,7 @@ def cudagraph_skipped(f: RunFacts, limits):
                 "cudagraph_skips",
                 len(reasons),
                 "skips",
-                limits["min_skips"],
+                limits.min_skips,
                 ">=",
                 "run.compile",
                 rows=tuple({"reason": r[:200]} for r in reasons[:5]),
@@ -327,12 +350,19 @@ def cudagraph_skipped(f: RunFacts, limits):
     )
 
 
-@rule("fallback_kernels", category="graph_break", scope="run", min_fallback_ops=1)
-def fallback_kernels(f: RunFacts, limits):
+@dataclass(frozen=True)
+class FallbackKernelsLimits(Limits):
+    """The thresholds of ``fallback_kernels``."""
+
+    min_fallback_ops: int = 1
+
+
+@rule("fallback_kernels", category="graph_break", scope="run", limits=FallbackKernelsLimits)
+def fallback_kernels(f: RunFacts, limits: FallbackKernelsLimits):
     """Inductor left ops as eager fallback kernels inside the compiled graph."""
     diag = f.require_compile()
     ops = _reasons(diag, "fallback_kernels")
-    if not ops or len(ops) < limits["min_fallback_ops"]:
+    if not ops or len(ops) < limits.min_fallback_ops:
         return None
     return Hypothesis(
         category="graph_break",
@@ -344,7 +374,7 @@ def fallback_kernels(f: RunFacts, limits):
                 "fallback_kernel_count",
                 len(ops),
                 "ops",
-                limits["min_fallback_ops"],
+                limits.min_fallback_ops,
                 ">=",
                 "run.compile",
                 rows=tuple({"op": o} for o in list(dict.fromkeys(ops))[:5]),

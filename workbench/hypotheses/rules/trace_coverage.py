@@ -5,11 +5,13 @@ diagnosis says so instead of staying silent: a caveat on the measurement."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
-from workbench.hypotheses.registry import NotJudged, rule
+from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms
 
 
@@ -22,8 +24,15 @@ def _inside(ts: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> int:
     return int(np.sum(ok & (ts < ends[np.clip(i, 0, None)])))
 
 
-@rule("trace_records_no_work", category="measurement", scope="trace", min_events_per_step=1.0)
-def trace_records_no_work(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class TraceRecordsNoWorkLimits(Limits):
+    """The thresholds of ``trace_records_no_work``."""
+
+    min_events_per_step: float = 1.0
+
+
+@rule("trace_records_no_work", category="measurement", scope="trace", limits=TraceRecordsNoWorkLimits)
+def trace_records_no_work(f: TraceFacts, limits: TraceRecordsNoWorkLimits):
     """The traced calls hold (almost) no recorded op or kernel, fewer than one a call: the trace cannot explain
     where their time went."""
     steps = f.steps
@@ -34,7 +43,7 @@ def trace_records_no_work(f: TraceFacts, limits):
     ends = starts + order["dur_us"].to_numpy(dtype=float)
     events = sum(_inside(t["ts_us"].to_numpy(dtype=float), starts, ends) for t in (f.cpu_ops, f.kernels) if not t.empty)
     per_step = events / len(starts)
-    if per_step >= limits["min_events_per_step"]:
+    if per_step >= limits.min_events_per_step:
         return None
     total = float(np.sum(ends - starts))
     return Hypothesis(
@@ -49,7 +58,7 @@ def trace_records_no_work(f: TraceFacts, limits):
                 "events_per_step",
                 per_step,
                 "events",
-                limits["min_events_per_step"],
+                limits.min_events_per_step,
                 "<",
                 "cpu_ops and kernels within the step annotations",
                 rows=({"steps": len(starts), "traced_ms": round(total / 1e3, 4), "events": events},),

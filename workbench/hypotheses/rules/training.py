@@ -3,23 +3,32 @@ optimizers (foreach off), gradients zeroed instead of set to None."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
-from workbench.hypotheses.registry import NotJudged, rule
+from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 
 
-@rule("data_loading_share", category="host_bound", scope="trace", min_share_pct=10.0)
-def data_loading_share(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class DataLoadingShareLimits(Limits):
+    """The thresholds of ``data_loading_share``."""
+
+    min_share_pct: float = 10.0
+
+
+@rule("data_loading_share", category="host_bound", scope="trace", limits=DataLoadingShareLimits)
+def data_loading_share(f: TraceFacts, limits: DataLoadingShareLimits):
     """The DataLoader's __next__ takes a large share of the step."""
     ops = f.require_cpu_ops()
     dl = ops[ops["name"].astype(str).str.contains(r"enumerate\(DataLoader\)|DataLoaderIter.*__next__", regex=True)]
     total = f.window_us
     share = pct(dl["dur_us"].sum(), total)
-    if dl.empty or share < limits["min_share_pct"]:
+    if dl.empty or share < limits.min_share_pct:
         return None
     return Hypothesis(
         category="host_bound",
@@ -31,7 +40,7 @@ def data_loading_share(f: TraceFacts, limits):
                 "data_loading_pct",
                 share,
                 "%",
-                limits["min_share_pct"],
+                limits.min_share_pct,
                 source="cpu_ops",
                 rows=rows(dl, ["name", "ts_us", "dur_us"], by="dur_us"),
             ),
@@ -41,7 +50,7 @@ def data_loading_share(f: TraceFacts, limits):
         falsifier="train on one cached batch repeated: if the step time does not fall by the loading time, loading was hidden "
         "(no variant in the registry changes data loading: that experiment is your own rewrite)",
         confounders=("the first fetch starts the workers",),
-        confidence="high" if share > 3 * limits["min_share_pct"] else "medium",
+        confidence="high" if share > 3 * limits.min_share_pct else "medium",
         suggested_variants=(),
         scope="host",
     )
@@ -121,8 +130,15 @@ def parameter_tensors(names: np.ndarray, steps: int) -> tuple[float, str]:
     return n, f"its repeated ops' counts per step are multiples of {n:.0f}"
 
 
-@rule("single_tensor_optimizer", category="launch_overhead", scope="trace", min_ops_per_step=50)
-def single_tensor_optimizer(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class SingleTensorOptimizerLimits(Limits):
+    """The thresholds of ``single_tensor_optimizer``."""
+
+    min_ops_per_step: int = 50
+
+
+@rule("single_tensor_optimizer", category="launch_overhead", scope="trace", limits=SingleTensorOptimizerLimits)
+def single_tensor_optimizer(f: TraceFacts, limits: SingleTensorOptimizerLimits):
     """The optimizer step updates parameters one tensor at a time (foreach/fused off)."""
     ops = f.require_cpu_ops()
     steps = optimizer_spans(f, "Optimizer.step#")
@@ -134,7 +150,7 @@ def single_tensor_optimizer(f: TraceFacts, limits):
     if any("_foreach_" in name or "_fused_" in name for name in set(names[picked].tolist())):
         return None
     per_step = picked.size / len(inside)
-    if per_step < limits["min_ops_per_step"]:
+    if per_step < limits.min_ops_per_step:
         return None
     cls = optimizer_class(steps)
     n_params, how = parameter_tensors(names[picked], len(inside))
@@ -152,7 +168,7 @@ def single_tensor_optimizer(f: TraceFacts, limits):
                 "optimizer_ops_per_step",
                 per_step,
                 "ops",
-                limits["min_ops_per_step"],
+                limits.min_ops_per_step,
                 ">=",
                 "cpu_ops",
                 rows=rows(steps, ["name", "dur_us"], by="dur_us"),
@@ -170,8 +186,15 @@ def single_tensor_optimizer(f: TraceFacts, limits):
     )
 
 
-@rule("zero_grad_not_none", category="launch_overhead", scope="trace", min_zero_ops=10)
-def zero_grad_not_none(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class ZeroGradNotNoneLimits(Limits):
+    """The thresholds of ``zero_grad_not_none``."""
+
+    min_zero_ops: int = 10
+
+
+@rule("zero_grad_not_none", category="launch_overhead", scope="trace", limits=ZeroGradNotNoneLimits)
+def zero_grad_not_none(f: TraceFacts, limits: ZeroGradNotNoneLimits):
     """zero_grad() fills gradients with zeros (set_to_none=False) instead of dropping them."""
     ops = f.require_cpu_ops()
     zg = optimizer_spans(f, "Optimizer.zero_grad#")
@@ -179,7 +202,7 @@ def zero_grad_not_none(f: TraceFacts, limits):
         raise NotJudged("no optimizer zero_grad in the trace (no Optimizer.zero_grad# annotation or op)")
     is_zero = ops["name"].astype(str).isin(["aten::zero_", "aten::fill_"]).to_numpy()
     zeros = sum(int(is_zero[picked].sum()) for picked in _ops_inside(ops, zg))
-    if zeros < limits["min_zero_ops"]:
+    if zeros < limits.min_zero_ops:
         return None
     cls = optimizer_class(zg)
     return Hypothesis(
@@ -192,7 +215,7 @@ def zero_grad_not_none(f: TraceFacts, limits):
                 "zero_ops",
                 zeros,
                 "ops",
-                limits["min_zero_ops"],
+                limits.min_zero_ops,
                 ">=",
                 "cpu_ops",
                 rows=rows(zg, ["name", "dur_us"], by="dur_us"),

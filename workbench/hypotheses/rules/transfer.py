@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 
 from workbench.analysis.intervals import intersection_length, union_length
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
-from workbench.hypotheses.registry import rule
+from workbench.hypotheses.registry import Limits, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
 
 HOST_DEVICE = r"HtoD|DtoH|Pageable|Pinned|Host"
@@ -26,8 +28,15 @@ def _copy_rows(f: TraceFacts, rank: int) -> tuple[dict, ...]:
     return rows(table, ["direction", "host_memory", "count", "bytes", "dur_us", "gbps"], by="dur_us")
 
 
-@rule("transfer_share", category="transfer", scope="trace", min_share_pct=10.0)
-def transfer_share(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class TransferShareLimits(Limits):
+    """The thresholds of ``transfer_share``."""
+
+    min_share_pct: float = 10.0
+
+
+@rule("transfer_share", category="transfer", scope="trace", limits=TransferShareLimits)
+def transfer_share(f: TraceFacts, limits: TransferShareLimits):
     """Host<->device copies take a large share of the GPU's span, not hidden under compute."""
     copies = _host_copies(f)
     out = []
@@ -40,7 +49,7 @@ def transfer_share(f: TraceFacts, limits):
         copy_us = union_length(*copy_i)
         exposed = copy_us - intersection_length(copy_i, (k["ts_us"].to_numpy(float), k["end_us"].to_numpy(float)))
         share = pct(exposed, r.span_us)
-        if share < limits["min_share_pct"]:
+        if share < limits.min_share_pct:
             continue
         by_dir = _copy_rows(f, r["rank"])
         out.append(
@@ -54,7 +63,7 @@ def transfer_share(f: TraceFacts, limits):
                         "exposed_transfer_pct",
                         share,
                         "%",
-                        limits["min_share_pct"],
+                        limits.min_share_pct,
                         source="kernels (memcpy) + copy stats",
                         rows=by_dir,
                     ),
@@ -72,14 +81,21 @@ def transfer_share(f: TraceFacts, limits):
     return out
 
 
-@rule("pageable_memcpy", category="transfer", scope="trace", min_pageable_pct=1.0)
-def pageable_memcpy(f: TraceFacts, limits):
+@dataclass(frozen=True)
+class PageableMemcpyLimits(Limits):
+    """The thresholds of ``pageable_memcpy``."""
+
+    min_pageable_pct: float = 1.0
+
+
+@rule("pageable_memcpy", category="transfer", scope="trace", limits=PageableMemcpyLimits)
+def pageable_memcpy(f: TraceFacts, limits: PageableMemcpyLimits):
     """Async copies from pageable host memory (staged through a bounce buffer, not truly async)."""
     copies = _host_copies(f)
     pageable = copies[copies["name"].astype(str).str.contains("Pageable")]
     window = f.window_us
     total = float(pageable["dur_us"].sum())
-    if pageable.empty or pct(total, window) < limits["min_pageable_pct"]:
+    if pageable.empty or pct(total, window) < limits.min_pageable_pct:
         return None
     stats = f.copies.table
     paged = stats[(stats["kind"] == "memcpy") & (stats["host_memory"] == "pageable")]
@@ -94,7 +110,7 @@ def pageable_memcpy(f: TraceFacts, limits):
                 "pageable_copy_pct",
                 pct(total, window),
                 "%",
-                limits["min_pageable_pct"],
+                limits.min_pageable_pct,
                 source="kernels (memcpy)",
                 rows=rows(pageable, ["name", "ts_us", "dur_us", "bytes"], by="dur_us"),
             ),
