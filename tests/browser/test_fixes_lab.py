@@ -41,6 +41,8 @@ def test_the_fixes_of_a_training_step_are_listed_and_checked_in_jupyterlab(brows
     listed = cells.nth(2).locator(".jp-OutputArea").inner_text()
     compared = cells.nth(3).locator(".jp-OutputArea").inner_text()
     assert "sdpa_attention" in listed and "attn" in listed, listed[-2000:]
+    # where it applies reads by the prompt of the cell that defines the attention, not ipykernel's file hash
+    assert "cell [1], line 17" in listed and ".py:17" not in listed, listed[-2000:]
     assert "fused_optimizer" in listed and "AdamW" in listed, listed[-2000:]
     assert "Traceback" not in compared and compared.count("Decision record") == 1, compared[-3000:]
     assert "sdpa_attention" in compared and "fused_optimizer" in compared, compared[-3000:]

@@ -106,7 +106,7 @@ def test_syntax_error_runs_nothing(ip, run_cell):
     ip.user_ns["untouched"] = "yes"
     result = run_cell("%%gpuprofile\nuntouched = 'no'\ny = (\n")
     assert isinstance(result.error_in_exec, UsageError)
-    assert "syntax error at line 2" in str(result.error_in_exec)
+    assert "syntax error at line 3" in str(result.error_in_exec)  # the cell's line 3 (under the magic line)
     assert ip.user_ns["untouched"] == "yes"
 
 

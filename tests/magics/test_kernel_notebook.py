@@ -28,7 +28,7 @@ CELLS = [
     "print(_gpuprofile.name)",
     # the attribution names a cell by the prompt the user sees: cell [7], not ipykernel's file hash
     "def work(v):\n    w = v.sin() * 2\n    return (w + 1).relu()",
-    "%%gpuprofile -w 1 -r 3 -q\nwork(x).sum()",
+    "%%gpuprofile -w 1 -r 3 -q\nwork(x).sum()\nz = (x * 3).exp()",
     "print(list(_gpuprofile.attribution.sources.table['location']))",
 ]
 
@@ -92,3 +92,7 @@ def test_the_attribution_names_cells_by_their_execution_count(executed):
     assert f"cell [{defined.execution_count}], line 1" not in shown, shown
     assert f"cell [{profiled.execution_count}]" in shown and "notebook cell" not in shown, shown
     assert f"cell [{profiled.execution_count + 1}]" not in shown, shown  # not IPython's next count
+    # the profiled cell's own statements (its body, run at top level) by their lines in the cell as the
+    # user sees it: the magic's line is line 1, work(x).sum() line 2, z = ... line 3
+    assert f"cell [{profiled.execution_count}], line 2 (top level)" in shown, shown
+    assert f"cell [{profiled.execution_count}], line 3 (top level)" in shown, shown

@@ -23,6 +23,7 @@ from workbench.fixes.fix import Applicability
 from workbench.fixes.listing import FixList
 from workbench.hypotheses import HypothesisList
 from workbench.render.base import DISPLAYED_BY_NAME, PLAIN_TEXT_BY_NAME, RENDERERS
+from workbench.render.tables import NOTEBOOK_CSS
 from workbench.variants.decision import DecisionRecord
 
 from .conftest import HOSTILE_OP, decision_record, make_diagnosis, make_run
@@ -109,7 +110,8 @@ def test_the_value_draws_nothing_itself(name):
 def test_the_shell_displays_the_render_html_through_the_registry(shell, name):
     value = values()[name]
     data, _ = shell.display_formatter.format(value)
-    assert data.get("text/html") == render.html(value), name
+    # the rendering, after the one table style a notebook needs (its own stylesheet right-aligns text)
+    assert data.get("text/html") == NOTEBOOK_CSS + render.html(value), name
     assert "<script>" not in data["text/html"], name
 
 
@@ -132,7 +134,7 @@ def test_a_subclass_with_its_own_renderer_keeps_it(shell, attributed_run):
     modules = attributed_run.attribution.modules  # a ModuleBreakdown: an AnalysisResult with its renderer
     page = shell.display_formatter.format(modules)[0]["text/html"]
     assert "Time by nn.Module" in page and "<b>ModuleBreakdown</b>" not in page
-    assert page == render.html(modules)
+    assert page == render.notebook_html(modules) == NOTEBOOK_CSS + render.html(modules)
 
 
 def test_the_one_decision_rendering_states_the_gradient_tolerances():

@@ -13,6 +13,7 @@ from workbench import render
 from workbench.errors import WorkbenchError
 from workbench.hypotheses import HypothesisList
 from workbench.render.escape import markdown_text, plain
+from workbench.render.tables import NOTEBOOK_CSS
 from workbench.study.history import History, HistoryEntry
 
 from .conftest import HOSTILE_KERNEL, HOSTILE_OP, HOSTILE_RUN, HOSTILE_VARIANT, decision_record, make_run
@@ -46,7 +47,7 @@ def test_run_html_card_has_timing_tables_hypotheses_and_escapes_names(hostile_ru
 
 def test_run_card_is_the_face_runs_repr_and_carries_the_offline_charts(hostile_run):
     page = hostile_run._repr_html_()
-    assert page.startswith("<div class='workbench-run'>") and "workbench-chart" in page
+    assert page.startswith(NOTEBOOK_CSS + "<div class='workbench-run'>") and "workbench-chart" in page
     assert HOSTILE_OP not in page and HOSTILE_KERNEL not in page
 
 

@@ -506,7 +506,7 @@ def _statement_chain(
         assert frame is not None  # a user event is a parsed frame
         found, walk, steps = -1, change, 0
         while walk >= 0 and steps < MAX_FRAME_WALK:
-            if timed.key(walk) == (frame.file, frame.line):
+            if _same_code(timed, walk, frame):
                 found = walk
                 break
             walk, steps = int(timed.parent[walk]), steps + 1
@@ -519,6 +519,16 @@ def _statement_chain(
             out.append((str(stack.location[current]), -1, (frame.file, frame.line, frame.line, frame.function)))
         current = int(user_parent[current])
     return out
+
+
+def _same_code(timed: TimedStatements, point: int, frame: Frame) -> bool:
+    """Whether change point ``point`` is in the code the trace's ``frame`` names: the same file and first
+    line, or the same file's top level (the profiler names a module's or an exec'd cell's code at line 0,
+    its code object starts at line 1)."""
+    file, first, function = timed.codes[int(timed.code[point])]
+    if file != frame.file:
+        return False
+    return first == frame.line or (function == frame.function == "<module>" and frame.line <= 0)
 
 
 _CELL_LOCATION = re.compile(

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 import workbench.capture.profile as capture_profile
-from workbench.api.cells import notebook_cells
 from workbench.api.run import ProfileRun
+from workbench.capture.cells import notebook_cells
 from workbench.devices.fingerprint import environment_fingerprint
 from workbench.study.history import callable_source, record_profile
 

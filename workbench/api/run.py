@@ -128,7 +128,7 @@ class ProfileRun:
         self.history = history
         self.code = code  # the live callable that was profiled (wb.profile's fn, the cell's code)
         self.code_args = code_args  # the arguments it was profiled with
-        # the notebook's cell files (ipykernel's ids) -> their execution counts (workbench.api.cells); saved
+        # the notebook's cell files (ipykernel's ids) -> their execution counts (workbench.capture.cells); saved
         self.cells: dict[str, int] = dict(cells or {})
 
     @classmethod
@@ -285,7 +285,7 @@ class ProfileRun:
         return "ProfileRun" + repr(self.record)[len(type(self.record).__name__) :]
 
     def _repr_html_(self) -> str:
-        return render.html(self)
+        return render.notebook_html(self)
 
     def to_text(self) -> str:
         """The run as plain text (``workbench.render.text``)."""

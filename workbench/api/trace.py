@@ -633,7 +633,7 @@ class Trace(TraceData):
 
     def _repr_html_(self) -> str:
         """Notebook display: the summary card, the warnings and the charts (``workbench.render``)."""
-        return render.html(self)
+        return render.notebook_html(self)
 
 
 # --- what changed between two profiles (workbench.analysis.diff) ------------------------------------
@@ -644,7 +644,7 @@ class Diff(TraceDiff):
     (``workbench.render.diff``: the summary, the waterfall, the tables)."""
 
     def _repr_html_(self) -> str:
-        return render.html(self)
+        return render.notebook_html(self)
 
     def __repr__(self) -> str:
         return f"<Diff: {self.summary}>"

@@ -20,6 +20,8 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
+from workbench.capture.cells import source_line
+
 # -- matrix work in the trace -----------------------------------------------------------------------------------
 GEMM_OPS = frozenset(
     {
@@ -436,7 +438,7 @@ class Source:
 
     def where(self, node: ast.AST) -> str:
         line = self.firstline + getattr(node, "lineno", 1) - 1
-        return f"{os.path.basename(self.filename)}:{line}"
+        return source_line(self.filename, line)
 
 
 @functools.lru_cache(maxsize=256)

@@ -37,6 +37,7 @@ import os
 import types
 from typing import Any, Callable
 
+from workbench.capture.cells import source_line
 from workbench.fixes.fix import Fix, Site, absent, applies, not_applicable
 
 _INTERPRETED_NOTE = "under TRITON_INTERPRET=1 on CPU: checked for correctness, its times mean nothing"
@@ -319,8 +320,9 @@ def cross_entropy_calls(context: Any) -> CrossEntropyCalls:
             except ValueError:
                 pass
         if hit:
-            where = os.path.basename(f.__code__.co_filename)
-            out.lines += [f"{where}:{ln}" for ln in dict.fromkeys(_lines_of(f.__code__, "cross_entropy"))]
+            out.lines += [
+                source_line(f.__code__.co_filename, ln) for ln in dict.fromkeys(_lines_of(f.__code__, "cross_entropy"))
+            ]
     for path, m in context.modules():
         if isinstance(m, torch.nn.CrossEntropyLoss):
             out.losses.append((path, m))

@@ -40,6 +40,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from workbench.capture.cells import source_line
 from workbench.fixes.fix import Fix, Site, absent, applies, not_applicable
 
 NAME = "sdpa_attention"
@@ -490,7 +491,7 @@ def _line(node: Any) -> str:
         except IndexError:
             continue
         if not _library_file(path):
-            return f"{os.path.basename(path)}:{lineno}"
+            return source_line(path, lineno)
     return ""
 
 

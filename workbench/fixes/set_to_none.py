@@ -21,6 +21,7 @@ import copy
 import types
 from dataclasses import dataclass
 
+from workbench.capture.cells import source_line
 from workbench.fixes import _patterns as P
 from workbench.fixes.fix import Fix, Site, absent, applies, not_applicable
 
@@ -172,7 +173,7 @@ def _scan(fn):
     if root is not None and root.__name__ == "<lambda>":
         tree = P.lambda_source(root)
         if tree is not None and any(_keeps_zeros(c) for c in P.calls(tree)):
-            raise _InLambda(f"{root.__code__.co_filename.rsplit('/', 1)[-1]}:{root.__code__.co_firstlineno}")
+            raise _InLambda(source_line(root.__code__.co_filename, root.__code__.co_firstlineno))
         own = tree is not None
     found = [f for s in sources for f in find(s)]
     return found, sources, own

@@ -144,9 +144,16 @@ def referenced_names(tree: ast.AST) -> tuple[str, ...]:
     return tuple(dict.fromkeys(n.id for n in found))
 
 
-def compile_cell(shell: InteractiveShell, cell: str) -> CompiledCell:
-    """Compile ``cell`` as the shell compiles a cell; a SyntaxError propagates as IPython shows it."""
-    source = shell.transform_cell(cell)
+CELL_MAGIC_FIRST_LINE = 2  # a cell magic's body starts on the cell's second line (the magic's own is the first)
+
+
+def compile_cell(shell: InteractiveShell, cell: str, *, first_line: int = 1) -> CompiledCell:
+    """Compile ``cell`` as the shell compiles a cell; a SyntaxError propagates as IPython shows it.
+
+    ``first_line``: the line of the notebook cell the code starts on (``CELL_MAGIC_FIRST_LINE`` for a
+    cell magic's body): the code is compiled with that many lines before it, so that a traceback, a
+    syntax error and the attribution (``cell [7], line 3``) name the line the user sees in the cell."""
+    source = "\n" * max(0, first_line - 1) + shell.transform_cell(cell)
     filename = shell.compile.cache(source, shell.execution_count)
     tree = shell.compile.ast_parse(source, filename=filename)
     tree = shell.transform_ast(tree)

@@ -15,9 +15,9 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from workbench.api.cells import cell_id
+from workbench.capture.cells import cell_id
 from workbench.errors import ProfileError
-from workbench.magics.cell import magic_shell
+from workbench.magics.cell import CELL_MAGIC_FIRST_LINE, magic_shell
 
 if TYPE_CHECKING:
     import argparse
@@ -276,7 +276,7 @@ class GpuProfileMagics(Magics):
             from workbench.magics.explain import parse_call
 
             parse_call(code)  # refuse a line that is not one call before profiling it
-        run, last_value = self._profile(code, opts)
+        run, last_value = self._profile(code, opts, first_line=1 if cell is None else CELL_MAGIC_FIRST_LINE)
         if opts.explain:
             self._explain(code)
         if last_value is not None and cell is not None:
@@ -285,14 +285,14 @@ class GpuProfileMagics(Magics):
             display(last_value)
         return None if opts.quiet else run
 
-    def _profile(self, code: str, opts: argparse.Namespace) -> tuple[ProfileRun, Any]:
+    def _profile(self, code: str, opts: argparse.Namespace, *, first_line: int) -> tuple[ProfileRun, Any]:
         __tracebackhide__ = True
         from workbench.magics.cell import CellCallable, compile_cell, prompt_number
         from workbench.magics.guard import ShellGuard
         from workbench.magics.progress import StatusLine
 
         try:
-            compiled = compile_cell(magic_shell(self), code)
+            compiled = compile_cell(magic_shell(self), code, first_line=first_line)
         except SyntaxError as exc:
             raise UsageError(syntax_error_message(exc)) from None
         name = opts.name or f"cell[{prompt_number(magic_shell(self))}]"

@@ -88,11 +88,11 @@ def suggesting_hypothesis(name: str) -> Hypothesis | None:
 
 
 def _compiled(shell: InteractiveShell, source: str, role: str) -> CompiledCell:
-    from workbench.magics.cell import compile_cell
+    from workbench.magics.cell import CELL_MAGIC_FIRST_LINE, compile_cell
     from workbench.magics.gpuprofile import syntax_error_message
 
-    try:
-        return compile_cell(shell, source)
+    try:  # a cell magic's body (this cell's, or the profiled %%gpuprofile cell's)
+        return compile_cell(shell, source, first_line=CELL_MAGIC_FIRST_LINE)
     except SyntaxError as exc:
         raise UsageError(f"{role}: {syntax_error_message(exc)}") from None
 

@@ -17,6 +17,6 @@ imports no chart library: a renderer's module is loaded when it is first asked f
 
 from __future__ import annotations
 
-from workbench.render.dispatch import UnknownResultError, html, markdown, renderer_for, text
+from workbench.render.dispatch import UnknownResultError, html, markdown, notebook_html, renderer_for, text
 
-__all__ = ["UnknownResultError", "html", "markdown", "renderer_for", "text"]
+__all__ = ["UnknownResultError", "html", "markdown", "notebook_html", "renderer_for", "text"]

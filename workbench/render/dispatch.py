@@ -41,6 +41,14 @@ def html(value: Any, **options: Any) -> str:
     return renderer_for(value).html(value, **options)
 
 
+def notebook_html(value: Any, **options: Any) -> str:
+    """``html(value)`` as a notebook output shows it: with the one table style (text left, numbers right;
+    ``workbench.render.tables.NOTEBOOK_CSS``), which a notebook's own stylesheet would otherwise override."""
+    from workbench.render.tables import NOTEBOOK_CSS
+
+    return NOTEBOOK_CSS + html(value, **options)
+
+
 def text(value: Any, **options: Any) -> str:
     """The plain-text rendering of ``value`` (for a terminal)."""
     return renderer_for(value).text(value, **options)

@@ -21,10 +21,11 @@ from workbench.render.base import DISPLAYED_BY_NAME, PLAIN_TEXT_BY_NAME, RENDERE
 
 
 def display_html(value: Any) -> str:
-    """The formatter's function: the value's HTML rendering (``workbench.render.html``)."""
-    from workbench.render.dispatch import html
+    """The formatter's function: the value's HTML rendering as a notebook shows it
+    (``workbench.render.notebook_html``)."""
+    from workbench.render.dispatch import notebook_html
 
-    return html(value)
+    return notebook_html(value)
 
 
 def display_text(value: Any, printer: Any, cycle: bool) -> None:
