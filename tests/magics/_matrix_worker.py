@@ -80,6 +80,12 @@ CASES: dict[str, tuple[str, bool, str | None]] = {
 
 
 def main(out_path: str) -> None:
+    import signal
+
+    # Ctrl-C in a user's shell is a KeyboardInterrupt. A process started in the background by a
+    # non-interactive shell (`make test &`, nohup, some CI runners) inherits SIGINT ignored, and Python
+    # then leaves it ignored: the interrupt cases would run to the end. Python's own handler goes back.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     import torch
     from IPython.core.interactiveshell import InteractiveShell
     from IPython.utils.capture import capture_output
