@@ -334,3 +334,30 @@ def test_facade_methods_delegate(tmp_path):
     assert trace.module_breakdown() == module_breakdown(trace)
     assert trace.source_breakdown(top=1) == source_breakdown(trace, top=1)
     assert isinstance(trace.module_breakdown().table["inclusive_us"].to_numpy(), np.ndarray)
+
+
+def test_a_line_that_only_calls_is_shown_with_its_callees_time(tmp_path):
+    # step() runs nothing itself; the loss function it calls runs the matmul: the calling line is the
+    # way from the step to its parts, so it is listed (after the lines that run) with its callees' time
+    events = [
+        _x("user_annotation", "ProfilerStep#0", 0, 1000),
+        _py("train.py(40): <module>", 5, 990),  # the line that started the profile: all the time, not shown
+        _py("train.py(10): step", 10, 900),
+        _py("train.py(20): loss_fn", 20, 500),
+        _x("cpu_op", "aten::mm", 30, 400),
+        _x("cpu_op", "aten::add", 600, 2),  # in step itself: 0.5 % of the time, below the share shown
+        _x("cpu_op", "aten::relu", 950, 100),  # at the top level, after step
+    ]
+    sources = _load(tmp_path, events).source_breakdown()
+    shown = render_attribution.text(sources)
+    lines = [line for line in shown.splitlines() if "train.py" in line]
+    assert [line.split()[0] for line in lines] == ["train.py:20", "train.py:40", "train.py:10"], shown
+    assert "1 other line(s) not shown" not in shown and "with callees" in shown
+    entry = [
+        _x("user_annotation", "ProfilerStep#0", 0, 1000),
+        _py("train.py(40): <module>", 5, 990),
+        _py("train.py(10): step", 10, 900),
+        _x("cpu_op", "aten::mm", 30, 400),
+    ]
+    shown = render_attribution.text(_load(tmp_path, entry, "entry.json.gz").source_breakdown())
+    assert "train.py:10" in shown and "train.py:40" not in shown and "1 other line(s) not shown" in shown

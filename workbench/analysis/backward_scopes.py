@@ -65,9 +65,10 @@ def backward_module_paths(ops: pd.DataFrame, forward_path: np.ndarray) -> np.nda
     if len(bad):
         table = table.merge(bad.assign(_bad=True), on=["rank", "seq"], how="left")
         table = table[table["_bad"].isna()].drop(columns="_bad")
-    lookup = {(int(r), int(s)): str(p) for r, s, p in zip(table["rank"], table["seq"], table["path"], strict=True)}
     fn_rows = np.flatnonzero(is_gradient_fn)
-    fn_path = np.array([lookup.get((int(rank[i]), int(seq[i])), "") for i in fn_rows], dtype=object)
+    wanted = pd.DataFrame({"rank": rank[fn_rows], "seq": seq[fn_rows]})
+    found = wanted.merge(table[["rank", "seq", "path"]], on=["rank", "seq"], how="left", validate="many_to_one")
+    fn_path = found["path"].fillna("").to_numpy(dtype=object)  # left merge: wanted's order kept
     path_of_fn = np.full(n, "", dtype=object)
     path_of_fn[fn_rows] = fn_path
     inside = under >= 0

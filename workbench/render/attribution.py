@@ -25,6 +25,9 @@ from workbench.units import format_ms
 MAX_MODULE_ROWS = 25  # module rows shown (in tree order, the largest kept)
 MAX_SOURCE_ROWS = 10  # source lines shown (by self time)
 MIN_SHARE_PCT = 0.5  # a module or line with less inclusive share is left out (counted below)
+CALLER_MIN_PCT = 5.0  # a line that runs little itself is still shown when its callees take this share
+MAX_CALLER_ROWS = 3  # such calling lines shown (``loss = loss_fn()``: the way from a step to its parts)
+ENTRY_PCT = 99.5  # a calling line holding all the time (the line that started the profile) tells nothing
 ITEM_CHARS = 48  # an op or kernel name in the "top" column is cut to this
 INDENT = "\u00a0\u00a0"  # one tree level (a no-break space pair: HTML keeps it)
 CSS_CLASS = "wb-attribution"
@@ -219,7 +222,13 @@ def _sources(result: SourceBreakdown) -> _Section:
     if result.not_recorded:
         return _Section(_SOURCE_HEADERS, [], "", reason=result.not_recorded)
     table = result.table
-    kept = table[(table["self_pct"] >= MIN_SHARE_PCT)].head(MAX_SOURCE_ROWS)
+    own = table[table["self_pct"] >= MIN_SHARE_PCT].head(MAX_SOURCE_ROWS)
+    inclusive_pct = table["inclusive_pct"]
+    callers = table[
+        (table["self_pct"] < MIN_SHARE_PCT) & (inclusive_pct >= CALLER_MIN_PCT) & (inclusive_pct < ENTRY_PCT)
+    ]
+    callers = callers.sort_values("inclusive_us", ascending=False, kind="stable").head(MAX_CALLER_ROWS)
+    kept = pd.concat([own, callers]) if len(callers) else own  # the calling lines after the lines that run
     rows: list[Row] = []
     labels = _labels(result.items)
     for row in kept.itertuples(index=False):
