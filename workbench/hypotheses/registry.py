@@ -4,7 +4,7 @@ A rule takes the facts of one run or trace (``TraceFacts`` / ``RunFacts``) and i
 and returns hypotheses (zero or more). When the facts it needs are absent it raises
 ``NotJudged`` with a plain reason; the diagnosis reports that reason instead of guessing.
 
-A rule's thresholds are a frozen value of its own class (``Limits``: one typed, documented field per
+A rule's thresholds are a frozen value of its own class (``Limits``: one typed field per
 threshold with its default, declared beside the rule), read as attributes (``limits.min_share_pct``),
 so that a misspelt threshold is a type error and an override of one it does not have is refused.
 """
