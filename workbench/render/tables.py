@@ -31,11 +31,15 @@ Row = Sequence[Cell | str]
 # A notebook's own stylesheet right-aligns every table cell (JupyterLab: ``:not(.jp-RenderedMarkdown)
 # .jp-RenderedHTMLCommon td {text-align: right}``): in the outputs shown in a notebook (``notebook_html``)
 # text reads left-aligned and numbers right-aligned, for every table workbench writes (their classes
-# start with ``wb-``); !important because the notebook's rule is the more specific one. One rule, no
-# external stylesheet.
+# start with ``wb-`` or ``workbench-``); !important because the notebook's rule is the more specific one.
+# One rule, no external stylesheet.
+_OURS = ('table[class*="wb-"]', 'table[class*="workbench-"]')
 NOTEBOOK_CSS = (
-    '<style>table[class*="wb-"] th,table[class*="wb-"] td{text-align:left !important;vertical-align:top}'
-    'table[class*="wb-"] td.wb-num{text-align:right !important;font-variant-numeric:tabular-nums}</style>'
+    "<style>"
+    + ",".join(f"{t} th,{t} td" for t in _OURS)
+    + "{text-align:left !important;vertical-align:top}"
+    + ",".join(f"{t} td.wb-num" for t in _OURS)
+    + "{text-align:right !important;font-variant-numeric:tabular-nums}</style>"
 )
 
 QUOTES = ('"', "'")  # the attribute quotes a table may be written with (either is safe: html_text escapes both)
