@@ -13,6 +13,10 @@ import pytest
 
 import workbench as wb
 import workbench.render.attribution as render_attribution
+from tests.analysis.hand_traces import breakdown_row as _row
+from tests.analysis.hand_traces import event as _x
+from tests.analysis.hand_traces import load_events as _load
+from tests.analysis.hand_traces import python_event as _py
 from workbench.analysis.attribution import (
     NO_PYTHON_EVENTS,
     Attribution,
@@ -27,14 +31,6 @@ from workbench.errors import InvalidArgumentError
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 HOSTILE = "<script>alert(1)</script>"
-
-
-def _x(cat: str, name: str, ts: float, dur: float, tid: int = 1, **args: object) -> dict:
-    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": args}
-
-
-def _py(name: str, ts: float, dur: float) -> dict:
-    return _x("python_function", name, ts, dur)
 
 
 def _events(gpu: bool = False, module_class: str = "LnGelu") -> list[dict]:
@@ -103,20 +99,6 @@ def _events(gpu: bool = False, module_class: str = "LnGelu") -> list[dict]:
             },
         ]
     return events
-
-
-def _load(tmp_path: Path, events: list[dict], name: str = "trace.json.gz") -> wb.Trace:
-    path = tmp_path / name
-    with gzip.open(path, "wt", encoding="utf-8") as out:
-        json.dump({"traceEvents": events}, out)
-    return wb.load_trace(path, cache=False)
-
-
-def _row(result: ModuleBreakdown | SourceBreakdown, key: str) -> dict:
-    column = "path" if isinstance(result, ModuleBreakdown) else "location"
-    rows = result.table[result.table[column] == key]
-    assert len(rows) == 1, f"{key!r} not in {list(result.table[column])}"
-    return rows.iloc[0].to_dict()
 
 
 # --- CPU ops -----------------------------------------------------------------------------------

@@ -6,23 +6,18 @@ guessed; and a live AdamW step attributes each Linear's backward to it."""
 
 from __future__ import annotations
 
-import gzip
-import json
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
 
 import workbench as wb
 import workbench.render.attribution as render_attribution
+from tests.analysis.hand_traces import breakdown_row as _row
+from tests.analysis.hand_traces import event as _x
+from tests.analysis.hand_traces import load_events as _load
 from workbench.analysis.backward_scopes import backward_module_paths
 
 BW = "autograd::engine::evaluate_function: "
-
-
-def _x(cat: str, name: str, ts: float, dur: float, tid: int = 1, **args: object) -> dict:
-    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": args}
 
 
 def _op(name: str, ts: float, dur: float, seq: int | None = None, tid: int = 1, **args: object) -> dict:
@@ -79,19 +74,6 @@ def _step(gpu: bool = False, backward_tid: int = 1) -> list[dict]:
                 }
             )
     return events
-
-
-def _load(tmp_path: Path, events: list[dict], name: str = "step.json.gz") -> wb.Trace:
-    path = tmp_path / name
-    with gzip.open(path, "wt", encoding="utf-8") as out:
-        json.dump({"traceEvents": events}, out)
-    return wb.load_trace(path, cache=False)
-
-
-def _row(result, path: str) -> dict:
-    rows = result.table[result.table["path"] == path]
-    assert len(rows) == 1, list(result.table["path"])
-    return rows.iloc[0].to_dict()
 
 
 def test_backward_is_attributed_to_the_module_of_its_forward_op(tmp_path):

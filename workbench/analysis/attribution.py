@@ -411,15 +411,7 @@ def source_breakdown(
                 "inclusive_us": inclusive.get(location, 0.0),
             }
         )
-    table = _with_shares(pd.DataFrame(rows, columns=SOURCE_COLUMNS[:8]), work)
-    table = table[table["inclusive_us"] > 0]  # frames that ran no op or kernel are not shown
-    table = table.sort_values(
-        ["self_us", "inclusive_us", "location"], ascending=[False, False, True], ignore_index=True
-    )[SOURCE_COLUMNS]
-    items = _items(locations, work.names, work.us, top, inclusive=False)
-    items["key"] = [cell_location(str(key), cells or {}) for key in items["key"]]
-    outside = float(work.us[locations == ""].sum())
-    return SourceBreakdown(table, items, work.basis, work.total_us, outside, work.calls, work.scale, "")
+    return _source_result(rows, locations, work, top, cells or {})
 
 
 MAX_FRAME_WALK = 64  # recorded frames searched, from the innermost out, for the trace's frame
@@ -482,6 +474,13 @@ def _statement_breakdown(
         }
         for location, (file, line, def_line, function) in rows_of.items()
     ]
+    return _source_result(rows, locations, work, top, cells)
+
+
+def _source_result(
+    rows: list[dict], locations: np.ndarray, work: _Work, top: int, cells: Mapping[str, int]
+) -> SourceBreakdown:
+    """The breakdown from its rows (one per location) and each item's location ("" outside your files)."""
     table = _with_shares(pd.DataFrame(rows, columns=SOURCE_COLUMNS[:8]), work)
     table = table[table["inclusive_us"] > 0]  # frames that ran no op or kernel are not shown
     table = table.sort_values(

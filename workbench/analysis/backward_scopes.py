@@ -95,21 +95,31 @@ def _enclosing_gradient_fn(parent: np.ndarray, is_gradient_fn: np.ndarray) -> np
     return out
 
 
-def optimizer_step_spans(annotations: pd.DataFrame, cpu_ops: pd.DataFrame) -> pd.DataFrame:
-    """The ``Optimizer.step#…`` spans (rank, pid, tid, name, ts_us, end_us), from the annotations and
-    the CPU ops (a span recorded in both counted once)."""
-    cols = ["rank", "pid", "tid", "name", "ts_us", "end_us"]
+def optimizer_step_spans(annotations: pd.DataFrame | None, cpu_ops: pd.DataFrame | None) -> pd.DataFrame:
+    """The ``Optimizer.step#…`` spans (``named_spans`` with that prefix)."""
+    return named_spans(annotations, cpu_ops, OPTIMIZER_STEP_PREFIX)
+
+
+def named_spans(annotations: pd.DataFrame | None, cpu_ops: pd.DataFrame | None, prefix: str) -> pd.DataFrame:
+    """The spans whose name starts with ``prefix`` (rank, pid, tid, name, ts_us, dur_us, end_us; pid and tid
+    as text, by start): torch records ``Optimizer.step#…`` / ``Optimizer.zero_grad#…`` as user annotations
+    (``record_function`` in ``Optimizer.profile_hook_step``), older traces and hand-built ones as CPU ops;
+    both are read, a span recorded in both is counted once."""
+    cols = ["rank", "pid", "tid", "name", "ts_us", "dur_us", "end_us"]
     parts = []
     for table in (annotations, cpu_ops):
         if table is None or not len(table) or "name" not in table:
             continue
-        hit = table[table["name"].astype(str).str.startswith(OPTIMIZER_STEP_PREFIX).to_numpy()]
+        hit = table[table["name"].astype(str).str.startswith(prefix).to_numpy()]
         if len(hit):
-            parts.append(hit[cols].astype({"pid": str, "tid": str, "name": str}))
+            parts.append(hit.reindex(columns=cols))
     if not parts:
         return pd.DataFrame({c: pd.Series(dtype="float64" if c.endswith("_us") else "object") for c in cols})
     spans = pd.concat(parts, ignore_index=True)
-    return spans.drop_duplicates(subset=["rank", "pid", "tid", "ts_us", "end_us"]).reset_index(drop=True)
+    spans["rank"] = spans["rank"].fillna(0).astype(int)
+    spans["pid"], spans["tid"], spans["name"] = (spans[c].astype(str) for c in ("pid", "tid", "name"))
+    spans = spans.drop_duplicates(subset=["rank", "pid", "tid", "ts_us", "end_us"])
+    return spans.sort_values("ts_us", kind="stable").reset_index(drop=True)
 
 
 def in_spans(spans: pd.DataFrame, points: pd.DataFrame) -> np.ndarray:

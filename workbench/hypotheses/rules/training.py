@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from workbench.analysis.backward_scopes import named_spans
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import Limits, NotJudged, rule
@@ -57,23 +58,9 @@ def data_loading_share(f: TraceFacts, limits: DataLoadingShareLimits):
 
 
 def optimizer_spans(f: TraceFacts, prefix: str) -> pd.DataFrame:
-    """The spans of ``Optimizer.step#…`` / ``Optimizer.zero_grad#…``: torch records them as user
-    annotations (``record_function`` in ``Optimizer.profile_hook_step``), older traces and hand-built
-    ones as CPU ops; both are read, a span recorded twice is counted once."""
-    cols = ["rank", "tid", "name", "ts_us", "dur_us", "end_us"]
-    parts = []
-    for table in (f.annotations, f.cpu_ops):
-        if table is None or table.empty or "name" not in table:
-            continue
-        hit = table[table["name"].astype(str).str.startswith(prefix)]
-        if not hit.empty:
-            parts.append(hit.reindex(columns=cols))
-    if not parts:
-        return pd.DataFrame(columns=cols)
-    spans = pd.concat(parts, ignore_index=True)
-    spans["tid"] = spans["tid"].astype(str)
-    spans["rank"] = spans["rank"].fillna(0).astype(int)
-    return spans.drop_duplicates(subset=["rank", "tid", "ts_us", "end_us"]).sort_values("ts_us").reset_index(drop=True)
+    """The spans of ``Optimizer.step#…`` / ``Optimizer.zero_grad#…`` in the trace's annotations and CPU ops
+    (``workbench.analysis.backward_scopes.named_spans``)."""
+    return named_spans(f.annotations, f.cpu_ops, prefix)
 
 
 def optimizer_class(spans: pd.DataFrame) -> str:
