@@ -7,6 +7,11 @@ and returns hypotheses (zero or more). When the facts it needs are absent it rai
 A rule's thresholds are a frozen value of its own class (``Limits``: one typed field per
 threshold with its default, declared beside the rule), read as attributes (``limits.min_share_pct``),
 so that a misspelt threshold is a type error and an override of one it does not have is refused.
+
+A rule's judgement and its words are apart (``workbench.hypotheses.words``): the function returns a
+``Finding`` of the rule's own class (its numbers, evidence, stake and the branch that fired) and the
+rule declares one ``Words`` block per branch; the registry checks at registration that the words read
+only the finding's fields, and tells each finding in its branch's words.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from workbench.errors import InvalidArgumentError, NotJudged, RegistryError  # NotJudged: rules import it here
 from workbench.hypotheses.hypothesis import CATEGORIES, Hypothesis
+from workbench.hypotheses.words import DEFAULT_BRANCH, Finding, Words, check_words
 
 SCOPES = ("trace", "run")
 
@@ -40,7 +46,7 @@ class Limits:
         return dataclasses.replace(self, **overrides) if overrides else self
 
 
-RuleFn = Callable[[Any, Any], "Iterable[Hypothesis] | Hypothesis | None"]
+RuleFn = Callable[[Any, Any], "Iterable[Finding] | Finding | None"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,8 @@ class Rule:
     limits: Limits  # the thresholds at their defaults
     fn: RuleFn = field(repr=False)
     doc: str = ""
+    words: Mapping[str, Words] = field(default_factory=dict, repr=False)  # by branch
+    finding: type[Finding] = Finding
 
     @property
     def thresholds(self) -> Mapping[str, float]:
@@ -62,22 +70,41 @@ class Rule:
         out = self.fn(facts, limits)
         if out is None:
             return []
-        found = [out] if isinstance(out, Hypothesis) else list(out)
-        return [h if h.rule else _named(h, self.name) for h in found]
+        found = [out] if isinstance(out, (Hypothesis, Finding)) else list(out)
+        return [self.told(x) for x in found]
 
-
-def _named(h: Hypothesis, rule_name: str) -> Hypothesis:
-    from dataclasses import replace
-
-    return replace(h, rule=rule_name)
+    def told(self, finding: "Finding | Hypothesis") -> Hypothesis:
+        """A finding in the words of its branch."""
+        if isinstance(finding, Hypothesis):  # a rule not yet written as judgement + words
+            return finding if finding.rule else dataclasses.replace(finding, rule=self.name)
+        if not isinstance(finding, self.finding):
+            raise InvalidArgumentError(
+                f"rule {self.name!r} returned a {type(finding).__name__}; it declares {self.finding.__name__}"
+            )
+        try:
+            words = self.words[finding.branch]
+        except KeyError:
+            raise InvalidArgumentError(
+                f"rule {self.name!r}: no words for branch {finding.branch!r}; it declares {sorted(self.words)}"
+            ) from None
+        return words.hypothesis(finding, category=self.category, rule=self.name)
 
 
 _RULES: dict[str, Rule] = {}
 
 
-def rule(name: str, *, category: str, scope: str, limits: type[Limits] = Limits) -> Callable[[RuleFn], RuleFn]:
+def rule(
+    name: str,
+    *,
+    category: str,
+    scope: str,
+    limits: type[Limits] = Limits,
+    finding: type[Finding] | None = None,
+    words: "Words | Mapping[str, Words] | None" = None,
+) -> Callable[[RuleFn], RuleFn]:
     """Register ``fn`` as rule ``name`` with its thresholds (``limits``: its ``Limits`` class, every field
-    with a default)."""
+    with a default), the class of what it finds (``finding``) and the words of each branch (``words``: one
+    block, or a mapping from branch name to block)."""
     if not (isinstance(limits, type) and issubclass(limits, Limits) and dataclasses.is_dataclass(limits)):
         raise InvalidArgumentError(f"rule {name!r}: limits must be a frozen Limits dataclass; got {limits!r}")
     if category not in CATEGORIES:
@@ -85,11 +112,17 @@ def rule(name: str, *, category: str, scope: str, limits: type[Limits] = Limits)
     if scope not in SCOPES:
         raise InvalidArgumentError(f"rule {name!r}: scope must be one of {SCOPES}; got {scope!r}")
 
+    blocks: dict[str, Words] = {}
+    if words is not None:
+        blocks = {DEFAULT_BRANCH: words} if isinstance(words, Words) else dict(words)
+    if finding is not None or blocks:
+        check_words(name, blocks, finding if finding is not None else Finding)
+
     def register(fn: RuleFn) -> RuleFn:
         if name in _RULES and _RULES[name].fn is not fn:
             raise InvalidArgumentError(f"rule {name!r} is registered twice")
         doc = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
-        _RULES[name] = Rule(name, category, scope, limits(), fn, doc)
+        _RULES[name] = Rule(name, category, scope, limits(), fn, doc, MappingProxyType(blocks), finding or Finding)
         return fn
 
     return register

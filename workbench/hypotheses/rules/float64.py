@@ -29,9 +29,10 @@ import numpy as np
 import pandas as pd
 
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.hypothesis import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence
 from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, per_rank_max_us, rows, summed_over
+from workbench.hypotheses.words import Finding, Words
 
 FLOAT64_TYPES = frozenset({"double", "c10::complex<double>"})
 FLOAT_TYPES = frozenset(
@@ -101,8 +102,70 @@ class Float64ComputeLimits(Limits):
     min_share_pct: float = 10.0
 
 
-@rule("float64_compute", category="precision", scope="trace", limits=Float64ComputeLimits)
-def float64_compute(f: TraceFacts, limits: Float64ComputeLimits):
+@dataclass(frozen=True, kw_only=True)
+class Float64Finding(Finding):
+    share_pct: float  # of the top-level op time (CPU) or computation-kernel time (GPU)
+    n: int  # ops or kernels computing in float64
+    float64_ms: float  # their summed time
+    whole_ms: float  # the summed time they are a share of
+    summed_over: str  # how the ranks' times were summed (empty for one rank)
+    unknown: int = 0  # computation kernels that state no precision (GPU)
+
+
+_ACCURACY = "whether float32 is accurate enough is the workload's to say: compare the outputs within a tolerance first"
+_MECHANISM = (
+    "float64 elements are twice the bytes of float32 and half as many fit in a SIMD register (GPUs outside the "
+    "datacenter run fp64 at a small fraction of their fp32 rate): the same arithmetic in double moves twice the "
+    "memory and takes about twice the instructions. numpy arrays are float64 by default, and torch.from_numpy "
+    "keeps their dtype."
+)
+_PREDICTION = (
+    "computing in float32 (.float() on the inputs where they enter, model.float(); no catalog fix changes a dtype: "
+    "the change is your own) about halves these ops' time"
+)
+_FALSIFIER = (
+    "convert the inputs (and parameters) to float32 and re-time: if these ops' time does not fall by about half, "
+    "float64 was not the cost; if the outputs then differ beyond your tolerance, float64 is needed"
+)
+WORDS = {
+    "cpu": Words(
+        title="float64 (double) work takes {share_pct:.0f}% of op time",
+        observed="{n} ops with float64 tensor inputs, {float64_ms:.2f} ms of {whole_ms:.2f} ms top-level op "
+        "time{summed_over}",
+        mechanism=_MECHANISM,
+        predicted_effect=_PREDICTION,
+        falsifier=_FALSIFIER,
+        confounders=(_ACCURACY,),
+        notes={
+            "no_shapes": "input shapes were not recorded: a Python float scalar (recorded as a 0-dim double) "
+            "cannot be told from a float64 tensor"
+        },
+    ),
+    "gpu": Words(
+        title="float64 (double) work takes {share_pct:.0f}% of computation-kernel time",
+        observed="{n} fp64 kernels, {float64_ms:.2f} ms of {whole_ms:.2f} ms computation-kernel time{summed_over}",
+        mechanism=_MECHANISM,
+        predicted_effect=_PREDICTION,
+        falsifier=_FALSIFIER,
+        confounders=(
+            _ACCURACY,
+            "on GPUs with a low fp64 rate (most non-datacenter parts: 1/32 to 1/64 of fp32) the saving can be most "
+            "of this time, not half",
+        ),
+        notes={"unknown": "{unknown} computation kernels state no precision and were not counted"},
+    ),
+}
+
+
+@rule(
+    "float64_compute",
+    category="precision",
+    scope="trace",
+    limits=Float64ComputeLimits,
+    finding=Float64Finding,
+    words=WORDS,
+)
+def float64_compute(f: TraceFacts, limits: Float64ComputeLimits) -> Float64Finding | None:
     """Ops or kernels computing in float64 (double) take a large share of the op or kernel time."""
     if f.has_gpu:
         return _on_gpu(f, limits)
@@ -114,45 +177,37 @@ def float64_compute(f: TraceFacts, limits: Float64ComputeLimits):
     top = ops[_under_wrappers_only(ops)]
     typed, is64, shaped = _float64_flags(ops)
     wide = ops[_deciding_ops(ops, typed) & is64]
-    whole = per_rank_max_us(top)
-    share = pct(per_rank_max_us(wide), whole)
+    share = pct(per_rank_max_us(wide), per_rank_max_us(top))
     if wide.empty or share < limits.min_share_pct:
         return None
     by = wide.groupby(["name", "input_types"], as_index=False, observed=True).agg(
         n=("dur_us", "size"), dur_us=("dur_us", "sum")
     )
-    confounders = [
-        "whether float32 is accurate enough is the workload's to say: compare the outputs within a tolerance first",
-    ]
-    if not shaped:
-        confounders.append(
-            "input shapes were not recorded: a Python float scalar (recorded as a 0-dim double) cannot be told "
-            "from a float64 tensor"
-        )
-    return _hypothesis(
-        f,
-        limits,
-        share,
-        wide,
-        whole,
-        "op time",
-        f"{len(wide)} ops with float64 tensor inputs, {wide['dur_us'].sum() / 1e3:.2f} ms of "
-        f"{top['dur_us'].sum() / 1e3:.2f} ms top-level op time{summed_over(top)}",
-        Evidence(
-            "float64_share_pct",
-            share,
-            "%",
-            limits.min_share_pct,
-            ">=",
-            source="cpu_ops (input_types, input_dims)",
-            rows=rows(by, ["name", "input_types", "n", "dur_us"], by="dur_us"),
+    return Float64Finding(
+        branch="cpu",
+        share_pct=share,
+        n=len(wide),
+        float64_ms=wide["dur_us"].sum() / 1e3,
+        whole_ms=top["dur_us"].sum() / 1e3,
+        summed_over=summed_over(top),
+        evidence=(
+            Evidence(
+                "float64_share_pct",
+                share,
+                "%",
+                limits.min_share_pct,
+                ">=",
+                source="cpu_ops (input_types, input_dims)",
+                rows=rows(by, ["name", "input_types", "n", "dur_us"], by="dur_us"),
+            ),
         ),
-        confounders,
-        "host threads",
+        time_at_stake_ms=_stake_ms(f, wide),
+        notes=() if shaped else ("no_shapes",),
+        scope="host threads",
     )
 
 
-def _on_gpu(f: TraceFacts, limits: Float64ComputeLimits):
+def _on_gpu(f: TraceFacts, limits: Float64ComputeLimits) -> Float64Finding | None:
     from workbench.analysis.kernel_precision import FP64, kernel_precisions
 
     k = f.kernels[(f.kernels["kind"] == "kernel") & (f.kernels["kernel_type"] == "computation")]
@@ -175,65 +230,38 @@ def _on_gpu(f: TraceFacts, limits: Float64ComputeLimits):
         conversion = ok & np.isin(names[at], list(CONVERSION_OPS | COPY_OPS)) & ~is64[at]
         wide = wide & ~conversion
     fp64 = prec[wide]
-    whole = per_rank_max_us(prec)
-    share = pct(per_rank_max_us(fp64), whole)
+    share = pct(per_rank_max_us(fp64), per_rank_max_us(prec))
     if fp64.empty or share < limits.min_share_pct:
         return None
     by = fp64.groupby(["name", "precision_from"], as_index=False, observed=True).agg(
         n=("dur_us", "size"), dur_us=("dur_us", "sum")
     )
     unknown = int((prec["precision"] == "").sum())
-    confounders = [
-        "whether float32 is accurate enough is the workload's to say: compare the outputs within a tolerance first",
-        "on GPUs with a low fp64 rate (most non-datacenter parts: 1/32 to 1/64 of fp32) the saving can be most "
-        "of this time, not half",
-    ]
-    if unknown:
-        confounders.append(f"{unknown} computation kernels state no precision and were not counted")
-    return _hypothesis(
-        f,
-        limits,
-        share,
-        fp64,
-        whole,
-        "computation-kernel time",
-        f"{len(fp64)} fp64 kernels, {fp64['dur_us'].sum() / 1e3:.2f} ms of {prec['dur_us'].sum() / 1e3:.2f} ms "
-        f"computation-kernel time{summed_over(prec)}",
-        Evidence(
-            "float64_share_pct",
-            share,
-            "%",
-            limits.min_share_pct,
-            ">=",
-            source="kernels (type in the kernel name, else the launching op's dtype)",
-            rows=rows(by, ["name", "precision_from", "n", "dur_us"], by="dur_us"),
+    return Float64Finding(
+        branch="gpu",
+        share_pct=share,
+        n=len(fp64),
+        float64_ms=fp64["dur_us"].sum() / 1e3,
+        whole_ms=prec["dur_us"].sum() / 1e3,
+        summed_over=summed_over(prec),
+        unknown=unknown,
+        evidence=(
+            Evidence(
+                "float64_share_pct",
+                share,
+                "%",
+                limits.min_share_pct,
+                ">=",
+                source="kernels (type in the kernel name, else the launching op's dtype)",
+                rows=rows(by, ["name", "precision_from", "n", "dur_us"], by="dur_us"),
+            ),
         ),
-        confounders,
-        "all ranks",
+        time_at_stake_ms=_stake_ms(f, fp64),
+        notes=("unknown",) if unknown else (),
+        scope="all ranks",
     )
 
 
-def _hypothesis(
-    f, limits: Float64ComputeLimits, share, wide, whole, what, observed, evidence, confounders, scope
-) -> Hypothesis:
-    stake_us = per_rank_max_us(wide) / 2
-    return Hypothesis(
-        category="precision",
-        title=f"float64 (double) work takes {share:.0f}% of {what}",
-        observed=observed,
-        mechanism="float64 elements are twice the bytes of float32 and half as many fit in a SIMD register (GPUs "
-        "outside the datacenter run fp64 at a small fraction of their fp32 rate): the same arithmetic in double "
-        "moves twice the memory and takes about twice the instructions. numpy arrays are float64 by default, "
-        "and torch.from_numpy keeps their dtype.",
-        evidence=(evidence,),
-        time_at_stake_ms=bounded_ms(stake_us, f.window_us),
-        predicted_effect="computing in float32 (.float() on the inputs where they enter, model.float(); no "
-        "catalog fix changes a dtype: the change is your own) about halves these ops' time",
-        falsifier="convert the inputs (and parameters) to float32 and re-time: if these ops' time does not fall "
-        "by about half, float64 was not the cost; if the outputs then differ beyond your tolerance, float64 "
-        "is needed",
-        confounders=tuple(confounders),
-        confidence="medium",
-        suggested_variants=(),
-        scope=scope,
-    )
+def _stake_ms(f: TraceFacts, wide: pd.DataFrame) -> float:
+    """Half the float64 time (float32 moves half the bytes), within the trace's window."""
+    return bounded_ms(per_rank_max_us(wide) / 2, f.window_us)
