@@ -13,10 +13,11 @@ import pandas as pd
 
 from workbench.analysis.roofline import ROOF_TOLERANCE
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.hypothesis import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence
 from workbench.hypotheses.registry import Limits, rule
 from workbench.hypotheses.rules._common import bounded_ms, fusion_fixes, pct, rows
 from workbench.hypotheses.rules.host_ops import placed_main_ops, windows
+from workbench.hypotheses.words import Finding, Words
 
 MATRIX_BACKWARD = re.compile(
     r"(?:Addmm|Mm|Bmm|Baddbmm|Addbmm|Matmul|Linear|Convolution\w*|Conv\w*|"
@@ -68,8 +69,44 @@ class CpuMemoryBoundOpsLimits(Limits):
     min_ops_per_call: float = 1.0
 
 
-@rule("cpu_memory_bound_ops", category="memory_bound", scope="trace", limits=CpuMemoryBoundOpsLimits)
-def cpu_memory_bound_ops(f: TraceFacts, limits: CpuMemoryBoundOpsLimits):
+@dataclass(frozen=True, kw_only=True)
+class CpuMemoryBoundOpsFinding(Finding):
+    share_pct: float  # typical share of the measured time in memory-bound ops
+    ops_per_call: float  # memory-bound ops per call (step)
+    memory_ms: float  # their summed time
+    ridge_flop_per_byte: float  # the device ceiling's ridge point
+    matrix_ms: float = 0.0  # of it, matrix ops at low intensity (not fusable)
+
+
+CPU_MEMORY_BOUND_OPS_WORDS = Words(
+    title="{share_pct:.0f}% of the time is in memory-streaming ops",
+    observed="{ops_per_call:.1f} memory-bound ops per call (elementwise, reductions, norms, copies), "
+    "{memory_ms:.2f} ms in all",
+    mechanism="Each op reads and writes whole tensors doing little arithmetic per byte (below the ridge of "
+    "{ridge_flop_per_byte:.0f} FLOP/byte): bandwidth sets their time, and a chain re-reads "
+    "what the previous op wrote.",
+    predicted_effect="fusing the chain into one pass (torch.compile, a Triton kernel) leaves about one pass over memory",
+    falsifier="compile the function: if time per call does not drop, the ops were not bandwidth-limited or not fusable",
+    confounders=(
+        "work is analytic (shapes and dtypes), not measured counters",
+        "ops without a formula are placed by name (copies, fills, gathers)",
+    ),
+    notes={
+        "matrix": "{matrix_ms:.2f} ms of it is matrix ops at low intensity (small batches stream their weights): "
+        "memory bound, but not fused away; larger batches raise their intensity",
+    },
+)
+
+
+@rule(
+    "cpu_memory_bound_ops",
+    category="memory_bound",
+    scope="trace",
+    limits=CpuMemoryBoundOpsLimits,
+    finding=CpuMemoryBoundOpsFinding,
+    words=CPU_MEMORY_BOUND_OPS_WORDS,
+)
+def cpu_memory_bound_ops(f: TraceFacts, limits: CpuMemoryBoundOpsLimits) -> CpuMemoryBoundOpsFinding | None:
     """Most operator time is in ops whose roof time comes from bytes moved, not FLOPs."""
     ops = placed_main_ops(f)
     total = sum(b - a for a, b in windows(f, ops))
@@ -98,14 +135,13 @@ def cpu_memory_bound_ops(f: TraceFacts, limits: CpuMemoryBoundOpsLimits):
     fusable_per_call = len(fusable) / calls
     saveable = float(fusable["dur_us"].sum()) * (1 - 1 / max(1.0, fusable_per_call))
     matrix_us = float(mem["dur_us"].sum() - fusable["dur_us"].sum())
-    return Hypothesis(
-        category="memory_bound",
-        title=f"{share:.0f}% of the time is in memory-streaming ops",
-        observed=f"{per_call:.1f} memory-bound ops per call (elementwise, reductions, norms, copies), "
-        f"{mem['dur_us'].sum() / 1e3:.2f} ms in all",
-        mechanism="Each op reads and writes whole tensors doing little arithmetic per byte (below the ridge of "
-        f"{f.ceiling.ridge_flops_per_byte:.0f} FLOP/byte): bandwidth sets their time, and a chain re-reads "
-        "what the previous op wrote.",
+    return CpuMemoryBoundOpsFinding(
+        share_pct=share,
+        ops_per_call=per_call,
+        memory_ms=mem["dur_us"].sum() / 1e3,
+        ridge_flop_per_byte=f.ceiling.ridge_flops_per_byte,
+        matrix_ms=matrix_us / 1e3,
+        notes=("matrix",) if matrix_us > 0 else (),
         evidence=(
             Evidence(
                 "memory_bound_time_pct",
@@ -125,20 +161,6 @@ def cpu_memory_bound_ops(f: TraceFacts, limits: CpuMemoryBoundOpsLimits):
             ),
         ),
         time_at_stake_ms=bounded_ms(saveable / calls, total / calls),
-        predicted_effect="fusing the chain into one pass (torch.compile, a Triton kernel) leaves about one pass over memory",
-        falsifier="compile the function: if time per call does not drop, the ops were not bandwidth-limited or not fusable",
-        confounders=(
-            "work is analytic (shapes and dtypes), not measured counters",
-            "ops without a formula are placed by name (copies, fills, gathers)",
-        )
-        + (
-            (
-                f"{matrix_us / 1e3:.2f} ms of it is matrix ops at low intensity (small batches stream their weights): "
-                "memory bound, but not fused away; larger batches raise their intensity",
-            )
-            if matrix_us > 0
-            else ()
-        ),
         # one pass per call leaves nothing to fuse: the op may already run at its roof
         confidence="high" if share > 75 and fusable_per_call >= 2 else "medium",
         suggested_variants=fusion_fixes(set(fusable["name"].astype(str)), around=set(ops["name"].astype(str))),
@@ -153,8 +175,74 @@ class CpuComputeBoundOpsLimits(Limits):
     min_share_pct: float = 50.0
 
 
-@rule("cpu_compute_bound_ops", category="compute_bound", scope="trace", limits=CpuComputeBoundOpsLimits)
-def cpu_compute_bound_ops(f: TraceFacts, limits: CpuComputeBoundOpsLimits):
+@dataclass(frozen=True, kw_only=True)
+class CpuComputeBoundOpsFinding(Finding):
+    share_pct: float  # typical share of the measured time in compute-bound ops
+    ops_per_call: float  # compute-bound (matrix) ops per call (step)
+    ridge_flop_per_byte: float  # the device ceiling's ridge point
+    compute_ms: float  # their summed time
+    achieved_gflops: float = float("nan")  # analytic FLOPs / measured time (NaN: no op with a FLOP count)
+    ceiling_kind: str = ""  # the kind of device ceiling (its peak is what they are held against)
+    peak_gflops: float = 0.0  # the ceiling's peak
+
+
+_CPU_COMPUTE_CONFOUNDERS = (
+    "the intensity is analytic, not measured",
+    "forward convolutions whose stride/padding the trace did not record are placed by name",
+)
+_CPU_COMPUTE_TITLE = "{share_pct:.0f}% of the time is in arithmetic-heavy matrix ops"
+_CPU_COMPUTE_OBSERVED = (
+    "{ops_per_call:.1f} matrix ops per call above the ridge ({ridge_flop_per_byte:.0f} FLOP/byte), "
+    "{compute_ms:.2f} ms in all"
+)
+_CPU_COMPUTE_MECHANISM = (
+    "These ops do many FLOPs per byte moved; the arithmetic units, not memory or dispatch, set their time."
+)
+_CPU_COMPUTE_PREDICTION = (
+    "lower precision (bf16 autocast, TF32 on GPU) or less arithmetic is the only lever; fusion will not help"
+)
+_CPU_COMPUTE_FALSIFIER = (
+    "run under bf16 autocast (the autocast_bf16 fix: torch.autocast('cpu', dtype=torch.bfloat16)): if matmul "
+    "time does not fall, they were not compute-limited (compiling, which fuses, does not touch this mechanism)"
+)
+CPU_COMPUTE_BOUND_OPS_WORDS = {
+    # the ops achieve no more than the ceiling allows (or no FLOP count says what they achieve)
+    "within_roof": Words(
+        title=_CPU_COMPUTE_TITLE,
+        observed=_CPU_COMPUTE_OBSERVED,
+        mechanism=_CPU_COMPUTE_MECHANISM,
+        predicted_effect=_CPU_COMPUTE_PREDICTION,
+        falsifier=_CPU_COMPUTE_FALSIFIER,
+        confounders=_CPU_COMPUTE_CONFOUNDERS,
+        suggested_variants=("autocast_bf16",),
+    ),
+    # more than the roof allows: the ceiling (a default?) or the counts are wrong, not a win
+    "above_roof": Words(
+        title=_CPU_COMPUTE_TITLE,
+        observed=_CPU_COMPUTE_OBSERVED,
+        mechanism=_CPU_COMPUTE_MECHANISM,
+        predicted_effect=_CPU_COMPUTE_PREDICTION,
+        falsifier=_CPU_COMPUTE_FALSIFIER,
+        confounders=(
+            "the ops achieve {achieved_gflops:.0f} GFLOP/s, above the {ceiling_kind} ceiling's "
+            "{peak_gflops:.0f} GFLOP/s: an anomaly (wrong ceiling or counts); "
+            "measure the ceiling (workbench.devices.measure_cpu_ceiling) before trusting this",
+            *_CPU_COMPUTE_CONFOUNDERS,
+        ),
+        suggested_variants=("autocast_bf16",),
+    ),
+}
+
+
+@rule(
+    "cpu_compute_bound_ops",
+    category="compute_bound",
+    scope="trace",
+    limits=CpuComputeBoundOpsLimits,
+    finding=CpuComputeBoundOpsFinding,
+    words=CPU_COMPUTE_BOUND_OPS_WORDS,
+)
+def cpu_compute_bound_ops(f: TraceFacts, limits: CpuComputeBoundOpsLimits) -> CpuComputeBoundOpsFinding | None:
     """Most operator time is in ops whose roof time comes from FLOPs (matrix work above the ridge)."""
     ops = placed_main_ops(f)
     total = sum(b - a for a, b in windows(f, ops))
@@ -191,30 +279,17 @@ def cpu_compute_bound_ops(f: TraceFacts, limits: CpuComputeBoundOpsLimits):
                 rows=_ceiling_row(f),
             )
         )
-    confounders = [
-        "the intensity is analytic, not measured",
-        "forward convolutions whose stride/padding the trace did not record are placed by name",
-    ]
-    if above:  # more than the roof allows: the ceiling (a default?) or the counts are wrong, not a win
-        confounders.insert(
-            0,
-            f"the ops achieve {achieved:.0f} GFLOP/s, above the {f.ceiling.kind} ceiling's "
-            f"{f.ceiling.peak_gflops:.0f} GFLOP/s: an anomaly (wrong ceiling or counts); "
-            "measure the ceiling (workbench.devices.measure_cpu_ceiling) before trusting this",
-        )
-    return Hypothesis(
-        category="compute_bound",
-        title=f"{share:.0f}% of the time is in arithmetic-heavy matrix ops",
-        observed=f"{len(comp) / calls:.1f} matrix ops per call above the ridge ({f.ceiling.ridge_flops_per_byte:.0f} FLOP/byte), "
-        f"{comp['dur_us'].sum() / 1e3:.2f} ms in all",
-        mechanism="These ops do many FLOPs per byte moved; the arithmetic units, not memory or dispatch, set their time.",
+    return CpuComputeBoundOpsFinding(
+        branch="above_roof" if above else "within_roof",
+        share_pct=share,
+        ops_per_call=len(comp) / calls,
+        ridge_flop_per_byte=f.ceiling.ridge_flops_per_byte,
+        compute_ms=comp["dur_us"].sum() / 1e3,
+        achieved_gflops=achieved,
+        ceiling_kind=f.ceiling.kind,
+        peak_gflops=f.ceiling.peak_gflops,
         evidence=tuple(ev),
         time_at_stake_ms=bounded_ms(comp["dur_us"].sum() / 2 / calls, total / calls),
-        predicted_effect="lower precision (bf16 autocast, TF32 on GPU) or less arithmetic is the only lever; fusion will not help",
-        falsifier="run under bf16 autocast (the autocast_bf16 fix: torch.autocast('cpu', dtype=torch.bfloat16)): if matmul "
-        "time does not fall, they were not compute-limited (compiling, which fuses, does not touch this mechanism)",
-        confounders=tuple(confounders),
         confidence="low" if above else "medium",
-        suggested_variants=("autocast_bf16",),
         scope="host thread",
     )

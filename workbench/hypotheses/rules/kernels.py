@@ -13,9 +13,10 @@ import pandas as pd
 
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.gpu_roofline import PLACED_BY_WORK, family_by_name, place_kernels
-from workbench.hypotheses.hypothesis import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence
 from workbench.hypotheses.registry import Limits, rule
 from workbench.hypotheses.rules._common import bounded_ms, fusion_fixes, pct, per_rank_max_us, rows, summed_over
+from workbench.hypotheses.words import Finding, Words
 
 
 def _compute_kernels(f: TraceFacts) -> pd.DataFrame:
@@ -56,8 +57,45 @@ class MemoryBoundKernelsLimits(Limits):
     min_chain: int = 3
 
 
-@rule("memory_bound_kernels", category="memory_bound", scope="trace", limits=MemoryBoundKernelsLimits)
-def memory_bound_kernels(f: TraceFacts, limits: MemoryBoundKernelsLimits):
+@dataclass(frozen=True, kw_only=True)
+class MemoryBoundKernelsFinding(Finding):
+    share_pct: float  # of computation-kernel time, in fusable memory-bound kernels
+    n_kernels: int  # fusable memory-bound kernels
+    memory_ms: float  # their summed time
+    busy_ms: float  # summed computation-kernel time
+    summed_over: str  # how the ranks' times were summed (empty for one rank)
+    n_chains: int  # runs of >= min_chain of them in a row on a stream
+    min_chain: int  # the shortest run counted
+
+
+MEMORY_BOUND_KERNELS_WORDS = Words(
+    title="{share_pct:.0f}% of kernel time is in memory-bound kernels",
+    observed="{n_kernels} elementwise/reduction/normalisation kernels, {memory_ms:.2f} ms of "
+    "{busy_ms:.2f} ms computation-kernel time{summed_over} (GEMM, convolution and attention kernels "
+    "excluded); "
+    "{n_chains} chains of >= {min_chain} in a row",
+    mechanism="Each of these kernels streams its tensors through memory doing little arithmetic per byte; "
+    "back-to-back ones re-read what the previous one wrote.",
+    predicted_effect="fusing each chain into one pass (torch.compile or a Triton kernel) leaves about one kernel's "
+    "time per chain",
+    falsifier="compile the region: if the memory-bound kernel time does not fall, the kernels were not fusable or "
+    "not bandwidth-limited",
+    confounders=(
+        "work is analytic (shapes) or, without shapes, read from kernel names; not measured bandwidth",
+        "small kernels may be launch-bound instead",
+    ),
+)
+
+
+@rule(
+    "memory_bound_kernels",
+    category="memory_bound",
+    scope="trace",
+    limits=MemoryBoundKernelsLimits,
+    finding=MemoryBoundKernelsFinding,
+    words=MEMORY_BOUND_KERNELS_WORDS,
+)
+def memory_bound_kernels(f: TraceFacts, limits: MemoryBoundKernelsLimits) -> MemoryBoundKernelsFinding | None:
     """Most kernel time is in memory-bound families; chains of them on a stream are fusion candidates."""
     k = _compute_kernels(f)
     busy = float(k["dur_us"].sum())
@@ -72,15 +110,14 @@ def memory_bound_kernels(f: TraceFacts, limits: MemoryBoundKernelsLimits):
     by_name = mem.groupby(["name", "work_op", "placed_by"], as_index=False).agg(
         n=("dur_us", "size"), dur_us=("dur_us", "sum")
     )
-    return Hypothesis(
-        category="memory_bound",
-        title=f"{share:.0f}% of kernel time is in memory-bound kernels",
-        observed=f"{len(mem)} elementwise/reduction/normalisation kernels, {mem['dur_us'].sum() / 1e3:.2f} ms of "
-        f"{busy / 1e3:.2f} ms computation-kernel time{summed_over(k)} (GEMM, convolution and attention kernels "
-        f"excluded); "
-        f"{len(chains)} chains of >= {int(limits.min_chain)} in a row",
-        mechanism="Each of these kernels streams its tensors through memory doing little arithmetic per byte; "
-        "back-to-back ones re-read what the previous one wrote.",
+    return MemoryBoundKernelsFinding(
+        share_pct=share,
+        n_kernels=len(mem),
+        memory_ms=mem["dur_us"].sum() / 1e3,
+        busy_ms=busy / 1e3,
+        summed_over=summed_over(k),
+        n_chains=len(chains),
+        min_chain=int(limits.min_chain),
         evidence=(
             Evidence(
                 "memory_bound_share_pct",
@@ -100,12 +137,6 @@ def memory_bound_kernels(f: TraceFacts, limits: MemoryBoundKernelsLimits):
             _placement(k),
         ),
         time_at_stake_ms=bounded_ms(stake_us, f.window_us),
-        predicted_effect="fusing each chain into one pass (torch.compile or a Triton kernel) leaves about one kernel's time per chain",
-        falsifier="compile the region: if the memory-bound kernel time does not fall, the kernels were not fusable or not bandwidth-limited",
-        confounders=(
-            "work is analytic (shapes) or, without shapes, read from kernel names; not measured bandwidth",
-            "small kernels may be launch-bound instead",
-        ),
         confidence="medium",
         suggested_variants=fusion_fixes(
             set(mem["name"].astype(str)) | set(mem["work_op"].astype(str)), around=set(k["work_op"].astype(str))
@@ -143,8 +174,40 @@ class MatrixKernelsDominateLimits(Limits):
     max_idle_pct: float = 15.0
 
 
-@rule("matrix_kernels_dominate", category="compute_bound", scope="trace", limits=MatrixKernelsDominateLimits)
-def matrix_kernels_dominate(f: TraceFacts, limits: MatrixKernelsDominateLimits):
+@dataclass(frozen=True, kw_only=True)
+class MatrixKernelsDominateFinding(Finding):
+    share_pct: float  # of computation-kernel time, in matrix kernels
+    n_kernels: int  # matrix (GEMM, convolution, attention) kernels
+    matrix_ms: float  # their summed time
+    summed_over: str  # how the ranks' times were summed (empty for one rank)
+    idle_pct: float  # GPU idle share of the ranks' spans
+
+
+MATRIX_KERNELS_DOMINATE_WORDS = Words(
+    title="{share_pct:.0f}% of kernel time is matrix work on a busy GPU",
+    observed="{n_kernels} GEMM/convolution kernels, {matrix_ms:.2f} ms{summed_over}; GPU idle {idle_pct:.1f}%",
+    mechanism="Time is in arithmetic-heavy kernels; only less arithmetic or faster arithmetic (tensor cores, lower "
+    "precision) helps.",
+    predicted_effect="bf16/fp16 autocast or TF32 on tensor-core GPUs can about halve matrix time; host changes cannot",
+    falsifier="run under autocast(bfloat16): if matrix kernel time does not fall, they were not compute-limited",
+    confounders=(
+        "work is analytic (shapes) or, without shapes, read from kernel names",
+        "small GEMMs are memory- or launch-bound",
+    ),
+    # faster arithmetic: TF32 for fp32 GEMMs, bf16/fp16 autocast (the fixes judge the kernels' precision)
+    suggested_variants=("tf32", "autocast_bf16", "autocast_fp16"),
+)
+
+
+@rule(
+    "matrix_kernels_dominate",
+    category="compute_bound",
+    scope="trace",
+    limits=MatrixKernelsDominateLimits,
+    finding=MatrixKernelsDominateFinding,
+    words=MATRIX_KERNELS_DOMINATE_WORDS,
+)
+def matrix_kernels_dominate(f: TraceFacts, limits: MatrixKernelsDominateLimits) -> MatrixKernelsDominateFinding | None:
     """The GPU is busy and most of its time is in matrix kernels (GEMM, convolution, attention)."""
     k = _compute_kernels(f)
     busy = float(k["dur_us"].sum())
@@ -157,11 +220,12 @@ def matrix_kernels_dominate(f: TraceFacts, limits: MatrixKernelsDominateLimits):
     by_name = mat.groupby(["name", "work_op", "placed_by"], as_index=False).agg(
         n=("dur_us", "size"), dur_us=("dur_us", "sum")
     )
-    return Hypothesis(
-        category="compute_bound",
-        title=f"{share:.0f}% of kernel time is matrix work on a busy GPU",
-        observed=f"{len(mat)} GEMM/convolution kernels, {mat['dur_us'].sum() / 1e3:.2f} ms{summed_over(mat)}; GPU idle {idle_pct:.1f}%",
-        mechanism="Time is in arithmetic-heavy kernels; only less arithmetic or faster arithmetic (tensor cores, lower precision) helps.",
+    return MatrixKernelsDominateFinding(
+        share_pct=share,
+        n_kernels=len(mat),
+        matrix_ms=mat["dur_us"].sum() / 1e3,
+        summed_over=summed_over(mat),
+        idle_pct=idle_pct,
         evidence=(
             Evidence(
                 "matrix_share_pct",
@@ -175,14 +239,6 @@ def matrix_kernels_dominate(f: TraceFacts, limits: MatrixKernelsDominateLimits):
             _placement(k),
         ),
         time_at_stake_ms=bounded_ms(per_rank_max_us(mat) / 2, f.window_us),
-        predicted_effect="bf16/fp16 autocast or TF32 on tensor-core GPUs can about halve matrix time; host changes cannot",
-        falsifier="run under autocast(bfloat16): if matrix kernel time does not fall, they were not compute-limited",
-        confounders=(
-            "work is analytic (shapes) or, without shapes, read from kernel names",
-            "small GEMMs are memory- or launch-bound",
-        ),
         confidence="medium",
-        # faster arithmetic: TF32 for fp32 GEMMs, bf16/fp16 autocast (the fixes judge the kernels' precision)
-        suggested_variants=("tf32", "autocast_bf16", "autocast_fp16"),
         scope="all ranks",
     )

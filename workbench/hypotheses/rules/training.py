@@ -10,9 +10,10 @@ import pandas as pd
 
 from workbench.analysis.backward_scopes import named_spans
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.hypothesis import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence
 from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
+from workbench.hypotheses.words import Finding, Words
 
 
 @dataclass(frozen=True)
@@ -22,8 +23,34 @@ class DataLoadingShareLimits(Limits):
     min_share_pct: float = 10.0
 
 
-@rule("data_loading_share", category="host_bound", scope="trace", limits=DataLoadingShareLimits)
-def data_loading_share(f: TraceFacts, limits: DataLoadingShareLimits):
+@dataclass(frozen=True, kw_only=True)
+class DataLoadingShareFinding(Finding):
+    share_pct: float  # of the trace's window, in DataLoader fetches
+    n_fetches: int  # DataLoader __next__ calls
+    loading_ms: float  # their summed time
+
+
+DATA_LOADING_SHARE_WORDS = Words(
+    title="Data loading takes {share_pct:.0f}% of the trace",
+    observed="{n_fetches} DataLoader fetches, {loading_ms:.2f} ms",
+    mechanism="Batches are produced in the training process, on the critical path, instead of ahead of time by "
+    "workers.",
+    predicted_effect="DataLoader(num_workers>0, pin_memory=True, prefetch_factor) moves it off the critical path",
+    falsifier="train on one cached batch repeated: if the step time does not fall by the loading time, loading was "
+    "hidden (no variant in the registry changes data loading: that experiment is your own rewrite)",
+    confounders=("the first fetch starts the workers",),
+)
+
+
+@rule(
+    "data_loading_share",
+    category="host_bound",
+    scope="trace",
+    limits=DataLoadingShareLimits,
+    finding=DataLoadingShareFinding,
+    words=DATA_LOADING_SHARE_WORDS,
+)
+def data_loading_share(f: TraceFacts, limits: DataLoadingShareLimits) -> DataLoadingShareFinding | None:
     """The DataLoader's __next__ takes a large share of the step."""
     ops = f.require_cpu_ops()
     dl = ops[ops["name"].astype(str).str.contains(r"enumerate\(DataLoader\)|DataLoaderIter.*__next__", regex=True)]
@@ -31,11 +58,10 @@ def data_loading_share(f: TraceFacts, limits: DataLoadingShareLimits):
     share = pct(dl["dur_us"].sum(), total)
     if dl.empty or share < limits.min_share_pct:
         return None
-    return Hypothesis(
-        category="host_bound",
-        title=f"Data loading takes {share:.0f}% of the trace",
-        observed=f"{len(dl)} DataLoader fetches, {dl['dur_us'].sum() / 1e3:.2f} ms",
-        mechanism="Batches are produced in the training process, on the critical path, instead of ahead of time by workers.",
+    return DataLoadingShareFinding(
+        share_pct=share,
+        n_fetches=len(dl),
+        loading_ms=dl["dur_us"].sum() / 1e3,
         evidence=(
             Evidence(
                 "data_loading_pct",
@@ -47,12 +73,7 @@ def data_loading_share(f: TraceFacts, limits: DataLoadingShareLimits):
             ),
         ),
         time_at_stake_ms=bounded_ms(dl["dur_us"].sum(), total),
-        predicted_effect="DataLoader(num_workers>0, pin_memory=True, prefetch_factor) moves it off the critical path",
-        falsifier="train on one cached batch repeated: if the step time does not fall by the loading time, loading was hidden "
-        "(no variant in the registry changes data loading: that experiment is your own rewrite)",
-        confounders=("the first fetch starts the workers",),
         confidence="high" if share > 3 * limits.min_share_pct else "medium",
-        suggested_variants=(),
         scope="host",
     )
 
@@ -124,8 +145,62 @@ class SingleTensorOptimizerLimits(Limits):
     min_ops_per_step: int = 50
 
 
-@rule("single_tensor_optimizer", category="launch_overhead", scope="trace", limits=SingleTensorOptimizerLimits)
-def single_tensor_optimizer(f: TraceFacts, limits: SingleTensorOptimizerLimits):
+@dataclass(frozen=True, kw_only=True)
+class SingleTensorOptimizerFinding(Finding):
+    optimizer: str  # the optimizer's class name (``AdamW``), or "the optimizer"
+    ops_per_step: float  # ops inside one step, on average
+    n_steps: int  # optimizer step calls
+    step_ms: float  # their summed time
+    n_params: float = 0.0  # parameter tensors one step walks (0: not read)
+    how_counted: str = ""  # how n_params was read (parameter_tensors)
+
+
+_SINGLE_TENSOR_MECHANISM = (
+    "A single-tensor optimizer launches several small ops per parameter; foreach/fused versions batch them."
+)
+_SINGLE_TENSOR_PREDICTION = (
+    "{optimizer}(..., foreach=True) (or fused=True where the device supports it) cuts the optimizer step several-fold"
+)
+_SINGLE_TENSOR_FALSIFIER = (
+    "construct {optimizer} with foreach=True: if its step time does not fall, per-tensor dispatch was not the cost"
+)
+SINGLE_TENSOR_OPTIMIZER_WORDS = {
+    # the number of parameter tensors was read from the ops' counts
+    "counted": Words(
+        title="{optimizer} steps about {n_params:.0f} parameter tensors one tensor at a time: {ops_per_step:.0f} ops "
+        "per step (foreach/fused off)",
+        observed="{n_steps} {optimizer}.step calls, none using _foreach_/fused kernels: {ops_per_step:.0f} ops per "
+        "step over about {n_params:.0f} parameter tensors ({how_counted}); {step_ms:.2f} ms in total",
+        mechanism=_SINGLE_TENSOR_MECHANISM,
+        predicted_effect=_SINGLE_TENSOR_PREDICTION,
+        falsifier=_SINGLE_TENSOR_FALSIFIER,
+        confounders=("few, large parameters gain little",),
+        suggested_variants=("fused_optimizer", "compiled"),
+    ),
+    # no op count says how many parameter tensors there are
+    "uncounted": Words(
+        title="{optimizer} steps its parameters one tensor at a time: {ops_per_step:.0f} ops per step "
+        "(foreach/fused off)",
+        observed="{n_steps} {optimizer}.step calls, none using _foreach_/fused kernels: {ops_per_step:.0f} ops per "
+        "step over its parameters; {step_ms:.2f} ms in total",
+        mechanism=_SINGLE_TENSOR_MECHANISM,
+        predicted_effect=_SINGLE_TENSOR_PREDICTION,
+        falsifier=_SINGLE_TENSOR_FALSIFIER,
+        confounders=("few, large parameters gain little",),
+        suggested_variants=("fused_optimizer", "compiled"),
+    ),
+}
+
+
+@rule(
+    "single_tensor_optimizer",
+    category="launch_overhead",
+    scope="trace",
+    limits=SingleTensorOptimizerLimits,
+    finding=SingleTensorOptimizerFinding,
+    words=SINGLE_TENSOR_OPTIMIZER_WORDS,
+)
+def single_tensor_optimizer(f: TraceFacts, limits: SingleTensorOptimizerLimits) -> SingleTensorOptimizerFinding | None:
     """The optimizer step updates parameters one tensor at a time (foreach/fused off)."""
     ops = f.require_cpu_ops()
     steps = optimizer_spans(f, "Optimizer.step#")
@@ -139,17 +214,15 @@ def single_tensor_optimizer(f: TraceFacts, limits: SingleTensorOptimizerLimits):
     per_step = picked.size / len(inside)
     if per_step < limits.min_ops_per_step:
         return None
-    cls = optimizer_class(steps)
     n_params, how = parameter_tensors(names[picked], len(inside))
-    params = f"about {n_params:.0f} parameter tensors" if n_params else "its parameters"
-    return Hypothesis(
-        category="launch_overhead",
-        title=f"{cls} steps {params} one tensor at a time: {per_step:.0f} ops per step (foreach/fused off)",
-        observed=(
-            f"{len(steps)} {cls}.step calls, none using _foreach_/fused kernels: {per_step:.0f} ops per step over "
-            f"{params}" + (f" ({how})" if how else "") + f"; {steps['dur_us'].sum() / 1e3:.2f} ms in total"
-        ),
-        mechanism="A single-tensor optimizer launches several small ops per parameter; foreach/fused versions batch them.",
+    return SingleTensorOptimizerFinding(
+        branch="counted" if n_params else "uncounted",
+        optimizer=optimizer_class(steps),
+        ops_per_step=per_step,
+        n_steps=len(steps),
+        step_ms=steps["dur_us"].sum() / 1e3,
+        n_params=n_params,
+        how_counted=how,
         evidence=(
             Evidence(
                 "optimizer_ops_per_step",
@@ -163,12 +236,7 @@ def single_tensor_optimizer(f: TraceFacts, limits: SingleTensorOptimizerLimits):
             Evidence("parameter_tensors", n_params, "tensors", source="cpu_ops"),
         ),
         time_at_stake_ms=bounded_ms(steps["dur_us"].sum() * 0.5, f.window_us),
-        predicted_effect=f"{cls}(..., foreach=True) (or fused=True where the device supports it) cuts the optimizer "
-        "step several-fold",
-        falsifier=f"construct {cls} with foreach=True: if its step time does not fall, per-tensor dispatch was not the cost",
-        confounders=("few, large parameters gain little",),
         confidence="medium",
-        suggested_variants=("fused_optimizer", "compiled"),
         scope="optimizer step",
     )
 
@@ -180,8 +248,35 @@ class ZeroGradNotNoneLimits(Limits):
     min_zero_ops: int = 10
 
 
-@rule("zero_grad_not_none", category="launch_overhead", scope="trace", limits=ZeroGradNotNoneLimits)
-def zero_grad_not_none(f: TraceFacts, limits: ZeroGradNotNoneLimits):
+@dataclass(frozen=True, kw_only=True)
+class ZeroGradNotNoneFinding(Finding):
+    n_zero_ops: int  # zero_/fill_ ops inside zero_grad calls
+    n_calls: int  # zero_grad calls
+    optimizer: str  # the optimizer's class name (``AdamW``), or "the optimizer"
+    zero_grad_ms: float  # the calls' summed time
+
+
+ZERO_GRAD_NOT_NONE_WORDS = Words(
+    title="zero_grad writes zeros {n_zero_ops} times instead of setting grads to None",
+    observed="{n_zero_ops} zero_/fill_ ops inside {n_calls} {optimizer}.zero_grad calls, {zero_grad_ms:.2f} ms",
+    mechanism="Zeroing costs one memset per parameter each step; set_to_none=True skips it and lets backward write "
+    "fresh.",
+    predicted_effect="optimizer.zero_grad(set_to_none=True) removes this time",
+    falsifier="call zero_grad(set_to_none=True) (the set_to_none fix rewrites the call in a copy of the code): "
+    "if the step time does not fall, zeroing was not costly",
+    suggested_variants=("set_to_none",),
+)
+
+
+@rule(
+    "zero_grad_not_none",
+    category="launch_overhead",
+    scope="trace",
+    limits=ZeroGradNotNoneLimits,
+    finding=ZeroGradNotNoneFinding,
+    words=ZERO_GRAD_NOT_NONE_WORDS,
+)
+def zero_grad_not_none(f: TraceFacts, limits: ZeroGradNotNoneLimits) -> ZeroGradNotNoneFinding | None:
     """zero_grad() fills gradients with zeros (set_to_none=False) instead of dropping them."""
     ops = f.require_cpu_ops()
     zg = optimizer_spans(f, "Optimizer.zero_grad#")
@@ -191,12 +286,11 @@ def zero_grad_not_none(f: TraceFacts, limits: ZeroGradNotNoneLimits):
     zeros = sum(int(is_zero[picked].sum()) for picked in _ops_inside(ops, zg))
     if zeros < limits.min_zero_ops:
         return None
-    cls = optimizer_class(zg)
-    return Hypothesis(
-        category="launch_overhead",
-        title=f"zero_grad writes zeros {zeros} times instead of setting grads to None",
-        observed=f"{zeros} zero_/fill_ ops inside {len(zg)} {cls}.zero_grad calls, {zg['dur_us'].sum() / 1e3:.2f} ms",
-        mechanism="Zeroing costs one memset per parameter each step; set_to_none=True skips it and lets backward write fresh.",
+    return ZeroGradNotNoneFinding(
+        n_zero_ops=zeros,
+        n_calls=len(zg),
+        optimizer=optimizer_class(zg),
+        zero_grad_ms=zg["dur_us"].sum() / 1e3,
         evidence=(
             Evidence(
                 "zero_ops",
@@ -209,11 +303,6 @@ def zero_grad_not_none(f: TraceFacts, limits: ZeroGradNotNoneLimits):
             ),
         ),
         time_at_stake_ms=bounded_ms(zg["dur_us"].sum(), f.window_us),
-        predicted_effect="optimizer.zero_grad(set_to_none=True) removes this time",
-        falsifier="call zero_grad(set_to_none=True) (the set_to_none fix rewrites the call in a copy of the code): "
-        "if the step time does not fall, zeroing was not costly",
-        confounders=(),
         confidence="medium",
-        suggested_variants=("set_to_none",),
         scope="optimizer",
     )
