@@ -10,9 +10,10 @@ import numpy as np
 import pandas as pd
 
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.hypothesis import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence
 from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
+from workbench.hypotheses.words import Finding, Words
 
 MALLOC_NAMES = (
     "cudaMalloc",
@@ -34,8 +35,37 @@ class DeviceMallocInLoopLimits(Limits):
     min_time_pct: float = 1.0
 
 
-@rule("device_malloc_in_loop", category="allocation_churn", scope="trace", limits=DeviceMallocInLoopLimits)
-def device_malloc_in_loop(f: TraceFacts, limits: DeviceMallocInLoopLimits):
+@dataclass(frozen=True, kw_only=True)
+class DeviceMallocFinding(Finding):
+    n_calls: int  # device malloc/free calls in the trace
+    malloc_ms: float  # their summed time
+    share_pct: float  # of the trace's window
+    call_names: str  # the calls' names, joined with ", "
+
+
+DEVICE_MALLOC_WORDS = Words(
+    title="{n_calls} device malloc/free calls during the run",
+    observed="{malloc_ms:.2f} ms ({share_pct:.1f}% of the trace) in {call_names}",
+    mechanism="The caching allocator cannot reuse blocks (fragmentation, changing sizes, empty_cache) and calls the "
+    "driver, which synchronises.",
+    predicted_effect="preallocating buffers, fixed shapes, or no torch.cuda.empty_cache() in the loop removes these "
+    "calls",
+    falsifier="run two more steps and count calls: if they do not repeat after warm-up, it was a one-time cost",
+    confounders=("the first step always allocates",),
+    # a CUDA graph replays from a private, preallocated pool: it tests the allocation mechanism
+    suggested_variants=("cuda_graph", "compiled_reduce_overhead"),
+)
+
+
+@rule(
+    "device_malloc_in_loop",
+    category="allocation_churn",
+    scope="trace",
+    limits=DeviceMallocInLoopLimits,
+    finding=DeviceMallocFinding,
+    words=DEVICE_MALLOC_WORDS,
+)
+def device_malloc_in_loop(f: TraceFacts, limits: DeviceMallocInLoopLimits) -> DeviceMallocFinding | None:
     """cudaMalloc/cudaFree are called repeatedly while the program runs (caching allocator misses)."""
     rt = f.require_runtime()
     calls = rt[rt["name"].astype(str).isin(MALLOC_NAMES)]
@@ -43,11 +73,11 @@ def device_malloc_in_loop(f: TraceFacts, limits: DeviceMallocInLoopLimits):
     if len(calls) < limits.min_calls or pct(total, f.window_us) < limits.min_time_pct:
         return None
     by = calls.groupby("name", as_index=False, observed=True).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
-    return Hypothesis(
-        category="allocation_churn",
-        title=f"{len(calls)} device malloc/free calls during the run",
-        observed=f"{total / 1e3:.2f} ms ({pct(total, f.window_us):.1f}% of the trace) in {', '.join(by['name'].astype(str))}",
-        mechanism="The caching allocator cannot reuse blocks (fragmentation, changing sizes, empty_cache) and calls the driver, which synchronises.",
+    return DeviceMallocFinding(
+        n_calls=len(calls),
+        malloc_ms=total / 1e3,
+        share_pct=pct(total, f.window_us),
+        call_names=", ".join(by["name"].astype(str)),
         evidence=(
             Evidence(
                 "malloc_time_pct",
@@ -60,12 +90,7 @@ def device_malloc_in_loop(f: TraceFacts, limits: DeviceMallocInLoopLimits):
             Evidence("malloc_calls", len(calls), "calls", limits.min_calls, ">=", "runtime"),
         ),
         time_at_stake_ms=bounded_ms(total, f.window_us),
-        predicted_effect="preallocating buffers, fixed shapes, or no torch.cuda.empty_cache() in the loop removes these calls",
-        falsifier="run two more steps and count calls: if they do not repeat after warm-up, it was a one-time cost",
-        confounders=("the first step always allocates",),
         confidence="medium",
-        # a CUDA graph replays from a private, preallocated pool: it tests the allocation mechanism
-        suggested_variants=("cuda_graph", "compiled_reduce_overhead"),
         scope="all ranks",
     )
 
@@ -148,8 +173,39 @@ class LargeAllocationsRepeatLimits(Limits):
     min_time_pct: float = 10.0
 
 
-@rule("large_allocations_repeat", category="allocation_churn", scope="trace", limits=LargeAllocationsRepeatLimits)
-def large_allocations_repeat(f: TraceFacts, limits: LargeAllocationsRepeatLimits):
+@dataclass(frozen=True, kw_only=True)
+class LargeAllocationsFinding(Finding):
+    n_allocs: int  # host allocations of at least large_bytes
+    large_mib: float  # the size threshold, MiB
+    allocs_per_call: float  # of them per traced call
+    excess_ms: float  # the allocating ops' time above moving their bytes at the ceiling
+    share_pct: float  # that excess, of the trace's window
+
+
+LARGE_ALLOCATIONS_WORDS = Words(
+    title="{n_allocs} allocations of >= {large_mib:.0f} MiB repeat during the run",
+    observed="{allocs_per_call:.1f} large allocations per call; the ops that make them take {excess_ms:.2f} ms more "
+    "than moving their bytes at the ceiling needs ({share_pct:.0f}% of the trace)",
+    mechanism="Fresh large buffers each call pay for allocation and first-touch page faults (on CPU, mmap/munmap "
+    "and zeroing of every page), on top of the op's work.",
+    predicted_effect="reusing a preallocated buffer (out= arguments, in-place ops) removes the allocation and fault "
+    "cost",
+    falsifier="preallocate the buffer once outside the loop (out= arguments, in-place ops): if the time per call does "
+    "not fall, allocation was not the cost (no variant in the registry preallocates: that experiment is your own "
+    "rewrite)",
+    confounders=("the excess over the roof may also be cache misses or a slow kernel, not allocation",),
+)
+
+
+@rule(
+    "large_allocations_repeat",
+    category="allocation_churn",
+    scope="trace",
+    limits=LargeAllocationsRepeatLimits,
+    finding=LargeAllocationsFinding,
+    words=LARGE_ALLOCATIONS_WORDS,
+)
+def large_allocations_repeat(f: TraceFacts, limits: LargeAllocationsRepeatLimits) -> LargeAllocationsFinding | None:
     """Large host buffers are allocated afresh on every call, and the ops making them run far below their roof."""
     mem = f.memory
     if mem.empty:
@@ -171,13 +227,12 @@ def large_allocations_repeat(f: TraceFacts, limits: LargeAllocationsRepeatLimits
         dur_us=("dur_us", "sum"),
         excess_us=("excess_us", "sum"),
     )
-    return Hypothesis(
-        category="allocation_churn",
-        title=f"{len(big)} allocations of >= {limits.large_bytes / 2**20:.0f} MiB repeat during the run",
-        observed=f"{per_call:.1f} large allocations per call; the ops that make them take {stake_us / 1e3:.2f} ms more than "
-        f"moving their bytes at the ceiling needs ({share:.0f}% of the trace)",
-        mechanism="Fresh large buffers each call pay for allocation and first-touch page faults (on CPU, mmap/munmap "
-        "and zeroing of every page), on top of the op's work.",
+    return LargeAllocationsFinding(
+        n_allocs=len(big),
+        large_mib=limits.large_bytes / 2**20,
+        allocs_per_call=per_call,
+        excess_ms=stake_us / 1e3,
+        share_pct=share,
         evidence=(
             Evidence(
                 "large_allocs_per_call",
@@ -198,12 +253,7 @@ def large_allocations_repeat(f: TraceFacts, limits: LargeAllocationsRepeatLimits
             ),
         ),
         time_at_stake_ms=bounded_ms(stake_us / calls, f.window_us / calls),
-        predicted_effect="reusing a preallocated buffer (out= arguments, in-place ops) removes the allocation and fault cost",
-        falsifier="preallocate the buffer once outside the loop (out= arguments, in-place ops): if the time per call does not "
-        "fall, allocation was not the cost (no variant in the registry preallocates: that experiment is your own rewrite)",
-        confounders=("the excess over the roof may also be cache misses or a slow kernel, not allocation",),
         confidence="medium",
-        suggested_variants=(),
         scope="host thread",
     )
 
@@ -215,8 +265,35 @@ class MemoryNearCapacityLimits(Limits):
     max_fraction: float = 0.9
 
 
-@rule("memory_near_capacity", category="allocation_churn", scope="trace", limits=MemoryNearCapacityLimits)
-def memory_near_capacity(f: TraceFacts, limits: MemoryNearCapacityLimits):
+@dataclass(frozen=True, kw_only=True)
+class MemoryNearCapacityFinding(Finding):
+    reserved_fraction: float  # peak reserved device memory, of the largest device's capacity
+    peak_gib: float  # peak reserved, GiB
+    capacity_gib: float  # the largest device's capacity, GiB
+    n_calls: int  # device malloc/free calls in the trace
+    driver_ms: float  # their summed time
+
+
+MEMORY_NEAR_CAPACITY_WORDS = Words(
+    title="Reserved memory reaches {reserved_fraction:.0%} of the device",
+    observed="peak reserved {peak_gib:.2f} GiB of {capacity_gib:.2f} GiB; {n_calls} device malloc/free calls, "
+    "{driver_ms:.2f} ms",
+    mechanism="Near capacity the caching allocator frees and retries (cudaFree + cudaMalloc, synchronising).",
+    predicted_effect="a smaller batch or activation checkpointing leaves headroom; allocator retries disappear",
+    falsifier="check torch.cuda.memory_stats()['num_alloc_retries']: zero means no retries happened",
+    confounders=("reserved includes cached blocks that are free",),
+)
+
+
+@rule(
+    "memory_near_capacity",
+    category="allocation_churn",
+    scope="trace",
+    limits=MemoryNearCapacityLimits,
+    finding=MemoryNearCapacityFinding,
+    words=MEMORY_NEAR_CAPACITY_WORDS,
+)
+def memory_near_capacity(f: TraceFacts, limits: MemoryNearCapacityLimits) -> MemoryNearCapacityFinding | None:
     """Reserved device memory comes close to the device's capacity."""
     mem = f.memory
     caps = [int(p.get("totalGlobalMem", 0) or 0) for p in f.device_list]
@@ -231,12 +308,12 @@ def memory_near_capacity(f: TraceFacts, limits: MemoryNearCapacityLimits):
     calls = f.runtime[f.runtime["name"].astype(str).isin(MALLOC_NAMES)]
     retry_us = float(calls["dur_us"].sum())
     by = calls.groupby("name", as_index=False, observed=True).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
-    return Hypothesis(
-        category="allocation_churn",
-        title=f"Reserved memory reaches {frac:.0%} of the device",
-        observed=f"peak reserved {peak / 2**30:.2f} GiB of {max(caps) / 2**30:.2f} GiB; "
-        f"{len(calls)} device malloc/free calls, {retry_us / 1e3:.2f} ms",
-        mechanism="Near capacity the caching allocator frees and retries (cudaFree + cudaMalloc, synchronising).",
+    return MemoryNearCapacityFinding(
+        reserved_fraction=frac,
+        peak_gib=peak / 2**30,
+        capacity_gib=max(caps) / 2**30,
+        n_calls=len(calls),
+        driver_ms=retry_us / 1e3,
         evidence=(
             Evidence("peak_reserved_fraction", frac, "fraction", limits.max_fraction, ">=", "memory"),
             Evidence(
@@ -248,9 +325,6 @@ def memory_near_capacity(f: TraceFacts, limits: MemoryNearCapacityLimits):
             ),
         ),
         time_at_stake_ms=bounded_ms(retry_us, f.window_us),
-        predicted_effect="a smaller batch or activation checkpointing leaves headroom; allocator retries disappear",
-        falsifier="check torch.cuda.memory_stats()['num_alloc_retries']: zero means no retries happened",
-        confounders=("reserved includes cached blocks that are free",),
         confidence="low",
         scope="all ranks",
     )
@@ -275,10 +349,41 @@ class BufferGrownByConcatenationLimits(Limits):
     min_time_pct: float = 10.0
 
 
-@rule(
-    "buffer_grown_by_concatenation", category="allocation_churn", scope="trace", limits=BufferGrownByConcatenationLimits
+@dataclass(frozen=True, kw_only=True)
+class BufferGrownFinding(Finding):
+    steps_per_call: float  # growth steps (a cat fed its previous output) per traced call
+    n_steps: int  # growth steps in the trace
+    n_chains: int  # chains of them (one per grown buffer)
+    written_numel: float  # elements the cats write (every output in full)
+    kept_numel: float  # elements a preallocated buffer writes once (each chain's final size)
+    growth_ms: float  # the growth steps' summed time
+    share_pct: float  # that time, of the trace's window
+
+
+BUFFER_GROWN_WORDS = Words(
+    title="A buffer grown by concatenation: {steps_per_call:.0f} torch.cat calls per call, each copying all before it",
+    observed="{n_steps} growth steps in {n_chains} chain(s) write {written_numel:,.0f} elements to keep "
+    "{kept_numel:,.0f}; they take {growth_ms:.2f} ms ({share_pct:.0f}% of the trace)",
+    mechanism="Each cat allocates a fresh buffer one chunk larger than the last and copies everything gathered so "
+    "far into it: the allocations (fresh pages, on CPU mmap and page faults above the allocator's "
+    "threshold) and the copies grow with the square of the chunk count.",
+    predicted_effect="collecting the chunks in a list and concatenating once (or writing into a preallocated buffer) "
+    "writes each element once; the cat time falls by about the removable fraction",
+    falsifier="collect the chunks in a Python list and call torch.cat once at the end: if the time per call does "
+    "not fall, the growth was not the cost (no variant in the registry rewrites this: it is your own rewrite)",
+    confounders=("the chunks may legitimately depend on the buffer so far (then preallocate and fill slices)",),
 )
-def buffer_grown_by_concatenation(f: TraceFacts, limits: BufferGrownByConcatenationLimits):
+
+
+@rule(
+    "buffer_grown_by_concatenation",
+    category="allocation_churn",
+    scope="trace",
+    limits=BufferGrownByConcatenationLimits,
+    finding=BufferGrownFinding,
+    words=BUFFER_GROWN_WORDS,
+)
+def buffer_grown_by_concatenation(f: TraceFacts, limits: BufferGrownByConcatenationLimits) -> BufferGrownFinding | None:
     """A buffer is grown by concatenation in a loop: every step allocates a larger buffer and copies all of it."""
     from workbench.analysis.allocations import growth_summary
 
@@ -291,14 +396,14 @@ def buffer_grown_by_concatenation(f: TraceFacts, limits: BufferGrownByConcatenat
         return None
     removable = summary["dur_us"] * summary["removable_fraction"]
     by = steps.assign(step=np.arange(len(steps))).head(6)
-    return Hypothesis(
-        category="allocation_churn",
-        title=f"A buffer grown by concatenation: {summary['steps'] / calls:.0f} torch.cat calls per call, each copying all before it",
-        observed=f"{summary['steps']} growth steps in {summary['chains']} chain(s) write {summary['written_numel']:,.0f} elements "
-        f"to keep {summary['kept_numel']:,.0f}; they take {summary['dur_us'] / 1e3:.2f} ms ({share:.0f}% of the trace)",
-        mechanism="Each cat allocates a fresh buffer one chunk larger than the last and copies everything gathered so "
-        "far into it: the allocations (fresh pages, on CPU mmap and page faults above the allocator's "
-        "threshold) and the copies grow with the square of the chunk count.",
+    return BufferGrownFinding(
+        steps_per_call=summary["steps"] / calls,
+        n_steps=int(summary["steps"]),
+        n_chains=int(summary["chains"]),
+        written_numel=summary["written_numel"],
+        kept_numel=summary["kept_numel"],
+        growth_ms=summary["dur_us"] / 1e3,
+        share_pct=share,
         evidence=(
             Evidence(
                 "growth_steps_per_call",
@@ -318,12 +423,6 @@ def buffer_grown_by_concatenation(f: TraceFacts, limits: BufferGrownByConcatenat
             ),
         ),
         time_at_stake_ms=bounded_ms(removable, total),
-        predicted_effect="collecting the chunks in a list and concatenating once (or writing into a preallocated buffer) "
-        "writes each element once; the cat time falls by about the removable fraction",
-        falsifier="collect the chunks in a Python list and call torch.cat once at the end: if the time per call does "
-        "not fall, the growth was not the cost (no variant in the registry rewrites this: it is your own rewrite)",
-        confounders=("the chunks may legitimately depend on the buffer so far (then preallocate and fill slices)",),
         confidence="high" if summary["removable_fraction"] > 0.5 else "medium",
-        suggested_variants=(),
         scope="host thread",
     )

@@ -10,9 +10,10 @@ import numpy as np
 import pandas as pd
 
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.hypothesis import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence
 from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
+from workbench.hypotheses.words import Finding, Words
 
 # ops that write a whole tensor on the host; factory ops (randn, zeros, ...) record their shape on
 # the in-place op they call (normal_, zero_, fill_ ...)
@@ -90,8 +91,39 @@ class CpuFillThenCopyLimits(Limits):
     max_lookback_us: float = 1e6
 
 
-@rule("cpu_fill_then_copy", category="transfer", scope="trace", limits=CpuFillThenCopyLimits)
-def cpu_fill_then_copy(f: TraceFacts, limits: CpuFillThenCopyLimits):
+@dataclass(frozen=True, kw_only=True)
+class CpuFillThenCopyFinding(Finding):
+    n_copies: int  # host-to-device copies matched to a host fill of the same size before them
+    copy_ms: float  # the copies' summed time
+    fill_ms: float  # the matched fills' summed time
+
+
+CPU_FILL_THEN_COPY_WORDS = Words(
+    title="{n_copies} tensors are filled on the CPU, then copied to the device",
+    observed="{n_copies} host-to-device copies ({copy_ms:.2f} ms) carry tensors of exactly the size a host fill op "
+    "wrote just before ({fill_ms:.2f} ms of host fills)",
+    mechanism="Creating the tensor on the host and moving it costs a host fill, a PCIe copy and (from pageable "
+    "memory) a blocked host; a factory call with device= fills it on the GPU in microseconds.",
+    predicted_effect="torch.randn/zeros/full/arange(..., device='cuda') removes the copy and most of the fill time",
+    falsifier="create the tensor with device='cuda': if the step time does not fall by about the copy and fill "
+    "time, they were hidden behind other work (no variant in the registry moves the fill to the device: that "
+    "experiment is your own rewrite)",
+    confounders=(
+        "data that must come from the host (a dataset) cannot be made on the device",
+        "a same-size match can be a coincidence for common sizes",
+    ),
+)
+
+
+@rule(
+    "cpu_fill_then_copy",
+    category="transfer",
+    scope="trace",
+    limits=CpuFillThenCopyLimits,
+    finding=CpuFillThenCopyFinding,
+    words=CPU_FILL_THEN_COPY_WORDS,
+)
+def cpu_fill_then_copy(f: TraceFacts, limits: CpuFillThenCopyLimits) -> CpuFillThenCopyFinding | None:
     """A tensor is filled on the CPU and then copied, at the same size, to the device."""
     copies = htod_copies(f)
     if copies.empty:
@@ -128,13 +160,10 @@ def cpu_fill_then_copy(f: TraceFacts, limits: CpuFillThenCopyLimits):
     by = m.groupby(["fill_op", "name", "bytes"], as_index=False, observed=True).agg(
         n=("dur_us", "size"), copy_us=("dur_us", "sum"), fill_us=("fill_us", "sum")
     )
-    return Hypothesis(
-        category="transfer",
-        title=f"{len(m)} tensors are filled on the CPU, then copied to the device",
-        observed=f"{len(m)} host-to-device copies ({m['dur_us'].sum() / 1e3:.2f} ms) carry tensors of exactly the size a "
-        f"host fill op wrote just before ({m['fill_us'].sum() / 1e3:.2f} ms of host fills)",
-        mechanism="Creating the tensor on the host and moving it costs a host fill, a PCIe copy and (from pageable "
-        "memory) a blocked host; a factory call with device= fills it on the GPU in microseconds.",
+    return CpuFillThenCopyFinding(
+        n_copies=len(m),
+        copy_ms=m["dur_us"].sum() / 1e3,
+        fill_ms=m["fill_us"].sum() / 1e3,
         evidence=(
             Evidence(
                 "fill_and_copy_pct",
@@ -147,14 +176,6 @@ def cpu_fill_then_copy(f: TraceFacts, limits: CpuFillThenCopyLimits):
             Evidence("matched_copies", len(m), "copies", source="same rank, thread and byte count"),
         ),
         time_at_stake_ms=bounded_ms(stake_us, f.window_us),
-        predicted_effect="torch.randn/zeros/full/arange(..., device='cuda') removes the copy and most of the fill time",
-        falsifier="create the tensor with device='cuda': if the step time does not fall by about the copy and fill time, "
-        "they were hidden behind other work (no variant in the registry moves the fill to the device: that experiment is your own rewrite)",
-        confounders=(
-            "data that must come from the host (a dataset) cannot be made on the device",
-            "a same-size match can be a coincidence for common sizes",
-        ),
         confidence="medium",
-        suggested_variants=(),
         scope="all ranks",
     )

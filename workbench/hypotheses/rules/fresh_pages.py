@@ -19,6 +19,7 @@ import pandas as pd
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.run_facts import RunFacts, field_of
+from workbench.hypotheses.words import Finding, Words
 
 if TYPE_CHECKING:
     from workbench.capture.health import ProfileHealth
@@ -70,8 +71,58 @@ class FreshPagesEveryCallLimits(Limits):
     min_faults_per_call: float = 256.0
 
 
-@rule("fresh_pages_every_call", category="allocation_churn", scope="run", limits=FreshPagesEveryCallLimits)
-def fresh_pages_every_call(f: RunFacts, limits: FreshPagesEveryCallLimits):
+@dataclass(frozen=True, kw_only=True)
+class FreshPagesFinding(Finding):
+    faults_per_call: float  # minor page faults per clean call (the run's health check)
+    fresh_mib: float  # the memory those faults map, MiB per call (4 KiB pages)
+    zero_ms: float  # zeroing the fresh pages at the memory ceiling (a lower bound on their cost)
+    mib_per_call: float  # host buffers of >= MAPPED_ALLOC_BYTES the trace shows allocated per call, MiB
+    mapped_kib: int  # that size, KiB
+    top_op: str  # the op allocating the most of them ("" when the trace shows none)
+    upper_ms: float  # the allocating ops' time a call above their roof (an upper bound on the faults' cost)
+
+
+_FAULTS = "{faults_per_call:,.0f} minor page faults per clean call"
+_ALLOCATING = (
+    _FAULTS + "; the trace shows {mib_per_call:,.1f} MiB allocated per call in buffers of >= {mapped_kib} KiB, most "
+    "in {top_op}"
+)
+_FRESH_PAGES = Words(
+    title="Every call maps {fresh_mib:,.1f} MiB of fresh memory",
+    observed=_FAULTS,
+    mechanism="The call's buffers are freed back to the OS and mapped again on the next call: each fresh page "
+    "faults and is zeroed before the op writes it, on top of the op's own work; the cost depends on "
+    "the allocator's state, so the same code can time differently from process to process.",
+    predicted_effect="reusing buffers (out= arguments, in-place ops, a preallocated workspace) or fewer "
+    "intermediates (fusion) removes the faults; at least the zeroing time, likely more",
+    falsifier="preallocate the largest buffers once and pass them as out=: if the faults per call fall and the "
+    "time does not, the fresh pages were not a cost (no variant in the registry preallocates: that "
+    "experiment is your own rewrite)",
+    confounders=("first-touch of memory the call needs anyway costs the same once; only repeated mapping is churn",),
+)
+FRESH_PAGES_WORDS = {
+    # the trace shows no op allocating mapped buffers (no allocator events, no CPU ops): the faults alone
+    "faults_only": _FRESH_PAGES,
+    # the trace names the ops that allocate them
+    "allocating_ops": replace(_FRESH_PAGES, observed=_ALLOCATING),
+    # ... and their time above their roof exceeds the zeroing time: the faults' cost lies between the two
+    "allocating_ops_bounded": replace(
+        _FRESH_PAGES,
+        observed=_ALLOCATING + "; the ops that allocate them take {upper_ms:.3g} ms a call above their roof: the "
+        "faults cost between {zero_ms:.3g} ms (zeroing the pages) and that",
+    ),
+}
+
+
+@rule(
+    "fresh_pages_every_call",
+    category="allocation_churn",
+    scope="run",
+    limits=FreshPagesEveryCallLimits,
+    finding=FreshPagesFinding,
+    words=FRESH_PAGES_WORDS,
+)
+def fresh_pages_every_call(f: RunFacts, limits: FreshPagesEveryCallLimits) -> FreshPagesFinding | None:
     """Every clean call maps fresh memory (many minor page faults per call): its buffers are made anew each time."""
     health: ProfileHealth | None = field_of(f.run, "health")
     check = health.check(FRESH_PAGES_CHECK) if health is not None else None
@@ -98,17 +149,6 @@ def fresh_pages_every_call(f: RunFacts, limits: FreshPagesEveryCallLimits):
     )
     # the most the faults can cost: the allocating ops' time above their floor (per clean call)
     upper_ms = float(ops["excess_us"].sum()) / 1e3 * f.trace_scale if rows else 0.0
-    where = (
-        f"; the trace shows {bytes_per_call / 2**20:,.1f} MiB allocated per call in buffers of >= "
-        f"{MAPPED_ALLOC_BYTES >> 10} KiB, most in {rows[0]['name']}"
-        if rows
-        else ""
-    )
-    if upper_ms > zero_ms:
-        where += (
-            f"; the ops that allocate them take {upper_ms:.3g} ms a call above their roof: the faults cost "
-            f"between {zero_ms:.3g} ms (zeroing the pages) and that"
-        )
     ev = [
         Evidence(
             "page_faults_per_call",
@@ -144,25 +184,22 @@ def fresh_pages_every_call(f: RunFacts, limits: FreshPagesEveryCallLimits):
                 source="cpu_ops that allocate them, time above their roof (an upper bound on the faults' cost)",
             )
         )
-    return Hypothesis(
-        category="allocation_churn",
-        title=f"Every call maps {faults * PAGE_BYTES / 2**20:,.1f} MiB of fresh memory",
-        observed=f"{faults:,.0f} minor page faults per clean call{where}",
-        mechanism="The call's buffers are freed back to the OS and mapped again on the next call: each fresh page "
-        "faults and is zeroed before the op writes it, on top of the op's own work; the cost depends on "
-        "the allocator's state, so the same code can time differently from process to process.",
+    if not rows:
+        branch = "faults_only"
+    else:
+        branch = "allocating_ops_bounded" if upper_ms > zero_ms else "allocating_ops"
+    return FreshPagesFinding(
+        branch=branch,
+        faults_per_call=faults,
+        fresh_mib=faults * PAGE_BYTES / 2**20,
+        zero_ms=zero_ms,
+        mib_per_call=bytes_per_call / 2**20,
+        mapped_kib=MAPPED_ALLOC_BYTES >> 10,
+        top_op=str(rows[0]["name"]) if rows else "",
+        upper_ms=upper_ms,
         evidence=tuple(ev),
         time_at_stake_ms=zero_ms,
-        predicted_effect="reusing buffers (out= arguments, in-place ops, a preallocated workspace) or fewer "
-        "intermediates (fusion) removes the faults; at least the zeroing time, likely more",
-        falsifier="preallocate the largest buffers once and pass them as out=: if the faults per call fall and the "
-        "time does not, the fresh pages were not a cost (no variant in the registry preallocates: that "
-        "experiment is your own rewrite)",
-        confounders=(
-            "first-touch of memory the call needs anyway costs the same once; only repeated mapping is churn",
-        ),
         confidence="medium",
-        suggested_variants=(),
         scope="whole call",
     )
 

@@ -11,16 +11,17 @@ minority of steps (the first excepted: ``first_step_outlier`` judges it) many ti
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from workbench.analysis.intervals import covered_within, union
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.hypothesis import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence
 from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
+from workbench.hypotheses.words import Finding, Words
 
 GC_CALL = re.compile(r"^<built-in (?:function|method) collect>?")  # gc.collect() in the Python stack
 
@@ -68,11 +69,87 @@ class GcPausesLimits(Limits):
     pause_ratio: float = 5.0
 
 
-@rule("gc_pauses", category="measurement", scope="trace", limits=GcPausesLimits)
-def gc_pauses(f: TraceFacts, limits: GcPausesLimits):
+@dataclass(frozen=True, kw_only=True)
+class GcPausesFinding(Finding):
+    n_calls_in_gc: int  # traced calls in which gc.collect() ran
+    n_calls: int  # traced calls (steps; one window without step annotations)
+    gc_ms: float  # gc.collect()'s time within them
+    gc_share_pct: float  # of the traced time
+    typical_ms: float  # the median call, the first excepted (nan with fewer than 4 calls)
+
+
+_PREDICTION = (
+    "fewer Python objects alive (or gc.freeze() after set-up, or collecting outside the hot loop) "
+    "removes the pauses; the median call does not change, the tail (p95, the mean) does"
+)
+_FALSIFIER = (
+    "run with gc.disable() around the calls (gc.enable() after): if the long calls remain, the pauses "
+    "are not the garbage collector"
+)
+_CONFOUNDERS = (
+    "a loaded machine preempts single calls the same way (see the run's health check)",
+    "the profiler's Python tracer makes a collection slower than it is untraced",
+)
+_GC_OBSERVED = (
+    "gc.collect() ran for {gc_ms:.2f} ms in {n_calls_in_gc} of {n_calls} traced calls ({gc_share_pct:.0f}% of the "
+    "traced time)"
+)
+_GC = Words(
+    title="Python's garbage collector runs in {n_calls_in_gc} of {n_calls} calls",
+    observed=_GC_OBSERVED,
+    mechanism="A garbage collection walks every tracked Python object (a full collection over a large object "
+    "graph takes milliseconds to seconds) and stops the calls it falls in; the ops around it are not "
+    "slower, and the median call does not show it.",
+    predicted_effect=_PREDICTION,
+    falsifier=_FALSIFIER,
+    confounders=_CONFOUNDERS,
+)
+GC_PAUSES_WORDS = {
+    # enough calls for a median call (4 or more)
+    "typical_known": replace(_GC, observed=_GC_OBSERVED + "; the typical call takes {typical_ms:.3g} ms"),
+    # fewer calls (or one window without step annotations): no typical call to compare with
+    "too_few_calls": _GC,
+}
+
+
+@rule(
+    "gc_pauses",
+    category="measurement",
+    scope="trace",
+    limits=GcPausesLimits,
+    finding=GcPausesFinding,
+    words=GC_PAUSES_WORDS,
+)
+def gc_pauses(f: TraceFacts, limits: GcPausesLimits) -> GcPausesFinding | None:
     """Python's garbage collector (gc.collect() in the recorded Python stack) stops some calls: a finding,
     its evidence is in the trace."""
-    return _pauses(f, limits, named=True)
+    c = _traced_calls(f, limits)
+    if not c.collected:
+        return None  # gc_pauses speaks where the stack shows the collector, intermittent_pauses elsewhere
+    in_gc = int((c.gc_per_step > 0).sum())
+    return GcPausesFinding(
+        branch="typical_known" if c.typical_us == c.typical_us else "too_few_calls",
+        n_calls_in_gc=in_gc,
+        n_calls=c.n,
+        gc_ms=c.gc_us / 1e3,
+        gc_share_pct=pct(c.gc_us, c.total_us),
+        typical_ms=c.typical_us / 1e3,
+        evidence=(
+            Evidence(
+                "gc_time_pct",
+                pct(c.gc_us, c.total_us),
+                "%",
+                limits.min_share_pct,
+                ">=",
+                "python stack (<built-in function collect>) within the steps",
+                rows=rows(c.table[c.table["gc_us"] > 0], ["step", "dur_us", "gc_us"], by="gc_us"),
+            ),
+            *_paused_steps_evidence(c),
+        ),
+        time_at_stake_ms=bounded_ms(c.gc_us, c.bound_us),
+        confidence="high" if c.paused.any() and bool((c.gc_per_step[c.paused] > 0).all()) else "medium",
+        scope="host thread",
+    )
 
 
 @dataclass(frozen=True)
@@ -83,14 +160,86 @@ class IntermittentPausesLimits(Limits):
     pause_ratio: float = 5.0
 
 
-@rule("intermittent_pauses", category="measurement", scope="trace", limits=IntermittentPausesLimits)
-def intermittent_pauses(f: TraceFacts, limits: IntermittentPausesLimits):
+@dataclass(frozen=True, kw_only=True)
+class IntermittentPausesFinding(Finding):
+    n_paused: int  # traced calls (the first excepted) over pause_ratio x the median call
+    n_calls: int  # traced calls
+    pause_ratio: float  # the threshold, x the median call
+    typical_ms: float  # the median call, the first excepted
+    pause_ms: float  # the paused calls' time above the median call
+    pause_share_pct: float  # of the traced time
+
+
+INTERMITTENT_PAUSES_WORDS = Words(
+    title="{n_paused} of {n_calls} calls pause for many times a typical call",
+    observed="{n_paused} traced calls take over {pause_ratio:.0f}x the median call ({typical_ms:.3g} ms): "
+    "{pause_ms:.2f} ms above it ({pause_share_pct:.0f}% of the traced time); the trace shows no gc.collect() call in "
+    "them",
+    mechanism="Something stops a few calls for far longer than a call takes: Python's automatic garbage "
+    "collection (a generation-2 collection leaves no event in the trace), preemption by other "
+    "processes, or I/O. The ops are not the cost.",
+    predicted_effect=_PREDICTION,
+    falsifier=_FALSIFIER,
+    confounders=_CONFOUNDERS,
+)
+
+
+@rule(
+    "intermittent_pauses",
+    category="measurement",
+    scope="trace",
+    limits=IntermittentPausesLimits,
+    finding=IntermittentPausesFinding,
+    words=INTERMITTENT_PAUSES_WORDS,
+)
+def intermittent_pauses(f: TraceFacts, limits: IntermittentPausesLimits) -> IntermittentPausesFinding | None:
     """A few calls (the first excepted) take many times the typical call, with no collection in the stack: a
     caveat on the timing (garbage collection, preemption or I/O: the trace cannot tell which)."""
-    return _pauses(f, limits, named=False)
+    c = _traced_calls(f, limits)
+    if c.collected or pct(c.pause_us, c.total_us) < limits.min_share_pct:
+        return None  # gc_pauses speaks where the stack shows the collector, intermittent_pauses elsewhere
+    return IntermittentPausesFinding(
+        n_paused=int(c.paused.sum()),
+        n_calls=c.n,
+        pause_ratio=limits.pause_ratio,
+        typical_ms=c.typical_us / 1e3,
+        pause_ms=c.pause_us / 1e3,
+        pause_share_pct=pct(c.pause_us, c.total_us),
+        evidence=(
+            Evidence(
+                "paused_time_pct",
+                pct(c.pause_us, c.total_us),
+                "%",
+                limits.min_share_pct,
+                ">=",
+                "step annotations (steps over pause_ratio x the median, the first excepted)",
+                rows=rows(c.table[c.paused], ["step", "dur_us"], by="dur_us"),
+            ),
+            *_paused_steps_evidence(c),
+        ),
+        time_at_stake_ms=bounded_ms(c.pause_us, c.bound_us),
+        confidence="low",
+        scope="host thread",
+    )
 
 
-def _pauses(f: TraceFacts, limits: GcPausesLimits | IntermittentPausesLimits, named: bool):
+@dataclass(frozen=True)
+class _TracedCalls:
+    """The traced calls of one trace, what the collector took of them and which paused."""
+
+    n: int  # calls
+    total_us: float  # their summed time
+    gc_per_step: np.ndarray  # gc.collect()'s time within each call
+    gc_us: float  # its sum
+    paused: np.ndarray  # which calls paused (``paused_steps``)
+    typical_us: float  # the median call, the first excepted (nan with fewer than 4 calls)
+    pause_us: float  # the paused calls' time above the median
+    collected: bool  # the collector's share reaches min_share_pct
+    table: pd.DataFrame  # step, dur_us, gc_us
+    bound_us: float  # the most a stake can be: the traced time within the trace's window
+
+
+def _traced_calls(f: TraceFacts, limits: GcPausesLimits | IntermittentPausesLimits) -> _TracedCalls:
     steps = step_windows(f)
     spans = gc_spans(f)
     if steps.empty and not spans[0].size:
@@ -111,88 +260,31 @@ def _pauses(f: TraceFacts, limits: GcPausesLimits | IntermittentPausesLimits, na
     paused = paused_steps(ends - starts, limits.pause_ratio)
     typical = float(np.median((ends - starts)[1:])) if len(starts) >= 4 else float("nan")
     pause_us = float(np.sum((ends - starts)[paused] - typical)) if paused.any() else 0.0
-    collected = pct(gc_us, total) >= limits.min_share_pct
-    if named != collected or (not named and pct(pause_us, total) < limits.min_share_pct):
-        return None  # gc_pauses speaks where the stack shows the collector, intermittent_pauses elsewhere
     n = len(starts)
-    table = pd.DataFrame({"step": np.arange(n), "dur_us": ends - starts, "gc_us": gc_per_step})
-    if named:
-        in_gc = int((gc_per_step > 0).sum())
-        stake_us = gc_us
-        title = f"Python's garbage collector runs in {in_gc} of {n} calls"
-        observed = (
-            f"gc.collect() ran for {gc_us / 1e3:.2f} ms in {in_gc} of {n} traced calls "
-            f"({pct(gc_us, total):.0f}% of the traced time)"
-            + (f"; the typical call takes {typical / 1e3:.3g} ms" if typical == typical else "")
-        )
-        evidence = [
-            Evidence(
-                "gc_time_pct",
-                pct(gc_us, total),
-                "%",
-                limits.min_share_pct,
-                ">=",
-                "python stack (<built-in function collect>) within the steps",
-                rows=rows(table[table["gc_us"] > 0], ["step", "dur_us", "gc_us"], by="gc_us"),
-            )
-        ]
-        confidence = "high" if paused.any() and bool((gc_per_step[paused] > 0).all()) else "medium"
-        mechanism = (
-            "A garbage collection walks every tracked Python object (a full collection over a large object "
-            "graph takes milliseconds to seconds) and stops the calls it falls in; the ops around it are not "
-            "slower, and the median call does not show it."
-        )
-    else:
-        stake_us = pause_us
-        title = f"{int(paused.sum())} of {n} calls pause for many times a typical call"
-        observed = (
-            f"{int(paused.sum())} traced calls take over {limits.pause_ratio:.0f}x the median call "
-            f"({typical / 1e3:.3g} ms): {pause_us / 1e3:.2f} ms above it ({pct(pause_us, total):.0f}% of the "
-            "traced time); the trace shows no gc.collect() call in them"
-        )
-        evidence = [
-            Evidence(
-                "paused_time_pct",
-                pct(pause_us, total),
-                "%",
-                limits.min_share_pct,
-                ">=",
-                "step annotations (steps over pause_ratio x the median, the first excepted)",
-                rows=rows(table[paused], ["step", "dur_us"], by="dur_us"),
-            )
-        ]
-        confidence = "low"
-        mechanism = (
-            "Something stops a few calls for far longer than a call takes: Python's automatic garbage "
-            "collection (a generation-2 collection leaves no event in the trace), preemption by other "
-            "processes, or I/O. The ops are not the cost."
-        )
-    if paused.any():
-        evidence.append(
-            Evidence(
-                "paused_steps",
-                int(paused.sum()),
-                "steps",
-                source="step annotations",
-                rows=rows(table[paused], ["step", "dur_us", "gc_us"], by="dur_us"),
-            )
-        )
-    return Hypothesis(
-        category="measurement",
-        title=title,
-        observed=observed,
-        mechanism=mechanism,
-        evidence=tuple(evidence),
-        time_at_stake_ms=bounded_ms(stake_us, min(total, f.window_us) if f.window_us > 0 else total),
-        predicted_effect="fewer Python objects alive (or gc.freeze() after set-up, or collecting outside the hot loop) "
-        "removes the pauses; the median call does not change, the tail (p95, the mean) does",
-        falsifier="run with gc.disable() around the calls (gc.enable() after): if the long calls remain, the pauses "
-        "are not the garbage collector",
-        confounders=(
-            "a loaded machine preempts single calls the same way (see the run's health check)",
-            "the profiler's Python tracer makes a collection slower than it is untraced",
+    return _TracedCalls(
+        n=n,
+        total_us=total,
+        gc_per_step=gc_per_step,
+        gc_us=gc_us,
+        paused=paused,
+        typical_us=typical,
+        pause_us=pause_us,
+        collected=pct(gc_us, total) >= limits.min_share_pct,
+        table=pd.DataFrame({"step": np.arange(n), "dur_us": ends - starts, "gc_us": gc_per_step}),
+        bound_us=min(total, f.window_us) if f.window_us > 0 else total,
+    )
+
+
+def _paused_steps_evidence(c: _TracedCalls) -> tuple[Evidence, ...]:
+    """The paused steps, where some paused."""
+    if not c.paused.any():
+        return ()
+    return (
+        Evidence(
+            "paused_steps",
+            int(c.paused.sum()),
+            "steps",
+            source="step annotations",
+            rows=rows(c.table[c.paused], ["step", "dur_us", "gc_us"], by="dur_us"),
         ),
-        confidence=confidence,
-        suggested_variants=(),
-        scope="host thread",
     )

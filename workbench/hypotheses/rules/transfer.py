@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
 from workbench.analysis.intervals import intersection_length, union_length
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.hypothesis import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence
 from workbench.hypotheses.registry import Limits, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
+from workbench.hypotheses.words import Finding, Words
 
 HOST_DEVICE = r"HtoD|DtoH|Pageable|Pinned|Host"
 
@@ -35,8 +36,37 @@ class TransferShareLimits(Limits):
     min_share_pct: float = 10.0
 
 
-@rule("transfer_share", category="transfer", scope="trace", limits=TransferShareLimits)
-def transfer_share(f: TraceFacts, limits: TransferShareLimits):
+@dataclass(frozen=True, kw_only=True)
+class TransferShareFinding(Finding):
+    rank: int  # the rank whose GPU span it is
+    share_pct: float  # copy time not overlapped with computation kernels, of the rank's GPU span
+    n_copies: int  # host<->device copies on the rank
+    copy_ms: float  # the union of their time
+    exposed_ms: float  # the part of it not overlapped with computation kernels
+
+
+TRANSFER_SHARE_WORDS = Words(
+    title="Host<->device copies take {share_pct:.0f}% of the GPU span",
+    observed="rank {rank}: {n_copies} copies, {copy_ms:.2f} ms, {exposed_ms:.2f} ms not overlapped with compute",
+    mechanism="Copies over PCIe/NVLink on the critical path stall the kernels that need their data.",
+    predicted_effect="pinned memory with non_blocking copies on a side stream (or keeping data on the device) hides "
+    "most of it",
+    falsifier="run the step with inputs already on the device: if the step time does not fall by the copy time, the "
+    "copies were not on the critical path",
+    confounders=("small copies are latency-bound, not bandwidth-bound",),
+    suggested_variants=("pin_memory",),
+)
+
+
+@rule(
+    "transfer_share",
+    category="transfer",
+    scope="trace",
+    limits=TransferShareLimits,
+    finding=TransferShareFinding,
+    words=TRANSFER_SHARE_WORDS,
+)
+def transfer_share(f: TraceFacts, limits: TransferShareLimits) -> list[TransferShareFinding]:
     """Host<->device copies take a large share of the GPU's span, not hidden under compute."""
     copies = _host_copies(f)
     out = []
@@ -53,11 +83,12 @@ def transfer_share(f: TraceFacts, limits: TransferShareLimits):
             continue
         by_dir = _copy_rows(f, r["rank"])
         out.append(
-            Hypothesis(
-                category="transfer",
-                title=f"Host<->device copies take {share:.0f}% of the GPU span",
-                observed=f"rank {int(r['rank'])}: {len(c)} copies, {copy_us / 1e3:.2f} ms, {exposed / 1e3:.2f} ms not overlapped with compute",
-                mechanism="Copies over PCIe/NVLink on the critical path stall the kernels that need their data.",
+            TransferShareFinding(
+                rank=int(r["rank"]),
+                share_pct=share,
+                n_copies=len(c),
+                copy_ms=copy_us / 1e3,
+                exposed_ms=exposed / 1e3,
                 evidence=(
                     Evidence(
                         "exposed_transfer_pct",
@@ -70,11 +101,7 @@ def transfer_share(f: TraceFacts, limits: TransferShareLimits):
                     Evidence("transfer_us", copy_us, "us", source="kernels (memcpy)"),
                 ),
                 time_at_stake_ms=bounded_ms(exposed, r.span_us),
-                predicted_effect="pinned memory with non_blocking copies on a side stream (or keeping data on the device) hides most of it",
-                falsifier="run the step with inputs already on the device: if the step time does not fall by the copy time, the copies were not on the critical path",
-                confounders=("small copies are latency-bound, not bandwidth-bound",),
                 confidence="medium",
-                suggested_variants=("pin_memory",),
                 scope=f"rank {int(r['rank'])}",
             )
         )
@@ -88,8 +115,40 @@ class PageableMemcpyLimits(Limits):
     min_pageable_pct: float = 1.0
 
 
-@rule("pageable_memcpy", category="transfer", scope="trace", limits=PageableMemcpyLimits)
-def pageable_memcpy(f: TraceFacts, limits: PageableMemcpyLimits):
+@dataclass(frozen=True, kw_only=True)
+class PageableMemcpyFinding(Finding):
+    n_copies: int  # copies from pageable host memory
+    copy_ms: float  # their summed time
+    gbps: float  # the pageable copies' bytes over their time, all ranks (nan without time)
+
+
+_PAGEABLE = Words(
+    title="{n_copies} copies from pageable host memory",
+    observed="{copy_ms:.2f} ms of pageable copies at {gbps:.1f} GB/s",
+    mechanism="A copy from pageable memory is staged through a pinned buffer by the driver: slower, and it blocks "
+    "the host.",
+    predicted_effect="pin_memory() (DataLoader(pin_memory=True)) with non_blocking=True roughly halves copy time and "
+    "lets it overlap",
+    falsifier="pin the source tensor and copy with non_blocking=True: if the copy time does not drop, pageable "
+    "staging was not the cost",
+    confounders=("tiny copies are dominated by latency either way",),
+    suggested_variants=("pin_memory",),
+)
+PAGEABLE_MEMCPY_WORDS = {
+    "rate_known": _PAGEABLE,  # the copy stats time the pageable copies: their rate is said
+    "rate_unknown": replace(_PAGEABLE, observed="{copy_ms:.2f} ms of pageable copies"),  # no time in the stats
+}
+
+
+@rule(
+    "pageable_memcpy",
+    category="transfer",
+    scope="trace",
+    limits=PageableMemcpyLimits,
+    finding=PageableMemcpyFinding,
+    words=PAGEABLE_MEMCPY_WORDS,
+)
+def pageable_memcpy(f: TraceFacts, limits: PageableMemcpyLimits) -> PageableMemcpyFinding | None:
     """Async copies from pageable host memory (staged through a bounce buffer, not truly async)."""
     copies = _host_copies(f)
     pageable = copies[copies["name"].astype(str).str.contains("Pageable")]
@@ -100,11 +159,11 @@ def pageable_memcpy(f: TraceFacts, limits: PageableMemcpyLimits):
     stats = f.copies.table
     paged = stats[(stats["kind"] == "memcpy") & (stats["host_memory"] == "pageable")]
     gbps = float(paged["bytes"].sum() / (paged["dur_us"].sum() * 1e3)) if paged["dur_us"].sum() > 0 else float("nan")
-    return Hypothesis(
-        category="transfer",
-        title=f"{len(pageable)} copies from pageable host memory",
-        observed=f"{total / 1e3:.2f} ms of pageable copies" + (f" at {gbps:.1f} GB/s" if gbps == gbps else ""),
-        mechanism="A copy from pageable memory is staged through a pinned buffer by the driver: slower, and it blocks the host.",
+    return PageableMemcpyFinding(
+        branch="rate_known" if gbps == gbps else "rate_unknown",
+        n_copies=len(pageable),
+        copy_ms=total / 1e3,
+        gbps=gbps,
         evidence=(
             Evidence(
                 "pageable_copy_pct",
@@ -124,10 +183,6 @@ def pageable_memcpy(f: TraceFacts, limits: PageableMemcpyLimits):
             Evidence("pageable_bytes", f.copies.pageable_bytes, "bytes", source="copy stats"),
         ),
         time_at_stake_ms=bounded_ms(total / 2, window),
-        predicted_effect="pin_memory() (DataLoader(pin_memory=True)) with non_blocking=True roughly halves copy time and lets it overlap",
-        falsifier="pin the source tensor and copy with non_blocking=True: if the copy time does not drop, pageable staging was not the cost",
-        confounders=("tiny copies are dominated by latency either way",),
         confidence="medium",
-        suggested_variants=("pin_memory",),
         scope="all ranks",
     )
