@@ -36,9 +36,10 @@ import numpy as np
 import pandas as pd
 
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.hypothesis import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence
 from workbench.hypotheses.registry import Limits, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, per_rank_max_us, rows, summed_over
+from workbench.hypotheses.words import Finding, Words
 
 SOFTMAX_OPS = frozenset({"aten::softmax", "aten::_softmax", "aten::_safe_softmax"})
 SCORE_MATMUL_OPS = frozenset({"aten::bmm", "aten::baddbmm", "aten::matmul"})
@@ -307,8 +308,106 @@ class MaterialisedAttentionLimits(Limits):
     max_ops_between: int = 8
 
 
-@rule("materialised_attention", category="memory_bound", scope="trace", limits=MaterialisedAttentionLimits)
-def materialised_attention(f: TraceFacts, limits: MaterialisedAttentionLimits):
+@dataclass(frozen=True, kw_only=True)
+class MaterialisedAttentionFinding(Finding):
+    share_pct: float  # the matched attentions' time, of the measured (CPU) or computation-kernel (GPU) time
+    n_matches: int  # softmax ops (kernels) between two batched matmuls (GEMM kernels)
+    summed_over: str  # how the ranks' times were summed (empty for one rank)
+    stake_ms: float  # the matched attentions' time (matmuls, softmax and the passes between them)
+    whole_ms: float  # the time the share is of (measured or computation-kernel time)
+    module_class: str = ""  # the nn.Module class that ran most of them (branches "*_in_module")
+    n_module_calls: int = 0  # how many of them it ran
+    largest_scores: str = ""  # the shape of the largest score matrix (branches "*_sized")
+    largest_dtype: str = ""  # its dtype
+    largest_mib: float = 0.0  # its size in MiB
+    n_unchecked: int = 0  # matches whose ops recorded no shapes (note "unchecked")
+
+
+_TITLE = "Attention materialises its score matrix"
+_IN_MODULE = " in {module_class} ({n_module_calls} calls)"
+_LARGEST = "; largest score matrix {largest_scores} {largest_dtype} ({largest_mib:,.1f} MiB)"
+_OF_WHAT = {"cpu": "the measured time", "gpu": "computation-kernel time"}
+_FIXES = ("sdpa_attention", "fused_softmax", "compiled")
+_OPS_CONFOUNDERS = (
+    "the fused kernel still does the matmuls' arithmetic: the saving is the score matrix's passes through "
+    "memory (softmax, scale, mask, dropout) and some matmul time, less than the whole stake",
+    "in training the backward of the same attention materialises the scores again; it is not counted here",
+)
+_CPU_CONFOUNDER = "on a CPU the fused attention kernel gains less than flash attention on a GPU"
+
+
+def _ops_words(device: str, in_module: bool, sized: bool) -> Words:
+    """The words of a match among CPU ops on ``device`` ("cpu": a CPU trace, "gpu": its kernels timed), naming
+    the module that ran it (``in_module``) and the largest score matrix (``sized``) where the trace tells them."""
+    what = _OF_WHAT[device]
+    return Words(
+        title=_TITLE + (_IN_MODULE if in_module else "") + ": {share_pct:.0f}% of " + what,
+        observed="{n_matches} softmax ops between two batched matmuls (q·kᵀ, then ·v){summed_over}, "
+        "{stake_ms:.2f} ms with the passes over the scores between them, of {whole_ms:.2f} ms "
+        + what
+        + (_LARGEST if sized else ""),
+        mechanism="Attention written as softmax(q @ k.transpose) @ v materialises the whole [L, S] score matrix: "
+        "the first matmul writes it, the scale / mask / softmax / dropout each read and write it again, and the "
+        "matmul with v reads it once more. A fused attention kernel (flash or memory-efficient attention) tiles "
+        "q, k and v and keeps the scores on chip, never writing them out.",
+        predicted_effect="F.scaled_dot_product_attention (the sdpa_attention fix rewrites the module) computes "
+        "these ops in one fused kernel: the score matrix's passes through memory go, so this time falls "
+        "(by more at long sequence lengths, where the score matrix is large)",
+        falsifier="apply sdpa_attention (or call F.scaled_dot_product_attention) and re-time: if the attention's "
+        "time does not fall, the materialised scores were not the cost (short sequences, where they fit in cache)",
+        confounders=_OPS_CONFOUNDERS + ((_CPU_CONFOUNDER,) if device == "cpu" else ()),
+        notes={
+            "unchecked": "{n_unchecked} of {n_matches} matches recorded no shapes: matched by op order only "
+            "(profile with record_shapes=True to check q·kᵀ -> softmax -> ·v)",
+            "fused_elsewhere": "the trace also runs fused attention (scaled_dot_product_attention / flash / "
+            "efficient) elsewhere",
+        },
+        suggested_variants=_FIXES,
+    )
+
+
+def _ops_branch(device: str, in_module: bool, sized: bool) -> str:
+    return device + ("_in_module" if in_module else "") + ("_sized" if sized else "")
+
+
+# a match among ops: "cpu" / "gpu" (where its time was measured), "_in_module" where the trace names the module
+# that ran it, "_sized" where the ops recorded the score matrix's shape; "kernels": matched by kernel names alone
+WORDS = {
+    _ops_branch(device, in_module, sized): _ops_words(device, in_module, sized)
+    for device in ("cpu", "gpu")
+    for in_module in (False, True)
+    for sized in (False, True)
+}
+WORDS["kernels"] = Words(
+    title=_TITLE + ": {share_pct:.0f}% of computation-kernel time",
+    observed="{n_matches} softmax kernels between two GEMM kernels on one stream{summed_over}, "
+    "{stake_ms:.2f} ms of {whole_ms:.2f} ms computation-kernel time",
+    mechanism="Attention written as softmax(q @ k.transpose) @ v materialises the whole [L, S] score matrix: "
+    "a GEMM writes it, the softmax and the passes around it read and write it again, and a second GEMM reads "
+    "it once more. A fused attention kernel (flash or memory-efficient attention) keeps the scores on chip.",
+    predicted_effect="F.scaled_dot_product_attention (the sdpa_attention fix) runs these kernels as one fused "
+    "attention kernel: the score matrix's passes through memory go, so this time falls",
+    falsifier="apply sdpa_attention (or call F.scaled_dot_product_attention) and re-time: if these kernels' "
+    "time does not fall, the materialised scores were not the cost",
+    confounders=(
+        "matched by kernel names only (the trace links no kernel to its op): a softmax between two unrelated "
+        "GEMMs matches too",
+        "the fused kernel still does the matmuls' arithmetic: the saving is less than the whole stake",
+    ),
+    notes={"fused_elsewhere": "the trace also runs fused attention kernels elsewhere"},
+    suggested_variants=_FIXES,
+)
+
+
+@rule(
+    "materialised_attention",
+    category="memory_bound",
+    scope="trace",
+    limits=MaterialisedAttentionLimits,
+    finding=MaterialisedAttentionFinding,
+    words=WORDS,
+)
+def materialised_attention(f: TraceFacts, limits: MaterialisedAttentionLimits) -> MaterialisedAttentionFinding | None:
     """Attention computed by hand (softmax between two batched matmuls): the full score matrix is materialised."""
     max_between = int(limits.max_ops_between)
     ops = f.cpu_ops
@@ -333,12 +432,10 @@ def materialised_attention(f: TraceFacts, limits: MaterialisedAttentionLimits):
         of = np.where((idx >= 0) & (idx < n), owner[np.clip(idx, 0, n - 1)], -1)
         per_match = np.bincount(of[of >= 0], weights=k["dur_us"].to_numpy(float)[of >= 0], minlength=len(found))
         whole_df = k
-        what = "computation-kernel time"
     else:
         mine = counted >= 0
         per_match = np.bincount(counted[mine], weights=ops["dur_us"].to_numpy(float)[mine], minlength=len(found))
         whole_df = None
-        what = "the measured time"
     found = found.assign(stake_us=per_match)
     found = found[found["stake_us"] > 0]
     if found.empty:
@@ -349,10 +446,12 @@ def materialised_attention(f: TraceFacts, limits: MaterialisedAttentionLimits):
     if share < limits.min_share_pct:
         return None
     found = found.assign(module=_modules(f, ops, found["softmax"].to_numpy(np.int64)))
-    return _hypothesis(f, limits, found, stake_us, whole, share, what, ops)
+    return _finding(f, limits, found, stake_us, whole, share, ops)
 
 
-def _hypothesis(f, limits: MaterialisedAttentionLimits, found, stake_us, whole, share, what, ops) -> Hypothesis:
+def _finding(
+    f, limits: MaterialisedAttentionLimits, found, stake_us, whole, share, ops
+) -> MaterialisedAttentionFinding:
     names = ops["name"].astype(str).to_numpy(dtype=object)
     dims = ops["input_dims"].astype(str).to_numpy(dtype=object)
     table = found.assign(
@@ -398,53 +497,30 @@ def _hypothesis(f, limits: MaterialisedAttentionLimits, found, stake_us, whole, 
                 rows=({"scores": biggest["scores"], "dtype": biggest["dtype"], "where": biggest["where"]},),
             )
         )
-    confounders = [
-        "the fused kernel still does the matmuls' arithmetic: the saving is the score matrix's passes through "
-        "memory (softmax, scale, mask, dropout) and some matmul time, less than the whole stake",
-        "in training the backward of the same attention materialises the scores again; it is not counted here",
-    ]
-    if not f.has_gpu:
-        confounders.append("on a CPU the fused attention kernel gains less than flash attention on a GPU")
-    if unchecked:
-        confounders.append(
-            f"{unchecked} of {len(found)} matches recorded no shapes: matched by op order only "
-            "(profile with record_shapes=True to check q·kᵀ -> softmax -> ·v)"
-        )
-    if fused_elsewhere:
-        confounders.append(
-            "the trace also runs fused attention (scaled_dot_product_attention / flash / efficient) elsewhere"
-        )
-    where = f" in {top_class} ({top_n} calls)" if top_class else ""
-    largest = (
-        f"; largest score matrix {biggest['scores']} {biggest['dtype']} ({float(biggest['score_bytes']) / 2**20:,.1f} MiB)"
-        if biggest is not None
-        else ""
-    )
-    return Hypothesis(
-        category="memory_bound",
-        title=f"Attention materialises its score matrix{where}: {share:.0f}% of {what}",
-        observed=f"{len(found)} softmax ops between two batched matmuls (q·kᵀ, then ·v){summed_over(found)}, "
-        f"{stake_us / 1e3:.2f} ms with the passes over the scores between them, of {whole / 1e3:.2f} ms "
-        f"{what}{largest}",
-        mechanism="Attention written as softmax(q @ k.transpose) @ v materialises the whole [L, S] score matrix: "
-        "the first matmul writes it, the scale / mask / softmax / dropout each read and write it again, and the "
-        "matmul with v reads it once more. A fused attention kernel (flash or memory-efficient attention) tiles "
-        "q, k and v and keeps the scores on chip, never writing them out.",
+    return MaterialisedAttentionFinding(
+        branch=_ops_branch("gpu" if f.has_gpu else "cpu", bool(top_class), biggest is not None),
+        share_pct=share,
+        n_matches=len(found),
+        summed_over=summed_over(found),
+        stake_ms=stake_us / 1e3,
+        whole_ms=whole / 1e3,
+        module_class=top_class,
+        n_module_calls=top_n,
+        largest_scores=biggest["scores"] if biggest is not None else "",
+        largest_dtype=biggest["dtype"] if biggest is not None else "",
+        largest_mib=float(biggest["score_bytes"]) / 2**20 if biggest is not None else 0.0,
+        n_unchecked=unchecked,
         evidence=tuple(evidence),
         time_at_stake_ms=bounded_ms(stake_us, f.window_us),
-        predicted_effect="F.scaled_dot_product_attention (the sdpa_attention fix rewrites the module) computes "
-        "these ops in one fused kernel: the score matrix's passes through memory go, so this time falls "
-        "(by more at long sequence lengths, where the score matrix is large)",
-        falsifier="apply sdpa_attention (or call F.scaled_dot_product_attention) and re-time: if the attention's "
-        "time does not fall, the materialised scores were not the cost (short sequences, where they fit in cache)",
-        confounders=tuple(confounders),
+        notes=(("unchecked",) if unchecked else ()) + (("fused_elsewhere",) if fused_elsewhere else ()),
         confidence="low" if unchecked else "medium",
-        suggested_variants=("sdpa_attention", "fused_softmax", "compiled"),
         scope=f"nn.Module {top_class}" if top_class else ("all ranks" if f.has_gpu else "host threads"),
     )
 
 
-def _from_kernels(f: TraceFacts, limits: MaterialisedAttentionLimits, max_between: int):
+def _from_kernels(
+    f: TraceFacts, limits: MaterialisedAttentionLimits, max_between: int
+) -> MaterialisedAttentionFinding | None:
     """A GPU trace without op links: GEMM, softmax, GEMM kernels in a row on one stream."""
     k = f.kernels[(f.kernels["kind"] == "kernel") & (f.kernels["kernel_type"] == "computation")]
     found = _kernel_matches(k, max_between)
@@ -459,14 +535,13 @@ def _from_kernels(f: TraceFacts, limits: MaterialisedAttentionLimits, max_betwee
         n=("dur_us", "size"), kernels=("kernels", "max"), dur_us=("dur_us", "sum")
     )
     fused = sum(bool(FUSED_ATTENTION_KERNEL.search(x)) for x in k["name"].astype(str).unique())
-    return Hypothesis(
-        category="memory_bound",
-        title=f"Attention materialises its score matrix: {share:.0f}% of computation-kernel time",
-        observed=f"{len(found)} softmax kernels between two GEMM kernels on one stream{summed_over(found)}, "
-        f"{stake_us / 1e3:.2f} ms of {whole / 1e3:.2f} ms computation-kernel time",
-        mechanism="Attention written as softmax(q @ k.transpose) @ v materialises the whole [L, S] score matrix: "
-        "a GEMM writes it, the softmax and the passes around it read and write it again, and a second GEMM reads "
-        "it once more. A fused attention kernel (flash or memory-efficient attention) keeps the scores on chip.",
+    return MaterialisedAttentionFinding(
+        branch="kernels",
+        share_pct=share,
+        n_matches=len(found),
+        summed_over=summed_over(found),
+        stake_ms=stake_us / 1e3,
+        whole_ms=whole / 1e3,
         evidence=(
             Evidence(
                 "materialised_attention_pct",
@@ -479,17 +554,7 @@ def _from_kernels(f: TraceFacts, limits: MaterialisedAttentionLimits, max_betwee
             ),
         ),
         time_at_stake_ms=bounded_ms(stake_us, f.window_us),
-        predicted_effect="F.scaled_dot_product_attention (the sdpa_attention fix) runs these kernels as one fused "
-        "attention kernel: the score matrix's passes through memory go, so this time falls",
-        falsifier="apply sdpa_attention (or call F.scaled_dot_product_attention) and re-time: if these kernels' "
-        "time does not fall, the materialised scores were not the cost",
-        confounders=(
-            "matched by kernel names only (the trace links no kernel to its op): a softmax between two unrelated "
-            "GEMMs matches too",
-            "the fused kernel still does the matmuls' arithmetic: the saving is less than the whole stake",
-        )
-        + (("the trace also runs fused attention kernels elsewhere",) if fused else ()),
+        notes=("fused_elsewhere",) if fused else (),
         confidence="low",
-        suggested_variants=("sdpa_attention", "fused_softmax", "compiled"),
         scope="all ranks",
     )

@@ -15,10 +15,11 @@ import pandas as pd
 
 from workbench.analysis.intervals import covered_within, union
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.hypothesis import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence
 from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.roofline import OVERHEAD_ROOF_FRACTION
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
+from workbench.hypotheses.words import Finding, Words
 
 PROFILER_NOISE = re.compile(r"^(?:ProfilerStep|workbench|Torch-Compiled Region|CompiledFunction|##)")
 
@@ -235,8 +236,39 @@ class CpuDispatchOverheadLimits(Limits):
     short_gap_us: float = 50.0
 
 
-@rule("cpu_dispatch_overhead", category="launch_overhead", scope="trace", limits=CpuDispatchOverheadLimits)
-def cpu_dispatch_overhead(f: TraceFacts, limits: CpuDispatchOverheadLimits):
+@dataclass(frozen=True, kw_only=True)
+class CpuDispatchOverheadFinding(Finding):
+    ops_per_call: float  # dispatch-bound top-level ops per call
+    n_overhead: int  # dispatch-bound top-level ops
+    n_ops: int  # top-level ops of the thread
+    over_roof_x: float = 1 / OVERHEAD_ROOF_FRACTION  # an overhead op takes over this many times its roof time
+    median_us: float  # the dispatch-bound ops' median time
+    share_pct: float  # they and the short gaps between them, of the measured time
+
+
+DISPATCH_WORDS = Words(
+    title="{ops_per_call:.0f} dispatch-bound ops per call: per-op overhead dominates",
+    observed="{n_overhead} of {n_ops} top-level ops take over {over_roof_x:.0f}x their roof time "
+    "(median {median_us:.1f} µs); they and the gaps between them are {share_pct:.0f}% of the measured time",
+    mechanism="Each PyTorch op pays a fixed dispatch cost (Python, dispatcher, allocation, and on GPU a kernel "
+    "launch) that is larger than its work at these sizes.",
+    predicted_effect="fusing the ops (torch.compile) or batching them into fewer, larger ops removes most of the "
+    "per-op cost",
+    falsifier="compile the function: if time per call does not fall, dispatch was not the cost",
+    confounders=("profiler overhead inflates very short ops (x1.2-1.35 seen)",),
+    suggested_variants=("compiled", "cuda_graph"),
+)
+
+
+@rule(
+    "cpu_dispatch_overhead",
+    category="launch_overhead",
+    scope="trace",
+    limits=CpuDispatchOverheadLimits,
+    finding=CpuDispatchOverheadFinding,
+    words=DISPATCH_WORDS,
+)
+def cpu_dispatch_overhead(f: TraceFacts, limits: CpuDispatchOverheadLimits) -> CpuDispatchOverheadFinding | None:
     """Many ops take many times their roof time: per-op dispatch cost, not the work, fills the time."""
     ops = placed_main_ops(f)
     wins = windows(f, ops)
@@ -253,13 +285,12 @@ def cpu_dispatch_overhead(f: TraceFacts, limits: CpuDispatchOverheadLimits):
     by = short.groupby("name", as_index=False, observed=True).agg(
         n=("dur_us", "size"), median_us=("dur_us", "median"), roof_us=("roof_us", "median")
     )
-    return Hypothesis(
-        category="launch_overhead",
-        title=f"{len(short) / calls:.0f} dispatch-bound ops per call: per-op overhead dominates",
-        observed=f"{len(short)} of {len(ops)} top-level ops take over {1 / OVERHEAD_ROOF_FRACTION:.0f}x their roof time "
-        f"(median {short['dur_us'].median():.1f} µs); they and the gaps between them are {share:.0f}% of the measured time",
-        mechanism="Each PyTorch op pays a fixed dispatch cost (Python, dispatcher, allocation, and on GPU a kernel launch) "
-        "that is larger than its work at these sizes.",
+    return CpuDispatchOverheadFinding(
+        ops_per_call=len(short) / calls,
+        n_overhead=len(short),
+        n_ops=len(ops),
+        median_us=short["dur_us"].median(),
+        share_pct=share,
         evidence=(
             Evidence(
                 "overhead_ops_per_call",
@@ -273,11 +304,7 @@ def cpu_dispatch_overhead(f: TraceFacts, limits: CpuDispatchOverheadLimits):
             Evidence("overhead_time_pct", share, "%", limits.min_share_pct, source="cpu_ops"),
         ),
         time_at_stake_ms=bounded_ms(stake_us / calls, total / calls),
-        predicted_effect="fusing the ops (torch.compile) or batching them into fewer, larger ops removes most of the per-op cost",
-        falsifier="compile the function: if time per call does not fall, dispatch was not the cost",
-        confounders=("profiler overhead inflates very short ops (x1.2-1.35 seen)",),
         confidence="high" if share > 60 else "medium",
-        suggested_variants=("compiled", "cuda_graph"),
         scope="host thread",
     )
 
@@ -290,8 +317,45 @@ class CpuHostGapsLimits(Limits):
     min_share_pct: float = 30.0
 
 
-@rule("cpu_host_gaps", category="host_bound", scope="trace", limits=CpuHostGapsLimits)
-def cpu_host_gaps(f: TraceFacts, limits: CpuHostGapsLimits):
+@dataclass(frozen=True, kw_only=True)
+class CpuHostGapsFinding(Finding):
+    share_pct: float  # the long gaps, of the measured time
+    n_gaps: int  # long gaps between top-level ops (compiles, collections and collectives taken out)
+    long_gap_us: float  # the length a gap must reach to count
+    gaps_ms: float  # the long gaps' summed time
+    compile_ms: float = 0.0  # gaps right after a TorchDynamo cache lookup, left out (note "compiles")
+    gc_ms: float = 0.0  # gap time in which gc.collect() ran, left out (note "gc")
+    comm_ms: float = 0.0  # gap time while a collective ran, left out (note "collectives")
+
+
+GAPS_WORDS = Words(
+    title="{share_pct:.0f}% of the time is host work outside PyTorch ops",
+    observed="{n_gaps} gaps of >= {long_gap_us:.0f} µs between ops, {gaps_ms:.2f} ms in total",
+    mechanism="Python code, data preparation or other libraries run between tensor ops; the device (or the op "
+    "stream) waits.",
+    predicted_effect="moving that host work out of the loop (precompute, vectorise, DataLoader workers) removes up "
+    "to the gap time",
+    falsifier="time the function with the host work replaced by precomputed values: if the time does not drop, the "
+    "gaps were not the cost (no variant in the registry moves host work off the critical path: that experiment is "
+    "your own rewrite)",
+    confounders=("ops not recorded by the profiler (custom C++ code) also show as gaps",),
+    notes={
+        "compiles": "{compile_ms:.2f} ms of gaps right after a TorchDynamo cache lookup (compiles) are left out",
+        "gc": "{gc_ms:.2f} ms of gaps in which gc.collect() ran are left out (garbage collection pauses)",
+        "collectives": "{comm_ms:.2f} ms of gaps while a collective ran are left out (waiting for the other ranks)",
+    },
+)
+
+
+@rule(
+    "cpu_host_gaps",
+    category="host_bound",
+    scope="trace",
+    limits=CpuHostGapsLimits,
+    finding=CpuHostGapsFinding,
+    words=GAPS_WORDS,
+)
+def cpu_host_gaps(f: TraceFacts, limits: CpuHostGapsLimits) -> CpuHostGapsFinding | None:
     """Long stretches of host time inside the measured call where no PyTorch op runs."""
     ops = main_thread_ops(f)
     wins = windows(f, ops)
@@ -328,11 +392,15 @@ def cpu_host_gaps(f: TraceFacts, limits: CpuHostGapsLimits):
     steady = _steady_share(long_gaps, wins)
     if steady is not None and steady < limits.min_share_pct:
         return None
-    return Hypothesis(
-        category="host_bound",
-        title=f"{share:.0f}% of the time is host work outside PyTorch ops",
-        observed=f"{len(long_gaps)} gaps of >= {limits.long_gap_us:.0f} µs between ops, {long_gaps['gap_us'].sum() / 1e3:.2f} ms in total",
-        mechanism="Python code, data preparation or other libraries run between tensor ops; the device (or the op stream) waits.",
+    notes = (("compiles",) if compile_us else ()) + (("gc",) if gc_us else ()) + (("collectives",) if comm_us else ())
+    return CpuHostGapsFinding(
+        share_pct=share,
+        n_gaps=len(long_gaps),
+        long_gap_us=limits.long_gap_us,
+        gaps_ms=long_gaps["gap_us"].sum() / 1e3,
+        compile_ms=compile_us / 1e3,
+        gc_ms=gc_us / 1e3,
+        comm_ms=comm_us / 1e3,
         evidence=(
             Evidence(
                 "host_gap_pct",
@@ -344,27 +412,8 @@ def cpu_host_gaps(f: TraceFacts, limits: CpuHostGapsLimits):
             ),
         ),
         time_at_stake_ms=bounded_ms(long_gaps["gap_us"].sum() / calls, total / calls),
-        predicted_effect="moving that host work out of the loop (precompute, vectorise, DataLoader workers) removes up to the gap time",
-        falsifier="time the function with the host work replaced by precomputed values: if the time does not drop, the gaps were not the cost "
-        "(no variant in the registry moves host work off the critical path: that experiment is your own rewrite)",
-        confounders=("ops not recorded by the profiler (custom C++ code) also show as gaps",)
-        + (
-            (f"{compile_us / 1e3:.2f} ms of gaps right after a TorchDynamo cache lookup (compiles) are left out",)
-            if compile_us
-            else ()
-        )
-        + (
-            (f"{gc_us / 1e3:.2f} ms of gaps in which gc.collect() ran are left out (garbage collection pauses)",)
-            if gc_us
-            else ()
-        )
-        + (
-            (f"{comm_us / 1e3:.2f} ms of gaps while a collective ran are left out (waiting for the other ranks)",)
-            if comm_us
-            else ()
-        ),
+        notes=notes,
         confidence="high" if share > 60 else "medium",
-        suggested_variants=(),
         scope="host thread",
     )
 

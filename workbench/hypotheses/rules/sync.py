@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.hypothesis import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence
 from workbench.hypotheses.registry import Limits, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
+from workbench.hypotheses.words import Finding, Words
 
 
 def _copies_dominate(table) -> bool:
@@ -36,8 +37,69 @@ class HostSyncCallsLimits(Limits):
     min_calls: int = 1
 
 
-@rule("host_sync_calls", category="host_sync", scope="trace", limits=HostSyncCallsLimits)
-def host_sync_calls(f: TraceFacts, limits: HostSyncCallsLimits):
+@dataclass(frozen=True, kw_only=True)
+class HostSyncCallsFinding(Finding):
+    rank: int  # the rank that blocked
+    n_calls: int  # its synchronising calls
+    calls_per_step: float = 0.0  # those calls per step of the rank (branch "with_steps")
+    blocked_ms: float  # the time the host was blocked in them
+    share_pct: float  # of the rank's traced window
+    window_ms: float  # the rank's traced window
+    cause_op: str  # the op that caused the most blocked time ("(no enclosing op)" if none)
+    api: str  # the synchronising API it called
+    kind_words: str  # the kind of sync, in words ("blocking copy", "sync call", ...)
+
+
+_SYNC_TITLE = "The host blocks on the GPU in {n_calls} sync calls"
+_SYNC_OBSERVED = (
+    "rank {rank}: {blocked_ms:.2f} ms ({share_pct:.1f}% of the rank's {window_ms:.2f} ms traced window) "
+    "in synchronising calls; most from {cause_op} -> {api} ({kind_words})"
+)
+_SYNC_MECHANISM = (
+    "A synchronising call (.item(), .cpu(), .tolist(), torch.cuda.synchronize, a blocking copy) "
+    "waits for all queued GPU work, so the host cannot run ahead and the GPU then starves."
+)
+_SYNC_PREDICTION = "keeping values on the device (or reading them once per N steps) removes most of the blocked time"
+_SYNC_FALSIFIER = (
+    "remove the named call (or move it out of the loop): if the step time does not fall, the wait was hidden "
+    "behind GPU work anyway"
+)
+_SYNC_CONFOUNDERS = (
+    "a sync at the end of a step is only as costly as the GPU work it waits for",
+    "profilers add their own synchronisation",
+)
+# the fixes are decided by the finding: a blocking copy from pageable memory is what pinned memory removes;
+# other syncs (.item(), .cpu(), synchronize) are the code's own: no catalog fix removes them (a CUDA graph
+# cannot even be captured around one)
+SYNC_WORDS = {
+    "with_steps": Words(
+        title=_SYNC_TITLE + " ({calls_per_step:.1f} per step)",
+        observed=_SYNC_OBSERVED,
+        mechanism=_SYNC_MECHANISM,
+        predicted_effect=_SYNC_PREDICTION,
+        falsifier=_SYNC_FALSIFIER,
+        confounders=_SYNC_CONFOUNDERS,
+    ),
+    "without_steps": Words(
+        title=_SYNC_TITLE,
+        observed=_SYNC_OBSERVED,
+        mechanism=_SYNC_MECHANISM,
+        predicted_effect=_SYNC_PREDICTION,
+        falsifier=_SYNC_FALSIFIER,
+        confounders=_SYNC_CONFOUNDERS,
+    ),
+}
+
+
+@rule(
+    "host_sync_calls",
+    category="host_sync",
+    scope="trace",
+    limits=HostSyncCallsLimits,
+    finding=HostSyncCallsFinding,
+    words=SYNC_WORDS,
+)
+def host_sync_calls(f: TraceFacts, limits: HostSyncCallsLimits) -> list[HostSyncCallsFinding] | None:
     """The host blocks on the device in synchronize calls or synchronous copies/memsets (one finding per
     rank: its blocked time as a share of that rank's own window, its calls per step of that rank)."""
     audit = f.sync_audit
@@ -56,15 +118,18 @@ def host_sync_calls(f: TraceFacts, limits: HostSyncCallsLimits):
         by_op = _by_cause(mine)
         worst = by_op.sort_values("blocked_us", ascending=False).iloc[0]
         steps = f.steps_on(rank)
-        per_step = f" ({len(mine) / steps:.1f} per step)" if steps else ""
         out.append(
-            Hypothesis(
-                category="host_sync",
-                title=f"The host blocks on the GPU in {len(mine)} sync calls{per_step}",
-                observed=f"rank {rank}: {total / 1e3:.2f} ms ({share:.1f}% of the rank's {window / 1e3:.2f} ms traced window) "
-                f"in synchronising calls; most from {worst['cause_op']} -> {worst['api']} ({worst['kind'].replace('_', ' ')})",
-                mechanism="A synchronising call (.item(), .cpu(), .tolist(), torch.cuda.synchronize, a blocking copy) "
-                "waits for all queued GPU work, so the host cannot run ahead and the GPU then starves.",
+            HostSyncCallsFinding(
+                branch="with_steps" if steps else "without_steps",
+                rank=rank,
+                n_calls=len(mine),
+                calls_per_step=len(mine) / steps if steps else 0.0,
+                blocked_ms=total / 1e3,
+                share_pct=share,
+                window_ms=window / 1e3,
+                cause_op=worst["cause_op"],
+                api=worst["api"],
+                kind_words=worst["kind"].replace("_", " "),
                 evidence=(
                     Evidence(
                         "sync_time_pct",
@@ -77,16 +142,7 @@ def host_sync_calls(f: TraceFacts, limits: HostSyncCallsLimits):
                     Evidence("sync_calls", len(mine), "calls", limits.min_calls, ">=", "sync audit"),
                 ),
                 time_at_stake_ms=bounded_ms(total, window),
-                predicted_effect="keeping values on the device (or reading them once per N steps) removes most of the blocked time",
-                falsifier="remove the named call (or move it out of the loop): if the step time does not fall, the wait was hidden behind GPU work anyway",
-                confounders=(
-                    "a sync at the end of a step is only as costly as the GPU work it waits for",
-                    "profilers add their own synchronisation",
-                ),
                 confidence="high" if share > 3 * limits.min_sync_pct else "medium",
-                # a blocking copy from pageable memory is what pinned memory removes; other syncs (.item(),
-                # .cpu(), synchronize) are the code's own: no catalog fix removes them (a CUDA graph cannot
-                # even be captured around one)
                 suggested_variants=("pin_memory",) if _copies_dominate(mine) else (),
                 scope=f"rank {rank}",
             )
