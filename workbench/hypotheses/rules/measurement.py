@@ -9,10 +9,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.hypothesis import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence
 from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, rows
 from workbench.hypotheses.run_facts import RunFacts, field_of
+from workbench.hypotheses.words import Finding, Words
 
 
 def first_step_excess(f: TraceFacts, min_steps: int) -> tuple[float, float, float, int]:
@@ -40,20 +41,46 @@ class FirstStepOutlierLimits(Limits):
     min_steps: int = 3
 
 
-@rule("first_step_outlier", category="measurement", scope="trace", limits=FirstStepOutlierLimits)
-def first_step_outlier(f: TraceFacts, limits: FirstStepOutlierLimits):
+@dataclass(frozen=True, kw_only=True)
+class FirstStepOutlierFinding(Finding):
+    first_over_median: float  # the first step over the median of the others (x)
+    first_ms: float  # the first step, on the rank where its excess is largest
+    median_ms: float  # the median of the other steps there
+    n_other_steps: int  # the steps the first is held against
+
+
+FIRST_STEP_OUTLIER_WORDS = Words(
+    title="The first profiled step takes {first_over_median:.1f}x the others",
+    observed="first step {first_ms:.3f} ms against a median of {median_ms:.3f} ms over the other {n_other_steps}",
+    mechanism="One-time work (lazy initialisation, allocator growth, autotuning, the profiler's own start-up) fell "
+    "inside the profiled window, so per-step averages over the trace overstate the steady state.",
+    predicted_effect="warming up before profiling (or dropping the first step) leaves steps within noise of each other",
+    falsifier="profile again with two more warm-up steps: if the first profiled step is still the slow one, "
+    "it does different work, not warm-up",
+    confounders=("the first step may legitimately differ (a data-dependent branch)",),
+)
+
+
+@rule(
+    "first_step_outlier",
+    category="measurement",
+    scope="trace",
+    limits=FirstStepOutlierLimits,
+    finding=FirstStepOutlierFinding,
+    words=FIRST_STEP_OUTLIER_WORDS,
+)
+def first_step_outlier(f: TraceFacts, limits: FirstStepOutlierLimits) -> FirstStepOutlierFinding | None:
     """The first profiled step takes far longer than the others (warm-up or profiler start-up inside the window)."""
     first, median, excess, n = first_step_excess(f, int(limits.min_steps))
     ratio = first / median if median > 0 else float("inf")
     if ratio < limits.min_ratio:
         return None
     steps = f.step_breakdown.table
-    return Hypothesis(
-        category="measurement",
-        title=f"The first profiled step takes {ratio:.1f}x the others",
-        observed=f"first step {first / 1e3:.3f} ms against a median of {median / 1e3:.3f} ms over the other {n - 1}",
-        mechanism="One-time work (lazy initialisation, allocator growth, autotuning, the profiler's own start-up) fell "
-        "inside the profiled window, so per-step averages over the trace overstate the steady state.",
+    return FirstStepOutlierFinding(
+        first_over_median=ratio,
+        first_ms=first / 1e3,
+        median_ms=median / 1e3,
+        n_other_steps=n - 1,
         evidence=(
             Evidence(
                 "first_over_median_step",
@@ -66,10 +93,6 @@ def first_step_outlier(f: TraceFacts, limits: FirstStepOutlierLimits):
             Evidence("first_step_excess_us", excess, "us", source="step breakdown"),
         ),
         time_at_stake_ms=bounded_ms(excess, f.window_us),
-        predicted_effect="warming up before profiling (or dropping the first step) leaves steps within noise of each other",
-        falsifier="profile again with two more warm-up steps: if the first profiled step is still the slow one, "
-        "it does different work, not warm-up",
-        confounders=("the first step may legitimately differ (a data-dependent branch)",),
         confidence="medium" if ratio > 5 else "low",
         scope="first step",
     )
@@ -87,8 +110,44 @@ class FirstProfilerSessionLimits(Limits):
     min_ratio: float = 2.0
 
 
-@rule("first_profiler_session", category="measurement", scope="run", limits=FirstProfilerSessionLimits)
-def first_profiler_session(f: RunFacts, limits: FirstProfilerSessionLimits):
+NOT_RECORDED = "not recorded"  # the profiler_warmup record a finding names where the run recorded none
+
+
+@dataclass(frozen=True, kw_only=True)
+class FirstProfilerSessionFinding(Finding):
+    warmup_record: str  # the run's profiler_warmup record (NOT_RECORDED: none)
+    first_over_median: float  # the first step over the median of the others (x; nan where steps were not judged)
+
+
+_FIRST_PROFILER_SESSION_OBSERVED = {
+    "outlier": "no warm-up profiler session was recorded ({warmup_record}); the first step takes "
+    "{first_over_median:.1f}x the others",
+    "no_outlier": "no warm-up profiler session was recorded ({warmup_record})",
+}
+FIRST_PROFILER_SESSION_WORDS = {
+    outlier: Words(
+        title="The trace comes from the first profiler session in this process",
+        observed=observed,
+        mechanism="The first torch.profiler session in a process initialises CUPTI during the measured window and "
+        "has been seen to mis-time or drop GPU events (pytorch issues 175790, 192021).",
+        predicted_effect="a short throw-away profiler session first gives a trace whose first step matches the others",
+        falsifier="profile twice in one process: if the second trace has the same kernels and step times, the first "
+        "was fine",
+        confounders=("the first step may be slow for other one-time reasons",),
+    )
+    for outlier, observed in _FIRST_PROFILER_SESSION_OBSERVED.items()
+}
+
+
+@rule(
+    "first_profiler_session",
+    category="measurement",
+    scope="run",
+    limits=FirstProfilerSessionLimits,
+    finding=FirstProfilerSessionFinding,
+    words=FIRST_PROFILER_SESSION_WORDS,
+)
+def first_profiler_session(f: RunFacts, limits: FirstProfilerSessionLimits) -> FirstProfilerSessionFinding | None:
     """The trace came from the process's first profiler session, which can mis-time or drop GPU events."""
     record = field_of(f.run, "profiler_warmup", None)
     tf = f.trace_facts
@@ -102,6 +161,7 @@ def first_profiler_session(f: RunFacts, limits: FirstProfilerSessionLimits):
     except NotJudged:
         first = median = excess = ratio = float("nan")
     outlier = ratio == ratio and ratio >= limits.min_ratio
+    warmup_record = str(record or NOT_RECORDED)
     ev = [
         Evidence(
             "warm_up_session",
@@ -110,23 +170,17 @@ def first_profiler_session(f: RunFacts, limits: FirstProfilerSessionLimits):
             1.0,
             "<",
             "run.profiler_warmup",
-            rows=({"profiler_warmup": str(record or "not recorded")},),
+            rows=({"profiler_warmup": warmup_record},),
         )
     ]
     if outlier:
         ev.append(Evidence("first_over_median_step", min(ratio, 1e12), "x", limits.min_ratio, source="step breakdown"))
-    return Hypothesis(
-        category="measurement",
-        title="The trace comes from the first profiler session in this process",
-        observed=f"no warm-up profiler session was recorded ({record or 'not recorded'})"
-        + (f"; the first step takes {ratio:.1f}x the others" if outlier else ""),
-        mechanism="The first torch.profiler session in a process initialises CUPTI during the measured window and has "
-        "been seen to mis-time or drop GPU events (pytorch issues 175790, 192021).",
+    return FirstProfilerSessionFinding(
+        branch="outlier" if outlier else "no_outlier",
+        warmup_record=warmup_record,
+        first_over_median=ratio,
         evidence=tuple(ev),
         time_at_stake_ms=max(excess, 0.0) / 1e3 / max(1, f.calls_in_trace) if outlier else 0.0,
-        predicted_effect="a short throw-away profiler session first gives a trace whose first step matches the others",
-        falsifier="profile twice in one process: if the second trace has the same kernels and step times, the first was fine",
-        confounders=("the first step may be slow for other one-time reasons",),
         confidence="high" if outlier else "medium",
         scope="trace",
     )
@@ -141,8 +195,39 @@ class FasterThanRooflineLimits(Limits):
     min_streaming_bytes: int = 256 << 20
 
 
-@rule("faster_than_roofline", category="measurement", scope="run", limits=FasterThanRooflineLimits)
-def faster_than_roofline(f: RunFacts, limits: FasterThanRooflineLimits):
+@dataclass(frozen=True, kw_only=True)
+class FasterThanRooflineFinding(Finding):
+    per_call_ms: float  # the median sample over the calls in it
+    roof_ms: float  # the least time a call's work needs at the ceilings
+    gflop_per_call: float  # analytic work a call does
+    streamed_mib_per_call: float  # bytes a call streams (ops past the streaming threshold only)
+    peak_gflops: float  # the ceiling's compute peak (GFLOP/s)
+    memory_gbps: float  # the ceiling's memory bandwidth (GB/s)
+
+
+FASTER_THAN_ROOFLINE_WORDS = Words(
+    title="Measured {per_call_ms:.4g} ms per call, below the {roof_ms:.4g} ms the work needs",
+    observed="{gflop_per_call:.3g} GFLOP and {streamed_mib_per_call:.0f} MiB streamed per call need at least "
+    "{roof_ms:.4g} ms at {peak_gflops:.0f} GFLOP/s and {memory_gbps:.0f} GB/s; the median call took "
+    "{per_call_ms:.4g} ms",
+    mechanism="No call can beat the roofline: the timer missed work (asynchronous GPU work not synchronised, a "
+    "cached result returned), or the timed calls did less work than the traced ones.",
+    predicted_effect="timing with device synchronisation (and fresh inputs) gives a time at or above the roof",
+    falsifier="time the call with torch.cuda.synchronize() after it (or block_until_ready): if it stays below the "
+    "roof, the analytic work or the ceiling is wrong",
+    confounders=("the ceiling may be measured too low", "analytic FLOPs assume the textbook algorithm"),
+)
+
+
+@rule(
+    "faster_than_roofline",
+    category="measurement",
+    scope="run",
+    limits=FasterThanRooflineLimits,
+    finding=FasterThanRooflineFinding,
+    words=FASTER_THAN_ROOFLINE_WORDS,
+)
+def faster_than_roofline(f: RunFacts, limits: FasterThanRooflineLimits) -> FasterThanRooflineFinding | None:
     """The time per call is below the least time its FLOPs (and large streamed bytes) need at the device's ceilings.
 
     Against a datasheet peak (an upper bound no run can beat) a call faster than ``margin`` x the roof
@@ -172,13 +257,13 @@ def faster_than_roofline(f: RunFacts, limits: FasterThanRooflineLimits):
     margin = limits.measured_margin if ceiling.kind == "measured" else limits.margin
     if roof_ms <= 0 or per_call_ms >= margin * roof_ms:
         return None
-    return Hypothesis(
-        category="measurement",
-        title=f"Measured {per_call_ms:.4g} ms per call, below the {roof_ms:.4g} ms the work needs",
-        observed=f"{flops / 1e9:.3g} GFLOP and {nbytes / 2**20:.0f} MiB streamed per call need at least {roof_ms:.4g} ms "
-        f"at {ceiling.peak_gflops:.0f} GFLOP/s and {ceiling.memory_gbps:.0f} GB/s; the median call took {per_call_ms:.4g} ms",
-        mechanism="No call can beat the roofline: the timer missed work (asynchronous GPU work not synchronised, a "
-        "cached result returned), or the timed calls did less work than the traced ones.",
+    return FasterThanRooflineFinding(
+        per_call_ms=per_call_ms,
+        roof_ms=roof_ms,
+        gflop_per_call=flops / 1e9,
+        streamed_mib_per_call=nbytes / 2**20,
+        peak_gflops=ceiling.peak_gflops,
+        memory_gbps=ceiling.memory_gbps,
         evidence=(
             Evidence(
                 "per_call_over_roof",
@@ -199,10 +284,6 @@ def faster_than_roofline(f: RunFacts, limits: FasterThanRooflineLimits):
             ),
         ),
         time_at_stake_ms=timing.median_ms,
-        predicted_effect="timing with device synchronisation (and fresh inputs) gives a time at or above the roof",
-        falsifier="time the call with torch.cuda.synchronize() after it (or block_until_ready): if it stays below the roof, "
-        "the analytic work or the ceiling is wrong",
-        confounders=("the ceiling may be measured too low", "analytic FLOPs assume the textbook algorithm"),
         confidence="high",
         scope="timing",
     )

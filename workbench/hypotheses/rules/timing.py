@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import product
 
-from workbench.hypotheses.hypothesis import NO_INTERVAL_METRIC, Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import NO_INTERVAL_METRIC, Evidence
 from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.run_facts import RunFacts, field_of
+from workbench.hypotheses.words import Finding, Words
+
+
+def _branch(*parts: str) -> str:
+    """The name of the branch where each of a rule's independent choices of words took the part named: the
+    words hold one block per combination (``Words`` has no clause that shows only sometimes but its notes)."""
+    return "/".join(parts)
 
 
 @dataclass(frozen=True)
@@ -17,8 +25,63 @@ class ColdStartLimits(Limits):
     min_one_time_share_pct: float = 10.0
 
 
-@rule("cold_start", category="cold_start", scope="run", limits=ColdStartLimits)
-def cold_start(f: RunFacts, limits: ColdStartLimits):
+@dataclass(frozen=True, kw_only=True)
+class ColdStartFinding(Finding):
+    cold_over_steady: float  # the cold call over a steady call (x)
+    cold_ms: float  # the first (cold) call
+    median_ms: float  # the clean median call
+    steady_ms: float  # the steady call the cold one is held against (the median, or the timer's floor above it)
+    excess_ms: float  # the cold call less the steady one
+    share_pct: float  # the excess, of the time of the calls it is spread over
+    n_calls: int  # the calls a one-time cost is spread over (RunFacts.one_time_cost_calls)
+    ranked_ms: float  # the one-time cost a call, as ranked
+    one_time_basis: str  # how a one-time cost is ranked, in words (RunFacts.one_time_basis)
+    compile_ms: float = 0.0  # torch.compile's compile time (compiled)
+
+
+# the cold_start words: one block per (whether torch.compile compiled, whether the median is below what the timer
+# resolves)
+_COLD_START_CAUSE = {
+    "compiled": "torch.compile ({compile_ms:.0f} ms of compilation) and lazy initialisation",
+    "eager": "lazy initialisation, caches or autotuning",
+}
+_COLD_START_FLOOR = {
+    "below_timer": " (below what the timer resolves: held against {steady_ms:.3g} ms)",
+    "resolved": "",
+}
+COLD_START_WORDS = {
+    _branch(cause, floor): Words(
+        title="First call costs {cold_over_steady:.0f}x a steady-state call",
+        observed="cold call {cold_ms:.1f} ms vs clean median {median_ms:.3g} ms"
+        + _COLD_START_FLOOR[floor]
+        + ": {excess_ms:.1f} ms extra, one-time (once per process, not per call), {share_pct:.0f}% of the time of "
+        "{n_calls} calls; ranked as {ranked_ms:.3g} ms a call, {one_time_basis}",
+        mechanism="One-time work on the first call: " + _COLD_START_CAUSE[cause] + ".",
+        predicted_effect="warming up (or caching compiled artefacts) removes up to {excess_ms:.1f} ms from the first "
+        "call; steady state unchanged",
+        falsifier="call the function twice in a fresh process: if the second call is as slow as the first, it is not "
+        "a cold-start cost",
+        confounders=(
+            "the first call may also page in data or warm CPU caches",
+            "a shared machine can slow any single call",
+        ),
+        suggested_variants=(),  # warming up is the user's own change; compiling only adds to the first call
+    )
+    for cause, floor in product(_COLD_START_CAUSE, _COLD_START_FLOOR)
+}
+# a finding's scope is a plain text (``Words`` has no template for it): this one is told here
+COLD_START_SCOPE = "first call (one-time: {once_ms:.3g} ms once)"
+
+
+@rule(
+    "cold_start",
+    category="cold_start",
+    scope="run",
+    limits=ColdStartLimits,
+    finding=ColdStartFinding,
+    words=COLD_START_WORDS,
+)
+def cold_start(f: RunFacts, limits: ColdStartLimits) -> ColdStartFinding | None:
     """The first call costs much more than a steady-state call, and that one-time cost is a real part of
     the calls the user makes.
 
@@ -68,31 +131,25 @@ def cold_start(f: RunFacts, limits: ColdStartLimits):
             ),
         ),
     ]
-    cause = "lazy initialisation, caches or autotuning"
     if compile_ms:
         ev.append(Evidence("compile_time_ms", compile_ms, "ms", source="run.compile"))
-        cause = f"torch.compile ({compile_ms:.0f} ms of compilation) and lazy initialisation"
-    return Hypothesis(
-        category="cold_start",
-        title=f"First call costs {ratio:.0f}x a steady-state call",
-        observed=f"cold call {f.cold_ms:.1f} ms vs clean median {median:.3g} ms"
-        + (f" (below what the timer resolves: held against {steady:.3g} ms)" if steady > median else "")
-        + f": {excess:.1f} ms extra, one-time "
-        f"(once per process, not per call), {share:.0f}% of the time of {calls} calls; ranked as "
-        f"{once_ms / calls:.3g} ms a call, {f.one_time_basis}",
-        mechanism=f"One-time work on the first call: {cause}.",
+    return ColdStartFinding(
+        branch=_branch("compiled" if compile_ms else "eager", "below_timer" if steady > median else "resolved"),
+        cold_over_steady=ratio,
+        cold_ms=float(f.cold_ms),
+        median_ms=median,
+        steady_ms=steady,
+        excess_ms=excess,
+        share_pct=share,
+        n_calls=calls,
+        ranked_ms=once_ms / calls,
+        one_time_basis=f.one_time_basis,
+        compile_ms=float(compile_ms) if compile_ms else 0.0,
         evidence=tuple(ev),
         time_at_stake_ms=once_ms / calls,
-        predicted_effect=f"warming up (or caching compiled artefacts) removes up to {excess:.1f} ms from the first call; steady state unchanged",
-        falsifier="call the function twice in a fresh process: if the second call is as slow as the first, it is not a cold-start cost",
-        confounders=(
-            "the first call may also page in data or warm CPU caches",
-            "a shared machine can slow any single call",
-        ),
         # high only where the one-time cost is most of the time of the stated calls, not merely visible in it
         confidence="high" if ratio > 20 and share >= HIGH_ONE_TIME_SHARE_PCT else "medium",
-        suggested_variants=(),  # warming up is the user's own change; compiling only adds to the first call
-        scope=f"first call (one-time: {once_ms:.3g} ms once)",
+        scope=COLD_START_SCOPE.format(once_ms=once_ms),
     )
 
 
@@ -109,7 +166,32 @@ def _timer_floor_ms(timing) -> float:
     )
 
 
-def _noise(f: RunFacts, limits: NoisyTimingLimits):
+@dataclass(frozen=True, kw_only=True)
+class NoisyTimingFinding(Finding):
+    relative_iqr: float  # the IQR over the median (fraction)
+    median_ms: float  # the median sample
+    ci_low_ms: float  # the 95% interval of the median, low end
+    ci_high_ms: float  # and high end
+    iqr_ms: float  # the interquartile range
+    p95_ms: float  # the 95th percentile sample
+    n_samples: int  # timed samples
+
+
+NOISY_TIMING_WORDS = Words(
+    title="Timing is noisy: IQR is {relative_iqr:.0%} of the median",
+    observed="median {median_ms:.4g} ms (95% interval {ci_low_ms:.4g}-{ci_high_ms:.4g} ms), IQR {iqr_ms:.3g} ms, "
+    "p95 {p95_ms:.4g} ms over {n_samples} samples",
+    mechanism="Run-to-run variation (other processes, frequency scaling, data-dependent work, "
+    "Python garbage collection) is large against the signal, so differences under it are not real.",
+    predicted_effect="a quiet machine or more samples shrinks the interval; the median may move by up to its "
+    "half-width",
+    falsifier="repeat the profile with 3x the samples on an idle machine: if the IQR stays above the threshold the "
+    "noise is in the workload itself",
+    confounders=("the workload may do data-dependent work each call", "a shared machine preempts single samples"),
+)
+
+
+def _noise(f: RunFacts, limits: NoisyTimingLimits) -> NoisyTimingFinding | None:
     timing = f.require_timing()
     if timing.n < 4:
         return None
@@ -128,13 +210,14 @@ def _noise(f: RunFacts, limits: NoisyTimingLimits):
     recompiled = f.compile is not None and steady_recompiles(f.compile) > 0
     if recompiled:
         confidence = "low"  # the spread is explained by compiles during the timed calls
-    return Hypothesis(
-        category="measurement",
-        title=f"Timing is noisy: IQR is {rel:.0%} of the median",
-        observed=f"median {timing.median_ms:.4g} ms (95% interval {lo:.4g}-{hi:.4g} ms), IQR {timing.iqr_ms:.3g} ms, "
-        f"p95 {timing.p95_ms:.4g} ms over {timing.n} samples",
-        mechanism="Run-to-run variation (other processes, frequency scaling, data-dependent work, "
-        "Python garbage collection) is large against the signal, so differences under it are not real.",
+    return NoisyTimingFinding(
+        relative_iqr=rel,
+        median_ms=timing.median_ms,
+        ci_low_ms=lo,
+        ci_high_ms=hi,
+        iqr_ms=timing.iqr_ms,
+        p95_ms=timing.p95_ms,
+        n_samples=timing.n,
         evidence=(
             Evidence(
                 "relative_iqr",
@@ -160,9 +243,6 @@ def _noise(f: RunFacts, limits: NoisyTimingLimits):
             ),
         ),
         time_at_stake_ms=min(half_ci_ms, timing.median_ms),
-        predicted_effect="a quiet machine or more samples shrinks the interval; the median may move by up to its half-width",
-        falsifier="repeat the profile with 3x the samples on an idle machine: if the IQR stays above the threshold the noise is in the workload itself",
-        confounders=("the workload may do data-dependent work each call", "a shared machine preempts single samples"),
         confidence=confidence,
         scope="timing",
     )
@@ -176,8 +256,15 @@ class NoisyTimingLimits(Limits):
     max_relative_ci: float = 0.05
 
 
-@rule("noisy_timing", category="measurement", scope="run", limits=NoisyTimingLimits)
-def noisy_timing(f: RunFacts, limits: NoisyTimingLimits):
+@rule(
+    "noisy_timing",
+    category="measurement",
+    scope="run",
+    limits=NoisyTimingLimits,
+    finding=NoisyTimingFinding,
+    words=NOISY_TIMING_WORDS,
+)
+def noisy_timing(f: RunFacts, limits: NoisyTimingLimits) -> NoisyTimingFinding | None:
     """The spread of the timing samples is large against their median."""
     return _noise(f, limits)
 
@@ -192,8 +279,44 @@ class TooFewSamplesLimits(Limits):
     min_samples: int = 10
 
 
-@rule("too_few_samples", category="measurement", scope="run", limits=TooFewSamplesLimits)
-def too_few_samples(f: RunFacts, limits: TooFewSamplesLimits):
+@dataclass(frozen=True, kw_only=True)
+class TooFewSamplesFinding(Finding):
+    n_samples: int  # timed samples
+    min_interval_samples: int  # the fewest samples an interval of the median can be formed from (NO_INTERVAL_BELOW)
+    min_ms: float  # the shortest sample
+    max_ms: float  # the longest sample
+    ci_low_ms: float  # the 95% interval of the median, low end (interval)
+    ci_high_ms: float  # and high end (interval)
+
+
+_TOO_FEW_SAMPLES_OBSERVED = {
+    "no_interval": "{n_samples} samples: fewer than {min_interval_samples}, so no 95% interval of the median "
+    "can be formed (they span {min_ms:.4g}-{max_ms:.4g} ms)",
+    "interval": "{n_samples} samples; the 95% interval of the median is {ci_low_ms:.4g}-{ci_high_ms:.4g} ms",
+}
+TOO_FEW_SAMPLES_WORDS = {
+    interval: Words(
+        title="Only {n_samples} timing samples",
+        observed=observed,
+        mechanism="With few samples the median's interval is wide; any comparison inherits that width, and "
+        "findings whose stake is within it cannot be told from noise.",
+        predicted_effect="more repeats narrow the interval; the median itself should stay inside it",
+        falsifier="profile again with repeat >= 20: if the median moves outside this interval, the first result was "
+        "not trustworthy",
+    )
+    for interval, observed in _TOO_FEW_SAMPLES_OBSERVED.items()
+}
+
+
+@rule(
+    "too_few_samples",
+    category="measurement",
+    scope="run",
+    limits=TooFewSamplesLimits,
+    finding=TooFewSamplesFinding,
+    words=TOO_FEW_SAMPLES_WORDS,
+)
+def too_few_samples(f: RunFacts, limits: TooFewSamplesLimits) -> TooFewSamplesFinding | None:
     """Too few timed samples for a tight interval on the median."""
     timing = f.require_timing()
     if timing.n >= limits.min_samples:
@@ -203,10 +326,6 @@ def too_few_samples(f: RunFacts, limits: TooFewSamplesLimits):
     if timing.n < NO_INTERVAL_BELOW:
         # no distribution-free 95 % interval of the median exists: the whole median is uncertain, the
         # timing cannot be judged at all, and this caveat leads the ranking (diagnose.voids_timing)
-        observed = (
-            f"{timing.n} samples: fewer than {NO_INTERVAL_BELOW}, so no 95% interval of the median "
-            f"can be formed (they span {timing.min_ms:.4g}-{timing.max_ms:.4g} ms)"
-        )
         stake = timing.median_ms
         evidence.append(
             Evidence(
@@ -217,21 +336,19 @@ def too_few_samples(f: RunFacts, limits: TooFewSamplesLimits):
             )
         )
     else:
-        observed = f"{timing.n} samples; the 95% interval of the median is {lo:.4g}-{hi:.4g} ms"
         stake = min(max(hi - lo, 0.0) / 2, timing.median_ms)
-    return Hypothesis(
-        category="measurement",
-        title=f"Only {timing.n} timing samples",
-        observed=observed,
-        mechanism="With few samples the median's interval is wide; any comparison inherits that width, and "
-        "findings whose stake is within it cannot be told from noise.",
+    return TooFewSamplesFinding(
+        branch="no_interval" if timing.n < NO_INTERVAL_BELOW else "interval",
+        n_samples=timing.n,
+        min_interval_samples=NO_INTERVAL_BELOW,
+        min_ms=timing.min_ms,
+        max_ms=timing.max_ms,
+        ci_low_ms=lo,
+        ci_high_ms=hi,
         evidence=tuple(evidence),
         time_at_stake_ms=stake + 1e-9,
-        predicted_effect="more repeats narrow the interval; the median itself should stay inside it",
-        falsifier="profile again with repeat >= 20: if the median moves outside this interval, the first result was not trustworthy",
         # about the measurement, not the workload: never high; with an interval (n >= 6) the
         # interval's width says how much, and the findings within it are qualified
-        confounders=(),
         confidence="medium" if timing.n < NO_INTERVAL_BELOW else "low",
         scope="timing",
     )
@@ -245,27 +362,47 @@ class TimerResolutionLimits(Limits):
     min_call_us: float = 5.0
 
 
-@rule("timer_resolution", category="measurement", scope="run", limits=TimerResolutionLimits)
-def timer_resolution(f: RunFacts, limits: TimerResolutionLimits):
+@dataclass(frozen=True, kw_only=True)
+class TimerResolutionFinding(Finding):
+    per_call_us: float  # the median sample over the calls in it
+    median_us: float  # the median sample
+    n_calls_per_sample: int  # calls timed in one sample
+
+
+TIMER_RESOLUTION_WORDS = Words(
+    title="Each timed call takes only {per_call_us:.2f} µs",
+    observed="median {median_us:.3f} µs per sample, {n_calls_per_sample} call(s) per sample",
+    mechanism="Timer overhead and resolution (and, on GPU, launch latency) are a large part of so short a sample.",
+    predicted_effect="timing many calls per sample gives a per-call time that does not depend on the timer",
+    falsifier="time 100 calls per sample: if the per-call time stays the same, the single-call samples were fine",
+    confounders=("very short calls may be legitimately this fast",),
+)
+
+
+@rule(
+    "timer_resolution",
+    category="measurement",
+    scope="run",
+    limits=TimerResolutionLimits,
+    finding=TimerResolutionFinding,
+    words=TIMER_RESOLUTION_WORDS,
+)
+def timer_resolution(f: RunFacts, limits: TimerResolutionLimits) -> TimerResolutionFinding | None:
     """A sample is so short that the timer's resolution and call overhead dominate it."""
     timing = f.require_timing()
     ticks = timing.median_ms / timing.timer_resolution_ms if timing.timer_resolution_ms > 0 else float("inf")
     per_call_us = timing.median_ms * 1e3 / max(1, timing.calls_per_sample)
     if ticks >= limits.min_ticks and per_call_us >= limits.min_call_us:
         return None
-    return Hypothesis(
-        category="measurement",
-        title=f"Each timed call takes only {per_call_us:.2f} µs",
-        observed=f"median {timing.median_ms * 1e3:.3f} µs per sample, {timing.calls_per_sample} call(s) per sample",
-        mechanism="Timer overhead and resolution (and, on GPU, launch latency) are a large part of so short a sample.",
+    return TimerResolutionFinding(
+        per_call_us=per_call_us,
+        median_us=timing.median_ms * 1e3,
+        n_calls_per_sample=timing.calls_per_sample,
         evidence=(
             Evidence("per_call_us", per_call_us, "us", limits.min_call_us, "<", "run.timing"),
             Evidence("timer_ticks", min(ticks, 1e12), "ticks", limits.min_ticks, "<", "run.timing"),
         ),
         time_at_stake_ms=timing.median_ms,
-        predicted_effect="timing many calls per sample gives a per-call time that does not depend on the timer",
-        falsifier="time 100 calls per sample: if the per-call time stays the same, the single-call samples were fine",
-        confounders=("very short calls may be legitimately this fast",),
         confidence="medium",
         scope="timing",
     )

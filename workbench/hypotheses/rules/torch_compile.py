@@ -19,10 +19,12 @@ hand-written dicts) count every recompile logged.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import product
 
-from workbench.hypotheses.hypothesis import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence
 from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.run_facts import RunFacts, field_of
+from workbench.hypotheses.words import Finding, Words
 
 
 def _reasons(diag, name: str) -> list[str]:
@@ -149,6 +151,15 @@ def _median(f: RunFacts) -> float:
     return f.require_timing().median_ms
 
 
+NOT_RECORDED = "not recorded"  # the reason a finding names where the diagnostics recorded none
+
+
+def _branch(*parts: str) -> str:
+    """The name of the branch where each of a rule's independent choices of words took the part named: the
+    words hold one block per combination (``Words`` has no clause that shows only sometimes but its notes)."""
+    return "/".join(parts)
+
+
 @dataclass(frozen=True)
 class GraphBreaksLimits(Limits):
     """The thresholds of ``graph_breaks``."""
@@ -156,8 +167,70 @@ class GraphBreaksLimits(Limits):
     min_breaks: int = 1
 
 
-@rule("graph_breaks", category="graph_break", scope="run", limits=GraphBreaksLimits)
-def graph_breaks(f: RunFacts, limits: GraphBreaksLimits):
+@dataclass(frozen=True, kw_only=True)
+class GraphBreaksFinding(Finding):
+    n_breaks: int  # graph breaks logged
+    n_graphs: int  # graphs a call runs as (per_call) or graphs compiled (total)
+    reasons_said: str = ""  # each distinct break reason once, with its places (empty: none recorded)
+    fixes_said: str  # the fixes the reasons suggest, joined with "; or "
+    first_fix: str  # the first of them
+    extra_compile_ms: float  # compile time owed to the breaks (one-time)
+    one_time_basis: str  # how a one-time cost is ranked, in words (RunFacts.one_time_basis)
+
+
+# the graph_breaks words: one block per (how the graphs were counted, whether reasons were recorded, where the
+# breaks were found, whether the breaks cost compile time)
+_GRAPH_BREAKS_TITLE = {
+    "per_call": "torch.compile runs the function as {n_graphs} graphs per call",
+    "total": "torch.compile breaks the function into {n_graphs} graphs",
+}
+_GRAPH_BREAKS_COUNTED = {
+    "per_call": "runs as {n_graphs} graphs per call: {n_breaks} graph break(s)",
+    "total": "{n_breaks} graph break(s), {n_graphs} graph(s)",
+}
+_GRAPH_BREAKS_REASONS = {"reasons": "; reasons: {reasons_said}", "no_reason": "; reason: not recorded"}
+_GRAPH_BREAKS_FOUND = {
+    "trace": "; found in the traced pass's compiled regions (they count whenever the function was compiled, "
+    "before the profile too)",
+    "dynamo_cache": "; found in dynamo's cache for the function (compiled before the profile)",
+    "profile": "",
+}
+_GRAPH_BREAKS_COMPILE = {
+    "compile_cost": "; the extra graphs' {extra_compile_ms:.3g} ms of compilation is one-time, {one_time_basis}",
+    "no_compile_cost": "",
+}
+GRAPH_BREAKS_WORDS = {
+    _branch(counted, reasons, found, compiled): Words(
+        title=_GRAPH_BREAKS_TITLE[counted],
+        observed=_GRAPH_BREAKS_COUNTED[counted]
+        + _GRAPH_BREAKS_REASONS[reasons]
+        + _GRAPH_BREAKS_FOUND[found]
+        + "; fixing the break: {fixes_said}"
+        + _GRAPH_BREAKS_COMPILE[compiled],
+        mechanism="At each break dynamo returns to Python: the code between graphs runs eagerly, "
+        "and fusion cannot cross the break.",
+        predicted_effect="fixing the break ({first_fix}) leaves fewer graphs; removing them all (fullgraph=True "
+        "passes) fuses across them; the gain is at most the eager time between graphs",
+        falsifier="compile with fullgraph=True after removing the reported cause: if the time per call does not "
+        "drop, the breaks did not cost time (no variant in the registry removes a break: the function is compiled "
+        "already, so that experiment is your own rewrite)",
+        confounders=("a break around cheap Python costs little", "the compiled graphs may be slower than eager anyway"),
+    )
+    for counted, reasons, found, compiled in product(
+        _GRAPH_BREAKS_TITLE, _GRAPH_BREAKS_REASONS, _GRAPH_BREAKS_FOUND, _GRAPH_BREAKS_COMPILE
+    )
+}
+
+
+@rule(
+    "graph_breaks",
+    category="graph_break",
+    scope="run",
+    limits=GraphBreaksLimits,
+    finding=GraphBreaksFinding,
+    words=GRAPH_BREAKS_WORDS,
+)
+def graph_breaks(f: RunFacts, limits: GraphBreaksLimits) -> GraphBreaksFinding | None:
     """torch.compile split the function into several graphs with eager code between them."""
     diag = f.require_compile()
     n_breaks = int(field_of(diag, "graph_break_count", 0) or 0)
@@ -168,14 +241,7 @@ def graph_breaks(f: RunFacts, limits: GraphBreaksLimits):
     reasons = _break_reasons(diag)
     fixes = break_fixes(reasons)
     sources = _break_sources(diag)
-    found = (
-        "; found in the traced pass's compiled regions (they count whenever the function was compiled, "
-        "before the profile too)"
-        if "trace" in sources
-        else "; found in dynamo's cache for the function (compiled before the profile)"
-        if "dynamo cache" in sources
-        else ""
-    )
+    found = "trace" if "trace" in sources else "dynamo_cache" if "dynamo cache" in sources else "profile"
     median = _median(f)
     # Between graphs the code runs eagerly and each graph is a separate call: the share of a
     # call the breaks can cost is bounded by the call itself; spread evenly over the segments.
@@ -185,28 +251,20 @@ def graph_breaks(f: RunFacts, limits: GraphBreaksLimits):
     calls = f.one_time_cost_calls
     stake = median * n_breaks / (n_breaks + 1) + extra_compile_ms / calls
     rows = tuple({"reason": r[:200]} for r in dict.fromkeys(reasons))[:5]
-    return Hypothesis(
-        category="graph_break",
-        title=(
-            f"torch.compile runs the function as {n_graphs} graphs per call"
-            if per_call
-            else f"torch.compile breaks the function into {n_graphs} graphs"
+    return GraphBreaksFinding(
+        branch=_branch(
+            "per_call" if per_call else "total",
+            "reasons" if reasons else "no_reason",
+            found,
+            "compile_cost" if extra_compile_ms > 0 else "no_compile_cost",
         ),
-        observed=(
-            f"runs as {n_graphs} graphs per call: {n_breaks} graph break(s)"
-            if per_call
-            else f"{n_breaks} graph break(s), {n_graphs} graph(s)"
-        )
-        + (f"; reasons: {_reasons_in_words(diag, reasons)}" if reasons else "; reason: not recorded")
-        + found
-        + f"; fixing the break: {'; or '.join(fixes)}"
-        + (
-            f"; the extra graphs' {extra_compile_ms:.3g} ms of compilation is one-time, {f.one_time_basis}"
-            if extra_compile_ms > 0
-            else ""
-        ),
-        mechanism="At each break dynamo returns to Python: the code between graphs runs eagerly, "
-        "and fusion cannot cross the break.",
+        n_breaks=n_breaks,
+        n_graphs=n_graphs,
+        reasons_said=_reasons_in_words(diag, reasons) if reasons else "",
+        fixes_said="; or ".join(fixes),
+        first_fix=fixes[0],
+        extra_compile_ms=extra_compile_ms,
+        one_time_basis=f.one_time_basis,
         evidence=(
             Evidence("graph_break_count", n_breaks, "breaks", limits.min_breaks, ">=", "run.compile", rows),
             Evidence(
@@ -225,14 +283,7 @@ def graph_breaks(f: RunFacts, limits: GraphBreaksLimits):
             ),
         ),
         time_at_stake_ms=stake,
-        predicted_effect=f"fixing the break ({fixes[0]}) leaves fewer graphs; removing them all (fullgraph=True passes) "
-        "fuses across them; the gain is at most the eager time between graphs",
-        falsifier="compile with fullgraph=True after removing the reported cause: if the time per call does not drop, the breaks "
-        "did not cost time (no variant in the registry removes a break: the function is compiled already, so "
-        "that experiment is your own rewrite)",
-        confounders=("a break around cheap Python costs little", "the compiled graphs may be slower than eager anyway"),
         confidence="high" if reasons else "medium",
-        suggested_variants=(),
         scope="compiled function",
     )
 
@@ -244,8 +295,63 @@ class RecompilesLimits(Limits):
     min_recompiles: int = 1
 
 
-@rule("recompiles", category="recompilation", scope="run", limits=RecompilesLimits)
-def recompiles(f: RunFacts, limits: RecompilesLimits):
+@dataclass(frozen=True, kw_only=True)
+class RecompilesFinding(Finding):
+    n_recompiles: int  # compiles repeated in the steady state
+    first_reason: str  # the first steady-state reason, cut to 120 characters (NOT_RECORDED: none)
+    n_calls_profiled: int  # every call the profile made (RunFacts.calls_profiled)
+    n_first_call: int  # recompiles inside the first call (one-time, not counted)
+
+
+# the recompiles words: one block per (whether the recompile limit was hit, whether the recompiles' compile time
+# is ranked at the rate seen, whether the first call recompiled too)
+_RECOMPILES_TITLE = {
+    "limit_hit": "torch.compile hit its recompile limit and fell back to eager",
+    "recompiled": "torch.compile recompiled {n_recompiles} time(s)",
+}
+_RECOMPILES_COUNTED = {
+    "limit_hit": "{n_recompiles} recompile(s) and the limit was reached; reason: {first_reason}",
+    "recompiled": "{n_recompiles} recompile(s); reason: {first_reason}",
+}
+_RECOMPILES_RATE = {
+    "steady_rate": "; not a one-time cost: they recur in the steady state, so their compile time is ranked at the "
+    "rate seen ({n_recompiles} in {n_calls_profiled} calls profiled)",
+    "no_rate": "",
+}
+_RECOMPILES_FIRST_CALL = {
+    "first_call": "; {n_first_call} more inside the first call, one-time and not counted",
+    "no_first_call": "",
+}
+RECOMPILES_WORDS = {
+    _branch(limit, rate, first): Words(
+        title=_RECOMPILES_TITLE[limit],
+        observed=_RECOMPILES_COUNTED[limit] + _RECOMPILES_RATE[rate] + _RECOMPILES_FIRST_CALL[first],
+        mechanism="A guard (shape, dtype, Python value) failed, so dynamo compiled again; each compile costs "
+        "compile time, and past the limit the function silently runs eagerly.",
+        predicted_effect="marking the changing dimension dynamic (or padding to fixed shapes) leaves one compile; "
+        "calls then run compiled",
+        falsifier="compile with dynamic=True (or mark_dynamic on the named input): if the count of compiles stays "
+        "the same, the guard named is not the cause",
+        confounders=(
+            "the first compile is expected; only repeats count",
+            "a legitimately new input shape needs a compile",
+        ),
+        # dynamic shapes (and automatic dynamic ints) leave one graph for the changing values: the mechanism
+        suggested_variants=("compiled_dynamic",),
+    )
+    for limit, rate, first in product(_RECOMPILES_TITLE, _RECOMPILES_RATE, _RECOMPILES_FIRST_CALL)
+}
+
+
+@rule(
+    "recompiles",
+    category="recompilation",
+    scope="run",
+    limits=RecompilesLimits,
+    finding=RecompilesFinding,
+    words=RECOMPILES_WORDS,
+)
+def recompiles(f: RunFacts, limits: RecompilesLimits) -> RecompilesFinding | None:
     """torch.compile recompiled during the steady state (guard failures, changing shapes)."""
     diag = f.require_compile()
     n = steady_recompiles(diag)
@@ -264,11 +370,6 @@ def recompiles(f: RunFacts, limits: RecompilesLimits):
         per_compile = compile_ms / max(1, n + 1) if compile_ms else 0.0
     # recompiles happen in the steady state: their compile time, per call profiled
     stake = per_compile * n / f.calls_profiled if per_compile and n else _median(f)
-    title = (
-        "torch.compile hit its recompile limit and fell back to eager"
-        if limit_hit
-        else f"torch.compile recompiled {n} time(s)"
-    )
     ev = [
         Evidence(
             "recompile_count",
@@ -282,30 +383,19 @@ def recompiles(f: RunFacts, limits: RecompilesLimits):
     ]
     if limit_hit:
         ev.append(Evidence("recompile_limit_hit", 1, "flag", source="run.compile"))
-    return Hypothesis(
-        category="recompilation",
-        title=title,
-        observed=f"{n} recompile(s){' and the limit was reached' if limit_hit else ''}; reason: {reasons[0][:120] if reasons else 'not recorded'}"
-        + (
-            f"; not a one-time cost: they recur in the steady state, so their compile time is ranked at the rate "
-            f"seen ({n} in {f.calls_profiled} calls profiled)"
-            if per_compile and n
-            else ""
-        )
-        + (f"; {n_first} more inside the first call, one-time and not counted" if n_first else ""),
-        mechanism="A guard (shape, dtype, Python value) failed, so dynamo compiled again; each compile costs "
-        "compile time, and past the limit the function silently runs eagerly.",
+    return RecompilesFinding(
+        branch=_branch(
+            "limit_hit" if limit_hit else "recompiled",
+            "steady_rate" if per_compile and n else "no_rate",
+            "first_call" if n_first else "no_first_call",
+        ),
+        n_recompiles=n,
+        first_reason=reasons[0][:120] if reasons else NOT_RECORDED,
+        n_calls_profiled=f.calls_profiled,
+        n_first_call=n_first,
         evidence=tuple(ev),
         time_at_stake_ms=stake,
-        predicted_effect="marking the changing dimension dynamic (or padding to fixed shapes) leaves one compile; calls then run compiled",
-        falsifier="compile with dynamic=True (or mark_dynamic on the named input): if the count of compiles stays the same, the guard named is not the cause",
-        confounders=(
-            "the first compile is expected; only repeats count",
-            "a legitimately new input shape needs a compile",
-        ),
         confidence="high" if reasons or limit_hit else "medium",
-        # dynamic shapes (and automatic dynamic ints) leave one graph for the changing values: the mechanism
-        suggested_variants=("compiled_dynamic",),
         scope="compiled function",
     )
 
@@ -317,18 +407,41 @@ class CudagraphSkippedLimits(Limits):
     min_skips: int = 1
 
 
-@rule("cudagraph_skipped", category="launch_overhead", scope="run", limits=CudagraphSkippedLimits)
-def cudagraph_skipped(f: RunFacts, limits: CudagraphSkippedLimits):
+@dataclass(frozen=True, kw_only=True)
+class CudagraphSkippedFinding(Finding):
+    n_skips: int  # skip reasons inductor recorded
+    first_reason: str  # the first of them, cut to 120 characters
+
+
+CUDAGRAPH_SKIPPED_WORDS = Words(
+    title="CUDA graphs were skipped for the compiled function",
+    observed="{n_skips} skip reason(s): {first_reason}",
+    mechanism="Without the CUDA graph every kernel is launched from the host, paying launch cost per kernel.",
+    predicted_effect="removing the skip reason lets the graph replay: launch gaps shrink",
+    falsifier="capture with torch.cuda.graphs directly (cuda_graph variant): if it is not faster, launches were not "
+    "the cost",
+    confounders=("a GPU-bound function gains little from graphs",),
+    suggested_variants=("cuda_graph",),
+)
+
+
+@rule(
+    "cudagraph_skipped",
+    category="launch_overhead",
+    scope="run",
+    limits=CudagraphSkippedLimits,
+    finding=CudagraphSkippedFinding,
+    words=CUDAGRAPH_SKIPPED_WORDS,
+)
+def cudagraph_skipped(f: RunFacts, limits: CudagraphSkippedLimits) -> CudagraphSkippedFinding | None:
     """Inductor wanted CUDA graphs (mode=reduce-overhead) but skipped them, with reasons."""
     diag = f.require_compile()
     reasons = _reasons(diag, "cudagraph_skip_reasons")
     if not reasons or len(reasons) < limits.min_skips:
         return None
-    return Hypothesis(
-        category="launch_overhead",
-        title="CUDA graphs were skipped for the compiled function",
-        observed=f"{len(reasons)} skip reason(s): {reasons[0][:120]}",
-        mechanism="Without the CUDA graph every kernel is launched from the host, paying launch cost per kernel.",
+    return CudagraphSkippedFinding(
+        n_skips=len(reasons),
+        first_reason=reasons[0][:120],
         evidence=(
             Evidence(
                 "cudagraph_skips",
@@ -341,11 +454,7 @@ def cudagraph_skipped(f: RunFacts, limits: CudagraphSkippedLimits):
             ),
         ),
         time_at_stake_ms=_median(f) / 2,
-        predicted_effect="removing the skip reason lets the graph replay: launch gaps shrink",
-        falsifier="capture with torch.cuda.graphs directly (cuda_graph variant): if it is not faster, launches were not the cost",
-        confounders=("a GPU-bound function gains little from graphs",),
         confidence="medium",
-        suggested_variants=("cuda_graph",),
         scope="compiled function",
     )
 
@@ -357,18 +466,41 @@ class FallbackKernelsLimits(Limits):
     min_fallback_ops: int = 1
 
 
-@rule("fallback_kernels", category="graph_break", scope="run", limits=FallbackKernelsLimits)
-def fallback_kernels(f: RunFacts, limits: FallbackKernelsLimits):
+@dataclass(frozen=True, kw_only=True)
+class FallbackKernelsFinding(Finding):
+    n_ops: int  # fallback ops inductor recorded
+    op_names: str  # the distinct ones, joined with ", " and cut to 160 characters
+
+
+FALLBACK_KERNELS_WORDS = Words(
+    title="Inductor fell back to eager kernels for {n_ops} op(s)",
+    observed="fallback ops: {op_names}",
+    mechanism="A fallback op runs its eager kernel: no fusion with its neighbours, an extra pass over memory.",
+    predicted_effect="rewriting the op in lowerable terms lets inductor fuse it",
+    falsifier="replace the fallback op with an equivalent lowered op: if the time per call does not drop, the "
+    "fallback was cheap",
+    confounders=("some fallbacks (matmul, conv) call vendor libraries and are fast",),
+    suggested_variants=(),  # rewriting the op is the user's own change: no catalog fix does it
+)
+
+
+@rule(
+    "fallback_kernels",
+    category="graph_break",
+    scope="run",
+    limits=FallbackKernelsLimits,
+    finding=FallbackKernelsFinding,
+    words=FALLBACK_KERNELS_WORDS,
+)
+def fallback_kernels(f: RunFacts, limits: FallbackKernelsLimits) -> FallbackKernelsFinding | None:
     """Inductor left ops as eager fallback kernels inside the compiled graph."""
     diag = f.require_compile()
     ops = _reasons(diag, "fallback_kernels")
     if not ops or len(ops) < limits.min_fallback_ops:
         return None
-    return Hypothesis(
-        category="graph_break",
-        title=f"Inductor fell back to eager kernels for {len(ops)} op(s)",
-        observed=f"fallback ops: {', '.join(dict.fromkeys(ops))[:160]}",
-        mechanism="A fallback op runs its eager kernel: no fusion with its neighbours, an extra pass over memory.",
+    return FallbackKernelsFinding(
+        n_ops=len(ops),
+        op_names=", ".join(dict.fromkeys(ops))[:160],
         evidence=(
             Evidence(
                 "fallback_kernel_count",
@@ -381,10 +513,6 @@ def fallback_kernels(f: RunFacts, limits: FallbackKernelsLimits):
             ),
         ),
         time_at_stake_ms=_median(f) * min(1.0, len(ops) / 10),
-        predicted_effect="rewriting the op in lowerable terms lets inductor fuse it",
-        falsifier="replace the fallback op with an equivalent lowered op: if the time per call does not drop, the fallback was cheap",
-        confounders=("some fallbacks (matmul, conv) call vendor libraries and are fast",),
         confidence="low",
-        suggested_variants=(),  # rewriting the op is the user's own change: no catalog fix does it
         scope="compiled function",
     )
