@@ -9,9 +9,10 @@ import numpy as np
 
 from workbench.analysis.intervals import union_length
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.hypothesis import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence
 from workbench.hypotheses.registry import Limits, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
+from workbench.hypotheses.words import Finding, Words
 
 
 def _worst_windows(f: TraceFacts, rank: int, n_windows: int = 20) -> tuple[dict, ...]:
@@ -39,8 +40,37 @@ class DeviceIdleHostWaitLimits(Limits):
     long_gap_us: float = 50.0
 
 
-@rule("device_idle_host_wait", category="host_bound", scope="trace", limits=DeviceIdleHostWaitLimits)
-def device_idle_host_wait(f: TraceFacts, limits: DeviceIdleHostWaitLimits):
+@dataclass(frozen=True, kw_only=True)
+class DeviceIdleHostWaitFinding(Finding):
+    rank: int  # the rank whose GPU waits
+    idle_pct: float  # its GPU idle time, of its GPU span
+    idle_ms: float  # its GPU idle time
+    span_ms: float  # its GPU span
+    n_long_gaps: int  # host-wait gaps at least long_gap_us long
+    long_gap_us: float  # the threshold a long gap reaches
+
+
+DEVICE_IDLE_HOST_WAIT_WORDS = Words(
+    title="GPU idle {idle_pct:.0f}% of the time, waiting on the host",
+    observed="rank {rank}: idle {idle_ms:.2f} ms of {span_ms:.2f} ms; "
+    "{n_long_gaps} gaps >= {long_gap_us:.0f} µs open before the next launch is issued",
+    mechanism="The host issues work later than the GPU finishes it (Python, data preparation, CPU compute between launches).",
+    predicted_effect="moving the host work off the critical path (prefetch, async data loading, CUDA graphs) removes up to the long host-wait gaps",
+    falsifier="replay the same kernels without the host work between them (CUDA graph of one step): if the step time is unchanged, the host was not the bottleneck",
+    confounders=("profiler overhead lengthens host gaps", "the first steps include warm-up"),
+    suggested_variants=("cuda_graph", "compiled"),
+)
+
+
+@rule(
+    "device_idle_host_wait",
+    category="host_bound",
+    scope="trace",
+    limits=DeviceIdleHostWaitLimits,
+    finding=DeviceIdleHostWaitFinding,
+    words=DEVICE_IDLE_HOST_WAIT_WORDS,
+)
+def device_idle_host_wait(f: TraceFacts, limits: DeviceIdleHostWaitLimits) -> list[DeviceIdleHostWaitFinding]:
     """The GPU sits idle in long gaps that wait on the host (launch issued after the gap opened)."""
     out = []
     gaps = f.idle_gaps
@@ -54,12 +84,13 @@ def device_idle_host_wait(f: TraceFacts, limits: DeviceIdleHostWaitLimits):
             continue
         stake_us = min(long_host["gap_us"].sum(), r.idle_us)
         out.append(
-            Hypothesis(
-                category="host_bound",
-                title=f"GPU idle {idle_pct:.0f}% of the time, waiting on the host",
-                observed=f"rank {int(r['rank'])}: idle {r.idle_us / 1e3:.2f} ms of {r.span_us / 1e3:.2f} ms; "
-                f"{len(long_host)} gaps >= {limits.long_gap_us:.0f} µs open before the next launch is issued",
-                mechanism="The host issues work later than the GPU finishes it (Python, data preparation, CPU compute between launches).",
+            DeviceIdleHostWaitFinding(
+                rank=int(r["rank"]),
+                idle_pct=idle_pct,
+                idle_ms=r.idle_us / 1e3,
+                span_ms=r.span_us / 1e3,
+                n_long_gaps=len(long_host),
+                long_gap_us=limits.long_gap_us,
                 evidence=(
                     Evidence(
                         "idle_pct",
@@ -80,11 +111,7 @@ def device_idle_host_wait(f: TraceFacts, limits: DeviceIdleHostWaitLimits):
                     Evidence("long_host_wait_us", long_host["gap_us"].sum(), "us", source="idle gaps"),
                 ),
                 time_at_stake_ms=bounded_ms(stake_us, r.span_us),
-                predicted_effect="moving the host work off the critical path (prefetch, async data loading, CUDA graphs) removes up to the long host-wait gaps",
-                falsifier="replay the same kernels without the host work between them (CUDA graph of one step): if the step time is unchanged, the host was not the bottleneck",
-                confounders=("profiler overhead lengthens host gaps", "the first steps include warm-up"),
                 confidence="high" if idle_pct > 2 * limits.min_idle_pct and share > 0.8 else "medium",
-                suggested_variants=("cuda_graph", "compiled"),
                 scope=f"rank {int(r['rank'])}",
             )
         )
@@ -101,8 +128,40 @@ class KernelsShorterThanLaunchLimits(Limits):
     min_stake_pct: float = 5.0
 
 
-@rule("kernels_shorter_than_launch", category="launch_overhead", scope="trace", limits=KernelsShorterThanLaunchLimits)
-def kernels_shorter_than_launch(f: TraceFacts, limits: KernelsShorterThanLaunchLimits):
+@dataclass(frozen=True, kw_only=True)
+class KernelsShorterThanLaunchFinding(Finding):
+    rank: int  # the rank whose kernels are short
+    short_fraction: float  # kernels shorter than their launch call, of all its kernels
+    n_short: int  # kernels shorter than their launch call
+    n_kernels: int  # all its launched kernels
+    median_kernel_us: float  # median kernel duration
+    median_launch_us: float  # median launch call duration
+    n_short_gaps: int  # host-wait gaps shorter than short_gap_us
+
+
+KERNELS_SHORTER_THAN_LAUNCH_WORDS = Words(
+    title="{short_fraction:.0%} of kernels are shorter than their launch call",
+    observed="rank {rank}: {n_short} of {n_kernels} kernels; median kernel {median_kernel_us:.1f} µs vs "
+    "median launch {median_launch_us:.1f} µs; {n_short_gaps} short host-wait gaps",
+    mechanism="Each kernel does less work than one launch costs, so the GPU drains the queue and waits for the next launch.",
+    predicted_effect="fusing kernels (torch.compile) or replaying them as one CUDA graph removes most of the launch gaps",
+    falsifier="capture one step as a CUDA graph: if the step time does not fall by about the short gaps, launches were not the cost",
+    confounders=("profiler overhead inflates launch calls", "kernels on other streams may fill the gaps"),
+    suggested_variants=("cuda_graph", "compiled"),
+)
+
+
+@rule(
+    "kernels_shorter_than_launch",
+    category="launch_overhead",
+    scope="trace",
+    limits=KernelsShorterThanLaunchLimits,
+    finding=KernelsShorterThanLaunchFinding,
+    words=KERNELS_SHORTER_THAN_LAUNCH_WORDS,
+)
+def kernels_shorter_than_launch(
+    f: TraceFacts, limits: KernelsShorterThanLaunchLimits
+) -> list[KernelsShorterThanLaunchFinding]:
     """Most kernels run for less time than it takes the host to launch them."""
     L = f.launches
     out = []
@@ -121,12 +180,14 @@ def kernels_shorter_than_launch(f: TraceFacts, limits: KernelsShorterThanLaunchL
         if frac < limits.min_short_fraction or pct(stake_us, span) < limits.min_stake_pct:
             continue
         out.append(
-            Hypothesis(
-                category="launch_overhead",
-                title=f"{frac:.0%} of kernels are shorter than their launch call",
-                observed=f"rank {rank}: {len(short)} of {len(lr)} kernels; median kernel {lr['gpu_us'].median():.1f} µs vs "
-                f"median launch {lr['runtime_us'].median():.1f} µs; {len(gaps)} short host-wait gaps",
-                mechanism="Each kernel does less work than one launch costs, so the GPU drains the queue and waits for the next launch.",
+            KernelsShorterThanLaunchFinding(
+                rank=rank,
+                short_fraction=frac,
+                n_short=len(short),
+                n_kernels=len(lr),
+                median_kernel_us=lr["gpu_us"].median(),
+                median_launch_us=lr["runtime_us"].median(),
+                n_short_gaps=len(gaps),
                 evidence=(
                     Evidence(
                         "short_kernel_fraction",
@@ -146,11 +207,7 @@ def kernels_shorter_than_launch(f: TraceFacts, limits: KernelsShorterThanLaunchL
                     Evidence("short_host_wait_pct", pct(stake_us, span), "%", limits.min_stake_pct, source="idle gaps"),
                 ),
                 time_at_stake_ms=bounded_ms(stake_us, span),
-                predicted_effect="fusing kernels (torch.compile) or replaying them as one CUDA graph removes most of the launch gaps",
-                falsifier="capture one step as a CUDA graph: if the step time does not fall by about the short gaps, launches were not the cost",
-                confounders=("profiler overhead inflates launch calls", "kernels on other streams may fill the gaps"),
                 confidence="high" if frac > 0.75 else "medium",
-                suggested_variants=("cuda_graph", "compiled"),
                 scope=f"rank {rank}",
             )
         )
@@ -167,8 +224,36 @@ class LaunchQueueFullLimits(Limits):
     max_idle_pct: float = 10.0
 
 
-@rule("launch_queue_full", category="compute_bound", scope="trace", limits=LaunchQueueFullLimits)
-def launch_queue_full(f: TraceFacts, limits: LaunchQueueFullLimits):
+@dataclass(frozen=True, kw_only=True)
+class LaunchQueueFullFinding(Finding):
+    rank: int  # the rank whose launches block
+    n_blocked: int  # launches slower than slow_launch_us whose kernels start over long_delay_us later
+    slow_launch_us: float  # the threshold a slow launch call passes
+    long_delay_us: float  # the threshold a long launch-to-start delay passes
+    idle_pct: float  # its GPU idle time, of its GPU span
+
+
+LAUNCH_QUEUE_FULL_WORDS = Words(
+    title="Launch queue full: the host blocks, the GPU is the bottleneck",
+    observed="rank {rank}: {n_blocked} launches over {slow_launch_us:.0f} µs whose kernels start over "
+    "{long_delay_us:.0f} µs later; GPU idle only {idle_pct:.1f}%",
+    mechanism="The launch queue is full, so launch calls wait for the GPU to drain it: host-side optimisation cannot help.",
+    predicted_effect="only faster kernels (lower precision, fusion, better algorithms) shorten the step",
+    falsifier="halve the work per kernel (smaller batch): if launch calls stay slow, the queue was not full",
+    confounders=("a synchronising call inside the launch path also blocks",),
+    suggested_variants=("compiled", "autocast_bf16", "tf32"),
+)
+
+
+@rule(
+    "launch_queue_full",
+    category="compute_bound",
+    scope="trace",
+    limits=LaunchQueueFullLimits,
+    finding=LaunchQueueFullFinding,
+    words=LAUNCH_QUEUE_FULL_WORDS,
+)
+def launch_queue_full(f: TraceFacts, limits: LaunchQueueFullLimits) -> list[LaunchQueueFullFinding]:
     """Launch calls block (queue full) and kernels start long after launch: the GPU is the bottleneck."""
     L = f.launches
     out = []
@@ -179,12 +264,12 @@ def launch_queue_full(f: TraceFacts, limits: LaunchQueueFullLimits):
         if len(slow) < limits.min_outliers or idle_pct > limits.max_idle_pct:
             continue
         out.append(
-            Hypothesis(
-                category="compute_bound",
-                title="Launch queue full: the host blocks, the GPU is the bottleneck",
-                observed=f"rank {int(r['rank'])}: {len(slow)} launches over {limits.slow_launch_us:.0f} µs whose kernels start over "
-                f"{limits.long_delay_us:.0f} µs later; GPU idle only {idle_pct:.1f}%",
-                mechanism="The launch queue is full, so launch calls wait for the GPU to drain it: host-side optimisation cannot help.",
+            LaunchQueueFullFinding(
+                rank=int(r["rank"]),
+                n_blocked=len(slow),
+                slow_launch_us=limits.slow_launch_us,
+                long_delay_us=limits.long_delay_us,
+                idle_pct=idle_pct,
                 evidence=(
                     Evidence(
                         "blocked_launches",
@@ -197,11 +282,7 @@ def launch_queue_full(f: TraceFacts, limits: LaunchQueueFullLimits):
                     Evidence("idle_pct", idle_pct, "%", limits.max_idle_pct, "<", "kernels (temporal breakdown)"),
                 ),
                 time_at_stake_ms=bounded_ms(slow["runtime_us"].sum(), r.span_us),
-                predicted_effect="only faster kernels (lower precision, fusion, better algorithms) shorten the step",
-                falsifier="halve the work per kernel (smaller batch): if launch calls stay slow, the queue was not full",
-                confounders=("a synchronising call inside the launch path also blocks",),
                 confidence="low",
-                suggested_variants=("compiled", "autocast_bf16", "tf32"),
                 scope=f"rank {int(r['rank'])}",
             )
         )

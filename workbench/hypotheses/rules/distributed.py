@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 from workbench.analysis.stragglers import before_collectives
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
-from workbench.hypotheses.registry import Limits, NotJudged, rule
+from workbench.hypotheses.registry import Limits, NotJudged, registered_rule, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
+from workbench.hypotheses.words import Finding, Words
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -23,8 +24,35 @@ class ExposedCommunicationLimits(Limits):
     max_overlap_pct: float = 50.0
 
 
-@rule("exposed_communication", category="communication", scope="trace", limits=ExposedCommunicationLimits)
-def exposed_communication(f: TraceFacts, limits: ExposedCommunicationLimits):
+@dataclass(frozen=True, kw_only=True)
+class ExposedCommunicationFinding(Finding):
+    rank: int  # the rank whose collectives are exposed
+    comm_pct: float  # its communication-kernel time, of its GPU span
+    overlap_pct: float  # of that time, the share that overlaps compute
+    comm_ms: float  # its communication-kernel time
+    exposed_ms: float  # the part that overlaps no compute
+
+
+EXPOSED_COMMUNICATION_WORDS = Words(
+    title="Collectives take {comm_pct:.0f}% of the span, {overlap_pct:.0f}% overlapped",
+    observed="rank {rank}: {comm_ms:.2f} ms of communication kernels, {exposed_ms:.2f} ms exposed",
+    mechanism="Collectives that do not overlap compute put network time on the critical path.",
+    predicted_effect="bucketing gradients earlier (DDP bucket_cap_mb) or overlapping with backward hides most exposed time",
+    falsifier="run the step on one rank (no collectives): if the step shortens by less than the exposed time, the collectives were not critical",
+    confounders=("a straggler makes collectives wait: the wait shows as communication time",),
+    suggested_variants=(),  # bucketing and overlap are DDP settings: no catalog fix
+)
+
+
+@rule(
+    "exposed_communication",
+    category="communication",
+    scope="trace",
+    limits=ExposedCommunicationLimits,
+    finding=ExposedCommunicationFinding,
+    words=EXPOSED_COMMUNICATION_WORDS,
+)
+def exposed_communication(f: TraceFacts, limits: ExposedCommunicationLimits) -> list[ExposedCommunicationFinding]:
     """Collective kernels take a large share of the span and little of it overlaps compute."""
     ranks = f.gpu_ranks
     if ranks["comm_us"].sum() <= 0:
@@ -37,11 +65,12 @@ def exposed_communication(f: TraceFacts, limits: ExposedCommunicationLimits):
             continue
         exposed = r.comm_us - r.comm_overlap_us
         out.append(
-            Hypothesis(
-                category="communication",
-                title=f"Collectives take {comm_pct:.0f}% of the span, {overlap_pct:.0f}% overlapped",
-                observed=f"rank {int(r['rank'])}: {r.comm_us / 1e3:.2f} ms of communication kernels, {exposed / 1e3:.2f} ms exposed",
-                mechanism="Collectives that do not overlap compute put network time on the critical path.",
+            ExposedCommunicationFinding(
+                rank=int(r["rank"]),
+                comm_pct=comm_pct,
+                overlap_pct=overlap_pct,
+                comm_ms=r.comm_us / 1e3,
+                exposed_ms=exposed / 1e3,
                 evidence=(
                     Evidence("comm_pct", comm_pct, "%", limits.min_comm_pct, source="kernels (communication)"),
                     Evidence(
@@ -49,11 +78,7 @@ def exposed_communication(f: TraceFacts, limits: ExposedCommunicationLimits):
                     ),
                 ),
                 time_at_stake_ms=bounded_ms(exposed, r.span_us),
-                predicted_effect="bucketing gradients earlier (DDP bucket_cap_mb) or overlapping with backward hides most exposed time",
-                falsifier="run the step on one rank (no collectives): if the step shortens by less than the exposed time, the collectives were not critical",
-                confounders=("a straggler makes collectives wait: the wait shows as communication time",),
                 confidence="medium",
-                suggested_variants=(),  # bucketing and overlap are DDP settings: no catalog fix
                 scope=f"rank {int(r['rank'])}",
             )
         )
@@ -69,8 +94,104 @@ class StragglerRankLimits(Limits):
     min_explained_fraction: float = 0.5
 
 
-@rule("straggler_rank", category="load_imbalance", scope="trace", limits=StragglerRankLimits)
-def straggler_rank(f: TraceFacts, limits: StragglerRankLimits):
+@dataclass(frozen=True, kw_only=True)
+class StragglerRankFinding(Finding):
+    straggler_ranks: str  # the stragglers, worst first, joined with ", "
+    dev: str  # the device whose activity before the collectives is compared: "GPU" or "CPU"
+    wait_pct: float  # the others' wait for the slowest straggler, of the longest rank's span
+    wait_ms: float  # that wait
+    min_comm_ms: float  # the least time a straggler spends in collectives
+    max_comm_ms: float  # the most time a straggler spends in collectives
+    median_comm_ms: float  # a median rank's time in collectives
+    straggler_compute_ms: float  # the most compute a straggler does before its collectives
+    median_compute_ms: float  # a median rank's compute before its collectives
+    excess_compute_pct: float  # the straggler's excess compute, of the median rank's
+    straggler_idle_ms: float  # the most idle a straggler has before its collectives
+    median_idle_ms: float  # a median rank's idle before its collectives
+    no_kernels_ranks: str = ""  # ranks without kernels, joined with ", " (note "no_kernels")
+    no_comm_ranks: str = ""  # ranks without collectives, joined with ", " (note "no_comm")
+
+
+_HOST_LATE_OBSERVED = (
+    "with {dev} compute before their collectives at the median ({straggler_compute_ms:.2f} ms vs "
+    "{median_compute_ms:.2f} ms) but {straggler_idle_ms:.2f} ms of {dev} idle before them against a "
+    "median {median_idle_ms:.2f} ms: their hosts issue the work late"
+)
+_HOST_LATE_PREDICTED = "removing the host-side delay on the stragglers (data loading, CPU pinning, fewer host syncs) removes the others' wait"
+
+# The cause each branch names: what the observation ends with, the mechanism and the predicted effect.
+_STRAGGLER_CAUSES = {
+    "more_compute": (
+        "computing {straggler_compute_ms:.2f} ms before their collectives against a median rank's "
+        "{median_compute_ms:.2f} ms (+{excess_compute_pct:.0f}%): more work on them",
+        "Every collective waits for the slowest rank; the stragglers do more {dev} work before each collective "
+        "(uneven shards, sequence lengths, embedding tables), so the others wait in it.",
+        "balancing the work (shards, sequence lengths, table placement) brings the stragglers to the median and removes the others' wait",
+    ),
+    "unexplained": (
+        "with {dev} compute ({straggler_compute_ms:.2f} ms vs {median_compute_ms:.2f} ms) and {dev} idle "
+        "({straggler_idle_ms:.2f} ms vs {median_idle_ms:.2f} ms) before their collectives near the median "
+        "rank's: neither explains the {wait_ms:.2f} ms the others wait within the traced window",
+        "Every collective waits for the slowest rank to reach it; these ranks reach the collectives last, but "
+        "the lateness is not in the {dev} work or idle the trace shows (it lies before the traced window, "
+        "or the ranks' traces cover different windows).",
+        "tracing all ranks over the same steps (and from the job's start) shows where the stragglers lose the time",
+    ),
+    "host_late_gpu": (
+        _HOST_LATE_OBSERVED,
+        "Every collective waits for the slowest rank to reach it; these ranks' GPUs do no more work than the others "
+        "but wait longer on their host (data loading, Python, CPU contention), so they arrive late.",
+        _HOST_LATE_PREDICTED,
+    ),
+    "host_late_cpu": (
+        _HOST_LATE_OBSERVED,
+        "Every collective waits for the slowest rank to reach it; these ranks' CPU ops do no more work than the "
+        "others' but they spend longer outside any op before each collective (data loading, Python, CPU "
+        "contention), so they arrive late.",
+        _HOST_LATE_PREDICTED,
+    ),
+}
+# The title by how many stragglers there are.
+_STRAGGLER_WHO = {"one": "Rank {straggler_ranks} is a straggler", "several": "Ranks {straggler_ranks} are stragglers"}
+
+
+def _straggler_words(cause: str, who: str) -> Words:
+    observed_cause, mechanism, predicted = _STRAGGLER_CAUSES[cause]
+    return Words(
+        title=_STRAGGLER_WHO[who] + ": the others wait up to {wait_pct:.0f}% of the span",
+        observed="rank(s) {straggler_ranks} (worst first) spend {min_comm_ms:.2f}-{max_comm_ms:.2f} ms "
+        "in collectives against a median of {median_comm_ms:.2f} ms, " + observed_cause,
+        mechanism=mechanism,
+        predicted_effect=predicted,
+        falsifier="give the slow rank the same input as a fast one: if the others still wait for it, the hardware or its host (not the data) is the cause",
+        confounders=(
+            "ranks may have been traced over different windows",
+            "a rank with less communication may simply run fewer collectives",
+        ),
+        notes={
+            "no_kernels": "ranks {no_kernels_ranks} have no kernels in the trace: not judged",
+            "no_comm": "ranks {no_comm_ranks} run no collectives: not judged",
+        },
+        suggested_variants=(),  # bucketing and overlap are DDP settings: no catalog fix
+    )
+
+
+# branches "<cause>/<one|several>": the cause named (more compute, the host late on a GPU or CPU job, neither
+# explains the wait) and whether one rank straggles or several
+STRAGGLER_RANK_WORDS = {
+    f"{cause}/{who}": _straggler_words(cause, who) for cause in _STRAGGLER_CAUSES for who in _STRAGGLER_WHO
+}
+
+
+@rule(
+    "straggler_rank",
+    category="load_imbalance",
+    scope="trace",
+    limits=StragglerRankLimits,
+    finding=StragglerRankFinding,
+    words=STRAGGLER_RANK_WORDS,
+)
+def straggler_rank(f: TraceFacts, limits: StragglerRankLimits) -> StragglerRankFinding | None:
     """Ranks the stragglers table flags hold the others back: they wait for them in collectives. Judged on
     what each rank did before its collectives (compute vs GPU idle), not on wall time."""
     from workbench.analysis.stragglers import collective_activity, stragglers
@@ -82,7 +203,7 @@ def straggler_rank(f: TraceFacts, limits: StragglerRankLimits):
     else:
         raise NotJudged("no GPU kernels or CPU ops in the trace")
     activity, device = collective_activity(f.kernels, f.cpu_ops, f.annotations)
-    return judge_stragglers(result, before_collectives(activity), device, f.ranks, limits)
+    return straggler_finding(result, before_collectives(activity), device, f.ranks, limits)
 
 
 def judge_stragglers(
@@ -91,7 +212,16 @@ def judge_stragglers(
     """``straggler_rank`` on what it reads: the stragglers analysis (``result``), each rank's activity before
     its collectives (``before_collectives``), the device whose activity that is ("gpu"/"cpu") and the trace's
     ranks. A folder of rank files read by workers gives it the same from the per-rank summaries, so the
-    finding is the one a single process makes (``workbench.api.rank_folder``)."""
+    finding is the one a single process makes (``workbench.api.rank_folder``). The finding told in the rule's
+    words (``straggler_finding`` is the finding itself)."""
+    found = straggler_finding(result, before_table, device, ranks, limits)
+    return None if found is None else registered_rule("straggler_rank").told(found)
+
+
+def straggler_finding(
+    result, before_table: "pd.DataFrame", device: str, ranks, limits: StragglerRankLimits
+) -> StragglerRankFinding | None:
+    """What ``straggler_rank`` finds, on what ``judge_stragglers`` reads."""
     table = result.table
     if len(table) < 2:
         raise NotJudged(result.reason or "only one rank in the trace: stragglers need two or more")
@@ -136,55 +266,31 @@ def judge_stragglers(
         and not (excess_idle_us >= explains and excess_idle_us > excess_compute_us)
     )
     by_host = not by_compute and excess_idle_us >= explains
-    names = ", ".join(str(r) for r in worst)
-    who = f"Rank {names} is a straggler" if len(worst) == 1 else f"Ranks {names} are stragglers"
     if by_compute:
-        cause = (
-            f"computing {float(s_compute.max()) / 1e3:.2f} ms before their collectives against a median rank's "
-            f"{med_compute / 1e3:.2f} ms (+{excess_pct:.0f}%): more work on them"
-        )
-        mechanism = (
-            f"Every collective waits for the slowest rank; the stragglers do more {dev} work before each collective "
-            "(uneven shards, sequence lengths, embedding tables), so the others wait in it."
-        )
-        predicted = "balancing the work (shards, sequence lengths, table placement) brings the stragglers to the median and removes the others' wait"
+        cause = "more_compute"
     elif not by_host:
-        cause = (
-            f"with {dev} compute ({float(s_compute.max()) / 1e3:.2f} ms vs {med_compute / 1e3:.2f} ms) and {dev} idle "
-            f"({float(s_idle.max()) / 1e3:.2f} ms vs {med_idle / 1e3:.2f} ms) before their collectives near the median "
-            f"rank's: neither explains the {wait_us / 1e3:.2f} ms the others wait within the traced window"
-        )
-        mechanism = (
-            "Every collective waits for the slowest rank to reach it; these ranks reach the collectives last, but "
-            f"the lateness is not in the {dev} work or idle the trace shows (it lies before the traced window, "
-            "or the ranks' traces cover different windows)."
-        )
-        predicted = (
-            "tracing all ranks over the same steps (and from the job's start) shows where the stragglers lose the time"
-        )
+        cause = "unexplained"
     else:
-        cause = (
-            f"with {dev} compute before their collectives at the median ({float(s_compute.max()) / 1e3:.2f} ms vs "
-            f"{med_compute / 1e3:.2f} ms) but {float(s_idle.max()) / 1e3:.2f} ms of {dev} idle before them against a "
-            f"median {med_idle / 1e3:.2f} ms: their hosts issue the work late"
-        )
-        mechanism = (
-            "Every collective waits for the slowest rank to reach it; these ranks' "
-            + (
-                "GPUs do no more work than the others but wait longer on their host"
-                if device == "gpu"
-                else "CPU ops do no more work than the others' but they spend longer outside any op before each collective"
-            )
-            + " (data loading, Python, CPU contention), so they arrive late."
-        )
-        predicted = "removing the host-side delay on the stragglers (data loading, CPU pinning, fewer host syncs) removes the others' wait"
+        cause = "host_late_gpu" if device == "gpu" else "host_late_cpu"
+    names = ", ".join(str(r) for r in worst)
     rows_table = merged.reset_index()
-    return Hypothesis(
-        category="load_imbalance",
-        title=f"{who}: the others wait up to {wait_pct:.0f}% of the span",
-        observed=f"rank(s) {names} (worst first) spend {float(slow['comm_us'].min()) / 1e3:.2f}-{float(slow['comm_us'].max()) / 1e3:.2f} ms "
-        f"in collectives against a median of {float(table['comm_us'].median()) / 1e3:.2f} ms, {cause}",
-        mechanism=mechanism,
+    return StragglerRankFinding(
+        branch=f"{cause}/{'one' if len(worst) == 1 else 'several'}",
+        straggler_ranks=names,
+        dev=dev,
+        wait_pct=wait_pct,
+        wait_ms=wait_us / 1e3,
+        min_comm_ms=float(slow["comm_us"].min()) / 1e3,
+        max_comm_ms=float(slow["comm_us"].max()) / 1e3,
+        median_comm_ms=float(table["comm_us"].median()) / 1e3,
+        straggler_compute_ms=float(s_compute.max()) / 1e3,
+        median_compute_ms=med_compute / 1e3,
+        excess_compute_pct=excess_pct,
+        straggler_idle_ms=float(s_idle.max()) / 1e3,
+        median_idle_ms=med_idle / 1e3,
+        no_kernels_ranks=", ".join(map(str, no_kernels)),
+        no_comm_ranks=", ".join(map(str, no_comm)),
+        notes=(("no_kernels",) if no_kernels else ()) + (("no_comm",) if no_comm else ()),
         evidence=(
             Evidence(
                 "wait_caused_pct",
@@ -220,15 +326,6 @@ def judge_stragglers(
             ),
         ),
         time_at_stake_ms=bounded_ms(wait_us, span),
-        predicted_effect=predicted,
-        falsifier="give the slow rank the same input as a fast one: if the others still wait for it, the hardware or its host (not the data) is the cause",
-        confounders=(
-            "ranks may have been traced over different windows",
-            "a rank with less communication may simply run fewer collectives",
-        )
-        + ((f"ranks {', '.join(map(str, no_kernels))} have no kernels in the trace: not judged",) if no_kernels else ())
-        + ((f"ranks {', '.join(map(str, no_comm))} run no collectives: not judged",) if no_comm else ()),
         confidence="medium" if by_compute or by_host else "low",
-        suggested_variants=(),  # bucketing and overlap are DDP settings: no catalog fix
         scope=f"ranks {names}",
     )

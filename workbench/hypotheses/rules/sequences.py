@@ -11,9 +11,10 @@ import pandas as pd
 from numpy.lib.stride_tricks import sliding_window_view
 
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.hypothesis import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence
 from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct
+from workbench.hypotheses.words import Finding, Words
 
 MAX_EVENTS = 100_000  # per stream / thread: the latest ones (a steady state repeats within them)
 CANDIDATES_PER_LENGTH = 5
@@ -91,8 +92,41 @@ class FrequentSequencesLimits(Limits):
     min_stake_pct: float = 1.0
 
 
-@rule("frequent_sequences", category="launch_overhead", scope="trace", limits=FrequentSequencesLimits)
-def frequent_sequences(f: TraceFacts, limits: FrequentSequencesLimits):
+@dataclass(frozen=True, kw_only=True)
+class FrequentSequencesFinding(Finding):
+    where: str  # the stream or host thread it repeats on ("rank 0 stream 7")
+    unit: str  # what the sequence is of: "kernels" (GPU trace) or "ops" (CPU-only trace)
+    sequence_len: int  # the events in one repeat
+    n_repeats: int  # its non-overlapping repeats
+    sequence_head: str  # its first names joined with " -> " (" -> ..." when it is longer)
+    sequence_ms: float  # the repeats' summed time, first start to last end
+    idle_inside_ms: float  # the summed idle between the events within the repeats
+
+
+FREQUENT_SEQUENCES_WORDS = Words(
+    title="A sequence of {sequence_len} {unit} repeats {n_repeats} times",
+    observed="{where}: {sequence_head} "
+    "occurs {n_repeats} times ({sequence_ms:.2f} ms), with {idle_inside_ms:.2f} ms idle between its {unit}",
+    mechanism="Each repeat launches the same {sequence_len} {unit} one by one, paying a launch/dispatch each and leaving "
+    "gaps between them; one fused kernel or one CUDA-graph replay pays it once.",
+    predicted_effect="capturing the sequence as a CUDA graph or fusing it (torch.compile) removes the gaps between its "
+    "{unit}; fusion may also cut the memory traffic between them",
+    falsifier="compile or graph-capture the region that issues the sequence: if the time per repeat does not fall by "
+    "about the gaps, the sequence was not launch-limited",
+    confounders=("a repeated sequence is a loop body: its gaps may be host work that capture cannot remove",),
+    suggested_variants=("cuda_graph", "compiled"),
+)
+
+
+@rule(
+    "frequent_sequences",
+    category="launch_overhead",
+    scope="trace",
+    limits=FrequentSequencesLimits,
+    finding=FrequentSequencesFinding,
+    words=FREQUENT_SEQUENCES_WORDS,
+)
+def frequent_sequences(f: TraceFacts, limits: FrequentSequencesLimits) -> FrequentSequencesFinding | None:
     """The same sequence of kernels (or ops) repeats many times: a fusion or CUDA-graph candidate."""
     if not f.has_gpu and f.cpu_ops.empty:
         raise NotJudged("no GPU kernels and no CPU operator events in the trace")
@@ -116,13 +150,14 @@ def frequent_sequences(f: TraceFacts, limits: FrequentSequencesLimits):
         return None
     seq = [str(x)[:70] for x in names[starts[0] : starts[0] + n]]
     unit = "kernels" if f.has_gpu else "ops"
-    return Hypothesis(
-        category="launch_overhead",
-        title=f"A sequence of {n} {unit} repeats {len(starts)} times",
-        observed=f"{where}: {' -> '.join(s.split('(')[0][:40] for s in seq[:4])}{' -> ...' if n > 4 else ''} "
-        f"occurs {len(starts)} times ({seq_us / 1e3:.2f} ms), with {inside_us / 1e3:.2f} ms idle between its {unit}",
-        mechanism=f"Each repeat launches the same {n} {unit} one by one, paying a launch/dispatch each and leaving "
-        "gaps between them; one fused kernel or one CUDA-graph replay pays it once.",
+    return FrequentSequencesFinding(
+        where=where,
+        unit=unit,
+        sequence_len=n,
+        n_repeats=len(starts),
+        sequence_head=" -> ".join(s.split("(")[0][:40] for s in seq[:4]) + (" -> ..." if n > 4 else ""),
+        sequence_ms=seq_us / 1e3,
+        idle_inside_ms=inside_us / 1e3,
         evidence=(
             Evidence(
                 "gap_inside_repeats_pct",
@@ -136,12 +171,6 @@ def frequent_sequences(f: TraceFacts, limits: FrequentSequencesLimits):
             Evidence("sequence_length", n, unit, limits.min_len, ">=", f"{unit} (non-overlapping n-grams)"),
         ),
         time_at_stake_ms=bounded_ms(inside_us, window),
-        predicted_effect="capturing the sequence as a CUDA graph or fusing it (torch.compile) removes the gaps between its "
-        f"{unit}; fusion may also cut the memory traffic between them",
-        falsifier="compile or graph-capture the region that issues the sequence: if the time per repeat does not fall by "
-        "about the gaps, the sequence was not launch-limited",
-        confounders=("a repeated sequence is a loop body: its gaps may be host work that capture cannot remove",),
         confidence="medium" if share > 10.0 else "low",
-        suggested_variants=("cuda_graph", "compiled"),
         scope=where,
     )
