@@ -7,8 +7,12 @@ beside the rule, one per branch, whose texts are ``str.format`` templates over t
 (``"{share_pct:.0f}% of {what}"``). The registry checks when the rule is registered that every field a
 template names is a field of the rule's finding class, and renders a finding into a ``Hypothesis``.
 
-A confounder that holds only sometimes is a *note*: a template in ``Words.notes`` under a key, shown when
-the finding lists the key in ``notes``. A confounder whose text is data (names read from the trace, one line
+A clause that holds only sometimes (" (12 per step)" in a title, "; the largest score matrix ..." in an
+observation) is a *part*: a template in ``Words.parts`` under a name, which any text reads as a field
+(``"{n} host syncs{per_step}"``); it reads as its template where the finding lists the name in ``parts``,
+else as nothing. A confounder that holds only sometimes is a *note*: a template in ``Words.notes`` under a
+key, shown when the finding lists the key in ``notes``. ``Words.scope``, where given, is the template of the
+hypothesis's scope (``"rank {rank}"``); else the finding's ``scope`` text is used. A confounder whose text is data (names read from the trace, one line
 per rank) is a template over a field too; a variable number of them goes in the finding's
 ``more_confounders`` (already formatted), after the declared ones.
 """
@@ -33,7 +37,8 @@ class Finding:
     """What a rule found: subclassed once per rule with the numbers its words read.
 
     ``branch`` names the rule's ``Words`` block that describes it (``""``: the rule's only one);
-    ``notes`` are the keys of the block's conditional confounders that hold; ``suggested_variants``
+    ``notes`` are the keys of the block's conditional confounders that hold, ``parts`` the names of its
+    optional clauses that hold; ``suggested_variants``
     replaces the block's declared fixes where the finding decides them (``None``: the declared ones).
     """
 
@@ -43,6 +48,7 @@ class Finding:
     confidence: str = "medium"
     scope: str = ""
     notes: tuple[str, ...] = ()
+    parts: tuple[str, ...] = ()
     more_confounders: tuple[str, ...] = ()
     suggested_variants: tuple[str, ...] | None = None
 
@@ -77,25 +83,35 @@ class Words:
     confounders: tuple[str, ...] = ()
     notes: Mapping[str, str] = field(default_factory=dict)
     suggested_variants: tuple[str, ...] = ()
+    parts: Mapping[str, str] = field(default_factory=dict)
+    scope: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "confounders", tuple(self.confounders))
         object.__setattr__(self, "notes", MappingProxyType(dict(self.notes)))
         object.__setattr__(self, "suggested_variants", tuple(self.suggested_variants))
+        object.__setattr__(self, "parts", MappingProxyType(dict(self.parts)))
+        for name, text in self.parts.items():
+            if template_fields(text) & set(self.parts):
+                raise InvalidArgumentError(f"part {name!r} reads another part: parts read the finding's fields only")
 
     def fields(self) -> frozenset[str]:
-        """Every finding field these words read."""
+        """Every finding field these words read (a part's name is not one: it is the part's own fields)."""
         texts = [getattr(self, t) for t in _TEXTS] + list(self.confounders) + list(self.notes.values())
-        return frozenset().union(*(template_fields(t) for t in texts))
+        texts += list(self.parts.values()) + ([self.scope] if self.scope is not None else [])
+        return frozenset().union(*(template_fields(t) for t in texts)) - set(self.parts)
 
     def hypothesis(self, finding: Finding, *, category: str, rule: str) -> Hypothesis:
         """The finding told in these words."""
         values = finding.values()
-        unknown = [n for n in finding.notes if n not in self.notes]
-        if unknown:
-            raise InvalidArgumentError(
-                f"rule {rule!r}: the finding names notes {unknown} its words do not declare ({sorted(self.notes)})"
-            )
+        for kind, named, declared in (("notes", finding.notes, self.notes), ("parts", finding.parts, self.parts)):
+            unknown = [n for n in named if n not in declared]
+            if unknown:
+                raise InvalidArgumentError(
+                    f"rule {rule!r}: the finding names {kind} {unknown} its words do not declare ({sorted(declared)})"
+                )
+        for name, text in self.parts.items():
+            values[name] = text.format_map(values) if name in finding.parts else ""
         if finding.confidence not in CONFIDENCES:
             raise InvalidArgumentError(f"rule {rule!r}: confidence {finding.confidence!r} is not one of {CONFIDENCES}")
 
@@ -119,7 +135,7 @@ class Words:
             confidence=finding.confidence,
             suggested_variants=tuple(suggested),
             rule=rule,
-            scope=finding.scope,
+            scope=say(self.scope) if self.scope is not None else finding.scope,
         )
 
 
@@ -133,6 +149,9 @@ def check_words(rule: str, words: Mapping[str, Words], finding: type[Finding]) -
     for branch, block in words.items():
         if not isinstance(block, Words):
             raise InvalidArgumentError(f"rule {rule!r}: branch {branch!r} is not a Words block; got {block!r}")
+        clash = sorted(set(block.parts) & known)
+        if clash:
+            raise InvalidArgumentError(f"rule {rule!r}: parts {clash} have the names of fields of {finding.__name__}")
         missing = sorted(block.fields() - known)
         if missing:
             where = f"branch {branch!r}" if branch else "its words"
