@@ -12,7 +12,7 @@ is 0, so they never outrank a time finding. ``memory_hypotheses`` ranks them by 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -22,6 +22,7 @@ from workbench.analysis import memory as mem
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import Limits, NotJudged, rule
+from workbench.hypotheses.words import Finding, Words
 
 MIB = float(1 << 20)
 INPLACE_OPS = frozenset(
@@ -86,10 +87,6 @@ def _analysis(f: TraceFacts) -> dict[str, Any]:
     return out
 
 
-def _mib(n: float) -> str:
-    return f"{n / MIB:,.1f} MiB"
-
-
 def _has_backward(events: pd.DataFrame) -> bool:
     return bool((events.get("phase", pd.Series(dtype=object)) == "backward").any())
 
@@ -121,8 +118,51 @@ class ActivationsDominatePeakLimits(Limits):
     min_bytes: int = 1 << 20
 
 
-@rule("activations_dominate_peak", category="memory_footprint", scope="trace", limits=ActivationsDominatePeakLimits)
-def activations_dominate_peak(f: TraceFacts, limits: ActivationsDominatePeakLimits):
+@dataclass(frozen=True, kw_only=True)
+class ActivationsDominatePeakFinding(Finding):
+    share_fraction: float  # the activations' bytes over the peak
+    activation_mib: float  # activation bytes live at the peak
+    peak_mib: float  # the peak (allocated, or live when higher)
+    device: str  # the device of the peak
+    module: str  # the module holding most of them ("(no module)" when none)
+    where: str  # that module, with the source line that made most of them in parentheses when known
+    module_mib: float  # the activation bytes made in that module
+
+
+_ACTIVATIONS = Words(
+    title="Activations hold {share_fraction:.0%} of the peak ({activation_mib:,.1f} MiB); most from {where}",
+    observed="peak {peak_mib:,.1f} MiB on {device}; activations live at it {activation_mib:,.1f} MiB, "
+    "{module_mib:,.1f} MiB of them made in {where}",
+    mechanism="Forward outputs are kept alive for the backward pass (autograd saves them), so the peak "
+    "holds every layer's activations at once.",
+    predicted_effect="activation checkpointing (torch.utils.checkpoint) of {module}, a smaller micro-batch lowers "
+    "the peak by up to {activation_mib:,.1f} MiB (recompute costs time)",
+    falsifier="profile again with the module checkpointed (or a half micro-batch): if the peak does not fall "
+    "by about the activations' bytes, they were not what held it",
+    confounders=("the peak moment may differ between steps",),
+)
+ACTIVATIONS_WORDS = {
+    "backward": _ACTIVATIONS,  # a backward pass ran: autograd keeps forward outputs for it
+    "no_backward": replace(  # grad mode on, but nothing runs backward
+        _ACTIVATIONS,
+        mechanism="Grad mode is on without a backward: autograd keeps forward tensors alive for a graph never used.",
+        predicted_effect="torch.inference_mode() (no gradient is needed: nothing runs backward) lowers the peak by "
+        "up to {activation_mib:,.1f} MiB (recompute costs time)",
+    ),
+}
+
+
+@rule(
+    "activations_dominate_peak",
+    category="memory_footprint",
+    scope="trace",
+    limits=ActivationsDominatePeakLimits,
+    finding=ActivationsDominatePeakFinding,
+    words=ACTIVATIONS_WORDS,
+)
+def activations_dominate_peak(
+    f: TraceFacts, limits: ActivationsDominatePeakLimits
+) -> ActivationsDominatePeakFinding | None:
     """Tensors made in forward and kept past their op hold most of the peak."""
     a = _analysis(f)
     peak, events = a["peak"], a["events"]
@@ -148,22 +188,16 @@ def activations_dominate_peak(f: TraceFacts, limits: ActivationsDominatePeakLimi
     inside = acts[(acts["module"] == module) | acts["module"].str.startswith(module + "/")] if module else acts
     location = str(inside.sort_values("bytes", ascending=False)["location"].iloc[0]) if len(inside) else ""
     module_bytes = float(inside["bytes"].sum())
-    top = {"module": module or "(no module)", "location": location, "bytes": module_bytes}
-    where = f"{top['module']}" + (f" ({location})" if location else "")
-    fixes = (
-        ("activation checkpointing (torch.utils.checkpoint) of " + str(top["module"]) + ", a smaller micro-batch")
-        if backward
-        else "torch.inference_mode() (no gradient is needed: nothing runs backward)"
-    )
-    return Hypothesis(
-        category="memory_footprint",
-        title=f"Activations hold {share:.0%} of the peak ({_mib(act_bytes)}); most from {where}",
-        observed=f"peak {_mib(total)} on {peak.device}; activations live at it {_mib(act_bytes)}, "
-        f"{_mib(module_bytes)} of them made in {where}",
-        mechanism="Forward outputs are kept alive for the backward pass (autograd saves them), so the peak "
-        "holds every layer's activations at once."
-        if backward
-        else "Grad mode is on without a backward: autograd keeps forward tensors alive for a graph never used.",
+    holder = module or "(no module)"
+    return ActivationsDominatePeakFinding(
+        branch="backward" if backward else "no_backward",
+        share_fraction=share,
+        activation_mib=act_bytes / MIB,
+        peak_mib=total / MIB,
+        device=str(peak.device),
+        module=holder,
+        where=holder + (f" ({location})" if location else ""),
+        module_mib=module_bytes / MIB,
         evidence=(
             Evidence(
                 "activation_share_of_peak",
@@ -180,13 +214,8 @@ def activations_dominate_peak(f: TraceFacts, limits: ActivationsDominatePeakLimi
             Evidence("bytes_at_stake", act_bytes, "bytes", limits.min_bytes, ">=", "memory"),
         ),
         time_at_stake_ms=0.0,
-        predicted_effect=f"{fixes} lowers the peak by up to {_mib(act_bytes)} (recompute costs time)",
-        falsifier="profile again with the module checkpointed (or a half micro-batch): if the peak does not fall "
-        "by about the activations' bytes, they were not what held it",
-        confounders=("the peak moment may differ between steps",),
         confidence="high" if share >= 0.7 else "medium",
-        suggested_variants=(),
-        scope=f"{peak.device}: {top['module']}",
+        scope=f"{peak.device}: {holder}",
     )
 
 
@@ -198,8 +227,46 @@ class MemoryLeakAcrossStepsLimits(Limits):
     min_growing_fraction: float = 0.99
 
 
-@rule("memory_leak_across_steps", category="memory_footprint", scope="trace", limits=MemoryLeakAcrossStepsLimits)
-def memory_leak_across_steps(f: TraceFacts, limits: MemoryLeakAcrossStepsLimits):
+@dataclass(frozen=True, kw_only=True)
+class MemoryLeakAcrossStepsFinding(Finding):
+    growth_mib: float  # allocated memory grown per step
+    where: str  # the module (else the top-level op) that made the first kept blocks
+    location: str  # their source line ("" when not recorded)
+    n_growing: int  # steps after the first that grew allocated memory
+    n_steps: int  # steps after the first
+    device: str  # the device that grew
+    kept_mib: float  # bytes made in a step and never freed, per step
+    median_kept_blocks: int  # blocks kept per step (median)
+
+
+_LEAK = Words(
+    title="Memory grows {growth_mib:,.1f} MiB every step: blocks from {where} at {location} are never freed",
+    observed="{n_growing} of {n_steps} steps after the first grew allocated memory on {device}, {kept_mib:,.1f} MiB "
+    "per step kept (median {median_kept_blocks} block(s) per step)",
+    mechanism="Something holds a reference to a tensor made each call (a Python list that keeps outputs, a "
+    "loss kept with its graph, a cache keyed per call): the allocator can never free it.",
+    predicted_effect="dropping the reference (store .item() or .detach().cpu(), clear the list, del the loss) "
+    "keeps memory flat across steps; left alone it runs out of memory after enough steps",
+    falsifier="run twice as many steps: a leak keeps growing by the same amount; a cache or warm-up plateaus",
+    confounders=("a cache that fills over the first steps grows too, then stops",),
+)
+LEAK_WORDS = {
+    "located": _LEAK,  # the kept blocks' source line was recorded
+    "unlocated": replace(  # no source line
+        _LEAK, title="Memory grows {growth_mib:,.1f} MiB every step: blocks from {where} are never freed"
+    ),
+}
+
+
+@rule(
+    "memory_leak_across_steps",
+    category="memory_footprint",
+    scope="trace",
+    limits=MemoryLeakAcrossStepsLimits,
+    finding=MemoryLeakAcrossStepsFinding,
+    words=LEAK_WORDS,
+)
+def memory_leak_across_steps(f: TraceFacts, limits: MemoryLeakAcrossStepsLimits) -> MemoryLeakAcrossStepsFinding | None:
     """Allocated bytes grow every step by blocks made in the step and never freed."""
     a = _analysis(f)
     g = a["growth"]
@@ -217,16 +284,17 @@ def memory_leak_across_steps(f: TraceFacts, limits: MemoryLeakAcrossStepsLimits)
     kept_rows = later[later["kept_bytes"] > 0]
     top = kept_rows.iloc[0] if len(kept_rows) else later.iloc[0]
     where = top["module"] or top["top_op"] or "(no op)"
-    location = f" at {top['location']}" if top["location"] else ""
     stake = float(later["growth_bytes"].sum())
-    return Hypothesis(
-        category="memory_footprint",
-        title=f"Memory grows {_mib(g.growth_per_step_bytes)} every step: blocks from {where}{location} are never freed",
-        observed=f"{int((later['growth_bytes'] > 0).sum())} of {len(later)} steps after the first grew allocated "
-        f"memory on {g.device}, {_mib(kept)} per step kept (median {int(later['kept_blocks'].median())} "
-        "block(s) per step)",
-        mechanism="Something holds a reference to a tensor made each call (a Python list that keeps outputs, a "
-        "loss kept with its graph, a cache keyed per call): the allocator can never free it.",
+    return MemoryLeakAcrossStepsFinding(
+        branch="located" if top["location"] else "unlocated",
+        growth_mib=g.growth_per_step_bytes / MIB,
+        where=str(where),
+        location=str(top["location"]),
+        n_growing=int((later["growth_bytes"] > 0).sum()),
+        n_steps=len(later),
+        device=str(g.device),
+        kept_mib=kept / MIB,
+        median_kept_blocks=int(later["kept_blocks"].median()),
         evidence=(
             Evidence(
                 "growth_per_step_bytes",
@@ -250,12 +318,7 @@ def memory_leak_across_steps(f: TraceFacts, limits: MemoryLeakAcrossStepsLimits)
             Evidence("bytes_at_stake", stake, "bytes", source="memory"),
         ),
         time_at_stake_ms=0.0,
-        predicted_effect="dropping the reference (store .item() or .detach().cpu(), clear the list, del the loss) "
-        "keeps memory flat across steps; left alone it runs out of memory after enough steps",
-        falsifier="run twice as many steps: a leak keeps growing by the same amount; a cache or warm-up plateaus",
-        confounders=("a cache that fills over the first steps grows too, then stops",),
         confidence="high",
-        suggested_variants=(),
         scope=f"{g.device}: {where}",
     )
 
@@ -269,8 +332,42 @@ class TemporaryAtPeakLimits(Limits):
     lookahead_events: int = 4
 
 
-@rule("temporary_at_peak", category="memory_footprint", scope="trace", limits=TemporaryAtPeakLimits)
-def temporary_at_peak(f: TraceFacts, limits: TemporaryAtPeakLimits):
+@dataclass(frozen=True, kw_only=True)
+class TemporaryAtPeakFinding(Finding):
+    op_name: str  # the out-of-place op whose output makes the peak ("aten::add")
+    function_name: str  # its name without the namespace ("add")
+    inplace_name: str  # its in-place form ("add_")
+    where: str  # its source line, else module, else the op's name
+    size_mib: float  # its output (and the freed input)
+    peak_mib: float  # the allocated peak
+    device: str  # the device of the peak
+    n_events_later: int  # allocator events from the peak to the free of the same size
+
+
+TEMPORARY_WORDS = Words(
+    title="A temporary at the peak: {op_name} allocates {size_mib:,.1f} MiB while its input of the same size dies "
+    "right after ({where})",
+    observed="the peak on {device} ({peak_mib:,.1f} MiB) is reached by {op_name}'s output of {size_mib:,.1f} MiB; "
+    "a block of {size_mib:,.1f} MiB is freed {n_events_later} event(s) later",
+    mechanism="An out-of-place op keeps its input and its output alive together for a moment; when the input "
+    "is not used again, the in-place form writes into it and the second buffer never exists.",
+    predicted_effect="x.{inplace_name}(...) (or out=) instead of x = {function_name}(x, ...) lowers the peak by "
+    "{size_mib:,.1f} MiB",
+    falsifier="use {inplace_name} there and profile again: if the peak does not fall by {size_mib:,.1f} MiB, the "
+    "input was still referenced (or autograd needs it: in-place is then refused)",
+    confounders=("in-place is not allowed where autograd saved the input for backward",),
+)
+
+
+@rule(
+    "temporary_at_peak",
+    category="memory_footprint",
+    scope="trace",
+    limits=TemporaryAtPeakLimits,
+    finding=TemporaryAtPeakFinding,
+    words=TEMPORARY_WORDS,
+)
+def temporary_at_peak(f: TraceFacts, limits: TemporaryAtPeakLimits) -> TemporaryAtPeakFinding | None:
     """The allocation that makes the peak is an out-of-place elementwise op whose same-size input is freed
     right after: an in-place form would not allocate it."""
     a = _analysis(f)
@@ -296,15 +393,15 @@ def temporary_at_peak(f: TraceFacts, limits: TemporaryAtPeakLimits):
     if not freed:
         return None
     where = str(ev.get("location", "")) or str(ev.get("module", "")) or name
-    inplace = name.split("::")[-1] + "_"
-    return Hypothesis(
-        category="memory_footprint",
-        title=f"A temporary at the peak: {name} allocates {_mib(size)} while its input of the same size dies "
-        f"right after ({where})",
-        observed=f"the peak on {peak.device} ({_mib(peak.peak_bytes)}) is reached by {name}'s output of {_mib(size)}; "
-        f"a block of {_mib(size)} is freed {len(after[after <= freed[0]])} event(s) later",
-        mechanism="An out-of-place op keeps its input and its output alive together for a moment; when the input "
-        "is not used again, the in-place form writes into it and the second buffer never exists.",
+    return TemporaryAtPeakFinding(
+        op_name=name,
+        function_name=name.split("::")[-1],
+        inplace_name=name.split("::")[-1] + "_",
+        where=where,
+        size_mib=size / MIB,
+        peak_mib=peak.peak_bytes / MIB,
+        device=str(peak.device),
+        n_events_later=len(after[after <= freed[0]]),
         evidence=(
             Evidence(
                 "temporary_share_of_peak",
@@ -318,13 +415,7 @@ def temporary_at_peak(f: TraceFacts, limits: TemporaryAtPeakLimits):
             Evidence("bytes_at_stake", float(size), "bytes", limits.min_bytes, ">=", "memory"),
         ),
         time_at_stake_ms=0.0,
-        predicted_effect=f"x.{inplace}(...) (or out=) instead of x = {name.split('::')[-1]}(x, ...) lowers the peak by "
-        f"{_mib(size)}",
-        falsifier=f"use {inplace} there and profile again: if the peak does not fall by {_mib(size)}, the input "
-        "was still referenced (or autograd needs it: in-place is then refused)",
-        confounders=("in-place is not allowed where autograd saved the input for backward",),
         confidence="medium",
-        suggested_variants=(),
         scope=f"{peak.device}: {where}",
     )
 
@@ -337,8 +428,39 @@ class AllocatorFragmentationLimits(Limits):
     min_gap_bytes: int = 256 << 20
 
 
-@rule("allocator_fragmentation", category="memory_footprint", scope="trace", limits=AllocatorFragmentationLimits)
-def allocator_fragmentation(f: TraceFacts, limits: AllocatorFragmentationLimits):
+@dataclass(frozen=True, kw_only=True)
+class AllocatorFragmentationFinding(Finding):
+    ratio: float  # peak reserved over peak allocated
+    gap_mib: float  # reserved but not allocated at the peak
+    allocated_mib: float  # the peak allocated
+    reserved_mib: float  # the peak reserved
+    device: str  # the GPU that reserved most
+
+
+FRAGMENTATION_WORDS = Words(
+    title="Reserved memory is {ratio:.1f}x the allocated peak ({gap_mib:,.1f} MiB cached but unused)",
+    observed="{device}: peak allocated {allocated_mib:,.1f} MiB, peak reserved {reserved_mib:,.1f} MiB",
+    mechanism="The caching allocator keeps freed blocks in segments sized for earlier requests; changing "
+    "sizes split them, and a large request cannot reuse the scattered free space.",
+    predicted_effect="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets segments grow in place: reserved "
+    "falls towards allocated",
+    falsifier="rerun with expandable_segments:True and compare torch.cuda.max_memory_reserved(): no drop, no "
+    "fragmentation (the cache was simply warm)",
+    confounders=("reserved also holds blocks freed at the end and cached for the next step",),
+)
+
+
+@rule(
+    "allocator_fragmentation",
+    category="memory_footprint",
+    scope="trace",
+    limits=AllocatorFragmentationLimits,
+    finding=AllocatorFragmentationFinding,
+    words=FRAGMENTATION_WORDS,
+)
+def allocator_fragmentation(
+    f: TraceFacts, limits: AllocatorFragmentationLimits
+) -> AllocatorFragmentationFinding | None:
     """Reserved memory far above allocated at the peak: the caching allocator holds split, cached segments."""
     a = _analysis(f)
     devices = a["peak"].devices
@@ -350,24 +472,18 @@ def allocator_fragmentation(f: TraceFacts, limits: AllocatorFragmentationLimits)
     ratio, gap = reserved / allocated, reserved - allocated
     if ratio < limits.min_ratio or gap < limits.min_gap_bytes:
         return None
-    return Hypothesis(
-        category="memory_footprint",
-        title=f"Reserved memory is {ratio:.1f}x the allocated peak ({_mib(gap)} cached but unused)",
-        observed=f"{row['device']}: peak allocated {_mib(allocated)}, peak reserved {_mib(reserved)}",
-        mechanism="The caching allocator keeps freed blocks in segments sized for earlier requests; changing "
-        "sizes split them, and a large request cannot reuse the scattered free space.",
+    return AllocatorFragmentationFinding(
+        ratio=ratio,
+        gap_mib=gap / MIB,
+        allocated_mib=allocated / MIB,
+        reserved_mib=reserved / MIB,
+        device=str(row["device"]),
         evidence=(
             Evidence("reserved_over_allocated", ratio, "ratio", limits.min_ratio, ">=", "memory"),
             Evidence("bytes_at_stake", gap, "bytes", limits.min_gap_bytes, ">=", "memory"),
         ),
         time_at_stake_ms=0.0,
-        predicted_effect="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets segments grow in place: reserved "
-        "falls towards allocated",
-        falsifier="rerun with expandable_segments:True and compare torch.cuda.max_memory_reserved(): no drop, no "
-        "fragmentation (the cache was simply warm)",
-        confounders=("reserved also holds blocks freed at the end and cached for the next step",),
         confidence="medium",
-        suggested_variants=(),
         scope=str(row["device"]),
     )
 

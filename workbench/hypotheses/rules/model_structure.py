@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.hypothesis import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence
 from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, rows
+from workbench.hypotheses.words import Finding, Words
 
 CONV_OPS = frozenset({"aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::convolution", "aten::_convolution"})
 BN_OPS = frozenset(
@@ -92,8 +93,37 @@ class ConvBiasBeforeBatchNormLimits(Limits):
     min_pairs: int = 1
 
 
-@rule("conv_bias_before_batch_norm", category="memory_bound", scope="trace", limits=ConvBiasBeforeBatchNormLimits)
-def conv_bias_before_batch_norm(f: TraceFacts, limits: ConvBiasBeforeBatchNormLimits):
+@dataclass(frozen=True, kw_only=True)
+class ConvBiasBeforeBatchNormFinding(Finding):
+    n_pairs: int  # convolutions with a bias followed directly by a batch norm over their channels
+
+
+CONV_BIAS_WORDS = Words(
+    title="{n_pairs} convolutions add a bias that the next batch norm cancels",
+    observed="{n_pairs} conv calls with a bias input are followed directly by batch_norm over the same channels",
+    mechanism="Batch norm subtracts the per-channel mean, so a per-channel bias before it changes nothing but "
+    "costs an extra pass over the output (and a bias gradient in training).",
+    predicted_effect="Conv(bias=False) before BatchNorm gives the same outputs (up to rounding) and drops the bias pass",
+    falsifier="rebuild the convolutions with bias=False and compare outputs and step time: a different output means the "
+    "norm was not directly after the conv (no variant in the registry drops the bias: that experiment is your own rewrite)",
+    confounders=(
+        "cuDNN often fuses the bias into the convolution, leaving little to save",
+        "the time at stake is analytic, not measured",
+    ),
+)
+
+
+@rule(
+    "conv_bias_before_batch_norm",
+    category="memory_bound",
+    scope="trace",
+    limits=ConvBiasBeforeBatchNormLimits,
+    finding=ConvBiasBeforeBatchNormFinding,
+    words=CONV_BIAS_WORDS,
+)
+def conv_bias_before_batch_norm(
+    f: TraceFacts, limits: ConvBiasBeforeBatchNormLimits
+) -> ConvBiasBeforeBatchNormFinding | None:
     """A convolution adds a bias that the batch norm right after it subtracts again (with the mean)."""
     ops = f.require_cpu_ops()
     if (ops["input_dims"].astype(str) == "").all():
@@ -109,12 +139,8 @@ def conv_bias_before_batch_norm(f: TraceFacts, limits: ConvBiasBeforeBatchNormLi
     out_bytes = pairs["output_elements"] * pairs["element_bytes"]
     pass_us = out_bytes * 2 / (gbps * 1e3) if gbps == gbps else pairs["conv_us"] * 0.0
     stake_us = float(np.minimum(pass_us, pairs["conv_us"]).sum())
-    return Hypothesis(
-        category="memory_bound",
-        title=f"{len(pairs)} convolutions add a bias that the next batch norm cancels",
-        observed=f"{len(pairs)} conv calls with a bias input are followed directly by batch_norm over the same channels",
-        mechanism="Batch norm subtracts the per-channel mean, so a per-channel bias before it changes nothing but "
-        "costs an extra pass over the output (and a bias gradient in training).",
+    return ConvBiasBeforeBatchNormFinding(
+        n_pairs=len(pairs),
         evidence=(
             Evidence(
                 "conv_bias_then_bn",
@@ -130,15 +156,7 @@ def conv_bias_before_batch_norm(f: TraceFacts, limits: ConvBiasBeforeBatchNormLi
             ),
         ),
         time_at_stake_ms=bounded_ms(stake_us, f.window_us),
-        predicted_effect="Conv(bias=False) before BatchNorm gives the same outputs (up to rounding) and drops the bias pass",
-        falsifier="rebuild the convolutions with bias=False and compare outputs and step time: a different output means the "
-        "norm was not directly after the conv (no variant in the registry drops the bias: that experiment is your own rewrite)",
-        confounders=(
-            "cuDNN often fuses the bias into the convolution, leaving little to save",
-            "the time at stake is analytic, not measured",
-        ),
         confidence="medium" if stake_us > 0 else "low",
-        suggested_variants=(),
         scope="model",
     )
 
@@ -156,8 +174,41 @@ class DataParallelNotDdpLimits(Limits):
     min_pct: float = 1.0
 
 
-@rule("data_parallel_not_ddp", category="communication", scope="trace", limits=DataParallelNotDdpLimits)
-def data_parallel_not_ddp(f: TraceFacts, limits: DataParallelNotDdpLimits):
+@dataclass(frozen=True, kw_only=True)
+class DataParallelNotDdpFinding(Finding):
+    share_pct: float  # DataParallel's event time (union per thread) over the trace's window
+    n_events: int  # DataParallel replicate/scatter/gather/broadcast events
+    devices: str  # the GPU indices the kernels ran on, as a list ("[0, 1]"; "" when none are recorded)
+
+
+_DATA_PARALLEL = Words(
+    title="nn.DataParallel replicates and gathers every step ({share_pct:.0f}% of the trace)",
+    observed="{n_events} DataParallel replicate/scatter/gather/broadcast events in one process driving devices "
+    "{devices}",
+    mechanism="DataParallel copies the model to every GPU each step, scatters inputs and gathers outputs on GPU 0, "
+    "all from one Python process (GIL-bound); DDP keeps one process per GPU and overlaps gradient all-reduce.",
+    predicted_effect="DistributedDataParallel (one process per GPU) removes replicate/scatter/gather and scales better",
+    falsifier="run one step on a single GPU without DataParallel: if per-sample time is not better than with it, "
+    "the parallel overhead was not the cost (no variant in the registry switches to DDP: that experiment is your own rewrite)",
+    confounders=("event names only show DataParallel when Python stacks or module names are recorded",),
+)
+DATA_PARALLEL_WORDS = {
+    "devices": _DATA_PARALLEL,  # the trace's kernels name the devices driven
+    "no_devices": replace(  # no kernel (or no device) recorded
+        _DATA_PARALLEL, observed="{n_events} DataParallel replicate/scatter/gather/broadcast events in one process"
+    ),
+}
+
+
+@rule(
+    "data_parallel_not_ddp",
+    category="communication",
+    scope="trace",
+    limits=DataParallelNotDdpLimits,
+    finding=DataParallelNotDdpFinding,
+    words=DATA_PARALLEL_WORDS,
+)
+def data_parallel_not_ddp(f: TraceFacts, limits: DataParallelNotDdpLimits) -> DataParallelNotDdpFinding | None:
     """A single process drives several GPUs with nn.DataParallel (replicate/scatter/gather each step)."""
     if len(f.ranks) > 1:
         raise NotJudged("the trace has several ranks: DataParallel is a single-process pattern")
@@ -185,13 +236,11 @@ def data_parallel_not_ddp(f: TraceFacts, limits: DataParallelNotDdpLimits):
         return None
     devices = sorted(int(d) for d in f.kernels["device"].unique()) if f.has_gpu and "device" in f.kernels else []
     by = dp.groupby("name", as_index=False).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
-    return Hypothesis(
-        category="communication",
-        title=f"nn.DataParallel replicates and gathers every step ({share:.0f}% of the trace)",
-        observed=f"{len(dp)} DataParallel replicate/scatter/gather/broadcast events in one process"
-        + (f" driving devices {devices}" if devices else ""),
-        mechanism="DataParallel copies the model to every GPU each step, scatters inputs and gathers outputs on GPU 0, "
-        "all from one Python process (GIL-bound); DDP keeps one process per GPU and overlaps gradient all-reduce.",
+    return DataParallelNotDdpFinding(
+        branch="devices" if devices else "no_devices",
+        share_pct=share,
+        n_events=len(dp),
+        devices=str(devices) if devices else "",
         evidence=(
             Evidence(
                 "data_parallel_pct",
@@ -203,11 +252,6 @@ def data_parallel_not_ddp(f: TraceFacts, limits: DataParallelNotDdpLimits):
             ),
         ),
         time_at_stake_ms=bounded_ms(dp_us, f.window_us),
-        predicted_effect="DistributedDataParallel (one process per GPU) removes replicate/scatter/gather and scales better",
-        falsifier="run one step on a single GPU without DataParallel: if per-sample time is not better than with it, "
-        "the parallel overhead was not the cost (no variant in the registry switches to DDP: that experiment is your own rewrite)",
-        confounders=("event names only show DataParallel when Python stacks or module names are recorded",),
         confidence="medium",
-        suggested_variants=(),
         scope="process",
     )

@@ -10,7 +10,7 @@ that launched it (M does not constrain tensor-core loads). Stakes are the kernel
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -18,9 +18,10 @@ import pandas as pd
 from workbench.analysis.kernel_precision import FP32, HALF_TYPES, kernel_precisions, launching_op_rows
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.gpu_roofline import family_by_name
-from workbench.hypotheses.hypothesis import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence
 from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms, pct, per_rank_max_us, rows, summed_over
+from workbench.hypotheses.words import Finding, Words
 
 MATMUL_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear")
 
@@ -52,8 +53,44 @@ class Fp32MatmulWithoutTf32Limits(Limits):
     min_share_pct: float = 10.0
 
 
-@rule("fp32_matmul_without_tf32", category="precision", scope="trace", limits=Fp32MatmulWithoutTf32Limits)
-def fp32_matmul_without_tf32(f: TraceFacts, limits: Fp32MatmulWithoutTf32Limits):
+@dataclass(frozen=True, kw_only=True)
+class Fp32MatmulWithoutTf32Finding(Finding):
+    share_pct: float  # of computation-kernel time
+    n_kernels: int  # fp32 matrix kernels (by their names)
+    fp32_ms: float  # their summed time
+    total_ms: float  # computation-kernel time
+    summed_over: str  # how the ranks' times were summed (empty for one rank)
+    min_compute_major: int  # the compute capability from which TF32 tensor cores exist
+    n_unknown: int = 0  # matrix kernels whose precision does not tell TF32 from fp32
+    unknown_ms: float = 0.0  # their summed time
+
+
+FP32_WORDS = Words(
+    title="fp32 GEMMs without TF32 take {share_pct:.0f}% of kernel time",
+    observed="{n_kernels} fp32 matrix kernels on the CUDA cores (by their names: sgemm / scudnn / simt), "
+    "{fp32_ms:.2f} ms of {total_ms:.2f} ms computation-kernel time{summed_over}, "
+    "on compute capability >= {min_compute_major}",
+    mechanism="Full-fp32 GEMMs use the CUDA cores; TF32 tensor cores run them several times faster at ~10-bit mantissa.",
+    predicted_effect="torch.backends.cuda.matmul.allow_tf32 = True (or bf16 autocast) cuts these kernels' time by about half or more",
+    falsifier="set torch.set_float32_matmul_precision('high'): if GEMM time does not fall, the GEMMs were not compute-limited",
+    confounders=("TF32 changes numerics (~10-bit mantissa); check tolerance",),
+    notes={
+        "unknown": "{n_unknown} matrix kernels ({unknown_ms:.2f} ms) state no precision that tells TF32 from fp32 "
+        "and were not counted"
+    },
+    suggested_variants=("tf32", "autocast_bf16"),
+)
+
+
+@rule(
+    "fp32_matmul_without_tf32",
+    category="precision",
+    scope="trace",
+    limits=Fp32MatmulWithoutTf32Limits,
+    finding=Fp32MatmulWithoutTf32Finding,
+    words=FP32_WORDS,
+)
+def fp32_matmul_without_tf32(f: TraceFacts, limits: Fp32MatmulWithoutTf32Limits) -> Fp32MatmulWithoutTf32Finding | None:
     """fp32 matrix kernels (the kernel's name says fp32 on the CUDA cores) on a GPU with TF32 tensor cores."""
     k = f.require_gpu()
     if _compute_major(f) < limits.min_compute_major:
@@ -76,19 +113,15 @@ def fp32_matmul_without_tf32(f: TraceFacts, limits: Fp32MatmulWithoutTf32Limits)
         return None
     by_name = fp32.groupby("name", as_index=False).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
     stake_us = per_rank_max_us(fp32) / 2
-    confounders = ["TF32 changes numerics (~10-bit mantissa); check tolerance"]
-    if not unknown.empty:
-        confounders.append(
-            f"{len(unknown)} matrix kernels ({unknown['dur_us'].sum() / 1e3:.2f} ms) state no precision "
-            "that tells TF32 from fp32 and were not counted"
-        )
-    return Hypothesis(
-        category="precision",
-        title=f"fp32 GEMMs without TF32 take {share:.0f}% of kernel time",
-        observed=f"{len(fp32)} fp32 matrix kernels on the CUDA cores (by their names: sgemm / scudnn / simt), "
-        f"{fp32['dur_us'].sum() / 1e3:.2f} ms of {total / 1e3:.2f} ms computation-kernel time{summed_over(k)}, "
-        f"on compute capability >= {int(limits.min_compute_major)}",
-        mechanism="Full-fp32 GEMMs use the CUDA cores; TF32 tensor cores run them several times faster at ~10-bit mantissa.",
+    return Fp32MatmulWithoutTf32Finding(
+        share_pct=share,
+        n_kernels=len(fp32),
+        fp32_ms=fp32["dur_us"].sum() / 1e3,
+        total_ms=total / 1e3,
+        summed_over=summed_over(k),
+        min_compute_major=int(limits.min_compute_major),
+        n_unknown=len(unknown),
+        unknown_ms=unknown["dur_us"].sum() / 1e3,
         evidence=(
             Evidence(
                 "fp32_gemm_share_pct",
@@ -100,11 +133,8 @@ def fp32_matmul_without_tf32(f: TraceFacts, limits: Fp32MatmulWithoutTf32Limits)
             ),
         ),
         time_at_stake_ms=bounded_ms(stake_us, f.window_us),
-        predicted_effect="torch.backends.cuda.matmul.allow_tf32 = True (or bf16 autocast) cuts these kernels' time by about half or more",
-        falsifier="set torch.set_float32_matmul_precision('high'): if GEMM time does not fall, the GEMMs were not compute-limited",
-        confounders=tuple(confounders),
+        notes=("unknown",) if not unknown.empty else (),
         confidence="medium",
-        suggested_variants=("tf32", "autocast_bf16"),
         scope="all ranks",
     )
 
@@ -138,8 +168,45 @@ class HalfMatmulUnalignedLimits(Limits):
     min_share_pct: float = 5.0
 
 
-@rule("half_matmul_unaligned", category="precision", scope="trace", limits=HalfMatmulUnalignedLimits)
-def half_matmul_unaligned(f: TraceFacts, limits: HalfMatmulUnalignedLimits):
+@dataclass(frozen=True, kw_only=True)
+class HalfMatmulUnalignedFinding(Finding):
+    n_kernels: int  # half-precision matrix kernels that ran unaligned
+    alignment: int  # the multiple (elements) K and N should be
+    unaligned_ms: float  # their summed time
+    whole_ms: float  # the time of the half-precision matrix kernels whose alignment could be judged
+    share_pct: float  # unaligned_ms of whole_ms
+    summed_over: str  # how the ranks' times were summed (empty for one rank)
+
+
+_HALF = Words(
+    title="{n_kernels} half-precision matrix kernels ran unaligned (not multiples of {alignment})",
+    observed="{unaligned_ms:.3f} ms of {whole_ms:.3f} ms half-precision matrix-kernel time "
+    "({share_pct:.0f}%){summed_over} is in kernels that ran unaligned",
+    mechanism="Tensor-core GEMM kernels load 16-byte vectors (8 half elements); a K or N that is not a multiple of 8 "
+    "forces narrower loads (an _align2/_align4 kernel) or padding.",
+    predicted_effect="padding the named dimension to a multiple of 8 lets an align8 tensor-core kernel run; "
+    "at most these kernels' own time is saved",
+    falsifier="pad the dims to a multiple of 8 and re-time the op: if it is not faster, alignment was not the issue",
+    confounders=("small matmuls are launch-bound anyway",),
+    suggested_variants=("pad_to_multiple_of_8",),
+)
+HALF_WORDS = {
+    "several": _HALF,  # more than one kernel
+    "one": replace(  # a single kernel
+        _HALF, title="{n_kernels} half-precision matrix kernel ran unaligned (not multiples of {alignment})"
+    ),
+}
+
+
+@rule(
+    "half_matmul_unaligned",
+    category="precision",
+    scope="trace",
+    limits=HalfMatmulUnalignedLimits,
+    finding=HalfMatmulUnalignedFinding,
+    words=HALF_WORDS,
+)
+def half_matmul_unaligned(f: TraceFacts, limits: HalfMatmulUnalignedLimits) -> HalfMatmulUnalignedFinding | None:
     """fp16/bf16 matrix kernels that ran unaligned: the kernel says ``_alignN`` below 16 bytes, or (no tag)
     the launching matmul's K or N is not a multiple of 8."""
     mat = matrix_kernels(f)
@@ -181,13 +248,14 @@ def half_matmul_unaligned(f: TraceFacts, limits: HalfMatmulUnalignedLimits):
         n=("dur_us", "size"), dur_us=("dur_us", "sum")
     )
     stake_us = per_rank_max_us(bad) / 2
-    return Hypothesis(
-        category="precision",
-        title=f"{len(bad)} half-precision matrix kernel{'s' if len(bad) != 1 else ''} ran unaligned (not multiples of {align})",
-        observed=f"{bad['dur_us'].sum() / 1e3:.3f} ms of {whole / 1e3:.3f} ms half-precision matrix-kernel time "
-        f"({share:.0f}%){summed_over(half)} is in kernels that ran unaligned",
-        mechanism="Tensor-core GEMM kernels load 16-byte vectors (8 half elements); a K or N that is not a multiple of 8 "
-        "forces narrower loads (an _align2/_align4 kernel) or padding.",
+    return HalfMatmulUnalignedFinding(
+        branch="one" if len(bad) == 1 else "several",
+        n_kernels=len(bad),
+        alignment=align,
+        unaligned_ms=bad["dur_us"].sum() / 1e3,
+        whole_ms=whole / 1e3,
+        share_pct=share,
+        summed_over=summed_over(half),
         evidence=(
             Evidence(
                 "unaligned_matmul_share_pct",
@@ -201,11 +269,6 @@ def half_matmul_unaligned(f: TraceFacts, limits: HalfMatmulUnalignedLimits):
             ),
         ),
         time_at_stake_ms=bounded_ms(stake_us, f.window_us),
-        predicted_effect="padding the named dimension to a multiple of 8 lets an align8 tensor-core kernel run; "
-        "at most these kernels' own time is saved",
-        falsifier="pad the dims to a multiple of 8 and re-time the op: if it is not faster, alignment was not the issue",
-        confounders=("small matmuls are launch-bound anyway",),
         confidence="medium",
-        suggested_variants=("pad_to_multiple_of_8",),
         scope="all ranks",
     )

@@ -5,14 +5,15 @@ diagnosis says so instead of staying silent: a caveat on the measurement."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from workbench.hypotheses.facts import TraceFacts
-from workbench.hypotheses.hypothesis import Evidence, Hypothesis
+from workbench.hypotheses.hypothesis import Evidence
 from workbench.hypotheses.registry import Limits, NotJudged, rule
 from workbench.hypotheses.rules._common import bounded_ms
+from workbench.hypotheses.words import Finding, Words
 
 
 def _inside(ts: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> int:
@@ -31,8 +32,44 @@ class TraceRecordsNoWorkLimits(Limits):
     min_events_per_step: float = 1.0
 
 
-@rule("trace_records_no_work", category="measurement", scope="trace", limits=TraceRecordsNoWorkLimits)
-def trace_records_no_work(f: TraceFacts, limits: TraceRecordsNoWorkLimits):
+@dataclass(frozen=True, kw_only=True)
+class TraceRecordsNoWorkFinding(Finding):
+    n_calls: int  # traced calls (step annotations)
+    traced_ms: float  # their summed time
+    n_events: int  # recorded ops and kernels that start inside them
+
+
+_NO_WORK = Words(
+    title="The trace holds {n_calls} calls but no work inside them",
+    observed="{n_calls} traced calls ({traced_ms:.3g} ms) with {n_events} recorded ops or kernels in them",
+    mechanism="The calls ran their work where the profiler does not record it: on threads it was not enabled on "
+    "(a thread pool's workers), in another process, or outside PyTorch (Python, NumPy, I/O). The "
+    "timing is real, but no rule can say from this trace where it went.",
+    predicted_effect="profiling the work on the thread that runs it (or the pool's function itself) shows its ops",
+    falsifier="profile the function the pool (or the other process) runs, directly: if its trace holds the ops, "
+    "they were on an unrecorded thread",
+    confounders=(
+        "many threads on few cores also make such calls slow and their timing noisy (see the run's "
+        "health check: thread oversubscription, CPU wait)",
+    ),
+)
+NO_WORK_WORDS = {
+    "no_work": _NO_WORK,  # not one op or kernel inside the calls
+    "little_work": replace(  # some, fewer than one a call
+        _NO_WORK, title="The trace holds {n_calls} calls but almost no work inside them"
+    ),
+}
+
+
+@rule(
+    "trace_records_no_work",
+    category="measurement",
+    scope="trace",
+    limits=TraceRecordsNoWorkLimits,
+    finding=TraceRecordsNoWorkFinding,
+    words=NO_WORK_WORDS,
+)
+def trace_records_no_work(f: TraceFacts, limits: TraceRecordsNoWorkLimits) -> TraceRecordsNoWorkFinding | None:
     """The traced calls hold (almost) no recorded op or kernel, fewer than one a call: the trace cannot explain
     where their time went."""
     steps = f.steps
@@ -46,13 +83,11 @@ def trace_records_no_work(f: TraceFacts, limits: TraceRecordsNoWorkLimits):
     if per_step >= limits.min_events_per_step:
         return None
     total = float(np.sum(ends - starts))
-    return Hypothesis(
-        category="measurement",
-        title=f"The trace holds {len(starts)} calls but {'no' if not events else 'almost no'} work inside them",
-        observed=f"{len(starts)} traced calls ({total / 1e3:.3g} ms) with {events} recorded ops or kernels in them",
-        mechanism="The calls ran their work where the profiler does not record it: on threads it was not enabled on "
-        "(a thread pool's workers), in another process, or outside PyTorch (Python, NumPy, I/O). The "
-        "timing is real, but no rule can say from this trace where it went.",
+    return TraceRecordsNoWorkFinding(
+        branch="little_work" if events else "no_work",
+        n_calls=len(starts),
+        traced_ms=total / 1e3,
+        n_events=events,
         evidence=(
             Evidence(
                 "events_per_step",
@@ -65,14 +100,6 @@ def trace_records_no_work(f: TraceFacts, limits: TraceRecordsNoWorkLimits):
             ),
         ),
         time_at_stake_ms=bounded_ms(total, total),
-        predicted_effect="profiling the work on the thread that runs it (or the pool's function itself) shows its ops",
-        falsifier="profile the function the pool (or the other process) runs, directly: if its trace holds the ops, "
-        "they were on an unrecorded thread",
-        confounders=(
-            "many threads on few cores also make such calls slow and their timing noisy (see the run's "
-            "health check: thread oversubscription, CPU wait)",
-        ),
         confidence="medium",
-        suggested_variants=(),
         scope="traced calls",
     )
