@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.analysis.backward_scopes import backward_module_paths, in_spans, optimizer_step_spans
+from workbench.analysis.optimizer_split import OptimizerSplit, optimizer_split
 from workbench.analysis.python_stack import MODULE_PREFIX, Frame, PythonStack, python_stack
 from workbench.analysis.result import AnalysisResult
 from workbench.analysis.statement_lines import TimedStatements, on_trace
@@ -51,6 +52,7 @@ from workbench.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from workbench.trace import TraceData
+    from workbench.trace.optimizer_params import OptimizerStepParams
     from workbench.trace.statements import StatementLines
 
 BASES = ("auto", "kernel", "cpu_op")
@@ -95,6 +97,8 @@ MODULE_COLUMNS = [
     "backward_us",
     "backward_self_us",
     "backward_pct",
+    "optimizer_us",
+    "optimizer_self_us",
 ]
 SOURCE_COLUMNS = [
     "location",
@@ -128,10 +132,14 @@ class ModuleBreakdown(AnalysisResult):
     launches), wall_us (its Python time under the tracer), backward_us / backward_self_us / backward_pct
     (``basis`` time in the backward of the module's forward ops, and its children's, linked by autograd's
     sequence numbers: ``workbench.analysis.backward_scopes``; not part of inclusive_us, which is the
-    time inside the module's scope). ``items``: the top ops or kernels of
+    time inside the module's scope), optimizer_us / optimizer_self_us (``basis`` time of the optimizer's
+    step updating the module's parameters, and its children's: ``workbench.analysis.optimizer_split``,
+    where the profiled run recorded what each step visited and the step updates one parameter at a time;
+    not part of inclusive_us either). ``items``: the top ops or kernels of
     each path, inclusive (key = path). ``outside_us``: time in no module's scope, of which
     ``backward_us`` is the backward of some module's ops and ``optimizer_us`` ran inside an
-    ``Optimizer.step``; ``unlinked_us``: GPU time whose launch is not in the trace. ``not_recorded``: why there is no table ("" when there is;
+    ``Optimizer.step`` (``optimizer_split_us`` of it split by module; ``optimizer_not_split``: per optimizer
+    class, why its step was not); ``unlinked_us``: GPU time whose launch is not in the trace. ``not_recorded``: why there is no table ("" when there is;
     when there is none, nothing is attributed and ``outside_us`` is all of ``total_us``)."""
 
     items: pd.DataFrame
@@ -144,6 +152,8 @@ class ModuleBreakdown(AnalysisResult):
     not_recorded: str
     backward_us: float = 0.0
     optimizer_us: float = 0.0
+    optimizer_split_us: float = 0.0
+    optimizer_not_split: tuple[str, ...] = ()  # "AdamW: why", per optimizer class whose step was not split
     kind: ClassVar[str] = "module_breakdown"
 
     @property
@@ -240,11 +250,13 @@ def module_breakdown(
     scale: float = 1.0,
     top: int = TOP_ITEMS,
     module_names: Mapping[str, str] | None = None,
+    optimizer_params: Sequence[OptimizerStepParams] = (),
 ) -> ModuleBreakdown:
     """Op and kernel time per ``nn.Module`` path (see the module docstring). ``module_names``: the
     scopes' labels -> the modules' names in their model (``{"Linear_6": "blocks.1.mlp.fc"}``, what a
     profiled run recorded: ``RunRecord.module_names``); the table's ``name`` column reads them, and
-    the label where there is none or where the names do not nest as the scopes do."""
+    the label where there is none or where the names do not nest as the scopes do. ``optimizer_params``:
+    what each optimizer's step visited (``RunRecord.optimizer_params``), for the optimizer's time by module."""
     work = _work(trace, basis, calls, scale, top)
     reason = work.reason or (NO_MODULES if not work.stack.has_modules else "")
     if reason:
@@ -277,6 +289,10 @@ def module_breakdown(
     backward_path, in_optimizer = _outside_split(trace, work, cpu_path, basis_path)
     self_backward = _sums(backward_path, work.us)
     inclusive_backward = _inclusive(self_backward, all_paths)
+    split = optimizer_split(trace.cpu_ops, trace.annotations, optimizer_params)
+    optimizer_path = _optimizer_paths(split, work, in_optimizer & (backward_path == ""), all_paths)
+    self_optimizer = _sums(optimizer_path, work.us)
+    inclusive_optimizer = _inclusive(self_optimizer, all_paths)
     rows = []
     names = _names(all_paths, module_names or {})
     for path in _tree_order(all_paths, inclusive_basis):
@@ -298,6 +314,8 @@ def module_breakdown(
                 "wall_us": float(walls.get(path, 0.0)),
                 "backward_us": inclusive_backward.get(path, 0.0),
                 "backward_self_us": self_backward.get(path, 0.0),
+                "optimizer_us": inclusive_optimizer.get(path, 0.0),
+                "optimizer_self_us": self_optimizer.get(path, 0.0),
             }
         )
     table = _with_shares(pd.DataFrame(rows), work)
@@ -318,7 +336,24 @@ def module_breakdown(
         "",
         backward_us=float(work.us[outside_rows & (backward_path != "")].sum()),
         optimizer_us=float(work.us[outside_rows & (backward_path == "") & in_optimizer].sum()),
+        optimizer_split_us=float(work.us[outside_rows & (optimizer_path != "")].sum()),
+        optimizer_not_split=tuple(f"{name}: {why}" for name, why in sorted(split.not_split.items())),
     )
+
+
+def _optimizer_paths(split: OptimizerSplit, work: _Work, in_optimizer: np.ndarray, paths: set[str]) -> np.ndarray:
+    """Per basis item inside an optimizer step: the path of the module whose parameter the step was updating
+    when it started ("" elsewhere, and where that module ran in no scope of the trace)."""
+    out = np.full(len(in_optimizer), "", dtype=object)
+    if not in_optimizer.any() or not len(split.segments) or work.points is None:
+        return out
+    by_label: dict[str, str] = {}
+    for path in sorted(paths, key=lambda p: (p.count("/"), p)):
+        by_label.setdefault(path.rpartition("/")[2], path)
+    rows = np.flatnonzero(in_optimizer)
+    labels = split.module_at(work.points.iloc[rows])
+    out[rows] = np.array([by_label.get(str(label), "") for label in labels], dtype=object)
+    return out
 
 
 def _outside_split(
@@ -559,11 +594,20 @@ def attribution(
     module_names: Mapping[str, str] | None = None,
     cells: Mapping[str, int] | None = None,
     statements: StatementLines | None = None,
+    optimizer_params: Sequence[OptimizerStepParams] = (),
 ) -> Attribution:
-    """Both breakdowns, from one nesting of the trace's Python events (``module_names``: as
-    ``module_breakdown``'s, ``cells`` and ``statements`` as ``source_breakdown``'s)."""
+    """Both breakdowns, from one nesting of the trace's Python events (``module_names`` and
+    ``optimizer_params``: as ``module_breakdown``'s, ``cells`` and ``statements`` as ``source_breakdown``'s)."""
     return Attribution(
-        module_breakdown(trace, basis=basis, calls=calls, scale=scale, top=top, module_names=module_names),
+        module_breakdown(
+            trace,
+            basis=basis,
+            calls=calls,
+            scale=scale,
+            top=top,
+            module_names=module_names,
+            optimizer_params=optimizer_params,
+        ),
         source_breakdown(
             trace,
             basis=basis,

@@ -203,6 +203,7 @@ class ProfileRun:
             calls=max(1, self.traced_calls),
             scale=self.trace_scale,
             module_names=self.record.module_names,
+            optimizer_params=self.record.optimizer_params,
             cells=self.cells,
             statements=self.record.statements,
         )

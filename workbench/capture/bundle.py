@@ -45,6 +45,7 @@ _TEXT = ((str,), "a string")
 _TEXT_OR_NULL = ((str, type(None)), "a string or null")
 _OBJECT = ((dict,), "an object")
 _OBJECT_OR_NULL = ((dict, type(None)), "an object or null")
+_LIST_OR_NULL = ((list, type(None)), "a list or null")
 _INT = ((int,), "an integer")
 _INT_OR_NULL = ((int, type(None)), "an integer or null")
 _NUMBER = ((int, float), "a number")
@@ -73,6 +74,7 @@ RECORD_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "history": _OBJECT_OR_NULL,
     "cells": _OBJECT_OR_NULL,
     "module_names": _OBJECT_OR_NULL,
+    "optimizer_params": _LIST_OR_NULL,  # the parameters each optimizer's step visited (trace.optimizer_params)
     "statements": _OBJECT_OR_NULL,  # the traced pass's statement lines (trace.statements.StatementLines)
 }
 

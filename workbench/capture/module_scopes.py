@@ -91,7 +91,9 @@ class ModuleNames:
     (``"GPT"``); where several models ran, their modules' names start with their model's label.
 
     Only the numbering is recorded while the block runs (one dictionary lookup per forward); the
-    names are looked up once, after it. The modules are held until ``paths()`` is called.
+    names are looked up once, after it. The modules are held until ``paths()`` is called, which also
+    fills ``owners``: each parameter of a module that ran (by ``id``) -> (the label of the module holding
+    it, its name in the model: ``"blocks.1.mlp.fc.weight"``).
     """
 
     def __init__(self, torch: ModuleType) -> None:
@@ -101,6 +103,7 @@ class ModuleNames:
         self._modules: dict[int, Any] = {}
         self._per_class: dict[type, int] = {}
         self._lock = threading.Lock()
+        self.owners: dict[int, tuple[str, str]] = {}
 
     def _seen(self, module: torch.nn.Module, args: tuple[Any, ...]) -> None:
         if id(module) in self._labels:
@@ -143,4 +146,8 @@ class ModuleNames:
                 label = labels.get(id(module))
                 if label is not None and label not in out:
                     out[label] = prefix + name if name else head
+                if label is not None:
+                    for pname, param in module.named_parameters(recurse=False):
+                        full = prefix + (f"{name}.{pname}" if name else pname)
+                        self.owners.setdefault(id(param), (label, full))
         return out

@@ -47,6 +47,7 @@ from workbench.capture.torch_state import applied_torch_settings
 from workbench.capture.trace_link import load_trace
 from workbench.errors import InvalidArgumentError
 from workbench.measurement import Measurement
+from workbench.trace.optimizer_params import OptimizerStepParams
 from workbench.trace.statements import StatementLines
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -86,8 +87,20 @@ class _Outcome:
     trace_attempts: int = 0
     trace_skipped: str = ""  # why the traced pass did not run although a trace was asked for
     page_faults_per_call: float | None = None  # minor page faults per clean timed call
-    module_names: dict[str, str] | None = None  # the traced pass's module scopes -> the modules' names
-    statements: StatementLines | None = None  # the statements the traced pass ran (ProfilerSession.statements)
+    seen: _Seen | None = None  # what the traced pass saw of the code (None: no traced pass)
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """What a traced pass saw of the code beside its trace (``ProfilerSession``'s findings)."""
+
+    module_names: dict[str, str]  # the module scopes' labels -> the modules' names
+    optimizer_params: tuple[OptimizerStepParams, ...]  # the parameters each optimizer's step visited
+    statements: StatementLines | None  # the statements of the user's code that ran
+
+    @classmethod
+    def of(cls, session: ProfilerSession) -> _Seen:
+        return cls(session.module_names, session.optimizer_params, session.statements)
 
 
 PROFILER_ALREADY_RUNNING = (
@@ -170,19 +183,18 @@ def _measure(
         if folder is not None and own_starts.starts and not skipped:
             skipped = CODE_STARTS_PROFILER
         traced_wait, attempts = None, 0
-        module_names: dict[str, str] = {}
-        statements: StatementLines | None = None
+        seen: _Seen | None = None
         if folder is not None and not skipped:  # the traced pass, apart
             if trace_repeat is None:
                 trace_repeat = auto_trace_repeat(statistics.median(samples))
             with captured_native_stderr() as held, ProfilerStartWatch(refuse=True):
                 warm_note = warm_up_profiler(torch, cuda)
                 if memory_inputs is None:
-                    traced, trace_path, traced_wait, attempts, module_names, statements = _traced_passes(
+                    traced, trace_path, traced_wait, attempts, seen = _traced_passes(
                         torch, call, cuda, folder, trace_repeat
                     )
                 else:  # memory=True: named tensors and (CUDA) the allocator's history around the traced pass
-                    traced, trace_path, traced_wait, attempts, module_names, statements = _memory_traced_pass(
+                    traced, trace_path, traced_wait, attempts, seen = _memory_traced_pass(
                         torch, call, cuda, folder, trace_repeat, memory_inputs, memory
                     )
             native = held.text
@@ -204,20 +216,19 @@ def _measure(
         attempts,
         skipped,
         faults,
-        module_names,
-        statements,
+        seen,
     )
 
 
 def _traced_passes(
     torch: ModuleType, call: Callable[[], Any], cuda: bool, folder: Path, trace_repeat: int
-) -> tuple[list[float], Path, float | None, int, dict[str, str], StatementLines | None]:
+) -> tuple[list[float], Path, float | None, int, _Seen]:
     """Trace ``trace_repeat`` calls; again (up to ``TRACE_ATTEMPTS`` passes) while the thread waited
     for a CPU more than ``MAX_WAIT_SHARE`` of the pass. Returns the least-waiting pass's samples,
-    its trace file, its wait share, the passes made, its module names (``ProfilerSession.
-    module_names``) and its statements (``ProfilerSession.statements``); the other traces are deleted."""
+    its trace file, its wait share, the passes made and what it saw of the code (module names,
+    optimizer parameters, statements); the other traces are deleted."""
     __tracebackhide__ = True
-    best: tuple[float, list[float], Path, dict[str, str], StatementLines | None] | None = None
+    best: tuple[float, list[float], Path, _Seen] | None = None
     attempt = 0
     for attempt in range(1, TRACE_ATTEMPTS + 1):
         target = folder if attempt == 1 else folder / f"pass-{attempt}"
@@ -231,15 +242,14 @@ def _traced_passes(
                 share if share is not None else 0.0,
                 traced,
                 session.trace_path,
-                session.module_names,
-                session.statements,
+                _Seen.of(session),
             )
         else:
             session.trace_path.unlink(missing_ok=True)
         if share is None or share <= MAX_WAIT_SHARE:
             break
     assert best is not None
-    return best[1], best[2], (best[0] if share is not None else None), attempt, best[3], best[4]
+    return best[1], best[2], (best[0] if share is not None else None), attempt, best[3]
 
 
 def _memory_traced_pass(
@@ -250,7 +260,7 @@ def _memory_traced_pass(
     trace_repeat: int,
     inputs: tuple[Any, ...],
     memory: dict[str, Any],
-) -> tuple[list[float], Path, float | None, int, dict[str, str], StatementLines | None]:
+) -> tuple[list[float], Path, float | None, int, _Seen]:
     """The traced pass of ``memory=True``: one pass with allocator events, the call's named tensors and (CUDA)
     the allocator's history; then the same calls under the profiler without allocator events, timed only,
     so that ``memory["recording_overhead"]`` says what recording memory cost the traced pass."""
@@ -278,7 +288,7 @@ def _memory_traced_pass(
         memory["snapshot_path"] = str(history.path) if history.saved else None
         if history.note:
             memory["snapshot_note"] = history.note
-    return traced, session.trace_path, share, 1, session.module_names, session.statements
+    return traced, session.trace_path, share, 1, _Seen.of(session)
 
 
 def _timed_with_waits(
@@ -456,6 +466,7 @@ def _run_fields(
         trace_repeat=len(outcome.traced_samples_ms) if traced else 0,
         health=health,
         profiler_stderr=outcome.profiler_stderr,
-        module_names=dict(outcome.module_names or {}),
-        statements=outcome.statements,
+        module_names=dict(outcome.seen.module_names) if outcome.seen is not None else {},
+        optimizer_params=outcome.seen.optimizer_params if outcome.seen is not None else (),
+        statements=outcome.seen.statements if outcome.seen is not None else None,
     )

@@ -32,7 +32,9 @@ from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any, ContextManager
 
 from workbench.capture.module_scopes import ModuleNames, ModuleScopes
+from workbench.capture.optimizer_params import OptimizerWatch
 from workbench.capture.statements import StatementRecorder
+from workbench.trace.optimizer_params import OptimizerStepParams
 from workbench.trace.statements import StatementLines
 
 if TYPE_CHECKING:
@@ -119,6 +121,8 @@ class ProfilerSession:
         self.stack_note = "" if self._record_stack else "not asked for (record_stack=False)"
         self._names: ModuleNames | None = None
         self.module_names: dict[str, str] = {}  # the scopes' labels -> the modules' names (ModuleNames)
+        self._optimizers: OptimizerWatch | None = None
+        self.optimizer_params: tuple[OptimizerStepParams, ...] = ()  # what each optimizer's step visited
         self._record_statements = RECORD_STATEMENTS if record_statements is None else bool(record_statements)
         self._recorder: StatementRecorder | None = None
         self.statements: StatementLines | None = None  # the statements that ran (StatementRecorder)
@@ -156,6 +160,7 @@ class ProfilerSession:
             self.records_stack = self._record_stack
         self._prof = prof
         self._names = ModuleNames(self._torch).__enter__()  # after the start: it sees what the tracer sees
+        self._optimizers = OptimizerWatch(self._torch).__enter__()
         if self.records_stack and self._record_statements:  # last: nothing of the session's own is traced
             self._recorder = StatementRecorder(self._torch)
             self._recorder.start()
@@ -167,6 +172,7 @@ class ProfilerSession:
         prof, self._prof = self._prof, None
         scopes, self._scopes = self._scopes, None
         names, self._names = self._names, None
+        optimizers, self._optimizers = self._optimizers, None
         recorder, self._recorder = self._recorder, None
         assert prof is not None, "__exit__ follows a successful __enter__"
         try:
@@ -175,12 +181,16 @@ class ProfilerSession:
                     found = recorder.stop()
                     self.statements = found if found is not None else StatementLines.empty(recorder.note)
             finally:
+                if optimizers is not None:
+                    optimizers.__exit__(exc_type, exc, tb)
                 if names is not None:
                     names.__exit__(exc_type, exc, tb)
                     try:
                         self.module_names = names.paths()
                     except Exception:  # noqa: BLE001 - a model whose modules cannot be walked keeps the labels
                         self.module_names = {}
+                if optimizers is not None:
+                    self.optimizer_params = optimizers.records(names.owners if names is not None else {})
                 if scopes is not None:
                     scopes.__exit__(exc_type, exc, tb)
         finally:

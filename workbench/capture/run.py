@@ -23,6 +23,7 @@ from workbench.capture.compile_diag import CompileDiagnostics
 from workbench.capture.health import ProfileHealth, check_health
 from workbench.measurement import Measurement
 from workbench.trace import TraceData
+from workbench.trace.optimizer_params import OptimizerStepParams, optimizer_params_from_list
 from workbench.trace.statements import StatementLines
 from workbench.units import format_ms
 
@@ -56,6 +57,9 @@ class RunRecord:
     # the traced pass's module scopes by the profiler's labels ("Linear_6") -> the modules' names in
     # their model ("blocks.1.mlp.fc"; capture.module_scopes.ModuleNames); {} where none ran or unknown
     module_names: dict[str, str] = field(default_factory=dict, compare=False)
+    # the parameters each optimizer's step visited in the traced pass, in its order, with the modules that
+    # hold them (trace.optimizer_params): the optimizer's time split by module; () where none stepped
+    optimizer_params: tuple[OptimizerStepParams, ...] = field(default=(), compare=False)
     # the statements of the user's code that the traced pass ran (capture.statements), for time by
     # statement line; None where not recorded (trace off, an older record)
     statements: StatementLines | None = field(default=None, compare=False, repr=False)
@@ -166,6 +170,7 @@ class RunRecord:
             "profiler_stderr": self.profiler_stderr,
             "expected_calls": self.expected_calls,
             "module_names": dict(self.module_names),
+            "optimizer_params": [o.to_dict() for o in self.optimizer_params],
             "statements": self.statements.to_dict() if self.statements is not None else None,
         }
 
@@ -215,6 +220,7 @@ class RunRecord:
             profiler_stderr=str(d.get("profiler_stderr", "") or ""),
             expected_calls=int(d["expected_calls"]) if d.get("expected_calls") else None,
             module_names=_module_names(d.get("module_names")),
+            optimizer_params=optimizer_params_from_list(d.get("optimizer_params")),
             statements=StatementLines.from_dict(d["statements"]) if d.get("statements") is not None else None,
         )
 

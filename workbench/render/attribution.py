@@ -35,6 +35,7 @@ CSS_CLASS = "wb-attribution"
 AttributionResult = Attribution | ModuleBreakdown | SourceBreakdown
 _MODULE_HEADERS = ("module", "per call", "self per call", "share", "top ops / kernels")
 _BACKWARD_HEADER = "backward per call"  # shown where some module's backward was linked to it
+_OPTIMIZER_HEADER = "optimizer per call"  # shown where the optimizer's step was split by module
 _SOURCE_HEADERS = ("source line", "self per call", "with callees", "share", "top ops / kernels")
 
 
@@ -157,10 +158,13 @@ def _modules(result: ModuleBreakdown) -> _Section:
     table = result.table
     backward = table["backward_us"] if "backward_us" in table else pd.Series(0.0, index=table.index)
     with_backward = bool((backward > 0).any())  # a table saved before backward was linked has no column
-    share = table["inclusive_pct"] + (100.0 * backward / result.total_us if result.total_us > 0 else 0.0)
+    optimizer = table["optimizer_us"] if "optimizer_us" in table else pd.Series(0.0, index=table.index)
+    with_optimizer = bool((optimizer > 0).any())
+    outside = backward + optimizer
+    share = table["inclusive_pct"] + (100.0 * outside / result.total_us if result.total_us > 0 else 0.0)
     kept = table[share >= MIN_SHARE_PCT]
     if len(kept) > MAX_MODULE_ROWS:  # the largest, still in tree order
-        kept = kept.loc[(kept["inclusive_us"] + backward[kept.index]).nlargest(MAX_MODULE_ROWS).index].sort_index()
+        kept = kept.loc[(kept["inclusive_us"] + outside[kept.index]).nlargest(MAX_MODULE_ROWS).index].sort_index()
     rows: list[Row] = []
     labels = _labels(result.items)
     per_call = result.scale / result.calls / 1e3
@@ -172,6 +176,8 @@ def _modules(result: ModuleBreakdown) -> _Section:
         ]
         if with_backward:
             cells.append(_time(float(row.backward_us) * per_call, float(row.backward_us)))
+        if with_optimizer:
+            cells.append(_time(float(row.optimizer_us) * per_call, float(row.optimizer_us)))
         cells += [_share(row.inclusive_pct), _top(result.top_items(str(row.path)), labels)]
         rows.append(tuple(cells))
     caption = (
@@ -183,6 +189,11 @@ def _modules(result: ModuleBreakdown) -> _Section:
             " Backward: the gradient functions of the module's forward ops and its children's (linked by "
             "autograd's sequence numbers), which run outside its scope."
         )
+    if with_optimizer:
+        caption += (
+            " Optimizer: the optimizer's step while it updated the module's parameters and its children's "
+            "(a step that updates one parameter at a time, cut into one stretch per parameter)."
+        )
     footer = []
     if len(table) > len(kept):
         footer.append(f"{len(table) - len(kept)} smaller module(s) not shown")
@@ -190,7 +201,8 @@ def _modules(result: ModuleBreakdown) -> _Section:
         footer.append(_outside(result))
     if result.unlinked_us > 0:
         footer.append(f"GPU time with no launch in the trace: {format_ms(result.unlinked_us / 1e3, total=True)}")
-    headers = _MODULE_HEADERS[:3] + (_BACKWARD_HEADER,) + _MODULE_HEADERS[3:] if with_backward else _MODULE_HEADERS
+    extra = ((_BACKWARD_HEADER,) if with_backward else ()) + ((_OPTIMIZER_HEADER,) if with_optimizer else ())
+    headers = _MODULE_HEADERS[:3] + extra + _MODULE_HEADERS[3:]
     return _Section(headers, rows, caption, "; ".join(f for f in footer if f))
 
 
@@ -202,7 +214,11 @@ def _outside(result: ModuleBreakdown) -> str:
     if backward_us > 0:
         parts.append(f"the modules' backward {pct * backward_us:.1f} % (in '{_BACKWARD_HEADER}')")
     if optimizer_us > 0:
-        parts.append(f"the optimizer step {pct * optimizer_us:.1f} %")
+        split_us = getattr(result, "optimizer_split_us", 0.0)
+        split = f" ({pct * split_us:.1f} % in '{_OPTIMIZER_HEADER}')" if split_us > 0 else ""
+        not_split = getattr(result, "optimizer_not_split", ())
+        why = f" (not split by module: {'; '.join(not_split)})" if not_split and split_us <= 0 else ""
+        parts.append(f"the optimizer step {pct * optimizer_us:.1f} %{split}{why}")
     if parts:
         parts.append(f"other {pct * result.other_outside_us:.1f} %")
         return f"outside any module's scope: {pct * result.outside_us:.1f} %, of which {', '.join(parts)}"
