@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "workbench.cli.profile",
     "workbench.cli.history",
     "workbench.cli.diff",
+    "workbench.cli.rules",
 )
 
 
