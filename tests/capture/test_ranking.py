@@ -153,3 +153,21 @@ def test_a_loaded_machine_qualifies_host_gap_findings():
     assert "preempted" in out[0].confounders[-1] and "load average 7.50" in out[0].confounders[-1]
     assert qualify_by_health([gaps, memory], quiet) == [gaps, memory]
     assert qualify_by_health([gaps], None) == [gaps]
+
+
+def test_recompiles_in_the_timed_calls_lead_the_noise_they_cause():
+    """Eight timed calls of a function that recompiles on each new shape: the calls that compiled are the slow
+    ones, so the timing's spread (noisy_timing, too_few_samples: larger stakes) is the recompiles' doing and
+    follows a high-confidence recompile finding; the findings smaller than the noise still follow the caveats."""
+    noisy = _h("noisy_timing", "measurement", 6.56, "low")
+    few = _h("too_few_samples", "measurement", 6.5, "low")
+    recompiles = _h("recompiles", "recompilation", 3.27, "high")
+    small = _h("cpu_host_gaps", "host_bound", 0.4)
+    ranked = rank([noisy, few, small, recompiles])
+    assert [h.rule for h in ranked] == ["recompiles", "noisy_timing", "too_few_samples", "cpu_host_gaps"]
+    # a recompile finding the rule is not sure of does not move the caveats
+    unsure = dataclasses.replace(recompiles, confidence="medium")
+    assert [h.rule for h in rank([noisy, unsure])] == ["noisy_timing", "recompiles"]
+    # a caveat saying the timing cannot be judged at all still leads
+    void = dataclasses.replace(few, evidence=(Evidence("no_median_interval", 1.0, ""),))
+    assert [h.rule for h in rank([void, recompiles])] == ["too_few_samples", "recompiles"]

@@ -134,8 +134,10 @@ def rank(hypotheses: Iterable[Hypothesis]) -> list[Hypothesis]:
     caveat saying the timing cannot be judged at all (``voids_timing``: too few samples for any 95 %
     interval of the median), since then no stake read from the timing stands. A timing caveat
     (``TIMING_CAVEATS``) also stands before the findings whose stakes are smaller than the uncertainty
-    it reports: those cannot be told from noise, and the noise is then the first thing to fix. Caveats
-    also lead where nothing else stands."""
+    it reports: those cannot be told from noise, and the noise is then the first thing to fix; except a
+    finding that is a cause of that noise (``SPREAD_CAUSES``: recompiles in the steady state, where the
+    timed calls that compiled are the slow ones), which the caveat then follows. Caveats also lead where
+    nothing else stands."""
     shown = [h for h in hypotheses if h.has_evidence and h.time_at_stake_ms > 0]
 
     def key(h: Hypothesis):
@@ -149,7 +151,16 @@ def rank(hypotheses: Iterable[Hypothesis]) -> list[Hypothesis]:
             return (2, CONFIDENCE_ORDER[h.confidence], -h.time_at_stake_ms, 0, h.rule)
         return (1, -h.time_at_stake_ms, 0, CONFIDENCE_ORDER[h.confidence], h.rule)
 
-    return sorted(shown, key=key)
+    ranked = sorted(shown, key=key)
+    causes = [i for i, h in enumerate(ranked) if h.rule in SPREAD_CAUSES and h.confidence == "high"]
+    if not causes:
+        return ranked
+    last = causes[-1]
+    before = [h for h in ranked[:last] if h.rule in TIMING_CAVEATS and not voids_timing(h)]
+    if not before:
+        return ranked
+    kept = [h for h in ranked[: last + 1] if h not in before]
+    return kept + before + ranked[last + 1 :]
 
 
 def voids_timing(h: Hypothesis) -> bool:
@@ -160,6 +171,9 @@ def voids_timing(h: Hypothesis) -> bool:
 
 # caveats about the clean timing itself: they qualify findings, never outrank a larger stake
 TIMING_CAVEATS = frozenset({"too_few_samples", "noisy_timing", "timer_resolution"})
+# findings that are a cause of the timing's spread (recompiles in the timed calls: the calls that compiled
+# are the slow ones), which a timing caveat does not stand before
+SPREAD_CAUSES = frozenset({"recompiles"})
 # caveats about the measurement (the timing, or one-time work inside the traced window, or the profiler's
 # first session): ranked after the findings they qualify
 MEASUREMENT_CAVEATS = TIMING_CAVEATS | frozenset(
