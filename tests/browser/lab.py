@@ -74,6 +74,13 @@ def _fixes_cells() -> list[str]:
 
 
 FIXES_CELLS = _fixes_cells()
+# the same step profiled with its trace, then where its time went: by module (forward, backward and the
+# optimizer's step per module) and by source line
+ATTRIBUTION_CELLS = [
+    _fixes_cells()[0],
+    "%%gpuprofile -w 1 -r 5\nloss = step()",
+    "_gpuprofile.attribution",
+]
 
 
 def _free_port() -> int:
@@ -95,6 +102,7 @@ def _write_root(tmp: Path) -> Path:
     _write_notebook(tmp / "root" / "live.ipynb", LIVE_CELLS)
     _write_notebook(tmp / "root" / "training.ipynb", TRAINING_CELLS)
     _write_notebook(tmp / "root" / "fixes.ipynb", FIXES_CELLS)
+    _write_notebook(tmp / "root" / "attribution.ipynb", ATTRIBUTION_CELLS)
     labconfig = tmp / "config" / "labconfig"
     labconfig.mkdir(parents=True)
     (labconfig / "page_config.json").write_text(json.dumps({"disabledExtensions": DISABLED_PLUGINS}))

@@ -39,7 +39,7 @@ NOTEBOOK_CSS = (
     + ",".join(f"{t} th,{t} td" for t in _OURS)
     + "{text-align:left !important;vertical-align:top}"
     + ",".join(f"{t} td.wb-num" for t in _OURS)
-    + "{text-align:right !important;font-variant-numeric:tabular-nums}</style>"
+    + "{text-align:right !important;font-variant-numeric:tabular-nums;white-space:nowrap}</style>"
 )
 
 QUOTES = ('"', "'")  # the attribute quotes a table may be written with (either is safe: html_text escapes both)
