@@ -315,9 +315,9 @@ class MaterialisedAttentionFinding(Finding):
     summed_over: str  # how the ranks' times were summed (empty for one rank)
     stake_ms: float  # the matched attentions' time (matmuls, softmax and the passes between them)
     whole_ms: float  # the time the share is of (measured or computation-kernel time)
-    module_class: str = ""  # the nn.Module class that ran most of them (branches "*_in_module")
+    module_class: str = ""  # the nn.Module class that ran most of them (part "in_module")
     n_module_calls: int = 0  # how many of them it ran
-    largest_scores: str = ""  # the shape of the largest score matrix (branches "*_sized")
+    largest_scores: str = ""  # the shape of the largest score matrix (part "sized")
     largest_dtype: str = ""  # its dtype
     largest_mib: float = 0.0  # its size in MiB
     n_unchecked: int = 0  # matches whose ops recorded no shapes (note "unchecked")
@@ -336,16 +336,15 @@ _OPS_CONFOUNDERS = (
 _CPU_CONFOUNDER = "on a CPU the fused attention kernel gains less than flash attention on a GPU"
 
 
-def _ops_words(device: str, in_module: bool, sized: bool) -> Words:
-    """The words of a match among CPU ops on ``device`` ("cpu": a CPU trace, "gpu": its kernels timed), naming
-    the module that ran it (``in_module``) and the largest score matrix (``sized``) where the trace tells them."""
+def _ops_words(device: str) -> Words:
+    """The words of a match among CPU ops on ``device`` ("cpu": a CPU trace, "gpu": its kernels timed); the
+    parts name the module that ran it (``in_module``) and the largest score matrix (``sized``) where the trace
+    tells them."""
     what = _OF_WHAT[device]
     return Words(
-        title=_TITLE + (_IN_MODULE if in_module else "") + ": {share_pct:.0f}% of " + what,
+        title=_TITLE + "{in_module}: {share_pct:.0f}% of " + what,
         observed="{n_matches} softmax ops between two batched matmuls (q·kᵀ, then ·v){summed_over}, "
-        "{stake_ms:.2f} ms with the passes over the scores between them, of {whole_ms:.2f} ms "
-        + what
-        + (_LARGEST if sized else ""),
+        "{stake_ms:.2f} ms with the passes over the scores between them, of {whole_ms:.2f} ms " + what + "{sized}",
         mechanism="Attention written as softmax(q @ k.transpose) @ v materialises the whole [L, S] score matrix: "
         "the first matmul writes it, the scale / mask / softmax / dropout each read and write it again, and the "
         "matmul with v reads it once more. A fused attention kernel (flash or memory-efficient attention) tiles "
@@ -363,21 +362,14 @@ def _ops_words(device: str, in_module: bool, sized: bool) -> Words:
             "efficient) elsewhere",
         },
         suggested_variants=_FIXES,
+        parts={"in_module": _IN_MODULE, "sized": _LARGEST},
     )
 
 
-def _ops_branch(device: str, in_module: bool, sized: bool) -> str:
-    return device + ("_in_module" if in_module else "") + ("_sized" if sized else "")
-
-
-# a match among ops: "cpu" / "gpu" (where its time was measured), "_in_module" where the trace names the module
-# that ran it, "_sized" where the ops recorded the score matrix's shape; "kernels": matched by kernel names alone
-WORDS = {
-    _ops_branch(device, in_module, sized): _ops_words(device, in_module, sized)
-    for device in ("cpu", "gpu")
-    for in_module in (False, True)
-    for sized in (False, True)
-}
+# a match among ops: "cpu" / "gpu" (where its time was measured; parts "in_module" where the trace names the
+# module that ran it, "sized" where the ops recorded the score matrix's shape); "kernels": matched by kernel
+# names alone
+WORDS = {device: _ops_words(device) for device in ("cpu", "gpu")}
 WORDS["kernels"] = Words(
     title=_TITLE + ": {share_pct:.0f}% of computation-kernel time",
     observed="{n_matches} softmax kernels between two GEMM kernels on one stream{summed_over}, "
@@ -498,7 +490,7 @@ def _finding(
             )
         )
     return MaterialisedAttentionFinding(
-        branch=_ops_branch("gpu" if f.has_gpu else "cpu", bool(top_class), biggest is not None),
+        branch="gpu" if f.has_gpu else "cpu",
         share_pct=share,
         n_matches=len(found),
         summed_over=summed_over(found),
@@ -513,6 +505,7 @@ def _finding(
         evidence=tuple(evidence),
         time_at_stake_ms=bounded_ms(stake_us, f.window_us),
         notes=(("unchecked",) if unchecked else ()) + (("fused_elsewhere",) if fused_elsewhere else ()),
+        parts=(("in_module",) if top_class else ()) + (("sized",) if biggest is not None else ()),
         confidence="low" if unchecked else "medium",
         scope=f"nn.Module {top_class}" if top_class else ("all ranks" if f.has_gpu else "host threads"),
     )

@@ -59,6 +59,7 @@ DEVICE_IDLE_HOST_WAIT_WORDS = Words(
     falsifier="replay the same kernels without the host work between them (CUDA graph of one step): if the step time is unchanged, the host was not the bottleneck",
     confounders=("profiler overhead lengthens host gaps", "the first steps include warm-up"),
     suggested_variants=("cuda_graph", "compiled"),
+    scope="rank {rank}",
 )
 
 
@@ -112,7 +113,6 @@ def device_idle_host_wait(f: TraceFacts, limits: DeviceIdleHostWaitLimits) -> li
                 ),
                 time_at_stake_ms=bounded_ms(stake_us, r.span_us),
                 confidence="high" if idle_pct > 2 * limits.min_idle_pct and share > 0.8 else "medium",
-                scope=f"rank {int(r['rank'])}",
             )
         )
     return out
@@ -148,6 +148,7 @@ KERNELS_SHORTER_THAN_LAUNCH_WORDS = Words(
     falsifier="capture one step as a CUDA graph: if the step time does not fall by about the short gaps, launches were not the cost",
     confounders=("profiler overhead inflates launch calls", "kernels on other streams may fill the gaps"),
     suggested_variants=("cuda_graph", "compiled"),
+    scope="rank {rank}",
 )
 
 
@@ -208,7 +209,6 @@ def kernels_shorter_than_launch(
                 ),
                 time_at_stake_ms=bounded_ms(stake_us, span),
                 confidence="high" if frac > 0.75 else "medium",
-                scope=f"rank {rank}",
             )
         )
     return out
@@ -242,6 +242,7 @@ LAUNCH_QUEUE_FULL_WORDS = Words(
     falsifier="halve the work per kernel (smaller batch): if launch calls stay slow, the queue was not full",
     confounders=("a synchronising call inside the launch path also blocks",),
     suggested_variants=("compiled", "autocast_bf16", "tf32"),
+    scope="rank {rank}",
 )
 
 
@@ -283,7 +284,6 @@ def launch_queue_full(f: TraceFacts, limits: LaunchQueueFullLimits) -> list[Laun
                 ),
                 time_at_stake_ms=bounded_ms(slow["runtime_us"].sum(), r.span_us),
                 confidence="low",
-                scope=f"rank {int(r['rank'])}",
             )
         )
     return out

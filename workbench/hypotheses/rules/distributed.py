@@ -41,6 +41,7 @@ EXPOSED_COMMUNICATION_WORDS = Words(
     falsifier="run the step on one rank (no collectives): if the step shortens by less than the exposed time, the collectives were not critical",
     confounders=("a straggler makes collectives wait: the wait shows as communication time",),
     suggested_variants=(),  # bucketing and overlap are DDP settings: no catalog fix
+    scope="rank {rank}",
 )
 
 
@@ -79,7 +80,6 @@ def exposed_communication(f: TraceFacts, limits: ExposedCommunicationLimits) -> 
                 ),
                 time_at_stake_ms=bounded_ms(exposed, r.span_us),
                 confidence="medium",
-                scope=f"rank {int(r['rank'])}",
             )
         )
     return out
@@ -119,7 +119,8 @@ _HOST_LATE_OBSERVED = (
 )
 _HOST_LATE_PREDICTED = "removing the host-side delay on the stragglers (data loading, CPU pinning, fewer host syncs) removes the others' wait"
 
-# The cause each branch names: what the observation ends with, the mechanism and the predicted effect.
+# The cause each branch names (the branch's name): what the observation ends with, the mechanism and the
+# predicted effect.
 _STRAGGLER_CAUSES = {
     "more_compute": (
         "computing {straggler_compute_ms:.2f} ms before their collectives against a median rank's "
@@ -151,14 +152,14 @@ _STRAGGLER_CAUSES = {
         _HOST_LATE_PREDICTED,
     ),
 }
-# The title by how many stragglers there are.
+# The title's subject by how many stragglers there are: the finding lists one of the two parts.
 _STRAGGLER_WHO = {"one": "Rank {straggler_ranks} is a straggler", "several": "Ranks {straggler_ranks} are stragglers"}
 
 
-def _straggler_words(cause: str, who: str) -> Words:
+def _straggler_words(cause: str) -> Words:
     observed_cause, mechanism, predicted = _STRAGGLER_CAUSES[cause]
     return Words(
-        title=_STRAGGLER_WHO[who] + ": the others wait up to {wait_pct:.0f}% of the span",
+        title="{one}{several}: the others wait up to {wait_pct:.0f}% of the span",
         observed="rank(s) {straggler_ranks} (worst first) spend {min_comm_ms:.2f}-{max_comm_ms:.2f} ms "
         "in collectives against a median of {median_comm_ms:.2f} ms, " + observed_cause,
         mechanism=mechanism,
@@ -173,14 +174,14 @@ def _straggler_words(cause: str, who: str) -> Words:
             "no_comm": "ranks {no_comm_ranks} run no collectives: not judged",
         },
         suggested_variants=(),  # bucketing and overlap are DDP settings: no catalog fix
+        parts=_STRAGGLER_WHO,
+        scope="ranks {straggler_ranks}",
     )
 
 
-# branches "<cause>/<one|several>": the cause named (more compute, the host late on a GPU or CPU job, neither
-# explains the wait) and whether one rank straggles or several
-STRAGGLER_RANK_WORDS = {
-    f"{cause}/{who}": _straggler_words(cause, who) for cause in _STRAGGLER_CAUSES for who in _STRAGGLER_WHO
-}
+# a branch per cause named (more compute, the host late on a GPU or CPU job, neither explains the wait); the
+# parts "one" / "several" say whether one rank straggles or several
+STRAGGLER_RANK_WORDS = {cause: _straggler_words(cause) for cause in _STRAGGLER_CAUSES}
 
 
 @rule(
@@ -275,7 +276,7 @@ def straggler_finding(
     names = ", ".join(str(r) for r in worst)
     rows_table = merged.reset_index()
     return StragglerRankFinding(
-        branch=f"{cause}/{'one' if len(worst) == 1 else 'several'}",
+        branch=cause,
         straggler_ranks=names,
         dev=dev,
         wait_pct=wait_pct,
@@ -291,6 +292,7 @@ def straggler_finding(
         no_kernels_ranks=", ".join(map(str, no_kernels)),
         no_comm_ranks=", ".join(map(str, no_comm)),
         notes=(("no_kernels",) if no_kernels else ()) + (("no_comm",) if no_comm else ()),
+        parts=("one",) if len(worst) == 1 else ("several",),
         evidence=(
             Evidence(
                 "wait_caused_pct",
@@ -327,5 +329,4 @@ def straggler_finding(
         ),
         time_at_stake_ms=bounded_ms(wait_us, span),
         confidence="medium" if by_compute or by_host else "low",
-        scope=f"ranks {names}",
     )

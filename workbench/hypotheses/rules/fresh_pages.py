@@ -82,14 +82,9 @@ class FreshPagesFinding(Finding):
     upper_ms: float  # the allocating ops' time a call above their roof (an upper bound on the faults' cost)
 
 
-_FAULTS = "{faults_per_call:,.0f} minor page faults per clean call"
-_ALLOCATING = (
-    _FAULTS + "; the trace shows {mib_per_call:,.1f} MiB allocated per call in buffers of >= {mapped_kib} KiB, most "
-    "in {top_op}"
-)
-_FRESH_PAGES = Words(
+FRESH_PAGES_WORDS = Words(
     title="Every call maps {fresh_mib:,.1f} MiB of fresh memory",
-    observed=_FAULTS,
+    observed="{faults_per_call:,.0f} minor page faults per clean call{allocating}{bounded}",
     mechanism="The call's buffers are freed back to the OS and mapped again on the next call: each fresh page "
     "faults and is zeroed before the op writes it, on top of the op's own work; the cost depends on "
     "the allocator's state, so the same code can time differently from process to process.",
@@ -99,19 +94,15 @@ _FRESH_PAGES = Words(
     "time does not, the fresh pages were not a cost (no variant in the registry preallocates: that "
     "experiment is your own rewrite)",
     confounders=("first-touch of memory the call needs anyway costs the same once; only repeated mapping is churn",),
+    parts={
+        # the trace names the ops that allocate mapped buffers (else: no allocator events, no CPU ops)
+        "allocating": "; the trace shows {mib_per_call:,.1f} MiB allocated per call in buffers of >= "
+        "{mapped_kib} KiB, most in {top_op}",
+        # ... and their time above their roof exceeds the zeroing time: the faults' cost lies between the two
+        "bounded": "; the ops that allocate them take {upper_ms:.3g} ms a call above their roof: the faults cost "
+        "between {zero_ms:.3g} ms (zeroing the pages) and that",
+    },
 )
-FRESH_PAGES_WORDS = {
-    # the trace shows no op allocating mapped buffers (no allocator events, no CPU ops): the faults alone
-    "faults_only": _FRESH_PAGES,
-    # the trace names the ops that allocate them
-    "allocating_ops": replace(_FRESH_PAGES, observed=_ALLOCATING),
-    # ... and their time above their roof exceeds the zeroing time: the faults' cost lies between the two
-    "allocating_ops_bounded": replace(
-        _FRESH_PAGES,
-        observed=_ALLOCATING + "; the ops that allocate them take {upper_ms:.3g} ms a call above their roof: the "
-        "faults cost between {zero_ms:.3g} ms (zeroing the pages) and that",
-    ),
-}
 
 
 @rule(
@@ -184,12 +175,8 @@ def fresh_pages_every_call(f: RunFacts, limits: FreshPagesEveryCallLimits) -> Fr
                 source="cpu_ops that allocate them, time above their roof (an upper bound on the faults' cost)",
             )
         )
-    if not rows:
-        branch = "faults_only"
-    else:
-        branch = "allocating_ops_bounded" if upper_ms > zero_ms else "allocating_ops"
     return FreshPagesFinding(
-        branch=branch,
+        parts=(("allocating",) + (("bounded",) if upper_ms > zero_ms else ())) if rows else (),
         faults_per_call=faults,
         fresh_mib=faults * PAGE_BYTES / 2**20,
         zero_ms=zero_ms,

@@ -11,7 +11,7 @@ minority of steps (the first excepted: ``first_step_outlier`` judges it) many ti
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -75,7 +75,7 @@ class GcPausesFinding(Finding):
     n_calls: int  # traced calls (steps; one window without step annotations)
     gc_ms: float  # gc.collect()'s time within them
     gc_share_pct: float  # of the traced time
-    typical_ms: float  # the median call, the first excepted (nan with fewer than 4 calls)
+    typical_ms: float  # the median call, the first excepted (nan with fewer than 4 calls: no part "typical")
 
 
 _PREDICTION = (
@@ -90,26 +90,19 @@ _CONFOUNDERS = (
     "a loaded machine preempts single calls the same way (see the run's health check)",
     "the profiler's Python tracer makes a collection slower than it is untraced",
 )
-_GC_OBSERVED = (
-    "gc.collect() ran for {gc_ms:.2f} ms in {n_calls_in_gc} of {n_calls} traced calls ({gc_share_pct:.0f}% of the "
-    "traced time)"
-)
-_GC = Words(
+GC_PAUSES_WORDS = Words(
     title="Python's garbage collector runs in {n_calls_in_gc} of {n_calls} calls",
-    observed=_GC_OBSERVED,
+    observed="gc.collect() ran for {gc_ms:.2f} ms in {n_calls_in_gc} of {n_calls} traced calls ({gc_share_pct:.0f}% "
+    "of the traced time){typical}",
     mechanism="A garbage collection walks every tracked Python object (a full collection over a large object "
     "graph takes milliseconds to seconds) and stops the calls it falls in; the ops around it are not "
     "slower, and the median call does not show it.",
     predicted_effect=_PREDICTION,
     falsifier=_FALSIFIER,
     confounders=_CONFOUNDERS,
+    # where there are enough calls for a median call (4 or more; not one window without step annotations)
+    parts={"typical": "; the typical call takes {typical_ms:.3g} ms"},
 )
-GC_PAUSES_WORDS = {
-    # enough calls for a median call (4 or more)
-    "typical_known": replace(_GC, observed=_GC_OBSERVED + "; the typical call takes {typical_ms:.3g} ms"),
-    # fewer calls (or one window without step annotations): no typical call to compare with
-    "too_few_calls": _GC,
-}
 
 
 @rule(
@@ -128,12 +121,12 @@ def gc_pauses(f: TraceFacts, limits: GcPausesLimits) -> GcPausesFinding | None:
         return None  # gc_pauses speaks where the stack shows the collector, intermittent_pauses elsewhere
     in_gc = int((c.gc_per_step > 0).sum())
     return GcPausesFinding(
-        branch="typical_known" if c.typical_us == c.typical_us else "too_few_calls",
         n_calls_in_gc=in_gc,
         n_calls=c.n,
         gc_ms=c.gc_us / 1e3,
         gc_share_pct=pct(c.gc_us, c.total_us),
         typical_ms=c.typical_us / 1e3,
+        parts=("typical",) if c.typical_us == c.typical_us else (),
         evidence=(
             Evidence(
                 "gc_time_pct",

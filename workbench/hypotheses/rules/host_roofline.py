@@ -6,7 +6,7 @@ near the compute roof. CPU-only traces (on a GPU trace the kernel rules judge th
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -190,46 +190,30 @@ _CPU_COMPUTE_CONFOUNDERS = (
     "the intensity is analytic, not measured",
     "forward convolutions whose stride/padding the trace did not record are placed by name",
 )
-_CPU_COMPUTE_TITLE = "{share_pct:.0f}% of the time is in arithmetic-heavy matrix ops"
-_CPU_COMPUTE_OBSERVED = (
-    "{ops_per_call:.1f} matrix ops per call above the ridge ({ridge_flop_per_byte:.0f} FLOP/byte), "
-    "{compute_ms:.2f} ms in all"
-)
-_CPU_COMPUTE_MECHANISM = (
-    "These ops do many FLOPs per byte moved; the arithmetic units, not memory or dispatch, set their time."
-)
-_CPU_COMPUTE_PREDICTION = (
-    "lower precision (bf16 autocast, TF32 on GPU) or less arithmetic is the only lever; fusion will not help"
-)
-_CPU_COMPUTE_FALSIFIER = (
-    "run under bf16 autocast (the autocast_bf16 fix: torch.autocast('cpu', dtype=torch.bfloat16)): if matmul "
-    "time does not fall, they were not compute-limited (compiling, which fuses, does not touch this mechanism)"
+_WITHIN_ROOF = Words(
+    title="{share_pct:.0f}% of the time is in arithmetic-heavy matrix ops",
+    observed="{ops_per_call:.1f} matrix ops per call above the ridge ({ridge_flop_per_byte:.0f} FLOP/byte), "
+    "{compute_ms:.2f} ms in all",
+    mechanism="These ops do many FLOPs per byte moved; the arithmetic units, not memory or dispatch, set their time.",
+    predicted_effect="lower precision (bf16 autocast, TF32 on GPU) or less arithmetic is the only lever; fusion will "
+    "not help",
+    falsifier="run under bf16 autocast (the autocast_bf16 fix: torch.autocast('cpu', dtype=torch.bfloat16)): if "
+    "matmul time does not fall, they were not compute-limited (compiling, which fuses, does not touch this mechanism)",
+    confounders=_CPU_COMPUTE_CONFOUNDERS,
+    suggested_variants=("autocast_bf16",),
 )
 CPU_COMPUTE_BOUND_OPS_WORDS = {
     # the ops achieve no more than the ceiling allows (or no FLOP count says what they achieve)
-    "within_roof": Words(
-        title=_CPU_COMPUTE_TITLE,
-        observed=_CPU_COMPUTE_OBSERVED,
-        mechanism=_CPU_COMPUTE_MECHANISM,
-        predicted_effect=_CPU_COMPUTE_PREDICTION,
-        falsifier=_CPU_COMPUTE_FALSIFIER,
-        confounders=_CPU_COMPUTE_CONFOUNDERS,
-        suggested_variants=("autocast_bf16",),
-    ),
-    # more than the roof allows: the ceiling (a default?) or the counts are wrong, not a win
-    "above_roof": Words(
-        title=_CPU_COMPUTE_TITLE,
-        observed=_CPU_COMPUTE_OBSERVED,
-        mechanism=_CPU_COMPUTE_MECHANISM,
-        predicted_effect=_CPU_COMPUTE_PREDICTION,
-        falsifier=_CPU_COMPUTE_FALSIFIER,
+    "within_roof": _WITHIN_ROOF,
+    # more than the roof allows: the ceiling (a default?) or the counts are wrong, not a win (said first)
+    "above_roof": replace(
+        _WITHIN_ROOF,
         confounders=(
             "the ops achieve {achieved_gflops:.0f} GFLOP/s, above the {ceiling_kind} ceiling's "
             "{peak_gflops:.0f} GFLOP/s: an anomaly (wrong ceiling or counts); "
             "measure the ceiling (workbench.devices.measure_cpu_ceiling) before trusting this",
             *_CPU_COMPUTE_CONFOUNDERS,
         ),
-        suggested_variants=("autocast_bf16",),
     ),
 }
 

@@ -140,6 +140,7 @@ _ACTIVATIONS = Words(
     falsifier="profile again with the module checkpointed (or a half micro-batch): if the peak does not fall "
     "by about the activations' bytes, they were not what held it",
     confounders=("the peak moment may differ between steps",),
+    scope="{device}: {module}",
 )
 ACTIVATIONS_WORDS = {
     "backward": _ACTIVATIONS,  # a backward pass ran: autograd keeps forward outputs for it
@@ -215,7 +216,6 @@ def activations_dominate_peak(
         ),
         time_at_stake_ms=0.0,
         confidence="high" if share >= 0.7 else "medium",
-        scope=f"{peak.device}: {holder}",
     )
 
 
@@ -231,7 +231,7 @@ class MemoryLeakAcrossStepsLimits(Limits):
 class MemoryLeakAcrossStepsFinding(Finding):
     growth_mib: float  # allocated memory grown per step
     where: str  # the module (else the top-level op) that made the first kept blocks
-    location: str  # their source line ("" when not recorded)
+    location: str  # their source line ("" when not recorded: no part "located")
     n_growing: int  # steps after the first that grew allocated memory
     n_steps: int  # steps after the first
     device: str  # the device that grew
@@ -239,8 +239,8 @@ class MemoryLeakAcrossStepsFinding(Finding):
     median_kept_blocks: int  # blocks kept per step (median)
 
 
-_LEAK = Words(
-    title="Memory grows {growth_mib:,.1f} MiB every step: blocks from {where} at {location} are never freed",
+LEAK_WORDS = Words(
+    title="Memory grows {growth_mib:,.1f} MiB every step: blocks from {where}{located} are never freed",
     observed="{n_growing} of {n_steps} steps after the first grew allocated memory on {device}, {kept_mib:,.1f} MiB "
     "per step kept (median {median_kept_blocks} block(s) per step)",
     mechanism="Something holds a reference to a tensor made each call (a Python list that keeps outputs, a "
@@ -249,13 +249,9 @@ _LEAK = Words(
     "keeps memory flat across steps; left alone it runs out of memory after enough steps",
     falsifier="run twice as many steps: a leak keeps growing by the same amount; a cache or warm-up plateaus",
     confounders=("a cache that fills over the first steps grows too, then stops",),
+    parts={"located": " at {location}"},  # where the kept blocks' source line was recorded
+    scope="{device}: {where}",
 )
-LEAK_WORDS = {
-    "located": _LEAK,  # the kept blocks' source line was recorded
-    "unlocated": replace(  # no source line
-        _LEAK, title="Memory grows {growth_mib:,.1f} MiB every step: blocks from {where} are never freed"
-    ),
-}
 
 
 @rule(
@@ -286,7 +282,6 @@ def memory_leak_across_steps(f: TraceFacts, limits: MemoryLeakAcrossStepsLimits)
     where = top["module"] or top["top_op"] or "(no op)"
     stake = float(later["growth_bytes"].sum())
     return MemoryLeakAcrossStepsFinding(
-        branch="located" if top["location"] else "unlocated",
         growth_mib=g.growth_per_step_bytes / MIB,
         where=str(where),
         location=str(top["location"]),
@@ -295,6 +290,7 @@ def memory_leak_across_steps(f: TraceFacts, limits: MemoryLeakAcrossStepsLimits)
         device=str(g.device),
         kept_mib=kept / MIB,
         median_kept_blocks=int(later["kept_blocks"].median()),
+        parts=("located",) if top["location"] else (),
         evidence=(
             Evidence(
                 "growth_per_step_bytes",
@@ -319,7 +315,6 @@ def memory_leak_across_steps(f: TraceFacts, limits: MemoryLeakAcrossStepsLimits)
         ),
         time_at_stake_ms=0.0,
         confidence="high",
-        scope=f"{g.device}: {where}",
     )
 
 
@@ -356,6 +351,7 @@ TEMPORARY_WORDS = Words(
     falsifier="use {inplace_name} there and profile again: if the peak does not fall by {size_mib:,.1f} MiB, the "
     "input was still referenced (or autograd needs it: in-place is then refused)",
     confounders=("in-place is not allowed where autograd saved the input for backward",),
+    scope="{device}: {where}",
 )
 
 
@@ -416,7 +412,6 @@ def temporary_at_peak(f: TraceFacts, limits: TemporaryAtPeakLimits) -> Temporary
         ),
         time_at_stake_ms=0.0,
         confidence="medium",
-        scope=f"{peak.device}: {where}",
     )
 
 
@@ -447,6 +442,7 @@ FRAGMENTATION_WORDS = Words(
     falsifier="rerun with expandable_segments:True and compare torch.cuda.max_memory_reserved(): no drop, no "
     "fragmentation (the cache was simply warm)",
     confounders=("reserved also holds blocks freed at the end and cached for the next step",),
+    scope="{device}",
 )
 
 
@@ -484,7 +480,6 @@ def allocator_fragmentation(
         ),
         time_at_stake_ms=0.0,
         confidence="medium",
-        scope=str(row["device"]),
     )
 
 

@@ -181,23 +181,17 @@ class DataParallelNotDdpFinding(Finding):
     devices: str  # the GPU indices the kernels ran on, as a list ("[0, 1]"; "" when none are recorded)
 
 
-_DATA_PARALLEL = Words(
+DATA_PARALLEL_WORDS = Words(
     title="nn.DataParallel replicates and gathers every step ({share_pct:.0f}% of the trace)",
-    observed="{n_events} DataParallel replicate/scatter/gather/broadcast events in one process driving devices "
-    "{devices}",
+    observed="{n_events} DataParallel replicate/scatter/gather/broadcast events in one process{driving}",
     mechanism="DataParallel copies the model to every GPU each step, scatters inputs and gathers outputs on GPU 0, "
     "all from one Python process (GIL-bound); DDP keeps one process per GPU and overlaps gradient all-reduce.",
     predicted_effect="DistributedDataParallel (one process per GPU) removes replicate/scatter/gather and scales better",
     falsifier="run one step on a single GPU without DataParallel: if per-sample time is not better than with it, "
     "the parallel overhead was not the cost (no variant in the registry switches to DDP: that experiment is your own rewrite)",
     confounders=("event names only show DataParallel when Python stacks or module names are recorded",),
+    parts={"driving": " driving devices {devices}"},  # where the trace's kernels name the devices driven
 )
-DATA_PARALLEL_WORDS = {
-    "devices": _DATA_PARALLEL,  # the trace's kernels name the devices driven
-    "no_devices": replace(  # no kernel (or no device) recorded
-        _DATA_PARALLEL, observed="{n_events} DataParallel replicate/scatter/gather/broadcast events in one process"
-    ),
-}
 
 
 @rule(
@@ -237,10 +231,10 @@ def data_parallel_not_ddp(f: TraceFacts, limits: DataParallelNotDdpLimits) -> Da
     devices = sorted(int(d) for d in f.kernels["device"].unique()) if f.has_gpu and "device" in f.kernels else []
     by = dp.groupby("name", as_index=False).agg(n=("dur_us", "size"), dur_us=("dur_us", "sum"))
     return DataParallelNotDdpFinding(
-        branch="devices" if devices else "no_devices",
         share_pct=share,
         n_events=len(dp),
         devices=str(devices) if devices else "",
+        parts=("driving",) if devices else (),
         evidence=(
             Evidence(
                 "data_parallel_pct",

@@ -10,7 +10,7 @@ that launched it (M does not constrain tensor-core loads). Stakes are the kernel
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -178,8 +178,8 @@ class HalfMatmulUnalignedFinding(Finding):
     summed_over: str  # how the ranks' times were summed (empty for one rank)
 
 
-_HALF = Words(
-    title="{n_kernels} half-precision matrix kernels ran unaligned (not multiples of {alignment})",
+HALF_WORDS = Words(
+    title="{n_kernels} half-precision matrix kernel{plural} ran unaligned (not multiples of {alignment})",
     observed="{unaligned_ms:.3f} ms of {whole_ms:.3f} ms half-precision matrix-kernel time "
     "({share_pct:.0f}%){summed_over} is in kernels that ran unaligned",
     mechanism="Tensor-core GEMM kernels load 16-byte vectors (8 half elements); a K or N that is not a multiple of 8 "
@@ -189,13 +189,8 @@ _HALF = Words(
     falsifier="pad the dims to a multiple of 8 and re-time the op: if it is not faster, alignment was not the issue",
     confounders=("small matmuls are launch-bound anyway",),
     suggested_variants=("pad_to_multiple_of_8",),
+    parts={"plural": "s"},  # more than one kernel
 )
-HALF_WORDS = {
-    "several": _HALF,  # more than one kernel
-    "one": replace(  # a single kernel
-        _HALF, title="{n_kernels} half-precision matrix kernel ran unaligned (not multiples of {alignment})"
-    ),
-}
 
 
 @rule(
@@ -249,8 +244,8 @@ def half_matmul_unaligned(f: TraceFacts, limits: HalfMatmulUnalignedLimits) -> H
     )
     stake_us = per_rank_max_us(bad) / 2
     return HalfMatmulUnalignedFinding(
-        branch="one" if len(bad) == 1 else "several",
         n_kernels=len(bad),
+        parts=() if len(bad) == 1 else ("plural",),
         alignment=align,
         unaligned_ms=bad["dur_us"].sum() / 1e3,
         whole_ms=whole / 1e3,

@@ -98,14 +98,14 @@ class FrequentSequencesFinding(Finding):
     unit: str  # what the sequence is of: "kernels" (GPU trace) or "ops" (CPU-only trace)
     sequence_len: int  # the events in one repeat
     n_repeats: int  # its non-overlapping repeats
-    sequence_head: str  # its first names joined with " -> " (" -> ..." when it is longer)
+    sequence_head: str  # its first four names joined with " -> " (part "longer" when it has more)
     sequence_ms: float  # the repeats' summed time, first start to last end
     idle_inside_ms: float  # the summed idle between the events within the repeats
 
 
 FREQUENT_SEQUENCES_WORDS = Words(
     title="A sequence of {sequence_len} {unit} repeats {n_repeats} times",
-    observed="{where}: {sequence_head} "
+    observed="{where}: {sequence_head}{longer} "
     "occurs {n_repeats} times ({sequence_ms:.2f} ms), with {idle_inside_ms:.2f} ms idle between its {unit}",
     mechanism="Each repeat launches the same {sequence_len} {unit} one by one, paying a launch/dispatch each and leaving "
     "gaps between them; one fused kernel or one CUDA-graph replay pays it once.",
@@ -115,6 +115,8 @@ FREQUENT_SEQUENCES_WORDS = Words(
     "about the gaps, the sequence was not launch-limited",
     confounders=("a repeated sequence is a loop body: its gaps may be host work that capture cannot remove",),
     suggested_variants=("cuda_graph", "compiled"),
+    parts={"longer": " -> ..."},
+    scope="{where}",
 )
 
 
@@ -155,9 +157,10 @@ def frequent_sequences(f: TraceFacts, limits: FrequentSequencesLimits) -> Freque
         unit=unit,
         sequence_len=n,
         n_repeats=len(starts),
-        sequence_head=" -> ".join(s.split("(")[0][:40] for s in seq[:4]) + (" -> ..." if n > 4 else ""),
+        sequence_head=" -> ".join(s.split("(")[0][:40] for s in seq[:4]),
         sequence_ms=seq_us / 1e3,
         idle_inside_ms=inside_us / 1e3,
+        parts=("longer",) if n > 4 else (),
         evidence=(
             Evidence(
                 "gap_inside_repeats_pct",
@@ -172,5 +175,4 @@ def frequent_sequences(f: TraceFacts, limits: FrequentSequencesLimits) -> Freque
         ),
         time_at_stake_ms=bounded_ms(inside_us, window),
         confidence="medium" if share > 10.0 else "low",
-        scope=where,
     )

@@ -41,7 +41,7 @@ class HostSyncCallsLimits(Limits):
 class HostSyncCallsFinding(Finding):
     rank: int  # the rank that blocked
     n_calls: int  # its synchronising calls
-    calls_per_step: float = 0.0  # those calls per step of the rank (branch "with_steps")
+    calls_per_step: float = 0.0  # those calls per step of the rank (part "per_step")
     blocked_ms: float  # the time the host was blocked in them
     share_pct: float  # of the rank's traced window
     window_ms: float  # the rank's traced window
@@ -50,45 +50,25 @@ class HostSyncCallsFinding(Finding):
     kind_words: str  # the kind of sync, in words ("blocking copy", "sync call", ...)
 
 
-_SYNC_TITLE = "The host blocks on the GPU in {n_calls} sync calls"
-_SYNC_OBSERVED = (
-    "rank {rank}: {blocked_ms:.2f} ms ({share_pct:.1f}% of the rank's {window_ms:.2f} ms traced window) "
-    "in synchronising calls; most from {cause_op} -> {api} ({kind_words})"
-)
-_SYNC_MECHANISM = (
-    "A synchronising call (.item(), .cpu(), .tolist(), torch.cuda.synchronize, a blocking copy) "
-    "waits for all queued GPU work, so the host cannot run ahead and the GPU then starves."
-)
-_SYNC_PREDICTION = "keeping values on the device (or reading them once per N steps) removes most of the blocked time"
-_SYNC_FALSIFIER = (
-    "remove the named call (or move it out of the loop): if the step time does not fall, the wait was hidden "
-    "behind GPU work anyway"
-)
-_SYNC_CONFOUNDERS = (
-    "a sync at the end of a step is only as costly as the GPU work it waits for",
-    "profilers add their own synchronisation",
-)
 # the fixes are decided by the finding: a blocking copy from pageable memory is what pinned memory removes;
 # other syncs (.item(), .cpu(), synchronize) are the code's own: no catalog fix removes them (a CUDA graph
 # cannot even be captured around one)
-SYNC_WORDS = {
-    "with_steps": Words(
-        title=_SYNC_TITLE + " ({calls_per_step:.1f} per step)",
-        observed=_SYNC_OBSERVED,
-        mechanism=_SYNC_MECHANISM,
-        predicted_effect=_SYNC_PREDICTION,
-        falsifier=_SYNC_FALSIFIER,
-        confounders=_SYNC_CONFOUNDERS,
+SYNC_WORDS = Words(
+    title="The host blocks on the GPU in {n_calls} sync calls{per_step}",
+    observed="rank {rank}: {blocked_ms:.2f} ms ({share_pct:.1f}% of the rank's {window_ms:.2f} ms traced window) "
+    "in synchronising calls; most from {cause_op} -> {api} ({kind_words})",
+    mechanism="A synchronising call (.item(), .cpu(), .tolist(), torch.cuda.synchronize, a blocking copy) "
+    "waits for all queued GPU work, so the host cannot run ahead and the GPU then starves.",
+    predicted_effect="keeping values on the device (or reading them once per N steps) removes most of the blocked time",
+    falsifier="remove the named call (or move it out of the loop): if the step time does not fall, the wait was "
+    "hidden behind GPU work anyway",
+    confounders=(
+        "a sync at the end of a step is only as costly as the GPU work it waits for",
+        "profilers add their own synchronisation",
     ),
-    "without_steps": Words(
-        title=_SYNC_TITLE,
-        observed=_SYNC_OBSERVED,
-        mechanism=_SYNC_MECHANISM,
-        predicted_effect=_SYNC_PREDICTION,
-        falsifier=_SYNC_FALSIFIER,
-        confounders=_SYNC_CONFOUNDERS,
-    ),
-}
+    parts={"per_step": " ({calls_per_step:.1f} per step)"},  # where the rank's steps are annotated
+    scope="rank {rank}",
+)
 
 
 @rule(
@@ -120,10 +100,10 @@ def host_sync_calls(f: TraceFacts, limits: HostSyncCallsLimits) -> list[HostSync
         steps = f.steps_on(rank)
         out.append(
             HostSyncCallsFinding(
-                branch="with_steps" if steps else "without_steps",
                 rank=rank,
                 n_calls=len(mine),
                 calls_per_step=len(mine) / steps if steps else 0.0,
+                parts=("per_step",) if steps else (),
                 blocked_ms=total / 1e3,
                 share_pct=share,
                 window_ms=window / 1e3,
@@ -144,7 +124,6 @@ def host_sync_calls(f: TraceFacts, limits: HostSyncCallsLimits) -> list[HostSync
                 time_at_stake_ms=bounded_ms(total, window),
                 confidence="high" if share > 3 * limits.min_sync_pct else "medium",
                 suggested_variants=("pin_memory",) if _copies_dominate(mine) else (),
-                scope=f"rank {rank}",
             )
         )
     return out

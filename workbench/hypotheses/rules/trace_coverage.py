@@ -5,7 +5,7 @@ diagnosis says so instead of staying silent: a caveat on the measurement."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -39,8 +39,8 @@ class TraceRecordsNoWorkFinding(Finding):
     n_events: int  # recorded ops and kernels that start inside them
 
 
-_NO_WORK = Words(
-    title="The trace holds {n_calls} calls but no work inside them",
+NO_WORK_WORDS = Words(
+    title="The trace holds {n_calls} calls but {almost}no work inside them",
     observed="{n_calls} traced calls ({traced_ms:.3g} ms) with {n_events} recorded ops or kernels in them",
     mechanism="The calls ran their work where the profiler does not record it: on threads it was not enabled on "
     "(a thread pool's workers), in another process, or outside PyTorch (Python, NumPy, I/O). The "
@@ -52,13 +52,8 @@ _NO_WORK = Words(
         "many threads on few cores also make such calls slow and their timing noisy (see the run's "
         "health check: thread oversubscription, CPU wait)",
     ),
+    parts={"almost": "almost "},  # some ops or kernels inside the calls, fewer than one a call (else not one)
 )
-NO_WORK_WORDS = {
-    "no_work": _NO_WORK,  # not one op or kernel inside the calls
-    "little_work": replace(  # some, fewer than one a call
-        _NO_WORK, title="The trace holds {n_calls} calls but almost no work inside them"
-    ),
-}
 
 
 @rule(
@@ -84,10 +79,10 @@ def trace_records_no_work(f: TraceFacts, limits: TraceRecordsNoWorkLimits) -> Tr
         return None
     total = float(np.sum(ends - starts))
     return TraceRecordsNoWorkFinding(
-        branch="little_work" if events else "no_work",
         n_calls=len(starts),
         traced_ms=total / 1e3,
         n_events=events,
+        parts=("almost",) if events else (),
         evidence=(
             Evidence(
                 "events_per_step",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -55,6 +55,7 @@ TRANSFER_SHARE_WORDS = Words(
     "copies were not on the critical path",
     confounders=("small copies are latency-bound, not bandwidth-bound",),
     suggested_variants=("pin_memory",),
+    scope="rank {rank}",
 )
 
 
@@ -102,7 +103,6 @@ def transfer_share(f: TraceFacts, limits: TransferShareLimits) -> list[TransferS
                 ),
                 time_at_stake_ms=bounded_ms(exposed, r.span_us),
                 confidence="medium",
-                scope=f"rank {int(r['rank'])}",
             )
         )
     return out
@@ -119,12 +119,12 @@ class PageableMemcpyLimits(Limits):
 class PageableMemcpyFinding(Finding):
     n_copies: int  # copies from pageable host memory
     copy_ms: float  # their summed time
-    gbps: float  # the pageable copies' bytes over their time, all ranks (nan without time)
+    gbps: float  # the pageable copies' bytes over their time, all ranks (nan without time: no part "rate")
 
 
-_PAGEABLE = Words(
+PAGEABLE_MEMCPY_WORDS = Words(
     title="{n_copies} copies from pageable host memory",
-    observed="{copy_ms:.2f} ms of pageable copies at {gbps:.1f} GB/s",
+    observed="{copy_ms:.2f} ms of pageable copies{rate}",
     mechanism="A copy from pageable memory is staged through a pinned buffer by the driver: slower, and it blocks "
     "the host.",
     predicted_effect="pin_memory() (DataLoader(pin_memory=True)) with non_blocking=True roughly halves copy time and "
@@ -133,11 +133,8 @@ _PAGEABLE = Words(
     "staging was not the cost",
     confounders=("tiny copies are dominated by latency either way",),
     suggested_variants=("pin_memory",),
+    parts={"rate": " at {gbps:.1f} GB/s"},  # where the copy stats time the pageable copies
 )
-PAGEABLE_MEMCPY_WORDS = {
-    "rate_known": _PAGEABLE,  # the copy stats time the pageable copies: their rate is said
-    "rate_unknown": replace(_PAGEABLE, observed="{copy_ms:.2f} ms of pageable copies"),  # no time in the stats
-}
 
 
 @rule(
@@ -160,10 +157,10 @@ def pageable_memcpy(f: TraceFacts, limits: PageableMemcpyLimits) -> PageableMemc
     paged = stats[(stats["kind"] == "memcpy") & (stats["host_memory"] == "pageable")]
     gbps = float(paged["bytes"].sum() / (paged["dur_us"].sum() * 1e3)) if paged["dur_us"].sum() > 0 else float("nan")
     return PageableMemcpyFinding(
-        branch="rate_known" if gbps == gbps else "rate_unknown",
         n_copies=len(pageable),
         copy_ms=total / 1e3,
         gbps=gbps,
+        parts=("rate",) if gbps == gbps else (),
         evidence=(
             Evidence(
                 "pageable_copy_pct",
