@@ -19,45 +19,46 @@ from typing import Any
 
 import pandas as pd
 
+from workbench.hypotheses.fact_types import CompileFacts, Timing, compile_facts, field_of
 from workbench.hypotheses.facts import TraceFacts
 from workbench.hypotheses.registry import NotJudged
 
 ONE_TIME_COST_CALLS = 100  # calls a one-time cost is spread over when ranked, unless the run says
 
 
-def field_of(obj: Any, name: str, default: Any = None) -> Any:
-    if obj is None:
-        return default
-    if isinstance(obj, dict):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
-
-
 class RunFacts:
+    """What run rules read of one run (typed: ``fact_types``)."""
+
     def __init__(self, run: Any):
         self.run = run
-        self.timing = field_of(run, "timing")
-        self.cold_ms = field_of(run, "cold_ms")
-        self.compile = field_of(run, "compile")
-        self.environment = field_of(run, "environment", {}) or {}
-        self.name = field_of(run, "name", "") or ""
+        self.timing: Timing | None = field_of(run, "timing")
+        cold = field_of(run, "cold_ms")
+        self.cold_ms: float | None = float(cold) if cold is not None else None
+        self.compile: Any = field_of(run, "compile")  # the record as given (``compile_record``: typed)
+        self.environment: dict[str, Any] = field_of(run, "environment", {}) or {}
+        self.name: str = field_of(run, "name", "") or ""
 
-    def require_timing(self):
+    @cached_property
+    def compile_record(self) -> CompileFacts | None:
+        """torch.compile's record, typed (None where the run has none)."""
+        return compile_facts(self.compile) if self.compile is not None else None
+
+    def require_timing(self) -> Timing:
         if self.timing is None:
             raise NotJudged("the run has no timing samples")
         return self.timing
 
-    def require_compile(self):
+    def require_compile(self) -> CompileFacts:
         """The compile diagnostics of a run that used torch.compile. Use is read from everything dynamo
         recorded, not from compiled graphs only: a graph break inside a loop can make dynamo skip the
         whole frame (no graph compiled), yet the breaks, recompiles and compile time it recorded show
         that torch.compile ran. A function compiled before the profile compiles nothing in it: the
         compiled code it ran (``graphs_per_call``, ``compiled_frames``) shows the use."""
-        if self.compile is None or not self.used_compile:
+        if self.compile_record is None or not self.used_compile:
             raise NotJudged(
                 "the run did not use torch.compile (no compiled graph, graph break, recompile or compile time recorded)"
             )
-        return self.compile
+        return self.compile_record
 
     @property
     def used_compile(self) -> bool:

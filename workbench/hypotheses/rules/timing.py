@@ -207,7 +207,7 @@ def _noise(f: RunFacts, limits: NoisyTimingLimits) -> NoisyTimingFinding | None:
     confidence = "medium" if rel_ci > limits.max_relative_ci else "low"
     from workbench.hypotheses.rules.torch_compile import steady_recompiles
 
-    recompiled = f.compile is not None and steady_recompiles(f.compile) > 0
+    recompiled = f.compile_record is not None and steady_recompiles(f.compile_record) > 0
     if recompiled:
         confidence = "low"  # the spread is explained by compiles during the timed calls
     return NoisyTimingFinding(

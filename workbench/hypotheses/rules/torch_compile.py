@@ -21,41 +21,33 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import product
 
+from workbench.hypotheses.fact_types import CompileFacts
 from workbench.hypotheses.hypothesis import Evidence
 from workbench.hypotheses.registry import Limits, NotJudged, rule
-from workbench.hypotheses.run_facts import RunFacts, field_of
+from workbench.hypotheses.run_facts import RunFacts
 from workbench.hypotheses.words import Finding, Words
 
 
-def _reasons(diag, name: str) -> list[str]:
-    vals = field_of(diag, name) or []
-    return [str(v) for v in vals]
-
-
-def _break_reasons(diag) -> list[str]:
+def _break_reasons(diag: CompileFacts) -> list[str]:
     """Reasons from capture's ``graph_breaks`` records (reason, location), or a plain list."""
-    found = []
-    for b in field_of(diag, "graph_breaks", None) or ():
-        where = field_of(b, "location", "")
-        found.append(f"{field_of(b, 'reason', '')}" + (f" at {where}" if where else ""))
-    return found or _reasons(diag, "break_reasons")
+    found = [b.reason + (f" at {b.location}" if b.location else "") for b in diag.graph_breaks]
+    return found or list(diag.break_reasons)
 
 
-def _reasons_in_words(diag, reasons: list[str]) -> str:
+def _reasons_in_words(diag: CompileFacts, reasons: list[str]) -> str:
     """Each distinct reason once, with the places it breaks at (file name and line)."""
     places: dict[str, list[str]] = {}
-    for b in field_of(diag, "graph_breaks", None) or ():
-        where = str(field_of(b, "location", "") or "")
-        at = places.setdefault(str(field_of(b, "reason", "")), [])
-        if where and where.rsplit("/", 1)[-1] not in at:
-            at.append(where.rsplit("/", 1)[-1])
+    for b in diag.graph_breaks:
+        at = places.setdefault(b.reason, [])
+        if b.location and b.location.rsplit("/", 1)[-1] not in at:
+            at.append(b.location.rsplit("/", 1)[-1])
     if not places:
         places = {r: [] for r in reasons}
     return "; ".join(r[:120] + (f" (at {', '.join(at[:3])})" if at else "") for r, at in list(places.items())[:3])
 
 
-def _break_sources(diag) -> set[str]:
-    return {str(field_of(b, "source", "profile") or "profile") for b in field_of(diag, "graph_breaks", None) or ()}
+def _break_sources(diag: CompileFacts) -> set[str]:
+    return {b.source for b in diag.graph_breaks}
 
 
 # (words a break reason holds, the fix it suggests): the usual breaks and their usual cures
@@ -85,48 +77,40 @@ def break_fixes(reasons: list[str]) -> list[str]:
     return list(dict.fromkeys(fixes)) + [_FULLGRAPH]
 
 
-def graphs_per_call(diag) -> int | None:
+def graphs_per_call(diag: CompileFacts) -> int | None:
     """Graphs a call runs as, read from the traced pass's compiled regions; None where not read."""
-    if str(field_of(diag, "structure_source", "") or "") != "trace":
+    if diag.structure_source != "trace":
         return None
-    value = field_of(diag, "graphs_per_call", None)
+    value = diag.graphs_per_call
     return max(1, round(float(value))) if value else None
 
 
-def _recompile_reasons(diag, steady_only: bool = False) -> list[str]:
+def _recompile_reasons(diag: CompileFacts, steady_only: bool = False) -> list[str]:
     found = []
-    for r in field_of(diag, "recompiles", None) or ():
-        if isinstance(r, str):
-            found.append(r)
+    for r in diag.recompiles:
+        if r.text:  # an older record's entry, a plain text
+            found.append(r.text)
             continue
-        if steady_only and bool(field_of(r, "on_first_call", False)):
+        if steady_only and r.on_first_call:
             continue
-        failures = field_of(r, "guard_failures", ()) or ()
-        found.append(f"{field_of(r, 'function', '')}: {'; '.join(failures) or 'reason not recorded'}")
-    return found or _reasons(diag, "recompile_reasons")
+        found.append(f"{r.function}: {'; '.join(r.guard_failures) or 'reason not recorded'}")
+    return found or list(diag.recompile_reasons)
 
 
-def steady_recompiles(diag) -> int:
+def steady_recompiles(diag: CompileFacts) -> int:
     """Compiles repeated after the first call; every recompile logged where the split is absent."""
-    steady = field_of(diag, "steady_recompile_count", None)
-    if steady is None:
-        steady = field_of(diag, "recompile_count", 0)
-    return int(steady or 0)
+    steady = diag.steady_recompile_count
+    return int(steady if steady is not None else diag.recompile_count)
 
 
-def first_recompiles(diag) -> int:
+def first_recompiles(diag: CompileFacts) -> int:
     """Recompiles logged inside the first call (0 where the split is absent)."""
-    return sum(
-        1
-        for r in field_of(diag, "recompiles", None) or ()
-        if not isinstance(r, str) and bool(field_of(r, "on_first_call", False))
-    )
+    return sum(1 for r in diag.recompiles if not r.text and r.on_first_call)
 
 
-def steady_compile_ms(diag) -> float | None:
+def steady_compile_ms(diag: CompileFacts) -> float | None:
     """Compile time after the first call, None where the split is absent."""
-    value = field_of(diag, "steady_compile_time_ms", None)
-    return None if value is None else float(value)
+    return diag.steady_compile_time_ms
 
 
 def break_compile_ms(f: RunFacts) -> float:
@@ -134,9 +118,11 @@ def break_compile_ms(f: RunFacts) -> float:
     so of the graphs compiled on the first call, all but one are the breaks' doing. The first call's
     compile time is the total less the steady state's where the split is recorded, else the total
     shared evenly with each steady-state recompile."""
-    diag = f.compile
-    n_breaks = int(field_of(diag, "graph_break_count", 0) or 0)
-    compile_ms = float(field_of(diag, "compile_time_ms", 0.0) or 0.0)
+    diag = f.compile_record
+    if diag is None:
+        return 0.0
+    n_breaks = diag.graph_break_count
+    compile_ms = diag.compile_time_ms
     if n_breaks <= 0 or compile_ms <= 0:
         return 0.0
     steady_ms = steady_compile_ms(diag)
@@ -233,11 +219,11 @@ GRAPH_BREAKS_WORDS = {
 def graph_breaks(f: RunFacts, limits: GraphBreaksLimits) -> GraphBreaksFinding | None:
     """torch.compile split the function into several graphs with eager code between them."""
     diag = f.require_compile()
-    n_breaks = int(field_of(diag, "graph_break_count", 0) or 0)
+    n_breaks = diag.graph_break_count
     if n_breaks < limits.min_breaks:
         return None
     per_call = graphs_per_call(diag)
-    n_graphs = per_call or int(field_of(diag, "graph_count", n_breaks + 1) or n_breaks + 1)
+    n_graphs = per_call or diag.graph_count or n_breaks + 1
     reasons = _break_reasons(diag)
     fixes = break_fixes(reasons)
     sources = _break_sources(diag)
@@ -355,14 +341,12 @@ def recompiles(f: RunFacts, limits: RecompilesLimits) -> RecompilesFinding | Non
     """torch.compile recompiled during the steady state (guard failures, changing shapes)."""
     diag = f.require_compile()
     n = steady_recompiles(diag)
-    limit_hit = bool(field_of(diag, "recompile_limit_hit", False)) or "recompile_limit" in str(
-        field_of(diag, "note", "")
-    )
+    limit_hit = diag.recompile_limit_hit or "recompile_limit" in (diag.note)
     if n < limits.min_recompiles and not limit_hit:
         return None
     reasons = _recompile_reasons(diag, steady_only=True)
     n_first = first_recompiles(diag)
-    compile_ms = float(field_of(diag, "compile_time_ms", 0.0) or 0.0)
+    compile_ms = diag.compile_time_ms
     steady_ms = steady_compile_ms(diag)
     if steady_ms is not None:  # measured after the first call: the steady state's own
         per_compile = steady_ms / n if n and steady_ms > 0 else 0.0
@@ -436,7 +420,7 @@ CUDAGRAPH_SKIPPED_WORDS = Words(
 def cudagraph_skipped(f: RunFacts, limits: CudagraphSkippedLimits) -> CudagraphSkippedFinding | None:
     """Inductor wanted CUDA graphs (mode=reduce-overhead) but skipped them, with reasons."""
     diag = f.require_compile()
-    reasons = _reasons(diag, "cudagraph_skip_reasons")
+    reasons = list(diag.cudagraph_skip_reasons)
     if not reasons or len(reasons) < limits.min_skips:
         return None
     return CudagraphSkippedFinding(
@@ -495,7 +479,7 @@ FALLBACK_KERNELS_WORDS = Words(
 def fallback_kernels(f: RunFacts, limits: FallbackKernelsLimits) -> FallbackKernelsFinding | None:
     """Inductor left ops as eager fallback kernels inside the compiled graph."""
     diag = f.require_compile()
-    ops = _reasons(diag, "fallback_kernels")
+    ops = list(diag.fallback_kernels)
     if not ops or len(ops) < limits.min_fallback_ops:
         return None
     return FallbackKernelsFinding(
