@@ -88,9 +88,7 @@ def _cut(names: list[str], dims: list[list], shapes: list[list[int]]) -> int | N
         body = names[prefix:]
         if any(body[i] != body[i % period] for i in range(period, rest)):
             continue
-        ok = all(
-            any(shapes[j] in dims[prefix + j * period + i] for i in range(period)) for j in range(k_params)
-        )
+        ok = all(any(shapes[j] in dims[prefix + j * period + i] for i in range(period)) for j in range(k_params))
         if ok:
             return prefix
     return None

@@ -61,7 +61,9 @@ class OptimizerStepParams:
         flags = [d.get("foreach"), d.get("fused")]
         if not all(v is None or isinstance(v, bool) for v in flags):
             raise ValueError(f"foreach / fused must be true, false or null; got {flags}")
-        return cls(str(d.get("optimizer", "")), flags[0], flags[1], tuple(SteppedParam.from_dict(p) for p in d["params"]))
+        return cls(
+            str(d.get("optimizer", "")), flags[0], flags[1], tuple(SteppedParam.from_dict(p) for p in d["params"])
+        )
 
 
 def optimizer_params_from_list(value: Any) -> tuple[OptimizerStepParams, ...]:
