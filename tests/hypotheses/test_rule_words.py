@@ -16,7 +16,7 @@ import pytest
 from workbench.errors import InvalidArgumentError
 from workbench.hypotheses import registry
 from workbench.hypotheses.catalog import get_rule, list_rules
-from workbench.hypotheses.hypothesis import Evidence
+from workbench.hypotheses.hypothesis import Evidence, Hypothesis
 from workbench.hypotheses.registry import Limits, rule
 from workbench.hypotheses.words import Finding, Words, template_fields
 
@@ -204,3 +204,12 @@ def test_a_part_that_reads_a_part_or_shadows_a_field_is_refused(registered):
             finding=SyncFinding,
             words=dataclasses.replace(SYNC_WORDS, parts={"rank": "x"}),
         )
+
+
+def test_a_rule_that_builds_its_own_hypothesis_is_refused(registered):
+    def prose(facts, limits):
+        return Hypothesis("host_bound", "t", "o", "m", (), 1.0, "p", "f")
+
+    rule("test_prose", category="host_bound", scope="trace", finding=SlowOpFinding, words=WORDS)(prose)
+    with pytest.raises(InvalidArgumentError, match="returned a Hypothesis: a rule returns its Finding"):
+        registry.registered_rule("test_prose")({})

@@ -73,10 +73,12 @@ class Rule:
         found = [out] if isinstance(out, (Hypothesis, Finding)) else list(out)
         return [self.told(x) for x in found]
 
-    def told(self, finding: "Finding | Hypothesis") -> Hypothesis:
+    def told(self, finding: Finding) -> Hypothesis:
         """A finding in the words of its branch."""
-        if isinstance(finding, Hypothesis):  # a rule not yet written as judgement + words
-            return finding if finding.rule else dataclasses.replace(finding, rule=self.name)
+        if isinstance(finding, Hypothesis):
+            raise InvalidArgumentError(
+                f"rule {self.name!r} returned a Hypothesis: a rule returns its Finding and declares its words"
+            )
         if not isinstance(finding, self.finding):
             raise InvalidArgumentError(
                 f"rule {self.name!r} returned a {type(finding).__name__}; it declares {self.finding.__name__}"
