@@ -53,14 +53,19 @@ def _fusion_fixes_names() -> set[str]:
     return {fix for _, fix in _common.FUSED_FIXES} | {"sdpa_attention", *then}
 
 
-def _names_of(node: ast.AST, where: str) -> set[str]:
-    """Every name a ``suggested_variants=`` expression can produce."""
+def _names_of(node: ast.AST, where: str, module: object = None) -> set[str]:
+    """Every name a ``suggested_variants=`` expression can produce (a module-level name: its value there, a
+    rule's declared fixes being data beside its words)."""
+    if isinstance(node, ast.Name) and module is not None and hasattr(module, node.id):
+        value = getattr(module, node.id)
+        if isinstance(value, (tuple, list)) and all(isinstance(v, str) for v in value):
+            return set(value)
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return {node.value}
     if isinstance(node, (ast.Tuple, ast.List)):
-        return set().union(set(), *(_names_of(e, where) for e in node.elts))
+        return set().union(set(), *(_names_of(e, where, module) for e in node.elts))
     if isinstance(node, ast.IfExp):
-        return _names_of(node.body, where) | _names_of(node.orelse, where)
+        return _names_of(node.body, where, module) | _names_of(node.orelse, where, module)
     if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "fusion_fixes":
         return _fusion_fixes_names()
     raise AssertionError(f"{where}: suggested_variants={ast.unparse(node)}: teach this test what it can return")
@@ -70,11 +75,15 @@ def suggested_in_source() -> dict[str, set[str]]:
     """file -> every name its ``suggested_variants=`` expressions can produce: their string constants, both
     branches of a conditional, and what ``fusion_fixes`` can return."""
     out: dict[str, set[str]] = {}
+    import importlib
+
     for path in sorted(RULES.glob("*.py")):
         tree = ast.parse(path.read_text())
+        module = importlib.import_module(f"workbench.hypotheses.rules.{path.stem}")
         for node in ast.walk(tree):
             if isinstance(node, ast.keyword) and node.arg == "suggested_variants":
-                out.setdefault(path.name, set()).update(_names_of(node.value, f"rules/{path.name}:{node.value.lineno}"))
+                where = f"rules/{path.name}:{node.value.lineno}"
+                out.setdefault(path.name, set()).update(_names_of(node.value, where, module))
     return out
 
 
@@ -96,6 +105,15 @@ def test_every_name_a_rule_can_suggest_is_a_catalog_fix():
     # the names this change made the rules use are there
     assert {"tf32", "autocast_bf16", "pin_memory", "set_to_none", "fused_optimizer", "pad_to_multiple_of_8"} <= every
     assert {"sdpa_attention", "fused_softmax", "fused_layer_norm", "fused_bias_gelu", "compiled", "cuda_graph"} <= every
+
+
+def test_every_declared_fix_in_the_rules_words_is_a_catalog_fix():
+    """The fixes a rule declares in its words (data, not source): every branch of every rule."""
+    from workbench.hypotheses.catalog import list_rules
+
+    for r in list_rules():
+        for branch, words in r.words.items():
+            _check(set(words.suggested_variants), f"{r.name} branch {branch!r}")
 
 
 def test_the_settings_and_data_movement_fixes_are_registered():
